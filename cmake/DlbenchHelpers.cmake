@@ -1,0 +1,31 @@
+# dlbench_add_library(NAME SOURCES ... DEPS ...): the library dlbench_NAME with alias dlbench::NAME.
+function(dlbench_add_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
+  add_library(dlbench_${name} STATIC ${ARG_SOURCES})
+  add_library(dlbench::${name} ALIAS dlbench_${name})
+  target_include_directories(dlbench_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(dlbench_${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+  target_compile_options(dlbench_${name} PRIVATE -Wall -Wextra -Wno-missing-field-initializers)
+  set_target_properties(dlbench_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+endfunction()
+
+# dlbench_add_test(NAME SOURCES ... DEPS ... [LABELS ...]): a GoogleTest binary registered with CTest.
+# Each TEST() becomes its own CTest entry (gtest_discover_tests), so failures are named.
+function(dlbench_add_test name)
+  if(NOT DLBENCH_BUILD_TESTS)
+    return()
+  endif()
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
+  target_compile_options(${name} PRIVATE -Wall -Wextra -Wno-missing-field-initializers)
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  target_compile_definitions(${name} PRIVATE
+    DLBENCH_SOURCE_DIR="${PROJECT_SOURCE_DIR}" DLBENCH_BIN_DIR="${CMAKE_BINARY_DIR}/bin")
+  include(GoogleTest)
+  set(labels unit)
+  if(ARG_LABELS)
+    set(labels ${ARG_LABELS})
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${labels}")
+endfunction()

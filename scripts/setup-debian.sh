@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs everything dlbench needs to build and test on Debian 12 (bookworm). Idempotent.
+# Usage: scripts/setup-debian.sh [--with-browser-tests]
+set -euo pipefail
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+
+packages=(
+  # toolchain
+  g++ cmake ninja-build pkg-config git
+  # libraries the dlbench binary uses
+  libyaml-cpp-dev nlohmann-json3-dev libfmt-dev libcli11-dev libsqlite3-dev libboost-dev sqlite3
+  # tests and benchmarks
+  libgtest-dev libgmock-dev googletest libbenchmark-dev python3
+  # the LibTorch runner: Debian's LibTorch 1.13, OpenBLAS so it does not fall back to the
+  # reference BLAS (30x slower), Gloo headers for c10d
+  libtorch-dev libopenblas0-pthread libgloo-dev
+)
+extra=()
+for arg in "$@"; do
+  case "$arg" in
+    --with-browser-tests) extra+=(chromium prometheus) ;;
+    *) echo "unknown option: $arg" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for p in "${packages[@]}" "${extra[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

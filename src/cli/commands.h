@@ -1,0 +1,54 @@
+// The dlbench command line. main() builds one CLI::App and lets each command file register its
+// subcommand; a subcommand's callback returns its exit code through CommandContext.
+//
+// Exit codes (docs/cli.md):
+//   0  success
+//   1  the command ran and found a failure it was asked to report (a cell that did not end ok
+//      in `run`; a regression with `compare --fail-on-regression`)
+//   2  bad usage or invalid input (arguments, matrix file); nothing ran
+//   3  the store could not be opened, read or written
+//   4  an I/O or system failure (output folder, runner binary not found)
+//   130 interrupted by Ctrl-C (finished cells are stored; resume with --resume)
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "common/error.h"
+#include "store/result_store.h"
+
+namespace dlbench::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailureFound = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitStore = 3;
+inline constexpr int kExitIo = 4;
+inline constexpr int kExitInterrupted = 130;
+
+struct CommandContext {
+  std::string db_path;   // --db, else $DLBENCH_DB, else ./dlbench.db
+  int exit_code = kExitOk;
+};
+
+// The store named by the context; prints the error and sets exit_code on failure.
+std::unique_ptr<store::ResultStore> OpenStoreOrReport(CommandContext& ctx);
+// Prints "dlbench: <kind>: <message>" and returns the exit code that fits the error's kind.
+int ReportError(const Error& error);
+
+// Each adds one subcommand to app. Defined in cmd_<name>.cc.
+void RegisterRun(CLI::App& app, CommandContext& ctx);
+void RegisterPlan(CLI::App& app, CommandContext& ctx);
+void RegisterRuns(CLI::App& app, CommandContext& ctx);
+void RegisterShow(CLI::App& app, CommandContext& ctx);
+void RegisterExport(CLI::App& app, CommandContext& ctx);
+void RegisterEnv(CLI::App& app, CommandContext& ctx);
+void RegisterCompare(CLI::App& app, CommandContext& ctx);
+void RegisterTrend(CLI::App& app, CommandContext& ctx);
+void RegisterTag(CLI::App& app, CommandContext& ctx);
+void RegisterReport(CLI::App& app, CommandContext& ctx);
+void RegisterServe(CLI::App& app, CommandContext& ctx);
+
+}  // namespace dlbench::cli

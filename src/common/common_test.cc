@@ -1,0 +1,103 @@
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/files.h"
+#include "common/subprocess.h"
+
+namespace dlbench {
+namespace {
+
+TEST(ResultTest, HoldsValueOrError) {
+  Result<int> v = 42;
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, 42);
+  Result<int> e = MakeError(ErrorKind::kNotFound, "run 7 not found");
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.error().kind, ErrorKind::kNotFound);
+  EXPECT_EQ(e.error().message, "run 7 not found");
+  Status s = MakeError(ErrorKind::kIo, "disk");
+  EXPECT_FALSE(s.ok());
+  EXPECT_TRUE(Status::Ok().ok());
+}
+
+TEST(ClockTest, MonotonicAdvancesAndSimulatedMovesOnlyWhenTold) {
+  const auto a = MonotonicNowNs();
+  const auto b = MonotonicNowNs();
+  EXPECT_LE(a, b);
+  SimulatedClock clock(1'000);
+  EXPECT_EQ(clock.NowNs(), 1'000);
+  clock.AdvanceNs(500);
+  EXPECT_EQ(clock.NowNs(), 1'500);
+  EXPECT_EQ(FormatUtc(0), "1970-01-01T00:00:00Z");
+}
+
+TEST(SubprocessTest, ReportsExitCodeAndSignal) {
+  auto ok = Subprocess::Spawn({{"/bin/sh", "-c", "exit 3"}});
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  auto st = ok->Wait();
+  EXPECT_FALSE(st.signaled);
+  EXPECT_EQ(st.code, 3);
+  EXPECT_EQ(st.Describe(), "exit code 3");
+
+  auto killed = Subprocess::Spawn({{"/bin/sh", "-c", "kill -SEGV $$"}});
+  ASSERT_TRUE(killed.ok());
+  auto ks = killed->Wait();
+  EXPECT_TRUE(ks.signaled);
+  EXPECT_EQ(ks.Describe(), "killed by SIGSEGV");
+}
+
+TEST(SubprocessTest, TerminateKillsTheWholeGroup) {
+  // The shell starts a grandchild; killing the group must end both.
+  char tmpl[] = "/tmp/dlbench_pidXXXXXX";
+  int fd = mkstemp(tmpl);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  auto p = Subprocess::Spawn({{"/bin/sh", "-c", std::string("sleep 60 & echo $! > ") + tmpl + "; wait"}});
+  ASSERT_TRUE(p.ok());
+  pid_t grandchild = 0;
+  for (int i = 0; i < 200 && grandchild == 0; ++i) {
+    usleep(10'000);
+    std::ifstream in(tmpl);
+    in >> grandchild;
+  }
+  ASSERT_GT(grandchild, 0);
+  auto st = p->Terminate(100);
+  EXPECT_TRUE(st.signaled);
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    gone = ::kill(grandchild, 0) != 0;
+    if (!gone) usleep(10'000);
+  }
+  EXPECT_TRUE(gone) << "grandchild " << grandchild << " survived the group kill";
+  std::remove(tmpl);
+}
+
+TEST(SubprocessTest, MissingProgramIsAnErrorValue) {
+  auto p = Subprocess::Spawn({{"/nonexistent/dlbench-runner"}});
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.error().kind, ErrorKind::kIo);
+  EXPECT_NE(p.error().message.find("/nonexistent/dlbench-runner"), std::string::npos);
+}
+
+TEST(FilesTest, TailLinesKeepsTheLastLines) {
+  char tmpl[] = "/tmp/dlbench_tailXXXXXX";
+  int fd = mkstemp(tmpl);
+  ASSERT_GE(fd, 0);
+  const std::string text = "one\ntwo\nthree\nfour\n";
+  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  close(fd);
+  EXPECT_EQ(TailLines(tmpl, 2), "three\nfour");
+  EXPECT_EQ(TailLines(tmpl, 10), "one\ntwo\nthree\nfour");
+  std::remove(tmpl);
+  EXPECT_EQ(ReadFile("/nonexistent/x").error().kind, ErrorKind::kNotFound);
+}
+
+}  // namespace
+}  // namespace dlbench

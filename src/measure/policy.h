@@ -1,0 +1,69 @@
+// The measurement policy: one place that decides where warm-up ends and when a cell has been
+// measured enough (docs/measurement.md). The orchestrator feeds it rank 0's step records as
+// they stream in.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/matrix.h"
+#include "protocol/wire.h"
+
+namespace dlbench::measure {
+
+// Summary of the measured (post-warm-up) steps of a cell. Times in nanoseconds as double.
+struct StepSummary {
+  std::int64_t steps = 0;
+  std::int64_t samples = 0;
+  double mean_ns = 0, median_ns = 0, stddev_ns = 0, cv = 0, min_ns = 0, max_ns = 0;
+  double p50_ns = 0, p90_ns = 0, p95_ns = 0, p99_ns = 0;
+  double ci_low_ns = 0, ci_high_ns = 0;   // batch-means CI of the mean step time
+  double ci_rel_halfwidth = 0;            // (ci_high - ci_low) / 2 / mean
+  double window_s = 0;                    // first measured start .. last measured end
+  double samples_per_s = 0;               // samples / window
+  double steps_per_s = 0;                 // steps / window
+};
+
+struct Decision {
+  bool stop = false;
+  std::string reason;  // "ci_reached", "max_time", "max_steps" when stop
+};
+
+struct Outcome {
+  std::int64_t warmup_steps = 0;     // records [0, warmup_steps) are warm-up
+  std::string warmup_rule;           // e.g. "mser5" or "minimum"
+  std::string stop_reason;           // why measurement stopped (as Decision::reason, or the runner's)
+  bool enough_data = false;          // at least min_steps measured steps and min_time measured
+  std::string insufficiency;         // why not enough, when !enough_data
+  StepSummary summary;
+};
+
+class MeasurePolicy {
+ public:
+  explicit MeasurePolicy(const config::MeasureSettings& settings);
+
+  // Appends records (in step order). Amortised O(1) per record.
+  void Add(const protocol::StepRecord* records, std::size_t count);
+  // Whether the orchestrator should send STOP now. Cheap enough to call after every batch
+  // (re-evaluates the warm-up cut and CI at most every few hundred milliseconds of steps).
+  Decision Evaluate();
+  // Final verdict over everything recorded; stop_reason is used when Evaluate never stopped.
+  Outcome Finish(const std::string& stop_reason_if_not_decided) const;
+
+  std::int64_t steps_seen() const { return static_cast<std::int64_t>(records_.size()); }
+  const std::vector<protocol::StepRecord>& records() const { return records_; }
+
+ private:
+  config::MeasureSettings settings_;
+  std::vector<protocol::StepRecord> records_;
+  std::optional<Decision> decided_;
+  std::size_t last_evaluated_size_ = 0;
+  std::int64_t last_evaluated_end_ns_ = 0;
+};
+
+// Summarises records[warmup, end) with the settings' CI level.
+StepSummary Summarize(const std::vector<protocol::StepRecord>& records, std::size_t warmup, double ci_level);
+
+}  // namespace dlbench::measure

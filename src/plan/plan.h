@@ -1,0 +1,45 @@
+// Matrix -> the ordered list of cells to run.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "config/matrix.h"
+
+namespace dlbench::plan {
+
+struct Cell {
+  int index = 0;                               // position in run order, 0-based
+  std::map<std::string, config::Value> params; // requested parameters, defaults filled from the registry
+  int repetition = 0;                          // 0-based
+  std::uint64_t seed = 0;                      // derived from matrix seed, key and repetition
+  std::string key;                             // canonical text of params: the same cell across runs
+  std::string id;                              // key + "#r" + repetition: unique within a run
+  std::string label;                           // short human label: "resnet50 train bs=32 cpu fp32"
+};
+
+struct Plan {
+  std::vector<Cell> cells;
+};
+
+// Cartesian product of the axes, minus exclude, plus include; repeated; ordered by policy.
+// kInvalidInput when nothing is left to run.
+Result<Plan> Expand(const config::Matrix& matrix);
+
+// Canonical key of a parameter set (sorted "name=value" joined by ',').
+std::string CellKey(const std::map<std::string, config::Value>& params);
+
+// Estimated seconds for the cell from history (nullopt when none) or from the measure
+// settings' bounds.
+struct Estimate {
+  double seconds = 0.0;
+  bool from_history = false;
+};
+Estimate EstimateCell(const Cell& cell, const config::Matrix& matrix,
+                      const std::map<std::string, double>& history_seconds_by_key);
+
+}  // namespace dlbench::plan

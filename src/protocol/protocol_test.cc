@@ -1,0 +1,188 @@
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "common/subprocess.h"
+#include "protocol/runner_session.h"
+#include "protocol/wire.h"
+
+namespace dlbench::protocol {
+namespace {
+
+std::vector<Frame> DecodeAll(const std::string& bytes, std::size_t piece) {
+  FrameReader reader;
+  std::vector<Frame> frames;
+  for (std::size_t i = 0; i < bytes.size(); i += piece) {
+    reader.Feed(bytes.data() + i, std::min(piece, bytes.size() - i));
+    for (;;) {
+      auto f = reader.Next();
+      EXPECT_TRUE(f.ok());
+      if (!f.ok() || !f->has_value()) break;
+      frames.push_back(std::move(**f));
+    }
+  }
+  return frames;
+}
+
+TEST(WireTest, JsonAndStepFramesRoundTripWhateverTheChunking) {
+  std::string bytes;
+  AppendJsonFrame(bytes, MessageType::kHello, {{"runner", "null"}, {"protocol", 1}});
+  StepRecord records[3];
+  for (int i = 0; i < 3; ++i) {
+    records[i].start_ns = 12'000'000'000LL + i * 1000;
+    records[i].end_ns = records[i].start_ns + 700 + i;
+    records[i].samples = 32;
+    records[i].comm_ns = 5;
+    records[i].present = kHasComm;
+  }
+  AppendStepsFrame(bytes, 1, records, 3);
+  AppendJsonFrame(bytes, MessageType::kDone, {{"reason", "stopped"}});
+  for (std::size_t piece : {std::size_t{1}, std::size_t{7}, bytes.size()}) {
+    auto frames = DecodeAll(bytes, piece);
+    ASSERT_EQ(frames.size(), 3u) << "piece " << piece;
+    EXPECT_EQ(frames[0].type, MessageType::kHello);
+    EXPECT_EQ((*DecodeJson(frames[0]))["runner"], "null");
+    auto batch = DecodeSteps(frames[1]);
+    ASSERT_TRUE(batch.ok());
+    EXPECT_EQ(batch->rank, 1u);
+    ASSERT_EQ(batch->records.size(), 3u);
+    EXPECT_EQ(batch->records[2].end_ns, 12'000'002'702LL);
+    EXPECT_EQ(batch->records[2].present, kHasComm);
+    EXPECT_EQ(frames[2].type, MessageType::kDone);
+  }
+}
+
+TEST(WireTest, GarbageIsAProtocolError) {
+  FrameReader reader;
+  const char junk[] = "this is not a frame at all";
+  reader.Feed(junk, sizeof junk);
+  auto f = reader.Next();
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.error().kind, ErrorKind::kProtocol);
+}
+
+TEST(WireTest, OversizedFrameIsRejectedBeforeBuffering) {
+  std::string bytes;
+  std::uint32_t len = kMaxPayloadBytes + 1;
+  std::uint16_t type = 1, reserved = 0;
+  bytes.append(reinterpret_cast<char*>(&len), 4);
+  bytes.append(reinterpret_cast<char*>(&type), 2);
+  bytes.append(reinterpret_cast<char*>(&reserved), 2);
+  FrameReader reader;
+  reader.Feed(bytes.data(), bytes.size());
+  EXPECT_FALSE(reader.Next().ok());
+}
+
+TEST(WireTest, StepsFrameWithWrongLengthOrBackwardsTimeIsRejected) {
+  Frame f{MessageType::kSteps, std::string(12, '\0')};
+  EXPECT_FALSE(DecodeSteps(f).ok());
+  std::string bytes;
+  StepRecord r;
+  r.start_ns = 10;
+  r.end_ns = 5;
+  AppendStepsFrame(bytes, 0, &r, 1);
+  auto frames = DecodeAll(bytes, bytes.size());
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_FALSE(DecodeSteps(frames[0]).ok());
+}
+
+TEST(WireTest, NonObjectJsonIsRejected) {
+  Frame f{MessageType::kHello, "[1,2]"};
+  EXPECT_FALSE(DecodeJson(f).ok());
+  Frame g{MessageType::kHello, "{not json"};
+  EXPECT_FALSE(DecodeJson(g).ok());
+}
+
+TEST(ConfigureTest, RoundTrips) {
+  CellConfig c;
+  c.params = {{"model", "resnet50"}, {"batch_size", 32}};
+  c.seed = 1234567890123ULL;
+  c.rank = 1;
+  c.world_size = 2;
+  c.limits.max_steps = 77;
+  c.limits.max_time_s = 1.5;
+  c.cell_key = "k";
+  auto back = ParseConfigure(ConfigureToJson(c));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->params, c.params);
+  EXPECT_EQ(back->seed, c.seed);
+  EXPECT_EQ(back->rank, 1);
+  EXPECT_EQ(back->world_size, 2);
+  EXPECT_EQ(back->limits.max_steps, 77);
+  EXPECT_DOUBLE_EQ(back->limits.max_time_s, 1.5);
+}
+
+// Runner side against a hand-driven orchestrator over real pipes.
+TEST(RunnerSessionTest, LoopStreamsStepsAndStopsOnStop) {
+  auto to_runner = MakePipe();
+  auto to_orch = MakePipe();
+  ASSERT_TRUE(to_runner.ok() && to_orch.ok());
+  auto session = RunnerSession::FromFds(to_runner->first, to_orch->second);
+
+  std::string cfg;
+  CellConfig c;
+  c.limits.max_steps = 1'000'000;
+  c.limits.max_time_s = 30;
+  AppendJsonFrame(cfg, MessageType::kConfigure, ConfigureToJson(c));
+  // STOP is already waiting: the loop must notice it at its first flush.
+  AppendJsonFrame(cfg, MessageType::kStop, nlohmann::json::object());
+  ASSERT_TRUE(WriteAll(to_runner->second, cfg).ok());
+  ASSERT_TRUE(session->SendHello({{"runner", "test"}}).ok());
+  auto got = session->ReceiveConfigure();
+  ASSERT_TRUE(got.ok()) << got.error().message;
+
+  auto result = RunStepLoop(*session, got->limits, [](StepRecord& r) {
+    r.samples = 4;
+    return true;
+  });
+  EXPECT_EQ(result.end, LoopEnd::kStopped);
+  EXPECT_GE(result.steps, 1);
+  EXPECT_LE(result.steps, static_cast<std::int64_t>(RunnerSession::kBatchRecords));
+  ASSERT_TRUE(session->SendDone(LoopEndName(result.end), result.steps).ok());
+  close(to_orch->second);
+
+  FrameReader reader;
+  std::int64_t steps = 0;
+  bool hello = false, done = false;
+  for (;;) {
+    auto n = ReadInto(to_orch->first, reader);
+    ASSERT_TRUE(n.ok());
+    if (*n == 0) break;
+  }
+  for (;;) {
+    auto f = reader.Next();
+    ASSERT_TRUE(f.ok());
+    if (!f->has_value()) break;
+    if ((*f)->type == MessageType::kHello) hello = true;
+    if ((*f)->type == MessageType::kDone) done = true;
+    if ((*f)->type == MessageType::kSteps) {
+      auto b = DecodeSteps(**f);
+      ASSERT_TRUE(b.ok());
+      for (const auto& r : b->records) {
+        EXPECT_EQ(r.samples, 4u);
+        EXPECT_GE(r.end_ns, r.start_ns);
+      }
+      steps += static_cast<std::int64_t>(b->records.size());
+    }
+  }
+  EXPECT_TRUE(hello);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(steps, result.steps);
+  for (int fd : {to_runner->first, to_runner->second, to_orch->first}) close(fd);
+}
+
+TEST(RunnerSessionTest, CeilingEndsTheLoopWithoutAnOrchestrator) {
+  auto to_runner = MakePipe();
+  auto to_orch = MakePipe();
+  ASSERT_TRUE(to_runner.ok() && to_orch.ok());
+  auto session = RunnerSession::FromFds(to_runner->first, to_orch->second);
+  RunnerLimits limits;
+  limits.max_steps = 10;
+  auto result = RunStepLoop(*session, limits, [](StepRecord&) { return true; });
+  EXPECT_EQ(result.end, LoopEnd::kMaxSteps);
+  EXPECT_EQ(result.steps, 10);
+  for (int fd : {to_runner->first, to_runner->second, to_orch->first, to_orch->second}) close(fd);
+}
+
+}  // namespace
+}  // namespace dlbench::protocol

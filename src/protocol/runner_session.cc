@@ -1,0 +1,170 @@
+#include "protocol/runner_session.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace dlbench::protocol {
+
+const char* ErrorKindWireName(ErrorKindWire kind) {
+  switch (kind) {
+    case ErrorKindWire::kOom: return "oom";
+    case ErrorKindWire::kInvalid: return "invalid";
+    case ErrorKindWire::kUnsupported: return "unsupported";
+    case ErrorKindWire::kInternal: return "internal";
+  }
+  return "internal";
+}
+
+const char* LoopEndName(LoopEnd end) {
+  switch (end) {
+    case LoopEnd::kStopped: return "stopped";
+    case LoopEnd::kMaxSteps: return "max_steps";
+    case LoopEnd::kMaxTime: return "max_time";
+    case LoopEnd::kStepFailed: return "step_failed";
+  }
+  return "stopped";
+}
+
+Result<CellConfig> ParseConfigure(const nlohmann::json& body) {
+  CellConfig c;
+  try {
+    if (body.contains("params")) c.params = body.at("params");
+    if (!c.params.is_object()) return MakeError(ErrorKind::kProtocol, "CONFIGURE params must be an object");
+    c.seed = body.value("seed", std::uint64_t{0});
+    c.rank = body.value("rank", 0);
+    c.world_size = body.value("world_size", 1);
+    c.cell_key = body.value("cell_key", std::string());
+    if (body.contains("limits")) {
+      const auto& l = body.at("limits");
+      c.limits.max_steps = l.value("max_steps", c.limits.max_steps);
+      c.limits.max_time_s = l.value("max_time_s", c.limits.max_time_s);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return MakeError(ErrorKind::kProtocol, std::string("malformed CONFIGURE: ") + e.what());
+  }
+  return c;
+}
+
+nlohmann::json ConfigureToJson(const CellConfig& c) {
+  return {{"params", c.params},
+          {"seed", c.seed},
+          {"rank", c.rank},
+          {"world_size", c.world_size},
+          {"cell_key", c.cell_key},
+          {"limits", {{"max_steps", c.limits.max_steps}, {"max_time_s", c.limits.max_time_s}}}};
+}
+
+RunnerSession::RunnerSession(int in_fd, int out_fd)
+    : in_fd_(in_fd), out_fd_(out_fd), buffer_(kBatchRecords) {
+  out_scratch_.reserve(kFrameHeaderBytes + 8 + kBatchRecords * sizeof(StepRecord));
+  last_flush_ns_ = MonotonicNowNs();
+}
+
+RunnerSession::~RunnerSession() = default;
+
+Result<std::unique_ptr<RunnerSession>> RunnerSession::Connect() {
+  const char* in = std::getenv(kFdInEnv);
+  const char* out = std::getenv(kFdOutEnv);
+  if (in == nullptr || out == nullptr) {
+    return MakeError(ErrorKind::kInvalidInput,
+                     "this program is a dlbench runner: start it through 'dlbench run' "
+                     "(DLBENCH_PROTOCOL_FD_IN/_OUT are not set)");
+  }
+  // A vanished orchestrator must show up as a failed write, not kill the runner mid-report.
+  signal(SIGPIPE, SIG_IGN);
+  return FromFds(std::atoi(in), std::atoi(out));
+}
+
+std::unique_ptr<RunnerSession> RunnerSession::FromFds(int in_fd, int out_fd) {
+  return std::unique_ptr<RunnerSession>(new RunnerSession(in_fd, out_fd));
+}
+
+Status RunnerSession::SendJson(MessageType type, const nlohmann::json& body) {
+  std::string frame;
+  AppendJsonFrame(frame, type, body);
+  auto st = WriteAll(out_fd_, frame);
+  if (!st.ok()) stop_requested_ = true;
+  return st;
+}
+
+Status RunnerSession::SendHello(nlohmann::json hello) {
+  hello["protocol"] = kProtocolVersion;
+  hello["pid"] = static_cast<long>(getpid());
+  return SendJson(MessageType::kHello, hello);
+}
+
+Result<CellConfig> RunnerSession::ReceiveConfigure() {
+  for (;;) {
+    auto frame = reader_.Next();
+    if (!frame.ok()) return frame.error();
+    if (frame->has_value()) {
+      const Frame& f = **frame;
+      if (f.type != MessageType::kConfigure) {
+        return MakeError(ErrorKind::kProtocol,
+                         std::string("expected CONFIGURE, got ") + MessageTypeName(f.type));
+      }
+      auto body = DecodeJson(f);
+      if (!body.ok()) return body.error();
+      return ParseConfigure(*body);
+    }
+    auto n = ReadInto(in_fd_, reader_);
+    if (!n.ok()) return n.error();
+    if (*n == 0) return MakeError(ErrorKind::kIo, "the orchestrator closed the protocol pipe before CONFIGURE");
+  }
+}
+
+Status RunnerSession::SendReady(const nlohmann::json& effective) {
+  return SendJson(MessageType::kReady, {{"effective", effective}});
+}
+Status RunnerSession::SendMemory(const nlohmann::json& snapshot) { return SendJson(MessageType::kMemory, snapshot); }
+Status RunnerSession::SendExtras(const nlohmann::json& extras) { return SendJson(MessageType::kExtras, extras); }
+
+Status RunnerSession::SendError(ErrorKindWire kind, const std::string& message, const nlohmann::json& details) {
+  nlohmann::json body = details.is_object() ? details : nlohmann::json::object();
+  body["kind"] = ErrorKindWireName(kind);
+  body["message"] = message;
+  return SendJson(MessageType::kError, body);
+}
+
+Status RunnerSession::SendDone(const std::string& reason, std::int64_t steps) {
+  return SendJson(MessageType::kDone, {{"reason", reason}, {"steps", steps}});
+}
+
+void RunnerSession::FlushSteps(std::int64_t now_ns) {
+  last_flush_ns_ = now_ns;
+  if (count_ > 0 && !stop_requested_) {
+    out_scratch_.clear();
+    AppendStepsFrame(out_scratch_, rank_, buffer_.data(), count_);
+    if (!WriteAll(out_fd_, out_scratch_).ok()) stop_requested_ = true;
+  }
+  count_ = 0;
+  PollCommands();
+}
+
+void RunnerSession::PollCommands() {
+  // Frames may already sit in the reader (read together with CONFIGURE): look there first.
+  auto drain = [this] {
+    for (;;) {
+      auto frame = reader_.Next();
+      if (!frame.ok()) { stop_requested_ = true; return; }
+      if (!frame->has_value()) return;
+      if ((*frame)->type == MessageType::kStop) stop_requested_ = true;
+    }
+  };
+  drain();
+  pollfd p{in_fd_, POLLIN, 0};
+  while (!stop_requested_ && ::poll(&p, 1, 0) > 0) {
+    if (!(p.revents & (POLLIN | POLLHUP | POLLERR))) return;
+    auto n = ReadInto(in_fd_, reader_);
+    if (!n.ok() || *n == 0) {  // the orchestrator is gone: stop by ourselves
+      stop_requested_ = true;
+      return;
+    }
+    drain();
+  }
+}
+
+}  // namespace dlbench::protocol

@@ -1,0 +1,141 @@
+// The runner's side of the protocol, for runners written in C++ (dlbench-null, dlbench-torch).
+// clients/python mirrors it for Python programs.
+//
+// Calling sequence (docs/protocol.md):
+//   auto session = RunnerSession::Connect();          // fds from DLBENCH_PROTOCOL_FD_IN/_OUT
+//   session->SendHello({...});
+//   auto cell = session->ReceiveConfigure();
+//   ...build the model; on failure SendError(...) and return...
+//   session->SendReady(effective_params);
+//   RunStepLoop(*session, cell.limits, step_fn);      // streams STEPS until STOP or a ceiling
+//   session->SendMemory(...); session->SendExtras(...);
+//   session->SendDone(reason, steps);
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "protocol/wire.h"
+
+namespace dlbench::protocol {
+
+inline constexpr char kFdInEnv[] = "DLBENCH_PROTOCOL_FD_IN";    // the runner reads commands here
+inline constexpr char kFdOutEnv[] = "DLBENCH_PROTOCOL_FD_OUT";  // the runner writes messages here
+
+// Ceilings a runner enforces by itself, so that a lost orchestrator never leaves it running.
+struct RunnerLimits {
+  std::int64_t max_steps = 1'000'000;
+  double max_time_s = 600.0;
+};
+
+// What CONFIGURE carries.
+struct CellConfig {
+  nlohmann::json params = nlohmann::json::object();  // every cell parameter, by registry name
+  std::uint64_t seed = 0;
+  int rank = 0;
+  int world_size = 1;
+  RunnerLimits limits;
+  std::string cell_key;
+};
+
+Result<CellConfig> ParseConfigure(const nlohmann::json& body);
+nlohmann::json ConfigureToJson(const CellConfig& config);
+
+enum class ErrorKindWire { kOom, kInvalid, kUnsupported, kInternal };
+const char* ErrorKindWireName(ErrorKindWire kind);
+
+class RunnerSession {
+ public:
+  // Records kept before a STEPS frame is sent, and the longest a record waits before it is sent.
+  static constexpr std::size_t kBatchRecords = 1024;
+  static constexpr std::int64_t kFlushIntervalNs = 50'000'000;
+
+  // Uses the fds named by DLBENCH_PROTOCOL_FD_IN/_OUT; kInvalidInput when they are not set
+  // (the runner was started by hand, not by dlbench).
+  static Result<std::unique_ptr<RunnerSession>> Connect();
+  static std::unique_ptr<RunnerSession> FromFds(int in_fd, int out_fd);
+
+  Status SendHello(nlohmann::json hello);  // fills "protocol" and "pid"
+  // Blocks until CONFIGURE arrives; kProtocol on anything else, kIo on EOF.
+  Result<CellConfig> ReceiveConfigure();
+  Status SendReady(const nlohmann::json& effective);
+  Status SendMemory(const nlohmann::json& snapshot);
+  Status SendExtras(const nlohmann::json& extras);
+  Status SendError(ErrorKindWire kind, const std::string& message,
+                   const nlohmann::json& details = nlohmann::json::object());
+  Status SendDone(const std::string& reason, std::int64_t steps);
+
+  // Hot path: copies the record into a pre-sized buffer; sends a STEPS frame when the buffer is
+  // full or kFlushIntervalNs has passed since the last one (checked against the record's end).
+  // No allocation. Call it outside the timed region, after the end timestamp is taken.
+  void Record(const StepRecord& record) noexcept {
+    buffer_[count_++] = record;
+    if (count_ == buffer_.size() || record.end_ns - last_flush_ns_ >= kFlushIntervalNs) {
+      FlushSteps(record.end_ns);
+    }
+  }
+  // Sends what is buffered, then looks (without blocking) for STOP or a closed command pipe.
+  void FlushSteps(std::int64_t now_ns);
+  // True once STOP arrived, the orchestrator went away, or a write failed.
+  bool stop_requested() const { return stop_requested_; }
+  void set_rank(std::uint32_t rank) { rank_ = rank; }
+  ~RunnerSession();
+
+ private:
+  RunnerSession(int in_fd, int out_fd);
+  Status SendJson(MessageType type, const nlohmann::json& body);
+  void PollCommands();
+
+  int in_fd_;
+  int out_fd_;
+  std::uint32_t rank_ = 0;
+  std::vector<StepRecord> buffer_;
+  std::size_t count_ = 0;
+  std::int64_t last_flush_ns_ = 0;
+  bool stop_requested_ = false;
+  std::string out_scratch_;
+  FrameReader reader_;
+};
+
+enum class LoopEnd { kStopped, kMaxSteps, kMaxTime, kStepFailed };
+const char* LoopEndName(LoopEnd end);
+
+struct LoopResult {
+  LoopEnd end = LoopEnd::kStopped;
+  std::int64_t steps = 0;
+};
+
+// The measured loop shared by every C++ runner. `step(StepRecord&)` does one step, sets
+// `samples` (and phase fields it knows), and must leave the device synchronised before it
+// returns; it returns false on failure (after reporting it). The loop takes the start and end
+// timestamps around the call and nothing else runs between them.
+template <class StepFn>
+LoopResult RunStepLoop(RunnerSession& session, const RunnerLimits& limits, StepFn&& step) {
+  const std::int64_t begin_ns = MonotonicNowNs();
+  const std::int64_t max_time_ns = static_cast<std::int64_t>(limits.max_time_s * 1e9);
+  LoopResult result;
+  for (;;) {
+    StepRecord record;
+    const std::int64_t t0 = MonotonicNowNs();
+    const bool ok = step(record);
+    const std::int64_t t1 = MonotonicNowNs();
+    record.start_ns = t0;
+    record.end_ns = t1;
+    session.Record(record);
+    ++result.steps;
+    if (!ok) { result.end = LoopEnd::kStepFailed; break; }
+    if (session.stop_requested()) { result.end = LoopEnd::kStopped; break; }
+    if (result.steps >= limits.max_steps) { result.end = LoopEnd::kMaxSteps; break; }
+    if (t1 - begin_ns >= max_time_ns) { result.end = LoopEnd::kMaxTime; break; }
+  }
+  session.FlushSteps(MonotonicNowNs());
+  return result;
+}
+
+}  // namespace dlbench::protocol

@@ -1,0 +1,148 @@
+#include "protocol/wire.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace dlbench::protocol {
+
+const char* MessageTypeName(MessageType type) {
+  switch (type) {
+    case MessageType::kHello: return "HELLO";
+    case MessageType::kConfigure: return "CONFIGURE";
+    case MessageType::kReady: return "READY";
+    case MessageType::kSteps: return "STEPS";
+    case MessageType::kMemory: return "MEMORY";
+    case MessageType::kExtras: return "EXTRAS";
+    case MessageType::kError: return "ERROR";
+    case MessageType::kDone: return "DONE";
+    case MessageType::kStop: return "STOP";
+  }
+  return "UNKNOWN";
+}
+
+namespace {
+
+void AppendHeader(std::string& out, MessageType type, std::uint32_t length) {
+  char header[kFrameHeaderBytes];
+  std::uint16_t t = static_cast<std::uint16_t>(type);
+  std::uint16_t reserved = 0;
+  std::memcpy(header, &length, 4);
+  std::memcpy(header + 4, &t, 2);
+  std::memcpy(header + 6, &reserved, 2);
+  out.append(header, sizeof header);
+}
+
+bool KnownType(std::uint16_t t) { return t >= 1 && t <= 9; }
+
+}  // namespace
+
+void AppendJsonFrame(std::string& out, MessageType type, const nlohmann::json& body) {
+  // Invalid UTF-8 from a runner's message is replaced, not fatal.
+  std::string text = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  AppendHeader(out, type, static_cast<std::uint32_t>(text.size()));
+  out += text;
+}
+
+void AppendStepsFrame(std::string& out, std::uint32_t rank, const StepRecord* records, std::size_t count) {
+  const std::uint32_t n = static_cast<std::uint32_t>(count);
+  AppendHeader(out, MessageType::kSteps, static_cast<std::uint32_t>(8 + count * sizeof(StepRecord)));
+  out.append(reinterpret_cast<const char*>(&rank), 4);
+  out.append(reinterpret_cast<const char*>(&n), 4);
+  out.append(reinterpret_cast<const char*>(records), count * sizeof(StepRecord));
+}
+
+Result<StepBatch> DecodeSteps(const Frame& frame) {
+  if (frame.type != MessageType::kSteps) return MakeError(ErrorKind::kProtocol, "not a STEPS frame");
+  if (frame.payload.size() < 8) return MakeError(ErrorKind::kProtocol, "STEPS frame shorter than its header");
+  StepBatch batch;
+  std::uint32_t count = 0;
+  std::memcpy(&batch.rank, frame.payload.data(), 4);
+  std::memcpy(&count, frame.payload.data() + 4, 4);
+  if (frame.payload.size() != 8 + static_cast<std::size_t>(count) * sizeof(StepRecord)) {
+    return MakeError(ErrorKind::kProtocol, "STEPS frame length does not match its record count " +
+                                               std::to_string(count));
+  }
+  batch.records.resize(count);
+  if (count > 0) std::memcpy(batch.records.data(), frame.payload.data() + 8, count * sizeof(StepRecord));
+  for (const auto& r : batch.records) {
+    if (r.end_ns < r.start_ns) {
+      return MakeError(ErrorKind::kProtocol, "a step record ends before it starts");
+    }
+  }
+  return batch;
+}
+
+Result<nlohmann::json> DecodeJson(const Frame& frame) {
+  try {
+    auto j = nlohmann::json::parse(frame.payload);
+    if (!j.is_object()) {
+      return MakeError(ErrorKind::kProtocol, std::string(MessageTypeName(frame.type)) + " payload is not a JSON object");
+    }
+    return j;
+  } catch (const nlohmann::json::exception& e) {
+    return MakeError(ErrorKind::kProtocol,
+                     std::string(MessageTypeName(frame.type)) + " payload is not valid JSON: " + e.what());
+  }
+}
+
+void FrameReader::Feed(const char* data, std::size_t size) {
+  if (offset_ > 0 && offset_ == buffer_.size()) {
+    buffer_.clear();
+    offset_ = 0;
+  } else if (offset_ > (1u << 20)) {
+    buffer_.erase(0, offset_);
+    offset_ = 0;
+  }
+  buffer_.append(data, size);
+}
+
+Result<std::optional<Frame>> FrameReader::Next() {
+  if (buffer_.size() - offset_ < kFrameHeaderBytes) return std::optional<Frame>();
+  std::uint32_t length = 0;
+  std::uint16_t type = 0;
+  std::memcpy(&length, buffer_.data() + offset_, 4);
+  std::memcpy(&type, buffer_.data() + offset_ + 4, 2);
+  if (!KnownType(type)) {
+    return MakeError(ErrorKind::kProtocol, "unknown frame type " + std::to_string(type));
+  }
+  if (length > kMaxPayloadBytes) {
+    return MakeError(ErrorKind::kProtocol, "frame of " + std::to_string(length) + " bytes exceeds the limit");
+  }
+  if (buffer_.size() - offset_ < kFrameHeaderBytes + length) return std::optional<Frame>();
+  Frame frame;
+  frame.type = static_cast<MessageType>(type);
+  frame.payload.assign(buffer_, offset_ + kFrameHeaderBytes, length);
+  offset_ += kFrameHeaderBytes + length;
+  return std::optional<Frame>(std::move(frame));
+}
+
+Status WriteAll(int fd, const char* data, std::size_t size) {
+  while (size > 0) {
+    ssize_t n = ::write(fd, data, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return MakeError(ErrorKind::kIo, std::string("protocol write failed: ") + strerror(errno));
+    }
+    data += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return Status::Ok();
+}
+
+Result<std::size_t> ReadInto(int fd, FrameReader& reader) {
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return MakeError(ErrorKind::kIo, std::string("protocol read failed: ") + strerror(errno));
+    }
+    if (n > 0) reader.Feed(buf, static_cast<std::size_t>(n));
+    return static_cast<std::size_t>(n);
+  }
+}
+
+}  // namespace dlbench::protocol
