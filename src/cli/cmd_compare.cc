@@ -1,0 +1,81 @@
+// `dlbench compare BASE CANDIDATE`: cell-by-cell verdicts between two runs (docs/history.md).
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "history/compare.h"
+#include "history/compare_format.h"
+
+namespace dlbench::cli {
+namespace {
+
+struct CompareArgs {
+  std::string base;
+  std::string candidate;
+  std::string metric = "throughput";
+  double threshold_pct = 2.0;
+  double alpha = 0.05;
+  std::string format = "table";
+  bool fail_on_regression = false;
+  bool strict = false;
+};
+
+int RunCompare(const CompareArgs& args, CommandContext& ctx) {
+  auto metric = history::ParseMetric(args.metric);
+  if (!metric.ok()) return ReportError(metric.error());
+  auto format = history::ParseCompareFormat(args.format);
+  if (!format.ok()) return ReportError(format.error());
+  history::CompareOptions options;
+  options.metric = *metric;
+  options.threshold = args.threshold_pct / 100.0;
+  options.alpha = args.alpha;
+  options.strict = args.strict;
+
+  std::unique_ptr<store::ResultStore> store = OpenStoreOrReport(ctx);
+  if (!store) return ctx.exit_code;
+  auto cmp = history::CompareStoredRuns(*store, args.base, args.candidate, options);
+  if (!cmp.ok()) return ReportError(cmp.error());
+  const std::string text = history::FormatComparison(*cmp, *format);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+  if (args.fail_on_regression && cmp->Regressions() > 0) {
+    std::fprintf(stderr, "dlbench: compare: %d regression%s (--fail-on-regression)\n", cmp->Regressions(),
+                 cmp->Regressions() == 1 ? "" : "s");
+    return kExitFailureFound;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterCompare(CLI::App& app, CommandContext& ctx) {
+  auto args = std::make_shared<CompareArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "compare",
+      "Compare two runs cell by cell: the ratio candidate/base with a confidence interval, a p-value\n"
+      "adjusted over the matrix (Benjamini-Hochberg) and a verdict (faster, slower, no change, not\n"
+      "comparable); environment differences are named. Runs are ids, tags or 'latest'.");
+  sub->add_option("base", args->base, "The base run: an id, a tag, or 'latest'")->required();
+  sub->add_option("candidate", args->candidate, "The candidate run: an id, a tag, or 'latest'")->required();
+  sub->add_option("--metric", args->metric, "throughput | step_time | latency_p99 | energy")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"throughput", "step_time", "latency_p99", "energy"}));
+  sub->add_option("--threshold", args->threshold_pct,
+                  "Smallest change in percent worth a verdict: the whole confidence interval must lie beyond it")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 99.0));
+  sub->add_option("--alpha", args->alpha, "False-discovery rate over the matrix (Benjamini-Hochberg)")
+      ->capture_default_str()
+      ->check(CLI::Range(1e-9, 0.5));
+  sub->add_option("--format", args->format, "table | json | markdown (for a pull-request comment)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"table", "json", "markdown"}));
+  sub->add_flag("--fail-on-regression", args->fail_on_regression,
+                "Exit with code 1 when any cell is slower (for CI pipelines)");
+  sub->add_flag("--strict", args->strict,
+                "Refuse (exit 2) when an environment field that decides comparability differs");
+  sub->callback([args, &ctx] { ctx.exit_code = RunCompare(*args, ctx); });
+}
+
+}  // namespace dlbench::cli

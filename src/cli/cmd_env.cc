@@ -1,0 +1,43 @@
+// dlbench env: this machine's environment fingerprint, as it would be stored with a run.
+#include "cli/commands.h"
+#include "common/clock.h"
+#include "common/subprocess.h"
+#include "config/matrix.h"
+#include "monitor/fingerprint.h"
+#include "monitor/sampler.h"
+#include "orchestrator/cell_runner.h"
+
+namespace dlbench::cli {
+
+void RegisterEnv(CLI::App& app, CommandContext& ctx) {
+  auto runner_name = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand(
+      "env", "Print this machine's environment fingerprint (JSON) and the hash that decides comparability");
+  cmd->add_option("--runner", *runner_name,
+                  "Also ask this runner (null, torch) for its framework and device facts");
+  cmd->callback([runner_name, &ctx] {
+    nlohmann::json hello = nlohmann::json::object();
+    if (!runner_name->empty()) {
+      auto runner = orchestrator::ResolveRunner(config::RunnerSpec{*runner_name, {}}, ExecutableDir());
+      if (!runner.ok()) {
+        ctx.exit_code = ReportError(runner.error());
+        return;
+      }
+      auto h = orchestrator::ProbeRunner(*runner, 120);
+      if (!h.ok()) {
+        ctx.exit_code = ReportError(h.error());
+        return;
+      }
+      hello = *h;
+    }
+    MonotonicClock clock;
+    monitor::Monitor probe(monitor::DefaultSamplers(), clock, 1000);
+    nlohmann::json fp = monitor::CollectFingerprint(hello, probe.Describe());
+    nlohmann::json out = {{"comparability_hash", monitor::ComparabilityHash(fp)},
+                          {"warnings", monitor::FingerprintWarnings(fp)},
+                          {"fingerprint", fp}};
+    std::printf("%s\n", out.dump(2).c_str());
+  });
+}
+
+}  // namespace dlbench::cli

@@ -1,0 +1,99 @@
+// dlbench plan MATRIX.yaml: the cells in run order, their count and a time estimate.
+#include <filesystem>
+#include <map>
+
+#include <fmt/core.h>
+
+#include "cli/commands.h"
+#include "cli/console.h"
+#include "cli/run_filter.h"
+#include "config/matrix.h"
+#include "plan/plan.h"
+
+namespace dlbench::cli {
+
+namespace {
+
+struct PlanArgs {
+  std::string matrix_path;
+  std::vector<std::string> only;
+  bool json = false;
+};
+
+// Mean stored duration of each cell key, when the database exists (estimates from history).
+std::map<std::string, double> HistorySeconds(CommandContext& ctx, const std::vector<plan::Cell>& cells) {
+  std::map<std::string, double> out;
+  if (!std::filesystem::exists(ctx.db_path)) return out;
+  auto store = store::OpenSqliteStore(ctx.db_path);
+  if (!store.ok()) return out;
+  for (const auto& c : cells) {
+    if (out.count(c.key)) continue;
+    auto history = (*store)->CellHistory(c.key);
+    if (!history.ok() || history->empty()) continue;
+    double sum = 0;
+    int n = 0;
+    for (const auto& [run, cell] : *history) {
+      if (cell.finished_wall_ns > cell.started_wall_ns) {
+        sum += static_cast<double>(cell.finished_wall_ns - cell.started_wall_ns) * 1e-9;
+        ++n;
+      }
+    }
+    if (n > 0) out[c.key] = sum / n;
+  }
+  return out;
+}
+
+int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
+  auto matrix = config::LoadMatrix(args.matrix_path);
+  if (!matrix.ok()) {
+    std::fprintf(stderr, "%s\n", matrix.error().message.c_str());
+    return kExitUsage;
+  }
+  auto plan = plan::Expand(*matrix);
+  if (!plan.ok()) return ReportError(plan.error());
+  auto cells = FilterCells(plan->cells, args.only);
+  if (!cells.ok()) return ReportError(cells.error());
+  const auto history = HistorySeconds(ctx, *cells);
+  double total = 0;
+  int from_history = 0;
+  Table table({{"#", true}, {"cell", false}, {"rep", true}, {"seed", true}, {"estimate", true}, {"key", false}});
+  nlohmann::json js = nlohmann::json::array();
+  for (const auto& c : *cells) {
+    const auto est = plan::EstimateCell(c, *matrix, history);
+    total += est.seconds;
+    from_history += est.from_history ? 1 : 0;
+    table.AddRow({std::to_string(c.index), c.label, std::to_string(c.repetition), std::to_string(c.seed),
+                  FormatSeconds(est.seconds) + (est.from_history ? "" : "*"), c.key});
+    nlohmann::json params = nlohmann::json::object();
+    for (const auto& [k, v] : c.params) params[k] = v;
+    js.push_back({{"index", c.index}, {"id", c.id}, {"key", c.key}, {"label", c.label},
+                  {"repetition", c.repetition}, {"seed", c.seed}, {"params", params},
+                  {"estimate_s", est.seconds}, {"estimate_from_history", est.from_history}});
+  }
+  if (args.json) {
+    std::printf("%s\n", js.dump(2).c_str());
+    return kExitOk;
+  }
+  std::printf("%s", table.Render().c_str());
+  std::printf("\n%zu cells (runner %s, %s order); estimated %s", cells->size(), matrix->runner.name.c_str(),
+              matrix->ordering == config::Ordering::kGrouped ? "grouped" : "interleaved",
+              FormatSeconds(total).c_str());
+  if (from_history < static_cast<int>(cells->size())) {
+    std::printf(" (* no history: bounded by measure.max_time_s plus start-up)");
+  }
+  std::printf("\n");
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterPlan(CLI::App& app, CommandContext& ctx) {
+  auto args = std::make_shared<PlanArgs>();
+  CLI::App* cmd = app.add_subcommand("plan", "Show the cells a matrix expands to, in run order, with a time estimate");
+  cmd->add_option("matrix", args->matrix_path, "The matrix file (YAML)")->required();
+  cmd->add_option("--only", args->only, "Keep matching cells (same syntax as run --only)");
+  cmd->add_flag("--json", args->json, "Print the cells as JSON");
+  cmd->callback([args, &ctx] { ctx.exit_code = ShowPlan(*args, ctx); });
+}
+
+}  // namespace dlbench::cli

@@ -1,0 +1,92 @@
+// dlbench show RUN: a run's environment, warnings and results table, and why cells failed.
+#include <fmt/core.h>
+
+#include "cli/commands.h"
+#include "cli/console.h"
+#include "common/clock.h"
+#include "monitor/fingerprint.h"
+
+namespace dlbench::cli {
+
+namespace {
+
+std::string Field(const nlohmann::json& j, const std::string& pointer) {
+  try {
+    const auto& v = j.at(nlohmann::json::json_pointer(pointer));
+    return v.is_string() ? v.get<std::string>() : v.dump();
+  } catch (const nlohmann::json::exception&) {
+    return "";
+  }
+}
+
+int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
+  auto store = OpenStoreOrReport(ctx);
+  if (!store) return ctx.exit_code;
+  auto id = store->ResolveRun(ref);
+  if (!id.ok()) return ReportError(id.error());
+  auto run = store->GetRun(*id);
+  if (!run.ok()) return ReportError(run.error());
+  auto cells = store->GetCells(*id, store::CellQuery{});
+  if (!cells.ok()) return ReportError(cells.error());
+
+  std::string tags;
+  for (const auto& t : run->tags) tags += (tags.empty() ? " [" : ", ") + t;
+  if (!tags.empty()) tags += "]";
+  std::printf("run %lld%s: %s (%s)\n", static_cast<long long>(run->id), tags.c_str(), run->name.c_str(),
+              run->matrix_path.c_str());
+  std::printf("  started %s, status %s, %zu of %d cells stored\n", FormatUtc(run->started_wall_ns).c_str(),
+              run->status.c_str(), cells->size(), run->total_cells);
+  std::printf("  dlbench %s (%s)\n", run->tool_version.c_str(), run->git_commit.c_str());
+  const auto& env = run->environment;
+  std::printf("  environment %s: %s", run->environment_hash.substr(0, 12).c_str(), Field(env, "/host/cpu_model").c_str());
+  const std::string gpu = Field(env, "/runner/devices/0/name");
+  if (!gpu.empty()) std::printf(", %s", gpu.c_str());
+  std::printf("\n");
+  for (const auto& w : monitor::FingerprintWarnings(env)) std::printf("  warning: %s\n", w.c_str());
+  if (verbose) std::printf("%s\n", env.dump(2).c_str());
+  std::printf("\n");
+
+  Table table(ResultColumns());
+  for (const auto& c : *cells) table.AddRow(ResultRow(c));
+  std::printf("%s", table.Render().c_str());
+
+  bool header = false;
+  for (const auto& c : *cells) {
+    const bool failed = c.outcome != "ok";
+    if (!failed && c.verdict_reasons.empty() && !(verbose && c.extras.contains("warnings"))) continue;
+    if (!header) {
+      std::printf("\nNotes:\n");
+      header = true;
+    }
+    std::printf("  #%d %s: %s", c.index, c.label.c_str(), c.outcome.c_str());
+    if (failed) std::printf(": %s", c.message.c_str());
+    std::printf("\n");
+    for (const auto& r : c.verdict_reasons) std::printf("      invalid: %s\n", r.get<std::string>().c_str());
+    if (c.extras.contains("warnings")) {
+      for (const auto& w : c.extras["warnings"]) std::printf("      warning: %s\n", w.get<std::string>().c_str());
+    }
+    if (failed) std::printf("      logs: %s\n", c.stderr_path.c_str());
+  }
+  if (verbose) {
+    for (const auto& c : *cells) {
+      std::printf("\n#%d %s  warm-up %s steps (%s), stopped: %s\n", c.index, c.label.c_str(),
+                  c.warmup_steps ? std::to_string(*c.warmup_steps).c_str() : "-", c.warmup_rule.c_str(),
+                  c.stop_reason.c_str());
+      for (const auto& m : c.metrics) std::printf("    %-40s %16.6g %s\n", m.name.c_str(), m.value, m.unit.c_str());
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterShow(CLI::App& app, CommandContext& ctx) {
+  auto ref = std::make_shared<std::string>("latest");
+  auto verbose = std::make_shared<bool>(false);
+  CLI::App* cmd = app.add_subcommand("show", "Show a run: environment, warnings, results, and why cells failed");
+  cmd->add_option("run", *ref, "Run id, tag, or 'latest'")->capture_default_str();
+  cmd->add_flag("-v,--verbose", *verbose, "Also print the full environment and every metric of every cell");
+  cmd->callback([ref, verbose, &ctx] { ctx.exit_code = Show(*ref, *verbose, ctx); });
+}
+
+}  // namespace dlbench::cli

@@ -1,0 +1,114 @@
+#include "cli/console.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/core.h>
+
+namespace dlbench::cli {
+
+namespace {
+// Display width of a UTF-8 string (code points; good enough for our labels and sparklines).
+std::size_t DisplayWidth(const std::string& s) {
+  std::size_t w = 0;
+  for (unsigned char c : s) {
+    if ((c & 0xC0) != 0x80) ++w;
+  }
+  return w;
+}
+}  // namespace
+
+std::string Table::Render() const {
+  std::vector<std::size_t> widths(columns_.size());
+  for (std::size_t i = 0; i < columns_.size(); ++i) widths[i] = DisplayWidth(columns_[i].title);
+  for (const auto& row : rows_) {
+    for (std::size_t i = 0; i < row.size() && i < widths.size(); ++i) {
+      widths[i] = std::max(widths[i], DisplayWidth(row[i]));
+    }
+  }
+  auto render_row = [&](const std::vector<std::string>& cells) {
+    std::string line;
+    for (std::size_t i = 0; i < columns_.size(); ++i) {
+      const std::string cell = i < cells.size() ? cells[i] : "";
+      const std::string pad(widths[i] - DisplayWidth(cell), ' ');
+      if (i > 0) line += "  ";
+      line += columns_[i].numeric ? pad + cell : (i + 1 == columns_.size() ? cell : cell + pad);
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    return line + "\n";
+  };
+  std::vector<std::string> titles;
+  for (const auto& c : columns_) titles.push_back(c.title);
+  std::string out = render_row(titles);
+  for (const auto& row : rows_) out += render_row(row);
+  return out;
+}
+
+std::string FormatDurationNs(std::optional<double> ns) {
+  if (!ns || !std::isfinite(*ns)) return "-";
+  const double v = *ns;
+  if (v < 1e3) return fmt::format("{:.0f} ns", v);
+  if (v < 1e6) return fmt::format("{:.3g} us", v / 1e3);
+  if (v < 1e9) return fmt::format("{:.4g} ms", v / 1e6);
+  return fmt::format("{:.4g} s", v / 1e9);
+}
+
+std::string FormatBytes(std::optional<double> bytes) {
+  if (!bytes || !std::isfinite(*bytes)) return "-";
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = *bytes;
+  int u = 0;
+  while (std::fabs(v) >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{:.0f} B", v) : fmt::format("{:.3g} {}", v, kUnits[u]);
+}
+
+std::string FormatRate(std::optional<double> per_s) {
+  if (!per_s || !std::isfinite(*per_s)) return "-";
+  if (*per_s >= 100) return fmt::format("{:.0f}/s", *per_s);
+  return fmt::format("{:.3g}/s", *per_s);
+}
+
+std::string FormatSeconds(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "-";
+  if (seconds < 60) return fmt::format("{:.1f} s", seconds);
+  const auto total = static_cast<long long>(seconds + 0.5);
+  if (total < 3600) return fmt::format("{}:{:02d}", total / 60, total % 60);
+  return fmt::format("{}:{:02d}:{:02d}", total / 3600, (total / 60) % 60, total % 60);
+}
+
+std::optional<double> MetricValue(const store::CellRecord& cell, const std::string& name) {
+  for (const auto& m : cell.metrics) {
+    if (m.name == name) return m.value;
+  }
+  return std::nullopt;
+}
+
+std::vector<Table::Column> ResultColumns() {
+  return {{"#", true},          {"cell", false},       {"outcome", false},   {"verdict", false},
+          {"samples/s", true},  {"step mean", true},   {"±CI", true},        {"p99", true},
+          {"energy/sample", true}, {"GPU busy", true}, {"peak mem", true}};
+}
+
+std::vector<std::string> ResultRow(const store::CellRecord& cell) {
+  auto ci = MetricValue(cell, "step_time_ci_rel_halfwidth");
+  auto energy = MetricValue(cell, "energy_per_sample_j");
+  auto busy = MetricValue(cell, "gpu_util_mean_pct");
+  auto peak = MetricValue(cell, "device_allocated_peak_bytes");
+  if (!peak) peak = MetricValue(cell, "proc_rss_peak_bytes");
+  return {std::to_string(cell.index),
+          cell.label.empty() ? cell.key : cell.label,
+          cell.outcome,
+          cell.verdict,
+          FormatRate(MetricValue(cell, "samples_per_s")),
+          FormatDurationNs(MetricValue(cell, "step_time_mean_ns")),
+          ci ? fmt::format("{:.1f}%", 100 * *ci) : "-",
+          FormatDurationNs(MetricValue(cell, "step_time_p99_ns")),
+          energy ? fmt::format("{:.4g} J", *energy) : "-",
+          busy ? fmt::format("{:.0f}%", *busy) : "-",
+          FormatBytes(peak)};
+}
+
+}  // namespace dlbench::cli

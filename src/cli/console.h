@@ -1,0 +1,42 @@
+// Terminal output helpers shared by the subcommands: aligned tables, human units.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "store/result_store.h"
+
+namespace dlbench::cli {
+
+// A table printed with aligned columns; right-aligns columns marked numeric.
+class Table {
+ public:
+  struct Column {
+    std::string title;
+    bool numeric = false;
+  };
+  explicit Table(std::vector<Column> columns) : columns_(std::move(columns)) {}
+  void AddRow(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
+  std::string Render() const;
+  bool empty() const { return rows_.empty(); }
+
+ private:
+  std::vector<Column> columns_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// Human formatting: "12.3 ms", "1.46 GiB", "4,652/s"; "-" for absent values.
+std::string FormatDurationNs(std::optional<double> ns);
+std::string FormatBytes(std::optional<double> bytes);
+std::string FormatRate(std::optional<double> per_s);
+std::string FormatSeconds(double seconds);  // "1:02:03" / "2:03" / "4.2 s"
+
+std::optional<double> MetricValue(const store::CellRecord& cell, const std::string& name);
+
+// The columns of the results table, shared by `run` (row by row) and `show` (all at once).
+std::vector<Table::Column> ResultColumns();
+std::vector<std::string> ResultRow(const store::CellRecord& cell);
+
+}  // namespace dlbench::cli

@@ -1,0 +1,72 @@
+// dlbench: a thin shell over the subcommands (src/cli/cmd_*.cc).
+#include <cstdlib>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "common/version.h"
+
+int main(int argc, char** argv) {
+  using namespace dlbench::cli;
+  CommandContext ctx;
+  const char* env_db = std::getenv("DLBENCH_DB");
+  ctx.db_path = env_db != nullptr && *env_db != '\0' ? env_db : "dlbench.db";
+
+  CLI::App app{"dlbench: measure how fast a deep-learning model really runs here, and why.\n"
+               "Declare a test matrix in YAML, run every cell in an isolated runner process, store\n"
+               "the results with the environment that makes them comparable, and compare them.",
+               "dlbench"};
+  app.set_version_flag("--version", std::string("dlbench ") + dlbench::kVersion + " (" + dlbench::kGitCommit +
+                                        ", " + dlbench::kBuildType + ")");
+  app.add_option("--db", ctx.db_path, "SQLite database holding the results (default: $DLBENCH_DB or ./dlbench.db)")
+      ->capture_default_str();
+  app.require_subcommand(1);
+  app.footer(
+      "Exit codes: 0 ok; 1 a failure the command was asked to report (a cell that did not end ok, a\n"
+      "regression with --fail-on-regression); 2 bad usage or input; 3 store error; 4 I/O or system\n"
+      "error; 130 interrupted (finished cells are kept; continue with run --resume).\n"
+      "Run 'dlbench SUBCOMMAND --help' for a subcommand's options.");
+
+#ifdef DLBENCH_HAVE_CMD_RUN
+  RegisterRun(app, ctx);
+#endif
+#ifdef DLBENCH_HAVE_CMD_PLAN
+  RegisterPlan(app, ctx);
+#endif
+#ifdef DLBENCH_HAVE_CMD_RUNS
+  RegisterRuns(app, ctx);
+#endif
+#ifdef DLBENCH_HAVE_CMD_SHOW
+  RegisterShow(app, ctx);
+#endif
+#ifdef DLBENCH_HAVE_CMD_EXPORT
+  RegisterExport(app, ctx);
+#endif
+#ifdef DLBENCH_HAVE_CMD_ENV
+  RegisterEnv(app, ctx);
+#endif
+#ifdef DLBENCH_HAVE_CMD_COMPARE
+  RegisterCompare(app, ctx);
+#endif
+#ifdef DLBENCH_HAVE_CMD_TREND
+  RegisterTrend(app, ctx);
+#endif
+#ifdef DLBENCH_HAVE_CMD_TAG
+  RegisterTag(app, ctx);
+#endif
+#ifdef DLBENCH_HAVE_CMD_REPORT
+  RegisterReport(app, ctx);
+#endif
+#ifdef DLBENCH_HAVE_CMD_SERVE
+  RegisterServe(app, ctx);
+#endif
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+  return ctx.exit_code;
+}

@@ -1,0 +1,58 @@
+// Runs one cell in its own runner process and turns whatever happens into a CellRecord
+// (DESIGN.md "Why a process per cell"; outcomes are data, STYLE.md rule 8).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "config/matrix.h"
+#include "monitor/sampler.h"
+#include "plan/plan.h"
+#include "store/result_store.h"
+
+namespace dlbench::orchestrator {
+
+// The outcomes a cell can end with (docs/architecture.md):
+//   ok           the runner measured and reported normally (the verdict then says if the numbers hold)
+//   error        the runner failed: non-zero exit (code and stderr tail), or it reported an error
+//   crashed      the runner died of a signal (its name)
+//   timeout      timeout_s passed; the whole process group was killed
+//   invalid      protocol violation, or too little data to summarise
+//   oom          the runner reported running out of (device) memory
+//   unsupported  the runner cannot run this combination (e.g. fp16 training on a CPU)
+//   interrupted  Ctrl-C stopped it; not final (--resume runs it again)
+inline constexpr const char* kOutcomes[] = {"ok",  "error",       "crashed",    "timeout",
+                                            "invalid", "oom", "unsupported", "interrupted"};
+
+struct RunnerCommand {
+  std::vector<std::string> argv;
+  std::string name;  // "null", "torch", or the program's basename
+};
+
+// dlbench-null / dlbench-torch beside the dlbench binary, or the matrix's command.
+Result<RunnerCommand> ResolveRunner(const config::RunnerSpec& spec, const std::string& bin_dir);
+
+struct CellRunOptions {
+  RunnerCommand runner;
+  std::string log_dir;  // per-cell stdout/stderr files go here
+  double timeout_s = 600;
+  config::MeasureSettings measure;
+  monitor::Monitor* monitor = nullptr;          // optional
+  const std::atomic<bool>* interrupted = nullptr;  // set by the SIGINT handler
+  // Called with a one-line status while the cell runs (about once a second); may be empty.
+  std::function<void(const std::string&)> on_progress;
+};
+
+// Runs `cell` to an outcome. Never throws; every failure becomes the record's outcome.
+store::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& options);
+
+// Starts the runner, reads its HELLO, and lets it go (it exits on EOF before CONFIGURE). Used
+// once per run so the environment fingerprint holds the framework's versions.
+Result<nlohmann::json> ProbeRunner(const RunnerCommand& runner, double timeout_s);
+
+}  // namespace dlbench::orchestrator

@@ -1,0 +1,170 @@
+// RunCell against the real dlbench-null runner: every way a cell can end becomes its outcome.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "common/clock.h"
+#include "orchestrator/cell_metrics.h"
+#include "orchestrator/cell_runner.h"
+
+namespace dlbench::orchestrator {
+namespace {
+
+class CellRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    log_dir_ = std::filesystem::temp_directory_path() /
+               ("dlbench_orch_" + std::to_string(::getpid()) + "_" +
+                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(log_dir_);
+    auto runner = ResolveRunner(config::RunnerSpec{"null", {}}, DLBENCH_BIN_DIR);
+    ASSERT_TRUE(runner.ok()) << runner.error().message;
+    options_.runner = *runner;
+    options_.log_dir = log_dir_.string();
+    options_.timeout_s = 20;
+    options_.measure.min_steps = 20;
+    options_.measure.min_time_s = 0.05;
+    options_.measure.max_time_s = 2.0;
+    options_.measure.target_rel_ci = 0.05;
+  }
+  void TearDown() override { std::filesystem::remove_all(log_dir_); }
+
+  store::CellRecord Run(nlohmann::json params) {
+    plan::Cell cell;
+    cell.index = 0;
+    cell.id = "c#r0";
+    cell.key = "c";
+    cell.seed = 42;
+    for (auto& [k, v] : params.items()) cell.params[k] = v;
+    return RunCell(cell, options_);
+  }
+
+  std::filesystem::path log_dir_;
+  CellRunOptions options_;
+};
+
+TEST_F(CellRunnerTest, HealthyCellIsOkWithStepsMetricsAndVerdict) {
+  auto rec = Run({{"step_ms", 0.2}, {"batch_size", 8}});
+  ASSERT_EQ(rec.outcome, "ok") << rec.message;
+  EXPECT_GE(rec.steps.size(), 20u);
+  ASSERT_TRUE(rec.warmup_steps.has_value());
+  EXPECT_FALSE(rec.stop_reason.empty());
+  const auto* sps = FindMetric(rec, "samples_per_s");
+  ASSERT_NE(sps, nullptr);
+  // 8 samples per ~0.2 ms step: tens of thousands per second, far from zero or infinity.
+  EXPECT_GT(sps->value, 8 / 0.2e-3 / 3);
+  EXPECT_LT(sps->value, 8 / 0.2e-3 * 1.1);
+  const auto* mean = FindMetric(rec, "step_time_mean_ns");
+  ASSERT_NE(mean, nullptr);
+  EXPECT_GE(mean->value, 0.2e6);
+  EXPECT_EQ(rec.hello["runner"], "null");
+  EXPECT_EQ(rec.effective["samples_per_step"], 8);
+  EXPECT_TRUE(rec.verdict == "valid" || rec.verdict == "invalid");
+}
+
+TEST_F(CellRunnerTest, CrashIsReportedWithTheSignalName) {
+  auto rec = Run({{"step_ms", 0.1}, {"inject", "crash"}, {"inject_at_step", 5}});
+  EXPECT_EQ(rec.outcome, "crashed");
+  EXPECT_NE(rec.message.find("SIGSEGV"), std::string::npos) << rec.message;
+  EXPECT_NE(rec.message.find("crashing on purpose"), std::string::npos) << "stderr tail missing: " << rec.message;
+}
+
+TEST_F(CellRunnerTest, NonZeroExitIsAnErrorWithTheCodeAndStderr) {
+  auto rec = Run({{"step_ms", 0.1}, {"inject", "exit"}, {"inject_at_step", 3}, {"exit_code", 7}});
+  EXPECT_EQ(rec.outcome, "error");
+  EXPECT_NE(rec.message.find("exit code 7"), std::string::npos) << rec.message;
+}
+
+TEST_F(CellRunnerTest, HangIsKilledAtTheTimeoutWithItsGroup) {
+  options_.timeout_s = 1.0;
+  const auto t0 = MonotonicNowNs();
+  auto rec = Run({{"step_ms", 0.1}, {"inject", "hang"}, {"inject_at_step", 3}});
+  EXPECT_EQ(rec.outcome, "timeout") << rec.message;
+  EXPECT_LT(NsToSeconds(MonotonicNowNs() - t0), 10.0);
+}
+
+TEST_F(CellRunnerTest, GarbageOnThePipeIsAProtocolViolation) {
+  auto rec = Run({{"step_ms", 0.1}, {"inject", "garbage"}, {"inject_at_step", 3}});
+  EXPECT_EQ(rec.outcome, "invalid");
+  EXPECT_NE(rec.message.find("protocol violation"), std::string::npos) << rec.message;
+}
+
+TEST_F(CellRunnerTest, ReportedOomIsOom) {
+  auto rec = Run({{"step_ms", 0.1}, {"inject", "oom"}, {"inject_at_step", 3}});
+  EXPECT_EQ(rec.outcome, "oom");
+  EXPECT_EQ(rec.extras.value("oom_requested_bytes", 0LL), 80LL << 30);
+}
+
+TEST_F(CellRunnerTest, BadParameterIsAnErrorNamingIt) {
+  auto rec = Run({{"inject", "explode"}});
+  EXPECT_EQ(rec.outcome, "error");
+  EXPECT_NE(rec.message.find("explode"), std::string::npos) << rec.message;
+}
+
+TEST_F(CellRunnerTest, TooLittleDataIsInvalid) {
+  options_.measure.min_steps = 1000;
+  options_.measure.max_time_s = 0.2;
+  auto rec = Run({{"step_ms", 2.0}});
+  EXPECT_EQ(rec.outcome, "invalid");
+  EXPECT_NE(rec.message.find("too little data"), std::string::npos) << rec.message;
+}
+
+TEST_F(CellRunnerTest, InterruptStopsTheCell) {
+  std::atomic<bool> flag{true};
+  options_.interrupted = &flag;
+  auto rec = Run({{"step_ms", 0.5}});
+  EXPECT_EQ(rec.outcome, "interrupted");
+}
+
+TEST_F(CellRunnerTest, MissingRunnerIsNamed) {
+  auto runner = ResolveRunner(config::RunnerSpec{"nosuch", {}}, DLBENCH_BIN_DIR);
+  ASSERT_FALSE(runner.ok());
+  EXPECT_NE(runner.error().message.find("dlbench-nosuch"), std::string::npos);
+}
+
+TEST_F(CellRunnerTest, ProbeReadsHello) {
+  auto hello = ProbeRunner(options_.runner, 10);
+  ASSERT_TRUE(hello.ok()) << hello.error().message;
+  EXPECT_EQ((*hello)["runner"], "null");
+  EXPECT_EQ((*hello)["protocol"], 1);
+}
+
+TEST(CellMetricsTest, NoisyCellIsInvalidAndNamesTheTarget) {
+  measure::Outcome m;
+  m.summary.ci_rel_halfwidth = 0.08;
+  m.stop_reason = "max_time";
+  config::MeasureSettings s;
+  s.target_rel_ci = 0.02;
+  store::CellRecord rec;
+  ApplyVerdict(m, s, rec);
+  EXPECT_EQ(rec.verdict, "invalid");
+  ASSERT_EQ(rec.verdict_reasons.size(), 1u);
+  EXPECT_NE(rec.verdict_reasons[0].get<std::string>().find("8.00%"), std::string::npos);
+  m.summary.ci_rel_halfwidth = 0.01;
+  store::CellRecord ok;
+  ApplyVerdict(m, s, ok);
+  EXPECT_EQ(ok.verdict, "valid");
+}
+
+TEST(CellMetricsTest, ExtrasAndMemoryBecomeMetrics) {
+  store::CellRecord rec;
+  AbsorbExtras({{"metrics", {{{"name", "flops_per_sample"}, {"value", 1e9}, {"unit", "FLOP"}},
+                             {{"name", "peak_flops_per_s"}, {"value", 1e12}, {"unit", "FLOP/s"}}}},
+                {"info", {{"threads", 2}}}},
+               rec);
+  rec.extras["memory"].push_back({{"label", "end"}, {"device_allocated_peak_bytes", 1024}});
+  rec.extras["memory"].push_back({{"label", "after_warmup"}, {"host_rss_bytes", 2048}});
+  measure::Outcome m;
+  m.summary.steps = 10;
+  m.summary.samples_per_s = 100;
+  AddStepMetrics(m, rec);
+  ASSERT_NE(FindMetric(rec, "achieved_flops_per_s"), nullptr);
+  EXPECT_DOUBLE_EQ(FindMetric(rec, "achieved_flops_per_s")->value, 1e11);
+  EXPECT_DOUBLE_EQ(FindMetric(rec, "mfu_ratio")->value, 0.1);
+  EXPECT_DOUBLE_EQ(FindMetric(rec, "device_allocated_peak_bytes")->value, 1024);
+  EXPECT_DOUBLE_EQ(FindMetric(rec, "after_warmup_host_rss_bytes")->value, 2048);
+  EXPECT_EQ(rec.extras["info"]["threads"], 2);
+}
+
+}  // namespace
+}  // namespace dlbench::orchestrator
