@@ -33,6 +33,16 @@ Result<Plan> Expand(const config::Matrix& matrix);
 // Canonical key of a parameter set (sorted "name=value" joined by ',').
 std::string CellKey(const std::map<std::string, config::Value>& params);
 
+// The parameter combinations of a matrix before defaults: the cartesian product of the axes in
+// file order (last axis fastest), minus exclude, then include with GitHub Actions semantics
+// (docs/config-reference.md, "How a matrix becomes cells"). Expand builds on this.
+std::vector<config::Combination> ExpandCombinations(const config::Matrix& matrix);
+
+// The seed of one repetition of a cell (docs/config-reference.md, "Seeds"):
+//   SplitMix64(SplitMix64(matrix_seed ^ Fnv1a64(key)) ^ repetition) & (2^63 - 1).
+// Stable across platforms and releases: stored results depend on it.
+std::uint64_t DeriveCellSeed(std::uint64_t matrix_seed, const std::string& key, int repetition);
+
 // Estimated seconds for the cell from history (nullopt when none) or from the measure
 // settings' bounds.
 struct Estimate {

@@ -1,0 +1,877 @@
+#include "config/registry.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <sstream>
+#include <utility>
+
+namespace dlbench::config {
+namespace {
+
+// Fluent construction of one entry, so the table below reads as a table.
+class Entry {
+ public:
+  Entry(std::string name, ParamSection section, Scope scope, ParamType type) {
+    spec_.name = std::move(name);
+    spec_.section = section;
+    spec_.scope = scope;
+    spec_.type = type;
+  }
+  Entry& Unit(std::string unit) { spec_.unit = std::move(unit); return *this; }
+  Entry& Default(Value value) { spec_.default_value = std::move(value); return *this; }
+  Entry& DefaultText(std::string text) { spec_.default_text = std::move(text); return *this; }
+  Entry& DefaultFrom(std::string name) { spec_.default_from = std::move(name); return *this; }
+  Entry& Allowed(std::vector<std::string> values) { spec_.allowed = std::move(values); return *this; }
+  Entry& Min(double value, bool inclusive = true) { spec_.min = Bound{value, inclusive}; return *this; }
+  Entry& Max(double value, bool inclusive = true) { spec_.max = Bound{value, inclusive}; return *this; }
+  Entry& Format(StringFormat format) { spec_.format = format; return *this; }
+  Entry& RequiredWith(std::string runner) { spec_.required_with = std::move(runner); return *this; }
+  Entry& Label(std::string label) { spec_.label = std::move(label); return *this; }
+  Entry& Help(std::string help) { spec_.help = std::move(help); return *this; }
+  ParamSpec Build() { return std::move(spec_); }
+
+ private:
+  ParamSpec spec_;
+};
+
+Value Int(std::int64_t v) { return Value(v); }
+Value Num(double v) { return Value(v); }
+Value Str(const char* v) { return Value(std::string(v)); }
+
+const char* OrderingName(Ordering ordering) {
+  return ordering == Ordering::kInterleaved ? "interleaved" : "grouped";
+}
+
+std::vector<ParamSpec> BuildRegistry() {
+  // Defaults of top-level and measure keys are read from the structs' initialisers so that the
+  // struct in matrix.h and this table cannot disagree.
+  const Matrix matrix_defaults;
+  const MeasureSettings measure_defaults;
+  constexpr auto kTop = ParamSection::kTopLevel;
+  constexpr auto kMeas = ParamSection::kMeasure;
+  constexpr auto kCell = ParamSection::kCell;
+  constexpr auto kCore = Scope::kCore;
+  constexpr auto kNull = Scope::kNull;
+  constexpr auto kTorch = Scope::kTorch;
+  const std::string kModelSize = "model's standard";
+  std::vector<ParamSpec> r;
+
+  // Top-level keys.
+  r.push_back(Entry("name", kTop, kCore, ParamType::kString)
+                  .Help("A name for the matrix, stored with the run and shown in reports.").Build());
+  r.push_back(Entry("runner", kTop, kCore, ParamType::kRunner)
+                  .Default(Value(matrix_defaults.runner.name))
+                  .Help("The program that runs each cell: `null` (the built-in runner that does no "
+                        "work), `torch` (the LibTorch runner) or `{command: [argv...]}` for any "
+                        "program that speaks the runner protocol.").Build());
+  r.push_back(Entry("matrix", kTop, kCore, ParamType::kMapping)
+                  .DefaultText("required")
+                  .Help("The axes: cell parameter -> a value or a list of values. Required, with "
+                        "at least one parameter.").Build());
+  r.push_back(Entry("exclude", kTop, kCore, ParamType::kMappingList)
+                  .Help("Entries of axis values; a combination matching every key of an entry is "
+                        "dropped.").Build());
+  r.push_back(Entry("include", kTop, kCore, ParamType::kMappingList)
+                  .Help("Entries that extend combinations or add new ones (GitHub Actions "
+                        "semantics, below).").Build());
+  r.push_back(Entry("repetitions", kTop, kCore, ParamType::kInt)
+                  .Default(Int(matrix_defaults.repetitions)).Min(1)
+                  .Help("How many times each cell runs, each time in a fresh process.").Build());
+  r.push_back(Entry("seed", kTop, kCore, ParamType::kInt)
+                  .Default(Int(static_cast<std::int64_t>(matrix_defaults.seed))).Min(0)
+                  .Help("Base seed; each cell and repetition derives its own (see Seeds).").Build());
+  r.push_back(Entry("timeout_s", kTop, kCore, ParamType::kNumber)
+                  .Unit("s").Default(Num(matrix_defaults.timeout_s)).Min(0, false)
+                  .Help("Per cell, from spawn to exit; a cell that exceeds it ends as timeout.").Build());
+  r.push_back(Entry("ordering", kTop, kCore, ParamType::kEnum)
+                  .Allowed({"grouped", "interleaved"})
+                  .Default(Str(OrderingName(matrix_defaults.ordering)))
+                  .Help("Run order: `grouped` keeps plan order with a cell's repetitions adjacent; "
+                        "`interleaved` shuffles the cells anew for each round of repetitions.").Build());
+  r.push_back(Entry("order_seed", kTop, kCore, ParamType::kInt)
+                  .Default(Int(static_cast<std::int64_t>(matrix_defaults.order_seed))).Min(0)
+                  .Help("Seed of the interleaved shuffle; the same seed gives the same order on "
+                        "every platform.").Build());
+  r.push_back(Entry("measure", kTop, kCore, ParamType::kMapping)
+                  .DefaultText("all defaults")
+                  .Help("The measurement policy's settings (keys below).").Build());
+
+  // measure: keys, one per MeasureSettings field.
+  r.push_back(Entry("min_steps", kMeas, kCore, ParamType::kInt)
+                  .Unit("steps").Default(Int(measure_defaults.min_steps)).Min(1)
+                  .Help("Never stop with fewer measured (post-warm-up) steps.").Build());
+  r.push_back(Entry("max_steps", kMeas, kCore, ParamType::kInt)
+                  .Unit("steps").Default(Int(measure_defaults.max_steps)).Min(1)
+                  .Help("Stop here whatever the confidence interval says; >= min_steps.").Build());
+  r.push_back(Entry("min_time_s", kMeas, kCore, ParamType::kNumber)
+                  .Unit("s").Default(Num(measure_defaults.min_time_s)).Min(0)
+                  .Help("Never stop with less measured time.").Build());
+  r.push_back(Entry("max_time_s", kMeas, kCore, ParamType::kNumber)
+                  .Unit("s").Default(Num(measure_defaults.max_time_s)).Min(0, false)
+                  .Help("Stop here whatever the confidence interval says; >= min_time_s.").Build());
+  r.push_back(Entry("target_rel_ci", kMeas, kCore, ParamType::kNumber)
+                  .Default(Num(measure_defaults.target_rel_ci)).Min(0, false).Max(1, false)
+                  .Help("Stop when the confidence interval's half-width divided by the mean step "
+                        "time is below this.").Build());
+  r.push_back(Entry("ci_level", kMeas, kCore, ParamType::kNumber)
+                  .Default(Num(measure_defaults.ci_level)).Min(0.5, false).Max(1, false)
+                  .Help("Confidence level of that interval.").Build());
+  r.push_back(Entry("min_warmup_steps", kMeas, kCore, ParamType::kInt)
+                  .Unit("steps").Default(Int(measure_defaults.min_warmup_steps)).Min(0)
+                  .Help("The warm-up cut is never earlier than this step.").Build());
+  r.push_back(Entry("idle_baseline_s", kMeas, kCore, ParamType::kNumber)
+                  .Unit("s").Min(0)
+                  .Help("Seconds of device and host sampling before the cell starts, as a "
+                        "baseline; absent: none.").Build());
+  r.push_back(Entry("sample_interval_ms", kMeas, kCore, ParamType::kNumber)
+                  .Unit("ms").Default(Num(measure_defaults.sample_interval_ms)).Min(0, false)
+                  .Help("Interval of the device and host monitor's samples.").Build());
+
+  // Cell parameters every runner understands.
+  r.push_back(Entry("model", kCell, kCore, ParamType::kString)
+                  .RequiredWith("torch").Label("=")
+                  .Help("The model to run: a name from the torch runner's model zoo, or "
+                        "`torchscript` with model_path. Other runners record it.").Build());
+  r.push_back(Entry("scenario", kCell, kCore, ParamType::kEnum)
+                  .Allowed({"train", "infer"}).Default(Str("train")).Label("=")
+                  .Help("`train`: forward, backward and optimizer step; `infer`: forward only.").Build());
+  r.push_back(Entry("batch_size", kCell, kCore, ParamType::kInt)
+                  .Unit("samples").Default(Int(1)).Min(1).Label("bs")
+                  .Help("Samples per step (per rank with ddp).").Build());
+  r.push_back(Entry("device", kCell, kCore, ParamType::kString)
+                  .Format(StringFormat::kDevice).Default(Str("cpu")).Label("=")
+                  .Help("Where the model runs; `cuda` is `cuda:0`.").Build());
+  r.push_back(Entry("precision", kCell, kCore, ParamType::kEnum)
+                  .Allowed({"fp32", "tf32", "bf16", "fp16", "int8"}).Default(Str("fp32")).Label("=")
+                  .Help("Numeric precision: fp32; tf32 matmuls; bf16/fp16 mixed precision "
+                        "(autocast); int8 quantised.").Build());
+  r.push_back(Entry("strategy", kCell, kCore, ParamType::kEnum)
+                  .Allowed({"none", "ddp"}).Default(Str("none")).Label("=")
+                  .Help("Distribution: `none` (one process) or `ddp` (data-parallel over "
+                        "world_size ranks).").Build());
+  r.push_back(Entry("world_size", kCell, kCore, ParamType::kInt)
+                  .Unit("ranks").Default(Int(1)).Min(1).Label("ws")
+                  .Help("Number of ranks for ddp.").Build());
+
+  // The null runner's knobs: it busy-waits instead of computing, so the harness can be tested
+  // and its overhead measured.
+  r.push_back(Entry("step_ms", kCell, kNull, ParamType::kNumber)
+                  .Unit("ms").Default(Num(1.0)).Min(0)
+                  .Help("Busy-wait per step.").Build());
+  r.push_back(Entry("jitter_pct", kCell, kNull, ParamType::kNumber)
+                  .Unit("%").Default(Num(0.0)).Min(0)
+                  .Help("Spread of the step time, as a percentage of step_ms.").Build());
+  r.push_back(Entry("jitter_dist", kCell, kNull, ParamType::kEnum)
+                  .Allowed({"normal", "uniform", "lognormal"}).Default(Str("normal"))
+                  .Help("Distribution of the jitter.").Build());
+  r.push_back(Entry("inject", kCell, kNull, ParamType::kEnum)
+                  .Allowed({"none", "crash", "hang", "exit", "garbage", "leak", "oom"})
+                  .Default(Str("none"))
+                  .Help("Failure to inject at step inject_at_step: `crash` (a fatal signal), "
+                        "`hang` (stop stepping and answering), `exit` (exit with exit_code), "
+                        "`garbage` (bytes that are not protocol frames), `leak` (keep "
+                        "leak_bytes_per_step more memory every step from then on), `oom` (fail as "
+                        "out of memory).").Build());
+  r.push_back(Entry("inject_at_step", kCell, kNull, ParamType::kInt)
+                  .Unit("steps").Default(Int(20)).Min(0)
+                  .Help("The step at which the injected failure happens.").Build());
+  r.push_back(Entry("leak_bytes_per_step", kCell, kNull, ParamType::kInt)
+                  .Unit("bytes").Default(Int(65536)).Min(0)
+                  .Help("Memory kept and touched per step with inject: leak.").Build());
+  r.push_back(Entry("exit_code", kCell, kNull, ParamType::kInt)
+                  .Default(Int(3)).Min(1).Max(255)
+                  .Help("Exit status with inject: exit.").Build());
+  r.push_back(Entry("samples_per_step", kCell, kNull, ParamType::kInt)
+                  .Unit("samples").Min(1).DefaultFrom("batch_size").DefaultText("= batch_size")
+                  .Help("Samples the runner reports per step.").Build());
+  r.push_back(Entry("setup_ms", kCell, kNull, ParamType::kNumber)
+                  .Unit("ms").Default(Num(0.0)).Min(0)
+                  .Help("Time spent before READY, like building a model.").Build());
+  r.push_back(Entry("warmup_steps", kCell, kNull, ParamType::kInt)
+                  .Unit("steps").Default(Int(0)).Min(0)
+                  .Help("That many first steps run slower, by warmup_factor.").Build());
+  r.push_back(Entry("warmup_factor", kCell, kNull, ParamType::kNumber)
+                  .Default(Num(3.0)).Min(1)
+                  .Help("Step time multiplier of the warm-up steps.").Build());
+
+  // The torch runner's knobs. Size knobs have no default: absent means the model's standard
+  // size, and the runner reports the effective value.
+  r.push_back(Entry("image_size", kCell, kTorch, ParamType::kInt)
+                  .Unit("px").Min(1).DefaultText(kModelSize)
+                  .Help("Input height and width of vision models.").Build());
+  r.push_back(Entry("width_mult", kCell, kTorch, ParamType::kNumber)
+                  .Min(0, false).DefaultText(kModelSize)
+                  .Help("Channel width multiplier (MobileNet).").Build());
+  r.push_back(Entry("base_width", kCell, kTorch, ParamType::kInt)
+                  .Min(1).DefaultText(kModelSize)
+                  .Help("Channels of the first stage (ResNet).").Build());
+  r.push_back(Entry("num_classes", kCell, kTorch, ParamType::kInt)
+                  .Min(1).DefaultText(kModelSize)
+                  .Help("Output classes of classifiers and detectors.").Build());
+  r.push_back(Entry("layers", kCell, kTorch, ParamType::kInt)
+                  .Min(1).DefaultText(kModelSize)
+                  .Help("Number of layers or blocks (transformer layers for BERT).").Build());
+  r.push_back(Entry("hidden_size", kCell, kTorch, ParamType::kInt)
+                  .Min(1).DefaultText(kModelSize)
+                  .Help("Hidden size of transformer models.").Build());
+  r.push_back(Entry("heads", kCell, kTorch, ParamType::kInt)
+                  .Min(1).DefaultText(kModelSize)
+                  .Help("Attention heads of transformer models.").Build());
+  r.push_back(Entry("seq_len", kCell, kTorch, ParamType::kInt)
+                  .Unit("tokens").Min(1).DefaultText(kModelSize)
+                  .Help("Sequence length of transformer inputs.").Build());
+  r.push_back(Entry("vocab_size", kCell, kTorch, ParamType::kInt)
+                  .Min(1).DefaultText(kModelSize)
+                  .Help("Vocabulary size of transformer models.").Build());
+  r.push_back(Entry("memory_format", kCell, kTorch, ParamType::kEnum)
+                  .Allowed({"auto", "contiguous", "channels_last"}).Default(Str("auto"))
+                  .Help("Tensor layout; `auto` lets the runner pick per model and device.").Build());
+  r.push_back(Entry("cudnn_benchmark", kCell, kTorch, ParamType::kBool)
+                  .Default(Value(true))
+                  .Help("Let cuDNN autotune convolution algorithms (during warm-up).").Build());
+  r.push_back(Entry("deterministic", kCell, kTorch, ParamType::kBool)
+                  .Default(Value(false))
+                  .Help("Use deterministic algorithms only (slower; reproducible).").Build());
+  r.push_back(Entry("threads", kCell, kTorch, ParamType::kInt)
+                  .Min(1).DefaultText("the library's")
+                  .Help("Intra-op CPU threads.").Build());
+  r.push_back(Entry("model_path", kCell, kTorch, ParamType::kString)
+                  .Help("TorchScript file to load, with model: torchscript.").Build());
+  r.push_back(Entry("input_shapes", kCell, kTorch, ParamType::kString)
+                  .Format(StringFormat::kShapes)
+                  .Help("Input shapes of a TorchScript model, `;` between inputs, `B` for the "
+                        "batch size: `B,3,224,224;B,16`.").Build());
+  r.push_back(Entry("input_dtypes", kCell, kTorch, ParamType::kString)
+                  .Format(StringFormat::kDtypes)
+                  .Help("Input dtypes, one per input shape: `float32;int64`.").Build());
+  r.push_back(Entry("lr", kCell, kTorch, ParamType::kNumber)
+                  .Min(0).DefaultText(kModelSize)
+                  .Help("Learning rate of the optimizer in train.").Build());
+  return r;
+}
+
+const std::vector<std::string>& KnownDtypes() {
+  static const std::vector<std::string> dtypes = {"float32", "float16", "bfloat16", "float64", "int64",
+                                                  "int32",   "int16",   "int8",     "uint8",   "bool"};
+  return dtypes;
+}
+
+std::vector<std::string> Split(const std::string& text, char sep) {
+  std::vector<std::string> parts;
+  std::string::size_type begin = 0;
+  while (true) {
+    auto end = text.find(sep, begin);
+    parts.push_back(text.substr(begin, end == std::string::npos ? std::string::npos : end - begin));
+    if (end == std::string::npos) break;
+    begin = end + 1;
+  }
+  return parts;
+}
+
+bool IsDigits(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+bool MatchesFormat(StringFormat format, const std::string& text) {
+  switch (format) {
+    case StringFormat::kAny:
+      return true;
+    case StringFormat::kDevice:
+      if (text == "cpu" || text == "cuda") return true;
+      return text.rfind("cuda:", 0) == 0 && IsDigits(text.substr(5)) && text.size() <= 5 + 6;
+    case StringFormat::kShapes:
+      for (const std::string& shape : Split(text, ';')) {
+        for (const std::string& dim : Split(shape, ',')) {
+          if (dim == "B") continue;
+          if (!IsDigits(dim) || dim.size() > 9 || std::stoll(dim) < 1) return false;
+        }
+      }
+      return true;
+    case StringFormat::kDtypes:
+      for (const std::string& dtype : Split(text, ';')) {
+        const auto& known = KnownDtypes();
+        if (std::find(known.begin(), known.end(), dtype) == known.end()) return false;
+      }
+      return true;
+  }
+  return false;
+}
+
+std::string Join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) out += sep;
+    out += parts[i];
+  }
+  return out;
+}
+
+// Shortest round-trip text of a bound or default: 1 -> "1", 0.5 -> "0.5".
+std::string FormatBound(double value) {
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof(buf), value);
+  return std::string(buf, res.ptr);
+}
+
+// ">= 1", "between 1 and 255", "> 0 and < 1"; empty when unbounded.
+std::string RangeText(const ParamSpec& spec) {
+  if (spec.min && spec.max && spec.min->inclusive && spec.max->inclusive) {
+    return "between " + FormatBound(spec.min->value) + " and " + FormatBound(spec.max->value);
+  }
+  std::vector<std::string> parts;
+  if (spec.min) parts.push_back((spec.min->inclusive ? ">= " : "> ") + FormatBound(spec.min->value));
+  if (spec.max) parts.push_back((spec.max->inclusive ? "<= " : "< ") + FormatBound(spec.max->value));
+  return Join(parts, " and ");
+}
+
+std::string FormatText(StringFormat format) {
+  switch (format) {
+    case StringFormat::kAny:
+      return "";
+    case StringFormat::kDevice:
+      return "cpu, cuda or cuda:N";
+    case StringFormat::kShapes:
+      return "shapes like B,3,224,224;B,16";
+    case StringFormat::kDtypes:
+      return "dtypes like float32;int64 (" + Join(KnownDtypes(), ", ") + ")";
+  }
+  return "";
+}
+
+// The "allowed" column of help and docs: range, enum values or format; "any" otherwise. `brief`
+// (the terminal) leaves out the list of dtype names.
+std::string AllowedText(const ParamSpec& spec, bool brief) {
+  switch (spec.type) {
+    case ParamType::kEnum:
+      return Join(spec.allowed, ", ");
+    case ParamType::kInt:
+    case ParamType::kNumber: {
+      std::string range = RangeText(spec);
+      return range.empty() ? "any" : range;
+    }
+    case ParamType::kBool:
+      return "true, false";
+    case ParamType::kString: {
+      if (brief && spec.format == StringFormat::kDtypes) return "dtypes like float32;int64";
+      std::string format = FormatText(spec.format);
+      return format.empty() ? "any" : format;
+    }
+    case ParamType::kRunner:
+      return "null, torch, {command: [argv...]}";
+    case ParamType::kMapping:
+    case ParamType::kMappingList:
+      return "";
+  }
+  return "";
+}
+
+// Defaults as a reader writes them in YAML: strings unquoted (FormatValue quotes "null").
+std::string DefaultText(const ParamSpec& spec) {
+  if (spec.default_value) {
+    return spec.default_value->is_string() ? spec.default_value->get<std::string>() : FormatValue(*spec.default_value);
+  }
+  if (!spec.default_text.empty()) return spec.default_text;
+  return "none";
+}
+
+Status ValueError(const ParamSpec& spec, const std::string& got) {
+  return MakeError(ErrorKind::kInvalidInput, "expected " + DescribeExpected(spec) + " (got '" + got + "')");
+}
+
+Status CheckRange(const ParamSpec& spec, double v, const std::string& got) {
+  if (spec.min && (spec.min->inclusive ? v < spec.min->value : v <= spec.min->value)) {
+    return ValueError(spec, got);
+  }
+  if (spec.max && (spec.max->inclusive ? v > spec.max->value : v >= spec.max->value)) {
+    return ValueError(spec, got);
+  }
+  return Status::Ok();
+}
+
+// Strict decimal integer: optional sign and digits only (no hex, no "1.0", no spaces).
+std::optional<std::int64_t> ParseInt(const std::string& text) {
+  const char* begin = text.data();
+  const char* end = text.data() + text.size();
+  if (begin != end && *begin == '+') ++begin;
+  if (begin == end) return std::nullopt;
+  std::int64_t v = 0;
+  auto res = std::from_chars(begin, end, v);
+  if (res.ec != std::errc() || res.ptr != end) return std::nullopt;
+  return v;
+}
+
+// A finite decimal number; locale-independent (from_chars), unlike strtod.
+std::optional<double> ParseNumber(const std::string& text) {
+  const char* begin = text.data();
+  const char* end = text.data() + text.size();
+  if (begin != end && *begin == '+') ++begin;
+  if (begin == end) return std::nullopt;
+  double v = 0;
+  auto res = std::from_chars(begin, end, v, std::chars_format::general);
+  if (res.ec != std::errc() || res.ptr != end || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+std::optional<bool> ParseBool(const std::string& text) {
+  if (text == "true" || text == "True" || text == "TRUE") return true;
+  if (text == "false" || text == "False" || text == "FALSE") return false;
+  return std::nullopt;
+}
+
+std::string MarkdownCell(std::string text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+const std::vector<ParamSpec>& Registry() {
+  static const std::vector<ParamSpec> registry = BuildRegistry();
+  return registry;
+}
+
+const ParamSpec* FindParam(std::string_view name, ParamSection section) {
+  for (const ParamSpec& spec : Registry()) {
+    if (spec.section == section && spec.name == name) return &spec;
+  }
+  return nullptr;
+}
+
+bool ScopeValidForRunner(Scope scope, const std::string& runner_name) {
+  switch (scope) {
+    case Scope::kCore:
+      return true;
+    case Scope::kNull:
+      return runner_name == "null";
+    case Scope::kTorch:
+      return runner_name == "torch";
+  }
+  return false;
+}
+
+std::vector<const ParamSpec*> CellParamsForRunner(const std::string& runner_name) {
+  std::vector<const ParamSpec*> out;
+  for (const ParamSpec& spec : Registry()) {
+    if (spec.section == ParamSection::kCell && ScopeValidForRunner(spec.scope, runner_name)) {
+      out.push_back(&spec);
+    }
+  }
+  return out;
+}
+
+const char* ParamTypeName(ParamType type) {
+  switch (type) {
+    case ParamType::kString: return "string";
+    case ParamType::kInt: return "int";
+    case ParamType::kNumber: return "number";
+    case ParamType::kBool: return "bool";
+    case ParamType::kEnum: return "enum";
+    case ParamType::kMapping: return "mapping";
+    case ParamType::kMappingList: return "list of mappings";
+    case ParamType::kRunner: return "runner";
+  }
+  return "?";
+}
+
+const char* ScopeName(Scope scope) {
+  switch (scope) {
+    case Scope::kCore: return "core";
+    case Scope::kNull: return "null";
+    case Scope::kTorch: return "torch";
+  }
+  return "?";
+}
+
+std::string DescribeExpected(const ParamSpec& spec) {
+  std::string range = RangeText(spec);
+  switch (spec.type) {
+    case ParamType::kString: {
+      std::string format = FormatText(spec.format);
+      return format.empty() ? "a string" : format;
+    }
+    case ParamType::kInt:
+      return range.empty() ? "an integer" : "an integer " + range;
+    case ParamType::kNumber:
+      return range.empty() ? "a number" : "a number " + range;
+    case ParamType::kBool:
+      return "true or false";
+    case ParamType::kEnum:
+      return "one of " + Join(spec.allowed, ", ");
+    case ParamType::kMapping:
+      return "a mapping";
+    case ParamType::kMappingList:
+      return "a list of mappings";
+    case ParamType::kRunner:
+      return "null, torch or a mapping {command: [argv...]}";
+  }
+  return "?";
+}
+
+Result<Value> ParseParamText(const ParamSpec& spec, const std::string& text) {
+  switch (spec.type) {
+    case ParamType::kString:
+    case ParamType::kEnum: {
+      Value v(text);
+      DLBENCH_RETURN_IF_ERROR(ValidateParamValue(spec, v));
+      return v;
+    }
+    case ParamType::kInt: {
+      std::optional<std::int64_t> v = ParseInt(text);
+      if (!v) return ValueError(spec, text).error();
+      DLBENCH_RETURN_IF_ERROR(CheckRange(spec, static_cast<double>(*v), text));
+      return Value(*v);
+    }
+    case ParamType::kNumber: {
+      std::optional<double> v = ParseNumber(text);
+      if (!v) return ValueError(spec, text).error();
+      DLBENCH_RETURN_IF_ERROR(CheckRange(spec, *v, text));
+      return Value(*v);
+    }
+    case ParamType::kBool: {
+      std::optional<bool> v = ParseBool(text);
+      if (!v) return ValueError(spec, text).error();
+      return Value(*v);
+    }
+    case ParamType::kMapping:
+    case ParamType::kMappingList:
+    case ParamType::kRunner:
+      break;
+  }
+  return MakeError(ErrorKind::kInternal, spec.name + " is not a scalar parameter");
+}
+
+Status ValidateParamValue(const ParamSpec& spec, const Value& value) {
+  const std::string got = value.is_string() ? value.get<std::string>() : FormatValue(value);
+  switch (spec.type) {
+    case ParamType::kString:
+      if (!value.is_string() || !MatchesFormat(spec.format, value.get<std::string>())) {
+        return ValueError(spec, got);
+      }
+      return Status::Ok();
+    case ParamType::kEnum:
+      if (!value.is_string() ||
+          std::find(spec.allowed.begin(), spec.allowed.end(), value.get<std::string>()) == spec.allowed.end()) {
+        return ValueError(spec, got);
+      }
+      return Status::Ok();
+    case ParamType::kInt:
+      if (!value.is_number_integer()) return ValueError(spec, got);
+      if (value.is_number_unsigned() &&
+          value.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+        return ValueError(spec, got);
+      }
+      return CheckRange(spec, static_cast<double>(value.get<std::int64_t>()), got);
+    case ParamType::kNumber:
+      if (!value.is_number() || !std::isfinite(value.get<double>())) return ValueError(spec, got);
+      return CheckRange(spec, value.get<double>(), got);
+    case ParamType::kBool:
+      if (!value.is_boolean()) return ValueError(spec, got);
+      return Status::Ok();
+    case ParamType::kMapping:
+    case ParamType::kMappingList:
+    case ParamType::kRunner:
+      break;
+  }
+  return MakeError(ErrorKind::kInternal, spec.name + " is not a scalar parameter");
+}
+
+std::string FormatValue(const Value& value) {
+  if (!value.is_string()) return value.dump();
+  const std::string& s = value.get<std::string>();
+  // Quote what would otherwise be ambiguous in "name=value,name=value" or read as another type.
+  bool quote = s.empty() || s.find_first_of(",=\"") != std::string::npos || s.front() == ' ' ||
+               s.back() == ' ' || s == "null" || ParseBool(s) || ParseInt(s) || ParseNumber(s);
+  return quote ? value.dump() : s;
+}
+
+std::optional<std::string> NearestKey(std::string_view key, const std::vector<std::string>& candidates) {
+  // Optimal string alignment distance: Levenshtein plus adjacent transpositions ("bacth_size").
+  auto distance = [](std::string_view a, std::string_view b) {
+    std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+    for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+      for (std::size_t j = 1; j <= b.size(); ++j) {
+        std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+        d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+          d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+      }
+    }
+    return d[a.size()][b.size()];
+  };
+  std::optional<std::string> best;
+  std::size_t best_distance = std::numeric_limits<std::size_t>::max();
+  for (const std::string& candidate : candidates) {
+    std::size_t dist = distance(key, candidate);
+    if (dist < best_distance) {
+      best_distance = dist;
+      best = candidate;
+    }
+  }
+  if (!best || best_distance > 2 || 2 * best_distance >= key.size()) return std::nullopt;
+  return best;
+}
+
+std::string RenderParamHelp() {
+  struct Row {
+    std::string name, type, def, allowed, help;
+  };
+  auto type_text = [](const ParamSpec& spec) {
+    std::string t = ParamTypeName(spec.type);
+    if (!spec.unit.empty()) t += " (" + spec.unit + ")";
+    return t;
+  };
+  auto first_sentence = [](const std::string& help) {
+    auto dot = help.find(". ");
+    return dot == std::string::npos ? help : help.substr(0, dot + 1);
+  };
+  // Columns are as wide as their longest entry up to a cap; a longer entry pushes its row out
+  // rather than widening every row, and the meaning is cut to keep lines within kLineWidth.
+  constexpr std::size_t kLineWidth = 120;
+  auto render = [&](const std::string& title, const std::vector<const ParamSpec*>& specs) {
+    std::vector<Row> rows;
+    rows.push_back({"key", "type", "default", "allowed", "meaning"});
+    for (const ParamSpec* spec : specs) {
+      rows.push_back({spec->name, type_text(*spec), DefaultText(*spec), AllowedText(*spec, /*brief=*/true),
+                      first_sentence(spec->help)});
+    }
+    std::size_t w[4] = {0, 0, 0, 0};
+    for (const Row& row : rows) {
+      w[0] = std::max(w[0], row.name.size());
+      w[1] = std::max(w[1], row.type.size());
+      if (row.def.size() <= 16) w[2] = std::max(w[2], row.def.size());
+      if (row.allowed.size() <= 30) w[3] = std::max(w[3], row.allowed.size());
+    }
+    auto pad = [](const std::string& s, std::size_t width) {
+      return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
+    };
+    std::string out = title + "\n";
+    for (const Row& row : rows) {
+      std::string line =
+          "  " + pad(row.name, w[0]) + "  " + pad(row.type, w[1]) + "  " + pad(row.def, w[2]) + "  " + pad(row.allowed, w[3]) + "  ";
+      std::string help = row.help;
+      if (line.size() + help.size() > kLineWidth) {
+        std::size_t room = kLineWidth > line.size() + 3 ? kLineWidth - line.size() - 3 : 0;
+        help = help.substr(0, room) + "...";
+      }
+      line += help;
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      out += line + "\n";
+    }
+    return out;
+  };
+  auto select = [](ParamSection section, std::optional<Scope> scope) {
+    std::vector<const ParamSpec*> out;
+    for (const ParamSpec& spec : Registry()) {
+      if (spec.section == section && (!scope || spec.scope == *scope)) out.push_back(&spec);
+    }
+    return out;
+  };
+  std::string out;
+  out += render("Top-level keys:", select(ParamSection::kTopLevel, std::nullopt));
+  out += "\n" + render("measure: keys:", select(ParamSection::kMeasure, std::nullopt));
+  out += "\n" + render("Cell parameters, every runner (matrix axes; a scalar is one value):",
+                       select(ParamSection::kCell, Scope::kCore));
+  out += "\n" + render("Cell parameters, runner: null:", select(ParamSection::kCell, Scope::kNull));
+  out += "\n" + render("Cell parameters, runner: torch:", select(ParamSection::kCell, Scope::kTorch));
+  out += "\nA runner {command: [argv...]} takes the core parameters and passes any other key through "
+         "unvalidated.\nFull reference: docs/config-reference.md\n";
+  return out;
+}
+
+namespace {
+
+std::string MarkdownTable(ParamSection section, std::optional<Scope> scope) {
+  std::ostringstream out;
+  out << "| Key | Type | Unit | Default | Allowed | Description |\n";
+  out << "|---|---|---|---|---|---|\n";
+  for (const ParamSpec& spec : Registry()) {
+    if (spec.section != section || (scope && spec.scope != *scope)) continue;
+    std::string def = spec.default_value ? "`" + DefaultText(spec) + "`" : DefaultText(spec);
+    std::string allowed = AllowedText(spec, /*brief=*/false);
+    std::string help = spec.help;
+    if (!spec.required_with.empty()) help += " Required with runner " + spec.required_with + ".";
+    out << "| `" << spec.name << "` | " << ParamTypeName(spec.type) << " | " << spec.unit << " | "
+        << MarkdownCell(def) << " | " << MarkdownCell(allowed) << " | " << MarkdownCell(help) << " |\n";
+  }
+  return out.str();
+}
+
+// The prose of the reference. It lives here, beside the tables it introduces, so the whole file
+// is generated and a stale copy fails config_test.
+constexpr const char* kReferenceIntro = R"md(# Matrix file reference
+
+<!-- Generated from src/config/registry.cc: do not edit by hand. Regenerate with
+     build/bin/dlbench-config-reference > docs/config-reference.md -->
+
+A matrix file is YAML that declares what `dlbench run` measures: which runner, which parameter
+combinations (cells), how often and in which order, and the measurement policy. It is validated
+completely before anything runs; every problem is reported, one per line, as
+
+```
+FILE:LINE:COL: error: KEY: what was expected (got X)
+```
+
+where KEY is the key's path (`batch_size`, `measure.min_steps`, `include[0].batch_size`), for
+example `m.yaml:4:15: error: batch_size: expected an integer >= 1 (got '-4')` or
+`m.yaml:3:3: error: unknown key 'batchsize' (did you mean 'batch_size'?)`. Unknown keys, duplicate
+keys, wrong types, values outside the allowed set, an empty matrix, an axis with an empty list or
+a repeated value, exclude entries naming something that is not an axis value, and YAML syntax
+errors are all errors. `dlbench --help` prints the same tables in compact form.
+
+```yaml
+name: resnet-batch-sweep
+runner: torch
+matrix:
+  model: [resnet50, mobilenet_v2]
+  batch_size: [1, 8, 32]
+  precision: [fp32, bf16]
+  device: cuda            # a scalar is an axis with one value
+exclude:
+  - model: mobilenet_v2
+    precision: bf16
+include:
+  - model: resnet50       # 64 is not a batch_size of the axis, so this entry extends no
+    batch_size: 64        # combination and becomes a cell of its own: it names every
+    precision: bf16       # parameter that should differ from the defaults
+    device: cuda
+repetitions: 3
+seed: 42
+ordering: interleaved
+measure:
+  max_time_s: 30
+  target_rel_ci: 0.01
+```
+
+## Top-level keys
+
+)md";
+
+constexpr const char* kReferenceMeasure = R"md(
+## `measure:` keys
+
+The measurement policy's settings (`MeasureSettings`). `min_steps <= max_steps` and
+`min_time_s <= max_time_s` are checked.
+
+)md";
+
+constexpr const char* kReferenceCells = R"md(
+## Cell parameters
+
+A cell parameter may be a matrix axis (a list of values), a scalar (an axis with one value), or
+a key of an include entry. Which parameters are valid depends on the runner: core parameters
+always, null-runner parameters only with `runner: null`, torch-runner parameters only with
+`runner: torch`. A `runner: {command: [argv...]}` accepts the core parameters (validated) and
+passes any other key to the program unvalidated, since dlbench cannot know its parameters.
+Numbers accept integers (`step_ms: 2` is 2.0); integers do not accept fractions.
+
+### Every runner (core)
+
+)md";
+
+constexpr const char* kReferenceNull = R"md(
+### Null runner (`runner: null`)
+
+The null runner does no work: it busy-waits `step_ms` per step, so dlbench's own overhead can be
+measured and every failure path tested without a GPU.
+
+)md";
+
+constexpr const char* kReferenceTorch = R"md(
+### Torch runner (`runner: torch`)
+
+Size parameters are optional: absent means the model's standard size, and the runner records the
+effective value with the cell's results.
+
+)md";
+
+constexpr const char* kReferenceOutro = R"md(
+## How a matrix becomes cells
+
+1. **Cartesian product** of the axes in file order, the last axis varying fastest:
+   `a: [1, 2]`, `b: [x, y]` gives `{a: 1, b: x}`, `{a: 1, b: y}`, `{a: 2, b: x}`, `{a: 2, b: y}`.
+2. **exclude**: a combination that matches every key of an exclude entry is dropped. Entries may
+   name only axes, and only values those axes hold (anything else is a typo and an error).
+3. **include**, with GitHub Actions' `strategy.matrix.include` semantics, applied after exclude,
+   entry by entry in file order:
+   - An entry's key/value pairs are added to every combination of the product that they can
+     extend without overwriting an *original* (axis) value: every key of the entry that is an
+     axis must equal the combination's value for that axis. Keys that are not axes are added, and
+     a value added by an earlier include entry can be overwritten by a later one.
+   - An entry that extends none of the product's combinations becomes a new combination by
+     itself (with only its own keys; defaults fill the rest). New combinations are not extended
+     by later entries.
+
+   GitHub's own example: with `fruit: [apple, pear]`, `animal: [cat, dog]` and the include
+   entries `{color: green}`, `{color: pink, animal: cat}`, `{fruit: apple, shape: circle}`,
+   `{fruit: banana}`, `{fruit: banana, animal: cat}`, the cells are
+   `{fruit: apple, animal: cat, color: pink, shape: circle}`,
+   `{fruit: apple, animal: dog, color: green, shape: circle}`,
+   `{fruit: pear, animal: cat, color: pink}`, `{fruit: pear, animal: dog, color: green}`,
+   `{fruit: banana}` and `{fruit: banana, animal: cat}`.
+4. **Defaults** from the tables above are filled in for every parameter of the runner's scope that
+   has one and is not set (`samples_per_step` takes the cell's `batch_size`). Parameters without a
+   default stay absent; the runner reports what it used. A cell that lacks a required parameter
+   (`model` with `runner: torch`) is an error. Two combinations that end up with identical
+   parameters are one cell (the first in plan order); use `repetitions` to run a cell again.
+5. **Identity.** A cell's `key` is its parameters, defaults included, as `name=value` pairs sorted
+   by name and joined by `,` (strings holding `,`, `=` or `"`, or that would read as a number or
+   bool, are JSON-quoted). The key identifies the same cell across runs and machines. Its `id` in a
+   run is `key#rN` for repetition N (0-based). Its `label` is short text for tables, in registry
+   order: the model, every axis with several values, and any other parameter that varies across
+   the plan where the cell's value is not the default (`resnet50 infer bs=32 bf16`,
+   `inject=exit exit_code=7`). A plan of one cell is labelled by its non-default parameters.
+6. **Repetitions**: every cell runs `repetitions` times, each in a fresh process.
+
+## Seeds
+
+Each cell and repetition gets its own seed, the same on every platform and run:
+
+```
+h    = FNV-1a-64(key)                      (offset 14695981039346656037, prime 1099511628211)
+seed = SplitMix64(SplitMix64(matrix_seed XOR h) XOR repetition) AND (2^63 - 1)
+```
+
+where `SplitMix64(x)` is the SplitMix64 finaliser of `x + 0x9E3779B97F4A7C15` (multipliers
+`0xBF58476D1CE4E5B9`, `0x94D049BB133111EB`, shifts 30, 27, 31). The top bit is cleared so the
+seed fits a signed 64-bit database column. Changing the matrix seed changes every cell's seed;
+adding a cell to the matrix changes no other cell's seed.
+
+## Ordering
+
+- `grouped` (default): plan order; the repetitions of a cell run back to back.
+- `interleaved`: repetitions run in rounds (round r holds repetition r of every cell), and each
+  round is shuffled with a Fisher-Yates shuffle driven by one SplitMix64 stream seeded with
+  `order_seed` for the whole run: for i from n down to 2, swap positions i-1 and j, where j is the
+  next draw modulo i after rejecting draws below 2^64 mod i (no platform RNG). Slow drift of the machine
+  (heat, background load) then spreads over all cells instead of biasing the ones that ran last.
+  The same `order_seed` gives the same order everywhere; a different one gives another order.
+)md";
+
+}  // namespace
+
+std::string RenderConfigReference() {
+  std::string out = kReferenceIntro;
+  out += MarkdownTable(ParamSection::kTopLevel, std::nullopt);
+  out += kReferenceMeasure;
+  out += MarkdownTable(ParamSection::kMeasure, std::nullopt);
+  out += kReferenceCells;
+  out += MarkdownTable(ParamSection::kCell, Scope::kCore);
+  out += kReferenceNull;
+  out += MarkdownTable(ParamSection::kCell, Scope::kNull);
+  out += kReferenceTorch;
+  out += MarkdownTable(ParamSection::kCell, Scope::kTorch);
+  out += kReferenceOutro;
+  return out;
+}
+
+}  // namespace dlbench::config

@@ -1,0 +1,128 @@
+// The parameter registry: the one list of every key a matrix file may hold (STYLE.md rule 5).
+//
+// Each entry names a key, its type, unit, default, allowed values or range, the runner scope it
+// belongs to and its help text. Parsing (matrix.cc), validation, default filling (plan.cc), the
+// terminal help (RenderParamHelp), the Markdown reference (RenderConfigReference, checked in as
+// docs/config-reference.md) and cell labels all read this list; nothing else spells a key.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "config/matrix.h"
+
+namespace dlbench::config {
+
+enum class ParamType {
+  kString,
+  kInt,          // a signed 64-bit integer
+  kNumber,       // a double; integers are accepted and stored as doubles
+  kBool,         // true or false
+  kEnum,         // a string from ParamSpec::allowed
+  kMapping,      // top-level only: matrix, measure
+  kMappingList,  // top-level only: exclude, include
+  kRunner,       // top-level only: null | torch | {command: [argv...]}
+};
+
+// Where a key may be written.
+enum class ParamSection {
+  kTopLevel,  // a key of the file's root mapping
+  kCell,      // a cell parameter: a key under matrix:, or of an include/exclude entry
+  kMeasure,   // a key under measure: (one field of MeasureSettings)
+};
+
+// Which runner understands a cell parameter. Top-level and measure keys are kCore.
+enum class Scope {
+  kCore,   // every runner
+  kNull,   // only with runner: null
+  kTorch,  // only with runner: torch
+};
+
+// The shape a kString value must have; checked by ParseParamText/ValidateParamValue.
+enum class StringFormat {
+  kAny,
+  kDevice,  // cpu | cuda | cuda:N
+  kShapes,  // input shapes: "B,3,224,224;B,16" (dims are positive integers or B, the batch size)
+  kDtypes,  // input dtypes: "float32;int64" (torch dtype names)
+};
+
+// One end of a numeric range.
+struct Bound {
+  double value = 0.0;
+  bool inclusive = true;
+};
+
+struct ParamSpec {
+  std::string name;
+  ParamSection section = ParamSection::kCell;
+  Scope scope = Scope::kCore;
+  ParamType type = ParamType::kString;
+  std::string unit;                    // "ms", "s", "bytes", "%", ... or empty
+  std::optional<Value> default_value;  // typed like the parameter; absent: no default
+  // The default when it is not a constant ("= batch_size", "the library's"); empty otherwise.
+  std::string default_text;
+  // A cell parameter whose value is this one's default when this one is absent (samples_per_step
+  // takes batch_size's); empty for none.
+  std::string default_from;
+  std::vector<std::string> allowed;  // kEnum: the allowed values, in documented order
+  std::optional<Bound> min;          // kInt/kNumber
+  std::optional<Bound> max;          // kInt/kNumber
+  StringFormat format = StringFormat::kAny;  // kString only
+  // A runner ("torch") with which every cell must set this parameter; empty: never required.
+  std::string required_with;
+  // In cell labels: "bs" renders "bs=32"; "" renders the name ("step_ms=2.0"); "=" renders the
+  // value alone ("resnet50", "fp16").
+  std::string label;
+  std::string help;
+};
+
+// Every entry, in documented order (top-level keys, measure keys, then cell parameters by scope).
+const std::vector<ParamSpec>& Registry();
+
+// The entry for `name` in `section`, or nullptr.
+const ParamSpec* FindParam(std::string_view name, ParamSection section);
+
+// Whether a cell parameter of `scope` is valid with the named runner ("null", "torch",
+// "command"). A command runner accepts core parameters; any other key it receives unvalidated.
+bool ScopeValidForRunner(Scope scope, const std::string& runner_name);
+
+// The cell parameters valid with the named runner, in registry order.
+std::vector<const ParamSpec*> CellParamsForRunner(const std::string& runner_name);
+
+const char* ParamTypeName(ParamType type);
+const char* ScopeName(Scope scope);
+
+// What a valid value looks like, for messages and docs: "an integer >= 1",
+// "one of train, infer", "a number > 0 and < 1", "cpu, cuda or cuda:N".
+std::string DescribeExpected(const ParamSpec& spec);
+
+// Converts the text of a scalar (as written in YAML or on a command line) to the parameter's
+// type and validates it. The error message reads "expected <DescribeExpected> (got '<text>')".
+Result<Value> ParseParamText(const ParamSpec& spec, const std::string& text);
+
+// Validates an already-typed value against type, range, allowed values and format. The message
+// is phrased like ParseParamText's.
+Status ValidateParamValue(const ParamSpec& spec, const Value& value);
+
+// Canonical text of a value, used in cell keys and labels: strings as written (JSON-quoted when
+// they hold ',', '=', '"', a leading/trailing space, or would read as a number, bool or null),
+// integers in decimal, numbers in shortest round-trip form with a ".0" when integral
+// (nlohmann::json's dump), bools as true/false.
+std::string FormatValue(const Value& value);
+
+// The candidate closest to `key` by edit distance (Damerau-Levenshtein, optimal string
+// alignment), when close enough to be a likely typo: distance <= 2 and less than half of the
+// key's length. nullopt otherwise.
+std::optional<std::string> NearestKey(std::string_view key, const std::vector<std::string>& candidates);
+
+// Compact table of every key for `--help` (plain text, about 100 columns).
+std::string RenderParamHelp();
+
+// The Markdown reference of the matrix file format; docs/config-reference.md is its output
+// (regenerate with `build/bin/dlbench-config-reference > docs/config-reference.md`).
+std::string RenderConfigReference();
+
+}  // namespace dlbench::config

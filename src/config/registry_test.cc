@@ -1,0 +1,230 @@
+// The parameter registry: its entries are coherent, values parse and validate as documented, and
+// docs/config-reference.md is what the registry renders.
+#include "config/registry.h"
+
+#include <ostream>
+#include <set>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "common/files.h"
+
+namespace dlbench::config {
+namespace {
+
+TEST(RegistryTest, NamesAreUniqueSnakeCaseAndDefaultsAreValid) {
+  std::set<std::pair<int, std::string>> seen;
+  for (const ParamSpec& spec : Registry()) {
+    SCOPED_TRACE(spec.name);
+    EXPECT_TRUE(seen.insert({static_cast<int>(spec.section), spec.name}).second) << "duplicate entry";
+    EXPECT_EQ(spec.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_"), std::string::npos);
+    EXPECT_FALSE(spec.help.empty());
+    if (spec.type == ParamType::kEnum) {
+      EXPECT_FALSE(spec.allowed.empty());
+    }
+    if (spec.default_value && spec.type != ParamType::kRunner) {
+      EXPECT_TRUE(ValidateParamValue(spec, *spec.default_value).ok()) << spec.default_value->dump();
+    }
+    if (!spec.default_from.empty()) {
+      const ParamSpec* source = FindParam(spec.default_from, spec.section);
+      ASSERT_NE(source, nullptr);
+      EXPECT_EQ(source->type, spec.type);
+    }
+    if (spec.section != ParamSection::kCell) {
+      EXPECT_EQ(spec.scope, Scope::kCore);
+    }
+  }
+}
+
+TEST(RegistryTest, MeasureDefaultsComeFromMeasureSettings) {
+  const MeasureSettings defaults;
+  EXPECT_EQ(*FindParam("min_steps", ParamSection::kMeasure)->default_value, Value(defaults.min_steps));
+  EXPECT_EQ(*FindParam("max_time_s", ParamSection::kMeasure)->default_value, Value(defaults.max_time_s));
+  EXPECT_EQ(*FindParam("ci_level", ParamSection::kMeasure)->default_value, Value(defaults.ci_level));
+  EXPECT_FALSE(FindParam("idle_baseline_s", ParamSection::kMeasure)->default_value.has_value());
+  EXPECT_EQ(*FindParam("timeout_s", ParamSection::kTopLevel)->default_value, Value(Matrix().timeout_s));
+}
+
+TEST(RegistryTest, ScopesSelectParametersByRunner) {
+  auto names = [](const std::string& runner) {
+    std::set<std::string> out;
+    for (const ParamSpec* spec : CellParamsForRunner(runner)) out.insert(spec->name);
+    return out;
+  };
+  EXPECT_TRUE(names("null").count("step_ms"));
+  EXPECT_FALSE(names("null").count("image_size"));
+  EXPECT_TRUE(names("torch").count("image_size"));
+  EXPECT_FALSE(names("torch").count("step_ms"));
+  const std::set<std::string> command = names("command");
+  EXPECT_EQ(command, (std::set<std::string>{"model", "scenario", "batch_size", "device", "precision", "strategy",
+                                            "world_size"}));
+  EXPECT_EQ(FindParam("batch_size", ParamSection::kTopLevel), nullptr);
+  EXPECT_EQ(FindParam("min_steps", ParamSection::kMeasure)->type, ParamType::kInt);
+}
+
+struct ParseCase {
+  const char* param;
+  const char* text;
+  const char* expected_json;  // the typed value, or nullptr when an error is expected
+  const char* expected_error;
+};
+
+void PrintTo(const ParseCase& c, std::ostream* os) { *os << c.param << "='" << c.text << "'"; }
+
+class ParseParamTextTest : public ::testing::TestWithParam<ParseCase> {};
+
+TEST_P(ParseParamTextTest, TypesAndValidates) {
+  const ParseCase& c = GetParam();
+  const ParamSpec* spec = FindParam(c.param, ParamSection::kCell);
+  if (spec == nullptr) spec = FindParam(c.param, ParamSection::kMeasure);
+  if (spec == nullptr) spec = FindParam(c.param, ParamSection::kTopLevel);
+  ASSERT_NE(spec, nullptr) << c.param;
+  Result<Value> value = ParseParamText(*spec, c.text);
+  if (c.expected_json != nullptr) {
+    ASSERT_TRUE(value.ok()) << value.error().message;
+    EXPECT_EQ(value->dump(), c.expected_json);
+    auto kind = [](const Value& v) {
+      return v.is_number_integer() ? "integer" : v.is_number_float() ? "float" : v.type_name();
+    };
+    EXPECT_STREQ(kind(*value), kind(Value::parse(c.expected_json)));
+  } else {
+    ASSERT_FALSE(value.ok()) << value->dump();
+    EXPECT_EQ(value.error().kind, ErrorKind::kInvalidInput);
+    EXPECT_EQ(value.error().message, c.expected_error);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ParseParamTextTest,
+    ::testing::Values(
+        ParseCase{"batch_size", "8", "8", nullptr}, ParseCase{"batch_size", "+8", "8", nullptr},
+        ParseCase{"batch_size", "-4", nullptr, "expected an integer >= 1 (got '-4')"},
+        ParseCase{"batch_size", "0", nullptr, "expected an integer >= 1 (got '0')"},
+        ParseCase{"batch_size", "1.5", nullptr, "expected an integer >= 1 (got '1.5')"},
+        ParseCase{"batch_size", "0x10", nullptr, "expected an integer >= 1 (got '0x10')"},
+        ParseCase{"batch_size", "99999999999999999999", nullptr,
+                  "expected an integer >= 1 (got '99999999999999999999')"},
+        ParseCase{"batch_size", "", nullptr, "expected an integer >= 1 (got '')"},
+        ParseCase{"exit_code", "255", "255", nullptr},
+        ParseCase{"exit_code", "256", nullptr, "expected an integer between 1 and 255 (got '256')"},
+        ParseCase{"step_ms", "2", "2.0", nullptr}, ParseCase{"step_ms", "1e-3", "0.001", nullptr},
+        ParseCase{"step_ms", "0", "0.0", nullptr},
+        ParseCase{"step_ms", "-0.5", nullptr, "expected a number >= 0 (got '-0.5')"},
+        ParseCase{"step_ms", "nan", nullptr, "expected a number >= 0 (got 'nan')"},
+        ParseCase{"step_ms", "inf", nullptr, "expected a number >= 0 (got 'inf')"},
+        ParseCase{"step_ms", "fast", nullptr, "expected a number >= 0 (got 'fast')"},
+        ParseCase{"target_rel_ci", "1", nullptr, "expected a number > 0 and < 1 (got '1')"},
+        ParseCase{"target_rel_ci", "0", nullptr, "expected a number > 0 and < 1 (got '0')"},
+        ParseCase{"target_rel_ci", "0.01", "0.01", nullptr},
+        ParseCase{"ci_level", "0.5", nullptr, "expected a number > 0.5 and < 1 (got '0.5')"},
+        ParseCase{"timeout_s", "0", nullptr, "expected a number > 0 (got '0')"},
+        ParseCase{"precision", "bf16", "\"bf16\"", nullptr},
+        ParseCase{"precision", "fp64", nullptr, "expected one of fp32, tf32, bf16, fp16, int8 (got 'fp64')"},
+        ParseCase{"precision", "FP16", nullptr, "expected one of fp32, tf32, bf16, fp16, int8 (got 'FP16')"},
+        ParseCase{"device", "cpu", "\"cpu\"", nullptr}, ParseCase{"device", "cuda", "\"cuda\"", nullptr},
+        ParseCase{"device", "cuda:3", "\"cuda:3\"", nullptr},
+        ParseCase{"device", "gpu", nullptr, "expected cpu, cuda or cuda:N (got 'gpu')"},
+        ParseCase{"device", "cuda:", nullptr, "expected cpu, cuda or cuda:N (got 'cuda:')"},
+        ParseCase{"device", "cuda:x", nullptr, "expected cpu, cuda or cuda:N (got 'cuda:x')"},
+        ParseCase{"cudnn_benchmark", "false", "false", nullptr},
+        ParseCase{"cudnn_benchmark", "yes", nullptr, "expected true or false (got 'yes')"},
+        ParseCase{"input_shapes", "B,3,224,224;B,16", "\"B,3,224,224;B,16\"", nullptr},
+        ParseCase{"input_shapes", "B,3,x", nullptr, "expected shapes like B,3,224,224;B,16 (got 'B,3,x')"},
+        ParseCase{"input_shapes", "B,0", nullptr, "expected shapes like B,3,224,224;B,16 (got 'B,0')"},
+        ParseCase{"input_shapes", "B,3;", nullptr, "expected shapes like B,3,224,224;B,16 (got 'B,3;')"},
+        ParseCase{"input_dtypes", "float32;int64", "\"float32;int64\"", nullptr},
+        ParseCase{"input_dtypes", "float;int64", nullptr,
+                  "expected dtypes like float32;int64 (float32, float16, bfloat16, float64, int64, int32, "
+                  "int16, int8, uint8, bool) (got 'float;int64')"},
+        ParseCase{"model", "resnet50", "\"resnet50\"", nullptr}, ParseCase{"model", "50", "\"50\"", nullptr},
+        ParseCase{"min_steps", "10", "10", nullptr}, ParseCase{"seed", "-1", nullptr, "expected an integer >= 0 (got '-1')"}));
+
+TEST(RegistryTest, ValidateParamValueChecksTypedValues) {
+  const ParamSpec& batch = *FindParam("batch_size", ParamSection::kCell);
+  EXPECT_TRUE(ValidateParamValue(batch, Value(4)).ok());
+  EXPECT_EQ(ValidateParamValue(batch, Value(0)).error().message, "expected an integer >= 1 (got '0')");
+  EXPECT_EQ(ValidateParamValue(batch, Value(2.0)).error().message, "expected an integer >= 1 (got '2.0')");
+  EXPECT_EQ(ValidateParamValue(batch, Value("8")).error().message, "expected an integer >= 1 (got '8')");
+  const ParamSpec& step = *FindParam("step_ms", ParamSection::kCell);
+  EXPECT_TRUE(ValidateParamValue(step, Value(2)).ok()) << "an integer is a valid number";
+  EXPECT_FALSE(ValidateParamValue(step, Value(true)).ok());
+  const ParamSpec& scenario = *FindParam("scenario", ParamSection::kCell);
+  EXPECT_EQ(ValidateParamValue(scenario, Value("eval")).error().message, "expected one of train, infer (got 'eval')");
+}
+
+TEST(RegistryTest, FormatValueIsCanonicalAndUnambiguous) {
+  struct Case {
+    Value value;
+    const char* text;
+  };
+  const Case cases[] = {
+      {Value("resnet50"), "resnet50"},   {Value("cuda:0"), "cuda:0"},     {Value(8), "8"},
+      {Value(-3), "-3"},                 {Value(1.0), "1.0"},             {Value(0.1), "0.1"},
+      {Value(true), "true"},             {Value("true"), "\"true\""},     {Value("8"), "\"8\""},
+      {Value("1.5"), "\"1.5\""},         {Value("a,b"), "\"a,b\""},       {Value("x=y"), "\"x=y\""},
+      {Value(""), "\"\""},               {Value("null"), "\"null\""},     {Value(" x"), "\" x\""},
+      {Value("B,3;B,16"), "\"B,3;B,16\""}, {Value("say \"hi\""), "\"say \\\"hi\\\"\""},
+  };
+  for (const Case& c : cases) EXPECT_EQ(FormatValue(c.value), c.text) << c.value.dump();
+}
+
+TEST(RegistryTest, NearestKeySuggestsOnlyCloseKeys) {
+  const std::vector<std::string> keys = {"batch_size", "step_ms", "seed", "model", "repetitions", "world_size"};
+  struct Case {
+    const char* typo;
+    const char* expected;  // nullptr: no suggestion
+  };
+  const Case cases[] = {
+      {"batchsize", "batch_size"}, {"bacth_size", "batch_size"}, {"Batch_size", "batch_size"},
+      {"stepms", "step_ms"},       {"seeds", "seed"},            {"modle", "model"},
+      {"repetition", "repetitions"}, {"worldsize", "world_size"}, {"xyz", nullptr},
+      {"s", nullptr},              {"batch", nullptr},           {"completely_else", nullptr},
+  };
+  for (const Case& c : cases) {
+    std::optional<std::string> near = NearestKey(c.typo, keys);
+    if (c.expected == nullptr) {
+      EXPECT_FALSE(near.has_value()) << c.typo << " -> " << near.value_or("");
+    } else {
+      EXPECT_EQ(near.value_or("<none>"), c.expected) << c.typo;
+    }
+  }
+  EXPECT_FALSE(NearestKey("abc", {}).has_value());
+}
+
+TEST(RegistryTest, DescribeExpectedNamesTheRule) {
+  EXPECT_EQ(DescribeExpected(*FindParam("world_size", ParamSection::kCell)), "an integer >= 1");
+  EXPECT_EQ(DescribeExpected(*FindParam("scenario", ParamSection::kCell)), "one of train, infer");
+  EXPECT_EQ(DescribeExpected(*FindParam("warmup_factor", ParamSection::kCell)), "a number >= 1");
+  EXPECT_EQ(DescribeExpected(*FindParam("model", ParamSection::kCell)), "a string");
+  EXPECT_EQ(DescribeExpected(*FindParam("runner", ParamSection::kTopLevel)),
+            "null, torch or a mapping {command: [argv...]}");
+}
+
+TEST(RegistryTest, HelpAndReferenceListEveryKey) {
+  const std::string help = RenderParamHelp();
+  const std::string reference = RenderConfigReference();
+  for (const ParamSpec& spec : Registry()) {
+    EXPECT_NE(help.find("  " + spec.name + " "), std::string::npos) << spec.name;
+    EXPECT_NE(reference.find("| `" + spec.name + "` |"), std::string::npos) << spec.name;
+  }
+  EXPECT_NE(help.find("between 1 and 255"), std::string::npos);
+  EXPECT_NE(reference.find("| `exit_code` | int |  | `3` | between 1 and 255 |"), std::string::npos);
+}
+
+// docs/config-reference.md is generated; this fails when someone changes the registry (or edits the
+// file by hand) without regenerating it.
+TEST(RegistryTest, ConfigReferenceDocIsUpToDate) {
+  const std::string path = std::string(DLBENCH_SOURCE_DIR) + "/docs/config-reference.md";
+  Result<std::string> on_disk = ReadFile(path);
+  ASSERT_TRUE(on_disk.ok()) << on_disk.error().message
+                            << "\nGenerate it: cmake --build BUILD --target dlbench-config-reference && "
+                               "BUILD/bin/dlbench-config-reference > docs/config-reference.md";
+  EXPECT_TRUE(*on_disk == RenderConfigReference())
+      << "docs/config-reference.md is stale. Regenerate it from the registry:\n"
+      << "  cmake --build BUILD --target dlbench-config-reference && "
+         "BUILD/bin/dlbench-config-reference > docs/config-reference.md";
+}
+
+}  // namespace
+}  // namespace dlbench::config

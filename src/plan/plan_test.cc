@@ -1,0 +1,331 @@
+// Plan expansion: product order, exclude and include against GitHub Actions' documented examples,
+// defaults, keys, labels, seeds, ordering and estimates.
+#include "plan/plan.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+
+#include <gtest/gtest.h>
+
+#include "config/registry.h"
+
+namespace dlbench::plan {
+namespace {
+
+using config::Combination;
+using config::Value;
+
+config::Matrix Parse(const std::string& yaml) {
+  Result<config::Matrix> m = config::ParseMatrix(yaml, "m.yaml");
+  EXPECT_TRUE(m.ok()) << m.error().message;
+  return m.ok() ? *m : config::Matrix{};
+}
+
+Plan ExpandOk(const config::Matrix& matrix) {
+  Result<Plan> plan = Expand(matrix);
+  EXPECT_TRUE(plan.ok()) << plan.error().message;
+  return plan.ok() ? *plan : Plan{};
+}
+
+// GitHub's examples use keys no registry knows; a command runner passes them through.
+constexpr const char* kCommand = "runner: {command: [./bench]}\n";
+
+TEST(ExpandCombinationsTest, ProductInAxisOrderLastAxisFastest) {
+  auto combos = ExpandCombinations(Parse("matrix:\n  batch_size: [1, 2]\n  precision: [fp32, bf16, fp16]\n"));
+  std::vector<std::pair<int, std::string>> got;
+  for (const Combination& c : combos) got.emplace_back(c.at("batch_size").get<int>(), c.at("precision").get<std::string>());
+  EXPECT_EQ(got, (std::vector<std::pair<int, std::string>>{
+                     {1, "fp32"}, {1, "bf16"}, {1, "fp16"}, {2, "fp32"}, {2, "bf16"}, {2, "fp16"}}));
+}
+
+// docs.github.com, "Example: Expanding configurations" (include).
+TEST(ExpandCombinationsTest, GitHubIncludeExample) {
+  auto combos = ExpandCombinations(Parse(std::string(kCommand) +
+                                         "matrix:\n"
+                                         "  fruit: [apple, pear]\n"
+                                         "  animal: [cat, dog]\n"
+                                         "include:\n"
+                                         "  - color: green\n"
+                                         "  - color: pink\n"
+                                         "    animal: cat\n"
+                                         "  - fruit: apple\n"
+                                         "    shape: circle\n"
+                                         "  - fruit: banana\n"
+                                         "  - fruit: banana\n"
+                                         "    animal: cat\n"));
+  const std::vector<Combination> expected = {
+      {{"fruit", "apple"}, {"animal", "cat"}, {"color", "pink"}, {"shape", "circle"}},
+      {{"fruit", "apple"}, {"animal", "dog"}, {"color", "green"}, {"shape", "circle"}},
+      {{"fruit", "pear"}, {"animal", "cat"}, {"color", "pink"}},
+      {{"fruit", "pear"}, {"animal", "dog"}, {"color", "green"}},
+      {{"fruit", "banana"}},
+      {{"fruit", "banana"}, {"animal", "cat"}},
+  };
+  EXPECT_EQ(combos, expected);
+}
+
+// docs.github.com, "Example: Excluding matrix configurations": 12 combinations minus 1 minus 2.
+TEST(ExpandCombinationsTest, GitHubExcludeExample) {
+  auto combos = ExpandCombinations(Parse(std::string(kCommand) +
+                                         "matrix:\n"
+                                         "  os: [macos-latest, windows-latest]\n"
+                                         "  version: [12, 14, 16]\n"
+                                         "  environment: [staging, production]\n"
+                                         "exclude:\n"
+                                         "  - os: macos-latest\n"
+                                         "    version: 12\n"
+                                         "    environment: production\n"
+                                         "  - os: windows-latest\n"
+                                         "    version: 16\n"));
+  EXPECT_EQ(combos.size(), 9u);
+  for (const Combination& c : combos) {
+    EXPECT_FALSE(c.at("os") == "macos-latest" && c.at("version") == 12 && c.at("environment") == "production");
+    EXPECT_FALSE(c.at("os") == "windows-latest" && c.at("version") == 16);
+  }
+}
+
+// Include is applied after exclude; an entry that matches an existing combination exactly adds no
+// job, one that matches none adds one (5 jobs, not 6).
+TEST(ExpandCombinationsTest, IncludeMatchingAnExistingCombinationAddsNothing) {
+  auto combos = ExpandCombinations(Parse(std::string(kCommand) +
+                                         "matrix:\n"
+                                         "  os: [ubuntu-latest, windows-latest]\n"
+                                         "  node: [14, 16]\n"
+                                         "exclude:\n"
+                                         "  - os: windows-latest\n"
+                                         "    node: 14\n"
+                                         "include:\n"
+                                         "  - os: macos-latest\n"
+                                         "    node: 18\n"
+                                         "  - os: ubuntu-latest\n"
+                                         "    node: 14\n"
+                                         "  - os: windows-latest\n"
+                                         "    node: 14\n"
+                                         "    npm: 6\n"));
+  const std::vector<Combination> expected = {
+      {{"os", "ubuntu-latest"}, {"node", 14}},
+      {{"os", "ubuntu-latest"}, {"node", 16}},
+      {{"os", "windows-latest"}, {"node", 16}},
+      {{"os", "macos-latest"}, {"node", 18}},
+      {{"os", "windows-latest"}, {"node", 14}, {"npm", 6}},  // excluded, so include adds it anew
+  };
+  EXPECT_EQ(combos, expected);
+}
+
+TEST(ExpandTest, FillsDefaultsOfTheRunnersScope) {
+  Plan null_plan = ExpandOk(Parse("matrix:\n  batch_size: [4]\n"));
+  ASSERT_EQ(null_plan.cells.size(), 1u);
+  const auto& p = null_plan.cells[0].params;
+  EXPECT_EQ(p.at("step_ms"), Value(1.0));
+  EXPECT_EQ(p.at("inject"), Value("none"));
+  EXPECT_EQ(p.at("exit_code"), Value(3));
+  EXPECT_EQ(p.at("precision"), Value("fp32"));
+  EXPECT_EQ(p.at("samples_per_step"), Value(4)) << "samples_per_step defaults to batch_size";
+  EXPECT_FALSE(p.count("model")) << "no default: stays absent";
+  EXPECT_FALSE(p.count("cudnn_benchmark")) << "a torch parameter is not filled for the null runner";
+
+  Plan explicit_plan = ExpandOk(Parse("matrix:\n  batch_size: 4\n  samples_per_step: 2\n"));
+  EXPECT_EQ(explicit_plan.cells[0].params.at("samples_per_step"), Value(2));
+
+  Plan torch_plan = ExpandOk(Parse("runner: torch\nmatrix:\n  model: resnet50\n"));
+  const auto& t = torch_plan.cells[0].params;
+  EXPECT_EQ(t.at("cudnn_benchmark"), Value(true));
+  EXPECT_EQ(t.at("memory_format"), Value("auto"));
+  EXPECT_EQ(t.at("scenario"), Value("train"));
+  EXPECT_FALSE(t.count("image_size")) << "absent means the model's standard size";
+  EXPECT_FALSE(t.count("threads"));
+  EXPECT_FALSE(t.count("step_ms"));
+
+  Plan command_plan = ExpandOk(Parse(std::string(kCommand) + "matrix:\n  fruit: apple\n"));
+  std::set<std::string> names;
+  for (const auto& kv : command_plan.cells[0].params) names.insert(kv.first);
+  EXPECT_EQ(names, (std::set<std::string>{"batch_size", "device", "fruit", "precision", "scenario", "strategy",
+                                          "world_size"}));
+}
+
+TEST(ExpandTest, KeyIdAndRepetitions) {
+  config::Matrix m = Parse(std::string(kCommand) + "matrix:\n  batch_size: [8, 1]\nrepetitions: 2\n");
+  Plan plan = ExpandOk(m);
+  ASSERT_EQ(plan.cells.size(), 4u);
+  const std::string key8 = "batch_size=8,device=cpu,precision=fp32,scenario=train,strategy=none,world_size=1";
+  EXPECT_EQ(plan.cells[0].key, key8);
+  EXPECT_EQ(plan.cells[0].id, key8 + "#r0");
+  EXPECT_EQ(plan.cells[1].id, key8 + "#r1");
+  EXPECT_EQ(plan.cells[1].repetition, 1);
+  EXPECT_EQ(plan.cells[2].params.at("batch_size"), Value(1));
+  for (std::size_t i = 0; i < plan.cells.size(); ++i) EXPECT_EQ(plan.cells[i].index, static_cast<int>(i));
+  EXPECT_EQ(CellKey({{"b", Value("x,y")}, {"a", Value(1.5)}, {"c", Value("8")}}), "a=1.5,b=\"x,y\",c=\"8\"");
+  EXPECT_EQ(CellKey({}), "");
+}
+
+TEST(ExpandTest, IdenticalCombinationsAreOneCell) {
+  Plan plan = ExpandOk(Parse("matrix:\n  batch_size: [1, 2]\ninclude:\n  - batch_size: 4\n  - batch_size: 4\n"));
+  ASSERT_EQ(plan.cells.size(), 3u);
+  // An include that only restates defaults yields the same cell as the product's.
+  Plan same = ExpandOk(Parse("matrix:\n  batch_size: [1]\n  precision: [fp16]\ninclude:\n"
+                             "  - batch_size: 1\n    precision: fp32\n"));
+  EXPECT_EQ(same.cells.size(), 2u);
+}
+
+TEST(ExpandTest, RejectsAnEmptyPlanAndMissingRequiredParameters) {
+  config::Matrix m = Parse("matrix:\n  batch_size: [1, 2]\nexclude:\n  - batch_size: 1\n  - batch_size: 2\n");
+  Result<Plan> empty = Expand(m);
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.error().kind, ErrorKind::kInvalidInput);
+  EXPECT_EQ(empty.error().message, "m.yaml: error: nothing to run: exclude removed every combination");
+
+  // model is an axis, but an include entry that extends nothing makes a cell without it.
+  config::Matrix torch = Parse("runner: torch\nmatrix:\n  model: [resnet50]\n  batch_size: [1]\n"
+                               "include:\n  - batch_size: 64\n");
+  Result<Plan> missing = Expand(torch);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("has no 'model', required with runner torch"), std::string::npos)
+      << missing.error().message;
+}
+
+TEST(ExpandTest, LabelsShowWhatVariesAndTheModel) {
+  Plan plan = ExpandOk(Parse("runner: torch\nmatrix:\n  model: [resnet50, mobilenet_v2]\n  batch_size: [1, 32]\n"
+                             "  device: cpu\n  image_size: [160]\n"));
+  std::vector<std::string> labels;
+  for (const Cell& c : plan.cells) labels.push_back(c.label);
+  EXPECT_EQ(labels, (std::vector<std::string>{"resnet50 bs=1", "resnet50 bs=32", "mobilenet_v2 bs=1",
+                                              "mobilenet_v2 bs=32"}));
+
+  Plan varied = ExpandOk(Parse("matrix:\n  step_ms: [1, 2]\n  precision: [fp32, bf16]\n"));
+  EXPECT_EQ(varied.cells[1].label, "bf16 step_ms=1.0");
+
+  // A parameter set by an include entry labels only the cells where it differs from its default.
+  Plan included = ExpandOk(Parse("matrix:\n  inject: [none, exit]\n  step_ms: 1\ninclude:\n"
+                                 "  - inject: exit\n    exit_code: 7\n  - inject: none\n    step_ms: 2\n"));
+  std::vector<std::string> included_labels;
+  for (const Cell& c : included.cells) included_labels.push_back(c.label);
+  EXPECT_EQ(included_labels, (std::vector<std::string>{"inject=none", "inject=exit exit_code=7",
+                                                       "step_ms=2.0 inject=none"}));
+
+  Plan single = ExpandOk(Parse("matrix:\n  step_ms: 2\n  batch_size: 1\n"));
+  EXPECT_EQ(single.cells[0].label, "step_ms=2.0") << "a single cell shows its non-default parameters";
+  Plan defaults = ExpandOk(Parse("matrix:\n  batch_size: 1\n"));
+  EXPECT_EQ(defaults.cells[0].label, "defaults");
+}
+
+TEST(SeedTest, MatchesTheDocumentedMix) {
+  // Expected values computed independently (Python) from the formula in docs/config-reference.md.
+  EXPECT_EQ(DeriveCellSeed(42, "batch_size=8,model=resnet50", 0), 8957001772265552895ull);
+  EXPECT_EQ(DeriveCellSeed(42, "batch_size=8,model=resnet50", 1), 4354090874053384558ull);
+  EXPECT_EQ(DeriveCellSeed(0, "", 0), 2448385507222971125ull);
+}
+
+TEST(SeedTest, StableAndDistinct) {
+  const std::string yaml = "matrix:\n  batch_size: [1, 2, 3]\n  step_ms: [1, 2, 3]\nrepetitions: 3\nseed: 7\n";
+  Plan a = ExpandOk(Parse(yaml));
+  Plan b = ExpandOk(Parse(yaml));
+  std::set<std::uint64_t> seeds;
+  ASSERT_EQ(a.cells.size(), 27u);
+  for (std::size_t i = 0; i < a.cells.size(); ++i) {
+    EXPECT_EQ(a.cells[i].seed, b.cells[i].seed);
+    EXPECT_EQ(a.cells[i].seed, DeriveCellSeed(7, a.cells[i].key, a.cells[i].repetition));
+    EXPECT_LT(a.cells[i].seed, 1ull << 63);
+    seeds.insert(a.cells[i].seed);
+  }
+  EXPECT_EQ(seeds.size(), 27u) << "every cell and repetition has its own seed";
+
+  Plan other = ExpandOk(Parse("matrix:\n  batch_size: [1, 2, 3]\n  step_ms: [1, 2, 3]\nrepetitions: 3\nseed: 8\n"));
+  for (std::size_t i = 0; i < a.cells.size(); ++i) EXPECT_NE(a.cells[i].seed, other.cells[i].seed);
+
+  // Adding a cell leaves the others' seeds alone: a seed depends on the key, not the position.
+  Plan grown = ExpandOk(Parse("matrix:\n  batch_size: [4, 1, 2, 3]\n  step_ms: [1, 2, 3]\nrepetitions: 3\nseed: 7\n"));
+  std::map<std::string, std::uint64_t> grown_seeds;
+  for (const Cell& c : grown.cells) grown_seeds[c.id] = c.seed;
+  for (const Cell& c : a.cells) EXPECT_EQ(grown_seeds.at(c.id), c.seed) << c.id;
+}
+
+std::vector<std::pair<std::size_t, int>> Order(const Plan& plan, const std::vector<std::string>& keys) {
+  std::vector<std::pair<std::size_t, int>> order;
+  for (const Cell& c : plan.cells) {
+    std::size_t index = std::find(keys.begin(), keys.end(), c.key) - keys.begin();
+    order.emplace_back(index, c.repetition);
+  }
+  return order;
+}
+
+TEST(OrderingTest, GroupedKeepsRepetitionsAdjacent) {
+  Plan plan = ExpandOk(Parse("matrix:\n  batch_size: [1, 2]\nrepetitions: 3\n"));
+  std::vector<std::string> keys = {plan.cells[0].key, plan.cells[3].key};
+  EXPECT_EQ(Order(plan, keys), (std::vector<std::pair<std::size_t, int>>{{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}}));
+}
+
+TEST(OrderingTest, InterleavedIsAPortableShuffleOfEachRound) {
+  const std::string base = "matrix:\n  batch_size: [1, 2, 3, 4, 5]\nrepetitions: 2\nordering: interleaved\n";
+  Plan grouped = ExpandOk(Parse("matrix:\n  batch_size: [1, 2, 3, 4, 5]\n"));
+  std::vector<std::string> keys;
+  for (const Cell& c : grouped.cells) keys.push_back(c.key);
+
+  Plan seven = ExpandOk(Parse(base + "order_seed: 7\n"));
+  // Expected order computed independently (Python) from the documented Fisher-Yates over SplitMix64.
+  EXPECT_EQ(Order(seven, keys), (std::vector<std::pair<std::size_t, int>>{
+                                    {4, 0}, {1, 0}, {3, 0}, {0, 0}, {2, 0}, {2, 1}, {0, 1}, {3, 1}, {1, 1}, {4, 1}}));
+  EXPECT_EQ(Order(ExpandOk(Parse(base + "order_seed: 7\n")), keys), Order(seven, keys)) << "deterministic";
+  Plan eight = ExpandOk(Parse(base + "order_seed: 8\n"));
+  EXPECT_NE(Order(eight, keys), Order(seven, keys));
+  // Each round holds every cell once, and seeds do not depend on the order.
+  auto order = Order(eight, keys);
+  for (int round = 0; round < 2; ++round) {
+    std::set<std::size_t> cells;
+    for (std::size_t i = 0; i < 5; ++i) {
+      EXPECT_EQ(order[round * 5 + i].second, round);
+      cells.insert(order[round * 5 + i].first);
+    }
+    EXPECT_EQ(cells.size(), 5u);
+  }
+  for (const Cell& c : eight.cells) EXPECT_EQ(c.seed, DeriveCellSeed(0, c.key, c.repetition));
+}
+
+TEST(EstimateTest, HistoryFirstThenMeasureBounds) {
+  config::Matrix m = Parse("matrix:\n  step_ms: [1, 500]\n  setup_ms: 2000\nmeasure:\n  idle_baseline_s: 2\n");
+  Plan plan = ExpandOk(m);
+  const Cell& fast = plan.cells[0];
+  const Cell& slow = plan.cells[1];
+  Estimate known = EstimateCell(fast, m, {{fast.key, 4.5}});
+  EXPECT_TRUE(known.from_history);
+  EXPECT_DOUBLE_EQ(known.seconds, 4.5);
+  // fast: min_time_s (1) beats 12 steps of 1 ms; plus 2 s idle baseline and 2 s setup.
+  Estimate fast_est = EstimateCell(fast, m, {{"another-key", 99.0}});
+  EXPECT_FALSE(fast_est.from_history);
+  EXPECT_DOUBLE_EQ(fast_est.seconds, 1.0 + 2.0 + 2.0);
+  // slow: (min_warmup_steps 2 + min_steps 10) x 0.5 s = 6 s of steps.
+  EXPECT_DOUBLE_EQ(EstimateCell(slow, m, {}).seconds, 6.0 + 2.0 + 2.0);
+
+  config::Matrix capped = Parse("matrix:\n  step_ms: 500\nmeasure:\n  max_time_s: 3\n");
+  EXPECT_DOUBLE_EQ(EstimateCell(ExpandOk(capped).cells[0], capped, {}).seconds, 3.0);
+  config::Matrix timeout = Parse("matrix:\n  step_ms: 500\ntimeout_s: 2.5\n");
+  EXPECT_DOUBLE_EQ(EstimateCell(ExpandOk(timeout).cells[0], timeout, {}).seconds, 2.5);
+  config::Matrix torch = Parse("runner: torch\nmatrix:\n  model: resnet50\nmeasure: {min_time_s: 4}\n");
+  EXPECT_DOUBLE_EQ(EstimateCell(ExpandOk(torch).cells[0], torch, {}).seconds, 4.0);
+}
+
+// The example matrices in examples/ stay valid and cover what they promise.
+TEST(ExamplesTest, NullExamplesExpand) {
+  for (const char* name : {"null-smoke.yaml", "null-failures.yaml"}) {
+    Result<config::Matrix> m = config::LoadMatrix(std::string(DLBENCH_SOURCE_DIR) + "/examples/" + name);
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    EXPECT_EQ(m->runner.name, "null") << name;
+    Result<Plan> plan = Expand(*m);
+    ASSERT_TRUE(plan.ok()) << plan.error().message;
+    EXPECT_GE(plan->cells.size(), 3u) << name;
+  }
+  Result<config::Matrix> failures = config::LoadMatrix(std::string(DLBENCH_SOURCE_DIR) + "/examples/null-failures.yaml");
+  ASSERT_TRUE(failures.ok());
+  std::set<std::string> injected;
+  Result<Plan> plan = Expand(*failures);
+  ASSERT_TRUE(plan.ok());
+  for (const Cell& c : plan->cells) injected.insert(c.params.at("inject").get<std::string>());
+  const config::ParamSpec* inject = config::FindParam("inject", config::ParamSection::kCell);
+  EXPECT_EQ(injected, std::set<std::string>(inject->allowed.begin(), inject->allowed.end()))
+      << "one cell per injected failure, plus normal ones";
+}
+
+}  // namespace
+}  // namespace dlbench::plan
