@@ -14,6 +14,10 @@
 namespace dlbench::measure {
 
 // Summary of the measured (post-warm-up) steps of a cell. Times in nanoseconds as double.
+// A statistic that the data cannot give is NaN, never 0: with no measured step every double is
+// NaN except window_s (0); with one step stddev_ns and cv are NaN; without enough steps for
+// batch means (20) ci_low_ns, ci_high_ns and ci_rel_halfwidth are NaN; with window_s == 0 the
+// rates are NaN. Quantiles are type 7 (R's default); cv = stddev / mean.
 struct StepSummary {
   std::int64_t steps = 0;
   std::int64_t samples = 0;
@@ -40,8 +44,19 @@ struct Outcome {
   StepSummary summary;
 };
 
+// The stopping rule, evaluated by Evaluate() (docs/measurement.md, "Stopping rule"): ceilings
+// first, then the CI target. Ceilings count every record, warm-up included, because they bound the
+// cell's cost: "max_steps" when records >= max_steps, "max_time" when last end - first start >=
+// max_time_s. Otherwise "ci_reached" when, after the current MSER-5 warm-up cut, measured steps
+// >= min_steps, measured time >= min_time_s and the batch-means CI half-width / mean <=
+// target_rel_ci. The warm-up cut and CI (O(n)) are recomputed only when the record count has
+// doubled since the last computation, or when at least kReevaluateMinStepTimeNs of step time has
+// passed and either the count grew by 1/32 or kReevaluateMaxStepTimeNs of step time has passed.
 class MeasurePolicy {
  public:
+  static constexpr std::int64_t kReevaluateMinStepTimeNs = 100'000'000;
+  static constexpr std::int64_t kReevaluateMaxStepTimeNs = 1'000'000'000;
+
   explicit MeasurePolicy(const config::MeasureSettings& settings);
 
   // Appends records (in step order). Amortised O(1) per record.
@@ -50,6 +65,9 @@ class MeasurePolicy {
   // (re-evaluates the warm-up cut and CI at most every few hundred milliseconds of steps).
   Decision Evaluate();
   // Final verdict over everything recorded; stop_reason is used when Evaluate never stopped.
+  // The warm-up cut is recomputed over all records; warmup_rule is "mser5" when MSER-5 chose it,
+  // "minimum" when the series was too short for MSER-5 (< 20 records) or min_warmup_steps was
+  // later than MSER-5's cut. insufficiency names each unmet minimum ("" when enough_data).
   Outcome Finish(const std::string& stop_reason_if_not_decided) const;
 
   std::int64_t steps_seen() const { return static_cast<std::int64_t>(records_.size()); }
@@ -63,7 +81,9 @@ class MeasurePolicy {
   std::int64_t last_evaluated_end_ns_ = 0;
 };
 
-// Summarises records[warmup, end) with the settings' CI level.
+// Summarises records[warmup, end) with the settings' CI level (warmup past the end: no steps).
+// Step time is end_ns - start_ns; the window runs from records[warmup].start_ns to the last
+// end_ns; samples is the sum of the records' samples.
 StepSummary Summarize(const std::vector<protocol::StepRecord>& records, std::size_t warmup, double ci_level);
 
 }  // namespace dlbench::measure
