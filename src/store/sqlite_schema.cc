@@ -1,0 +1,198 @@
+#include "store/sqlite_schema.h"
+
+#include "common/clock.h"
+
+namespace dlbench::store::sqlite {
+namespace {
+
+// Version 1. Conventions (docs/storage.md): times are integer nanoseconds in columns ending _ns
+// (wall clock since the Unix epoch for *_wall_ns, CLOCK_MONOTONIC otherwise); JSON is stored as
+// text; an absent value is NULL, never a sentinel.
+const std::vector<std::string>& V1Statements() {
+  static const std::vector<std::string> kStatements = {
+      R"sql(CREATE TABLE schema_version (
+        version INTEGER PRIMARY KEY,
+        description TEXT NOT NULL,
+        applied_wall_ns INTEGER NOT NULL))sql",
+
+      R"sql(CREATE TABLE environments (
+        id INTEGER PRIMARY KEY,
+        hash TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        UNIQUE (hash, fingerprint)))sql",
+
+      R"sql(CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        matrix_path TEXT NOT NULL,
+        matrix_text TEXT NOT NULL,
+        started_wall_ns INTEGER NOT NULL,
+        finished_wall_ns INTEGER,
+        status TEXT NOT NULL,
+        environment_id INTEGER NOT NULL REFERENCES environments (id),
+        tool_version TEXT NOT NULL,
+        git_commit TEXT NOT NULL,
+        total_cells INTEGER NOT NULL))sql",
+
+      R"sql(CREATE TABLE tags (
+        name TEXT PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs (id)))sql",
+      "CREATE INDEX tags_by_run ON tags (run_id)",
+
+      R"sql(CREATE TABLE cells (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs (id),
+        idx INTEGER NOT NULL,
+        cell_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        label TEXT NOT NULL,
+        params TEXT NOT NULL,
+        effective TEXT NOT NULL,
+        hello TEXT NOT NULL,
+        repetition INTEGER NOT NULL,
+        seed TEXT NOT NULL,
+        outcome TEXT NOT NULL,
+        message TEXT NOT NULL,
+        verdict TEXT NOT NULL,
+        verdict_reasons TEXT NOT NULL,
+        warmup_steps INTEGER,
+        warmup_rule TEXT NOT NULL,
+        stop_reason TEXT NOT NULL,
+        stdout_path TEXT NOT NULL,
+        stderr_path TEXT NOT NULL,
+        started_wall_ns INTEGER NOT NULL,
+        finished_wall_ns INTEGER NOT NULL,
+        extras TEXT NOT NULL,
+        UNIQUE (run_id, cell_id)))sql",
+      "CREATE INDEX cells_by_run_idx ON cells (run_id, idx)",
+      "CREATE INDEX cells_by_key ON cells (key, run_id)",
+
+      R"sql(CREATE TABLE metrics (
+        id INTEGER PRIMARY KEY,
+        cell_id INTEGER NOT NULL REFERENCES cells (id),
+        name TEXT NOT NULL,
+        value REAL,
+        unit TEXT NOT NULL,
+        UNIQUE (cell_id, name)))sql",
+
+      // WITHOUT ROWID: the rows are clustered by (cell_id, idx), so a cell's steps are one range
+      // and each insert touches one b-tree instead of a table plus an index.
+      R"sql(CREATE TABLE steps (
+        cell_id INTEGER NOT NULL REFERENCES cells (id),
+        idx INTEGER NOT NULL,
+        rank INTEGER NOT NULL,
+        start_ns INTEGER NOT NULL,
+        end_ns INTEGER NOT NULL,
+        samples INTEGER NOT NULL,
+        data_wait_ns INTEGER,
+        compute_ns INTEGER,
+        comm_ns INTEGER,
+        PRIMARY KEY (cell_id, idx)) WITHOUT ROWID)sql",
+
+      R"sql(CREATE TABLE series (
+        id INTEGER PRIMARY KEY,
+        cell_id INTEGER NOT NULL REFERENCES cells (id),
+        t_ns INTEGER NOT NULL,
+        series TEXT NOT NULL,
+        value REAL))sql",
+      "CREATE INDEX series_by_cell ON series (cell_id, series, t_ns)",
+  };
+  return kStatements;
+}
+
+Result<bool> TableExists(Database& db, const std::string& name) {
+  auto stmt = db.Prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1");
+  if (!stmt.ok()) return stmt.error();
+  stmt->Bind(1, std::string_view(name));
+  auto row = stmt->Step();
+  if (!row.ok()) return row.error();
+  return stmt->Int64(0) > 0;
+}
+
+}  // namespace
+
+const std::vector<Migration>& SchemaMigrations() {
+  static const std::vector<Migration> kMigrations = {
+      {1, "initial schema: environments, runs, tags, cells, metrics, steps, series",
+       [](Database& db) { return ExecuteAll(db, V1Statements()); }},
+  };
+  return kMigrations;
+}
+
+int LatestVersion(const std::vector<Migration>& migrations) {
+  return migrations.empty() ? 0 : migrations.back().version;
+}
+
+Status ExecuteAll(Database& db, const std::vector<std::string>& statements) {
+  for (const std::string& sql : statements) DLBENCH_RETURN_IF_ERROR(db.Execute(sql));
+  return Status::Ok();
+}
+
+Result<int> ReadSchemaVersion(Database& db) {
+  auto has_version = TableExists(db, "schema_version");
+  if (!has_version.ok()) return has_version.error();
+  if (!*has_version) {
+    auto tables = db.Prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name");
+    if (!tables.ok()) return tables.error();
+    std::string names;
+    for (;;) {
+      auto row = tables->Step();
+      if (!row.ok()) return row.error();
+      if (!*row) break;
+      names += (names.empty() ? "" : ", ") + tables->Text(0);
+    }
+    if (names.empty()) return 0;
+    return MakeError(ErrorKind::kStore, "SQLite database '" + db.path() +
+                                            "' is not a dlbench store: it has no schema_version table "
+                                            "(its tables: " + names + ")");
+  }
+  auto stmt = db.Prepare("SELECT coalesce(max(version), 0) FROM schema_version");
+  if (!stmt.ok()) return stmt.error();
+  auto row = stmt->Step();
+  if (!row.ok()) return row.error();
+  return static_cast<int>(stmt->Int64(0));
+}
+
+Status Migrate(Database& db, const std::vector<Migration>& migrations) {
+  for (std::size_t i = 0; i < migrations.size(); ++i) {
+    DLBENCH_CHECK(migrations[i].version == static_cast<int>(i) + 1 && migrations[i].apply,
+                  "schema migrations must be numbered 1, 2, 3, ... and each must have a step");
+  }
+  const int latest = LatestVersion(migrations);
+  auto current = ReadSchemaVersion(db);
+  if (!current.ok()) return current.error();
+  auto refuse_newer = [&](int version) {
+    return MakeError(ErrorKind::kStore,
+                     "SQLite database '" + db.path() + "' has schema version " + std::to_string(version) +
+                         ", newer than this dlbench knows (" + std::to_string(latest) +
+                         "); use a newer dlbench, or another database file");
+  };
+  if (*current > latest) return refuse_newer(*current);
+
+  for (const Migration& step : migrations) {
+    if (step.version <= *current) continue;
+    auto tx = Transaction::Begin(db, Transaction::Mode::kImmediate);
+    if (!tx.ok()) return tx.error();
+    // Another process may have migrated between our read and our write lock; re-read under it.
+    current = ReadSchemaVersion(db);
+    if (!current.ok()) return current.error();
+    if (*current > latest) return refuse_newer(*current);
+    if (step.version <= *current) continue;
+    Status applied = step.apply(db);
+    if (!applied.ok()) {
+      return MakeError(ErrorKind::kStore, "migrating '" + db.path() + "' to schema version " +
+                                              std::to_string(step.version) + " failed: " +
+                                              applied.error().message);
+    }
+    auto record = db.Prepare(
+        "INSERT INTO schema_version (version, description, applied_wall_ns) VALUES (?1, ?2, ?3)");
+    if (!record.ok()) return record.error();
+    record->Bind(1, step.version).Bind(2, std::string_view(step.description)).Bind(3, WallNowNs());
+    DLBENCH_RETURN_IF_ERROR(record->Run());
+    DLBENCH_RETURN_IF_ERROR(tx->Commit());
+    *current = step.version;
+  }
+  return Status::Ok();
+}
+
+}  // namespace dlbench::store::sqlite
