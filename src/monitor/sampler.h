@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -38,26 +39,55 @@ class Sampler {
 
 // Runs samplers on one thread at a fixed interval. Start/Stop are called by the orchestrator
 // around a cell; samples are kept in memory and handed over by Stop().
+//
+// Timing contract: one round of Sample() calls at Start, then one every interval on a fixed
+// schedule (start + k * interval; a round that overruns skips the ticks it missed rather than
+// bunching), and one final round inside Stop(), so even a cell shorter than the interval has
+// readings at both ends. Every point of a round carries the same t_ns, read from `clock` (the
+// step records' clock in production; a SimulatedClock in tests). The thread waits on a condition
+// variable, so Stop() returns after at most the round in progress, never a whole interval.
+// Start/Stop/Describe are called from one thread (the orchestrator's); the monitor may be
+// started again after Stop().
 class Monitor {
  public:
   Monitor(std::vector<std::unique_ptr<Sampler>> samplers, const Clock& clock, double interval_ms);
-  ~Monitor();
+  ~Monitor();  // stops the thread if running; samples not yet taken by Stop() are dropped
+  // target_pid <= 0: no process is attributed (an idle baseline); proc.* series are not sampled.
   void Start(pid_t target_pid);
+  // Ends sampling and returns every point since Start, in time order. Empty when not started.
   std::vector<SeriesPoint> Stop();
-  nlohmann::json Describe() const;  // {sampler name: {state, facts}}
+  // {sampler name: {state, facts}}. Call while not running (before Start or after Stop): samplers
+  // are not required to describe themselves concurrently with sampling.
+  nlohmann::json Describe() const;
+  bool running() const { return running_.load(); }
 
  private:
   void Loop();
+  void SampleRound(std::vector<SeriesPoint>& out);
   std::vector<std::unique_ptr<Sampler>> samplers_;
   const Clock& clock_;
   std::int64_t interval_ns_;
   std::thread thread_;
   std::atomic<bool> running_{false};
   std::mutex mutex_;
-  std::vector<SeriesPoint> points_;
+  std::condition_variable wake_;    // signalled by Stop()
+  bool stop_requested_ = false;     // guarded by mutex_
+  std::vector<SeriesPoint> points_; // guarded by mutex_
 };
 
-// The samplers this machine supports: NVML (when the driver loads), procfs, RAPL (when readable).
+// What DefaultSamplers builds.
+struct SamplerOptions {
+  // NVML device indices to sample (NVML's order is PCI bus order, which need not match CUDA's;
+  // map through the UUIDs in Describe()). Empty: every GPU.
+  std::vector<int> gpu_devices;
+  // nvmlDeviceGetPcieThroughput blocks ~20 ms per call (it counts bytes over a 20 ms window), so
+  // PCIe throughput is read on every Nth round only; 0 disables it.
+  int pcie_every_n_samples = 10;
+};
+
+// The samplers this machine supports: NVML, procfs, RAPL. Each is present even when its source
+// is missing; it then samples nothing and its state() says "unsupported: <why>".
 std::vector<std::unique_ptr<Sampler>> DefaultSamplers();
+std::vector<std::unique_ptr<Sampler>> DefaultSamplers(const SamplerOptions& options);
 
 }  // namespace dlbench::monitor

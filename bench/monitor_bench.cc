@@ -1,0 +1,144 @@
+// What watching a cell costs (issue: the monitor under 1% of one core at 10 Hz):
+//  - BM_ProcFsSample: one ProcFsSampler::Sample() on this machine, the target being this process
+//    with kRunnerThreads idle threads (a LibTorch runner has dozens: every thread's children file
+//    is read each round).
+//  - BM_RaplSample, BM_NvmlSample: one Sample() of the real RAPL and NVML samplers; where the
+//    source is missing the sampler is unsupported and the figure is the cost of saying so (the
+//    label shows the state).
+//  - BM_NvmlSampleFake8: NvmlSampler's own work for 8 GPUs against the fake NVML (driver time
+//    excluded), the part of the cost dlbench controls on an 8-GPU node.
+// After the benchmarks, the figure the issue asks for: CPU time of the monitor (all default
+// samplers) at 10 Hz over 5 s, as % of one core, measured with getrusage while every other
+// thread of this process sleeps.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+#include <benchmark/benchmark.h>
+
+#include "monitor/fake_nvml.h"
+#include "monitor/nvml_sampler.h"
+#include "monitor/procfs_sampler.h"
+#include "monitor/sampler.h"
+
+namespace {
+
+using namespace dlbench;
+using namespace dlbench::monitor;
+
+constexpr int kRunnerThreads = 32;
+
+// Threads that exist and sleep, so the process tree looks like a real runner's.
+class IdleThreads {
+ public:
+  explicit IdleThreads(int n) {
+    for (int i = 0; i < n; ++i) {
+      threads_.emplace_back([this] {
+        std::unique_lock<std::mutex> lock(mutex_);
+        cv_.wait(lock, [this] { return done_; });
+      });
+    }
+  }
+  ~IdleThreads() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::vector<std::thread> threads_;
+};
+
+void RunSampler(benchmark::State& state, Sampler& sampler) {
+  sampler.SetTargetPid(getpid());
+  std::vector<SeriesPoint> out;
+  out.reserve(256);
+  std::int64_t t = 0;
+  for (auto _ : state) {
+    out.clear();
+    sampler.Sample(++t, out);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["points"] = static_cast<double>(out.size());
+  state.SetLabel(sampler.state());
+}
+
+void BM_ProcFsSample(benchmark::State& state) {
+  IdleThreads threads(kRunnerThreads);
+  ProcFsSampler sampler(std::make_shared<RealProcFs>());
+  RunSampler(state, sampler);
+}
+BENCHMARK(BM_ProcFsSample);
+
+void BM_RaplSample(benchmark::State& state) {
+  RaplSampler sampler(std::make_shared<RealProcFs>());
+  RunSampler(state, sampler);
+}
+BENCHMARK(BM_RaplSample);
+
+void BM_NvmlSample(benchmark::State& state) {
+  auto sampler = MakeNvmlSampler(std::make_shared<RealProcFs>(), SamplerOptions{});
+  RunSampler(state, *sampler);
+}
+BENCHMARK(BM_NvmlSample);
+
+void BM_NvmlSampleFake8(benchmark::State& state) {
+  FakeNvml fake;
+  fake.gpus.resize(8);
+  SamplerOptions options;
+  options.pcie_every_n_samples = 10;
+  NvmlSampler sampler(fake.Api(), nullptr, std::make_shared<RealProcFs>(), options);
+  RunSampler(state, sampler);
+}
+BENCHMARK(BM_NvmlSampleFake8);
+
+double CpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto s = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) * 1e-6; };
+  return s(usage.ru_utime) + s(usage.ru_stime);
+}
+
+void PrintMonitorCost() {
+  constexpr double kIntervalMs = 100;
+  constexpr double kSeconds = 5;
+  IdleThreads threads(kRunnerThreads);
+  MonotonicClock clock;
+  Monitor monitor(DefaultSamplers(), clock, kIntervalMs);
+  const double cpu_before = CpuSeconds();
+  const auto wall_before = std::chrono::steady_clock::now();
+  monitor.Start(getpid());
+  std::this_thread::sleep_for(std::chrono::duration<double>(kSeconds));
+  auto points = monitor.Stop();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_before).count();
+  const double cpu = CpuSeconds() - cpu_before;
+  std::printf("\nmonitor at %.0f Hz over %.1f s (target: this process, %d threads): %zu points, CPU %.4f s = %.3f%% "
+              "of one core (target < 1%%)\n",
+              1000 / kIntervalMs, wall, kRunnerThreads + 1, points.size(), cpu, 100 * cpu / wall);
+  const nlohmann::json description = monitor.Describe();
+  for (auto it = description.begin(); it != description.end(); ++it) {
+    std::printf("  %-7s %s\n", it.key().c_str(), it.value().value("state", "?").c_str());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  PrintMonitorCost();
+  return 0;
+}

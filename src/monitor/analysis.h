@@ -1,0 +1,71 @@
+// What a cell's samples say (R4, R5, R6, R14): utilisation, clocks, power and energy, host load,
+// memory peaks and growth, throttling. Pure: the samples and step records in, metrics and
+// verdicts out; nothing here reads a clock or a device. docs/monitoring.md states every rule.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "store/result_store.h"
+
+namespace dlbench::monitor {
+
+enum class Scenario { kTrain, kInfer };
+
+struct AnalysisInput {
+  std::vector<store::SeriesPoint> series;  // the cell's samples (Monitor::Stop), any order
+  std::vector<store::StepRow> steps;       // step records of every rank, each rank in step order
+  std::int64_t warmup_steps = 0;           // the analysed rank's records [0, warmup_steps) are warm-up
+  Scenario scenario = Scenario::kInfer;
+  // Samples per step when a record's own `samples` is 0 (a runner that does not fill it).
+  std::uint32_t samples_per_step = 0;
+  // Samples taken with the GPU idle before the cell (`measure: idle_baseline_s`); empty: none.
+  std::vector<store::SeriesPoint> idle_series;
+  // Whether clocks limited by the board's power limit (sw_power_cap) make the cell invalid. Off by
+  // default: a saturating workload on an H200 sits at its power cap as its steady state (the
+  // limit is in the fingerprint), so it is reported as a warning; thermal and hardware slowdowns
+  // always invalidate.
+  bool power_cap_invalidates = false;
+};
+
+struct CellAnalysis {
+  // Names carry their unit: gpu_util_mean_pct, gpu_util_p5_pct, gpu_mem_util_mean_pct,
+  // sm_clock_mean_mhz, power_mean_w, power_max_w, temp_max_c, energy_total_j,
+  // energy_per_step_j, energy_per_sample_j, idle_power_w, energy_above_idle_per_step_j,
+  // energy_above_idle_per_sample_j, cpu_package_energy_per_step_j, cpu_package_energy_per_sample_j,
+  // clocks_throttled_fraction, pcie_tx_mean_bytes_per_s, pcie_rx_mean_bytes_per_s,
+  // host_cpu_util_pct, proc_cpu_util_pct, proc_rss_peak_bytes, host_mem_used_peak_bytes,
+  // gpu_mem_used_peak_bytes, device_proc_mem_peak_bytes, rss_growth_bytes_per_step (+ _ci_low,
+  // _ci_high), device_mem_growth_bytes_per_step (+ _ci_low, _ci_high). A metric whose series is
+  // absent (no GPU, no RAPL) is absent, never 0.
+  std::vector<store::MetricRecord> metrics;
+  // Each makes the cell invalid: "throttled: hw_thermal_slowdown during 35% of samples (gpu0)",
+  // "memory leak: host RSS grows 65536 B/step [CI 6.4e+04, 6.7e+04]".
+  std::vector<std::string> verdict_reasons;
+  // Worth a look, not invalidating: low GPU busy time in training with its likely cause, power cap.
+  std::vector<std::string> warnings;
+  // Facts about how metrics were computed: energy_method ("counter" | "power_integral"),
+  // window_start_ns, window_end_ns, samples_in_window, leak test details.
+  nlohmann::json info = nlohmann::json::object();
+
+  const store::MetricRecord* Find(const std::string& name) const;
+};
+
+// Only samples inside the measured window count: from the first post-warm-up step's start to the
+// last step's end, on the analysed rank (rank 0, or the lowest rank present). Counters (energy,
+// CPU seconds) are interpolated at the window's edges.
+CellAnalysis AnalyzeCell(const AnalysisInput& input);
+
+// Leak rule constants (documented in docs/monitoring.md).
+inline constexpr double kLeakMaxPValue = 0.01;
+inline constexpr double kLeakFloorBytesPerStep = 4096;       // one page per step
+inline constexpr double kLeakFloorFractionPerStep = 1e-5;    // 0.1% of the level per 100 steps
+inline constexpr std::size_t kLeakMinSamples = 10;
+inline constexpr double kTrainingMinGpuBusyPct = 70;
+inline constexpr double kThrottleMinFraction = 0.01;
+
+}  // namespace dlbench::monitor

@@ -1,0 +1,341 @@
+// AnalyzeCell on synthetic series with hand-computed answers: window alignment, energy from the
+// counter and from power, idle subtraction, throttle verdicts, memory growth and the low-GPU-busy
+// warning.
+#include "monitor/analysis.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "monitor/nvml_sampler.h"
+
+namespace dlbench::monitor {
+namespace {
+
+constexpr std::int64_t kSecond = 1'000'000'000;
+
+// n back-to-back steps of step_ns starting at t0, batch 32, on rank 0.
+std::vector<store::StepRow> Steps(std::int64_t t0, std::int64_t step_ns, int n, std::uint32_t samples = 32) {
+  std::vector<store::StepRow> rows;
+  for (int i = 0; i < n; ++i) {
+    store::StepRow row;
+    row.record.start_ns = t0 + i * step_ns;
+    row.record.end_ns = row.record.start_ns + step_ns;
+    row.record.samples = samples;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// Points of `series` every period_ns over [from, to], value f(t).
+void AddSeries(std::vector<SeriesPoint>& out, const std::string& series, std::int64_t from, std::int64_t to,
+               std::int64_t period_ns, const std::function<double(std::int64_t)>& f) {
+  for (std::int64_t t = from; t <= to; t += period_ns) out.push_back({t, series, f(t)});
+}
+
+double Metric(const CellAnalysis& a, const std::string& name) {
+  const auto* m = a.Find(name);
+  EXPECT_NE(m, nullptr) << name;
+  return m ? m->value : NAN;
+}
+
+// Steps: 2 warm-up steps of 1 s from t=0, then 10 measured steps: the window is [2 s, 12 s].
+AnalysisInput BaseInput() {
+  AnalysisInput in;
+  in.steps = Steps(0, kSecond, 12);
+  in.warmup_steps = 2;
+  return in;
+}
+
+TEST(AnalysisTest, OnlySamplesInsideTheMeasuredWindowCount) {
+  auto in = BaseInput();
+  // Warm-up reads 10%, the window 90%, after the last step 5%; samples every 100 ms offset 37 ms.
+  AddSeries(in.series, "gpu0.sm_util_pct", 37'000'000, 14 * kSecond, 100'000'000, [](std::int64_t t) {
+    return t < 2 * kSecond ? 10.0 : (t <= 12 * kSecond ? 90.0 : 5.0);
+  });
+  auto a = AnalyzeCell(in);
+  EXPECT_DOUBLE_EQ(Metric(a, "gpu_util_mean_pct"), 90.0);
+  EXPECT_DOUBLE_EQ(Metric(a, "gpu_util_p5_pct"), 90.0);
+  EXPECT_EQ(a.info["window_start_ns"], 2 * kSecond);
+  EXPECT_EQ(a.info["window_end_ns"], 12 * kSecond);
+  EXPECT_EQ(a.info["samples_in_window"], 100);
+}
+
+TEST(AnalysisTest, UtilisationP5IsTheType7Quantile) {
+  auto in = BaseInput();
+  // 100 samples in the window reading 0, 1, ..., 99: P5 = 0.05 * 99 = 4.95, mean 49.5.
+  int i = 0;
+  AddSeries(in.series, "gpu0.sm_util_pct", 2 * kSecond + 50'000'000, 12 * kSecond, 100'000'000,
+            [&](std::int64_t) { return static_cast<double>(i++); });
+  auto a = AnalyzeCell(in);
+  EXPECT_NEAR(Metric(a, "gpu_util_p5_pct"), 4.95, 1e-12);
+  EXPECT_NEAR(Metric(a, "gpu_util_mean_pct"), 49.5, 1e-12);
+}
+
+TEST(AnalysisTest, EnergyFromTheCounterIsInterpolatedAtTheWindowEdges) {
+  auto in = BaseInput();
+  // 700 W exactly: E(t) = 700 J/s * t. Samples every 100 ms offset 37 ms never hit the edges.
+  AddSeries(in.series, "gpu0.energy_j", 37'000'000, 13 * kSecond, 100'000'000,
+            [](std::int64_t t) { return 5000.0 + 700.0 * static_cast<double>(t) * 1e-9; });
+  AddSeries(in.series, "gpu0.power_w", 37'000'000, 13 * kSecond, 100'000'000, [](std::int64_t) { return 650.0; });
+  auto a = AnalyzeCell(in);
+  EXPECT_EQ(a.info["energy_method"], "counter");
+  EXPECT_NEAR(Metric(a, "energy_total_j"), 7000.0, 1e-6);
+  EXPECT_NEAR(Metric(a, "energy_per_step_j"), 700.0, 1e-7);
+  EXPECT_NEAR(Metric(a, "energy_per_sample_j"), 700.0 / 32, 1e-9);
+  EXPECT_DOUBLE_EQ(Metric(a, "power_mean_w"), 650.0);
+}
+
+TEST(AnalysisTest, EnergyFallsBackToIntegratedPowerAndSaysSo) {
+  auto in = BaseInput();
+  // Power ramps linearly 100 W -> 200 W over [0, 14 s]: P(t) = 100 + 100 t / 14; the trapezoid
+  // rule is exact for a line. Over [2, 12]: 10 * (P(2) + P(12)) / 2 = 10 * (100 + 100 * 14 / 28).
+  AddSeries(in.series, "gpu0.power_w", 0, 14 * kSecond, 100'000'000,
+            [](std::int64_t t) { return 100.0 + 100.0 * static_cast<double>(t) / (14.0 * kSecond); });
+  auto a = AnalyzeCell(in);
+  EXPECT_EQ(a.info["energy_method"], "power_integral");
+  EXPECT_NEAR(Metric(a, "energy_total_j"), 10.0 * (100.0 + 50.0), 1e-6);
+  EXPECT_NEAR(Metric(a, "power_max_w"), 100.0 + 100.0 * 12.0 / 14.0, 1e-9);
+}
+
+TEST(AnalysisTest, CounterThatResetsFallsBackToPower) {
+  auto in = BaseInput();
+  AddSeries(in.series, "gpu0.energy_j", 0, 13 * kSecond, 100'000'000,
+            [](std::int64_t t) { return t < 5 * kSecond ? 1e6 + 1e-7 * static_cast<double>(t) : 1.0; });
+  AddSeries(in.series, "gpu0.power_w", 0, 13 * kSecond, 100'000'000, [](std::int64_t) { return 300.0; });
+  auto a = AnalyzeCell(in);
+  EXPECT_EQ(a.info["energy_method"], "power_integral");
+  EXPECT_NEAR(Metric(a, "energy_total_j"), 3000.0, 1e-6);
+}
+
+TEST(AnalysisTest, PowerAndEnergyAreTotalsOverTheCellsGpus) {
+  auto in = BaseInput();
+  for (auto [gpu, watts] : {std::pair{"gpu0", 300.0}, std::pair{"gpu1", 200.0}}) {
+    double w = watts;
+    AddSeries(in.series, std::string(gpu) + ".power_w", 0, 13 * kSecond, 100'000'000, [w](std::int64_t) { return w; });
+    AddSeries(in.series, std::string(gpu) + ".energy_j", 0, 13 * kSecond, 100'000'000,
+              [w](std::int64_t t) { return w * static_cast<double>(t) * 1e-9; });
+  }
+  auto a = AnalyzeCell(in);
+  EXPECT_DOUBLE_EQ(Metric(a, "power_mean_w"), 500.0);
+  EXPECT_DOUBLE_EQ(Metric(a, "power_max_w"), 500.0);
+  EXPECT_NEAR(Metric(a, "energy_total_j"), 5000.0, 1e-6);
+}
+
+TEST(AnalysisTest, IdlePowerIsSubtractedWhenABaselineWasSampled) {
+  auto in = BaseInput();
+  AddSeries(in.series, "gpu0.energy_j", 0, 13 * kSecond, 100'000'000,
+            [](std::int64_t t) { return 700.0 * static_cast<double>(t) * 1e-9; });
+  // Idle: 60 W by the counter over 3 s before the cell.
+  AddSeries(in.idle_series, "gpu0.energy_j", -5 * kSecond, -2 * kSecond, 100'000'000,
+            [](std::int64_t t) { return 100.0 + 60.0 * static_cast<double>(t + 5 * kSecond) * 1e-9; });
+  auto a = AnalyzeCell(in);
+  EXPECT_NEAR(Metric(a, "idle_power_w"), 60.0, 1e-9);
+  EXPECT_NEAR(Metric(a, "energy_above_idle_per_step_j"), 640.0, 1e-6);
+  EXPECT_NEAR(Metric(a, "energy_above_idle_per_sample_j"), 20.0, 1e-7);
+  EXPECT_NEAR(Metric(a, "energy_per_step_j"), 700.0, 1e-6);
+}
+
+TEST(AnalysisTest, NoGpuSeriesMeansNoGpuMetricsRatherThanZeros) {
+  auto in = BaseInput();
+  AddSeries(in.series, "host.cpu_util_pct", 0, 13 * kSecond, 100'000'000, [](std::int64_t) { return 25.0; });
+  AddSeries(in.series, "proc.cpu_s", 0, 13 * kSecond, 100'000'000,
+            [](std::int64_t t) { return 1.5 * static_cast<double>(t) * 1e-9; });
+  AddSeries(in.series, "host.rapl_energy_j", 0, 13 * kSecond, 100'000'000,
+            [](std::int64_t t) { return 80.0 * static_cast<double>(t) * 1e-9; });
+  auto a = AnalyzeCell(in);
+  for (const char* name : {"gpu_util_mean_pct", "power_mean_w", "energy_total_j", "temp_max_c", "sm_clock_mean_mhz",
+                           "clocks_throttled_fraction", "device_proc_mem_peak_bytes"}) {
+    EXPECT_EQ(a.Find(name), nullptr) << name;
+  }
+  EXPECT_FALSE(a.info.contains("energy_method"));
+  EXPECT_DOUBLE_EQ(Metric(a, "host_cpu_util_pct"), 25.0);
+  EXPECT_NEAR(Metric(a, "proc_cpu_util_pct"), 150.0, 1e-9);
+  EXPECT_NEAR(Metric(a, "cpu_package_energy_per_step_j"), 80.0, 1e-9);
+  EXPECT_NEAR(Metric(a, "cpu_package_energy_per_sample_j"), 2.5, 1e-9);
+}
+
+// Clocks event reasons: `bits` in the first `share` of the window's 100 samples, idle elsewhere.
+AnalysisInput ThrottleInput(std::uint64_t bits, double share) {
+  auto in = BaseInput();
+  AddSeries(in.series, "gpu0.clocks_event_reasons", 0, 14 * kSecond, 100'000'000, [=](std::int64_t t) {
+    double f = (static_cast<double>(t) - 2e9) / 1e10;
+    bool inside = t > 2 * kSecond && t <= 12 * kSecond;
+    return static_cast<double>(inside && f <= share + 1e-9 ? bits : kClocksEventGpuIdle);
+  });
+  return in;
+}
+
+TEST(AnalysisTest, ThermalThrottlingInvalidatesAndNamesTheReason) {
+  auto a = AnalyzeCell(ThrottleInput(kClocksEventHwThermal, 0.35));
+  ASSERT_EQ(a.verdict_reasons.size(), 1u);
+  EXPECT_EQ(a.verdict_reasons[0], "throttled: hw_thermal_slowdown during 35% of samples (gpu0)");
+  EXPECT_NEAR(Metric(a, "clocks_throttled_fraction"), 0.35, 0.011);
+}
+
+TEST(AnalysisTest, PowerCapWarnsByDefaultAndInvalidatesWhenAsked) {
+  auto in = ThrottleInput(kClocksEventSwPowerCap | kClocksEventHwSlowdown, 0.35);
+  auto a = AnalyzeCell(in);
+  ASSERT_EQ(a.verdict_reasons.size(), 1u);
+  EXPECT_EQ(a.verdict_reasons[0], "throttled: hw_slowdown during 35% of samples (gpu0)");
+  ASSERT_EQ(a.warnings.size(), 1u);
+  EXPECT_EQ(a.warnings[0].rfind("throttled: sw_power_cap during 35% of samples (gpu0)", 0), 0u) << a.warnings[0];
+  in.power_cap_invalidates = true;
+  auto strict = AnalyzeCell(in);
+  EXPECT_EQ(strict.verdict_reasons.size(), 2u);
+}
+
+TEST(AnalysisTest, IdleBitAndThrottlingDuringWarmupAreNotThrottling) {
+  auto in = BaseInput();
+  AddSeries(in.series, "gpu0.clocks_event_reasons", 0, 14 * kSecond, 100'000'000, [](std::int64_t t) {
+    return static_cast<double>(t < 2 * kSecond ? kClocksEventHwThermal : kClocksEventGpuIdle);
+  });
+  auto a = AnalyzeCell(in);
+  EXPECT_TRUE(a.verdict_reasons.empty());
+  EXPECT_TRUE(a.warnings.empty());
+  EXPECT_DOUBLE_EQ(Metric(a, "clocks_throttled_fraction"), 0.0);
+}
+
+// A runner's RSS sampled at 10 Hz over 400 steps of 73 ms (so samples fall at every phase of a
+// step): a base, 2 MiB of activations held during the first 60% of each step, page-granular
+// jitter of up to 32 pages, sample times jittered by +-5 ms, and `leak_per_step` kept per step.
+AnalysisInput RssRun(std::uint32_t seed, double leak_per_step) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> pages(0, 32);
+  std::uniform_int_distribution<std::int64_t> jitter(-5'000'000, 5'000'000);
+  constexpr std::int64_t kStep = 73'000'000;
+  constexpr int kWarmup = 20, kSteps = 420;
+  AnalysisInput in;
+  in.steps = Steps(0, kStep, kSteps);
+  in.warmup_steps = kWarmup;
+  in.scenario = Scenario::kTrain;
+  for (std::int64_t tick = 0; tick * 100'000'000 < kSteps * kStep; ++tick) {
+    std::int64_t t = tick * 100'000'000 + jitter(rng);
+    if (t < 0) t = 0;
+    double steps_done = static_cast<double>(t) / kStep;
+    double phase = steps_done - std::floor(steps_done);
+    double leaked = std::floor(leak_per_step * steps_done / 4096) * 4096;  // RSS moves in pages
+    double rss = (800 << 20) + (phase < 0.6 ? (2 << 20) : 0) + pages(rng) * 4096.0 + leaked;
+    in.series.push_back({t, "proc.rss_bytes", rss});
+  }
+  return in;
+}
+
+TEST(AnalysisTest, LeakOf64KiBPerStepIsCaughtWithItsSlope) {
+  for (std::uint32_t seed = 1; seed <= 20; ++seed) {
+    auto a = AnalyzeCell(RssRun(seed, 65536));
+    double slope = Metric(a, "rss_growth_bytes_per_step");
+    EXPECT_NEAR(slope, 65536, 0.05 * 65536) << "seed " << seed;
+    EXPECT_LT(Metric(a, "rss_growth_bytes_per_step_ci_low"), slope);
+    EXPECT_GT(Metric(a, "rss_growth_bytes_per_step_ci_high"), slope);
+    ASSERT_EQ(a.verdict_reasons.size(), 1u) << "seed " << seed;
+    EXPECT_EQ(a.verdict_reasons[0].rfind("memory leak: host RSS grows ", 0), 0u) << a.verdict_reasons[0];
+  }
+}
+
+TEST(AnalysisTest, FlatRssIsNeverCalledALeakAcross200Seeds) {
+  int flagged = 0;
+  for (std::uint32_t seed = 1; seed <= 200; ++seed) {
+    auto a = AnalyzeCell(RssRun(seed, 0));
+    ASSERT_NE(a.Find("rss_growth_bytes_per_step"), nullptr);
+    if (!a.verdict_reasons.empty()) ++flagged;
+  }
+  EXPECT_EQ(flagged, 0);
+}
+
+TEST(AnalysisTest, DeviceMemoryGrowingInAllocatorSegmentsIsALeak) {
+  auto in = BaseInput();
+  in.steps = Steps(0, 50'000'000, 600);
+  in.warmup_steps = 50;
+  // The caching allocator reserves 2 MiB segments: 64 KiB/step shows as a 2 MiB stair every 32 steps.
+  AddSeries(in.series, "gpu0.proc_mem_bytes", 0, 30 * kSecond, 100'000'000, [](std::int64_t t) {
+    double steps_done = static_cast<double>(t) / 50e6;
+    return (4.0 * (1 << 30)) + std::floor(steps_done / 32) * (2 << 20);
+  });
+  auto a = AnalyzeCell(in);
+  EXPECT_NEAR(Metric(a, "device_mem_growth_bytes_per_step"), 65536, 0.1 * 65536);
+  ASSERT_EQ(a.verdict_reasons.size(), 1u);
+  EXPECT_EQ(a.verdict_reasons[0].rfind("memory leak: device memory grows ", 0), 0u);
+  EXPECT_GE(Metric(a, "device_proc_mem_peak_bytes"), 4.0 * (1 << 30));
+}
+
+TEST(AnalysisTest, TooFewSamplesGiveNoGrowthEstimate) {
+  auto in = BaseInput();
+  AddSeries(in.series, "proc.rss_bytes", 2 * kSecond, 12 * kSecond, 2 * kSecond, [](std::int64_t t) {
+    return static_cast<double>(t);
+  });
+  auto a = AnalyzeCell(in);
+  EXPECT_EQ(a.Find("rss_growth_bytes_per_step"), nullptr);
+  EXPECT_TRUE(a.info["rss_growth_bytes_per_step"].contains("skipped"));
+  EXPECT_DOUBLE_EQ(Metric(a, "proc_rss_peak_bytes"), 12.0 * kSecond);
+}
+
+TEST(AnalysisTest, LowGpuBusyInTrainingNamesDataWait) {
+  auto in = BaseInput();
+  in.scenario = Scenario::kTrain;
+  for (auto& row : in.steps) {
+    row.record.data_wait_ns = 600'000'000;
+    row.record.present = protocol::kHasDataWait;
+  }
+  AddSeries(in.series, "gpu0.sm_util_pct", 0, 13 * kSecond, 100'000'000, [](std::int64_t) { return 40.0; });
+  auto a = AnalyzeCell(in);
+  ASSERT_EQ(a.warnings.size(), 1u);
+  EXPECT_NE(a.warnings[0].find("GPU busy 40% of the measured window (below 70% for training)"), std::string::npos);
+  EXPECT_NE(a.warnings[0].find("likely cause: data wait (60% of step time"), std::string::npos) << a.warnings[0];
+}
+
+TEST(AnalysisTest, LowGpuBusyNamesGapsBetweenSteps) {
+  AnalysisInput in;
+  in.scenario = Scenario::kTrain;
+  // 0.5 s steps every 1 s: half the window is outside any step.
+  for (int i = 0; i < 12; ++i) {
+    store::StepRow row;
+    row.record.start_ns = i * kSecond;
+    row.record.end_ns = i * kSecond + kSecond / 2;
+    row.record.samples = 8;
+    in.steps.push_back(row);
+  }
+  in.warmup_steps = 2;
+  AddSeries(in.series, "gpu0.sm_util_pct", 0, 13 * kSecond, 100'000'000, [](std::int64_t) { return 45.0; });
+  auto a = AnalyzeCell(in);
+  ASSERT_EQ(a.warnings.size(), 1u);
+  EXPECT_NE(a.warnings[0].find("likely cause: long gaps between steps"), std::string::npos) << a.warnings[0];
+}
+
+TEST(AnalysisTest, LowGpuBusyIsNotAWarningForInferenceOrABusyGpu) {
+  auto in = BaseInput();
+  in.scenario = Scenario::kInfer;
+  AddSeries(in.series, "gpu0.sm_util_pct", 0, 13 * kSecond, 100'000'000, [](std::int64_t) { return 40.0; });
+  EXPECT_TRUE(AnalyzeCell(in).warnings.empty());
+  in.scenario = Scenario::kTrain;
+  for (auto& p : in.series) p.value = 95;
+  EXPECT_TRUE(AnalyzeCell(in).warnings.empty());
+}
+
+TEST(AnalysisTest, NoMeasuredStepsGivesAWarningAndNoMetrics) {
+  auto in = BaseInput();
+  in.warmup_steps = 12;
+  AddSeries(in.series, "gpu0.sm_util_pct", 0, 13 * kSecond, 100'000'000, [](std::int64_t) { return 40.0; });
+  auto a = AnalyzeCell(in);
+  EXPECT_TRUE(a.metrics.empty());
+  ASSERT_EQ(a.warnings.size(), 1u);
+  AnalysisInput empty;
+  EXPECT_TRUE(AnalyzeCell(empty).metrics.empty());
+}
+
+TEST(AnalysisTest, AnalysesRankZeroWhenSeveralRanksReport) {
+  auto in = BaseInput();
+  // Rank 1's steps run a second later; they must not move the window.
+  auto other = Steps(kSecond, kSecond, 12);
+  for (auto& row : other) row.rank = 1;
+  in.steps.insert(in.steps.begin(), other.begin(), other.end());
+  AddSeries(in.series, "gpu0.sm_util_pct", 0, 13 * kSecond, 100'000'000, [](std::int64_t) { return 50.0; });
+  auto a = AnalyzeCell(in);
+  EXPECT_EQ(a.info["window_start_ns"], 2 * kSecond);
+  EXPECT_EQ(a.info["window_end_ns"], 12 * kSecond);
+}
+
+}  // namespace
+}  // namespace dlbench::monitor

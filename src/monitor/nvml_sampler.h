@@ -1,0 +1,174 @@
+// The GPU sampler: NVML loaded at run time (dlopen of libnvidia-ml.so.1), so the dlbench binary
+// builds and runs on machines without a driver. A missing library, a failed nvmlInit or zero GPUs
+// is a state ("unsupported: ..."), never a stream of zeros.
+//
+// The seam is NvmlApi, a table of pointers with NVML's own C signatures: LoadNvml fills it with
+// dlsym, FakeNvml (fake_nvml.h) with functions over canned readings, and NvmlSampler's parsing
+// (buffer sizing, units, unsupported fields) runs the same code against both.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "monitor/procfs_sampler.h"
+#include "monitor/sampler.h"
+
+namespace dlbench::monitor {
+
+// Types with nvml.h's layouts (identical in the NVML 11 to 13 headers), declared here so the build
+// needs no CUDA headers.
+using NvmlReturn = int;
+struct NvmlDeviceOpaque;
+using NvmlDevice = NvmlDeviceOpaque*;
+struct NvmlUtilization {
+  unsigned int gpu;     // % of the sample period with at least one kernel resident
+  unsigned int memory;  // % of the sample period with device memory being read or written
+};
+struct NvmlMemory {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+struct NvmlProcessInfo {  // nvmlProcessInfo_t (= _v2), filled by ..._v3
+  unsigned int pid;
+  unsigned long long used_gpu_memory;  // bytes, CUDA context included; kNvmlValueNotAvailable if unknown
+  unsigned int gpu_instance_id;
+  unsigned int compute_instance_id;
+};
+static_assert(sizeof(NvmlProcessInfo) == 24, "must match nvmlProcessInfo_t");
+
+inline constexpr NvmlReturn kNvmlSuccess = 0;
+inline constexpr NvmlReturn kNvmlErrorNotSupported = 3;
+inline constexpr NvmlReturn kNvmlErrorNoPermission = 4;
+inline constexpr NvmlReturn kNvmlErrorNotFound = 6;
+inline constexpr NvmlReturn kNvmlErrorInsufficientSize = 7;
+inline constexpr NvmlReturn kNvmlErrorDriverNotLoaded = 9;
+inline constexpr NvmlReturn kNvmlErrorFunctionNotFound = 13;
+inline constexpr NvmlReturn kNvmlErrorUnknown = 999;
+inline constexpr int kNvmlClockSm = 1;        // nvmlClockType_t NVML_CLOCK_SM
+inline constexpr int kNvmlClockMem = 2;       // NVML_CLOCK_MEM
+inline constexpr int kNvmlTemperatureGpu = 0;  // nvmlTemperatureSensors_t NVML_TEMPERATURE_GPU
+inline constexpr int kNvmlPcieTxBytes = 0;    // nvmlPcieUtilCounter_t NVML_PCIE_UTIL_TX_BYTES
+inline constexpr int kNvmlPcieRxBytes = 1;    // NVML_PCIE_UTIL_RX_BYTES
+inline constexpr unsigned long long kNvmlValueNotAvailable = ~0ULL;
+
+// Clocks event ("throttle") reason bits, nvmlClocksEventReason* (same bits under both names).
+inline constexpr std::uint64_t kClocksEventGpuIdle = 0x1;
+inline constexpr std::uint64_t kClocksEventSwPowerCap = 0x4;
+inline constexpr std::uint64_t kClocksEventHwSlowdown = 0x8;
+inline constexpr std::uint64_t kClocksEventSwThermal = 0x20;
+inline constexpr std::uint64_t kClocksEventHwThermal = 0x40;
+inline constexpr std::uint64_t kClocksEventHwPowerBrake = 0x80;
+
+// NVML's entry points. The first five are required; any other may be null (an older driver),
+// and then its series is simply not produced.
+struct NvmlApi {
+  NvmlReturn (*init)() = nullptr;                                          // nvmlInit_v2
+  NvmlReturn (*shutdown)() = nullptr;                                      // nvmlShutdown
+  const char* (*error_string)(NvmlReturn) = nullptr;                       // nvmlErrorString
+  NvmlReturn (*device_get_count)(unsigned int*) = nullptr;                 // nvmlDeviceGetCount_v2
+  NvmlReturn (*device_get_handle_by_index)(unsigned int, NvmlDevice*) = nullptr;  // ..._v2
+  NvmlReturn (*device_get_name)(NvmlDevice, char*, unsigned int) = nullptr;
+  NvmlReturn (*device_get_uuid)(NvmlDevice, char*, unsigned int) = nullptr;
+  NvmlReturn (*system_get_driver_version)(char*, unsigned int) = nullptr;
+  NvmlReturn (*system_get_nvml_version)(char*, unsigned int) = nullptr;
+  NvmlReturn (*device_get_utilization_rates)(NvmlDevice, NvmlUtilization*) = nullptr;
+  NvmlReturn (*device_get_memory_info)(NvmlDevice, NvmlMemory*) = nullptr;
+  NvmlReturn (*device_get_power_usage)(NvmlDevice, unsigned int* milliwatts) = nullptr;
+  NvmlReturn (*device_get_enforced_power_limit)(NvmlDevice, unsigned int* milliwatts) = nullptr;
+  NvmlReturn (*device_get_total_energy_consumption)(NvmlDevice, unsigned long long* millijoules) = nullptr;
+  NvmlReturn (*device_get_clock_info)(NvmlDevice, int clock_type, unsigned int* mhz) = nullptr;
+  NvmlReturn (*device_get_temperature)(NvmlDevice, int sensor, unsigned int* celsius) = nullptr;
+  NvmlReturn (*device_get_pcie_throughput)(NvmlDevice, int counter, unsigned int* kb_per_s) = nullptr;
+  // nvmlDeviceGetCurrentClocksEventReasons, or ...ClocksThrottleReasons on drivers before 12.2.
+  NvmlReturn (*device_get_clocks_event_reasons)(NvmlDevice, unsigned long long*) = nullptr;
+  NvmlReturn (*device_get_supported_clocks_event_reasons)(NvmlDevice, unsigned long long*) = nullptr;
+  NvmlReturn (*device_get_compute_running_processes)(NvmlDevice, unsigned int* count, NvmlProcessInfo*) = nullptr;  // _v3
+};
+
+// A dlopen'ed libnvidia-ml and its entry points. The library stays loaded while any copy of
+// `library` lives.
+struct NvmlLibrary {
+  std::shared_ptr<void> library;
+  NvmlApi api;
+  std::vector<std::string> missing;  // optional symbols the library lacks
+};
+
+// kUnsupported when the library cannot be opened or lacks a required symbol (message says which).
+Result<NvmlLibrary> LoadNvml(const std::string& soname = "libnvidia-ml.so.1");
+
+// Series per sampled device i (NVML index), when the driver supports the reading:
+//   gpu<i>.sm_util_pct, gpu<i>.mem_util_pct, gpu<i>.mem_used_bytes, gpu<i>.power_w,
+//   gpu<i>.energy_j (the driver's counter since it loaded, mJ -> J), gpu<i>.sm_clock_mhz,
+//   gpu<i>.mem_clock_mhz, gpu<i>.temp_c, gpu<i>.pcie_tx_bytes_per_s, gpu<i>.pcie_rx_bytes_per_s
+//   (every options.pcie_every_n_samples rounds), gpu<i>.clocks_event_reasons (bitmask as double),
+//   gpu<i>.proc_mem_bytes (memory of the target's process tree on that GPU; only when NVML lists
+//   a process of the tree: PIDs are host PIDs and do not match inside a PID namespace).
+// A reading that returns NOT_SUPPORTED once is not asked again (and Describe lists it).
+class NvmlSampler final : public Sampler {
+ public:
+  // Calls api.init; on failure, or with no GPU, the sampler is unsupported. `library` keeps the
+  // functions alive (null for a fake). `procfs` resolves which GPU processes are the target's.
+  NvmlSampler(NvmlApi api, std::shared_ptr<void> library, std::shared_ptr<const ProcFs> procfs,
+              const SamplerOptions& options);
+  ~NvmlSampler() override;  // nvmlShutdown when init succeeded
+  NvmlSampler(const NvmlSampler&) = delete;
+  NvmlSampler& operator=(const NvmlSampler&) = delete;
+
+  // A sampler that samples nothing and reports `reason` (the library could not be loaded).
+  static std::unique_ptr<NvmlSampler> Unsupported(std::string reason);
+
+  // Restricts sampling to these NVML indices (empty: all). Indices the driver does not have are
+  // ignored and listed in Describe() as "missing_devices". Call before Start.
+  void SetDevices(std::vector<int> nvml_indices);
+
+  std::string name() const override { return "nvml"; }
+  std::string state() const override { return state_; }
+  void SetTargetPid(pid_t pid) override { target_ = pid; }
+  void Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) override;
+  // {driver_version, nvml_version, devices: [{index, name, uuid, power_limit_w,
+  //  memory_total_bytes, supported_clocks_event_reasons}], sampled: [indices], unsupported: {...}}
+  nlohmann::json Describe() const override;
+
+ private:
+  explicit NvmlSampler(std::string reason);
+  enum class Reading {
+    kSmUtil, kMemUtil, kMemUsed, kPower, kEnergy, kSmClock, kMemClock, kTemp, kPcieTx, kPcieRx,
+    kEvents, kProcMem, kCount,
+  };
+  static constexpr int kReadingCount = static_cast<int>(Reading::kCount);
+  struct Device {
+    int index = 0;
+    NvmlDevice handle = nullptr;
+    std::string series[kReadingCount];       // precomputed names: no formatting per round
+    bool supported[kReadingCount] = {};
+    nlohmann::json facts;                    // name, uuid, power limit, memory total
+  };
+  bool Ok(Device& device, Reading reading, NvmlReturn rc);
+  void SampleProcesses(Device& device, std::int64_t t_ns, std::vector<SeriesPoint>& out);
+  std::string ErrorText(NvmlReturn rc) const;
+  std::string ReadString(NvmlReturn (*fn)(char*, unsigned int)) const;
+
+  NvmlApi api_;
+  std::shared_ptr<void> library_;
+  std::shared_ptr<const ProcFs> procfs_;
+  SamplerOptions options_;
+  std::string state_;
+  bool initialized_ = false;
+  unsigned int device_count_ = 0;
+  std::vector<Device> devices_;
+  std::vector<int> missing_devices_;
+  pid_t target_ = 0;
+  std::uint64_t rounds_ = 0;
+  std::vector<NvmlProcessInfo> process_buffer_;  // reused across rounds
+};
+
+// The production NVML sampler: LoadNvml + NvmlSampler, or an unsupported one saying why.
+std::unique_ptr<Sampler> MakeNvmlSampler(std::shared_ptr<const ProcFs> procfs, const SamplerOptions& options);
+
+}  // namespace dlbench::monitor

@@ -1,0 +1,248 @@
+// The NVML sampler against a fake NVML served through real C entry points: units, unsupported
+// readings, device selection, the runner's process memory, and the "unsupported" states.
+#include "monitor/nvml_sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "monitor/fake_nvml.h"
+
+namespace dlbench::monitor {
+namespace {
+
+std::map<std::string, double> Last(const std::vector<SeriesPoint>& points) {
+  std::map<std::string, double> out;
+  for (const auto& p : points) out[p.series] = p.value;
+  return out;
+}
+
+std::unique_ptr<NvmlSampler> Make(const FakeNvml& fake, std::shared_ptr<const ProcFs> fs = nullptr,
+                                  SamplerOptions options = {}) {
+  if (!fs) fs = std::make_shared<FakeProcFs>();
+  return std::make_unique<NvmlSampler>(fake.Api(), nullptr, std::move(fs), options);
+}
+
+TEST(NvmlSamplerTest, EverySeriesWithItsUnit) {
+  FakeNvml fake;
+  FakeGpu& g = fake.gpus[0];
+  g.sm_util_pct = 97;
+  g.mem_util_pct = 41;
+  g.mem_used_bytes = 80ull << 30;
+  g.power_mw = 695500;
+  g.energy_mj = 123456789;
+  g.sm_clock_mhz = 1755;
+  g.mem_clock_mhz = 2619;
+  g.temp_c = 61;
+  g.pcie_tx_kb_per_s = 1000;
+  g.pcie_rx_kb_per_s = 2;
+  g.clocks_event_reasons = kClocksEventSwPowerCap;
+  auto sampler = Make(fake);
+  ASSERT_EQ(sampler->state(), "ok");
+  std::vector<SeriesPoint> out;
+  sampler->Sample(99, out);
+  auto m = Last(out);
+  EXPECT_EQ(m.at("gpu0.sm_util_pct"), 97);
+  EXPECT_EQ(m.at("gpu0.mem_util_pct"), 41);
+  EXPECT_EQ(m.at("gpu0.mem_used_bytes"), 80.0 * (1ull << 30));
+  EXPECT_DOUBLE_EQ(m.at("gpu0.power_w"), 695.5);
+  EXPECT_DOUBLE_EQ(m.at("gpu0.energy_j"), 123456.789);
+  EXPECT_EQ(m.at("gpu0.sm_clock_mhz"), 1755);
+  EXPECT_EQ(m.at("gpu0.mem_clock_mhz"), 2619);
+  EXPECT_EQ(m.at("gpu0.temp_c"), 61);
+  EXPECT_EQ(m.at("gpu0.pcie_tx_bytes_per_s"), 1000.0 * 1024);
+  EXPECT_EQ(m.at("gpu0.pcie_rx_bytes_per_s"), 2.0 * 1024);
+  EXPECT_EQ(m.at("gpu0.clocks_event_reasons"), 4);
+  for (const auto& p : out) EXPECT_EQ(p.t_ns, 99);
+  // No target pid: no process memory.
+  EXPECT_EQ(m.count("gpu0.proc_mem_bytes"), 0u);
+}
+
+TEST(NvmlSamplerTest, UnsupportedReadingsAreAbsentNotZeroAndNotAskedAgain) {
+  FakeNvml fake;
+  fake.gpus[0].power_mw.reset();
+  fake.gpus[0].pcie_tx_kb_per_s.reset();
+  fake.without_energy_function = true;
+  SamplerOptions options;
+  options.pcie_every_n_samples = 1;
+  auto sampler = Make(fake, nullptr, options);
+  std::vector<SeriesPoint> out;
+  sampler->Sample(1, out);
+  auto m = Last(out);
+  EXPECT_EQ(m.count("gpu0.power_w"), 0u);
+  EXPECT_EQ(m.count("gpu0.energy_j"), 0u);
+  EXPECT_EQ(m.count("gpu0.pcie_tx_bytes_per_s"), 0u);
+  EXPECT_EQ(m.count("gpu0.pcie_rx_bytes_per_s"), 1u);
+  EXPECT_EQ(fake.pcie_calls, 2);
+  sampler->Sample(2, out);
+  EXPECT_EQ(fake.pcie_calls, 3);  // rx only: tx said NOT_SUPPORTED once
+  auto unsupported = sampler->Describe()["unsupported"]["gpu0"];
+  std::set<std::string> names(unsupported.begin(), unsupported.end());
+  EXPECT_EQ(names, (std::set<std::string>{"power_w", "energy_j", "pcie_tx_bytes_per_s"}));
+}
+
+TEST(NvmlSamplerTest, PcieIsReadOnEveryNthRoundOnly) {
+  FakeNvml fake;
+  SamplerOptions options;
+  options.pcie_every_n_samples = 3;
+  auto sampler = Make(fake, nullptr, options);
+  std::vector<int> rounds_with_pcie;
+  for (int round = 0; round < 7; ++round) {
+    std::vector<SeriesPoint> out;
+    sampler->Sample(round, out);
+    if (Last(out).count("gpu0.pcie_tx_bytes_per_s")) rounds_with_pcie.push_back(round);
+  }
+  EXPECT_EQ(rounds_with_pcie, (std::vector<int>{0, 3, 6}));
+}
+
+TEST(NvmlSamplerTest, PcieDisabledNeverCallsTheBlockingFunction) {
+  FakeNvml fake;
+  SamplerOptions options;
+  options.pcie_every_n_samples = 0;
+  auto sampler = Make(fake, nullptr, options);
+  std::vector<SeriesPoint> out;
+  for (int i = 0; i < 5; ++i) sampler->Sample(i, out);
+  EXPECT_EQ(fake.pcie_calls, 0);
+}
+
+TEST(NvmlSamplerTest, SelectedDevicesOnlyAndMissingOnesReported) {
+  FakeNvml fake;
+  fake.gpus.resize(3);
+  fake.gpus[2].uuid = "GPU-two";
+  auto sampler = Make(fake);
+  sampler->SetDevices({2, 7});
+  std::vector<SeriesPoint> out;
+  sampler->Sample(1, out);
+  for (const auto& p : out) EXPECT_EQ(p.series.rfind("gpu2.", 0), 0u) << p.series;
+  EXPECT_FALSE(out.empty());
+  auto d = sampler->Describe();
+  EXPECT_EQ(d["sampled"], nlohmann::json::array({2}));
+  EXPECT_EQ(d["missing_devices"], nlohmann::json::array({7}));
+  EXPECT_EQ(d["devices"][0]["uuid"], "GPU-two");
+}
+
+TEST(NvmlSamplerTest, DescribeGivesDriverDevicesAndLimits) {
+  FakeNvml fake;
+  fake.gpus[0].clocks_event_reasons = kClocksEventHwThermal;
+  auto sampler = Make(fake);
+  auto d = sampler->Describe();
+  EXPECT_EQ(d["driver_version"], "580.159.04");
+  EXPECT_EQ(d["nvml_version"], "13.580.159.04");
+  EXPECT_EQ(d["device_count"], 1);
+  const auto& dev = d["devices"][0];
+  EXPECT_EQ(dev["name"], "NVIDIA H200");
+  EXPECT_EQ(dev["index"], 0);
+  EXPECT_DOUBLE_EQ(dev["power_limit_w"].get<double>(), 700.0);
+  EXPECT_EQ(dev["memory_total_bytes"], 150ull << 30);
+  EXPECT_EQ(dev["supported_clocks_event_reasons"], 0x1ff);
+  EXPECT_EQ(dev["clocks_event_reasons"], kClocksEventHwThermal);
+}
+
+// Runner 100 with child 101 on the GPU; 200 is another user's process.
+std::shared_ptr<FakeProcFs> GpuProcFs() {
+  auto fs = std::make_shared<FakeProcFs>();
+  auto stat = [](int pid, int ppid) {
+    std::string line = std::to_string(pid) + " (p) S " + std::to_string(ppid);
+    for (int i = 0; i < 48; ++i) line += " 0";
+    return line;
+  };
+  fs->Set("/proc/100/stat", stat(100, 1));
+  fs->Set("/proc/101/stat", stat(101, 100));
+  fs->Set("/proc/200/stat", stat(200, 1));
+  for (int pid = 300; pid < 310; ++pid) fs->Set("/proc/" + std::to_string(pid) + "/stat", stat(pid, 101));
+  return fs;
+}
+
+TEST(NvmlSamplerTest, ProcessMemoryCountsTheRunnerTreeOnly) {
+  FakeNvml fake;
+  fake.gpus[0].processes = std::vector<NvmlProcessInfo>{
+      {100, 1ull << 30, 0, 0}, {101, 512ull << 20, 0, 0}, {200, 2ull << 30, 0, 0}};
+  auto sampler = Make(fake, GpuProcFs());
+  sampler->SetTargetPid(100);
+  std::vector<SeriesPoint> out;
+  sampler->Sample(1, out);
+  EXPECT_EQ(Last(out).at("gpu0.proc_mem_bytes"), static_cast<double>((1ull << 30) + (512ull << 20)));
+}
+
+TEST(NvmlSamplerTest, ProcessListThatGrowsBetweenCallsIsRefetched) {
+  FakeNvml fake;
+  fake.gpus[0].processes = std::vector<NvmlProcessInfo>{{100, 1000, 0, 0}};
+  // Ten more than the slack the sampler adds: the first fetch is too small and must be retried.
+  for (unsigned int pid = 300; pid < 310; ++pid) fake.gpus[0].processes_arriving_late.push_back({pid, 10, 0, 0});
+  auto sampler = Make(fake, GpuProcFs());
+  sampler->SetTargetPid(100);
+  std::vector<SeriesPoint> out;
+  sampler->Sample(1, out);
+  EXPECT_EQ(Last(out).at("gpu0.proc_mem_bytes"), 1000.0 + 10 * 10);
+  EXPECT_EQ(fake.process_calls, 3);  // size, too-small fetch, fetch
+}
+
+TEST(NvmlSamplerTest, ProcessMemoryAbsentWhenNoTreeProcessOrValueUnknown) {
+  FakeNvml fake;
+  fake.gpus[0].processes = std::vector<NvmlProcessInfo>{{200, 5000, 0, 0}, {101, kNvmlValueNotAvailable, 0, 0}};
+  auto sampler = Make(fake, GpuProcFs());
+  sampler->SetTargetPid(100);
+  std::vector<SeriesPoint> out;
+  sampler->Sample(1, out);
+  EXPECT_EQ(Last(out).count("gpu0.proc_mem_bytes"), 0u);
+  fake.gpus[0].processes = std::vector<NvmlProcessInfo>{};
+  sampler->Sample(2, out);
+  EXPECT_EQ(Last(out).count("gpu0.proc_mem_bytes"), 0u);
+}
+
+TEST(NvmlSamplerTest, FailedInitIsUnsupportedWithTheDriversWords) {
+  FakeNvml fake;
+  fake.init_result = kNvmlErrorDriverNotLoaded;
+  {
+    auto sampler = Make(fake);
+    EXPECT_EQ(sampler->state(), "unsupported: nvmlInit_v2 failed: NVML error 9 (Driver Not Loaded)");
+    std::vector<SeriesPoint> out;
+    sampler->Sample(1, out);
+    EXPECT_TRUE(out.empty());
+    EXPECT_TRUE(sampler->Describe().empty());
+  }
+  EXPECT_EQ(fake.shutdown_calls, 0);  // nothing to shut down after a failed init
+}
+
+TEST(NvmlSamplerTest, NoGpuIsUnsupportedAndInitIsBalancedByShutdown) {
+  FakeNvml fake;
+  fake.gpus.clear();
+  {
+    auto sampler = Make(fake);
+    EXPECT_EQ(sampler->state(), "unsupported: the driver reports no GPU");
+    std::vector<SeriesPoint> out;
+    sampler->Sample(1, out);
+    EXPECT_TRUE(out.empty());
+  }
+  EXPECT_EQ(fake.init_calls, 1);
+  EXPECT_EQ(fake.shutdown_calls, 1);
+}
+
+TEST(NvmlSamplerTest, MissingLibraryIsAStateNotACrash) {
+  auto lib = LoadNvml("libdlbench-no-such-nvml.so.1");
+  ASSERT_FALSE(lib.ok());
+  EXPECT_EQ(lib.error().kind, ErrorKind::kUnsupported);
+  EXPECT_NE(lib.error().message.find("libdlbench-no-such-nvml.so.1"), std::string::npos);
+  auto sampler = NvmlSampler::Unsupported(lib.error().message);
+  EXPECT_EQ(sampler->state().rfind("unsupported: cannot load libdlbench-no-such-nvml.so.1", 0), 0u);
+  std::vector<SeriesPoint> out;
+  sampler->SetTargetPid(1);
+  sampler->Sample(1, out);
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(NvmlSamplerTest, ThisMachinesSamplerIsOkOrSaysWhyNot) {
+  auto sampler = MakeNvmlSampler(std::make_shared<RealProcFs>(), SamplerOptions{});
+  std::vector<SeriesPoint> out;
+  sampler->Sample(1, out);
+  if (!LoadNvml().ok()) {
+    EXPECT_EQ(sampler->state().rfind("unsupported: cannot load libnvidia-ml.so.1", 0), 0u) << sampler->state();
+    EXPECT_TRUE(out.empty());
+  } else if (sampler->state() == "ok") {
+    EXPECT_FALSE(out.empty());
+  }
+}
+
+}  // namespace
+}  // namespace dlbench::monitor

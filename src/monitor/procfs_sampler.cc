@@ -1,0 +1,417 @@
+#include "monitor/procfs_sampler.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <deque>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+namespace dlbench::monitor {
+namespace {
+
+Error IoError(const std::string& what, const std::string& path, int err) {
+  return MakeError(err == ENOENT ? ErrorKind::kNotFound : ErrorKind::kIo,
+                   what + " '" + path + "': " + strerror(err));
+}
+
+bool ParseUint(const std::string& token, std::uint64_t& out) {
+  if (token.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(token.c_str(), &end, 10);
+  if (errno != 0 || end != token.c_str() + token.size()) return false;
+  out = v;
+  return true;
+}
+
+bool IsNumber(const std::string& s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+std::string Trim(const std::string& s) {
+  std::size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  std::size_t e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+std::string ProcPath(pid_t pid, const char* leaf) { return "/proc/" + std::to_string(pid) + leaf; }
+
+// Children by scanning every process's ppid: the fallback for kernels without the children file.
+std::unordered_map<pid_t, std::vector<pid_t>> ChildrenByScan(const ProcFs& fs) {
+  std::unordered_map<pid_t, std::vector<pid_t>> children;
+  auto entries = fs.List("/proc");
+  if (!entries.ok()) return children;
+  for (const auto& name : *entries) {
+    if (!IsNumber(name)) continue;
+    auto text = fs.Read("/proc/" + name + "/stat");
+    if (!text.ok()) continue;  // the process ended between the listing and the read
+    auto stat = ParseProcStat(*text);
+    if (stat.ok()) children[stat->ppid].push_back(stat->pid);
+  }
+  return children;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// RealProcFs
+
+Result<std::string> RealProcFs::Read(const std::string& path) const {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return IoError("cannot open", path, errno);
+  std::string out;
+  char buffer[4096];
+  while (true) {
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      return IoError("cannot read", path, err);
+    }
+    if (n == 0) break;
+    out.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+Result<std::vector<std::string>> RealProcFs::List(const std::string& path) const {
+  DIR* dir = ::opendir(path.c_str());
+  if (dir == nullptr) return IoError("cannot list", path, errno);
+  std::vector<std::string> names;
+  while (dirent* entry = ::readdir(dir)) {
+    if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0) continue;
+    names.emplace_back(entry->d_name);
+  }
+  ::closedir(dir);
+  return names;
+}
+
+// ---------------------------------------------------------------------------------------------
+// FakeProcFs
+
+void FakeProcFs::Set(const std::string& path, std::string contents) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  files_[path] = std::move(contents);
+}
+
+void FakeProcFs::SetUnreadable(const std::string& path) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  files_[path] = std::nullopt;
+}
+
+void FakeProcFs::Remove(const std::string& path) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  files_.erase(path);
+}
+
+Result<std::string> FakeProcFs::Read(const std::string& path) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = files_.find(path);
+  if (it == files_.end()) return IoError("cannot open", path, ENOENT);
+  if (!it->second) return IoError("cannot open", path, EACCES);
+  return *it->second;
+}
+
+Result<std::vector<std::string>> FakeProcFs::List(const std::string& path) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string prefix = path;
+  if (prefix.empty() || prefix.back() != '/') prefix += '/';
+  std::set<std::string> names;
+  for (auto it = files_.lower_bound(prefix); it != files_.end(); ++it) {
+    if (it->first.compare(0, prefix.size(), prefix) != 0) break;
+    std::string rest = it->first.substr(prefix.size());
+    names.insert(rest.substr(0, rest.find('/')));
+  }
+  if (names.empty()) return IoError("cannot list", path, ENOENT);
+  return std::vector<std::string>(names.begin(), names.end());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsers
+
+Result<ProcStat> ParseProcStat(const std::string& text) {
+  std::size_t open = text.find(" (");
+  std::size_t close = text.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close < open) {
+    return MakeError(ErrorKind::kInvalidInput, "malformed /proc/<pid>/stat line");
+  }
+  ProcStat stat;
+  std::uint64_t pid = 0;
+  if (!ParseUint(text.substr(0, open), pid)) {
+    return MakeError(ErrorKind::kInvalidInput, "malformed pid in /proc/<pid>/stat");
+  }
+  stat.pid = static_cast<pid_t>(pid);
+  // Field numbers below are proc(5)'s, 1-based; tokens[0] is field 3 (state).
+  std::istringstream rest(text.substr(close + 1));
+  std::vector<std::string> tokens;
+  std::string token;
+  while (rest >> token && tokens.size() < 22) tokens.push_back(token);
+  if (tokens.size() < 22) return MakeError(ErrorKind::kInvalidInput, "short /proc/<pid>/stat line");
+  auto field = [&](int number, std::uint64_t& out) { return ParseUint(tokens[number - 3], out); };
+  std::uint64_t ppid = 0;
+  if (!field(4, ppid) || !field(14, stat.utime) || !field(15, stat.stime) || !field(16, stat.cutime) ||
+      !field(17, stat.cstime) || !field(24, stat.rss_pages)) {
+    return MakeError(ErrorKind::kInvalidInput, "non-numeric field in /proc/<pid>/stat");
+  }
+  stat.ppid = static_cast<pid_t>(ppid);
+  return stat;
+}
+
+Result<CpuTimes> ParseCpuTimes(const std::string& proc_stat) {
+  std::istringstream in(proc_stat);
+  std::string label;
+  in >> label;
+  if (label != "cpu") return MakeError(ErrorKind::kInvalidInput, "/proc/stat does not start with the cpu line");
+  // user nice system idle iowait irq softirq steal [guest guest_nice]
+  std::uint64_t v[8] = {};
+  for (int i = 0; i < 8; ++i) {
+    std::string token;
+    if (!(in >> token) || !ParseUint(token, v[i])) {
+      // Kernels before 2.6.11 lack steal; anything shorter than idle is malformed.
+      if (i >= 4) break;
+      return MakeError(ErrorKind::kInvalidInput, "malformed cpu line in /proc/stat");
+    }
+  }
+  CpuTimes times;
+  for (std::uint64_t x : v) times.total += x;
+  times.busy = times.total - v[3] - v[4];
+  return times;
+}
+
+std::optional<double> CpuUtilPct(const CpuTimes& before, const CpuTimes& after) {
+  if (after.total <= before.total || after.busy < before.busy) return std::nullopt;
+  double total = static_cast<double>(after.total - before.total);
+  double busy = static_cast<double>(after.busy - before.busy);
+  return 100.0 * busy / total;
+}
+
+Result<MemInfo> ParseMemInfo(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  std::optional<std::uint64_t> total, available;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string key, value;
+    fields >> key >> value;
+    std::uint64_t kib = 0;
+    if (!ParseUint(value, kib)) continue;
+    if (key == "MemTotal:") total = kib * 1024;
+    if (key == "MemAvailable:") available = kib * 1024;
+  }
+  if (!total || !available) {
+    return MakeError(ErrorKind::kInvalidInput, "/proc/meminfo lacks MemTotal or MemAvailable");
+  }
+  return MemInfo{*total, *available};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Process tree
+
+std::vector<pid_t> ProcessTree(const ProcFs& fs, pid_t root) {
+  std::vector<pid_t> tree;
+  if (root <= 0) return tree;
+  if (!fs.List(ProcPath(root, "/task")).ok()) return tree;
+  std::optional<std::unordered_map<pid_t, std::vector<pid_t>>> scanned;
+  std::set<pid_t> seen{root};
+  std::deque<pid_t> queue{root};
+  while (!queue.empty()) {
+    pid_t pid = queue.front();
+    queue.pop_front();
+    tree.push_back(pid);
+    std::vector<pid_t> children;
+    if (!scanned) {
+      auto tids = fs.List(ProcPath(pid, "/task"));
+      if (!tids.ok()) continue;  // ended meanwhile
+      bool has_children_file = true;
+      for (const auto& tid : *tids) {
+        auto text = fs.Read(ProcPath(pid, "/task/") + tid + "/children");
+        if (!text.ok()) {
+          if (text.error().kind == ErrorKind::kNotFound && tid == std::to_string(pid)) {
+            has_children_file = false;
+            break;
+          }
+          continue;
+        }
+        std::istringstream in(*text);
+        std::uint64_t child = 0;
+        std::string token;
+        while (in >> token) {
+          if (ParseUint(token, child)) children.push_back(static_cast<pid_t>(child));
+        }
+      }
+      if (!has_children_file) scanned = ChildrenByScan(fs);
+    }
+    if (scanned) {
+      auto it = scanned->find(pid);
+      if (it != scanned->end()) children = it->second;
+    }
+    for (pid_t child : children) {
+      if (seen.insert(child).second) queue.push_back(child);
+    }
+  }
+  return tree;
+}
+
+bool IsInTree(const ProcFs& fs, pid_t pid, pid_t root) {
+  // A depth bound guards against a ppid cycle read across a pid reuse.
+  constexpr int kMaxDepth = 256;
+  for (int depth = 0; depth < kMaxDepth && pid > 1; ++depth) {
+    if (pid == root) return true;
+    auto text = fs.Read(ProcPath(pid, "/stat"));
+    if (!text.ok()) return false;
+    auto stat = ParseProcStat(*text);
+    if (!stat.ok()) return false;
+    pid = stat->ppid;
+  }
+  return pid == root;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ProcFsSampler
+
+ProcFsSampler::ProcFsSampler(std::shared_ptr<const ProcFs> fs, long ticks_per_s, long page_bytes)
+    : fs_(std::move(fs)),
+      ticks_per_s_(static_cast<double>(ticks_per_s > 0 ? ticks_per_s : sysconf(_SC_CLK_TCK))),
+      page_bytes_(static_cast<double>(page_bytes > 0 ? page_bytes : sysconf(_SC_PAGESIZE))) {
+  auto stat = fs_->Read("/proc/stat");
+  if (!stat.ok()) {
+    state_ = "unsupported: " + stat.error().message;
+  } else if (auto cpu = ParseCpuTimes(*stat); !cpu.ok()) {
+    state_ = "unsupported: " + cpu.error().message;
+  } else {
+    state_ = "ok";
+  }
+}
+
+void ProcFsSampler::SetTargetPid(pid_t pid) {
+  target_ = pid;
+  last_cpu_.reset();
+}
+
+void ProcFsSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
+  if (state_ != "ok") return;
+  if (auto text = fs_->Read("/proc/stat"); text.ok()) {
+    if (auto cpu = ParseCpuTimes(*text); cpu.ok()) {
+      if (last_cpu_) {
+        if (auto pct = CpuUtilPct(*last_cpu_, *cpu)) out.push_back({t_ns, "host.cpu_util_pct", *pct});
+      }
+      last_cpu_ = *cpu;
+    }
+  }
+  if (auto text = fs_->Read("/proc/meminfo"); text.ok()) {
+    if (auto mem = ParseMemInfo(*text); mem.ok()) {
+      double used = static_cast<double>(mem->total_bytes) - static_cast<double>(mem->available_bytes);
+      out.push_back({t_ns, "host.mem_used_bytes", used});
+    }
+  }
+  if (target_ <= 0) return;
+  std::uint64_t ticks = 0, rss_pages = 0;
+  bool any = false;
+  for (pid_t pid : ProcessTree(*fs_, target_)) {
+    auto text = fs_->Read(ProcPath(pid, "/stat"));
+    if (!text.ok()) continue;  // ended meanwhile; its time moves to its parent's cutime when reaped
+    auto stat = ParseProcStat(*text);
+    if (!stat.ok()) continue;
+    // cutime/cstime hold reaped descendants only, so adding them for every live process counts
+    // each CPU second once.
+    ticks += stat->utime + stat->stime + stat->cutime + stat->cstime;
+    rss_pages += stat->rss_pages;
+    any = true;
+  }
+  if (!any) return;
+  out.push_back({t_ns, "proc.cpu_s", static_cast<double>(ticks) / ticks_per_s_});
+  out.push_back({t_ns, "proc.rss_bytes", static_cast<double>(rss_pages) * page_bytes_});
+}
+
+nlohmann::json ProcFsSampler::Describe() const {
+  nlohmann::json facts = {{"ticks_per_s", ticks_per_s_}, {"page_bytes", page_bytes_}};
+  if (auto text = fs_->Read("/proc/meminfo"); text.ok()) {
+    if (auto mem = ParseMemInfo(*text); mem.ok()) facts["memory_total_bytes"] = mem->total_bytes;
+  }
+  return facts;
+}
+
+// ---------------------------------------------------------------------------------------------
+// RaplSampler
+
+RaplSampler::RaplSampler(std::shared_ptr<const ProcFs> fs, std::string powercap_dir) : fs_(std::move(fs)) {
+  auto entries = fs_->List(powercap_dir);
+  std::string first_error;
+  if (entries.ok()) {
+    for (const auto& entry : *entries) {
+      // Package domains are "intel-rapl:<n>"; "intel-rapl:<n>:<m>" are sub-domains (core, dram,
+      // uncore) already inside their package's counter.
+      const std::string kPrefix = "intel-rapl:";
+      if (entry.compare(0, kPrefix.size(), kPrefix) != 0 || !IsNumber(entry.substr(kPrefix.size()))) continue;
+      Domain domain;
+      domain.dir = powercap_dir + "/" + entry;
+      auto energy = fs_->Read(domain.dir + "/energy_uj");
+      if (!energy.ok()) {
+        if (first_error.empty()) first_error = energy.error().message;
+        continue;
+      }
+      auto name = fs_->Read(domain.dir + "/name");
+      domain.name = name.ok() ? Trim(*name) : entry;
+      std::uint64_t range = 0;
+      if (auto text = fs_->Read(domain.dir + "/max_energy_range_uj"); text.ok() && ParseUint(Trim(*text), range)) {
+        domain.max_range_uj = static_cast<double>(range);
+      }
+      domains_.push_back(std::move(domain));
+    }
+  }
+  if (!domains_.empty()) {
+    state_ = "ok";
+  } else if (!first_error.empty()) {
+    state_ = "unsupported: " + first_error + " (energy_uj is readable by root only since Linux 5.10)";
+  } else {
+    state_ = "unsupported: no RAPL package domain under " + powercap_dir;
+  }
+}
+
+void RaplSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
+  if (domains_.empty()) return;
+  for (auto& domain : domains_) {
+    auto text = fs_->Read(domain.dir + "/energy_uj");
+    std::uint64_t raw = 0;
+    if (!text.ok() || !ParseUint(Trim(*text), raw)) continue;
+    double now = static_cast<double>(raw);
+    if (domain.last_uj) {
+      double delta = now - *domain.last_uj;
+      if (delta < 0) {
+        // One wrap of the counter since the last round (at 10 Hz a second wrap is impossible:
+        // the range is tens of kilojoules).
+        if (domain.max_range_uj <= 0) {
+          domain.last_uj = now;
+          continue;
+        }
+        delta += domain.max_range_uj;
+      }
+      accumulated_j_ += delta * 1e-6;
+    }
+    domain.last_uj = now;
+  }
+  out.push_back({t_ns, "host.rapl_energy_j", accumulated_j_});
+}
+
+nlohmann::json RaplSampler::Describe() const {
+  nlohmann::json domains = nlohmann::json::array();
+  for (const auto& d : domains_) {
+    domains.push_back({{"path", d.dir}, {"name", d.name}, {"max_energy_range_uj", d.max_range_uj}});
+  }
+  return {{"domains", domains}};
+}
+
+}  // namespace dlbench::monitor
