@@ -1,0 +1,251 @@
+// The image classifiers: ResNet-50 v1.5 and MobileNetV2, plus the MobileNetV2 pieces that
+// ssd_mobilenet reuses.
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "models/layers.h"
+
+namespace dlbench::torchrunner::models {
+namespace {
+
+constexpr int64_t kTotalStride = 32;  // both CNNs downsample by 2 five times
+
+// What the two image classifiers share: synthetic images and class targets, cross-entropy, and
+// SGD with momentum as in torchvision's reference training recipe.
+class ImageClassifier : public ZooModel {
+ public:
+  ImageClassifier(int64_t image_size, int64_t num_classes)
+      : image_size_(image_size), num_classes_(num_classes) {}
+
+  bool is_convolutional() const override { return true; }
+
+  Batch MakeBatch(int64_t batch_size, torch::Device device, uint64_t seed) const override {
+    if (batch_size <= 0) {
+      throw std::invalid_argument(name() + ": batch_size must be positive, got " +
+                                  std::to_string(batch_size));
+    }
+    // Drawn on the CPU with a private generator, then moved: the same seed gives the same batch
+    // on every device, and the global generator (model weights, dropout) is left alone.
+    auto generator = at::detail::createCPUGenerator(seed);
+    Batch batch;
+    batch.inputs.push_back(
+        torch::randn({batch_size, 3, image_size_, image_size_}, generator, torch::kFloat)
+            .to(device));
+    batch.target = torch::randint(num_classes_, {batch_size}, generator, torch::kLong).to(device);
+    return batch;
+  }
+
+  std::vector<torch::Tensor> Forward(const Batch& batch) override {
+    return {Logits(batch.inputs.at(0))};
+  }
+
+  torch::Tensor Loss(const std::vector<torch::Tensor>& outputs, const Batch& batch) override {
+    return torch::nn::functional::cross_entropy(outputs.at(0), batch.target);
+  }
+
+  std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(std::optional<double> lr) override {
+    return std::make_unique<torch::optim::SGD>(
+        parameters(), torch::optim::SGDOptions(lr.value_or(0.1)).momentum(0.9).weight_decay(1e-4));
+  }
+
+  double ForwardFlopsPerSample() const override { return 2.0 * macs_; }
+
+ protected:
+  virtual torch::Tensor Logits(torch::Tensor images) = 0;
+
+  int64_t image_size_;
+  int64_t num_classes_;
+  double macs_ = 0.0;
+};
+
+// torchvision's Bottleneck (v1.5: the stride sits on the 3x3 conv).
+class BottleneckImpl : public torch::nn::Module {
+ public:
+  BottleneckImpl(NetBuilder& builder, int64_t width, int64_t stride) {
+    const int64_t out_channels = width * 4;
+    NetBuilder main = builder.Fork();
+    torch::nn::Sequential layers;
+    main.ConvBnAct(layers, width, 1, 1, 1, Activation::kReLU);
+    main.ConvBnAct(layers, width, 3, stride, 1, Activation::kReLU);
+    main.ConvBnAct(layers, out_channels, 1, 1, 1, Activation::kNone);
+    main_ = register_module("main", layers);
+    if (stride != 1 || builder.channels() != out_channels) {
+      NetBuilder side = builder.Fork();
+      torch::nn::Sequential projection;
+      side.ConvBnAct(projection, out_channels, 1, stride, 1, Activation::kNone);
+      downsample_ = register_module("downsample", projection);
+      builder.Absorb(side);
+    }
+    builder.Join(main);
+  }
+
+  torch::Tensor forward(torch::Tensor x) {
+    torch::Tensor shortcut = downsample_.is_empty() ? x : downsample_->forward(x);
+    return torch::relu(main_->forward(x) + shortcut);
+  }
+
+ private:
+  torch::nn::Sequential main_{nullptr}, downsample_{nullptr};
+};
+TORCH_MODULE(Bottleneck);
+
+class ResNet50 : public ImageClassifier {
+ public:
+  ResNet50(int64_t image_size, int64_t base_width, int64_t num_classes)
+      : ImageClassifier(image_size, num_classes), base_width_(base_width) {
+    NetBuilder builder(3, image_size, image_size);
+    torch::nn::Sequential stem;
+    builder.ConvBnAct(stem, base_width, 7, 2, 1, Activation::kReLU);
+    stem->push_back(builder.MaxPool(3, 2, 1));
+    stem_ = register_module("stem", stem);
+    const int64_t kBlocks[] = {3, 4, 6, 3};
+    stages_ = register_module("stages", torch::nn::Sequential());
+    for (int stage = 0; stage < 4; ++stage) {
+      const int64_t width = base_width << stage;
+      for (int64_t block = 0; block < kBlocks[stage]; ++block) {
+        const int64_t stride = (stage > 0 && block == 0) ? 2 : 1;
+        stages_->push_back(Bottleneck(builder, width, stride));
+      }
+    }
+    builder.GlobalPool();
+    fc_ = register_module("fc", builder.Linear(num_classes));
+    macs_ = builder.macs();
+  }
+
+  std::string name() const override { return "resnet50"; }
+
+  nlohmann::json EffectiveOptions() const override {
+    return {{"image_size", image_size_}, {"base_width", base_width_}, {"num_classes", num_classes_}};
+  }
+
+ protected:
+  torch::Tensor Logits(torch::Tensor images) override {
+    torch::Tensor x = stages_->forward(stem_->forward(images));
+    return fc_->forward(torch::flatten(torch::adaptive_avg_pool2d(x, {1, 1}), 1));
+  }
+
+ private:
+  int64_t base_width_;
+  torch::nn::Sequential stem_{nullptr}, stages_{nullptr};
+  torch::nn::Linear fc_{nullptr};
+};
+
+class MobileNetV2 : public ImageClassifier {
+ public:
+  MobileNetV2(int64_t image_size, double width_mult, int64_t num_classes)
+      : ImageClassifier(image_size, num_classes), width_mult_(width_mult) {
+    NetBuilder builder(3, image_size, image_size);
+    MobileNetV2Features features = BuildMobileNetV2Features(builder, width_mult, 1e-5, 0.1);
+    stem_ = register_module("stem", features.stem);
+    blocks_ = register_module("blocks", torch::nn::Sequential());
+    for (auto& block : features.blocks) blocks_->push_back(block);
+    last_conv_ = register_module("last_conv", features.last_conv);
+    builder.GlobalPool();
+    dropout_ = register_module("dropout", torch::nn::Dropout(0.2));
+    classifier_ = register_module("classifier", builder.Linear(num_classes));
+    macs_ = builder.macs();
+  }
+
+  std::string name() const override { return "mobilenet_v2"; }
+
+  nlohmann::json EffectiveOptions() const override {
+    return {{"image_size", image_size_}, {"width_mult", width_mult_}, {"num_classes", num_classes_}};
+  }
+
+ protected:
+  torch::Tensor Logits(torch::Tensor images) override {
+    torch::Tensor x = last_conv_->forward(blocks_->forward(stem_->forward(images)));
+    x = torch::flatten(torch::adaptive_avg_pool2d(x, {1, 1}), 1);
+    return classifier_->forward(dropout_->forward(x));
+  }
+
+ private:
+  double width_mult_;
+  torch::nn::Sequential stem_{nullptr}, blocks_{nullptr}, last_conv_{nullptr};
+  torch::nn::Dropout dropout_{nullptr};
+  torch::nn::Linear classifier_{nullptr};
+};
+
+}  // namespace
+
+InvertedResidualImpl::InvertedResidualImpl(NetBuilder& builder, int64_t out_channels,
+                                           int64_t stride, int64_t expand_ratio, double bn_eps,
+                                           double bn_momentum) {
+  const int64_t in_channels = builder.channels();
+  const int64_t hidden = in_channels * expand_ratio;
+  hidden_channels_ = hidden;
+  use_residual_ = stride == 1 && in_channels == out_channels;
+  if (expand_ratio != 1) {
+    torch::nn::Sequential expansion;
+    builder.ConvBnAct(expansion, hidden, 1, 1, 1, Activation::kReLU6, bn_eps, bn_momentum);
+    expansion_ = register_module("expansion", expansion);
+  }
+  torch::nn::Sequential tail;
+  builder.ConvBnAct(tail, hidden, 3, stride, hidden, Activation::kReLU6, bn_eps, bn_momentum);
+  builder.ConvBnAct(tail, out_channels, 1, 1, 1, Activation::kNone, bn_eps, bn_momentum);
+  tail_ = register_module("tail", tail);
+}
+
+torch::Tensor InvertedResidualImpl::ForwardExpansion(torch::Tensor x) {
+  return expansion_.is_empty() ? x : expansion_->forward(x);
+}
+
+torch::Tensor InvertedResidualImpl::ForwardTail(torch::Tensor x) { return tail_->forward(x); }
+
+torch::Tensor InvertedResidualImpl::forward(torch::Tensor x) {
+  torch::Tensor y = ForwardTail(ForwardExpansion(x));
+  return use_residual_ ? x + y : y;
+}
+
+MobileNetV2Features BuildMobileNetV2Features(NetBuilder& builder, double width_mult,
+                                             double bn_eps, double bn_momentum) {
+  struct Stage {
+    int64_t expand_ratio, channels, repeats, stride;
+  };
+  // torchvision's inverted_residual_setting (t, c, n, s).
+  const Stage kStages[] = {{1, 16, 1, 1},  {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
+                           {6, 96, 3, 1},  {6, 160, 3, 2}, {6, 320, 1, 1}};
+  MobileNetV2Features features;
+  features.stem = torch::nn::Sequential();
+  builder.ConvBnAct(features.stem, MakeDivisible(32 * width_mult, 8), 3, 2, 1,
+                    Activation::kReLU6, bn_eps, bn_momentum);
+  int64_t output_stride = 2;
+  for (const Stage& stage : kStages) {
+    const int64_t out_channels = MakeDivisible(stage.channels * width_mult, 8);
+    for (int64_t i = 0; i < stage.repeats; ++i) {
+      const int64_t stride = i == 0 ? stage.stride : 1;
+      // The expansion of the block that leaves output stride 16 is SSDLite's C4 tap; it keeps
+      // the block's input resolution (a 1x1 conv).
+      const bool is_c4 = stride == 2 && output_stride == 16;
+      const FeatureMapShape input{builder.channels(), builder.height(), builder.width()};
+      output_stride *= stride;
+      features.blocks.emplace_back(builder, out_channels, stride, stage.expand_ratio, bn_eps,
+                                   bn_momentum);
+      if (is_c4) {
+        features.c4_block = features.blocks.size() - 1;
+        features.c4_shape = {features.blocks.back()->hidden_channels(), input.height, input.width};
+      }
+    }
+  }
+  features.last_conv = torch::nn::Sequential();
+  builder.ConvBnAct(features.last_conv, MakeDivisible(1280 * std::max(1.0, width_mult), 8), 1, 1,
+                    1, Activation::kReLU6, bn_eps, bn_momentum);
+  return features;
+}
+
+std::shared_ptr<ZooModel> MakeResNet50(const ModelOptions& options) {
+  const int64_t image_size = options.image_size.value_or(224);
+  RequireImageSize("resnet50", image_size, kTotalStride);
+  return std::make_shared<ResNet50>(image_size, options.base_width.value_or(64),
+                                    options.num_classes.value_or(1000));
+}
+
+std::shared_ptr<ZooModel> MakeMobileNetV2(const ModelOptions& options) {
+  const int64_t image_size = options.image_size.value_or(224);
+  RequireImageSize("mobilenet_v2", image_size, kTotalStride);
+  return std::make_shared<MobileNetV2>(image_size, options.width_mult.value_or(1.0),
+                                       options.num_classes.value_or(1000));
+}
+
+}  // namespace dlbench::torchrunner::models
