@@ -15,6 +15,7 @@
 #include "common/files.h"
 #include "common/subprocess.h"
 #include "measure/policy.h"
+#include "monitor/analysis.h"
 #include "orchestrator/cell_metrics.h"
 #include "protocol/runner_session.h"
 #include "protocol/wire.h"
@@ -54,6 +55,28 @@ struct Conversation {
   std::optional<std::string> stop_decision;
   std::int64_t max_step_ns = 0;
 };
+
+// Energy, utilisation, throttling and leak verdicts from the sampled series over the measured
+// window (monitor/analysis.h).
+void AddMonitorAnalysis(std::int64_t warmup_steps, std::vector<store::SeriesPoint> idle_series,
+                        store::CellRecord& rec) {
+  monitor::AnalysisInput in;
+  in.series = std::move(rec.series);
+  in.steps = std::move(rec.steps);
+  in.warmup_steps = warmup_steps;
+  in.scenario = rec.params.value("scenario", std::string("train")) == "infer" ? monitor::Scenario::kInfer
+                                                                             : monitor::Scenario::kTrain;
+  const std::int64_t samples = rec.effective.value("samples_per_step", rec.params.value("batch_size", 1));
+  in.samples_per_step = static_cast<std::uint32_t>(std::max<std::int64_t>(samples, 1));
+  in.idle_series = std::move(idle_series);
+  monitor::CellAnalysis analysis = monitor::AnalyzeCell(in);
+  rec.series = std::move(in.series);
+  rec.steps = std::move(in.steps);
+  for (const auto& m : analysis.metrics) SetMetric(rec, m.name, m.value, m.unit);
+  for (const auto& r : analysis.verdict_reasons) rec.verdict_reasons.push_back(r);
+  for (const auto& w : analysis.warnings) rec.extras["warnings"].push_back(w);
+  if (!analysis.info.empty()) rec.extras["monitor"] = analysis.info;
+}
 
 }  // namespace
 
@@ -184,6 +207,14 @@ store::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& o) {
     rec.finished_wall_ns = WallNowNs();
     return rec;
   };
+
+  // Idle baseline: the machine sampled with no runner, so energy can be reported above idle.
+  std::vector<store::SeriesPoint> idle_series;
+  if (o.monitor != nullptr && o.measure.idle_baseline_s && *o.measure.idle_baseline_s > 0) {
+    o.monitor->Start(0);
+    usleep(static_cast<useconds_t>(*o.measure.idle_baseline_s * 1e6));
+    idle_series = o.monitor->Stop();
+  }
 
   auto spawned = SpawnRunner(o.runner, rec.stdout_path, rec.stderr_path);
   if (!spawned.ok()) return finish("error", spawned.error().message);
@@ -371,6 +402,7 @@ store::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& o) {
     rec.warmup_rule = measured.warmup_rule;
     rec.stop_reason = measured.stop_reason;
     AddStepMetrics(measured, rec);
+    if (!rec.series.empty()) AddMonitorAnalysis(measured.warmup_steps, std::move(idle_series), rec);
   }
 
   if (timed_out) {
