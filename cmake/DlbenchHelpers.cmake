@@ -27,5 +27,7 @@ function(dlbench_add_test name)
   if(ARG_LABELS)
     set(labels ${ARG_LABELS})
   endif()
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${labels}")
+  # A list property inside PROPERTIES must keep its semicolons escaped, or only the first survives.
+  string(REPLACE ";" "\\;" labels_escaped "${labels}")
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${labels_escaped}")
 endfunction()

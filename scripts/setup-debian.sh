@@ -11,6 +11,8 @@ packages=(
   g++ cmake ninja-build pkg-config git
   # libraries the dlbench binary uses
   libyaml-cpp-dev nlohmann-json3-dev libfmt-dev libcli11-dev libsqlite3-dev libboost-dev sqlite3
+  # `dlbench serve` (HTTP) and the HTML report's chart library, embedded at build time
+  libcpp-httplib-dev libjs-chart.js
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev python3
   # the LibTorch runner: Debian's LibTorch 1.13, OpenBLAS so it does not fall back to the

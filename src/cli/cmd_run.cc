@@ -153,7 +153,14 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
   int not_ok = 0;
   bool interrupted = false;
   std::map<std::string, int> outcome_counts;
+  std::size_t label_width = 0, max_index = 0;
+  for (const auto& c : *cells) {
+    label_width = std::max(label_width, c.label.size());
+    max_index = std::max<std::size_t>(max_index, static_cast<std::size_t>(c.index));
+  }
+  const auto widths = ResultMinWidths(label_width, max_index);
   Table header(ResultColumns());
+  header.SetMinWidths(widths);
   std::printf("%s", header.Render().c_str());
   std::fflush(stdout);
 
@@ -198,10 +205,9 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
     ++outcome_counts[rec.outcome];
     if (rec.outcome != "ok") ++not_ok;
     Table row(ResultColumns());
+    row.SetMinWidths(widths);
     row.AddRow(ResultRow(rec));
-    const std::string rendered = row.Render();
-    // The header was printed once; print only the row (second line of the rendered table).
-    std::printf("%s", rendered.substr(rendered.find('\n') + 1).c_str());
+    std::printf("%s", row.Render(/*with_header=*/false).c_str());
     if (rec.outcome != "ok") {
       std::printf("    %s: %s\n", rec.outcome.c_str(), rec.message.substr(0, rec.message.find('\n')).c_str());
     }
@@ -249,6 +255,7 @@ void RegisterRun(CLI::App& app, CommandContext& ctx) {
       "Each cell runs in its own runner process. A cell that crashes, hangs, runs out of memory or\n"
       "breaks the protocol ends with that outcome and the matrix goes on. Ctrl-C stops the current\n"
       "cell; finished cells stay stored and 'run --resume ID' runs the rest.\n"
+      "Every matrix key: dlbench params (or docs/config-reference.md).\n"
       "Exit: 0 every cell ok; 1 some cell not ok; 2 bad matrix; 3 store; 4 I/O; 130 interrupted.");
   cmd->callback([args, &ctx] { ctx.exit_code = RunMatrix(*args, ctx); });
 }

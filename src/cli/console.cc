@@ -18,9 +18,11 @@ std::size_t DisplayWidth(const std::string& s) {
 }
 }  // namespace
 
-std::string Table::Render() const {
+std::string Table::Render(bool with_header) const {
   std::vector<std::size_t> widths(columns_.size());
-  for (std::size_t i = 0; i < columns_.size(); ++i) widths[i] = DisplayWidth(columns_[i].title);
+  for (std::size_t i = 0; i < columns_.size(); ++i) {
+    widths[i] = std::max(DisplayWidth(columns_[i].title), i < min_widths_.size() ? min_widths_[i] : 0);
+  }
   for (const auto& row : rows_) {
     for (std::size_t i = 0; i < row.size() && i < widths.size(); ++i) {
       widths[i] = std::max(widths[i], DisplayWidth(row[i]));
@@ -39,7 +41,7 @@ std::string Table::Render() const {
   };
   std::vector<std::string> titles;
   for (const auto& c : columns_) titles.push_back(c.title);
-  std::string out = render_row(titles);
+  std::string out = with_header ? render_row(titles) : "";
   for (const auto& row : rows_) out += render_row(row);
   return out;
 }
@@ -90,6 +92,11 @@ std::vector<Table::Column> ResultColumns() {
   return {{"#", true},          {"cell", false},       {"outcome", false},   {"verdict", false},
           {"samples/s", true},  {"step mean", true},   {"±CI", true},        {"p99", true},
           {"energy/sample", true}, {"GPU busy", true}, {"peak mem", true}};
+}
+
+std::vector<std::size_t> ResultMinWidths(std::size_t max_label_width, std::size_t max_index) {
+  // index, cell, outcome ("unsupported"), verdict, samples/s, step mean, CI, p99, energy, busy, mem
+  return {std::to_string(max_index).size(), max_label_width, 11, 7, 10, 9, 5, 9, 13, 8, 9};
 }
 
 std::vector<std::string> ResultRow(const store::CellRecord& cell) {

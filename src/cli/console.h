@@ -19,12 +19,15 @@ class Table {
   };
   explicit Table(std::vector<Column> columns) : columns_(std::move(columns)) {}
   void AddRow(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
-  std::string Render() const;
+  // Columns are at least this wide (display characters), so rows printed one at a time line up.
+  void SetMinWidths(std::vector<std::size_t> widths) { min_widths_ = std::move(widths); }
+  std::string Render(bool with_header = true) const;
   bool empty() const { return rows_.empty(); }
 
  private:
   std::vector<Column> columns_;
   std::vector<std::vector<std::string>> rows_;
+  std::vector<std::size_t> min_widths_;
 };
 
 // Human formatting: "12.3 ms", "1.46 GiB", "4,652/s"; "-" for absent values.
@@ -38,5 +41,7 @@ std::optional<double> MetricValue(const store::CellRecord& cell, const std::stri
 // The columns of the results table, shared by `run` (row by row) and `show` (all at once).
 std::vector<Table::Column> ResultColumns();
 std::vector<std::string> ResultRow(const store::CellRecord& cell);
+// Widths that fit any result row for cells with these labels (for streaming rows during `run`).
+std::vector<std::size_t> ResultMinWidths(std::size_t max_label_width, std::size_t max_index);
 
 }  // namespace dlbench::cli

@@ -1,0 +1,110 @@
+// dlbench export RUN: the run as JSON or CSV, its sampled series as CSV, its Prometheus
+// exposition for node_exporter's textfile collector, or its timeline as a Chrome trace.
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "cli/commands.h"
+#include "common/files.h"
+#include "report/escape.h"
+#include "report/export.h"
+#include "report/prometheus.h"
+#include "report/trace.h"
+
+namespace dlbench::cli {
+namespace {
+
+struct ExportArgs {
+  std::string run = "latest";
+  std::string format = "json";
+  bool series = false;
+  std::optional<int> cell;
+  std::string steps;
+  std::string output = "-";
+  std::string db;
+};
+
+// "-" is stdout; anything else is written atomically, so a reader never sees half an export.
+int WriteOutput(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
+      return ReportError(MakeError(ErrorKind::kIo, "cannot write to stdout"));
+    }
+    return kExitOk;
+  }
+  Status written = WriteFileAtomic(path, text);
+  if (!written.ok()) return ReportError(written.error());
+  std::fprintf(stderr, "dlbench: wrote %s\n", path.c_str());
+  return kExitOk;
+}
+
+int Export(const ExportArgs& args, CommandContext& ctx) {
+  if (!args.db.empty()) ctx.db_path = args.db;
+  std::optional<report::StepRange> steps;
+  if (!args.steps.empty()) {
+    if (args.format != "trace") {
+      return ReportError(MakeError(ErrorKind::kInvalidInput, "--steps applies to --format trace only"));
+    }
+    auto parsed = report::ParseStepRange(args.steps);
+    if (!parsed.ok()) return ReportError(parsed.error());
+    steps = *parsed;
+  }
+  if (args.series && args.format != "json" && args.format != "csv") {
+    return ReportError(MakeError(ErrorKind::kInvalidInput, "--series writes CSV; it does not combine with --format " + args.format));
+  }
+
+  auto store = OpenStoreOrReport(ctx);
+  if (!store) return ctx.exit_code;
+  auto id = store->ResolveRun(args.run);
+  if (!id.ok()) return ReportError(id.error());
+  auto run = store->GetRun(*id);
+  if (!run.ok()) return ReportError(run.error());
+
+  if (args.format == "prometheus") {
+    auto input = report::CollectRunCells(*store, *id);
+    if (!input.ok()) return ReportError(input.error());
+    return WriteOutput(args.output, report::RenderExposition(*input));
+  }
+
+  store::CellQuery query;
+  query.index = args.cell;
+  query.with_series = args.series || args.format == "trace";
+  query.with_steps = args.series || args.format == "trace";
+  auto cells = store->GetCells(*id, query);
+  if (!cells.ok()) return ReportError(cells.error());
+  if (args.cell && cells->empty()) {
+    return ReportError(MakeError(ErrorKind::kNotFound,
+                                 "run " + std::to_string(*id) + " has no cell with index " + std::to_string(*args.cell)));
+  }
+
+  if (args.series) return WriteOutput(args.output, report::SeriesToCsv(*cells));
+  if (args.format == "json") return WriteOutput(args.output, report::RunToJson(*run, *cells).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  if (args.format == "csv") return WriteOutput(args.output, report::CellsToCsv(*cells));
+  report::TraceOptions options;
+  options.steps = steps;
+  return WriteOutput(args.output,
+                     report::BuildTrace(*run, *cells, options).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+}
+
+}  // namespace
+
+void RegisterExport(CLI::App& app, CommandContext& ctx) {
+  auto args = std::make_shared<ExportArgs>();
+  CLI::App* cmd = app.add_subcommand("export", "Export a run: JSON, CSV, sampled series, Prometheus text, or a Chrome trace");
+  cmd->add_option("run", args->run, "Run id, tag, or 'latest'")->capture_default_str();
+  cmd->add_option("--format", args->format,
+                  "json: the run, its environment and every cell; csv: one row per cell; prometheus: the "
+                  "textfile-collector exposition; trace: a Chrome/Perfetto timeline")
+      ->check(CLI::IsMember({"json", "csv", "prometheus", "trace"}))
+      ->capture_default_str();
+  cmd->add_flag("--series", args->series,
+                "Write the sampled device/host series as CSV (one row per sample, units in the header)");
+  cmd->add_option("--cell", args->cell, "Only the cell with this index (series and trace)");
+  cmd->add_option("--steps", args->steps, "With --format trace: steps A:B (A to B-1), A: or :B of each rank");
+  cmd->add_option("-o,--output", args->output, "Output file, '-' for stdout")->capture_default_str();
+  cmd->add_option("--db", args->db, "SQLite database (overrides the global --db)");
+  cmd->callback([args, &ctx] { ctx.exit_code = Export(*args, ctx); });
+}
+
+}  // namespace dlbench::cli

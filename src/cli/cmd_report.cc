@@ -1,0 +1,83 @@
+// dlbench report RUN [--baseline RUN] -o report.html: the self-contained HTML report.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "common/files.h"
+#include "monitor/fingerprint.h"
+#include "report/html_report.h"
+
+namespace dlbench::cli {
+namespace {
+
+struct ReportArgs {
+  std::string run = "latest";
+  std::string baseline;
+  std::string output;
+  std::string db;
+  double saturation_gain = 0.05;
+  double baseline_threshold = 0.05;
+};
+
+int Report(const ReportArgs& args, CommandContext& ctx) {
+  if (!args.db.empty()) ctx.db_path = args.db;
+  auto store = OpenStoreOrReport(ctx);
+  if (!store) return ctx.exit_code;
+
+  report::ReportInput input;
+  auto id = store->ResolveRun(args.run);
+  if (!id.ok()) return ReportError(id.error());
+  auto run = store->GetRun(*id);
+  if (!run.ok()) return ReportError(run.error());
+  input.run = std::move(run).value();
+  store::CellQuery everything;
+  everything.with_steps = true;
+  everything.with_series = true;
+  auto cells = store->GetCells(*id, everything);
+  if (!cells.ok()) return ReportError(cells.error());
+  input.cells = std::move(cells).value();
+  input.warnings = monitor::FingerprintWarnings(input.run.environment);
+
+  if (!args.baseline.empty()) {
+    auto base_id = store->ResolveRun(args.baseline);
+    if (!base_id.ok()) return ReportError(base_id.error());
+    auto base = store->GetRun(*base_id);
+    if (!base.ok()) return ReportError(base.error());
+    auto base_cells = store->GetCells(*base_id, store::CellQuery{});
+    if (!base_cells.ok()) return ReportError(base_cells.error());
+    input.baseline_run = std::move(base).value();
+    input.baseline_cells = std::move(base_cells).value();
+  }
+
+  report::ReportOptions options;
+  options.saturation.min_gain_per_doubling = args.saturation_gain;
+  options.baseline_threshold = args.baseline_threshold;
+  const std::string path = args.output.empty() ? "dlbench-report-" + std::to_string(input.run.id) + ".html" : args.output;
+  Status written = WriteFileAtomic(path, report::RenderHtmlReport(input, options));
+  if (!written.ok()) return ReportError(written.error());
+  std::printf("wrote %s (run %lld, %zu cells)\n", path.c_str(), static_cast<long long>(input.run.id), input.cells.size());
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterReport(CLI::App& app, CommandContext& ctx) {
+  auto args = std::make_shared<ReportArgs>();
+  CLI::App* cmd = app.add_subcommand("report", "Write a self-contained HTML report of a run (works offline)");
+  cmd->add_option("run", args->run, "Run id, tag, or 'latest'")->capture_default_str();
+  cmd->add_option("--baseline", args->baseline, "Compare against this run (id, tag or 'latest')");
+  cmd->add_option("-o,--output", args->output, "The HTML file (default: dlbench-report-<run id>.html)");
+  cmd->add_option("--saturation-gain", args->saturation_gain,
+                  "A batch doubling pays when throughput grows by at least this fraction")
+      ->check(CLI::Range(0.0, 10.0))
+      ->capture_default_str();
+  cmd->add_option("--baseline-threshold", args->baseline_threshold,
+                  "Throughput ratios beyond 1 +/- this fraction are marked faster/slower")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--db", args->db, "SQLite database (overrides the global --db)");
+  cmd->callback([args, &ctx] { ctx.exit_code = Report(*args, ctx); });
+}
+
+}  // namespace dlbench::cli

@@ -1,0 +1,560 @@
+#include "report/html_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "common/clock.h"
+#include "common/version.h"
+#include "report/assets.h"
+#include "report/escape.h"
+#include "report/export.h"
+
+namespace dlbench::report {
+namespace {
+
+using nlohmann::json;
+
+std::string ParamText(const json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_null()) return "";
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string Param(const store::CellRecord& cell, const char* name) {
+  return cell.params.is_object() && cell.params.contains(name) ? ParamText(cell.params[name]) : "";
+}
+
+std::optional<double> NumericParam(const store::CellRecord& cell, const char* name) {
+  if (!cell.params.is_object() || !cell.params.contains(name)) return std::nullopt;
+  const json& v = cell.params[name];
+  if (v.is_number()) return v.get<double>();
+  return std::nullopt;
+}
+
+std::optional<double> Metric(const store::CellRecord& cell, const std::string& name) {
+  for (const auto& m : cell.metrics) {
+    if (m.name == name && std::isfinite(m.value)) return m.value;
+  }
+  return std::nullopt;
+}
+
+bool IsInference(const store::CellRecord& cell) { return Param(cell, "scenario").rfind("infer", 0) == 0; }
+
+// A configuration: every parameter but the batch size ("model=resnet50 precision=fp32 ...").
+std::string ConfigurationOf(const store::CellRecord& cell) {
+  std::string out;
+  if (!cell.params.is_object()) return out;
+  for (auto it = cell.params.begin(); it != cell.params.end(); ++it) {
+    if (it.key() == "batch_size") continue;
+    if (!out.empty()) out += ' ';
+    out += it.key() + "=" + ParamText(it.value());
+  }
+  return out;
+}
+
+std::string CellTitle(const store::CellRecord& cell) {
+  return fmt::format("cell {}: {}", cell.index, cell.label.empty() ? cell.key : cell.label);
+}
+
+// Rank 0's steps in start order (rank 0 is the one the measurement policy judges).
+std::vector<protocol::StepRecord> RankZeroSteps(const store::CellRecord& cell) {
+  std::vector<protocol::StepRecord> steps;
+  for (const auto& row : cell.steps) {
+    if (row.rank == 0) steps.push_back(row.record);
+  }
+  std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+  return steps;
+}
+
+json Point(double x, double y) { return {{"x", x}, {"y", y}}; }
+
+json Dataset(const std::string& label, const std::string& kind, json data) {
+  return {{"label", label}, {"kind", kind}, {"data", std::move(data)}};
+}
+
+json Axis(const std::string& label, const std::string& type = "linear") {
+  return {{"label", label}, {"type", type}};
+}
+
+std::string Fmt(double v, int digits = 3) {
+  if (!std::isfinite(v)) return "-";
+  return fmt::format("{:.{}g}", v, digits);
+}
+
+void ThroughputCharts(const ReportInput& input, const ReportOptions& options, std::vector<json>& charts) {
+  std::map<std::string, std::vector<const store::CellRecord*>> groups;
+  for (const auto& c : input.cells) {
+    if (c.outcome == "ok" && Metric(c, "samples_per_s") && NumericParam(c, "batch_size")) {
+      groups[ConfigurationOf(c)].push_back(&c);
+    }
+  }
+  for (const auto& [config, cells] : groups) {
+    std::vector<ThroughputPoint> points;
+    json raw = json::array();
+    for (const auto* c : cells) {
+      const double b = *NumericParam(*c, "batch_size");
+      const double t = *Metric(*c, "samples_per_s");
+      points.push_back({b, t});
+      raw.push_back(Point(b, t));
+    }
+    const Saturation sat = FindSaturation(points, options.saturation);
+    if (sat.curve.size() < 2) continue;  // one batch size is a point, not a trend
+    json curve = json::array();
+    for (const auto& p : sat.curve) curve.push_back(Point(p.batch_size, p.samples_per_s));
+    json datasets = json::array();
+    json mean_line = Dataset("mean samples/s", "line", curve);
+    mean_line["point_radius"] = 3;
+    datasets.push_back(std::move(mean_line));
+    if (raw.size() > sat.curve.size()) datasets.push_back(Dataset("each repetition", "points", raw));
+    const auto value_at = [&sat](double batch) {
+      for (const auto& p : sat.curve) {
+        if (p.batch_size == batch) return p.samples_per_s;
+      }
+      return 0.0;
+    };
+    std::string note;
+    if (sat.saturation_batch) {
+      json m = Dataset(fmt::format("saturation (batch {})", Fmt(*sat.saturation_batch, 6)), "marker",
+                       json::array({Point(*sat.saturation_batch, value_at(*sat.saturation_batch))}));
+      m["color"] = "#2ca02c";
+      datasets.push_back(std::move(m));
+      note += fmt::format("Saturates at batch {}: no larger batch gains {}% per doubling. ", Fmt(*sat.saturation_batch, 6),
+                          Fmt(options.saturation.min_gain_per_doubling * 100));
+    } else {
+      note += "No saturation: the largest step still pays. ";
+    }
+    if (sat.drop_batch) {
+      json m = Dataset(fmt::format("drop (batch {})", Fmt(*sat.drop_batch, 6)), "marker",
+                       json::array({Point(*sat.drop_batch, value_at(*sat.drop_batch))}));
+      m["color"] = "#d62728";
+      m["point_style"] = "crossRot";
+      datasets.push_back(std::move(m));
+      note += fmt::format("Throughput drops at batch {}. ", Fmt(*sat.drop_batch, 6));
+    }
+    note += fmt::format("Best: batch {} at {} samples/s.", Fmt(*sat.best_batch, 6), Fmt(sat.best_samples_per_s, 4));
+    const double span = sat.curve.back().batch_size / sat.curve.front().batch_size;
+    json x_axis = Axis("batch size", span >= 8 ? "logarithmic" : "linear");
+    // A log axis would otherwise start at a power of ten, leaving most of the chart empty.
+    x_axis["min"] = sat.curve.front().batch_size;
+    x_axis["max"] = sat.curve.back().batch_size;
+    charts.push_back({{"section", "throughput"},
+                      {"title", config},
+                      {"note", note},
+                      {"x", std::move(x_axis)},
+                      {"y", Axis("samples/s")},
+                      {"datasets", std::move(datasets)}});
+  }
+}
+
+void LatencyCharts(const ReportInput& input, const ReportOptions& options, std::vector<json>& charts) {
+  std::map<std::string, std::vector<const store::CellRecord*>> groups;
+  for (const auto& c : input.cells) {
+    if (IsInference(c) && c.outcome == "ok" && !c.steps.empty()) groups[ConfigurationOf(c)].push_back(&c);
+  }
+  for (auto& [config, cells] : groups) {
+    std::sort(cells.begin(), cells.end(), [](const auto* a, const auto* b) {
+      return NumericParam(*a, "batch_size").value_or(0) < NumericParam(*b, "batch_size").value_or(0);
+    });
+    json datasets = json::array();
+    std::string note;
+    for (const auto* c : cells) {
+      const auto steps = RankZeroSteps(*c);
+      const std::size_t first = static_cast<std::size_t>(std::clamp<std::int64_t>(c->warmup_steps.value_or(0), 0,
+                                                                                    static_cast<std::int64_t>(steps.size())));
+      std::vector<double> latencies_ms;
+      for (std::size_t i = first; i < steps.size(); ++i) latencies_ms.push_back(NsToMs(steps[i].end_ns - steps[i].start_ns));
+      if (latencies_ms.empty()) continue;
+      json data = json::array();
+      for (const auto& [x, y] : EmpiricalCdf(latencies_ms, options.max_points)) data.push_back(Point(x, y));
+      const std::string bs = Param(*c, "batch_size");
+      datasets.push_back(Dataset(bs.empty() ? CellTitle(*c) : fmt::format("batch {} (cell {})", bs, c->index), "line", data));
+      const auto p50 = Metric(*c, "step_time_p50_ns");
+      const auto p99 = Metric(*c, "step_time_p99_ns");
+      if (p50 && p99) note += fmt::format("cell {}: P50 {} ms, P99 {} ms. ", c->index, Fmt(*p50 * 1e-6), Fmt(*p99 * 1e-6));
+    }
+    if (datasets.empty()) continue;
+    charts.push_back({{"section", "latency"},
+                      {"title", config},
+                      {"note", note},
+                      {"x", Axis("latency (ms)")},
+                      {"y", Axis("fraction of requests <= latency")},
+                      {"datasets", std::move(datasets)}});
+  }
+}
+
+void StepCharts(const ReportInput& input, const ReportOptions& options, std::vector<json>& charts) {
+  for (const auto& c : input.cells) {
+    const auto steps = RankZeroSteps(c);
+    if (steps.empty()) continue;
+    const std::size_t cut = static_cast<std::size_t>(
+        std::clamp<std::int64_t>(c.warmup_steps.value_or(0), 0, static_cast<std::int64_t>(steps.size())));
+    std::vector<double> ms(steps.size());
+    double lo = 0, hi = 0;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      ms[i] = NsToMs(steps[i].end_ns - steps[i].start_ns);
+      lo = i == 0 ? ms[i] : std::min(lo, ms[i]);
+      hi = i == 0 ? ms[i] : std::max(hi, ms[i]);
+    }
+    const auto segment = [&](std::size_t begin, std::size_t end) {
+      json data = json::array();
+      for (std::size_t k : ThinIndices(end - begin, options.max_points)) {
+        data.push_back(Point(static_cast<double>(begin + k), ms[begin + k]));
+      }
+      return data;
+    };
+    json datasets = json::array();
+    if (cut > 0) {
+      json warm = Dataset("warm-up", "line", segment(0, cut));
+      warm["color"] = "#9e9e9e";
+      datasets.push_back(std::move(warm));
+    }
+    if (cut < steps.size()) datasets.push_back(Dataset("measured", "line", segment(cut, steps.size())));
+    std::string note = fmt::format("{} steps of rank 0", steps.size());
+    if (cut > 0 && cut < steps.size()) {
+      json line = Dataset(fmt::format("warm-up cut (step {})", cut), "vline",
+                          json::array({Point(static_cast<double>(cut), lo), Point(static_cast<double>(cut), hi)}));
+      line["color"] = "#d62728";
+      datasets.push_back(std::move(line));
+      note += fmt::format("; the first {} are warm-up ({})", cut, c.warmup_rule.empty() ? "rule not recorded" : c.warmup_rule);
+    }
+    if (steps.size() > static_cast<std::size_t>(options.max_points)) note += "; thinned for drawing";
+    charts.push_back({{"section", "steps"},
+                      {"title", CellTitle(c)},
+                      {"note", note + "."},
+                      {"x", Axis("step")},
+                      {"y", Axis("step time (ms)")},
+                      {"datasets", std::move(datasets)}});
+  }
+}
+
+bool EndsWith(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+void MonitorCharts(const ReportInput& input, const ReportOptions& options, std::vector<json>& charts) {
+  struct Quantity {
+    const char* name;
+    const char* axis;
+    double scale;
+    bool (*matches)(const std::string&);
+  };
+  static const Quantity kQuantities[] = {
+      {"utilisation", "%", 1.0, [](const std::string& s) { return EndsWith(s, "_pct"); }},
+      {"power", "W", 1.0, [](const std::string& s) { return EndsWith(s, "_w"); }},
+      {"memory", "MiB", 1.0 / (1024.0 * 1024.0),
+       [](const std::string& s) { return EndsWith(s, "_bytes") && s.find("per_s") == std::string::npos; }},
+  };
+  for (const auto& c : input.cells) {
+    if (c.series.empty()) continue;
+    const std::int64_t origin = CellOriginNs(c);
+    std::map<std::string, std::vector<std::pair<double, double>>> by_series;
+    for (const auto& p : c.series) by_series[p.series].emplace_back(NsToSeconds(p.t_ns - origin), p.value);
+    for (const Quantity& q : kQuantities) {
+      json datasets = json::array();
+      for (auto& [name, points] : by_series) {
+        if (!q.matches(name)) continue;
+        std::sort(points.begin(), points.end());
+        json data = json::array();
+        for (std::size_t k : ThinIndices(points.size(), options.max_points)) {
+          data.push_back(Point(points[k].first, points[k].second * q.scale));
+        }
+        datasets.push_back(Dataset(name, "line", std::move(data)));
+      }
+      if (datasets.empty()) continue;
+      charts.push_back({{"section", "monitor"},
+                        {"title", fmt::format("{} - {}", CellTitle(c), q.name)},
+                        {"note", "Seconds from the cell's first step; sampled by the monitor."},
+                        {"x", Axis("time (s)")},
+                        {"y", Axis(fmt::format("{} ({})", q.name, q.axis))},
+                        {"datasets", std::move(datasets)}});
+    }
+  }
+}
+
+// "a.b.c" -> leaf text for every scalar leaf (arrays of scalars joined with ", ").
+void Flatten(const json& node, const std::string& prefix, std::map<std::string, std::string>& out) {
+  if (node.is_object()) {
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      Flatten(it.value(), prefix.empty() ? it.key() : prefix + "." + it.key(), out);
+    }
+  } else if (node.is_array() && std::all_of(node.begin(), node.end(), [](const json& e) { return !e.is_structured(); })) {
+    std::string joined;
+    for (const auto& e : node) joined += (joined.empty() ? "" : ", ") + ParamText(e);
+    out[prefix] = joined;
+  } else if (node.is_array()) {
+    for (std::size_t i = 0; i < node.size(); ++i) Flatten(node[i], prefix + "[" + std::to_string(i) + "]", out);
+  } else {
+    out[prefix] = ParamText(node);
+  }
+}
+
+// Warnings recorded in the fingerprint: any "warnings" array of strings, at any depth.
+void CollectWarnings(const json& node, std::vector<std::string>& out) {
+  if (!node.is_object()) return;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    if (it.key() == "warnings" && it.value().is_array()) {
+      for (const auto& w : it.value()) out.push_back(ParamText(w));
+    } else {
+      CollectWarnings(it.value(), out);
+    }
+  }
+}
+
+std::string Td(const std::string& text, const std::string& sort_value, const std::string& cls = "") {
+  return fmt::format("<td{} data-v=\"{}\">{}</td>", cls.empty() ? "" : " class=\"" + cls + "\"",
+                     EscapeHtml(sort_value), EscapeHtml(text));
+}
+
+std::string NumTd(std::optional<double> value, double scale = 1.0) {
+  if (!value) return "<td class=\"num\" data-v=\"\"></td>";
+  return fmt::format("<td class=\"num\" data-v=\"{}\">{}</td>", FormatNumber(*value * scale), EscapeHtml(Fmt(*value * scale, 4)));
+}
+
+std::string ChartBlock(const json& chart) {
+  std::string out = fmt::format("<div class=\"chart\"><h3>{}</h3><div class=\"canvas-box\"><canvas id=\"{}\" role=\"img\" aria-label=\"{}\"></canvas></div>",
+                                EscapeHtml(chart["title"].get<std::string>()), EscapeHtml(chart["id"].get<std::string>()),
+                                EscapeHtml(chart["title"].get<std::string>()));
+  const std::string note = chart.value("note", std::string());
+  if (!note.empty()) out += "<p>" + EscapeHtml(note) + "</p>";
+  return out + "</div>\n";
+}
+
+std::string ChartSection(const std::vector<json>& charts, const std::string& section, const std::string& empty_text) {
+  std::string out;
+  for (const auto& c : charts) {
+    if (c["section"] == section) out += ChartBlock(c);
+  }
+  if (out.empty()) return "<p class=\"empty\">" + EscapeHtml(empty_text) + "</p>\n";
+  return "<div class=\"grid\">\n" + out + "</div>\n";
+}
+
+std::string EnvironmentSection(const ReportInput& input, std::vector<std::string>& warnings) {
+  std::map<std::string, std::string> flat;
+  Flatten(input.run.environment, "", flat);
+  std::string rows;
+  for (const auto& [k, v] : flat) rows += "<tr><th>" + EscapeHtml(k) + "</th><td>" + EscapeHtml(v) + "</td></tr>\n";
+  std::string out = fmt::format("<p>Fingerprint <code>{}</code> ({} fields).</p>\n",
+                                EscapeHtml(input.run.environment_hash.empty() ? "not recorded" : input.run.environment_hash),
+                                flat.size());
+  if (!warnings.empty()) {
+    out += "<ul class=\"warnings\">\n";
+    for (const auto& w : warnings) out += "<li>" + EscapeHtml(w) + "</li>\n";
+    out += "</ul>\n";
+  } else {
+    out += "<p>No warnings.</p>\n";
+  }
+  out += "<details class=\"env\"><summary>Full fingerprint</summary><table>\n" + rows + "</table></details>\n";
+  return out;
+}
+
+std::string CellsSection(const ReportInput& input) {
+  std::string out =
+      "<div class=\"scroll\"><table class=\"sortable\" id=\"cells-table\"><thead><tr>"
+      "<th>#</th><th>cell</th><th>model</th><th>scenario</th><th>batch</th><th>precision</th><th>device</th>"
+      "<th>strategy</th><th>outcome</th><th>verdict</th><th>reasons</th><th>samples/s</th><th>step mean (ms)</th>"
+      "<th>step P99 (ms)</th><th>warm-up steps</th><th>message</th></tr></thead><tbody>\n";
+  for (const auto& c : input.cells) {
+    std::string reasons;
+    if (c.verdict_reasons.is_array()) {
+      for (const auto& r : c.verdict_reasons) reasons += (reasons.empty() ? "" : "; ") + ParamText(r);
+    }
+    const auto batch = NumericParam(c, "batch_size");
+    out += "<tr>" + Td(std::to_string(c.index), std::to_string(c.index)) + Td(c.label, c.label) +
+           Td(Param(c, "model"), Param(c, "model")) + Td(Param(c, "scenario"), Param(c, "scenario")) +
+           Td(Param(c, "batch_size"), batch ? FormatNumber(*batch) : Param(c, "batch_size")) +
+           Td(Param(c, "precision"), Param(c, "precision")) + Td(Param(c, "device"), Param(c, "device")) +
+           Td(Param(c, "strategy"), Param(c, "strategy")) +
+           Td(c.outcome, c.outcome, c.outcome == "ok" ? "outcome-ok" : "outcome-bad") +
+           Td(c.verdict, c.verdict, c.verdict == "invalid" ? "verdict-invalid" : "") + Td(reasons, reasons) +
+           NumTd(Metric(c, "samples_per_s")) + NumTd(Metric(c, "step_time_mean_ns"), 1e-6) +
+           NumTd(Metric(c, "step_time_p99_ns"), 1e-6) +
+           NumTd(c.warmup_steps ? std::optional<double>(static_cast<double>(*c.warmup_steps)) : std::nullopt) +
+           Td(c.message, c.message) + "</tr>\n";
+  }
+  return out + "</tbody></table></div>\n";
+}
+
+std::string BaselineSection(const ReportInput& input, const ReportOptions& options) {
+  if (!input.baseline_run) return "<p class=\"empty\">No baseline given (--baseline RUN).</p>\n";
+  const store::RunRecord& base = *input.baseline_run;
+  std::string out = fmt::format("<p>Baseline: run {} ({}), started {}. Ratio = this run's mean samples/s over the "
+                                "baseline's for the same cell key; beyond &plusmn;{}% it is marked. This is a plain "
+                                "ratio; <code>dlbench compare</code> tests it statistically.</p>\n",
+                                base.id, EscapeHtml(base.name), EscapeHtml(FormatUtc(base.started_wall_ns)),
+                                EscapeHtml(Fmt(options.baseline_threshold * 100)));
+  if (base.environment_hash != input.run.environment_hash) {
+    std::map<std::string, std::string> a, b;
+    Flatten(base.environment, "", a);
+    Flatten(input.run.environment, "", b);
+    std::set<std::string> keys;
+    for (const auto& [k, v] : a) keys.insert(k);
+    for (const auto& [k, v] : b) keys.insert(k);
+    std::string diffs;
+    int shown = 0;
+    for (const auto& k : keys) {
+      const auto ia = a.find(k);
+      const auto ib = b.find(k);
+      const std::string va = ia == a.end() ? "(absent)" : ia->second;
+      const std::string vb = ib == b.end() ? "(absent)" : ib->second;
+      if (va == vb || ++shown > 40) continue;
+      diffs += "<li><code>" + EscapeHtml(k) + "</code>: " + EscapeHtml(va) + " &rarr; " + EscapeHtml(vb) + "</li>\n";
+    }
+    out += "<div class=\"warnings\"><p>The environments differ (fingerprint " + EscapeHtml(base.environment_hash) +
+           " &rarr; " + EscapeHtml(input.run.environment_hash) + "): the comparison may not be fair.</p><ul>\n" + diffs +
+           "</ul></div>\n";
+  }
+  const auto pool = [](const std::vector<store::CellRecord>& cells) {
+    std::map<std::string, std::pair<std::string, std::vector<double>>> by_key;
+    for (const auto& c : cells) {
+      const auto t = Metric(c, "samples_per_s");
+      if (c.outcome != "ok" || !t) continue;
+      auto& entry = by_key[c.key];
+      entry.first = c.label;
+      entry.second.push_back(*t);
+    }
+    return by_key;
+  };
+  const auto mean = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return s / static_cast<double>(v.size());
+  };
+  const auto base_pool = pool(input.baseline_cells);
+  const auto cand_pool = pool(input.cells);
+  std::string rows;
+  int slower = 0;
+  for (const auto& [key, cand] : cand_pool) {
+    const auto found = base_pool.find(key);
+    if (found == base_pool.end()) continue;
+    const double b = mean(found->second.second);
+    const double c = mean(cand.second);
+    const double ratio = b > 0 ? c / b : NAN;
+    std::string verdict = "same";
+    std::string cls;
+    if (ratio < 1 - options.baseline_threshold) {
+      verdict = "slower";
+      cls = "slower";
+      ++slower;
+    } else if (ratio > 1 + options.baseline_threshold) {
+      verdict = "faster";
+      cls = "faster";
+    }
+    rows += "<tr class=\"" + cls + "\">" + Td(cand.first, cand.first) + NumTd(b) + NumTd(c) + NumTd(ratio) +
+            Td(verdict, verdict) + "</tr>\n";
+  }
+  std::string only;
+  for (const auto& [key, cand] : cand_pool) {
+    if (!base_pool.count(key)) only += "<li>only in this run: " + EscapeHtml(cand.first) + "</li>\n";
+  }
+  for (const auto& [key, b] : base_pool) {
+    if (!cand_pool.count(key)) only += "<li>only in the baseline: " + EscapeHtml(b.first) + "</li>\n";
+  }
+  if (rows.empty()) {
+    out += "<p class=\"empty\">No cell key measured ok in both runs.</p>\n";
+  } else {
+    out += fmt::format("<p>{} slower beyond the threshold.</p>\n", slower);
+    out += "<table class=\"sortable\" id=\"baseline-table\"><thead><tr><th>cell</th><th>baseline samples/s</th>"
+           "<th>this run samples/s</th><th>ratio</th><th>change</th></tr></thead><tbody>\n" +
+           rows + "</tbody></table>\n";
+  }
+  if (!only.empty()) out += "<ul>\n" + only + "</ul>\n";
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::size_t> ThinIndices(std::size_t n, int max_points) {
+  std::vector<std::size_t> out;
+  if (n == 0) return out;
+  const std::size_t cap = static_cast<std::size_t>(std::max(2, max_points));
+  const std::size_t stride = n <= cap ? 1 : (n + cap - 2) / (cap - 1);
+  for (std::size_t i = 0; i < n; i += stride) out.push_back(i);
+  if (out.back() != n - 1) out.push_back(n - 1);
+  return out;
+}
+
+std::vector<std::pair<double, double>> EmpiricalCdf(std::vector<double> values, int max_points) {
+  std::vector<std::pair<double, double>> out;
+  values.erase(std::remove_if(values.begin(), values.end(), [](double v) { return !std::isfinite(v); }), values.end());
+  if (values.empty()) return out;
+  std::sort(values.begin(), values.end());
+  const double n = static_cast<double>(values.size());
+  for (std::size_t i : ThinIndices(values.size(), max_points)) {
+    // F(x_i) = (i + 1) / n: the fraction of values <= the i-th smallest (ties take the last index
+    // when thinning keeps it; the curve is drawn through the kept points).
+    out.emplace_back(values[i], static_cast<double>(i + 1) / n);
+  }
+  return out;
+}
+
+std::vector<json> BuildCharts(const ReportInput& input, const ReportOptions& options) {
+  std::vector<json> charts;
+  ThroughputCharts(input, options, charts);
+  LatencyCharts(input, options, charts);
+  StepCharts(input, options, charts);
+  MonitorCharts(input, options, charts);
+  for (std::size_t i = 0; i < charts.size(); ++i) charts[i]["id"] = fmt::format("chart-{}", i);
+  return charts;
+}
+
+std::string RenderHtmlReport(const ReportInput& input, const ReportOptions& options) {
+  const std::vector<json> charts = BuildCharts(input, options);
+  const store::RunRecord& run = input.run;
+
+  std::vector<std::string> warnings = input.warnings;
+  CollectWarnings(run.environment, warnings);
+  if (std::string(kBuildType) == "Debug") warnings.push_back("This dlbench was built as Debug.");
+  int not_ok = 0, invalid = 0;
+  for (const auto& c : input.cells) {
+    if (c.outcome != "ok") ++not_ok;
+    if (c.verdict == "invalid") ++invalid;
+  }
+  if (not_ok > 0) warnings.push_back(fmt::format("{} of {} cells did not end ok.", not_ok, input.cells.size()));
+  if (invalid > 0) warnings.push_back(fmt::format("{} cells have the verdict invalid (see their reasons).", invalid));
+  if (run.status != "completed") warnings.push_back("The run's status is " + run.status + ".");
+
+  json data = {{"run_id", run.id}, {"charts", charts}};
+  const std::string title = fmt::format("dlbench report: run {} {}", run.id, run.name);
+
+  std::string html;
+  html.reserve(assets::kChartJs.size() + 65536);
+  html += "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  html += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  html += "<title>" + EscapeHtml(title) + "</title>\n";
+  html += "<!-- " + EscapeHtmlComment(fmt::format("Generated by dlbench {} ({}, {}) on {}.", kVersion, kGitCommit, kBuildType,
+                                                  FormatUtc(WallNowNs()))) + " -->\n";
+  html += "<style>\n" + std::string(assets::kReportCss) + "</style>\n</head>\n<body>\n<main>\n";
+  html += "<h1>" + EscapeHtml(title) + "</h1>\n";
+  html += fmt::format("<p class=\"meta\">Status {} &middot; started {} &middot; {} cells &middot; matrix {} &middot; "
+                      "measured with dlbench {} ({})</p>\n",
+                      EscapeHtml(run.status), EscapeHtml(FormatUtc(run.started_wall_ns)), input.cells.size(),
+                      EscapeHtml(run.matrix_path), EscapeHtml(run.tool_version), EscapeHtml(run.git_commit));
+  html += "<nav><a href=\"#environment\">environment</a> &middot; <a href=\"#cells\">cells</a> &middot; "
+          "<a href=\"#throughput\">throughput</a> &middot; <a href=\"#latency\">latency</a> &middot; "
+          "<a href=\"#steps\">step time</a> &middot; <a href=\"#monitor\">utilisation</a> &middot; "
+          "<a href=\"#baseline\">baseline</a></nav>\n";
+  html += "<section id=\"environment\"><h2>Environment</h2>\n" + EnvironmentSection(input, warnings) + "</section>\n";
+  html += "<section id=\"cells\"><h2>Cells</h2>\n<p>Click a column to sort.</p>\n" + CellsSection(input) + "</section>\n";
+  html += "<section id=\"throughput\"><h2>Throughput vs batch size</h2>\n" +
+          ChartSection(charts, "throughput", "No configuration was measured ok at two or more batch sizes.") + "</section>\n";
+  html += "<section id=\"latency\"><h2>Latency distribution (inference)</h2>\n" +
+          ChartSection(charts, "latency", "No inference cell with step records.") + "</section>\n";
+  html += "<section id=\"steps\"><h2>Step time</h2>\n" +
+          ChartSection(charts, "steps", "No cell has step records.") + "</section>\n";
+  html += "<section id=\"monitor\"><h2>Utilisation, power and memory</h2>\n" +
+          ChartSection(charts, "monitor", "No series were sampled.") + "</section>\n";
+  html += "<section id=\"baseline\"><h2>Against the baseline</h2>\n" + BaselineSection(input, options) + "</section>\n";
+  html += "<script id=\"dlbench-data\" type=\"application/json\">" + JsonForScript(data) + "</script>\n";
+  html += "<!-- Chart.js, embedded so the report works offline. Its license:\n" +
+          EscapeHtmlComment(assets::kChartJsLicense) + "\n-->\n";
+  html += "<script>\n" + std::string(assets::kChartJs) + "\n</script>\n";
+  html += "<script>\n" + std::string(assets::kReportJs) + "\n</script>\n";
+  html += "</main>\n</body>\n</html>\n";
+  return html;
+}
+
+}  // namespace dlbench::report

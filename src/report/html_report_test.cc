@@ -1,0 +1,197 @@
+#include "report/html_report.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <regex>
+
+#include "report/assets.h"
+#include "report/test_store.h"
+
+namespace dlbench::report {
+namespace {
+
+using testing::MakeCell;
+
+std::size_t Count(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1)) ++n;
+  return n;
+}
+
+void AddSteps(store::CellRecord& cell, int n, std::int64_t step_ns, std::int64_t warmup) {
+  std::int64_t t = 1'000'000'000;
+  for (int i = 0; i < n; ++i) {
+    const std::int64_t d = i < warmup ? step_ns * 3 : step_ns + (i % 3) * 1000;
+    cell.steps.push_back({0, protocol::StepRecord{t, t + d, 0, 0, 0, 8, 0}});
+    t += d + 100;
+  }
+  cell.warmup_steps = warmup;
+  cell.warmup_rule = "mser5";
+}
+
+ReportInput SampleInput(const std::string& model) {
+  ReportInput input;
+  input.run.id = 5;
+  input.run.name = "nightly <b>bold</b>";
+  input.run.status = "completed";
+  input.run.environment = {{"hostname", "host<1>"}, {"warnings", {"CPU frequency scaling is on: <governor>"}}};
+  input.run.environment_hash = "e1";
+  // Training: throughput rises then flattens (saturation at 32) and drops at 128.
+  const std::pair<int, double> curve[] = {{8, 100}, {16, 180}, {32, 250}, {64, 255}, {128, 200}};
+  int index = 0;
+  for (const auto& [bs, tput] : curve) {
+    auto c = MakeCell(5, index++, model, bs, tput);
+    AddSteps(c, 40, 2'000'000, 4);
+    input.cells.push_back(c);
+  }
+  // Inference at two batch sizes, with monitor series.
+  for (int bs : {1, 4}) {
+    auto c = MakeCell(5, index++, model, bs, 50.0 * bs, "infer");
+    AddSteps(c, 30, 1'000'000 * bs, 2);
+    c.metrics.push_back({"step_time_p50_ns", 1e6 * bs, "ns"});
+    c.metrics.push_back({"step_time_p99_ns", 1.2e6 * bs, "ns"});
+    c.series = {{1'000'000'000, "gpu0.sm_util_pct", 80}, {1'100'000'000, "gpu0.sm_util_pct", 85},
+                {1'000'000'000, "gpu0.power_w", 200},    {1'100'000'000, "gpu0.power_w", 210},
+                {1'000'000'000, "gpu0.mem_used_bytes", 1 << 30}};
+    input.cells.push_back(c);
+  }
+  auto failed = MakeCell(5, index++, model, 256, 0);
+  failed.outcome = "oom";
+  failed.metrics.clear();
+  failed.message = "CUDA out of memory </td><script>alert(2)</script>";
+  input.cells.push_back(failed);
+  return input;
+}
+
+TEST(EmpiricalCdf, HandComputedPoints) {
+  EXPECT_TRUE(EmpiricalCdf({}, 100).empty());
+  const auto one = EmpiricalCdf({5}, 100);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0], std::make_pair(5.0, 1.0));
+  const auto four = EmpiricalCdf({4, 1, 3, 2}, 100);
+  const std::vector<std::pair<double, double>> want = {{1, 0.25}, {2, 0.5}, {3, 0.75}, {4, 1.0}};
+  EXPECT_EQ(four, want);
+  const auto nan_dropped = EmpiricalCdf({1, std::nan(""), 2}, 100);
+  ASSERT_EQ(nan_dropped.size(), 2u);
+  EXPECT_EQ(nan_dropped[1].second, 1.0);
+}
+
+TEST(EmpiricalCdf, ThinnedKeepsExtremes) {
+  std::vector<double> v;
+  for (int i = 0; i < 10000; ++i) v.push_back(10000 - i);
+  const auto cdf = EmpiricalCdf(v, 100);
+  EXPECT_LE(cdf.size(), 101u);
+  EXPECT_EQ(cdf.front(), std::make_pair(1.0, 1e-4));
+  EXPECT_EQ(cdf.back(), std::make_pair(10000.0, 1.0));
+  EXPECT_TRUE(std::is_sorted(cdf.begin(), cdf.end()));
+}
+
+TEST(ThinIndices, Bounds) {
+  EXPECT_TRUE(ThinIndices(0, 10).empty());
+  EXPECT_EQ(ThinIndices(3, 10), (std::vector<std::size_t>{0, 1, 2}));
+  const auto thin = ThinIndices(1000, 10);
+  EXPECT_LE(thin.size(), 11u);
+  EXPECT_EQ(thin.front(), 0u);
+  EXPECT_EQ(thin.back(), 999u);
+}
+
+TEST(BuildCharts, OneChartPerTrendAndCell) {
+  const auto charts = BuildCharts(SampleInput("resnet50"), {});
+  std::map<std::string, int> per_section;
+  for (const auto& c : charts) {
+    ++per_section[c["section"].get<std::string>()];
+    EXPECT_FALSE(c["datasets"].empty()) << c.dump();
+    for (const auto& d : c["datasets"]) EXPECT_FALSE(d["data"].empty()) << c["title"];
+  }
+  EXPECT_EQ(per_section["throughput"], 2);  // train over 5 batches, infer over 2
+  EXPECT_EQ(per_section["latency"], 1);     // one inference configuration, two cells in it
+  EXPECT_EQ(per_section["steps"], 7);       // every cell with steps
+  EXPECT_EQ(per_section["monitor"], 6);     // 2 cells x utilisation, power, memory
+
+  const auto& train = charts[1]["title"].get<std::string>().find("scenario=train") != std::string::npos ? charts[1] : charts[0];
+  bool saturation = false, drop = false;
+  for (const auto& d : train["datasets"]) {
+    if (d["kind"] == "marker" && d["label"] == "saturation (batch 32)") saturation = d["data"][0]["y"] == 250.0;
+    if (d["kind"] == "marker" && d["label"] == "drop (batch 128)") drop = true;
+  }
+  EXPECT_TRUE(saturation) << train.dump();
+  EXPECT_TRUE(drop);
+  EXPECT_EQ(train["x"]["type"], "logarithmic");
+
+  // The step chart marks the warm-up cut at step 4 with a vertical line.
+  bool cut = false;
+  for (const auto& c : charts) {
+    if (c["section"] != "steps") continue;
+    for (const auto& d : c["datasets"]) {
+      if (d["kind"] == "vline") cut = d["data"][0]["x"] == 4.0 && d["data"][1]["x"] == 4.0;
+    }
+    break;
+  }
+  EXPECT_TRUE(cut);
+}
+
+TEST(RenderHtmlReport, HostileNamesAreTextEverywhere) {
+  const std::string html = RenderHtmlReport(SampleInput("<script>alert(1)</script>"));
+  EXPECT_EQ(html.find("<script>alert("), std::string::npos);
+  EXPECT_EQ(html.find("<b>bold</b>"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(html.find("&lt;governor&gt;"), std::string::npos);
+  // Exactly the three scripts of the page: data, Chart.js, report.js.
+  EXPECT_EQ(Count(html, "<script"), 3u);
+  EXPECT_EQ(Count(html, "</script>"), 3u);
+}
+
+TEST(RenderHtmlReport, SelfContainedWithEverySection) {
+  const std::string html = RenderHtmlReport(SampleInput("resnet50"));
+  for (const char* id : {"environment", "cells", "throughput", "latency", "steps", "monitor", "baseline"}) {
+    EXPECT_NE(html.find(std::string("<section id=\"") + id + "\">"), std::string::npos) << id;
+  }
+  EXPECT_NE(html.find(std::string(assets::kChartJs.substr(0, 200))), std::string::npos);
+  EXPECT_NE(html.find("Permission is hereby granted"), std::string::npos);  // Chart.js's license
+  EXPECT_EQ(html.find("<script src"), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  // One canvas per chart.
+  EXPECT_EQ(Count(html, "<canvas"), BuildCharts(SampleInput("resnet50"), {}).size());
+  EXPECT_NE(html.find("No baseline given"), std::string::npos);
+}
+
+TEST(RenderHtmlReport, EmbeddedAssetsCannotBreakOutOfTheirScript) {
+  for (const std::string_view asset : {assets::kChartJs, assets::kReportJs}) {
+    std::string lower(asset);
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    EXPECT_EQ(lower.find("</script"), std::string::npos);
+    EXPECT_EQ(lower.find("<!--"), std::string::npos);
+  }
+}
+
+TEST(RenderHtmlReport, BaselineRatiosAndEnvironmentDifferences) {
+  ReportInput input = SampleInput("resnet50");
+  store::RunRecord base;
+  base.id = 2;
+  base.name = "last week";
+  base.environment = {{"hostname", "host<1>"}, {"cudnn", "8.9"}};
+  base.environment_hash = "e0";
+  input.baseline_run = base;
+  input.baseline_cells = {MakeCell(2, 0, "resnet50", 8, 125), MakeCell(2, 1, "resnet50", 16, 180),
+                          MakeCell(2, 2, "resnet50", 512, 1)};
+  const std::string html = RenderHtmlReport(input);
+  EXPECT_NE(html.find("The environments differ"), std::string::npos);
+  EXPECT_NE(html.find("<code>cudnn</code>: 8.9 &rarr; (absent)"), std::string::npos);
+  // bs=8: 100 / 125 = 0.8 -> slower; bs=16: 180 / 180 = 1 -> same.
+  EXPECT_NE(html.find("data-v=\"0.8\">0.8</td><td data-v=\"slower\">slower</td>"), std::string::npos);
+  EXPECT_NE(html.find("data-v=\"1\">1</td><td data-v=\"same\">same</td>"), std::string::npos);
+  EXPECT_NE(html.find("1 slower beyond the threshold"), std::string::npos);
+  EXPECT_NE(html.find("only in the baseline: resnet50 train bs=512"), std::string::npos);
+}
+
+TEST(RenderHtmlReport, EmptyRunStillRenders) {
+  ReportInput input;
+  input.run.id = 1;
+  const std::string html = RenderHtmlReport(input);
+  EXPECT_NE(html.find("No cell has step records."), std::string::npos);
+  EXPECT_EQ(Count(html, "<canvas"), 0u);
+}
+
+}  // namespace
+}  // namespace dlbench::report
