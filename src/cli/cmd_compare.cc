@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "history/compare.h"
@@ -19,6 +20,7 @@ struct CompareArgs {
   std::string format = "table";
   bool fail_on_regression = false;
   bool strict = false;
+  std::vector<std::string> ignore_params;
 };
 
 int RunCompare(const CompareArgs& args, CommandContext& ctx) {
@@ -31,6 +33,7 @@ int RunCompare(const CompareArgs& args, CommandContext& ctx) {
   options.threshold = args.threshold_pct / 100.0;
   options.alpha = args.alpha;
   options.strict = args.strict;
+  options.ignore_params = args.ignore_params;
 
   std::unique_ptr<store::ResultStore> store = OpenStoreOrReport(ctx);
   if (!store) return ctx.exit_code;
@@ -75,6 +78,9 @@ void RegisterCompare(CLI::App& app, CommandContext& ctx) {
                 "Exit with code 1 when any cell is slower (for CI pipelines)");
   sub->add_flag("--strict", args->strict,
                 "Refuse (exit 2) when an environment field that decides comparability differs");
+  sub->add_option("--ignore-param", args->ignore_params,
+                  "Match cells leaving out this parameter (repeatable), to compare across a deliberate change")
+      ->allow_extra_args(false);
   sub->callback([args, &ctx] { ctx.exit_code = RunCompare(*args, ctx); });
 }
 

@@ -16,6 +16,7 @@ struct TrendArgs {
   std::string format = "table";
   double min_shift_pct = 2.0;
   double alpha = 0.05;
+  std::vector<std::string> ignore_params;
 };
 
 int RunTrend(const TrendArgs& args, CommandContext& ctx) {
@@ -29,6 +30,7 @@ int RunTrend(const TrendArgs& args, CommandContext& ctx) {
   options.metric = *metric;
   options.min_rel_shift = args.min_shift_pct / 100.0;
   options.alpha = args.alpha;
+  options.ignore_params = args.ignore_params;
 
   std::unique_ptr<store::ResultStore> store = OpenStoreOrReport(ctx);
   if (!store) return ctx.exit_code;
@@ -60,6 +62,9 @@ void RegisterTrend(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--alpha", args->alpha, "Significance of a change point (Bonferroni over the splits tried)")
       ->capture_default_str()
       ->check(CLI::Range(1e-9, 0.5));
+  sub->add_option("--ignore-param", args->ignore_params,
+                  "Leave this parameter out of the key (repeatable), to follow a cell across a change of it")
+      ->allow_extra_args(false);
   sub->callback([args, &ctx] { ctx.exit_code = RunTrend(*args, ctx); });
 }
 

@@ -1,0 +1,134 @@
+// Comparing two runs cell by cell (R13, R16): `dlbench compare BASE CANDIDATE`.
+//
+// The method (docs/history.md has the reasoning and worked examples):
+//   - cells are matched by CellRecord::key; the repetitions of a key on each side are pooled;
+//   - each side's measured steps (rank 0, after the warm-up cut) are resampled in blocks of
+//     consecutive steps (stats::BootstrapRatioOfMeans; whole batches for the p99), so the
+//     autocorrelation of consecutive steps does not pass for evidence;
+//   - the ratio candidate/base comes with that bootstrap's confidence interval and p-value, and
+//     the p-values of the whole matrix are adjusted together (Benjamini-Hochberg);
+//   - a cell is "faster" or "slower" only when its adjusted p-value is below alpha AND its whole
+//     confidence interval lies beyond the practical threshold; anything else is "no change".
+//     The threshold is what keeps run-to-run drift (which no within-run sample can see) from
+//     raising alarms.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "history/environment.h"
+#include "store/result_store.h"
+
+namespace dlbench::history {
+
+// What is compared. Throughput is samples per second of step time (higher is better); the others
+// are lower-is-better. Energy has no per-step series: its stored per-sample value is compared.
+enum class Metric { kThroughput, kStepTime, kLatencyP99, kEnergy };
+
+const char* MetricName(Metric metric);  // "throughput", "step_time", "latency_p99", "energy"
+// kInvalidInput naming the allowed values.
+Result<Metric> ParseMetric(const std::string& text);
+bool HigherIsBetter(Metric metric);
+// The unit the metric's values are reported in: "samples/s", "ms", "J/sample".
+const char* MetricUnit(Metric metric);
+// The stored metric (store::MetricRecord::name) that holds this metric per cell, and the factor
+// that turns its stored value into MetricUnit() ("step_time_mean_ns" -> ms: 1e-6).
+const char* StoredMetricName(Metric metric);
+double StoredMetricScale(Metric metric);
+
+// A cell's verdict. faster/slower speak of performance, whatever the metric's direction: a
+// throughput ratio of 0.95 and a step-time ratio of 1.05 are both "slower".
+// kChanged is energy's verdict: it moved beyond the threshold (no test: one value per cell).
+enum class Verdict { kFaster, kSlower, kNoChange, kChanged, kNotComparable };
+
+const char* VerdictName(Verdict verdict);  // "faster", "slower", "no change", "changed", "not comparable"
+
+struct CompareOptions {
+  Metric metric = Metric::kThroughput;
+  // Practical-significance threshold as a fraction (0.02 = 2%): the smallest change worth an
+  // alarm. Below it, even a certain change is "no change". See docs/history.md for why 2%.
+  double threshold = 0.02;
+  double alpha = 0.05;             // false-discovery rate across the matrix (Benjamini-Hochberg)
+  double confidence_level = 0.95;  // of the ratio's confidence interval
+  int bootstrap_iterations = 2000;
+  std::uint64_t seed = 20240601;   // the bootstrap's seed: the same inputs give the same report
+  // Refuse to compare (kInvalidInput naming each difference) when an environment field that
+  // decides comparability differs.
+  bool strict = false;
+  // Parameters left out when matching cells, to compare across a deliberate change ("what did
+  // batch_size 64 cost against 32", or a version recorded as a parameter). Empty: match by
+  // CellRecord::key. Two cells of one run that then match are pooled as repetitions.
+  std::vector<std::string> ignore_params;
+};
+
+// The data behind one side of a comparison: a run and its cells with their steps.
+struct RunData {
+  store::RunRecord run;
+  std::vector<store::CellRecord> cells;
+};
+
+struct CellComparison {
+  std::string key;                 // the matching key (CellRecord::key unless params are ignored)
+  std::string label;
+  nlohmann::json params = nlohmann::json::object();
+  int base_repetitions = 0;        // cells that ended ok and were pooled
+  int candidate_repetitions = 0;
+  std::int64_t base_steps = 0;     // measured steps pooled
+  std::int64_t candidate_steps = 0;
+  std::optional<double> base_value;       // in MetricUnit(metric)
+  std::optional<double> candidate_value;
+  std::optional<double> ratio;            // candidate / base, of the metric itself
+  std::optional<double> ci_low;           // confidence interval of the ratio
+  std::optional<double> ci_high;
+  std::optional<double> p_value;          // two-sided, of "the ratio is 1"
+  std::optional<double> q_value;          // Benjamini-Hochberg adjusted over the matrix
+  Verdict verdict = Verdict::kNotComparable;
+  std::string note;                       // why not comparable, or a caveat ("base cell invalid: ...")
+};
+
+// A cell found on one side only.
+struct UnmatchedCell {
+  std::string key;
+  std::string label;
+};
+
+struct Comparison {
+  std::int64_t base_run_id = 0;
+  std::int64_t candidate_run_id = 0;
+  std::string base_name;        // the run's name and tags, for headings
+  std::string candidate_name;
+  std::vector<std::string> base_tags;
+  std::vector<std::string> candidate_tags;
+  CompareOptions options;
+  std::vector<EnvironmentChange> environment_changes;  // every differing field
+  std::vector<CellComparison> cells;                   // matched keys, in key order
+  std::vector<UnmatchedCell> only_in_base;
+  std::vector<UnmatchedCell> only_in_candidate;
+
+  int CountVerdict(Verdict verdict) const;
+  // A regression is a "slower" verdict (energy's "changed" is reported, not failed on).
+  int Regressions() const { return CountVerdict(Verdict::kSlower); }
+  // The environment differs in a field that decides comparability.
+  bool EnvironmentDecisive() const;
+};
+
+// The key cells are matched by: CellRecord::key, or with `ignore` the canonical key
+// (plan::CellKey) of the cell's parameters without the ignored ones.
+std::string MatchKey(const store::CellRecord& cell, const std::vector<std::string>& ignore);
+
+// Compares two runs already loaded (cells with their steps). Never fails: a cell that cannot be
+// compared gets kNotComparable and a note. The strict option is not applied here.
+Comparison CompareRunData(const RunData& base, const RunData& candidate, const CompareOptions& options);
+
+// Resolves both references (ids, tags, "latest"), loads the runs with their steps and compares.
+// kNotFound for an unknown reference; with options.strict, kInvalidInput naming each decisive
+// environment difference.
+Result<Comparison> CompareStoredRuns(store::ResultStore& store, const std::string& base_ref,
+                                     const std::string& candidate_ref, const CompareOptions& options);
+
+}  // namespace dlbench::history

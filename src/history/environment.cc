@@ -1,0 +1,38 @@
+#include "history/environment.h"
+
+#include <algorithm>
+#include <string>
+
+namespace dlbench::history {
+namespace {
+
+// A string prints without its quotes; an absent side (added or removed field) says so.
+std::string Text(const nlohmann::json& value) {
+  if (value.is_null()) return "(absent)";
+  if (value.is_string()) return value.get<std::string>();
+  return value.dump();
+}
+
+}  // namespace
+
+std::vector<EnvironmentChange> DiffEnvironments(const nlohmann::json& base, const nlohmann::json& candidate) {
+  std::vector<EnvironmentChange> changes = monitor::DiffFingerprints(base, candidate);
+  changes.erase(std::remove_if(changes.begin(), changes.end(),
+                               [](const EnvironmentChange& c) {
+                                 const auto slash = c.path.rfind('/');
+                                 const std::string leaf = slash == std::string::npos ? c.path : c.path.substr(slash + 1);
+                                 return !c.decides_comparability && leaf == "pid";
+                               }),
+                changes.end());
+  std::stable_sort(changes.begin(), changes.end(), [](const EnvironmentChange& a, const EnvironmentChange& b) {
+    if (a.decides_comparability != b.decides_comparability) return a.decides_comparability;
+    return a.path < b.path;
+  });
+  return changes;
+}
+
+std::string DescribeChange(const EnvironmentChange& change) {
+  return change.path + ": " + Text(change.before) + " -> " + Text(change.after);
+}
+
+}  // namespace dlbench::history
