@@ -1,0 +1,88 @@
+// What one torch cell asks for, read from CONFIGURE's params and checked before anything is built.
+//
+// This file has no LibTorch in it on purpose: the parsing and the "can this combination run here"
+// rules are pure functions of the params and of a Capabilities value, so they are unit-tested in
+// milliseconds, and the runner only has to turn an Error into the protocol's ERROR message.
+// Parameter names are the config registry's (docs/torch-runner.md lists them).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+
+namespace dlbench::torchrunner {
+
+enum class Scenario { kTrain, kInfer };
+enum class Precision { kFp32, kTf32, kBf16, kFp16, kInt8 };
+enum class DeviceKind { kCpu, kCuda };
+enum class MemoryFormat { kAuto, kContiguous, kChannelsLast };
+
+const char* ScenarioName(Scenario scenario);
+const char* PrecisionName(Precision precision);
+const char* MemoryFormatName(MemoryFormat format);
+
+struct DeviceSpec {
+  DeviceKind kind = DeviceKind::kCpu;
+  int index = 0;  // CUDA ordinal; 0 for "cuda" and for the CPU
+  std::string ToString() const;  // "cpu", "cuda:0"
+};
+
+// Element types a TorchScript model's declared inputs may have.
+enum class InputDtype { kFloat32, kFloat16, kBFloat16, kInt64, kInt32, kBool };
+const char* InputDtypeName(InputDtype dtype);
+
+// The model "torchscript": a user's scripted module and the inputs it takes.
+struct TorchScriptSpec {
+  std::string path;
+  std::vector<std::vector<std::int64_t>> input_shapes;  // "B" already replaced by the batch size
+  std::vector<InputDtype> input_dtypes;                 // one per input
+};
+
+// The requested cell after parsing. Fields the user left out keep their documented defaults;
+// "auto" choices stay kAuto here and are resolved by the runner, which reports what it chose.
+struct TorchCell {
+  std::string model;
+  Scenario scenario = Scenario::kTrain;
+  std::int64_t batch_size = 1;
+  DeviceSpec device;
+  Precision precision = Precision::kFp32;
+  MemoryFormat memory_format = MemoryFormat::kAuto;
+  bool cudnn_benchmark = true;
+  bool deterministic = false;
+  std::optional<int> threads;  // intra-op threads; absent: LibTorch's default
+  std::optional<double> lr;
+  std::optional<TorchScriptSpec> torchscript;  // set exactly when model == "torchscript"
+  nlohmann::json params;                       // the params as received (model options live here)
+};
+
+inline constexpr char kTorchScriptModel[] = "torchscript";
+
+// Reads CONFIGURE's params. kInvalidInput names the parameter and what it accepts;
+// kUnsupported for valid requests this runner does not implement (strategy ddp, world_size > 1).
+Result<TorchCell> ParseTorchCell(const nlohmann::json& params);
+
+// "B,3,224,224;B,16" with B = batch size -> {{batch,3,224,224},{batch,16}}.
+Result<std::vector<std::vector<std::int64_t>>> ParseInputShapes(const std::string& text,
+                                                                std::int64_t batch_size);
+// "float32;int64" -> {kFloat32, kInt64}. Accepted names: float32/float, float16/half,
+// bfloat16, int64/long, int32/int, bool.
+Result<std::vector<InputDtype>> ParseInputDtypes(const std::string& text);
+
+// What this process's LibTorch and machine can do; filled by the runner from LibTorch at run time.
+struct Capabilities {
+  int torch_major = 1;
+  bool cuda_built = false;            // LibTorch was built with CUDA
+  int cuda_device_count = 0;          // devices visible now
+  std::optional<int> compute_major;   // of the requested CUDA device, when there is one
+};
+
+// Whether the cell can run here, before any model is built. kUnsupported with a message that
+// says what is missing and what would work (e.g. "tf32 is a CUDA matrix-unit mode ...").
+Status CheckSupported(const TorchCell& cell, const Capabilities& caps);
+
+}  // namespace dlbench::torchrunner

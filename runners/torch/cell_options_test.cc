@@ -1,0 +1,161 @@
+// The torch runner's parameter parsing and support rules, without LibTorch.
+#include "cell_options.h"
+
+#include <gtest/gtest.h>
+
+#include "peak_flops.h"
+
+namespace dlbench::torchrunner {
+namespace {
+
+using nlohmann::json;
+
+TEST(ParseTorchCell, DefaultsAndExplicitValues) {
+  auto cell = ParseTorchCell({{"model", "resnet50"}});
+  ASSERT_TRUE(cell.ok()) << cell.error().message;
+  EXPECT_EQ(cell->scenario, Scenario::kTrain);
+  EXPECT_EQ(cell->batch_size, 1);
+  EXPECT_EQ(cell->device.kind, DeviceKind::kCpu);
+  EXPECT_EQ(cell->precision, Precision::kFp32);
+  EXPECT_EQ(cell->memory_format, MemoryFormat::kAuto);
+  EXPECT_TRUE(cell->cudnn_benchmark);
+  EXPECT_FALSE(cell->deterministic);
+  EXPECT_FALSE(cell->threads.has_value());
+
+  cell = ParseTorchCell({{"model", "bert_base"}, {"scenario", "infer"}, {"batch_size", 32}, {"device", "cuda:1"},
+                         {"precision", "bf16"}, {"memory_format", "channels_last"}, {"cudnn_benchmark", false},
+                         {"deterministic", true}, {"threads", 4}, {"lr", 0.5}, {"strategy", "none"},
+                         {"world_size", 1}});
+  ASSERT_TRUE(cell.ok()) << cell.error().message;
+  EXPECT_EQ(cell->scenario, Scenario::kInfer);
+  EXPECT_EQ(cell->batch_size, 32);
+  EXPECT_EQ(cell->device.kind, DeviceKind::kCuda);
+  EXPECT_EQ(cell->device.index, 1);
+  EXPECT_EQ(cell->device.ToString(), "cuda:1");
+  EXPECT_EQ(cell->precision, Precision::kBf16);
+  EXPECT_EQ(cell->memory_format, MemoryFormat::kChannelsLast);
+  EXPECT_FALSE(cell->cudnn_benchmark);
+  EXPECT_TRUE(cell->deterministic);
+  EXPECT_EQ(cell->threads, 4);
+  EXPECT_DOUBLE_EQ(*cell->lr, 0.5);
+}
+
+TEST(ParseTorchCell, CudaWithoutIndexIsDeviceZero) {
+  auto cell = ParseTorchCell({{"model", "resnet50"}, {"device", "cuda"}});
+  ASSERT_TRUE(cell.ok());
+  EXPECT_EQ(cell->device.ToString(), "cuda:0");
+}
+
+struct BadCase {
+  const char* name;
+  json params;
+  ErrorKind kind;
+  const char* message_part;
+};
+
+TEST(ParseTorchCell, RejectsBadParamsWithClearMessages) {
+  const std::vector<BadCase> cases = {
+      {"no model", json::object(), ErrorKind::kInvalidInput, "'model' is required"},
+      {"bad scenario", {{"model", "m"}, {"scenario", "serve"}}, ErrorKind::kInvalidInput, "train or infer"},
+      {"zero batch", {{"model", "m"}, {"batch_size", 0}}, ErrorKind::kInvalidInput, "'batch_size' must be positive"},
+      {"text batch", {{"model", "m"}, {"batch_size", "many"}}, ErrorKind::kInvalidInput, "must be an integer"},
+      {"bad device", {{"model", "m"}, {"device", "tpu"}}, ErrorKind::kInvalidInput, "cpu, cuda or cuda:N"},
+      {"bad ordinal", {{"model", "m"}, {"device", "cuda:x"}}, ErrorKind::kInvalidInput, "cpu, cuda or cuda:N"},
+      {"bad precision", {{"model", "m"}, {"precision", "fp8"}}, ErrorKind::kInvalidInput, "fp32, tf32, bf16, fp16, int8"},
+      {"bad format", {{"model", "m"}, {"memory_format", "nhwc"}}, ErrorKind::kInvalidInput, "channels_last"},
+      {"bad bool", {{"model", "m"}, {"deterministic", 3}}, ErrorKind::kInvalidInput, "true or false"},
+      {"zero threads", {{"model", "m"}, {"threads", 0}}, ErrorKind::kInvalidInput, "'threads'"},
+      {"negative lr", {{"model", "m"}, {"lr", -1.0}}, ErrorKind::kInvalidInput, "'lr' must be positive"},
+      {"ddp", {{"model", "m"}, {"strategy", "ddp"}}, ErrorKind::kUnsupported, "ddp is not implemented"},
+      {"world size", {{"model", "m"}, {"world_size", 2}}, ErrorKind::kInvalidInput, "world_size"},
+      {"ts no path", {{"model", "torchscript"}, {"input_shapes", "B,4"}}, ErrorKind::kInvalidInput, "model_path"},
+      {"ts no shapes", {{"model", "torchscript"}, {"model_path", "/x.pt"}}, ErrorKind::kInvalidInput, "input_shapes"},
+      {"ts count mismatch",
+       {{"model", "torchscript"}, {"model_path", "/x.pt"}, {"input_shapes", "B,4;B,2"}, {"input_dtypes", "float32"}},
+       ErrorKind::kInvalidInput, "must match"},
+  };
+  for (const BadCase& c : cases) {
+    auto cell = ParseTorchCell(c.params);
+    ASSERT_FALSE(cell.ok()) << c.name;
+    EXPECT_EQ(cell.error().kind, c.kind) << c.name;
+    EXPECT_NE(cell.error().message.find(c.message_part), std::string::npos) << c.name << ": " << cell.error().message;
+  }
+}
+
+TEST(ParseInputShapes, ReplacesBatchAndRejectsBadDims) {
+  auto shapes = ParseInputShapes("B,3,224,224; B,16", 8);
+  ASSERT_TRUE(shapes.ok()) << shapes.error().message;
+  ASSERT_EQ(shapes->size(), 2u);
+  EXPECT_EQ((*shapes)[0], (std::vector<std::int64_t>{8, 3, 224, 224}));
+  EXPECT_EQ((*shapes)[1], (std::vector<std::int64_t>{8, 16}));
+  EXPECT_FALSE(ParseInputShapes("B,0", 2).ok());
+  EXPECT_FALSE(ParseInputShapes("B,-3", 2).ok());
+  EXPECT_FALSE(ParseInputShapes("B,x", 2).ok());
+  EXPECT_FALSE(ParseInputShapes("", 2).ok());
+}
+
+TEST(ParseInputDtypes, KnownNamesAndAliases) {
+  auto dtypes = ParseInputDtypes("float32;long;bfloat16;int;half;bool");
+  ASSERT_TRUE(dtypes.ok()) << dtypes.error().message;
+  EXPECT_EQ(*dtypes, (std::vector<InputDtype>{InputDtype::kFloat32, InputDtype::kInt64, InputDtype::kBFloat16,
+                                              InputDtype::kInt32, InputDtype::kFloat16, InputDtype::kBool}));
+  auto bad = ParseInputDtypes("float32;complex64");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("complex64"), std::string::npos);
+}
+
+struct SupportCase {
+  const char* name;
+  json params;
+  Capabilities caps;
+  bool ok;
+  const char* message_part;
+};
+
+TEST(CheckSupported, PrecisionDeviceAndVersionRules) {
+  const Capabilities cpu_113{1, false, 0, std::nullopt};
+  const Capabilities cpu_2{2, false, 0, std::nullopt};
+  const Capabilities h200{2, true, 1, 9};
+  const Capabilities v100{2, true, 1, 7};
+  const std::vector<SupportCase> cases = {
+      {"fp32 cpu", {{"precision", "fp32"}}, cpu_113, true, ""},
+      {"bf16 cpu train", {{"precision", "bf16"}}, cpu_113, true, ""},
+      {"tf32 cpu", {{"precision", "tf32"}}, cpu_113, false, "tf32 is a CUDA matrix-unit mode"},
+      {"fp16 cpu 1.13", {{"precision", "fp16"}, {"scenario", "infer"}}, cpu_113, false, "needs LibTorch 2.x"},
+      {"fp16 cpu 2.x infer", {{"precision", "fp16"}, {"scenario", "infer"}}, cpu_2, true, ""},
+      {"fp16 cpu 2.x train", {{"precision", "fp16"}}, cpu_2, false, "fp16 training on cpu"},
+      {"int8", {{"precision", "int8"}}, h200, false, "int8 is not implemented"},
+      {"cuda without cuda build", {{"device", "cuda"}}, cpu_113, false, "built without CUDA"},
+      {"cuda:1 with one gpu", {{"device", "cuda:1"}}, h200, false, "1 CUDA device(s) are visible"},
+      {"fp16 cuda train", {{"device", "cuda"}, {"precision", "fp16"}}, h200, true, ""},
+      {"tf32 h200", {{"device", "cuda"}, {"precision", "tf32"}}, h200, true, ""},
+      {"tf32 volta", {{"device", "cuda"}, {"precision", "tf32"}}, v100, false, "compute capability 8.0"},
+      {"bf16 volta", {{"device", "cuda"}, {"precision", "bf16"}}, v100, false, "compute capability 8.0"},
+  };
+  for (const SupportCase& c : cases) {
+    json params = c.params;
+    params["model"] = "resnet50";
+    auto cell = ParseTorchCell(params);
+    ASSERT_TRUE(cell.ok()) << c.name << ": " << cell.error().message;
+    const Status st = CheckSupported(*cell, c.caps);
+    EXPECT_EQ(st.ok(), c.ok) << c.name;
+    if (!c.ok && !st.ok()) {
+      EXPECT_EQ(st.error().kind, ErrorKind::kUnsupported) << c.name;
+      EXPECT_NE(st.error().message.find(c.message_part), std::string::npos) << c.name << ": " << st.error().message;
+    }
+  }
+}
+
+TEST(PeakFlopsPerS, TableLookupBySubstringAndPrecision) {
+  EXPECT_DOUBLE_EQ(*PeakFlopsPerS("NVIDIA H200", Precision::kBf16), 989e12);
+  EXPECT_DOUBLE_EQ(*PeakFlopsPerS("NVIDIA H200", Precision::kFp16), 989e12);
+  EXPECT_DOUBLE_EQ(*PeakFlopsPerS("NVIDIA H200", Precision::kTf32), 494e12);
+  EXPECT_DOUBLE_EQ(*PeakFlopsPerS("NVIDIA H100 80GB HBM3", Precision::kFp32), 67e12);
+  // The PCIe card must not take the SXM figure.
+  EXPECT_DOUBLE_EQ(*PeakFlopsPerS("NVIDIA H100 PCIe", Precision::kBf16), 756e12);
+  EXPECT_FALSE(PeakFlopsPerS("NVIDIA H200", Precision::kInt8).has_value());
+  EXPECT_FALSE(PeakFlopsPerS("Tesla T4", Precision::kFp32).has_value());
+}
+
+}  // namespace
+}  // namespace dlbench::torchrunner

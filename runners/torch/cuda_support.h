@@ -1,0 +1,42 @@
+// The CUDA-only queries of the runner behind a header with no CUDA in it. Two translation units
+// implement it: cuda_support_cuda.cc, compiled only when LibTorch has CUDA (it includes CUDA
+// runtime and c10/cuda headers), and cuda_support_none.cc for CPU-only LibTorch, where every
+// query answers "no CUDA here". CMake picks one (DLBENCH_TORCH_HAS_CUDA).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dlbench::torchrunner {
+
+struct CudaDeviceInfo {
+  int index = 0;
+  std::string name;             // "NVIDIA H200"
+  int major = 0;                // compute capability
+  int minor = 0;
+  std::int64_t total_memory_bytes = 0;
+  int multiprocessors = 0;
+};
+
+// The caching allocator's counters for one device (StatType AGGREGATE), in bytes.
+struct CudaAllocatorStats {
+  std::int64_t allocated_current = 0;
+  std::int64_t allocated_peak = 0;
+  std::int64_t reserved_current = 0;
+  std::int64_t reserved_peak = 0;
+};
+
+// True when this binary was built against a LibTorch with CUDA.
+bool CudaCompiledIn();
+// Visible devices; empty without CUDA or without a driver. Initialises CUDA on first use.
+std::vector<CudaDeviceInfo> CudaDevices();
+// Versions as CUDA encodes them (13000 = 13.0), cuDNN as LibTorch reports it (91900 = 9.19.0).
+std::optional<int> CudaRuntimeVersion();
+std::optional<int> CudaDriverVersion();
+std::optional<long> CudnnVersion();
+std::optional<CudaAllocatorStats> CudaMemoryStats(int device_index);
+void CudaResetPeakMemory(int device_index);
+
+}  // namespace dlbench::torchrunner

@@ -1,0 +1,126 @@
+#include "device_info.h"
+
+#include <dlfcn.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "common/version.h"
+
+namespace dlbench::torchrunner {
+namespace {
+
+// NCCL comes in as a dependency of libtorch_cuda when LibTorch was built with it. Looking the
+// symbol up at run time avoids needing NCCL's header and works whether or not it is there.
+std::optional<std::string> NcclVersion() {
+  using GetVersionFn = int (*)(int*);
+  auto fn = reinterpret_cast<GetVersionFn>(dlsym(RTLD_DEFAULT, "ncclGetVersion"));
+  if (fn == nullptr) return std::nullopt;
+  int code = 0;
+  if (fn(&code) != 0 || code <= 0) return std::nullopt;
+  // NCCL >= 2.9 encodes major*10000 + minor*100 + patch; older ones major*1000 + minor*100 + patch.
+  if (code >= 10000) return fmt::format("{}.{}.{}", code / 10000, (code % 10000) / 100, code % 100);
+  return fmt::format("{}.{}.{}", code / 1000, (code % 1000) / 100, code % 100);
+}
+
+std::string FormatCudnnVersion(long v) {
+  // cuDNN 9 encodes major*10000 + minor*100 + patch; cuDNN 8 and older major*1000 + minor*100 + patch.
+  if (v >= 90000) return fmt::format("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100);
+  return fmt::format("{}.{}.{}", v / 1000, (v % 1000) / 100, v % 100);
+}
+
+std::int64_t HostRssBytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::int64_t size_pages = 0;
+  std::int64_t rss_pages = 0;
+  if (!(statm >> size_pages >> rss_pages)) return 0;
+  return rss_pages * static_cast<std::int64_t>(sysconf(_SC_PAGESIZE));
+}
+
+std::int64_t HostPeakRssBytes() {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+}  // namespace
+
+std::string TorchVersion() { return TORCH_VERSION; }
+int TorchMajorVersion() { return TORCH_VERSION_MAJOR; }
+
+std::string FormatCudaVersion(int encoded) { return fmt::format("{}.{}", encoded / 1000, (encoded % 1000) / 10); }
+
+nlohmann::json MakeHello() {
+  nlohmann::json framework = {{"name", "libtorch"}, {"version", TorchVersion()}, {"cuda_built", CudaCompiledIn()}};
+  if (auto v = CudaRuntimeVersion()) framework["cuda_runtime"] = FormatCudaVersion(*v);
+  if (auto v = CudaDriverVersion()) framework["cuda_driver_api"] = FormatCudaVersion(*v);
+  if (auto v = CudnnVersion()) framework["cudnn"] = FormatCudnnVersion(*v);
+  if (auto v = NcclVersion()) framework["nccl"] = *v;
+  // LibTorch's own build summary names the BLAS/oneDNN/OpenMP it uses: fp32 CPU speed depends on it.
+  framework["build_config"] = torch::show_config();
+
+  nlohmann::json devices = nlohmann::json::array();
+  devices.push_back({{"type", "cpu"}, {"index", 0}, {"logical_cpus", sysconf(_SC_NPROCESSORS_ONLN)}});
+  for (const CudaDeviceInfo& d : CudaDevices()) {
+    devices.push_back({{"type", "cuda"},
+                       {"index", d.index},
+                       {"name", d.name},
+                       {"compute_capability", fmt::format("{}.{}", d.major, d.minor)},
+                       {"total_memory_bytes", d.total_memory_bytes},
+                       {"multiprocessors", d.multiprocessors}});
+  }
+  return {{"runner", "torch"},
+          {"runner_version", std::string(kVersion) + "+" + kGitCommit},
+          {"framework", framework},
+          {"devices", devices},
+          {"threads", at::get_num_threads()},
+          {"interop_threads", at::get_num_interop_threads()}};
+}
+
+Capabilities ProbeCapabilities(const DeviceSpec& device) {
+  Capabilities caps;
+  caps.torch_major = TorchMajorVersion();
+  caps.cuda_built = CudaCompiledIn();
+  if (caps.cuda_built) {
+    const auto devices = CudaDevices();
+    caps.cuda_device_count = static_cast<int>(devices.size());
+    if (auto d = FindCudaDevice(device)) caps.compute_major = d->major;
+  }
+  return caps;
+}
+
+std::optional<CudaDeviceInfo> FindCudaDevice(const DeviceSpec& device) {
+  if (device.kind != DeviceKind::kCuda) return std::nullopt;
+  for (const CudaDeviceInfo& d : CudaDevices()) {
+    if (d.index == device.index) return d;
+  }
+  return std::nullopt;
+}
+
+nlohmann::json MemorySnapshot(const std::string& label, const DeviceSpec& device) {
+  nlohmann::json m = {{"label", label},
+                      {"device", device.ToString()},
+                      {"host_rss_bytes", HostRssBytes()},
+                      {"host_peak_rss_bytes", HostPeakRssBytes()}};
+  if (device.kind == DeviceKind::kCuda) {
+    if (auto s = CudaMemoryStats(device.index)) {
+      m["device_allocated_bytes"] = s->allocated_current;
+      m["device_allocated_peak_bytes"] = s->allocated_peak;
+      m["device_reserved_bytes"] = s->reserved_current;
+      m["device_reserved_peak_bytes"] = s->reserved_peak;
+    }
+  }
+  return m;
+}
+
+void ResetPeakMemory(const DeviceSpec& device) {
+  if (device.kind == DeviceKind::kCuda) CudaResetPeakMemory(device.index);
+}
+
+}  // namespace dlbench::torchrunner

@@ -1,0 +1,76 @@
+#include "failure.h"
+
+#include <c10/util/Exception.h>
+
+#include <cmath>
+#include <new>
+#include <regex>
+
+namespace dlbench::torchrunner {
+
+std::optional<std::int64_t> ParseRequestedBytes(const std::string& message) {
+  // LibTorch's CPU allocator: "...: you tried to allocate 4398046511104 bytes."
+  static const std::regex kCpuPattern(R"(you tried to allocate ([0-9]+) bytes)");
+  std::smatch cpu;
+  if (std::regex_search(message, cpu, kCpuPattern)) return std::stoll(cpu[1].str());
+  // The CUDA caching allocator: "Tried to allocate 20.00 MiB (GPU 0; ...".
+  static const std::regex kPattern(R"(Tried to allocate ([0-9]+(?:\.[0-9]+)?) ?(B|bytes|KiB|MiB|GiB|TiB|KB|MB|GB|TB))");
+  std::smatch m;
+  if (!std::regex_search(message, m, kPattern)) return std::nullopt;
+  const double value = std::stod(m[1].str());
+  const std::string unit = m[2].str();
+  double scale = 1.0;
+  if (unit == "KiB") scale = 1024.0;
+  else if (unit == "MiB") scale = 1024.0 * 1024.0;
+  else if (unit == "GiB") scale = 1024.0 * 1024.0 * 1024.0;
+  else if (unit == "TiB") scale = 1024.0 * 1024.0 * 1024.0 * 1024.0;
+  else if (unit == "KB") scale = 1e3;
+  else if (unit == "MB") scale = 1e6;
+  else if (unit == "GB") scale = 1e9;
+  else if (unit == "TB") scale = 1e12;
+  return static_cast<std::int64_t>(std::llround(value * scale));
+}
+
+bool IsOutOfMemoryMessage(const std::string& message) {
+  return message.find("out of memory") != std::string::npos || message.find("not enough memory") != std::string::npos ||
+         message.find("can't allocate memory") != std::string::npos;
+}
+
+Failure ClassifyMessage(const std::string& message, protocol::ErrorKindWire fallback) {
+  Failure f;
+  f.message = message;
+  if (IsOutOfMemoryMessage(message)) {
+    f.kind = protocol::ErrorKindWire::kOom;
+    if (auto bytes = ParseRequestedBytes(message)) f.details["requested_bytes"] = *bytes;
+  } else if (message.find("does not have a deterministic implementation") != std::string::npos) {
+    f.kind = protocol::ErrorKindWire::kUnsupported;
+    f.message = "unsupported with deterministic: true: " + message;
+  } else {
+    f.kind = fallback;
+  }
+  return f;
+}
+
+Failure ClassifyException(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const c10::OutOfMemoryError& e) {
+    Failure f = ClassifyMessage(e.what_without_backtrace(), protocol::ErrorKindWire::kOom);
+    f.kind = protocol::ErrorKindWire::kOom;
+    return f;
+  } catch (const c10::Error& e) {
+    return ClassifyMessage(e.what_without_backtrace(), protocol::ErrorKindWire::kInternal);
+  } catch (const UnsupportedError& e) {
+    return Failure{protocol::ErrorKindWire::kUnsupported, e.what(), nlohmann::json::object()};
+  } catch (const std::invalid_argument& e) {
+    return Failure{protocol::ErrorKindWire::kInvalid, e.what(), nlohmann::json::object()};
+  } catch (const std::bad_alloc&) {
+    return Failure{protocol::ErrorKindWire::kOom, "host out of memory (std::bad_alloc)", {{"where", "host"}}};
+  } catch (const std::exception& e) {
+    return ClassifyMessage(e.what(), protocol::ErrorKindWire::kInternal);
+  } catch (...) {
+    return Failure{protocol::ErrorKindWire::kInternal, "unknown exception", nlohmann::json::object()};
+  }
+}
+
+}  // namespace dlbench::torchrunner

@@ -1,0 +1,281 @@
+#include "torch_runner.h"
+
+#include <torch/torch.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <memory>
+#include <optional>
+
+#include "cell_options.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "device_info.h"
+#include "failure.h"
+#include "peak_flops.h"
+#include "precision.h"
+#include "workload.h"
+
+namespace dlbench::torchrunner {
+namespace {
+
+using protocol::ErrorKindWire;
+using protocol::LoopEnd;
+using protocol::LoopResult;
+using protocol::RunnerLimits;
+using protocol::RunnerSession;
+
+// Steps before the "after_warmup" memory snapshot. By then the allocator holds the model, the
+// optimizer state and one step's activations; the peak counters restart after the snapshot so
+// the "end" snapshot shows the steady state's own peak.
+constexpr std::int64_t kWarmupSnapshotSteps = 3;
+
+int Report(RunnerSession& session, const Failure& failure) {
+  LogError("dlbench-torch: {}: {}", protocol::ErrorKindWireName(failure.kind), failure.message);
+  (void)session.SendError(failure.kind, failure.message, failure.details);
+  return 0;
+}
+
+ErrorKindWire WireKind(ErrorKind kind) {
+  return kind == ErrorKind::kUnsupported ? ErrorKindWire::kUnsupported : ErrorKindWire::kInvalid;
+}
+
+// Everything a cell's steps use, built before READY.
+struct CellState {
+  TorchCell cell;
+  torch::Device device{torch::kCPU};
+  torch::MemoryFormat memory_format = torch::MemoryFormat::Contiguous;
+  std::optional<torch::ScalarType> autocast_dtype;
+  std::unique_ptr<Workload> workload;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;  // train only
+  std::unique_ptr<LossScaler> scaler;                  // fp16 train only
+  torch::Tensor last_loss;                             // train only, read after the loop
+  MathSwitches switches;
+  std::optional<CudaDeviceInfo> cuda_device;
+};
+
+void Synchronize(const CellState& s) {
+  if (s.device.is_cuda()) torch::cuda::synchronize(s.device.index());
+}
+
+// One training step: the forward and the loss inside an autocast region (which clears the weight
+// cast cache when it ends, so the next step sees the updated weights), backward and the
+// optimizer step outside it, as torch.autocast is used from Python.
+void TrainStep(CellState& s) {
+  s.optimizer->zero_grad();
+  torch::Tensor loss;
+  {
+    AutocastRegion region(s.device.type(), s.autocast_dtype);
+    const std::vector<torch::Tensor> outputs = s.workload->Forward();
+    loss = s.workload->Loss(outputs);
+  }
+  if (s.scaler) {
+    s.scaler->Scale(loss).backward();
+    s.scaler->Step(*s.optimizer);
+  } else {
+    loss.backward();
+    s.optimizer->step();
+  }
+  s.last_loss = loss.detach();
+  Synchronize(s);
+}
+
+void InferStep(CellState& s) {
+  c10::InferenceMode inference;
+  AutocastRegion region(s.device.type(), s.autocast_dtype);
+  const std::vector<torch::Tensor> outputs = s.workload->Forward();
+  s.workload->PostProcess(outputs);
+  Synchronize(s);
+}
+
+torch::MemoryFormat ResolveMemoryFormat(const TorchCell& cell, const Workload& workload) {
+  switch (cell.memory_format) {
+    case MemoryFormat::kChannelsLast: return torch::MemoryFormat::ChannelsLast;
+    case MemoryFormat::kContiguous: return torch::MemoryFormat::Contiguous;
+    case MemoryFormat::kAuto: break;
+  }
+  return cell.device.kind == DeviceKind::kCuda && workload.is_convolutional() ? torch::MemoryFormat::ChannelsLast
+                                                                              : torch::MemoryFormat::Contiguous;
+}
+
+// Builds the model, its batch and optimizer on the device with every switch set. Throws; the
+// caller classifies.
+void Build(CellState& s, std::uint64_t seed) {
+  const TorchCell& cell = s.cell;
+  if (cell.threads) at::set_num_threads(*cell.threads);
+  s.switches = ApplyMathSwitches(cell);
+  torch::manual_seed(seed);
+  s.device = cell.device.kind == DeviceKind::kCuda ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(cell.device.index))
+                                                   : torch::Device(torch::kCPU);
+  s.cuda_device = FindCudaDevice(cell.device);
+  s.autocast_dtype = AutocastDtype(cell.precision);
+  s.workload = MakeWorkload(cell);
+  s.memory_format = ResolveMemoryFormat(cell, *s.workload);
+  s.workload->Prepare(cell, s.device, s.memory_format, seed);
+  s.workload->SetTraining(cell.scenario == Scenario::kTrain);
+  if (cell.scenario == Scenario::kTrain) {
+    s.optimizer = s.workload->MakeOptimizer(cell.lr);
+    if (cell.precision == Precision::kFp16) s.scaler = std::make_unique<LossScaler>(s.device);
+  }
+}
+
+std::optional<double> FlopsPerSample(const CellState& s) {
+  auto forward = s.workload->ForwardFlopsPerSample();
+  if (!forward) return std::nullopt;
+  return s.cell.scenario == Scenario::kTrain ? 3.0 * *forward : *forward;
+}
+
+nlohmann::json Effective(const CellState& s, std::uint64_t seed) {
+  const TorchCell& cell = s.cell;
+  nlohmann::json e = {
+      {"model", s.workload->name()},
+      {"scenario", ScenarioName(cell.scenario)},
+      {"batch_size", cell.batch_size},
+      {"samples_per_step", cell.batch_size},
+      {"device", cell.device.ToString()},
+      {"precision", PrecisionName(cell.precision)},
+      {"param_dtype", "float32"},
+      {"autocast_dtype", s.autocast_dtype ? nlohmann::json(c10::toString(*s.autocast_dtype)) : nlohmann::json(nullptr)},
+      {"loss_scaling", s.scaler != nullptr},
+      {"memory_format", s.memory_format == torch::MemoryFormat::ChannelsLast ? "channels_last" : "contiguous"},
+      {"memory_format_requested", MemoryFormatName(cell.memory_format)},
+      {"threads", at::get_num_threads()},
+      {"interop_threads", at::get_num_interop_threads()},
+      {"deterministic", cell.deterministic},
+      {"seed", seed},
+      {"strategy", "none"},
+      {"world_size", 1},
+      {"timing", "host clock around each step; the step ends with a device synchronize"},
+      {"torch_version", TorchVersion()},
+      {"model_options", s.workload->EffectiveOptions()},
+  };
+  e.update(s.switches.ToJson());
+  if (cell.deterministic) {
+    const char* ws = std::getenv("CUBLAS_WORKSPACE_CONFIG");
+    e["cublas_workspace_config"] = ws != nullptr ? ws : "";
+  }
+  if (s.cuda_device) {
+    e["device_name"] = s.cuda_device->name;
+    e["compute_capability"] = fmt::format("{}.{}", s.cuda_device->major, s.cuda_device->minor);
+  }
+  if (cell.scenario == Scenario::kTrain) {
+    e["optimizer"] = s.workload->OptimizerName();
+    if (cell.lr) e["lr"] = *cell.lr;
+  }
+  if (auto flops = FlopsPerSample(s)) e["flops_per_sample"] = *flops;
+  return e;
+}
+
+nlohmann::json Extras(const CellState& s) {
+  nlohmann::json metrics = nlohmann::json::array();
+  nlohmann::json info = nlohmann::json::object();
+  if (auto flops = FlopsPerSample(s)) {
+    metrics.push_back({{"name", "flops_per_sample"}, {"value", *flops}, {"unit", "FLOP"}});
+    info["flop_convention"] = s.cell.scenario == Scenario::kTrain
+                                  ? "3 x counted forward FLOPs (multiply-add = 2)"
+                                  : "counted forward FLOPs (multiply-add = 2)";
+  }
+  if (s.cuda_device) {
+    info["device_name"] = s.cuda_device->name;
+    if (auto peak = PeakFlopsPerS(s.cuda_device->name, s.cell.precision)) {
+      metrics.push_back({{"name", "device_peak_flops_per_s"}, {"value", *peak}, {"unit", "FLOP/s"}});
+      info["device_peak_source"] = "NVIDIA datasheet, dense tensor-core/FP32 peak (runners/torch/peak_flops.cc)";
+    }
+  }
+  if (s.last_loss.defined()) {
+    // JSON has no NaN/inf: a diverged loss is reported as a flag rather than a null number.
+    const double loss = s.last_loss.to(torch::kCPU).to(torch::kDouble).item<double>();
+    if (std::isfinite(loss)) info["final_loss"] = loss;
+    else info["final_loss_nonfinite"] = true;
+  }
+  if (s.scaler) {
+    metrics.push_back({{"name", "loss_scale_final"}, {"value", s.scaler->scale()}, {"unit", ""}});
+    metrics.push_back({{"name", "skipped_optimizer_steps"},
+                       {"value", static_cast<double>(s.scaler->skipped_steps())},
+                       {"unit", "steps"}});
+  }
+  return {{"metrics", metrics}, {"info", info}};
+}
+
+// Runs the measured loop in two parts with a memory snapshot between them, outside any timed
+// step. The parts share the cell's ceilings: the second gets what the first left.
+LoopResult RunMeasured(RunnerSession& session, const RunnerLimits& limits, CellState& s,
+                       std::exception_ptr& step_error) {
+  auto step = [&s, &step_error](protocol::StepRecord& record) {
+    try {
+      if (s.cell.scenario == Scenario::kTrain) TrainStep(s);
+      else InferStep(s);
+    } catch (...) {
+      step_error = std::current_exception();
+      return false;
+    }
+    record.samples = static_cast<std::uint32_t>(s.cell.batch_size);
+    return true;
+  };
+  const std::int64_t begin_ns = MonotonicNowNs();
+  RunnerLimits first = limits;
+  first.max_steps = std::min(limits.max_steps, kWarmupSnapshotSteps);
+  LoopResult result = protocol::RunStepLoop(session, first, step);
+  if (result.end != LoopEnd::kMaxSteps || result.steps >= limits.max_steps) return result;
+
+  (void)session.SendMemory(MemorySnapshot("after_warmup", s.cell.device));
+  ResetPeakMemory(s.cell.device);
+
+  RunnerLimits rest = limits;
+  rest.max_steps = limits.max_steps - result.steps;
+  rest.max_time_s = limits.max_time_s - NsToSeconds(MonotonicNowNs() - begin_ns);
+  if (rest.max_time_s <= 0) {
+    result.end = LoopEnd::kMaxTime;
+    return result;
+  }
+  const LoopResult second = protocol::RunStepLoop(session, rest, step);
+  result.end = second.end;
+  result.steps += second.steps;
+  return result;
+}
+
+}  // namespace
+
+int RunTorchCell(RunnerSession& session) {
+  if (!session.SendHello(MakeHello()).ok()) {
+    LogError("dlbench-torch: could not send HELLO; the orchestrator is gone");
+    return 1;
+  }
+  auto config = session.ReceiveConfigure();
+  if (!config.ok()) {
+    LogError("dlbench-torch: {}", config.error().message);
+    return 1;
+  }
+  session.set_rank(static_cast<std::uint32_t>(config->rank));
+
+  auto cell = ParseTorchCell(config->params);
+  if (!cell.ok()) return Report(session, {WireKind(cell.error().kind), cell.error().message, nlohmann::json::object()});
+  const Status supported = CheckSupported(*cell, ProbeCapabilities(cell->device));
+  if (!supported.ok()) return Report(session, {WireKind(supported.error().kind), supported.error().message, nlohmann::json::object()});
+
+  CellState state;
+  state.cell = std::move(*cell);
+  try {
+    Build(state, config->seed);
+  } catch (...) {
+    return Report(session, ClassifyException(std::current_exception()));
+  }
+  if (!session.SendReady(Effective(state, config->seed)).ok()) return 1;
+
+  std::exception_ptr step_error;
+  const LoopResult loop = RunMeasured(session, config->limits, state, step_error);
+  if (step_error) return Report(session, ClassifyException(step_error));
+
+  try {
+    (void)session.SendMemory(MemorySnapshot("end", state.cell.device));
+    (void)session.SendExtras(Extras(state));
+  } catch (...) {
+    return Report(session, ClassifyException(std::current_exception()));
+  }
+  return session.SendDone(protocol::LoopEndName(loop.end), loop.steps).ok() ? 0 : 1;
+}
+
+}  // namespace dlbench::torchrunner

@@ -1,0 +1,135 @@
+// dlbench-torch on a CUDA device (LABELS gpu): skipped where the runner's HELLO lists no CUDA
+// device. Small variants, so the suite stays short on the GPU machine too.
+#include <gtest/gtest.h>
+#include <torch/script.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "runner_harness.h"
+
+namespace dlbench::torchrunner {
+namespace {
+
+using nlohmann::json;
+using testing::CellTranscript;
+using testing::HarnessOptions;
+
+const std::string kRunner = std::string(DLBENCH_BIN_DIR) + "/dlbench-torch";
+
+class OnCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto hello = testing::ReadHello(kRunner);
+    ASSERT_TRUE(hello.ok()) << hello.error().message;
+    for (const json& d : hello->at("devices")) {
+      if (d.value("type", "") == "cuda") device_ = d;
+    }
+    if (device_.is_null()) GTEST_SKIP() << "no CUDA device visible to dlbench-torch";
+    hello_ = *hello;
+  }
+  CellTranscript RunCellOf(json params) {
+    protocol::CellConfig c;
+    c.params = std::move(params);
+    c.seed = 11;
+    c.limits.max_time_s = 120.0;
+    HarnessOptions options;
+    options.stop_after_steps = 6;
+    auto t = testing::RunCell(kRunner, c, options);
+    EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().message);
+    if (!t.ok()) return {};
+    EXPECT_TRUE(t->exit.success()) << t->exit.Describe();
+    return std::move(*t);
+  }
+  static json TinyResnet(const std::string& precision, const std::string& scenario) {
+    return {{"model", "resnet50"}, {"image_size", 64}, {"base_width", 16}, {"num_classes", 10},
+            {"batch_size", 8},     {"device", "cuda"}, {"precision", precision}, {"scenario", scenario},
+            {"lr", 0.01}};
+  }
+  json device_;
+  json hello_;
+};
+
+TEST_F(OnCuda, HelloCarriesTheGpuFingerprint) {
+  EXPECT_FALSE(device_.value("name", "").empty());
+  EXPECT_FALSE(device_.value("compute_capability", "").empty());
+  EXPECT_GT(device_.value("total_memory_bytes", 0), 0);
+  const json& fw = hello_.at("framework");
+  EXPECT_TRUE(fw.contains("cuda_runtime"));
+  EXPECT_TRUE(fw.contains("cudnn"));
+}
+
+struct PrecisionCase {
+  std::string precision;
+  bool tf32_cublas;
+  bool loss_scaling;
+};
+
+class OnCudaPrecision : public OnCuda, public ::testing::WithParamInterface<PrecisionCase> {};
+
+TEST_P(OnCudaPrecision, TrainsWithTheRightSwitchesAndReportsDeviceMemory) {
+  const PrecisionCase& c = GetParam();
+  const CellTranscript t = RunCellOf(TinyResnet(c.precision, "train"));
+  ASSERT_FALSE(t.error) << t.error->dump();
+  ASSERT_TRUE(t.ready);
+  EXPECT_EQ(t.ready->value("device", ""), "cuda:0");
+  EXPECT_EQ(t.ready->value("memory_format", ""), "channels_last");  // auto, convolutional, CUDA
+  EXPECT_EQ(t.ready->value("allow_tf32_cublas", !c.tf32_cublas), c.tf32_cublas);
+  EXPECT_EQ(t.ready->value("loss_scaling", !c.loss_scaling), c.loss_scaling);
+  EXPECT_EQ(t.ready->value("cudnn_benchmark", false), true);
+  ASSERT_EQ(t.memory.size(), 2u);
+  for (const json& m : t.memory) {
+    EXPECT_GT(m.value("device_allocated_bytes", 0), 0) << m.dump();
+    EXPECT_GE(m.value("device_reserved_bytes", 0), m.value("device_allocated_bytes", 0)) << m.dump();
+    EXPECT_GE(m.value("device_allocated_peak_bytes", 0), m.value("device_allocated_bytes", 0)) << m.dump();
+  }
+  ASSERT_TRUE(t.done);
+  const json& info = t.extras.at(0).at("info");
+  EXPECT_TRUE(std::isfinite(info.value("final_loss", NAN)));
+  bool has_scale = false;
+  for (const json& m : t.extras.at(0).at("metrics")) has_scale |= m.value("name", "") == "loss_scale_final";
+  EXPECT_EQ(has_scale, c.loss_scaling);
+}
+
+INSTANTIATE_TEST_SUITE_P(Precisions, OnCudaPrecision,
+                         ::testing::Values(PrecisionCase{"fp32", false, false}, PrecisionCase{"tf32", true, false},
+                                           PrecisionCase{"bf16", false, false}, PrecisionCase{"fp16", false, true}),
+                         [](const ::testing::TestParamInfo<PrecisionCase>& info) { return info.param.precision; });
+
+TEST_F(OnCuda, EveryModelInfersInBf16) {
+  const std::vector<json> models = {
+      {{"model", "resnet50"}, {"image_size", 64}, {"base_width", 16}},
+      {{"model", "mobilenet_v2"}, {"image_size", 64}},
+      {{"model", "bert_base"}, {"layers", 2}, {"seq_len", 32}},
+      {{"model", "ssd_mobilenet"}, {"image_size", 128}, {"num_classes", 5}},
+  };
+  for (json params : models) {
+    params.update({{"device", "cuda"}, {"precision", "bf16"}, {"scenario", "infer"}, {"batch_size", 4}});
+    const CellTranscript t = RunCellOf(params);
+    EXPECT_FALSE(t.error) << params.dump() << ": " << (t.error ? t.error->dump() : "");
+    EXPECT_TRUE(t.done) << params.dump();
+  }
+}
+
+TEST_F(OnCuda, OutOfDeviceMemoryIsTheOomOutcome) {
+  // A scripted model that asks the device for 2^20 x 2^20 float32 = 4 TiB: more than any GPU has.
+  torch::jit::Module m("Huge");
+  m.define(
+      "def forward(self, x):\n"
+      "    return x.new_ones([1048576, 1048576]).sum() + x.sum()\n");
+  const std::string path = ::testing::TempDir() + "/dlbench_gpu_oom_" + std::to_string(getpid()) + ".pt";
+  m.save(path);
+  const CellTranscript t = RunCellOf({{"model", "torchscript"}, {"model_path", path}, {"input_shapes", "B,4"},
+                                {"device", "cuda"}, {"scenario", "infer"}, {"batch_size", 2}});
+  std::remove(path.c_str());
+  ASSERT_TRUE(t.error) << "expected an out-of-memory outcome";
+  EXPECT_EQ(t.error->value("kind", ""), "oom") << t.error->dump();
+  EXPECT_EQ(t.error->value("requested_bytes", std::int64_t{0}), std::int64_t{1} << 42) << t.error->dump();
+  EXPECT_FALSE(t.done);
+}
+
+}  // namespace
+}  // namespace dlbench::torchrunner

@@ -1,0 +1,222 @@
+#include "workload.h"
+
+#include <torch/script.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "models/zoo.h"
+
+namespace dlbench::torchrunner {
+namespace {
+
+void ParametersToMemoryFormat(const std::vector<torch::Tensor>& params, torch::MemoryFormat format) {
+  if (format != torch::MemoryFormat::ChannelsLast) return;
+  torch::NoGradGuard no_grad;
+  for (const torch::Tensor& p : params) {
+    if (p.dim() == 4) {
+      // set_data keeps the parameter's identity (the optimizer and the module hold it).
+      torch::Tensor mutable_p = p;
+      mutable_p.set_data(p.contiguous(torch::MemoryFormat::ChannelsLast));
+    }
+  }
+}
+
+class ZooWorkload final : public Workload {
+ public:
+  explicit ZooWorkload(std::shared_ptr<ZooModel> model) : model_(std::move(model)) {}
+
+  std::string name() const override { return model_->name(); }
+  bool is_convolutional() const override { return model_->is_convolutional(); }
+
+  void Prepare(const TorchCell& cell, torch::Device device, torch::MemoryFormat format, std::uint64_t seed) override {
+    model_->to(device);
+    ParametersToMemoryFormat(model_->parameters(), format);
+    batch_ = model_->MakeBatch(cell.batch_size, device, seed);
+    for (torch::Tensor& input : batch_.inputs) input = ToMemoryFormat(input, format);
+  }
+  void SetTraining(bool training) override { model_->train(training); }
+  std::vector<torch::Tensor> Forward() override { return model_->Forward(batch_); }
+  torch::Tensor Loss(const std::vector<torch::Tensor>& outputs) override { return model_->Loss(outputs, batch_); }
+  torch::Tensor PostProcess(const std::vector<torch::Tensor>& outputs) override { return model_->PostProcess(outputs); }
+  std::optional<double> ForwardFlopsPerSample() const override { return model_->ForwardFlopsPerSample(); }
+  nlohmann::json EffectiveOptions() const override { return model_->EffectiveOptions(); }
+  std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(std::optional<double> lr) override {
+    return model_->MakeOptimizer(lr);
+  }
+  std::string OptimizerName() const override { return "model default (SGD momentum 0.9 for CNNs, AdamW for BERT)"; }
+
+ private:
+  std::shared_ptr<ZooModel> model_;
+  Batch batch_;
+};
+
+torch::ScalarType ToScalarType(InputDtype dtype) {
+  switch (dtype) {
+    case InputDtype::kFloat32: return torch::kFloat;
+    case InputDtype::kFloat16: return torch::kHalf;
+    case InputDtype::kBFloat16: return torch::kBFloat16;
+    case InputDtype::kInt64: return torch::kLong;
+    case InputDtype::kInt32: return torch::kInt;
+    case InputDtype::kBool: return torch::kBool;
+  }
+  return torch::kFloat;
+}
+
+std::vector<torch::Tensor> OutputTensors(const c10::IValue& out) {
+  if (out.isTensor()) return {out.toTensor()};
+  std::vector<torch::Tensor> tensors;
+  if (out.isTuple()) {
+    for (const c10::IValue& v : out.toTupleRef().elements()) {
+      if (v.isTensor()) tensors.push_back(v.toTensor());
+    }
+  } else if (out.isTensorList()) {
+    for (const torch::Tensor& t : out.toTensorVector()) tensors.push_back(t);
+  } else if (out.isList()) {
+    for (const c10::IValue& v : out.toListRef()) {
+      if (v.isTensor()) tensors.push_back(v.toTensor());
+    }
+  }
+  if (tensors.empty()) {
+    throw std::invalid_argument(fmt::format("the TorchScript model's forward returned {}, not tensors",
+                                            out.tagKind()));
+  }
+  return tensors;
+}
+
+// A user's scripted module with declared inputs. Training needs forward to return the loss.
+class TorchScriptWorkload final : public Workload {
+ public:
+  TorchScriptWorkload(const TorchScriptSpec& spec, torch::jit::Module module)
+      : spec_(spec), module_(std::move(module)) {}
+
+  std::string name() const override { return kTorchScriptModel; }
+  bool is_convolutional() const override { return false; }
+
+  void Prepare(const TorchCell& cell, torch::Device device, torch::MemoryFormat format, std::uint64_t seed) override {
+    module_.to(device);
+    ParametersToMemoryFormat(Parameters(), format);
+    // Random inputs from their own generator, so the batch depends on the seed alone. Integer
+    // inputs are drawn from {0, 1}: any index-like input (token ids, class ids) is then valid.
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+    inputs_.clear();
+    for (std::size_t i = 0; i < spec_.input_shapes.size(); ++i) {
+      const torch::ScalarType dtype = ToScalarType(spec_.input_dtypes[i]);
+      torch::Tensor t;
+      if (c10::isFloatingType(dtype)) {
+        t = at::randn(spec_.input_shapes[i], gen, torch::TensorOptions().dtype(torch::kFloat)).to(dtype);
+      } else {
+        t = at::randint(0, 2, spec_.input_shapes[i], gen, torch::TensorOptions().dtype(torch::kLong)).to(dtype);
+      }
+      inputs_.emplace_back(ToMemoryFormat(t.to(device), format));
+    }
+    // One probe forward: a model that rejects the declared inputs fails here, as an invalid
+    // cell, not as an internal error in the middle of the measured loop.
+    std::vector<torch::Tensor> outputs;
+    try {
+      torch::NoGradGuard no_grad;
+      outputs = OutputTensors(module_.forward(inputs_));
+    } catch (const c10::OutOfMemoryError&) {
+      throw;
+    } catch (const c10::Error& e) {
+      // Running out of memory is the cell's outcome, not a fault of the declared inputs.
+      if (IsOutOfMemoryMessage(e.what_without_backtrace())) throw;
+      throw std::invalid_argument(fmt::format("the TorchScript model rejected the declared inputs ({}): {}",
+                                              DescribeInputs(), e.what_without_backtrace()));
+    } catch (const std::runtime_error& e) {
+      // The TorchScript interpreter rethrows an op's failure as a plain std::runtime_error that
+      // carries the script's traceback.
+      if (IsOutOfMemoryMessage(e.what())) throw;
+      throw std::invalid_argument(fmt::format("the TorchScript model rejected the declared inputs ({}): {}",
+                                              DescribeInputs(), e.what()));
+    }
+    if (cell.scenario == Scenario::kTrain && !(outputs.size() == 1 && outputs[0].dim() == 0 &&
+                                                c10::isFloatingType(outputs[0].scalar_type()))) {
+      throw UnsupportedError(
+          "unsupported: training a TorchScript model needs its forward to return the loss as one floating "
+          "scalar tensor; this one returns " + std::to_string(outputs.size()) + " tensor(s) of shape " +
+          fmt::format("{}", fmt::join(outputs[0].sizes().vec(), "x")) + "; use scenario infer");
+    }
+    if (cell.scenario == Scenario::kTrain && Parameters().empty()) {
+      throw UnsupportedError("unsupported: the TorchScript model has no parameters to train; use scenario infer");
+    }
+  }
+
+  void SetTraining(bool training) override { module_.train(training); }
+  std::vector<torch::Tensor> Forward() override { return OutputTensors(module_.forward(inputs_)); }
+  torch::Tensor Loss(const std::vector<torch::Tensor>& outputs) override { return outputs.at(0); }
+  torch::Tensor PostProcess(const std::vector<torch::Tensor>& outputs) override { return outputs.at(0); }
+  std::optional<double> ForwardFlopsPerSample() const override { return std::nullopt; }
+  nlohmann::json EffectiveOptions() const override {
+    nlohmann::json inputs = nlohmann::json::array();
+    for (std::size_t i = 0; i < spec_.input_shapes.size(); ++i) {
+      inputs.push_back({{"shape", spec_.input_shapes[i]}, {"dtype", InputDtypeName(spec_.input_dtypes[i])}});
+    }
+    return {{"model_path", spec_.path}, {"inputs", inputs}};
+  }
+  std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(std::optional<double> lr) override {
+    return std::make_unique<torch::optim::SGD>(Parameters(), torch::optim::SGDOptions(lr.value_or(0.01)).momentum(0.9));
+  }
+  std::string OptimizerName() const override { return "SGD momentum 0.9 (lr 0.01 unless lr is set)"; }
+
+ private:
+  std::vector<torch::Tensor> Parameters() const {
+    std::vector<torch::Tensor> params;
+    for (const torch::Tensor& p : module_.parameters()) params.push_back(p);
+    return params;
+  }
+  std::string DescribeInputs() const {
+    std::vector<std::string> parts;
+    for (std::size_t i = 0; i < spec_.input_shapes.size(); ++i) {
+      parts.push_back(fmt::format("{} {}", InputDtypeName(spec_.input_dtypes[i]), fmt::join(spec_.input_shapes[i], "x")));
+    }
+    return fmt::format("{}", fmt::join(parts, ", "));
+  }
+
+  TorchScriptSpec spec_;
+  torch::jit::Module module_;
+  std::vector<c10::IValue> inputs_;
+};
+
+}  // namespace
+
+torch::Tensor ToMemoryFormat(const torch::Tensor& t, torch::MemoryFormat format) {
+  if (format == torch::MemoryFormat::ChannelsLast && t.dim() == 4 && c10::isFloatingType(t.scalar_type())) {
+    return t.contiguous(torch::MemoryFormat::ChannelsLast);
+  }
+  return t;
+}
+
+std::vector<std::string> KnownModelNames() {
+  std::vector<std::string> names = KnownModels();
+  names.emplace_back(kTorchScriptModel);
+  return names;
+}
+
+std::unique_ptr<Workload> MakeWorkload(const TorchCell& cell) {
+  if (cell.torchscript) {
+    const std::string& path = cell.torchscript->path;
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) {
+      throw std::invalid_argument(fmt::format("model_path '{}' does not exist", path));
+    }
+    try {
+      return std::make_unique<TorchScriptWorkload>(*cell.torchscript, torch::jit::load(path));
+    } catch (const c10::Error& e) {
+      throw std::invalid_argument(fmt::format("cannot load TorchScript model '{}': {}", path, e.what_without_backtrace()));
+    }
+  }
+  const ModelOptions options = ModelOptions::FromParams(cell.params);
+  const std::vector<std::string> known = KnownModels();
+  if (std::find(known.begin(), known.end(), cell.model) == known.end()) {
+    throw std::invalid_argument(fmt::format("unknown model '{}'; known models: {}", cell.model,
+                                            fmt::join(KnownModelNames(), ", ")));
+  }
+  return std::make_unique<ZooWorkload>(MakeModel(cell.model, options));
+}
+
+}  // namespace dlbench::torchrunner

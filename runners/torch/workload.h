@@ -1,0 +1,58 @@
+// What the scenarios drive: a model, its fixed synthetic batch and its optimizer, on one device.
+// Two kinds: the built-in zoo (models/zoo.h) and a user's TorchScript file. The scenario code in
+// torch_runner.cc sees only this interface, so both kinds train and infer through one loop.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cell_options.h"
+#include "failure.h"
+
+namespace dlbench::torchrunner {
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  virtual std::string name() const = 0;
+  // Whether channels_last applies (memory_format auto picks it for these on CUDA).
+  virtual bool is_convolutional() const = 0;
+  // Moves the weights to `device` in `format` and builds the fixed input batch there from
+  // `seed`. Called once, before any step. May throw what MakeWorkload throws, once the inputs
+  // show a problem (a TorchScript forward that rejects the declared inputs).
+  virtual void Prepare(const TorchCell& cell, torch::Device device, torch::MemoryFormat format, std::uint64_t seed) = 0;
+  // Training (dropout, batch-norm statistics) or evaluation behaviour.
+  virtual void SetTraining(bool training) = 0;
+  // Forward on the fixed batch.
+  virtual std::vector<torch::Tensor> Forward() = 0;
+  // Scalar training loss from Forward's outputs.
+  virtual torch::Tensor Loss(const std::vector<torch::Tensor>& outputs) = 0;
+  // The inference post-processing that belongs to latency (SSD's decoding and NMS).
+  virtual torch::Tensor PostProcess(const std::vector<torch::Tensor>& outputs) = 0;
+  // Forward FLOPs per sample when known (zoo models count theirs; TorchScript: unknown).
+  virtual std::optional<double> ForwardFlopsPerSample() const = 0;
+  virtual nlohmann::json EffectiveOptions() const = 0;
+  virtual std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(std::optional<double> lr) = 0;
+  // A one-line description of the optimizer MakeOptimizer builds, for the effective cell.
+  virtual std::string OptimizerName() const = 0;
+};
+
+// Builds the workload the cell names. Throws std::invalid_argument for a bad model name, bad
+// model options or an unusable TorchScript file/inputs (the runner reports these as invalid);
+// throws UnsupportedError for a valid request this workload cannot do (a TorchScript model
+// whose forward does not return a scalar loss, asked to train).
+std::unique_ptr<Workload> MakeWorkload(const TorchCell& cell);
+
+// Every model name the runner accepts: the zoo's and "torchscript".
+std::vector<std::string> KnownModelNames();
+
+// Converts a 4-D floating tensor to channels_last (a no-op for other tensors).
+torch::Tensor ToMemoryFormat(const torch::Tensor& t, torch::MemoryFormat format);
+
+}  // namespace dlbench::torchrunner
