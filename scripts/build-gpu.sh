@@ -40,6 +40,9 @@ groups=(
   "libbenchmark-dev libbenchmark1debian:benchmark/benchmark.h"
   "libjs-chart.js:/usr/share/javascript/chart.js/chart.min.js"
   "libcpp-httplib-dev libcpp-httplib0.11:httplib.h"
+  "libbrotli-dev:brotli/decode.h"
+  "libssl-dev:openssl/ssl.h"
+  "zlib1g-dev:zlib.h"
 )
 used_deps=0
 for g in "${groups[@]}"; do

@@ -23,6 +23,7 @@ packages=(
   libbenchmark-dev libbenchmark1debian
   libjs-chart.js                          # embedded into HTML reports (src/report)
   libcpp-httplib-dev libcpp-httplib0.11   # the Prometheus endpoint (src/report)
+  libbrotli-dev libssl-dev zlib1g-dev     # headers that Debian's httplib.h includes (its .pc enables brotli, TLS, zlib)
   pkgconf pkgconf-bin libpkgconf3         # pkg-config, which finds cpp-httplib
 )
 

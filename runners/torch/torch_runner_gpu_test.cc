@@ -56,7 +56,7 @@ class OnCuda : public ::testing::Test {
 TEST_F(OnCuda, HelloCarriesTheGpuFingerprint) {
   EXPECT_FALSE(device_.value("name", "").empty());
   EXPECT_FALSE(device_.value("compute_capability", "").empty());
-  EXPECT_GT(device_.value("total_memory_bytes", 0), 0);
+  EXPECT_GT(device_.value("total_memory_bytes", std::int64_t{0}), 0);
   const json& fw = hello_.at("framework");
   EXPECT_TRUE(fw.contains("cuda_runtime"));
   EXPECT_TRUE(fw.contains("cudnn"));

@@ -108,6 +108,7 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
     // The runner introduces itself once so the stored fingerprint has its framework versions.
     auto hello = orchestrator::ProbeRunner(*runner, std::max(30.0, std::min(matrix->timeout_s, 120.0)));
     if (!hello.ok()) return ReportError(hello.error());
+    hello->erase("pid");  // differs every run and decides nothing
     auto samplers = monitor::DefaultSamplers();
     monitor::Monitor probe_monitor(std::move(samplers), MonotonicClock(), 1000);
     run.environment = monitor::CollectFingerprint(*hello, probe_monitor.Describe());

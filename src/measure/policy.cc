@@ -57,7 +57,10 @@ Decision MeasurePolicy::Evaluate() {
     decided_ = Decision{true, "max_steps"};
     return *decided_;
   }
-  if (WindowS(records_, 0) >= settings_.max_time_s) {
+  // The time ceiling starts after the mandatory warm-up steps: a first step that autotunes or
+  // compiles for seconds (cuDNN benchmark, graph build) must not eat the measuring budget.
+  const std::size_t floor = static_cast<std::size_t>(std::max<std::int64_t>(settings_.min_warmup_steps, 0));
+  if (n > floor && WindowS(records_, floor) >= settings_.max_time_s) {
     decided_ = Decision{true, "max_time"};
     return *decided_;
   }

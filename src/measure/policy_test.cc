@@ -190,11 +190,32 @@ TEST(MeasurePolicyTest, StopsAtMaxTime) {
   settings.target_rel_ci = 1e-9;  // unreachable with noisy steps
   MeasurePolicy policy(settings);
   const auto records = MakeRecords(WarmupThenSteady(10, 200, 4, 1e7));
-  // The first record whose end is 0.5 s or more after the first start (about 10 ms steps).
-  std::size_t expected = 0;
-  while (records[expected].end_ns - records[0].start_ns < 500'000'000) ++expected;
+  // The first record whose end is 0.5 s or more after the start of the first record past the
+  // mandatory warm-up (about 10 ms steps).
+  const auto floor = static_cast<std::size_t>(settings.min_warmup_steps);
+  std::size_t expected = floor;
+  while (records[expected].end_ns - records[floor].start_ns < 500'000'000) ++expected;
   EXPECT_EQ(FeedUntilStop(policy, records, 1), expected + 1);
   EXPECT_EQ(policy.Finish("x").stop_reason, "max_time");
+}
+
+// A GPU's first steps can autotune for seconds; the time ceiling must leave the measuring budget
+// to the steps after the mandatory warm-up.
+TEST(MeasurePolicyTest, SlowMandatoryWarmupDoesNotEatTheTimeCeiling) {
+  config::MeasureSettings settings = Settings();
+  settings.min_warmup_steps = 2;
+  settings.min_steps = 10;
+  settings.min_time_s = 0.3;
+  settings.max_time_s = 0.5;
+  settings.target_rel_ci = 1e-9;  // unreachable: only the ceiling stops it
+  std::vector<double> durations = {3e9, 2e9};
+  for (int i = 0; i < 200; ++i) durations.push_back(1e7 * (1 + 0.01 * (i % 3)));
+  MeasurePolicy policy(settings);
+  FeedUntilStop(policy, MakeRecords(durations), 1);
+  const Outcome out = policy.Finish("x");
+  EXPECT_EQ(out.stop_reason, "max_time");
+  EXPECT_TRUE(out.enough_data) << out.insufficiency;
+  EXPECT_GE(out.summary.window_s, 0.45);
 }
 
 TEST(MeasurePolicyTest, MinimaHoldBackAStopAndTheThrottleStaysClose) {

@@ -1,0 +1,76 @@
+// The torch runner through the real `dlbench run`: small variants of the four reference models,
+// trained and served on the CPU, end up stored with their metrics; an unsupported combination is
+// an outcome, not a crash.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "e2e_util.h"
+#include "store/result_store.h"
+
+namespace dlbench::e2e {
+namespace {
+
+TEST(TorchE2E, FourModelsTrainAndInferThroughDlbenchRun) {
+  TempDir dir("torch");
+  const std::string matrix = dir / "m.yaml", db = dir / "r.db";
+  WriteText(matrix, R"(runner: torch
+matrix:
+  model: [resnet50, mobilenet_v2, bert_base, ssd_mobilenet]
+  scenario: [infer, train]
+  batch_size: [2]
+  device: cpu
+  precision: [fp32]
+  threads: 1
+include:
+  - {model: resnet50, image_size: 64, base_width: 8}
+  - {model: mobilenet_v2, image_size: 64, width_mult: 0.25}
+  - {model: bert_base, layers: 1, hidden_size: 64, heads: 2, seq_len: 16, vocab_size: 1000}
+  - {model: ssd_mobilenet, image_size: 128, width_mult: 0.25, num_classes: 5}
+  # Cannot extend a combination without overwriting precision: a cell of its own.
+  - {model: resnet50, scenario: train, precision: tf32}
+timeout_s: 120
+measure:
+  min_steps: 5
+  min_time_s: 0.2
+  max_time_s: 1.0
+  target_rel_ci: 0.5
+)");
+  auto run = Dlbench({"run", matrix, "--out", dir / "out"}, dir, db);
+  auto store = store::OpenSqliteStore(db);
+  ASSERT_TRUE(store.ok()) << run.err;
+  store::CellQuery q;
+  auto cells = (*store)->GetCells(1, q);
+  ASSERT_TRUE(cells.ok());
+  std::map<std::string, int> ok_by_model;
+  bool saw_unsupported = false;
+  for (const auto& c : *cells) {
+    const std::string model = c.params["model"].get<std::string>();
+    if (c.params.value("precision", std::string()) == "tf32") {
+      // tf32 is a GPU matrix-unit mode: on the CPU it must be refused clearly.
+      EXPECT_EQ(c.outcome, "unsupported") << c.message;
+      saw_unsupported = true;
+      continue;
+    }
+    EXPECT_EQ(c.outcome, "ok") << c.label << ": " << c.message;
+    if (c.outcome != "ok") continue;
+    ++ok_by_model[model];
+    double sps = 0, flops = 0;
+    for (const auto& m : c.metrics) {
+      if (m.name == "samples_per_s") sps = m.value;
+      if (m.name == "achieved_flops_per_s") flops = m.value;
+    }
+    EXPECT_GT(sps, 0) << c.label;
+    EXPECT_GT(flops, 0) << c.label << ": FLOP/s comes from the model's FLOPs per sample";
+    EXPECT_EQ(c.hello.value("runner", std::string()), "torch");
+    EXPECT_TRUE(c.effective.is_object() && !c.effective.empty()) << c.label;
+  }
+  EXPECT_TRUE(saw_unsupported);
+  for (const char* m : {"resnet50", "mobilenet_v2", "bert_base", "ssd_mobilenet"}) {
+    EXPECT_EQ(ok_by_model[m], 2) << m << " must be stored for infer and train";
+  }
+  EXPECT_EQ(run.exit_code, 1) << "the unsupported cell makes run exit 1\n" << run.out << run.err;
+}
+
+}  // namespace
+}  // namespace dlbench::e2e
