@@ -44,15 +44,11 @@ std::map<std::string, double> HistorySeconds(CommandContext& ctx, const std::vec
 }
 
 int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
-  auto matrix = config::LoadMatrix(args.matrix_path);
-  if (!matrix.ok()) {
-    std::fprintf(stderr, "%s\n", matrix.error().message.c_str());
-    return kExitUsage;
-  }
-  auto plan = plan::Expand(*matrix);
-  if (!plan.ok()) return ReportError(plan.error());
-  auto cells = FilterCells(plan->cells, args.only);
-  if (!cells.ok()) return ReportError(cells.error());
+  int exit_code = kExitOk;
+  auto selected = SelectPlan(args.matrix_path, args.only, &exit_code);
+  if (!selected.ok()) return exit_code;
+  const config::Matrix* matrix = &selected->matrix;
+  const std::vector<plan::Cell>* cells = &selected->cells;
   const auto history = HistorySeconds(ctx, *cells);
   double total = 0;
   int from_history = 0;

@@ -65,18 +65,14 @@ void WriteProgress(const std::string& db_path, std::int64_t run_id, std::size_t 
 }
 
 int RunMatrix(const RunArgs& args, CommandContext& ctx) {
-  auto matrix = config::LoadMatrix(args.matrix_path);
-  if (!matrix.ok()) {
-    std::fprintf(stderr, "%s\n", matrix.error().message.c_str());
-    return kExitUsage;
-  }
-  auto plan = plan::Expand(*matrix);
-  if (!plan.ok()) return ReportError(plan.error());
-  auto cells = FilterCells(plan->cells, args.only);
-  if (!cells.ok()) return ReportError(cells.error());
+  int exit_code = kExitOk;
+  auto selected = SelectPlan(args.matrix_path, args.only, &exit_code);
+  if (!selected.ok()) return exit_code;
+  const config::Matrix* matrix = &selected->matrix;
+  const std::vector<plan::Cell>* cells = &selected->cells;
   if (cells->empty()) {
     std::fprintf(stderr, "dlbench: --only matched none of the %zu cells (see: dlbench plan %s)\n",
-                 plan->cells.size(), args.matrix_path.c_str());
+                 selected->planned, args.matrix_path.c_str());
     return kExitUsage;
   }
   auto runner = orchestrator::ResolveRunner(matrix->runner, ExecutableDir());

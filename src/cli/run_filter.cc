@@ -1,6 +1,9 @@
 #include "cli/run_filter.h"
 
+#include <cstdio>
 #include <sstream>
+
+#include "cli/commands.h"
 
 namespace dlbench::cli {
 
@@ -71,6 +74,28 @@ Result<std::vector<plan::Cell>> FilterCells(const std::vector<plan::Cell>& cells
     }
   }
   return kept;
+}
+
+Result<SelectedPlan> SelectPlan(const std::string& matrix_path, const std::vector<std::string>& filters,
+                                int* exit_code) {
+  auto matrix = config::LoadMatrix(matrix_path);
+  if (!matrix.ok()) {
+    std::fprintf(stderr, "%s\n", matrix.error().message.c_str());
+    *exit_code = kExitUsage;
+    return matrix.error();
+  }
+  auto expanded = plan::Expand(*matrix);
+  if (!expanded.ok()) {
+    *exit_code = ReportError(expanded.error());
+    return expanded.error();
+  }
+  auto cells = FilterCells(expanded->cells, filters);
+  if (!cells.ok()) {
+    *exit_code = ReportError(cells.error());
+    return cells.error();
+  }
+  SelectedPlan selected{std::move(matrix).value(), expanded->cells.size(), std::move(cells).value()};
+  return selected;
 }
 
 }  // namespace dlbench::cli
