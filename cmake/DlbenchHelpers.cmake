@@ -29,5 +29,11 @@ function(dlbench_add_test name)
   endif()
   # A list property inside PROPERTIES must keep its semicolons escaped, or only the first survives.
   string(REPLACE ";" "\\;" labels_escaped "${labels}")
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${labels_escaped}")
+  # End-to-end tests time real processes (busy-waiting runners, real models): run them alone so
+  # a neighbouring test on the 2-core CI machine does not stretch their steps.
+  set(serial FALSE)
+  if("e2e" IN_LIST labels OR "torch" IN_LIST labels)
+    set(serial TRUE)
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${labels_escaped}" RUN_SERIAL ${serial})
 endfunction()

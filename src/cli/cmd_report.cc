@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "history/compare.h"
 #include "common/files.h"
 #include "monitor/fingerprint.h"
 #include "report/html_report.h"
@@ -48,6 +49,12 @@ int Report(const ReportArgs& args, CommandContext& ctx) {
     if (!base_cells.ok()) return ReportError(base_cells.error());
     input.baseline_run = std::move(base).value();
     input.baseline_cells = std::move(base_cells).value();
+    // The statistical comparison needs the baseline's raw steps; it is the one `compare` prints.
+    history::CompareOptions compare_options;
+    compare_options.threshold = args.baseline_threshold;
+    auto comparison = history::CompareStoredRuns(*store, std::to_string(*base_id), std::to_string(*id), compare_options);
+    if (!comparison.ok()) return ReportError(comparison.error());
+    input.comparison = std::move(comparison).value();
   }
 
   report::ReportOptions options;

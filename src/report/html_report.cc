@@ -378,8 +378,58 @@ std::string CellsSection(const ReportInput& input) {
   return out + "</tbody></table></div>\n";
 }
 
+// The baseline section from history's comparison: the same numbers `dlbench compare` prints.
+std::string ComparisonSection(const ReportInput& input, const history::Comparison& cmp) {
+  const store::RunRecord& base = *input.baseline_run;
+  std::string out = fmt::format(
+      "<p>Baseline: run {} ({}), started {}. Ratio = this run's {} over the baseline's, with a {:g}% confidence "
+      "interval from the raw step records (block bootstrap); a cell is slower or faster only when the "
+      "Benjamini-Hochberg adjusted p-value is below {:g} and the whole interval lies beyond &plusmn;{:g}% "
+      "(as <code>dlbench compare</code>; docs/history.md).</p>\n",
+      base.id, EscapeHtml(base.name), EscapeHtml(FormatUtc(base.started_wall_ns)),
+      EscapeHtml(history::MetricName(cmp.options.metric)), 100 * cmp.options.confidence_level, cmp.options.alpha,
+      100 * cmp.options.threshold);
+  if (base.environment_hash != input.run.environment_hash || !cmp.environment_changes.empty()) {
+    std::string diffs;
+    int shown = 0;
+    for (const auto& change : cmp.environment_changes) {
+      if (++shown > 40) break;
+      diffs += std::string("<li>") + (change.decides_comparability ? "<strong>decides comparability</strong>: " : "") +
+               EscapeHtml(history::DescribeChange(change)) + "</li>\n";
+    }
+    out += "<div class=\"warnings\"><p>The environments differ (fingerprint " + EscapeHtml(base.environment_hash) +
+           " &rarr; " + EscapeHtml(input.run.environment_hash) + "): the comparison may not be fair.</p><ul>\n" + diffs +
+           "</ul></div>\n";
+  }
+  std::string rows;
+  for (const auto& c : cmp.cells) {
+    const std::string verdict = history::VerdictName(c.verdict);
+    const std::string cls = c.verdict == history::Verdict::kSlower   ? "slower"
+                            : c.verdict == history::Verdict::kFaster ? "faster"
+                                                                     : "";
+    const std::string ci = c.ci_low && c.ci_high ? "[" + Fmt(*c.ci_low, 4) + ", " + Fmt(*c.ci_high, 4) + "]" : "-";
+    rows += "<tr class=\"" + cls + "\">" + Td(c.label, c.label) + NumTd(c.base_value) + NumTd(c.candidate_value) +
+            NumTd(c.ratio) + Td(ci, ci) + NumTd(c.q_value) + Td(verdict, verdict) + Td(c.note, c.note) + "</tr>\n";
+  }
+  if (rows.empty()) {
+    out += "<p class=\"empty\">No cell key measured in both runs.</p>\n";
+  } else {
+    out += fmt::format("<p>{} slower beyond the threshold, {} faster.</p>\n", cmp.Regressions(),
+                       cmp.CountVerdict(history::Verdict::kFaster));
+    out += std::string("<table class=\"sortable\" id=\"baseline-table\"><thead><tr><th>cell</th><th>baseline ") +
+           history::MetricUnit(cmp.options.metric) + "</th><th>this run</th><th>ratio</th><th>CI of the ratio</th>"
+           "<th>q</th><th>verdict</th><th>note</th></tr></thead><tbody>\n" + rows + "</tbody></table>\n";
+  }
+  std::string only;
+  for (const auto& c : cmp.only_in_candidate) only += "<li>only in this run: " + EscapeHtml(c.label) + "</li>\n";
+  for (const auto& c : cmp.only_in_base) only += "<li>only in the baseline: " + EscapeHtml(c.label) + "</li>\n";
+  if (!only.empty()) out += "<ul>\n" + only + "</ul>\n";
+  return out;
+}
+
 std::string BaselineSection(const ReportInput& input, const ReportOptions& options) {
   if (!input.baseline_run) return "<p class=\"empty\">No baseline given (--baseline RUN).</p>\n";
+  if (input.comparison) return ComparisonSection(input, *input.comparison);
   const store::RunRecord& base = *input.baseline_run;
   std::string out = fmt::format("<p>Baseline: run {} ({}), started {}. Ratio = this run's mean samples/s over the "
                                 "baseline's for the same cell key; beyond &plusmn;{}% it is marked. This is a plain "

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/saturation.h"
+#include "history/compare.h"
 #include "store/result_store.h"
 
 namespace dlbench::report {
@@ -25,6 +26,10 @@ struct ReportInput {
   std::vector<store::CellRecord> cells;           // with steps and series loaded
   std::optional<store::RunRecord> baseline_run;
   std::vector<store::CellRecord> baseline_cells;  // metrics are enough
+  // The statistical comparison of this run against the baseline (history::CompareRunData: CIs
+  // from the raw steps, Benjamini-Hochberg, environment changes). When absent the section falls
+  // back to plain throughput ratios.
+  std::optional<history::Comparison> comparison;
   // Warnings the caller derived (e.g. monitor::FingerprintWarnings); shown with those found in
   // the fingerprint's own "warnings" arrays and the report's checks of the cells.
   std::vector<std::string> warnings;
