@@ -105,8 +105,8 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
     auto hello = orchestrator::ProbeRunner(*runner, std::max(30.0, std::min(matrix->timeout_s, 120.0)));
     if (!hello.ok()) return ReportError(hello.error());
     hello->erase("pid");  // differs every run and decides nothing
-    auto samplers = monitor::DefaultSamplers();
-    monitor::Monitor probe_monitor(std::move(samplers), MonotonicClock(), 1000);
+    MonotonicClock probe_clock;  // Monitor keeps a reference: it must outlive the monitor
+    monitor::Monitor probe_monitor(monitor::DefaultSamplers(), probe_clock, 1000);
     run.environment = monitor::CollectFingerprint(*hello, probe_monitor.Describe());
     run.environment_hash = monitor::ComparabilityHash(run.environment);
     run.name = matrix->name.empty() ? std::filesystem::path(args.matrix_path).stem().string() : matrix->name;

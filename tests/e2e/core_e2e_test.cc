@@ -167,8 +167,8 @@ matrix:
   step_ms: [1]
 measure:
   min_steps: 20
-  min_time_s: 0.3
-  max_time_s: 0.6
+  min_time_s: 0.2
+  max_time_s: 0.8
 )";
 
 TEST(CoreE2E, SigkillLosesNoFinishedCellAndResumeCompletes) {

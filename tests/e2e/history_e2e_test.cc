@@ -78,7 +78,7 @@ TEST(HistoryE2E, TagCompareFailOnRegressionAndTrend) {
   const auto parsed = nlohmann::json::parse(json.out, nullptr, false);
   ASSERT_FALSE(parsed.is_discarded()) << json.out;
   EXPECT_EQ(parsed["summary"]["regressions"], 2);
-  EXPECT_NEAR(parsed["cells"][0]["ratio"].get<double>(), 0.5, 0.1);
+  EXPECT_NEAR(parsed["cells"][0]["ratio"].get<double>(), 0.2, 0.05);  // throughput at 5x the step time
 
   auto markdown = Dlbench({"compare", "1", "3", "--ignore-param", "step_ms", "--format", "markdown"}, dir, db);
   EXPECT_EQ(markdown.exit_code, 0) << Context(markdown);
