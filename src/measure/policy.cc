@@ -88,6 +88,7 @@ Decision MeasurePolicy::Evaluate() {
   if (!(mean > 0)) return {};
   if ((ci->high - ci->low) / 2 / mean <= settings_.target_rel_ci) {
     decided_ = Decision{true, "ci_reached"};
+    decided_cut_ = std::make_pair(cut.steps, cut.rule);
     return *decided_;
   }
   return {};
@@ -95,7 +96,14 @@ Decision MeasurePolicy::Evaluate() {
 
 Outcome MeasurePolicy::Finish(const std::string& stop_reason_if_not_decided) const {
   Outcome out;
-  const WarmupCut cut = DecideWarmup(StepTimesNs(records_, 0), settings_.min_warmup_steps);
+  // A cell stopped because its CI was reached keeps the cut that decision was made with: MSER-5
+  // over the few records that arrive after STOP can move the cut later and shrink the measured
+  // window below min_time_s, which would contradict the decision (seen in the SIGKILL e2e test).
+  WarmupCut cut = DecideWarmup(StepTimesNs(records_, 0), settings_.min_warmup_steps);
+  if (decided_cut_) {
+    cut.steps = decided_cut_->first;
+    cut.rule = decided_cut_->second;
+  }
   out.warmup_steps = static_cast<std::int64_t>(cut.steps);
   out.warmup_rule = cut.rule;
   out.stop_reason = decided_ ? decided_->reason : stop_reason_if_not_decided;

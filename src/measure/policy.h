@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/matrix.h"
@@ -77,6 +78,8 @@ class MeasurePolicy {
   config::MeasureSettings settings_;
   std::vector<protocol::StepRecord> records_;
   std::optional<Decision> decided_;
+  // The warm-up cut the ci_reached decision was made with; Finish keeps it (see policy.cc).
+  std::optional<std::pair<std::size_t, const char*>> decided_cut_;
   std::size_t last_evaluated_size_ = 0;
   std::int64_t last_evaluated_end_ns_ = 0;
 };

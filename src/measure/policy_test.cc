@@ -304,5 +304,36 @@ TEST(MeasurePolicyTest, AMillionRecordsStayCheap) {
   EXPECT_EQ(policy.Finish("x").stop_reason, "max_steps");
 }
 
+// Records keep arriving after STOP. A cell stopped on ci_reached keeps the warm-up cut that
+// decision was made with, so the final summary cannot contradict the decision.
+TEST(MeasurePolicyTest, CiReachedKeepsItsCutWhenRecordsArriveAfterStop) {
+  config::MeasureSettings settings = Settings();
+  settings.min_steps = 50;
+  settings.min_time_s = 0.5;
+  std::vector<double> steady;
+  for (int i = 0; i < 400; ++i) steady.push_back(1e7 * (1 + 0.002 * (i % 5)));
+  MeasurePolicy policy(settings);
+  const std::size_t fed = FeedUntilStop(policy, MakeRecords(steady), 10);
+  ASSERT_GT(fed, 0u);
+  const Outcome at_stop = policy.Finish("x");
+  ASSERT_EQ(at_stop.stop_reason, "ci_reached");
+  ASSERT_TRUE(at_stop.enough_data);
+  // A level shift after STOP, longer than what came before: recomputing MSER-5 over everything
+  // would now cut at the shift and leave almost nothing measured.
+  std::vector<double> shifted;
+  for (std::size_t i = 0; i < 2 * fed; ++i) shifted.push_back(4e6 * (1 + 0.002 * (i % 5)));
+  auto more = MakeRecords(shifted);
+  const std::int64_t offset = policy.records().back().end_ns + 1000 - more.front().start_ns;
+  for (auto& r : more) {
+    r.start_ns += offset;
+    r.end_ns += offset;
+  }
+  policy.Add(more.data(), more.size());
+  const Outcome final_outcome = policy.Finish("x");
+  EXPECT_EQ(final_outcome.warmup_steps, at_stop.warmup_steps);
+  EXPECT_TRUE(final_outcome.enough_data) << final_outcome.insufficiency;
+  EXPECT_EQ(final_outcome.summary.steps, static_cast<std::int64_t>(fed + more.size()) - at_stop.warmup_steps);
+}
+
 }  // namespace
 }  // namespace dlbench::measure
