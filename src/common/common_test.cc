@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "common/files.h"
 #include "common/subprocess.h"
+#include "common/text.h"
 
 namespace dlbench {
 namespace {
@@ -97,6 +98,12 @@ TEST(FilesTest, TailLinesKeepsTheLastLines) {
   EXPECT_EQ(TailLines(tmpl, 10), "one\ntwo\nthree\nfour");
   std::remove(tmpl);
   EXPECT_EQ(ReadFile("/nonexistent/x").error().kind, ErrorKind::kNotFound);
+}
+
+TEST(TextTest, MarkdownCellEscapesPipesOnly) {
+  EXPECT_EQ(EscapeMarkdownCell("a|b|"), "a\\|b\\|");
+  EXPECT_EQ(EscapeMarkdownCell("plain *text*"), "plain *text*");
+  EXPECT_EQ(EscapeMarkdownCell(""), "");
 }
 
 }  // namespace

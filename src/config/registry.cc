@@ -8,6 +8,8 @@
 #include <sstream>
 #include <utility>
 
+#include "common/text.h"
+
 namespace dlbench::config {
 namespace {
 
@@ -421,15 +423,6 @@ std::optional<bool> ParseBool(const std::string& text) {
   return std::nullopt;
 }
 
-std::string MarkdownCell(std::string text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '|') out += '\\';
-    out += c;
-  }
-  return out;
-}
-
 }  // namespace
 
 const std::vector<ParamSpec>& Registry() {
@@ -701,7 +694,7 @@ std::string MarkdownTable(ParamSection section, std::optional<Scope> scope) {
     std::string help = spec.help;
     if (!spec.required_with.empty()) help += " Required with runner " + spec.required_with + ".";
     out << "| `" << spec.name << "` | " << ParamTypeName(spec.type) << " | " << spec.unit << " | "
-        << MarkdownCell(def) << " | " << MarkdownCell(allowed) << " | " << MarkdownCell(help) << " |\n";
+        << EscapeMarkdownCell(def) << " | " << EscapeMarkdownCell(allowed) << " | " << EscapeMarkdownCell(help) << " |\n";
   }
   return out.str();
 }

@@ -6,6 +6,7 @@
 
 #include <fmt/core.h>
 
+#include "common/text.h"
 #include "history/text_table.h"
 
 namespace dlbench::history {
@@ -79,15 +80,6 @@ std::string Summary(const Comparison& cmp) {
   if (!cmp.only_in_base.empty() || !cmp.only_in_candidate.empty()) {
     out += fmt::format("; {} only in base, {} only in candidate", cmp.only_in_base.size(),
                        cmp.only_in_candidate.size());
-  }
-  return out;
-}
-
-std::string Escape(std::string text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '|') out += '\\';
-    out += c;
   }
   return out;
 }
@@ -199,15 +191,15 @@ nlohmann::json CompareToJson(const Comparison& cmp) {
 }
 
 std::string FormatCompareMarkdown(const Comparison& cmp) {
-  std::string out = "### dlbench compare: " + Escape(RunTitle(cmp.base_run_id, cmp.base_name, cmp.base_tags)) +
-                    " → " + Escape(RunTitle(cmp.candidate_run_id, cmp.candidate_name, cmp.candidate_tags)) +
+  std::string out = "### dlbench compare: " + EscapeMarkdownCell(RunTitle(cmp.base_run_id, cmp.base_name, cmp.base_tags)) +
+                    " → " + EscapeMarkdownCell(RunTitle(cmp.candidate_run_id, cmp.candidate_name, cmp.candidate_tags)) +
                     "\n\n";
   const int slower = cmp.Regressions();
   out += (slower > 0 ? fmt::format(":red_circle: **{} regression{}** · ", slower, slower == 1 ? "" : "s")
                      : std::string(":white_check_mark: **no regression** · ")) +
-         Escape(Summary(cmp)) + "\n\n";
-  out += "Metric: " + Escape(MetricLine(cmp)) + ".  \nMethod: " + Escape(MethodLine(cmp)) + ".";
-  if (!cmp.options.ignore_params.empty()) out += "  \n" + Escape(IgnoredLine(cmp)) + ".";
+         EscapeMarkdownCell(Summary(cmp)) + "\n\n";
+  out += "Metric: " + EscapeMarkdownCell(MetricLine(cmp)) + ".  \nMethod: " + EscapeMarkdownCell(MethodLine(cmp)) + ".";
+  if (!cmp.options.ignore_params.empty()) out += "  \n" + EscapeMarkdownCell(IgnoredLine(cmp)) + ".";
   out += "\n\n";
   if (!cmp.environment_changes.empty()) {
     out += cmp.EnvironmentDecisive()
@@ -228,8 +220,8 @@ std::string FormatCompareMarkdown(const Comparison& cmp) {
       if (c.verdict == Verdict::kSlower) verdict = ":red_circle: **slower**";
       if (c.verdict == Verdict::kFaster) verdict = ":green_circle: faster";
       if (!c.note.empty()) verdict += " (" + c.note + ")";
-      out += "| " + Escape(CellName(c)) + " | " + Value(c.base_value) + " | " + Value(c.candidate_value) + " | " +
-             Change(c) + " | " + Interval(c) + " | " + Probability(c.q_value) + " | " + Escape(verdict) + " |\n";
+      out += "| " + EscapeMarkdownCell(CellName(c)) + " | " + Value(c.base_value) + " | " + Value(c.candidate_value) + " | " +
+             Change(c) + " | " + Interval(c) + " | " + Probability(c.q_value) + " | " + EscapeMarkdownCell(verdict) + " |\n";
     }
     out += "\n";
   }
