@@ -23,6 +23,7 @@
 #include "monitor/sampler.h"
 #include "orchestrator/cell_runner.h"
 #include "plan/plan.h"
+#include "report/prometheus.h"
 
 namespace dlbench::cli {
 
@@ -51,7 +52,7 @@ struct RunArgs {
   bool no_monitor = false;
 };
 
-// The file `dlbench serve` reads to expose the progress of an active run.
+// The file `dlbench serve` reads to expose the progress of an active run (report::ProgressPath).
 void WriteProgress(const std::string& db_path, std::int64_t run_id, std::size_t total, std::size_t done,
                    const std::string& current, std::int64_t started_wall_ns) {
   nlohmann::json p = {{"run_id", run_id},
@@ -61,7 +62,7 @@ void WriteProgress(const std::string& db_path, std::int64_t run_id, std::size_t 
                       {"started_wall_ns", started_wall_ns},
                       {"updated_wall_ns", WallNowNs()},
                       {"pid", static_cast<long>(getpid())}};
-  (void)WriteFileAtomic(db_path + ".progress.json", p.dump(2) + "\n");
+  (void)WriteFileAtomic(report::ProgressPath(db_path), p.dump(2) + "\n");
 }
 
 int RunMatrix(const RunArgs& args, CommandContext& ctx) {
@@ -195,7 +196,7 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
     rec.run_id = run_id;
     if (auto st = store->PutCell(rec); !st.ok()) {
       (void)store->SetRunStatus(run_id, "failed", WallNowNs());
-      std::remove((ctx.db_path + ".progress.json").c_str());
+      std::remove(report::ProgressPath(ctx.db_path).c_str());
       return ReportError(st.error());
     }
     ++done_now;
@@ -211,7 +212,7 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
     std::fflush(stdout);
   }
 
-  std::remove((ctx.db_path + ".progress.json").c_str());
+  std::remove(report::ProgressPath(ctx.db_path).c_str());
   auto remaining = store->FinishedCellIds(run_id);
   const bool complete = remaining.ok() && !interrupted &&
                         std::all_of(cells->begin(), cells->end(), [&](const plan::Cell& c) {
