@@ -17,6 +17,7 @@ namespace {
 struct PlanArgs {
   std::string matrix_path;
   std::vector<std::string> only;
+  std::string shard;
   bool json = false;
 };
 
@@ -45,7 +46,7 @@ std::map<std::string, double> HistorySeconds(CommandContext& ctx, const std::vec
 
 int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
   int exit_code = kExitOk;
-  auto selected = SelectPlan(args.matrix_path, args.only, &exit_code);
+  auto selected = SelectPlan(args.matrix_path, Selection{args.only, args.shard}, &exit_code);
   if (!selected.ok()) return exit_code;
   const config::Matrix* matrix = &selected->matrix;
   const std::vector<plan::Cell>* cells = &selected->cells;
@@ -71,13 +72,18 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
     return kExitOk;
   }
   std::printf("%s", table.Render().c_str());
-  std::printf("\n%zu cells (runner %s, %s order); estimated %s", cells->size(), matrix->runner.name.c_str(),
+  std::printf("\n%zu cells%s (runner %s, %s order); estimated %s", cells->size(),
+              ShardSummary(*selected).c_str(), matrix->runner.name.c_str(),
               matrix->ordering == config::Ordering::kGrouped ? "grouped" : "interleaved",
               FormatSeconds(total).c_str());
   if (from_history < static_cast<int>(cells->size())) {
     std::printf(" (* no history: bounded by measure.max_time_s plus start-up)");
   }
   std::printf("\n");
+  if (selected->shard && cells->empty()) {
+    std::printf("%s; `run` refuses an empty shard\n",
+                EmptySelectionMessage(*selected, args.matrix_path).c_str());
+  }
   return kExitOk;
 }
 
@@ -88,6 +94,9 @@ void RegisterPlan(CLI::App& app, CommandContext& ctx) {
   CLI::App* cmd = app.add_subcommand("plan", "Show the cells a matrix expands to, in run order, with a time estimate");
   cmd->add_option("matrix", args->matrix_path, "The matrix file (YAML)")->required();
   cmd->add_option("--only", args->only, "Keep matching cells (same syntax as run --only)");
+  cmd->add_option("--shard", args->shard,
+                  "Keep part K of N (K/N) of the cells --only keeps, exactly those run --shard K/N runs")
+      ->type_name("K/N");
   cmd->add_flag("--json", args->json, "Print the cells as JSON");
   cmd->callback([args, &ctx] { ctx.exit_code = ShowPlan(*args, ctx); });
 }

@@ -48,6 +48,7 @@ struct RunArgs {
   std::string matrix_path;
   std::string out_dir = "dlbench-out";
   std::vector<std::string> only;
+  std::string shard;
   std::string resume;
   bool no_monitor = false;
 };
@@ -65,15 +66,64 @@ void WriteProgress(const std::string& db_path, std::int64_t run_id, std::size_t 
   (void)WriteFileAtomic(report::ProgressPath(db_path), p.dump(2) + "\n");
 }
 
+// Removes the progress file if this process wrote it last. Several runs may share a database
+// (one per --shard); the file is then whichever wrote last, and another live run's must stay.
+void RemoveOwnProgress(const std::string& db_path) {
+  const std::string path = report::ProgressPath(db_path);
+  auto text = ReadFile(path);
+  if (!text.ok()) return;
+  auto progress = report::ParseProgress(*text);
+  if (!progress.ok() || progress->pid != static_cast<std::int64_t>(getpid())) return;
+  std::remove(path.c_str());
+}
+
+// The shell words of `dlbench run` that resume this run: the same matrix and selection.
+std::string ResumeCommand(const RunArgs& args, std::int64_t run_id) {
+  auto quote = [](const std::string& word) {
+    if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                "0123456789_-+=,./:@%") == std::string::npos) {
+      return word;
+    }
+    std::string quoted = "'";
+    for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return quoted + "'";
+  };
+  std::string command = "dlbench run " + quote(args.matrix_path);
+  for (const auto& f : args.only) command += " --only " + quote(f);
+  if (!args.shard.empty()) command += " --shard " + quote(args.shard);
+  return command + fmt::format(" --resume {}", run_id);
+}
+
+// --resume re-expands the matrix and applies --only and --shard again; the run does not store
+// them, so they must be given again and must keep the run's cells. Checked by what the run does
+// store: its cell count, and that every finished cell is among the selected ones.
+Status CheckResumeSelection(const store::RunRecord& run, const std::set<std::string>& finished,
+                            const SelectedPlan& selected) {
+  std::set<std::string> ids;
+  for (const auto& c : selected.cells) ids.insert(c.id);
+  const bool same_count = static_cast<std::size_t>(run.total_cells) == selected.cells.size();
+  const auto stray = std::find_if(finished.begin(), finished.end(),
+                                  [&](const std::string& id) { return ids.count(id) == 0; });
+  if (same_count && stray == finished.end()) return Status::Ok();
+  const std::string kept = fmt::format("{} cells{}", selected.cells.size(), ShardSummary(selected));
+  return MakeError(
+      ErrorKind::kInvalidInput,
+      fmt::format(
+          "run {} has {} cells, but this selection keeps {}{}; resume with the --only and "
+          "--shard options run {} was started with",
+          run.id, run.total_cells, kept,
+          stray == finished.end() ? "" : fmt::format(", not including its finished cell '{}'", *stray),
+          run.id));
+}
+
 int RunMatrix(const RunArgs& args, CommandContext& ctx) {
   int exit_code = kExitOk;
-  auto selected = SelectPlan(args.matrix_path, args.only, &exit_code);
+  auto selected = SelectPlan(args.matrix_path, Selection{args.only, args.shard}, &exit_code);
   if (!selected.ok()) return exit_code;
   const config::Matrix* matrix = &selected->matrix;
   const std::vector<plan::Cell>* cells = &selected->cells;
   if (cells->empty()) {
-    std::fprintf(stderr, "dlbench: --only matched none of the %zu cells (see: dlbench plan %s)\n",
-                 selected->planned, args.matrix_path.c_str());
+    std::fprintf(stderr, "dlbench: %s\n", EmptySelectionMessage(*selected, args.matrix_path).c_str());
     return kExitUsage;
   }
   auto runner = orchestrator::ResolveRunner(matrix->runner, ExecutableDir());
@@ -98,6 +148,7 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
     }
     auto done = store->FinishedCellIds(*id);
     if (!done.ok()) return ReportError(done.error());
+    if (auto st = CheckResumeSelection(*existing, *done, *selected); !st.ok()) return ReportError(st.error());
     run_id = *id;
     run = *existing;
     finished = *done;
@@ -138,10 +189,11 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
 
   std::size_t todo = 0;
   for (const auto& c : *cells) todo += finished.count(c.id) ? 0 : 1;
-  std::fprintf(stderr, "dlbench: run %lld (%s): %zu cells%s, runner %s, store %s, logs in %s\n",
+  std::fprintf(stderr, "dlbench: run %lld (%s): %zu cells%s%s, runner %s, store %s, logs in %s\n",
                static_cast<long long>(run_id), run.name.c_str(), todo,
                finished.empty() ? "" : fmt::format(" ({} already finished)", cells->size() - todo).c_str(),
-               runner->name.c_str(), store->Describe().c_str(), run_dir.c_str());
+               ShardSummary(*selected).c_str(), runner->name.c_str(), store->Describe().c_str(),
+               run_dir.c_str());
 
   InstallSigint();
   const bool tty = isatty(STDERR_FILENO) != 0;
@@ -196,7 +248,7 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
     rec.run_id = run_id;
     if (auto st = store->PutCell(rec); !st.ok()) {
       (void)store->SetRunStatus(run_id, "failed", WallNowNs());
-      std::remove(report::ProgressPath(ctx.db_path).c_str());
+      RemoveOwnProgress(ctx.db_path);
       return ReportError(st.error());
     }
     ++done_now;
@@ -212,7 +264,7 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
     std::fflush(stdout);
   }
 
-  std::remove(report::ProgressPath(ctx.db_path).c_str());
+  RemoveOwnProgress(ctx.db_path);
   auto remaining = store->FinishedCellIds(run_id);
   const bool complete = remaining.ok() && !interrupted &&
                         std::all_of(cells->begin(), cells->end(), [&](const plan::Cell& c) {
@@ -227,8 +279,8 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
                FormatSeconds(NsToSeconds(MonotonicNowNs() - t0)).c_str(), counts.empty() ? "no cells run" : counts.c_str(),
                static_cast<long long>(run_id));
   if (interrupted) {
-    std::fprintf(stderr, "dlbench: finished cells are stored; continue with: dlbench run %s --resume %lld\n",
-                 args.matrix_path.c_str(), static_cast<long long>(run_id));
+    std::fprintf(stderr, "dlbench: finished cells are stored; continue with: %s\n",
+                 ResumeCommand(args, run_id).c_str());
     return kExitInterrupted;
   }
   return not_ok > 0 ? kExitFailureFound : kExitOk;
@@ -246,15 +298,23 @@ void RegisterRun(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--only", args->only,
                   "Run only matching cells: comma-separated terms that must all match, name=value, "
                   "name!=value or a word from the cell label; repeat for OR");
+  cmd->add_option("--shard", args->shard,
+                  "Run only part K of N (K/N, 1 <= K <= N) of the cells --only keeps: those at positions "
+                  "K-1, K-1+N, ... of the plan. N processes with 1/N ... N/N run the matrix once; see below")
+      ->type_name("K/N");
   cmd->add_option("--resume", args->resume,
-                  "Continue an interrupted run (id or tag): runs only its cells that have no final result");
+                  "Continue an interrupted run (id or tag): runs only its cells that have no final result; "
+                  "give the --only and --shard it was started with");
   cmd->add_flag("--no-monitor", args->no_monitor, "Do not sample the GPU and host while cells run");
   cmd->footer(
       "Each cell runs in its own runner process. A cell that crashes, hangs, runs out of memory or\n"
       "breaks the protocol ends with that outcome and the matrix goes on. Ctrl-C stops the current\n"
       "cell; finished cells stay stored and 'run --resume ID' runs the rest.\n"
+      "Several GPUs: one process per GPU, each its own run in one database, e.g.\n"
+      "  CUDA_VISIBLE_DEVICES=0 dlbench --db r.db run m.yaml --shard 1/2 &\n"
+      "  CUDA_VISIBLE_DEVICES=1 dlbench --db r.db run m.yaml --shard 2/2\n"
       "Every matrix key: dlbench params (or docs/config-reference.md).\n"
-      "Exit: 0 every cell ok; 1 some cell not ok; 2 bad matrix; 3 store; 4 I/O; 130 interrupted.");
+      "Exit: 0 every cell ok; 1 some cell not ok; 2 bad matrix or options; 3 store; 4 I/O; 130 interrupted.");
   cmd->callback([args, &ctx] { ctx.exit_code = RunMatrix(*args, ctx); });
 }
 

@@ -1,7 +1,10 @@
 #include "cli/run_filter.h"
 
+#include <charconv>
 #include <cstdio>
 #include <sstream>
+
+#include <fmt/core.h>
 
 #include "cli/commands.h"
 
@@ -76,8 +79,60 @@ Result<std::vector<plan::Cell>> FilterCells(const std::vector<plan::Cell>& cells
   return kept;
 }
 
-Result<SelectedPlan> SelectPlan(const std::string& matrix_path, const std::vector<std::string>& filters,
-                                int* exit_code) {
+namespace {
+
+// A whole decimal number, nothing before or after it (no sign, no spaces).
+std::optional<int> ParseCount(const std::string& text) {
+  if (text.empty() || text.size() > 9) return std::nullopt;
+  int value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+Result<Shard> ParseShard(const std::string& text) {
+  auto invalid = [&](const std::string& why) -> Error {
+    return MakeError(ErrorKind::kInvalidInput,
+                     fmt::format("--shard '{}': {}; expected K/N, whole numbers with 1 <= K <= N "
+                                 "(this process runs part K of N, e.g. --shard 1/2)",
+                                 text, why));
+  };
+  const auto slash = text.find('/');
+  if (slash == std::string::npos) return invalid("no '/'");
+  const auto k = ParseCount(text.substr(0, slash));
+  const auto n = ParseCount(text.substr(slash + 1));
+  if (!k || !n) return invalid("K and N must be whole numbers");
+  if (*n < 1) return invalid("N must be at least 1");
+  if (*k < 1) return invalid("K counts from 1");
+  if (*k > *n) return invalid("K is larger than N");
+  return Shard{*k, *n};
+}
+
+std::string ShardText(const Shard& shard) { return fmt::format("{}/{}", shard.index, shard.count); }
+
+std::vector<plan::Cell> ShardCells(const std::vector<plan::Cell>& cells, const Shard& shard) {
+  DLBENCH_CHECK(shard.count >= 1 && shard.index >= 1 && shard.index <= shard.count,
+                "a shard comes from ParseShard");
+  std::vector<plan::Cell> kept;
+  const auto n = static_cast<std::size_t>(shard.count);
+  for (std::size_t p = static_cast<std::size_t>(shard.index - 1); p < cells.size(); p += n) {
+    kept.push_back(cells[p]);
+  }
+  return kept;
+}
+
+Result<SelectedPlan> SelectPlan(const std::string& matrix_path, const Selection& selection, int* exit_code) {
+  std::optional<Shard> shard;
+  if (!selection.shard.empty()) {
+    auto parsed = ParseShard(selection.shard);
+    if (!parsed.ok()) {
+      *exit_code = ReportError(parsed.error());
+      return parsed.error();
+    }
+    shard = *parsed;
+  }
   auto matrix = config::LoadMatrix(matrix_path);
   if (!matrix.ok()) {
     std::fprintf(stderr, "%s\n", matrix.error().message.c_str());
@@ -89,13 +144,38 @@ Result<SelectedPlan> SelectPlan(const std::string& matrix_path, const std::vecto
     *exit_code = ReportError(expanded.error());
     return expanded.error();
   }
-  auto cells = FilterCells(expanded->cells, filters);
+  auto cells = FilterCells(expanded->cells, selection.only);
   if (!cells.ok()) {
     *exit_code = ReportError(cells.error());
     return cells.error();
   }
-  SelectedPlan selected{std::move(matrix).value(), expanded->cells.size(), std::move(cells).value()};
+  SelectedPlan selected;
+  selected.matrix = std::move(matrix).value();
+  selected.planned = expanded->cells.size();
+  selected.matched = cells->size();
+  selected.shard = shard;
+  selected.cells = shard ? ShardCells(*cells, *shard) : std::move(cells).value();
   return selected;
+}
+
+std::string EmptySelectionMessage(const SelectedPlan& selected, const std::string& matrix_path) {
+  if (!selected.cells.empty()) return "";
+  if (selected.matched == 0) {
+    return fmt::format("--only matched none of the {} cells (see: dlbench plan {})", selected.planned,
+                       matrix_path);
+  }
+  const std::string shard = ShardText(*selected.shard);
+  return fmt::format(
+      "--shard {} has no cells: the plan has {} cell{}{}, fewer than {} (use at most {} shards; "
+      "see: dlbench plan {})",
+      shard, selected.matched, selected.matched == 1 ? "" : "s",
+      selected.matched < selected.planned ? " after --only" : "", selected.shard->index, selected.matched,
+      matrix_path);
+}
+
+std::string ShardSummary(const SelectedPlan& selected) {
+  if (!selected.shard) return "";
+  return fmt::format(", shard {} of {}", ShardText(*selected.shard), selected.matched);
 }
 
 }  // namespace dlbench::cli

@@ -1,8 +1,11 @@
 #include "common/files.h"
 
 #include <string.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -23,16 +26,27 @@ Result<std::string> ReadFile(const std::string& path) {
 }
 
 Status WriteFileAtomic(const std::string& path, const std::string& contents) {
-  std::string tmp = path + ".tmp";
+  // A temporary name of this writer's own: two processes replacing one file (two `dlbench run`
+  // on one database write its progress file) must not truncate each other's half-written copy.
+  static std::atomic<unsigned> counter{0};
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return MakeError(ErrorKind::kIo, "cannot write '" + tmp + "': " + strerror(errno));
     out << contents;
-    if (!out.flush()) return MakeError(ErrorKind::kIo, "cannot write '" + tmp + "'");
+    if (!out.flush()) {
+      out.close();
+      std::remove(tmp.c_str());
+      return MakeError(ErrorKind::kIo, "cannot write '" + tmp + "'");
+    }
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
-  if (ec) return MakeError(ErrorKind::kIo, "cannot rename '" + tmp + "' to '" + path + "': " + ec.message());
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    return MakeError(ErrorKind::kIo, "cannot rename '" + tmp + "' to '" + path + "': " + ec.message());
+  }
   return Status::Ok();
 }
 

@@ -2,10 +2,13 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <thread>
 #include <utility>
 
 namespace dlbench::store::sqlite {
@@ -165,7 +168,7 @@ Result<Database> Database::Open(const std::string& path, int busy_timeout_ms) {
   int rc = sqlite3_open_v2(path.c_str(), &raw,
                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   // sqlite3_open_v2 allocates a handle even when it fails; the Database owns it either way.
-  Database db(raw, path);
+  Database db(raw, path, busy_timeout_ms);
   if (rc != SQLITE_OK) return StoreError(path, "cannot open it: " + ErrorText(raw, rc));
   sqlite3_extended_result_codes(raw, 1);
   // Before the first read: a writer in another process may hold a lock right now.
@@ -190,13 +193,16 @@ Result<Database> Database::Open(const std::string& path, int busy_timeout_ms) {
 }
 
 Database::Database(Database&& other) noexcept
-    : db_(std::exchange(other.db_, nullptr)), path_(std::move(other.path_)) {}
+    : db_(std::exchange(other.db_, nullptr)),
+      path_(std::move(other.path_)),
+      busy_timeout_ms_(other.busy_timeout_ms_) {}
 
 Database& Database::operator=(Database&& other) noexcept {
   if (this != &other) {
     sqlite3_close_v2(db_);
     db_ = std::exchange(other.db_, nullptr);
     path_ = std::move(other.path_);
+    busy_timeout_ms_ = other.busy_timeout_ms_;
   }
   return *this;
 }
@@ -235,6 +241,27 @@ Result<std::string> Database::QueryText(std::string_view sql) {
   if (!row.ok()) return row.error();
   if (!*row) return StoreError(path_, "no row from: " + std::string(sql));
   return stmt->Text(0);
+}
+
+Result<std::string> Database::QueryTextWaitingForLocks(std::string_view sql) {
+  auto stmt = Prepare(sql);
+  if (!stmt.ok()) return stmt.error();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms_);
+  auto pause = std::chrono::milliseconds(1);
+  for (;;) {
+    const int rc = sqlite3_step(stmt->stmt_);
+    if (rc == SQLITE_ROW) return stmt->Text(0);
+    const bool busy = (rc & 0xff) == SQLITE_BUSY;
+    if (!busy || std::chrono::steady_clock::now() >= deadline) {
+      if (rc == SQLITE_DONE) return StoreError(path_, "no row from: " + std::string(sql));
+      Error error = stmt->MakeStepError(rc);
+      sqlite3_reset(stmt->stmt_);
+      return error;
+    }
+    sqlite3_reset(stmt->stmt_);
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
+  }
 }
 
 std::int64_t Database::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }

@@ -89,15 +89,22 @@ class Database {
   Status Execute(std::string_view sql);
   // Runs a one-row, one-column query that takes no parameters and returns the value as text.
   Result<std::string> QueryText(std::string_view sql);
+  // QueryText for a statement that needs an exclusive lock outside any transaction, such as
+  // `PRAGMA journal_mode = WAL`: SQLite answers SQLITE_BUSY at once, without waiting through the
+  // busy timeout, while another connection holds a lock (processes opening a new file together).
+  // Retries with growing pauses for up to the busy timeout given to Open.
+  Result<std::string> QueryTextWaitingForLocks(std::string_view sql);
 
   std::int64_t LastInsertRowId() const;
   int Changes() const;  // rows changed by the last INSERT/UPDATE/DELETE
   const std::string& path() const { return path_; }
 
  private:
-  Database(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  Database(sqlite3* db, std::string path, int busy_timeout_ms)
+      : db_(db), path_(std::move(path)), busy_timeout_ms_(busy_timeout_ms) {}
   sqlite3* db_ = nullptr;
   std::string path_;
+  int busy_timeout_ms_ = 0;
 };
 
 // BEGIN on construction through Begin(); ROLLBACK in the destructor unless Commit() succeeded.

@@ -159,8 +159,16 @@ Status Migrate(Database& db, const std::vector<Migration>& migrations) {
                   "schema migrations must be numbered 1, 2, 3, ... and each must have a step");
   }
   const int latest = LatestVersion(migrations);
-  auto current = ReadSchemaVersion(db);
-  if (!current.ok()) return current.error();
+  Result<int> current = 0;
+  {
+    // One snapshot: another process may be creating the schema right now, and two separate reads
+    // could see no schema_version table and then every table (and call it a foreign database).
+    auto read = Transaction::Begin(db, Transaction::Mode::kDeferred);
+    if (!read.ok()) return read.error();
+    current = ReadSchemaVersion(db);
+    if (!current.ok()) return current.error();
+    DLBENCH_RETURN_IF_ERROR(read->Commit());
+  }
   auto refuse_newer = [&](int version) {
     return MakeError(ErrorKind::kStore,
                      "SQLite database '" + db.path() + "' has schema version " + std::to_string(version) +

@@ -155,7 +155,9 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path,
                                                        const std::vector<sqlite::Migration>& migrations) {
   auto db = Database::Open(path, kBusyTimeoutMs);
   if (!db.ok()) return db.error();
-  auto mode = db->QueryText("PRAGMA journal_mode = WAL");
+  // Several processes may open a new file at once (`dlbench run --shard` per GPU); the switch to
+  // WAL is the one step that does not wait through the busy timeout by itself.
+  auto mode = db->QueryTextWaitingForLocks("PRAGMA journal_mode = WAL");
   if (!mode.ok()) return mode.error();
   if (*mode != "wal" && path != ":memory:") {
     // Still safe against a killed process (the rollback journal is synced as well), only slower

@@ -1,0 +1,189 @@
+// Which cells `run` and `plan` keep: --shard parsing (every malformed form is refused with the
+// text and what was expected), the round-robin split (disjoint, complete, order kept, for any
+// number of cells and shards), and --only then --shard on a real matrix file.
+#include "cli/run_filter.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cli/commands.h"
+#include "common/files.h"
+
+namespace dlbench::cli {
+namespace {
+
+std::vector<plan::Cell> MakeCells(int n) {
+  std::vector<plan::Cell> cells(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    cells[i].index = i;
+    cells[i].id = "c" + std::to_string(i) + "#r0";
+    cells[i].label = "cell " + std::to_string(i);
+  }
+  return cells;
+}
+
+std::vector<int> Indices(const std::vector<plan::Cell>& cells) {
+  std::vector<int> out;
+  for (const auto& c : cells) out.push_back(c.index);
+  return out;
+}
+
+TEST(CliShardTest, ParsesKOverN) {
+  const struct {
+    const char* text;
+    int k, n;
+  } cases[] = {{"1/1", 1, 1}, {"1/2", 1, 2},     {"2/2", 2, 2},
+               {"3/8", 3, 8}, {"12/12", 12, 12}, {"01/02", 1, 2}};
+  for (const auto& c : cases) {
+    auto shard = ParseShard(c.text);
+    ASSERT_TRUE(shard.ok()) << c.text << ": " << shard.error().message;
+    EXPECT_EQ(shard->index, c.k) << c.text;
+    EXPECT_EQ(shard->count, c.n) << c.text;
+  }
+  EXPECT_EQ(ShardText(Shard{3, 8}), "3/8");
+}
+
+TEST(CliShardTest, RefusesMalformedShardsNamingTheTextAndWhatWasExpected) {
+  const struct {
+    const char* text;
+    const char* why;
+  } cases[] = {
+      {"0/2", "K counts from 1"},
+      {"3/2", "K is larger than N"},
+      {"1/0", "N must be at least 1"},
+      {"0/0", "N must be at least 1"},
+      {"a/b", "whole numbers"},
+      {"2", "no '/'"},
+      {"", "no '/'"},
+      {"/", "whole numbers"},
+      {"1/", "whole numbers"},
+      {"/2", "whole numbers"},
+      {"-1/2", "whole numbers"},
+      {"+1/2", "whole numbers"},
+      {" 1/2", "whole numbers"},
+      {"1/2 ", "whole numbers"},
+      {"1/2/3", "whole numbers"},
+      {"1.0/2", "whole numbers"},
+      {"1/99999999999", "whole numbers"},
+  };
+  for (const auto& c : cases) {
+    auto shard = ParseShard(c.text);
+    ASSERT_FALSE(shard.ok()) << "'" << c.text << "' was accepted";
+    EXPECT_EQ(shard.error().kind, ErrorKind::kInvalidInput) << c.text;
+    const std::string& message = shard.error().message;
+    EXPECT_NE(message.find(std::string("--shard '") + c.text + "'"), std::string::npos) << message;
+    EXPECT_NE(message.find(c.why), std::string::npos) << c.text << ": " << message;
+    EXPECT_NE(message.find("expected K/N"), std::string::npos) << message;
+  }
+}
+
+TEST(CliShardTest, RoundRobinOverPositions) {
+  const auto cells = MakeCells(8);
+  EXPECT_EQ(Indices(ShardCells(cells, {1, 3})), (std::vector<int>{0, 3, 6}));
+  EXPECT_EQ(Indices(ShardCells(cells, {2, 3})), (std::vector<int>{1, 4, 7}));
+  EXPECT_EQ(Indices(ShardCells(cells, {3, 3})), (std::vector<int>{2, 5}));
+  EXPECT_EQ(Indices(ShardCells(cells, {1, 1})), Indices(cells));
+  // Positions, not plan indices: after --only the kept cells' indices have gaps.
+  std::vector<plan::Cell> filtered = {cells[1], cells[2], cells[5], cells[7]};
+  EXPECT_EQ(Indices(ShardCells(filtered, {1, 2})), (std::vector<int>{1, 5}));
+  EXPECT_EQ(Indices(ShardCells(filtered, {2, 2})), (std::vector<int>{2, 7}));
+}
+
+TEST(CliShardTest, ShardsAreDisjointAndCompleteForAnySizes) {
+  for (int n_cells = 0; n_cells <= 9; ++n_cells) {
+    const auto cells = MakeCells(n_cells);
+    for (int n = 1; n <= 11; ++n) {
+      std::multiset<int> seen;
+      for (int k = 1; k <= n; ++k) {
+        const auto part = ShardCells(cells, {k, n});
+        const auto indices = Indices(part);
+        EXPECT_TRUE(std::is_sorted(indices.begin(), indices.end())) << k << "/" << n;
+        // Balanced: shard sizes differ by at most one; shards beyond the cell count are empty.
+        const int expected = n_cells / n + (k <= n_cells % n ? 1 : 0);
+        EXPECT_EQ(static_cast<int>(part.size()), expected) << k << "/" << n << " of " << n_cells;
+        seen.insert(indices.begin(), indices.end());
+      }
+      std::multiset<int> all;
+      for (int i = 0; i < n_cells; ++i) all.insert(i);
+      EXPECT_EQ(seen, all) << n_cells << " cells in " << n << " shards";
+    }
+  }
+}
+
+class CliSelectPlanTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = (std::filesystem::temp_directory_path() / ("dlbench_cli_test_" + std::to_string(::getpid())))
+               .string();
+    std::filesystem::create_directories(dir_);
+    matrix_ = dir_ + "/m.yaml";
+    // 2 models x 4 batch sizes = 8 cells, grouped by model.
+    ASSERT_TRUE(
+        WriteFileAtomic(matrix_, "runner: null\nmatrix:\n  model: [a, b]\n  batch_size: [1, 2, 4, 8]\n")
+            .ok());
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  SelectedPlan Select(const Selection& selection) {
+    int exit_code = kExitOk;
+    auto selected = SelectPlan(matrix_, selection, &exit_code);
+    EXPECT_TRUE(selected.ok()) << selected.error().message;
+    EXPECT_EQ(exit_code, kExitOk);
+    return selected.ok() ? std::move(selected).value() : SelectedPlan{};
+  }
+
+  std::string dir_, matrix_;
+};
+
+TEST_F(CliSelectPlanTest, ShardAppliesToTheCellsOnlyKeeps) {
+  const SelectedPlan all = Select({});
+  ASSERT_EQ(all.cells.size(), 8u);
+  EXPECT_FALSE(all.shard);
+  EXPECT_EQ(ShardSummary(all), "");
+
+  const SelectedPlan first = Select({{}, "1/2"});
+  EXPECT_EQ(first.planned, 8u);
+  EXPECT_EQ(first.matched, 8u);
+  EXPECT_EQ(Indices(first.cells), (std::vector<int>{0, 2, 4, 6}));
+  EXPECT_EQ(ShardSummary(first), ", shard 1/2 of 8");
+
+  // model=b keeps plan indices 4..7; shard 2/3 takes the second of each three of those.
+  const SelectedPlan b = Select({{"model=b"}, "2/3"});
+  EXPECT_EQ(b.matched, 4u);
+  EXPECT_EQ(Indices(b.cells), (std::vector<int>{5}));
+  EXPECT_EQ(EmptySelectionMessage(b, matrix_), "");
+}
+
+TEST_F(CliSelectPlanTest, EmptySelectionsSayWhy) {
+  const SelectedPlan nothing = Select({{"model=nosuch"}, "1/2"});
+  EXPECT_TRUE(nothing.cells.empty());
+  EXPECT_EQ(EmptySelectionMessage(nothing, matrix_),
+            "--only matched none of the 8 cells (see: dlbench plan " + matrix_ + ")");
+
+  const SelectedPlan beyond = Select({{"model=a,batch_size=1", "model=b,batch_size=8"}, "3/4"});
+  EXPECT_EQ(beyond.matched, 2u);
+  EXPECT_TRUE(beyond.cells.empty());
+  const std::string message = EmptySelectionMessage(beyond, matrix_);
+  EXPECT_NE(message.find("--shard 3/4 has no cells: the plan has 2 cells after --only, fewer than 3"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("at most 2 shards"), std::string::npos) << message;
+}
+
+TEST_F(CliSelectPlanTest, BadShardFailsBeforeTheMatrixIsRead) {
+  int exit_code = kExitOk;
+  auto selected = SelectPlan(dir_ + "/missing.yaml", {{}, "3/2"}, &exit_code);
+  ASSERT_FALSE(selected.ok());
+  EXPECT_EQ(exit_code, kExitUsage);
+  EXPECT_NE(selected.error().message.find("--shard '3/2'"), std::string::npos) << selected.error().message;
+}
+
+}  // namespace
+}  // namespace dlbench::cli

@@ -1,0 +1,252 @@
+// `dlbench run --shard K/N` as a multi-GPU user runs it: two dlbench processes, one per
+// (pretend) GPU, on one matrix and one database at the same time. Both finish, each is its own
+// run, their cells are disjoint and together the whole matrix, each holds exactly what
+// `plan --shard` listed, the database passes integrity_check, and the shared progress file is
+// never seen half-written. An interrupted shard resumes only with its own selection.
+#include <signal.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "e2e_util.h"
+#include "store/result_store.h"
+
+namespace dlbench::e2e {
+namespace {
+
+// 8 quick cells, each measured for 0.2 to 0.8 s, so the two shards' cells overlap in time.
+// min_time_s is at most a quarter of max_time_s: MSER-5 may cut up to half the steps as warm-up
+// and the cell must still have min_time_s measured to end ok on a loaded machine.
+constexpr char kEightCells[] = R"(name: shards
+runner: null
+matrix:
+  model: [a, b, c, d, e, f, g, h]
+  step_ms: [0.3]
+measure:
+  min_steps: 20
+  min_time_s: 0.2
+  max_time_s: 0.8
+)";
+
+std::string IntegrityCheck(const std::string& db) {
+  sqlite3* h = nullptr;
+  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) return "cannot open";
+  sqlite3_stmt* st = nullptr;
+  std::string out = "no row";
+  if (sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &st, nullptr) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW) {
+    out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+  return out;
+}
+
+std::string Text(const std::string& path) {
+  auto text = ReadFile(path);
+  return text.ok() ? *text : "";
+}
+
+std::unique_ptr<store::ResultStore> OpenStore(const std::string& db) {
+  auto s = store::OpenSqliteStore(db);
+  EXPECT_TRUE(s.ok()) << s.error().message;
+  return s.ok() ? std::move(s).value() : nullptr;
+}
+
+std::set<std::string> CellIds(store::ResultStore& s, std::int64_t run_id) {
+  std::set<std::string> ids;
+  auto cells = s.GetCells(run_id, store::CellQuery{});
+  EXPECT_TRUE(cells.ok()) << cells.error().message;
+  if (!cells.ok()) return ids;
+  for (const auto& c : *cells) {
+    EXPECT_EQ(c.outcome, "ok") << c.label << ": " << c.message;
+    EXPECT_TRUE(ids.insert(c.cell_id).second) << c.cell_id << " stored twice in run " << run_id;
+  }
+  return ids;
+}
+
+std::vector<store::CellRecord> Cells(const std::string& db, std::int64_t run_id = 1) {
+  auto s = OpenStore(db);
+  if (!s) return {};
+  auto cells = s->GetCells(run_id, store::CellQuery{});
+  EXPECT_TRUE(cells.ok()) << cells.error().message;
+  return cells.ok() ? *cells : std::vector<store::CellRecord>{};
+}
+
+// The cell ids `dlbench plan ... --json` lists.
+std::set<std::string> PlannedIds(const std::string& matrix, const TempDir& dir, const std::string& db,
+                                 const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {"plan", matrix, "--json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto plan = Dlbench(args, dir, db);
+  EXPECT_EQ(plan.exit_code, 0) << plan.err;
+  std::set<std::string> ids;
+  for (const auto& c : nlohmann::json::parse(plan.out)) ids.insert(c["id"].get<std::string>());
+  return ids;
+}
+
+// The run id from dlbench run's first stderr line, "dlbench: run 7 (name): ...".
+std::int64_t RunIdFromStderr(const std::string& err) {
+  const std::string prefix = "dlbench: run ";
+  auto at = err.find(prefix);
+  return at == std::string::npos ? 0 : std::stoll(err.substr(at + prefix.size()));
+}
+
+struct Shard {
+  std::string spec;
+  std::string out, err;
+  Subprocess process;
+};
+
+Shard StartShard(const std::string& spec, const std::string& gpu, const std::string& matrix,
+                 const std::string& db, const TempDir& dir) {
+  const std::string tag = spec.substr(0, spec.find('/'));
+  SpawnOptions o;
+  o.argv = {Bin("dlbench"), "--db", db, "run", matrix, "--out", dir / "out", "--shard", spec};
+  o.extra_env = {{"CUDA_VISIBLE_DEVICES", gpu}};  // as the docs' example; the null runner ignores it
+  o.stdout_path = dir / ("shard" + tag + ".out");
+  o.stderr_path = dir / ("shard" + tag + ".err");
+  auto p = Subprocess::Spawn(o);
+  EXPECT_TRUE(p.ok()) << p.error().message;
+  return Shard{spec, o.stdout_path, o.stderr_path, std::move(p).value()};
+}
+
+TEST(ShardE2E, TwoConcurrentShardsOnOneDatabaseRunTheMatrixOnce) {
+  TempDir dir("shards");
+  const std::string matrix = dir / "m.yaml", db = dir / "r.db";
+  WriteText(matrix, kEightCells);
+  const std::set<std::string> planned = PlannedIds(matrix, dir, db);
+  ASSERT_EQ(planned.size(), 8u);
+
+  // Both start before either has created the database: they race to create it, too.
+  std::vector<Shard> shards;
+  shards.push_back(StartShard("1/2", "0", matrix, db, dir));
+  shards.push_back(StartShard("2/2", "1", matrix, db, dir));
+
+  // While they run, every read of the shared progress file must be one whole JSON object.
+  const std::string progress = db + ".progress.json";
+  int progress_reads = 0;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!(shards[0].process.TryWait() && shards[1].process.TryWait()) &&
+         std::chrono::steady_clock::now() < give_up) {
+    auto text = ReadFile(progress);
+    if (text.ok()) {
+      ++progress_reads;
+      auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+      EXPECT_TRUE(j.is_object() && j.contains("run_id") && j.contains("pid")) << "torn progress file:\n"
+                                                                              << *text;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::printf("[ info ] %d reads of the progress file while both shards ran\n", progress_reads);
+
+  std::map<std::string, std::int64_t> run_of_shard;
+  for (Shard& s : shards) {
+    const ExitStatus st = s.process.Wait();
+    const std::string err = Text(s.err);
+    EXPECT_TRUE(st.success()) << "shard " << s.spec << ": " << st.Describe() << "\n" << err;
+    EXPECT_NE(err.find("4 cells, shard " + s.spec + " of 8"), std::string::npos) << err;
+    run_of_shard[s.spec] = RunIdFromStderr(err);
+  }
+  ASSERT_NE(run_of_shard["1/2"], run_of_shard["2/2"]) << "each process is its own run";
+
+  EXPECT_EQ(IntegrityCheck(db), "ok");
+  EXPECT_FALSE(std::filesystem::exists(progress)) << "the last run to finish removes the progress file";
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos)
+        << "left behind: " << entry.path();
+  }
+
+  auto s = OpenStore(db);
+  ASSERT_TRUE(s);
+  std::set<std::string> all;
+  for (const auto& [spec, run_id] : run_of_shard) {
+    ASSERT_GT(run_id, 0) << spec;
+    auto run = s->GetRun(run_id);
+    ASSERT_TRUE(run.ok()) << run.error().message;
+    EXPECT_EQ(run->status, "completed") << spec;
+    EXPECT_EQ(run->total_cells, 4) << spec;
+    const std::set<std::string> ids = CellIds(*s, run_id);
+    EXPECT_EQ(ids, PlannedIds(matrix, dir, db, {"--shard", spec}))
+        << "shard " << spec << " ran what plan listed";
+    for (const auto& id : ids) EXPECT_TRUE(all.insert(id).second) << id << " ran in both shards";
+  }
+  EXPECT_EQ(all, planned) << "the two shards together are the whole matrix";
+  auto runs = s->ListRuns();
+  ASSERT_TRUE(runs.ok());
+  EXPECT_EQ(runs->size(), 2u);
+}
+
+std::size_t WaitForStoredCells(const std::string& db, std::int64_t run_id, std::size_t at_least,
+                               int timeout_s) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  std::size_t n = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    if (std::filesystem::exists(db)) {
+      auto s = store::OpenSqliteStore(db);
+      if (s.ok()) {
+        auto ids = (*s)->FinishedCellIds(run_id);
+        if (ids.ok() && (n = ids->size()) >= at_least) return n;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return n;
+}
+
+TEST(ShardE2E, AnInterruptedShardResumesWithItsOwnSelectionOnly) {
+  TempDir dir("shard_resume");
+  const std::string matrix = dir / "m.yaml", db = dir / "r.db";
+  // Cells of more than a second (a 1 s set-up before READY, not measured, then the measure bounds
+  // of kEightCells): SIGINT after the first stored cell lands with three cells to go.
+  WriteText(matrix, R"(runner: null
+matrix:
+  model: [a, b, c, d, e, f, g, h]
+  step_ms: [0.3]
+  setup_ms: [1000]
+measure:
+  min_steps: 20
+  min_time_s: 0.2
+  max_time_s: 0.8
+)");
+  Shard shard = StartShard("2/2", "1", matrix, db, dir);
+  ASSERT_GE(WaitForStoredCells(db, 1, 1, 60), 1u) << Text(shard.err);
+  ::kill(shard.process.pid(), SIGINT);
+  ASSERT_EQ(shard.process.Wait().code, 130) << Text(shard.err);
+  const std::string err = Text(shard.err);
+  EXPECT_NE(err.find("--shard 2/2 --resume 1"), std::string::npos) << "the hint must carry the shard:\n"
+                                                                   << err;
+  const auto stored = Cells(db);
+  ASSERT_GE(stored.size(), 1u);
+  ASSERT_LT(stored.size(), 4u);
+
+  // Without the shard, or with another one, the selection is not the run's: refused, nothing runs.
+  for (const std::vector<std::string>& wrong :
+       {std::vector<std::string>{}, {"--shard", "1/2"}, {"--shard", "1/4"}}) {
+    std::vector<std::string> args = {"run", matrix, "--out", dir / "out", "--resume", "1"};
+    args.insert(args.end(), wrong.begin(), wrong.end());
+    auto refused = Dlbench(args, dir, db);
+    EXPECT_EQ(refused.exit_code, 2) << refused.err;
+    EXPECT_NE(refused.err.find("resume with the --only and --shard options run 1 was started with"),
+              std::string::npos)
+        << refused.err;
+    EXPECT_EQ(Cells(db).size(), stored.size()) << "a refused resume runs nothing";
+  }
+
+  auto resumed = Dlbench({"run", matrix, "--out", dir / "out", "--shard", "2/2", "--resume", "1"}, dir, db);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  auto s = OpenStore(db);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(CellIds(*s, 1), PlannedIds(matrix, dir, db, {"--shard", "2/2"}));
+  EXPECT_EQ(s->GetRun(1)->status, "completed");
+}
+
+}  // namespace
+}  // namespace dlbench::e2e
