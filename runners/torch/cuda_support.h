@@ -18,6 +18,9 @@ struct CudaDeviceInfo {
   int minor = 0;
   std::int64_t total_memory_bytes = 0;
   int multiprocessors = 0;
+  // "GPU-5e0c1a2b-...": NVML's form of the same UUID, so the orchestrator's monitor can tell
+  // which NVML device this is whatever CUDA_VISIBLE_DEVICES did to the numbering.
+  std::string uuid;
 };
 
 // The caching allocator's counters for one device (StatType AGGREGATE), in bytes.

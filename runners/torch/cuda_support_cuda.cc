@@ -7,8 +7,23 @@
 #include <cuda_runtime_api.h>
 #include <torch/cuda.h>
 
+#include <string>
+
 namespace dlbench::torchrunner {
 namespace {
+
+// cudaUUID_t's 16 bytes in NVML's text form: GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx.
+std::string FormatUuid(const cudaUUID_t& uuid) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string text = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) text += '-';
+    const auto byte = static_cast<unsigned char>(uuid.bytes[i]);
+    text += kHex[byte >> 4];
+    text += kHex[byte & 0xf];
+  }
+  return text;
+}
 
 // Index of the aggregate counter in the allocator's StatArrays (StatType::AGGREGATE, the first
 // enumerator in 1.13 and 2.x; the enum moved namespaces between them).
@@ -31,6 +46,7 @@ std::vector<CudaDeviceInfo> CudaDevices() {
     d.minor = prop->minor;
     d.total_memory_bytes = static_cast<std::int64_t>(prop->totalGlobalMem);
     d.multiprocessors = prop->multiProcessorCount;
+    d.uuid = FormatUuid(prop->uuid);
     devices.push_back(std::move(d));
   }
   return devices;

@@ -73,7 +73,8 @@ nlohmann::json MakeHello() {
                        {"name", d.name},
                        {"compute_capability", fmt::format("{}.{}", d.major, d.minor)},
                        {"total_memory_bytes", d.total_memory_bytes},
-                       {"multiprocessors", d.multiprocessors}});
+                       {"multiprocessors", d.multiprocessors},
+                       {"uuid", d.uuid}});
   }
   return {{"runner", "torch"},
           {"runner_version", std::string(kVersion) + "+" + kGitCommit},

@@ -157,9 +157,12 @@ nlohmann::json Effective(const CellState& s, std::uint64_t seed) {
     const char* ws = std::getenv("CUBLAS_WORKSPACE_CONFIG");
     e["cublas_workspace_config"] = ws != nullptr ? ws : "";
   }
+  // The GPUs this cell uses, by UUID (docs/protocol.md): the monitor attributes only their samples.
+  e["device_uuids"] = nlohmann::json::array();
   if (s.cuda_device) {
     e["device_name"] = s.cuda_device->name;
     e["compute_capability"] = fmt::format("{}.{}", s.cuda_device->major, s.cuda_device->minor);
+    e["device_uuids"].push_back(s.cuda_device->uuid);
   }
   if (cell.scenario == Scenario::kTrain) {
     e["optimizer"] = s.workload->OptimizerName();

@@ -57,6 +57,10 @@ TEST_F(OnCuda, HelloCarriesTheGpuFingerprint) {
   EXPECT_FALSE(device_.value("name", "").empty());
   EXPECT_FALSE(device_.value("compute_capability", "").empty());
   EXPECT_GT(device_.value("total_memory_bytes", std::int64_t{0}), 0);
+  // NVML's text form, so the monitor can find this GPU among NVML's devices.
+  const std::string uuid = device_.value("uuid", "");
+  EXPECT_EQ(uuid.size(), 40u) << uuid;
+  EXPECT_EQ(uuid.rfind("GPU-", 0), 0u) << uuid;
   const json& fw = hello_.at("framework");
   EXPECT_TRUE(fw.contains("cuda_runtime"));
   EXPECT_TRUE(fw.contains("cudnn"));
@@ -80,6 +84,7 @@ TEST_P(OnCudaPrecision, TrainsWithTheRightSwitchesAndReportsDeviceMemory) {
   EXPECT_EQ(t.ready->value("allow_tf32_cublas", !c.tf32_cublas), c.tf32_cublas);
   EXPECT_EQ(t.ready->value("loss_scaling", !c.loss_scaling), c.loss_scaling);
   EXPECT_EQ(t.ready->value("cudnn_benchmark", false), true);
+  EXPECT_EQ(t.ready->at("device_uuids"), json::array({device_.value("uuid", "")}));
   ASSERT_EQ(t.memory.size(), 2u);
   for (const json& m : t.memory) {
     EXPECT_GT(m.value("device_allocated_bytes", 0), 0) << m.dump();

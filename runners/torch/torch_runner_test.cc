@@ -105,6 +105,7 @@ TEST_P(EveryModel, StepsAndReportsOnCpu) {
   EXPECT_EQ(e.value("precision", ""), c.precision);
   EXPECT_EQ(e.value("memory_format", ""), "contiguous");  // auto on the CPU
   EXPECT_EQ(e.value("samples_per_step", 0), 2);
+  EXPECT_EQ(e.at("device_uuids"), json::array());  // a CPU cell: no GPU figures for it
   EXPECT_EQ(e.value("allow_tf32_cublas", true), false);
   EXPECT_EQ(e.value("loss_scaling", true), false);
   EXPECT_EQ(e.at("autocast_dtype").is_null(), c.precision == "fp32");

@@ -52,6 +52,31 @@ void AddMemoryMetrics(store::CellRecord& rec) {
 
 }  // namespace
 
+void AddTimelineMetrics(const CellTimeline& t, std::int64_t warmup_steps, store::CellRecord& rec) {
+  auto seconds = [](std::int64_t from, std::int64_t to) { return static_cast<double>(to - from) * 1e-9; };
+  if (t.spawn_ns <= 0) return;
+  if (t.hello_ns > 0) SetMetric(rec, "time_to_hello_s", seconds(t.spawn_ns, t.hello_ns), "s");
+  if (t.exit_ns > 0) SetMetric(rec, "cell_wall_s", seconds(t.spawn_ns, t.exit_ns), "s");
+  std::int64_t first_start = 0;
+  std::int64_t measured_start = 0;
+  std::int64_t seen = 0;
+  for (const auto& row : rec.steps) {
+    if (row.rank != 0) continue;
+    if (seen == 0) first_start = row.record.start_ns;
+    if (seen == std::max<std::int64_t>(warmup_steps, 0)) {
+      measured_start = row.record.start_ns;
+      break;
+    }
+    ++seen;
+  }
+  // Setup ends where stepping begins (the READY frame is read concurrently with the first steps).
+  const std::int64_t setup_end = first_start > 0 ? first_start : t.ready_ns;
+  if (t.hello_ns > 0 && setup_end > 0) SetMetric(rec, "setup_s", seconds(t.hello_ns, setup_end), "s");
+  if (measured_start == 0) return;  // no measured step
+  SetMetric(rec, "warmup_s", seconds(first_start, measured_start), "s");
+  SetMetric(rec, "time_to_measure_s", seconds(t.spawn_ns, measured_start), "s");
+}
+
 void AddStepMetrics(const measure::Outcome& measured, store::CellRecord& rec) {
   const measure::StepSummary& s = measured.summary;
   SetMetric(rec, "warmup_steps", static_cast<double>(measured.warmup_steps), "steps");

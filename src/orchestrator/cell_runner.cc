@@ -16,6 +16,7 @@
 #include "common/subprocess.h"
 #include "measure/policy.h"
 #include "monitor/analysis.h"
+#include "monitor/gpu_attribution.h"
 #include "orchestrator/cell_metrics.h"
 #include "protocol/runner_session.h"
 #include "protocol/wire.h"
@@ -54,6 +55,7 @@ struct Conversation {
   nlohmann::json error_details = nlohmann::json::object();
   std::optional<std::string> stop_decision;
   std::int64_t max_step_ns = 0;
+  CellTimeline timeline;
 };
 
 // Energy, utilisation, throttling and leak verdicts from the sampled series over the measured
@@ -75,7 +77,7 @@ void AddMonitorAnalysis(std::int64_t warmup_steps, std::vector<store::SeriesPoin
   for (const auto& m : analysis.metrics) SetMetric(rec, m.name, m.value, m.unit);
   for (const auto& r : analysis.verdict_reasons) rec.verdict_reasons.push_back(r);
   for (const auto& w : analysis.warnings) rec.extras["warnings"].push_back(w);
-  if (!analysis.info.empty()) rec.extras["monitor"] = analysis.info;
+  for (const auto& [k, v] : analysis.info.items()) rec.extras["monitor"][k] = v;
 }
 
 }  // namespace
@@ -226,6 +228,7 @@ store::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& o) {
   measure::MeasurePolicy policy(o.measure);
   protocol::FrameReader reader;
   Conversation conv;
+  conv.timeline.spawn_ns = spawn_ns;
   bool timed_out = false;
   bool interrupted = false;
   bool eof = false;
@@ -256,6 +259,7 @@ store::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& o) {
         auto body = protocol::DecodeJson(f);
         if (!body.ok()) { conv.violation = body.error().message; return; }
         if (conv.hello_seen) { conv.violation = "HELLO sent twice"; return; }
+        conv.timeline.hello_ns = MonotonicNowNs();
         conv.hello_seen = true;
         rec.hello = *body;
         const int version = rec.hello.value("protocol", 0);
@@ -280,6 +284,7 @@ store::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& o) {
         auto body = protocol::DecodeJson(f);
         if (!body.ok()) { conv.violation = body.error().message; return; }
         conv.ready_seen = true;
+        conv.timeline.ready_ns = MonotonicNowNs();
         rec.effective = body->value("effective", nlohmann::json::object());
         return;
       }
@@ -385,9 +390,19 @@ store::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& o) {
     while (!process.TryWait() && MonotonicNowNs() < exit_deadline) usleep(2'000);
     status = process.finished() ? *process.TryWait() : process.Terminate(1000);
   }
+  conv.timeline.exit_ns = MonotonicNowNs();
   // The runner's children (if any) must not outlive the cell.
   process.SignalGroup(SIGKILL);
-  if (o.monitor != nullptr) rec.series = o.monitor->Stop();
+  if (o.monitor != nullptr) {
+    rec.series = o.monitor->Stop();
+    // Only the cell's own GPUs count towards its utilisation, power and energy.
+    const nlohmann::json description = o.monitor->Describe();
+    if (description.contains("nvml") && description["nvml"].value("state", std::string()) == "ok") {
+      const monitor::GpuAttribution gpus = monitor::AttributeGpus(rec.effective, description);
+      if (gpus.nvml_indices) monitor::KeepGpuSeries(rec.series, *gpus.nvml_indices);
+      rec.extras["monitor"]["gpu_attribution"] = gpus.note;
+    }
+  }
 
   const std::string stderr_tail = TailLines(rec.stderr_path, kStderrTailLines);
   auto with_tail = [&](std::string message) {
@@ -402,6 +417,7 @@ store::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& o) {
     rec.warmup_rule = measured.warmup_rule;
     rec.stop_reason = measured.stop_reason;
     AddStepMetrics(measured, rec);
+    AddTimelineMetrics(conv.timeline, measured.warmup_steps, rec);
     if (!rec.series.empty()) AddMonitorAnalysis(measured.warmup_steps, std::move(idle_series), rec);
   }
 

@@ -62,6 +62,65 @@ TEST_F(CellRunnerTest, HealthyCellIsOkWithStepsMetricsAndVerdict) {
   EXPECT_TRUE(rec.verdict == "valid" || rec.verdict == "invalid");
 }
 
+TEST_F(CellRunnerTest, TimelineSplitsTheCellsWallTime) {
+  // The null runner busy-waits setup_ms between CONFIGURE and READY: that is setup_s.
+  auto rec = Run({{"step_ms", 0.2}, {"setup_ms", 300}});
+  ASSERT_EQ(rec.outcome, "ok") << rec.message;
+  auto value = [&](const char* name) {
+    const auto* m = FindMetric(rec, name);
+    EXPECT_NE(m, nullptr) << name;
+    return m != nullptr ? m->value : -1.0;
+  };
+  const double hello = value("time_to_hello_s"), setup = value("setup_s"), warmup = value("warmup_s"),
+               to_measure = value("time_to_measure_s"), wall = value("cell_wall_s");
+  EXPECT_GT(hello, 0.0);
+  EXPECT_GE(setup, 0.3);
+  EXPECT_GE(warmup, 0.0);
+  EXPECT_NEAR(to_measure, hello + setup + warmup, 1e-6);  // consecutive spans
+  EXPECT_GT(wall, to_measure);
+}
+
+TEST(CellMetricsTest, TimelineMetricsFromHandPlacedMoments) {
+  store::CellRecord rec;
+  // Rank 0 steps start at 10, 11, 12, 13 s; rank 1's must be ignored.
+  for (int i = 0; i < 4; ++i) {
+    store::StepRow row;
+    row.record.start_ns = (10 + i) * 1'000'000'000LL;
+    row.record.end_ns = row.record.start_ns + 900'000'000LL;
+    rec.steps.push_back(row);
+    row.rank = 1;
+    row.record.start_ns = 1;
+    rec.steps.push_back(row);
+  }
+  CellTimeline t{1'000'000'000LL, 3'000'000'000LL, 7'500'000'000LL, 15'000'000'000LL};
+  AddTimelineMetrics(t, /*warmup_steps=*/2, rec);
+  EXPECT_DOUBLE_EQ(FindMetric(rec, "time_to_hello_s")->value, 2.0);
+  EXPECT_DOUBLE_EQ(FindMetric(rec, "setup_s")->value, 7.0);  // HELLO at 3 s to the first step at 10 s
+  EXPECT_DOUBLE_EQ(FindMetric(rec, "warmup_s")->value, 2.0);        // 12 s - 10 s
+  EXPECT_DOUBLE_EQ(FindMetric(rec, "time_to_measure_s")->value, 11.0);
+  EXPECT_DOUBLE_EQ(FindMetric(rec, "cell_wall_s")->value, 14.0);
+
+  // Every step is warm-up: no measured start, so neither warm-up nor time to measure.
+  store::CellRecord all_warmup = rec;
+  all_warmup.metrics.clear();
+  AddTimelineMetrics(t, 4, all_warmup);
+  EXPECT_EQ(FindMetric(all_warmup, "warmup_s"), nullptr);
+  EXPECT_EQ(FindMetric(all_warmup, "time_to_measure_s"), nullptr);
+  EXPECT_NE(FindMetric(all_warmup, "cell_wall_s"), nullptr);
+
+  // No steps at all: setup ends at READY.
+  store::CellRecord no_steps;
+  AddTimelineMetrics(t, 0, no_steps);
+  EXPECT_DOUBLE_EQ(FindMetric(no_steps, "setup_s")->value, 4.5);
+  EXPECT_EQ(FindMetric(no_steps, "warmup_s"), nullptr);
+
+  // A runner that never said HELLO: no hello or setup figures.
+  store::CellRecord silent;
+  AddTimelineMetrics(CellTimeline{1, 0, 0, 5}, 0, silent);
+  EXPECT_EQ(FindMetric(silent, "time_to_hello_s"), nullptr);
+  EXPECT_EQ(FindMetric(silent, "setup_s"), nullptr);
+}
+
 TEST_F(CellRunnerTest, CrashIsReportedWithTheSignalName) {
   auto rec = Run({{"step_ms", 0.1}, {"inject", "crash"}, {"inject_at_step", 5}});
   EXPECT_EQ(rec.outcome, "crashed");

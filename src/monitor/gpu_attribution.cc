@@ -1,0 +1,94 @@
+#include "monitor/gpu_attribution.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace dlbench::monitor {
+namespace {
+
+// "GPU-5e0c...": compared without the "GPU-" prefix and case-insensitively, so a runner may
+// send CUDA's bare form or NVML's.
+std::string UuidKey(std::string uuid) {
+  if (uuid.size() > 4 && (uuid.compare(0, 4, "GPU-") == 0 || uuid.compare(0, 4, "gpu-") == 0)) uuid.erase(0, 4);
+  std::transform(uuid.begin(), uuid.end(), uuid.begin(), [](unsigned char c) { return std::tolower(c); });
+  return uuid;
+}
+
+// The series index of "gpu12.power_w" (12), or -1.
+int SeriesGpuIndex(const std::string& name) {
+  if (name.size() < 5 || name.compare(0, 3, "gpu") != 0) return -1;
+  const std::size_t dot = name.find('.');
+  if (dot == std::string::npos || dot == 3) return -1;
+  int index = 0;
+  for (std::size_t i = 3; i < dot; ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(name[i]))) return -1;
+    index = index * 10 + (name[i] - '0');
+  }
+  return index;
+}
+
+}  // namespace
+
+GpuAttribution AttributeGpus(const nlohmann::json& effective, const nlohmann::json& monitor_description) {
+  GpuAttribution out;
+  if (!effective.is_object() || !effective.contains("device_uuids") || !effective["device_uuids"].is_array()) {
+    out.note = "every sampled GPU: the runner named no device_uuids";
+    return out;
+  }
+  const nlohmann::json& wanted = effective["device_uuids"];
+  if (wanted.empty()) {
+    out.nvml_indices = std::vector<int>{};
+    out.note = "none: the cell runs on no GPU";
+    return out;
+  }
+  nlohmann::json devices = nlohmann::json::array();
+  const nlohmann::json nvml = monitor_description.is_object() ? monitor_description.value("nvml", nlohmann::json()) : nlohmann::json();
+  if (nvml.is_object() && nvml.contains("facts") && nvml["facts"].is_object() && nvml["facts"].contains("devices")) {
+    devices = nvml["facts"]["devices"];
+  }
+  std::vector<int> indices;
+  std::vector<std::string> unknown;
+  for (const auto& u : wanted) {
+    if (!u.is_string()) continue;
+    const std::string key = UuidKey(u.get<std::string>());
+    bool found = false;
+    if (devices.is_array()) {
+      for (const auto& d : devices) {
+        if (d.is_object() && d.contains("uuid") && d["uuid"].is_string() && d.contains("index") &&
+            UuidKey(d["uuid"].get<std::string>()) == key) {
+          indices.push_back(d["index"].get<int>());
+          found = true;
+          break;
+        }
+      }
+    }
+    if (!found) unknown.push_back(u.get<std::string>());
+  }
+  std::sort(indices.begin(), indices.end());
+  indices.erase(std::unique(indices.begin(), indices.end()), indices.end());
+  std::string missing = unknown.empty() ? "" : fmt::format(" ({} not among the sampled GPUs)", fmt::join(unknown, ", "));
+  if (indices.empty()) {
+    out.note = "every sampled GPU: the runner's device_uuids matched none" + missing;
+    return out;
+  }
+  std::vector<std::string> names;
+  for (int i : indices) names.push_back("gpu" + std::to_string(i));
+  out.note = fmt::format("{} (NVML index by the runner's device_uuids){}", fmt::join(names, ", "), missing);
+  out.nvml_indices = std::move(indices);
+  return out;
+}
+
+void KeepGpuSeries(std::vector<store::SeriesPoint>& series, const std::vector<int>& nvml_indices) {
+  series.erase(std::remove_if(series.begin(), series.end(),
+                              [&](const store::SeriesPoint& p) {
+                                const int index = SeriesGpuIndex(p.series);
+                                return index >= 0 && std::find(nvml_indices.begin(), nvml_indices.end(), index) ==
+                                                         nvml_indices.end();
+                              }),
+               series.end());
+}
+
+}  // namespace dlbench::monitor
