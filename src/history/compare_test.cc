@@ -78,6 +78,12 @@ TEST(HistorySamples, MeasuredStepsAndBatchesByHand) {
   ASSERT_EQ(measured.size(), 3u);
   EXPECT_EQ(measured[0].end_ns - measured[0].start_ns, 30);
   EXPECT_EQ(measured[2].end_ns - measured[2].start_ns, 50);
+  // A ci_reached cell whose last step arrived after STOP: measured_steps ends the window.
+  cell.metrics.push_back({"measured_steps", 2, "steps"});
+  const auto judged = MeasuredSteps(cell);
+  ASSERT_EQ(judged.size(), 2u);
+  EXPECT_EQ(judged[1].end_ns - judged[1].start_ns, 40);
+  cell.metrics.clear();
 
   std::vector<protocol::StepRecord> steps;
   for (int i = 0; i < 45; ++i) {

@@ -89,6 +89,7 @@ Decision MeasurePolicy::Evaluate() {
   if ((ci->high - ci->low) / 2 / mean <= settings_.target_rel_ci) {
     decided_ = Decision{true, "ci_reached"};
     decided_cut_ = std::make_pair(cut.steps, cut.rule);
+    decided_records_ = n;
     return *decided_;
   }
   return {};
@@ -107,7 +108,17 @@ Outcome MeasurePolicy::Finish(const std::string& stop_reason_if_not_decided) con
   out.warmup_steps = static_cast<std::int64_t>(cut.steps);
   out.warmup_rule = cut.rule;
   out.stop_reason = decided_ ? decided_->reason : stop_reason_if_not_decided;
-  out.summary = Summarize(records_, cut.steps, settings_.ci_level);
+  if (decided_cut_ && decided_records_ > cut.steps && decided_records_ < records_.size()) {
+    // The records of steps that were in flight when STOP went out are stored but not measured:
+    // the window the decision judged is the one reported, so a cell stopped on ci_reached has
+    // the interval it was stopped for (a few more records can move batch-means' batch bounds and
+    // widen it past the target, which read as "noisy (stopped: ci_reached)").
+    const std::vector<protocol::StepRecord> judged(records_.begin(),
+                                                   records_.begin() + static_cast<std::ptrdiff_t>(decided_records_));
+    out.summary = Summarize(judged, cut.steps, settings_.ci_level);
+  } else {
+    out.summary = Summarize(records_, cut.steps, settings_.ci_level);
+  }
 
   std::vector<std::string> missing;
   if (records_.empty()) {

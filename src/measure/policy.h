@@ -80,6 +80,7 @@ class MeasurePolicy {
   std::optional<Decision> decided_;
   // The warm-up cut the ci_reached decision was made with; Finish keeps it (see policy.cc).
   std::optional<std::pair<std::size_t, const char*>> decided_cut_;
+  std::size_t decided_records_ = 0;  // records the ci_reached decision saw: the measured end
   std::size_t last_evaluated_size_ = 0;
   std::int64_t last_evaluated_end_ns_ = 0;
 };

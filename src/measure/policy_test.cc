@@ -332,7 +332,12 @@ TEST(MeasurePolicyTest, CiReachedKeepsItsCutWhenRecordsArriveAfterStop) {
   const Outcome final_outcome = policy.Finish("x");
   EXPECT_EQ(final_outcome.warmup_steps, at_stop.warmup_steps);
   EXPECT_TRUE(final_outcome.enough_data) << final_outcome.insufficiency;
-  EXPECT_EQ(final_outcome.summary.steps, static_cast<std::int64_t>(fed + more.size()) - at_stop.warmup_steps);
+  // The records after STOP are stored but not measured: the window is the one the decision
+  // judged, so its interval is the one that met the target.
+  EXPECT_EQ(final_outcome.summary.steps, at_stop.summary.steps);
+  EXPECT_DOUBLE_EQ(final_outcome.summary.ci_rel_halfwidth, at_stop.summary.ci_rel_halfwidth);
+  EXPECT_LE(final_outcome.summary.ci_rel_halfwidth, settings.target_rel_ci);
+  EXPECT_LT(at_stop.summary.steps + at_stop.warmup_steps, static_cast<std::int64_t>(fed + more.size()));
 }
 
 }  // namespace

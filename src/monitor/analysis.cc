@@ -363,7 +363,11 @@ CellAnalysis AnalyzeCell(const AnalysisInput& input) {
     result.warnings.push_back("no measured steps: monitor metrics were not computed");
     return result;
   }
-  const std::vector<StepRecord> steps(all_steps.begin() + static_cast<std::ptrdiff_t>(warmup), all_steps.end());
+  std::size_t end = all_steps.size();
+  if (input.measured_steps >= 0) end = std::min(end, warmup + static_cast<std::size_t>(input.measured_steps));
+  if (end <= warmup) end = all_steps.size();
+  const std::vector<StepRecord> steps(all_steps.begin() + static_cast<std::ptrdiff_t>(warmup),
+                                      all_steps.begin() + static_cast<std::ptrdiff_t>(end));
   Window w{steps.front().start_ns, steps.back().end_ns};
   double samples = 0;
   for (const auto& s : steps) samples += s.samples > 0 ? s.samples : input.samples_per_step;

@@ -20,6 +20,7 @@ struct AnalysisInput {
   std::vector<store::SeriesPoint> series;  // the cell's samples (Monitor::Stop), any order
   std::vector<store::StepRow> steps;       // step records of every rank, each rank in step order
   std::int64_t warmup_steps = 0;           // the analysed rank's records [0, warmup_steps) are warm-up
+  std::int64_t measured_steps = -1;        // records [warmup, warmup + measured) are measured; -1: to the end
   Scenario scenario = Scenario::kInfer;
   // Samples per step when a record's own `samples` is 0 (a runner that does not fill it).
   std::uint32_t samples_per_step = 0;

@@ -60,12 +60,13 @@ struct Conversation {
 
 // Energy, utilisation, throttling and leak verdicts from the sampled series over the measured
 // window (monitor/analysis.h).
-void AddMonitorAnalysis(std::int64_t warmup_steps, std::vector<store::SeriesPoint> idle_series,
-                        store::CellRecord& rec) {
+void AddMonitorAnalysis(std::int64_t warmup_steps, std::int64_t measured_steps,
+                        std::vector<store::SeriesPoint> idle_series, store::CellRecord& rec) {
   monitor::AnalysisInput in;
   in.series = std::move(rec.series);
   in.steps = std::move(rec.steps);
   in.warmup_steps = warmup_steps;
+  in.measured_steps = measured_steps;
   in.scenario = rec.params.value("scenario", std::string("train")) == "infer" ? monitor::Scenario::kInfer
                                                                              : monitor::Scenario::kTrain;
   const std::int64_t samples = rec.effective.value("samples_per_step", rec.params.value("batch_size", 1));
@@ -418,7 +419,7 @@ store::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& o) {
     rec.stop_reason = measured.stop_reason;
     AddStepMetrics(measured, rec);
     AddTimelineMetrics(conv.timeline, measured.warmup_steps, rec);
-    if (!rec.series.empty()) AddMonitorAnalysis(measured.warmup_steps, std::move(idle_series), rec);
+    if (!rec.series.empty()) AddMonitorAnalysis(measured.warmup_steps, measured.summary.steps, std::move(idle_series), rec);
   }
 
   if (timed_out) {
