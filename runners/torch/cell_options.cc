@@ -231,6 +231,13 @@ Result<TorchCell> ParseTorchCell(const nlohmann::json& params) {
   if (!f.ok()) return f.error();
   cell.memory_format = *f;
 
+  auto impl = GetString(params, "optimizer_impl", "auto");
+  if (!impl.ok()) return impl.error();
+  if (*impl == "auto") cell.optimizer_impl = OptimizerImpl::kAuto;
+  else if (*impl == "foreach") cell.optimizer_impl = OptimizerImpl::kForeach;
+  else if (*impl == "per_param") cell.optimizer_impl = OptimizerImpl::kPerParameter;
+  else return Invalid(fmt::format("parameter 'optimizer_impl' must be auto, foreach or per_param, got '{}'", *impl));
+
   auto bench = GetBool(params, "cudnn_benchmark", true);
   if (!bench.ok()) return bench.error();
   cell.cudnn_benchmark = *bench;

@@ -26,6 +26,8 @@ const char* ScenarioName(Scenario scenario);
 const char* PrecisionName(Precision precision);
 const char* MemoryFormatName(MemoryFormat format);
 
+enum class OptimizerImpl { kAuto, kForeach, kPerParameter };
+
 struct DeviceSpec {
   DeviceKind kind = DeviceKind::kCpu;
   int index = 0;  // CUDA ordinal; 0 for "cuda" and for the CPU
@@ -54,6 +56,9 @@ struct TorchCell {
   MemoryFormat memory_format = MemoryFormat::kAuto;
   bool cudnn_benchmark = true;
   bool deterministic = false;
+  // Training's optimizer: "auto" (kForeach on CUDA, kPerParameter on the CPU: torch.optim's own
+  // default choice), "foreach" (multi-tensor kernels) or "per_param" (LibTorch's C++ optimizer).
+  OptimizerImpl optimizer_impl = OptimizerImpl::kAuto;
   std::optional<int> threads;  // intra-op threads; absent: LibTorch's default
   std::optional<double> lr;
   std::optional<TorchScriptSpec> torchscript;  // set exactly when model == "torchscript"

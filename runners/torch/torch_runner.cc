@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "device_info.h"
 #include "failure.h"
+#include "foreach_optim.h"
 #include "peak_flops.h"
 #include "precision.h"
 #include "workload.h"
@@ -51,6 +52,7 @@ struct CellState {
   std::optional<torch::ScalarType> autocast_dtype;
   std::unique_ptr<Workload> workload;
   std::unique_ptr<torch::optim::Optimizer> optimizer;  // train only
+  std::string optimizer_impl;                          // train only: "foreach" or "per_param"
   std::unique_ptr<LossScaler> scaler;                  // fp16 train only
   torch::Tensor last_loss;                             // train only, read after the loop
   MathSwitches switches;
@@ -118,6 +120,16 @@ void Build(CellState& s, std::uint64_t seed) {
   s.workload->SetTraining(cell.scenario == Scenario::kTrain);
   if (cell.scenario == Scenario::kTrain) {
     s.optimizer = s.workload->MakeOptimizer(cell.lr);
+    const bool foreach = cell.optimizer_impl == OptimizerImpl::kForeach ||
+                         (cell.optimizer_impl == OptimizerImpl::kAuto && s.device.is_cuda());
+    if (foreach) {
+      auto twin = ForeachTwin(*s.optimizer);
+      if (!twin) throw UnsupportedError("optimizer_impl foreach: no multi-tensor form of " + s.workload->OptimizerName());
+      s.optimizer = std::move(twin);
+      s.optimizer_impl = "foreach";
+    } else {
+      s.optimizer_impl = "per_param";
+    }
     if (cell.precision == Precision::kFp16) s.scaler = std::make_unique<LossScaler>(s.device);
   }
 }
@@ -166,6 +178,7 @@ nlohmann::json Effective(const CellState& s, std::uint64_t seed) {
   }
   if (cell.scenario == Scenario::kTrain) {
     e["optimizer"] = s.workload->OptimizerName();
+    e["optimizer_impl"] = s.optimizer_impl;
     if (cell.lr) e["lr"] = *cell.lr;
   }
   if (auto flops = FlopsPerSample(s)) e["flops_per_sample"] = *flops;

@@ -25,8 +25,9 @@ class OnCuda : public ::testing::Test {
   void SetUp() override {
     auto hello = testing::ReadHello(kRunner);
     ASSERT_TRUE(hello.ok()) << hello.error().message;
+    // cuda:0, the device the cells below run on ("device": "cuda").
     for (const json& d : hello->at("devices")) {
-      if (d.value("type", "") == "cuda") device_ = d;
+      if (d.value("type", "") == "cuda" && d.value("index", -1) == 0) device_ = d;
     }
     if (device_.is_null()) GTEST_SKIP() << "no CUDA device visible to dlbench-torch";
     hello_ = *hello;
@@ -85,6 +86,7 @@ TEST_P(OnCudaPrecision, TrainsWithTheRightSwitchesAndReportsDeviceMemory) {
   EXPECT_EQ(t.ready->value("loss_scaling", !c.loss_scaling), c.loss_scaling);
   EXPECT_EQ(t.ready->value("cudnn_benchmark", false), true);
   EXPECT_EQ(t.ready->at("device_uuids"), json::array({device_.value("uuid", "")}));
+  EXPECT_EQ(t.ready->value("optimizer_impl", ""), "foreach");  // auto on CUDA, as torch.optim
   ASSERT_EQ(t.memory.size(), 2u);
   for (const json& m : t.memory) {
     EXPECT_GT(m.value("device_allocated_bytes", 0), 0) << m.dump();

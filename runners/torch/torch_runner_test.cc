@@ -183,6 +183,28 @@ struct RefusalCase {
   std::vector<std::string> message_parts;
 };
 
+// torch.optim's choice: per-parameter loops on the CPU, multi-tensor kernels on request (and on
+// CUDA by default, checked in the GPU tests). Either way training really trains.
+TEST(TorchRunner, OptimizerImplIsChosenAsTorchOptimDoesAndRecorded) {
+  for (const std::string impl : {"auto", "per_param", "foreach"}) {
+    json params = Tiny("resnet50");
+    params["scenario"] = "train";
+    params["device"] = "cpu";
+    params["optimizer_impl"] = impl;
+    HarnessOptions options;
+    options.stop_after_steps = 4;
+    const CellTranscript t = RunCellOf(params, options);
+    ASSERT_TRUE(t.ready) << impl << ": " << (t.error ? t.error->dump() : "");
+    EXPECT_EQ(t.ready->value("optimizer_impl", ""), impl == "foreach" ? "foreach" : "per_param") << impl;
+    EXPECT_TRUE(t.done) << impl;
+  }
+  json bad = Tiny("resnet50");
+  bad["optimizer_impl"] = "fused";
+  const CellTranscript t = RunCellOf(bad);
+  EXPECT_EQ(ErrorKindOf(t), "invalid");
+  EXPECT_NE(ErrorMessageOf(t).find("optimizer_impl"), std::string::npos) << ErrorMessageOf(t);
+}
+
 TEST(TorchRunner, RefusesWithAClearErrorAndExitsCleanly) {
   const std::vector<RefusalCase> cases = {
       {"unknown model", {{"model", "resnet5O"}}, "invalid", {"resnet5O", "resnet50", "bert_base", "torchscript"}},
@@ -204,6 +226,18 @@ TEST(TorchRunner, RefusesWithAClearErrorAndExitsCleanly) {
     EXPECT_FALSE(t.ready) << c.name;
     EXPECT_FALSE(t.done) << c.name;
   }
+}
+
+// Seen on the H200 in the standard matrix: SSDLite's last extra layers are 1x1, so batch
+// normalisation has one value per channel at batch size 1 and cannot train. That is the model's
+// limit, not a runner crash: the cell ends `unsupported` and says what would work.
+TEST(TorchRunner, SsdTrainingAtBatchOneIsUnsupported) {
+  const CellTranscript t = RunCellOf({{"model", "ssd_mobilenet"}, {"image_size", 160}, {"width_mult", 0.5},
+                                      {"num_classes", 11}, {"batch_size", 1}, {"scenario", "train"},
+                                      {"device", "cpu"}});
+  EXPECT_EQ(ErrorKindOf(t), "unsupported") << ErrorMessageOf(t);
+  EXPECT_NE(ErrorMessageOf(t).find("batch_size >= 2"), std::string::npos) << ErrorMessageOf(t);
+  EXPECT_FALSE(t.done);
 }
 
 TEST(TorchRunner, CudaOnACpuBuildIsUnsupported) {
@@ -299,6 +333,10 @@ TEST(Failure, ClassifiesByMessage) {
   auto det = ClassifyMessage("upsample_bilinear2d_backward_out_cuda does not have a deterministic implementation",
                              protocol::ErrorKindWire::kInternal);
   EXPECT_EQ(det.kind, protocol::ErrorKindWire::kUnsupported);
+  auto bn = ClassifyMessage("Expected more than 1 value per channel when training, got input size [1, 64, 1, 1]",
+                            protocol::ErrorKindWire::kInternal);
+  EXPECT_EQ(bn.kind, protocol::ErrorKindWire::kUnsupported);
+  EXPECT_NE(bn.message.find("batch_size >= 2"), std::string::npos) << bn.message;
   auto other = ClassifyMessage("shape mismatch", protocol::ErrorKindWire::kInternal);
   EXPECT_EQ(other.kind, protocol::ErrorKindWire::kInternal);
   EXPECT_FALSE(other.details.contains("requested_bytes"));

@@ -231,6 +231,11 @@ std::vector<ParamSpec> BuildRegistry() {
   r.push_back(Entry("memory_format", kCell, kTorch, ParamType::kEnum)
                   .Allowed({"auto", "contiguous", "channels_last"}).Default(Str("auto"))
                   .Help("Tensor layout; `auto` lets the runner pick per model and device.").Build());
+  r.push_back(Entry("optimizer_impl", kCell, kTorch, ParamType::kEnum)
+                  .Allowed({"auto", "foreach", "per_param"}).DefaultText("auto")
+                  .Help("How training's optimizer runs: `foreach` multi-tensor kernels (torch.optim's "
+                        "default on CUDA), `per_param` LibTorch's per-parameter loop (its default on "
+                        "the CPU); `auto` picks as torch.optim does.").Build());
   r.push_back(Entry("cudnn_benchmark", kCell, kTorch, ParamType::kBool)
                   .Default(Value(true))
                   .Help("Let cuDNN autotune convolution algorithms (during warm-up).").Build());
