@@ -2,7 +2,6 @@
 // its outcome while the other cells finish; Ctrl-C and SIGKILL lose nothing that finished, and
 // --resume completes the run.
 #include <signal.h>
-#include <sqlite3.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -11,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "e2e_sqlite.h"
 #include "e2e_util.h"
 #include "store/result_store.h"
 
@@ -29,19 +29,6 @@ measure:
   max_time_s: 1.0
   target_rel_ci: 0.05
 )";
-
-std::string IntegrityCheck(const std::string& db) {
-  sqlite3* h = nullptr;
-  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) return "cannot open";
-  sqlite3_stmt* st = nullptr;
-  std::string out = "no row";
-  if (sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
-    out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-  }
-  sqlite3_finalize(st);
-  sqlite3_close(h);
-  return out;
-}
 
 std::vector<store::CellRecord> Cells(const std::string& db, std::int64_t run_id, bool steps = false) {
   auto s = store::OpenSqliteStore(db);

@@ -4,7 +4,6 @@
 // `plan --shard` listed, the database passes integrity_check, and the shared progress file is
 // never seen half-written. An interrupted shard resumes only with its own selection.
 #include <signal.h>
-#include <sqlite3.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -15,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "e2e_sqlite.h"
 #include "e2e_util.h"
 #include "store/result_store.h"
 
@@ -34,20 +34,6 @@ measure:
   min_time_s: 0.2
   max_time_s: 0.8
 )";
-
-std::string IntegrityCheck(const std::string& db) {
-  sqlite3* h = nullptr;
-  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) return "cannot open";
-  sqlite3_stmt* st = nullptr;
-  std::string out = "no row";
-  if (sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &st, nullptr) == SQLITE_OK &&
-      sqlite3_step(st) == SQLITE_ROW) {
-    out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-  }
-  sqlite3_finalize(st);
-  sqlite3_close(h);
-  return out;
-}
 
 std::string Text(const std::string& path) {
   auto text = ReadFile(path);

@@ -1,0 +1,27 @@
+// SQLite checks the end-to-end tests make on a store the real binary wrote.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <string>
+
+namespace dlbench::e2e {
+
+// "ok" when the database file is sound, else SQLite's complaint ("cannot open", "no row").
+inline std::string IntegrityCheck(const std::string& db) {
+  sqlite3* h = nullptr;
+  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    sqlite3_close(h);
+    return "cannot open";
+  }
+  sqlite3_stmt* st = nullptr;
+  std::string out = "no row";
+  if (sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+    out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+  return out;
+}
+
+}  // namespace dlbench::e2e
