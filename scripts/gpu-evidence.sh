@@ -3,7 +3,7 @@
 # GPU matrix through `dlbench run examples/gpu.yaml`, and the peer comparison against PyTorch
 # eager (bench/peers/compare.py). Logs go to $OUT when it is set (the device tool's output
 # folder), else to ./gpu-evidence-out; at most 8 files land there (the device tool's limit), so
-# per-cell runner logs go to $CELL_LOGS (default /tmp/dlbench-gpu-cells).
+# the matrix's databases and per-cell runner logs go to $MATRIX_DIR (default /tmp/dlbench-gpu-matrix).
 # Usage: scripts/gpu-evidence.sh [--skip-matrix] [--skip-tests]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,9 +30,10 @@ if [ "$skip_tests" = 0 ]; then
   echo "ctest -L torch: exit $?"; tail -4 "$LOGS/ctest-torch.log"
 fi
 if [ "$skip_matrix" = 0 ]; then
-  (cd "$LOGS" && "$BUILD/bin/dlbench" --db "$LOGS/gpu.db" run "$ROOT/examples/gpu.yaml" --out "${CELL_LOGS:-/tmp/dlbench-gpu-cells}") \
-    > "$LOGS/matrix.log" 2>&1
-  echo "dlbench run examples/gpu.yaml: exit $?"; tail -20 "$LOGS/matrix.log"
+  # Every GPU of the host at once, one shard each (scripts/gpu-matrix.sh); run again to resume.
+  "$ROOT/scripts/gpu-matrix.sh" "$ROOT/examples/gpu.yaml" "${MATRIX_DIR:-/tmp/dlbench-gpu-matrix}" > "$LOGS/matrix.log" 2>&1
+  echo "scripts/gpu-matrix.sh examples/gpu.yaml: exit $?"; tail -20 "$LOGS/matrix.log"
+  python3 "$ROOT/bench/gpu/cell_timeline.py" "${MATRIX_DIR:-/tmp/dlbench-gpu-matrix}"/shard-*.db | tee "$LOGS/timeline.txt"
 fi
 python3 "$ROOT/bench/peers/compare.py" --runner "$BUILD/bin/dlbench-torch" --json "$LOGS/peers.json" \
   2> "$LOGS/peers.err" | tee "$LOGS/peers.txt"
