@@ -22,6 +22,14 @@ shift 2
 BUILD="${BUILD_DIR:-$ROOT/build-gpu}"
 DLBENCH="$BUILD/bin/dlbench"
 [ -x "$DLBENCH" ] || { echo "gpu-matrix: $DLBENCH not built (scripts/build-gpu.sh)" >&2; exit 2; }
+# The binaries link libraries build-gpu.sh unpacked into .gpu-deps/root; carrying .gpu-deps to the
+# machine again replaces that folder, and only build-gpu.sh (quick when nothing changed) restores it.
+if ! "$DLBENCH" --version > /dev/null 2>&1; then
+  echo "gpu-matrix: $DLBENCH does not start:" >&2
+  "$DLBENCH" --version 2>&1 | head -3 >&2
+  echo "gpu-matrix: run scripts/build-gpu.sh again (it unpacks the .gpu-deps libraries the binaries use)" >&2
+  exit 2
+fi
 if [ -z "${GPUS:-}" ]; then
   GPUS=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | tr '\n' ' ')
 fi
