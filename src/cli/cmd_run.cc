@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <optional>
 #include <set>
 #include <filesystem>
 
@@ -77,26 +78,17 @@ void RemoveOwnProgress(const std::string& db_path) {
   std::remove(path.c_str());
 }
 
-// The shell words of `dlbench run` that resume this run: the same matrix and selection.
-std::string ResumeCommand(const RunArgs& args, std::int64_t run_id) {
-  auto quote = [](const std::string& word) {
-    if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                "0123456789_-+=,./:@%") == std::string::npos) {
-      return word;
-    }
-    std::string quoted = "'";
-    for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return quoted + "'";
-  };
-  std::string command = "dlbench run " + quote(args.matrix_path);
-  for (const auto& f : args.only) command += " --only " + quote(f);
-  if (!args.shard.empty()) command += " --shard " + quote(args.shard);
-  return command + fmt::format(" --resume {}", run_id);
+// The shell words of `dlbench run` that resume this run. `selection` is what must be given again:
+// nothing when the run stored its own, the options used when it has none stored.
+std::string ResumeCommand(const std::string& matrix_path, const Selection& selection, std::int64_t run_id) {
+  const std::string options = SelectionArgs(selection);
+  return fmt::format("dlbench run {}{}{} --resume {}", ShellWord(matrix_path), options.empty() ? "" : " ",
+                     options, run_id);
 }
 
-// --resume re-expands the matrix and applies --only and --shard again; the run does not store
-// them, so they must be given again and must keep the run's cells. Checked by what the run does
-// store: its cell count, and that every finished cell is among the selected ones.
+// --resume re-expands the matrix and applies the selection again (ResumeSelection picked it).
+// A second guard, and the only one for runs stored before runs recorded their selection: the
+// selection must keep the run's cells, i.e. its cell count and every cell it already finished.
 Status CheckResumeSelection(const store::RunRecord& run, const std::set<std::string>& finished,
                             const SelectedPlan& selected) {
   std::set<std::string> ids;
@@ -117,8 +109,32 @@ Status CheckResumeSelection(const store::RunRecord& run, const std::set<std::str
 }
 
 int RunMatrix(const RunArgs& args, CommandContext& ctx) {
+  auto given = NormalizeSelection(Selection{args.only, args.shard});
+  if (!given.ok()) return ReportError(given.error());
+
+  // A resumed run decides the selection: it stored the one it was started with.
+  std::unique_ptr<store::ResultStore> store;
+  std::optional<store::RunRecord> resumed;
+  Selection selection = *given;
+  if (!args.resume.empty()) {
+    store = OpenStoreOrReport(ctx);
+    if (!store) return ctx.exit_code;
+    auto id = store->ResolveRun(args.resume);
+    if (!id.ok()) return ReportError(id.error());
+    auto existing = store->GetRun(*id);
+    if (!existing.ok()) return ReportError(existing.error());
+    auto chosen = ResumeSelection(*id, existing->selection, *given);
+    if (!chosen.ok()) return ReportError(chosen.error());
+    if (given->empty() && !chosen->empty()) {
+      std::fprintf(stderr, "dlbench: resuming run %lld with its selection: %s\n", static_cast<long long>(*id),
+                   SelectionArgs(*chosen).c_str());
+    }
+    selection = *chosen;
+    resumed = std::move(existing).value();
+  }
+
   int exit_code = kExitOk;
-  auto selected = SelectPlan(args.matrix_path, Selection{args.only, args.shard}, &exit_code);
+  auto selected = SelectPlan(args.matrix_path, selection, &exit_code);
   if (!selected.ok()) return exit_code;
   const config::Matrix* matrix = &selected->matrix;
   const std::vector<plan::Cell>* cells = &selected->cells;
@@ -129,28 +145,25 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
   auto runner = orchestrator::ResolveRunner(matrix->runner, ExecutableDir());
   if (!runner.ok()) return ReportError(runner.error());
 
-  auto store = OpenStoreOrReport(ctx);
+  if (!store) store = OpenStoreOrReport(ctx);
   if (!store) return ctx.exit_code;
 
   std::int64_t run_id = 0;
   std::set<std::string> finished;
   store::RunRecord run;
-  if (!args.resume.empty()) {
-    auto id = store->ResolveRun(args.resume);
-    if (!id.ok()) return ReportError(id.error());
-    auto existing = store->GetRun(*id);
-    if (!existing.ok()) return ReportError(existing.error());
-    if (existing->matrix_text != matrix->text) {
+  if (resumed) {
+    const std::int64_t id = resumed->id;
+    if (resumed->matrix_text != matrix->text) {
       return ReportError(MakeError(ErrorKind::kInvalidInput,
                                    fmt::format("{} differs from the matrix run {} was started with; resume "
                                                "needs the same file (dlbench export {} --format json shows it)",
-                                               args.matrix_path, *id, *id)));
+                                               args.matrix_path, id, id)));
     }
-    auto done = store->FinishedCellIds(*id);
+    auto done = store->FinishedCellIds(id);
     if (!done.ok()) return ReportError(done.error());
-    if (auto st = CheckResumeSelection(*existing, *done, *selected); !st.ok()) return ReportError(st.error());
-    run_id = *id;
-    run = *existing;
+    if (auto st = CheckResumeSelection(*resumed, *done, *selected); !st.ok()) return ReportError(st.error());
+    run_id = id;
+    run = *resumed;
     finished = *done;
   } else {
     // The runner introduces itself once so the stored fingerprint has its framework versions.
@@ -168,6 +181,7 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
     run.tool_version = kVersion;
     run.git_commit = kGitCommit;
     run.total_cells = static_cast<int>(cells->size());
+    run.selection = selection;
     auto id = store->BeginRun(run);
     if (!id.ok()) return ReportError(id.error());
     run_id = *id;
@@ -279,8 +293,10 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
                FormatSeconds(NsToSeconds(MonotonicNowNs() - t0)).c_str(), counts.empty() ? "no cells run" : counts.c_str(),
                static_cast<long long>(run_id));
   if (interrupted) {
+    // A run that stored its selection reapplies it; one stored without (older) needs it again.
+    const Selection again = run.selection.empty() ? selection : Selection{};
     std::fprintf(stderr, "dlbench: finished cells are stored; continue with: %s\n",
-                 ResumeCommand(args, run_id).c_str());
+                 ResumeCommand(args.matrix_path, again, run_id).c_str());
     return kExitInterrupted;
   }
   return not_ok > 0 ? kExitFailureFound : kExitOk;
@@ -303,8 +319,8 @@ void RegisterRun(CLI::App& app, CommandContext& ctx) {
                   "K-1, K-1+N, ... of the plan. N processes with 1/N ... N/N run the matrix once; see below")
       ->type_name("K/N");
   cmd->add_option("--resume", args->resume,
-                  "Continue an interrupted run (id or tag): runs only its cells that have no final result; "
-                  "give the --only and --shard it was started with");
+                  "Continue an interrupted run (id or tag): runs only its cells that have no final result, "
+                  "selected by the --only and --shard it was started with (give none, or the same ones)");
   cmd->add_flag("--no-monitor", args->no_monitor, "Do not sample the GPU and host while cells run");
   cmd->footer(
       "Each cell runs in its own runner process. A cell that crashes, hangs, runs out of memory or\n"

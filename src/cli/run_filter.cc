@@ -1,5 +1,6 @@
 #include "cli/run_filter.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <sstream>
@@ -121,6 +122,49 @@ std::vector<plan::Cell> ShardCells(const std::vector<plan::Cell>& cells, const S
     kept.push_back(cells[p]);
   }
   return kept;
+}
+
+Result<Selection> NormalizeSelection(const Selection& selection) {
+  Selection normalized = selection;
+  if (!selection.shard.empty()) {
+    auto shard = ParseShard(selection.shard);
+    if (!shard.ok()) return shard.error();
+    normalized.shard = ShardText(*shard);
+  }
+  return normalized;
+}
+
+std::string ShellWord(const std::string& word) {
+  if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                              "0123456789_-+=,./:@%") == std::string::npos) {
+    return word;
+  }
+  std::string quoted = "'";
+  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+std::string SelectionArgs(const Selection& selection) {
+  std::vector<std::string> words;
+  for (const auto& f : selection.only) words.push_back("--only " + ShellWord(f));
+  if (!selection.shard.empty()) words.push_back("--shard " + ShellWord(selection.shard));
+  std::string args;
+  for (const auto& w : words) args += (args.empty() ? "" : " ") + w;
+  return args;
+}
+
+Result<Selection> ResumeSelection(std::int64_t run_id, const Selection& stored, const Selection& given) {
+  if (given.empty() || stored.empty()) return given.empty() ? stored : given;
+  // --only filters are ORed, so their order selects nothing different.
+  auto sorted = [](std::vector<std::string> filters) {
+    std::sort(filters.begin(), filters.end());
+    return filters;
+  };
+  if (sorted(given.only) == sorted(stored.only) && given.shard == stored.shard) return given;
+  return MakeError(ErrorKind::kInvalidInput,
+                   fmt::format("run {} was started with {}, but this resume asks for {}; give the same "
+                               "--only and --shard, or neither to reuse the run's",
+                               run_id, SelectionArgs(stored), SelectionArgs(given)));
 }
 
 Result<SelectedPlan> SelectPlan(const std::string& matrix_path, const Selection& selection, int* exit_code) {

@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "config/matrix.h"
 #include "plan/plan.h"
+#include "store/result_store.h"
 
 namespace dlbench::cli {
 
@@ -35,11 +36,29 @@ std::string ShardText(const Shard& shard);  // "K/N"
 // empty when K exceeds the number of cells.
 std::vector<plan::Cell> ShardCells(const std::vector<plan::Cell>& cells, const Shard& shard);
 
-// What the user asked to run of a matrix.
-struct Selection {
-  std::vector<std::string> only;  // --only filters (OR of them); empty keeps every cell
-  std::string shard;              // --shard K/N as given; empty for no sharding
-};
+// What the user asked to run of a matrix (--only filters, OR of them; --shard K/N or empty). The
+// run stores it, so it is the store's record type.
+using Selection = store::RunSelection;
+
+// `selection` with its shard rewritten as ShardText writes it ("2/2"), the form a run stores and
+// resumes compare. kInvalidInput (ParseShard's message) for a shard that is not K/N.
+Result<Selection> NormalizeSelection(const Selection& selection);
+
+// The selection as `dlbench run` options, shell-quoted where needed: "--only model=a --shard 2/2";
+// "" when empty.
+std::string SelectionArgs(const Selection& selection);
+
+// A word as a POSIX shell reads it back: unchanged when it has only safe characters, else in
+// single quotes.
+std::string ShellWord(const std::string& word);
+
+// Which selection `run --resume` applies to a run that was started with `stored`, given the
+// (normalized) options of this invocation. No --only and no --shard given: the stored one.
+// Given ones must equal the stored ones (the same --only filters, in any order, and the same
+// shard), else kInvalidInput naming both. A run with an empty stored selection (started on the
+// whole matrix, or stored before runs recorded their selection) gets the given one; the caller
+// still checks that it keeps the run's cells.
+Result<Selection> ResumeSelection(std::int64_t run_id, const Selection& stored, const Selection& given);
 
 // A matrix read, validated and expanded, with the cells the selection keeps.
 struct SelectedPlan {

@@ -1,12 +1,14 @@
 // Which cells `run` and `plan` keep: --shard parsing (every malformed form is refused with the
 // text and what was expected), the round-robin split (disjoint, complete, order kept, for any
-// number of cells and shards), and --only then --shard on a real matrix file.
+// number of cells and shards), --only then --shard on a real matrix file, and which selection a
+// resumed run applies.
 #include "cli/run_filter.h"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -113,6 +115,61 @@ TEST(CliShardTest, ShardsAreDisjointAndCompleteForAnySizes) {
       std::multiset<int> all;
       for (int i = 0; i < n_cells; ++i) all.insert(i);
       EXPECT_EQ(seen, all) << n_cells << " cells in " << n << " shards";
+    }
+  }
+}
+
+TEST(CliSelectionTest, NormalizesTheShardAndWritesShellWords) {
+  auto normalized = NormalizeSelection({{"model=a"}, "01/02"});
+  ASSERT_TRUE(normalized.ok()) << normalized.error().message;
+  EXPECT_EQ(normalized->shard, "1/2");
+  EXPECT_EQ(normalized->only, std::vector<std::string>{"model=a"});
+  EXPECT_TRUE(NormalizeSelection({}).ok());
+  auto bad = NormalizeSelection({{}, "3/2"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("--shard '3/2'"), std::string::npos) << bad.error().message;
+
+  EXPECT_EQ(SelectionArgs({}), "");
+  EXPECT_EQ(SelectionArgs({{}, "2/2"}), "--shard 2/2");
+  EXPECT_EQ(SelectionArgs({{"model=resnet50", "bert base", "it's"}, "1/2"}),
+            "--only model=resnet50 --only 'bert base' --only 'it'\\''s' --shard 1/2");
+  EXPECT_EQ(ShellWord(""), "''");
+}
+
+TEST(CliSelectionTest, ResumeReusesTheStoredSelectionAndRefusesAnother) {
+  const Selection none;
+  const Selection shard{{}, "2/2"};
+  const Selection both{{"model=a", "model=b"}, "1/2"};
+  const Selection both_reordered{{"model=b", "model=a"}, "1/2"};
+  const struct {
+    Selection stored, given;
+    std::optional<Selection> applied;  // nullopt: refused
+  } cases[] = {
+      {none, none, none},     // a whole-matrix run, as before
+      {none, shard, shard},   // an older run: the caller's count check decides
+      {shard, none, shard},   // nothing given: the stored one
+      {shard, shard, shard},  // the same again
+      {both, none, both},
+      {both, both_reordered, both_reordered},  // --only is an OR: any order
+      {shard, Selection{{}, "1/2"}, std::nullopt},
+      {shard, Selection{{"model=a"}, "2/2"}, std::nullopt},
+      {both, Selection{{"model=a"}, "1/2"}, std::nullopt},
+      {both, Selection{{"model=a", "model=b"}, ""}, std::nullopt},
+  };
+  for (const auto& c : cases) {
+    const std::string what =
+        "stored '" + SelectionArgs(c.stored) + "', given '" + SelectionArgs(c.given) + "'";
+    auto applied = ResumeSelection(7, c.stored, c.given);
+    if (c.applied) {
+      ASSERT_TRUE(applied.ok()) << what << ": " << applied.error().message;
+      EXPECT_EQ(*applied, *c.applied) << what;
+    } else {
+      ASSERT_FALSE(applied.ok()) << what << " was accepted";
+      EXPECT_EQ(applied.error().kind, ErrorKind::kInvalidInput) << what;
+      EXPECT_NE(applied.error().message.find("run 7 was started with " + SelectionArgs(c.stored) +
+                                             ", but this resume asks for " + SelectionArgs(c.given) + ";"),
+                std::string::npos)
+          << applied.error().message;
     }
   }
 }

@@ -69,6 +69,7 @@ nlohmann::json RunToJson(const store::RunRecord& run, const std::vector<store::C
       {"tool_version", run.tool_version},
       {"git_commit", run.git_commit},
       {"total_cells", run.total_cells},
+      {"selection", store::RunSelectionToJson(run.selection)},
       {"tags", run.tags},
   };
   nlohmann::json cells_json = nlohmann::json::array();

@@ -36,6 +36,11 @@ TEST(RunToJson, CarriesRunEnvironmentAndEveryCellField) {
   EXPECT_EQ(j["run"]["environment"]["os"], "Debian 12");
   EXPECT_EQ(j["run"]["started_utc"], "2023-11-14T22:13:20Z");
   EXPECT_TRUE(j["run"]["finished_utc"].is_null());
+  EXPECT_EQ(j["run"]["selection"], nlohmann::json::object()) << "the whole matrix";
+  store::RunRecord sharded = SampleRun();
+  sharded.selection = {{"model=resnet50"}, "1/2"};
+  EXPECT_EQ(RunToJson(sharded, {})["run"]["selection"],
+            nlohmann::json::parse(R"({"only": ["model=resnet50"], "shard": "1/2"})"));
   ASSERT_EQ(j["cells"].size(), 2u);
   const auto& c0 = j["cells"][0];
   EXPECT_EQ(c0["params"]["batch_size"], 32);

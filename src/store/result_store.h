@@ -17,6 +17,25 @@
 
 namespace dlbench::store {
 
+// The cells a run was started with: `dlbench run MATRIX --only F... --shard K/N`. Stored with the
+// run so `run --resume` can apply it again and `show` can name it. Empty (no --only, no --shard)
+// means the whole matrix; runs stored before schema version 2 read as empty too.
+struct RunSelection {
+  std::vector<std::string> only;  // --only filters as given, in order (a cell matching any is kept)
+  std::string shard;              // "K/N" as ShardText writes it, or empty for no sharding
+
+  bool empty() const { return only.empty() && shard.empty(); }
+  bool operator==(const RunSelection& other) const { return only == other.only && shard == other.shard; }
+  bool operator!=(const RunSelection& other) const { return !(*this == other); }
+};
+
+// The JSON form of a selection (runs.selection, the run object of `export --format json`):
+// {"only": [...], "shard": "K/N"}, each key present only when set, so an empty selection is {}.
+nlohmann::json RunSelectionToJson(const RunSelection& selection);
+// The inverse; missing keys are empty. kStore when `json` is not an object of that shape (a
+// stored value only a foreign writer could have produced).
+Result<RunSelection> RunSelectionFromJson(const nlohmann::json& json);
+
 struct RunRecord {
   std::int64_t id = 0;
   std::string name;                       // the matrix's name, or its file name
@@ -30,6 +49,7 @@ struct RunRecord {
   std::string tool_version;
   std::string git_commit;
   int total_cells = 0;
+  RunSelection selection;                 // the --only/--shard the run was started with
   std::vector<std::string> tags;
 };
 

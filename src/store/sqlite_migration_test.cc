@@ -1,6 +1,7 @@
-// Schema versions: a fresh database gets the code's schema; a v1 database migrates in place to an
-// injected v2 and keeps its data; a failed step leaves the database at its old version; a newer
-// database and a foreign one are refused with clear messages.
+// Schema versions: a fresh database gets the code's schema; a v1 database (as released) migrates
+// to the code's version with its runs reading as the whole matrix; a database migrates in place to
+// an injected next step and keeps its data; a failed step leaves the database at its old version;
+// a newer database and a foreign one are refused with clear messages.
 #include <gtest/gtest.h>
 
 #include "store/sqlite_schema.h"
@@ -24,7 +25,7 @@ std::vector<Migration> WithStep(Migration step) {
 }
 
 // Creates a store at the code's own version holding one run with one cell; returns the run id.
-std::int64_t CreateV1Store(const std::string& path) {
+std::int64_t CreateCurrentStore(const std::string& path) {
   auto store = SqliteStore::Open(path);
   EXPECT_TRUE(store.ok()) << store.error().message;
   auto run_id = (*store)->BeginRun(MakeRun("before-migration"));
@@ -51,11 +52,61 @@ TEST(SqliteMigrationTest, FreshDatabaseGetsTheCodeSchemaVersion) {
             std::to_string(sqlite::SchemaMigrations().size()));
 }
 
+TEST(SqliteMigrationTest, V1DatabaseMigratesAndItsRunsReadAsTheWholeMatrix) {
+  ScratchDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string path = dir.File("v1.db");
+  const std::vector<Migration> v1 = {sqlite::SchemaMigrations().front()};
+  ASSERT_EQ(v1.front().version, 1);
+  {
+    // The v1 schema as released; its runs table has no selection column, so the run is inserted
+    // with v1's own columns, as a v1 dlbench did.
+    auto old = SqliteStore::Open(path, v1);
+    ASSERT_TRUE(old.ok()) << old.error().message;
+    Database& db = (*old)->database();
+    ASSERT_EQ(*sqlite::ReadSchemaVersion(db), 1);
+    ASSERT_TRUE(db.Execute("INSERT INTO environments (hash, fingerprint) VALUES ('h1', '{}')").ok());
+    ASSERT_TRUE(db.Execute("INSERT INTO runs (name, matrix_path, matrix_text, started_wall_ns, "
+                           "finished_wall_ns, status, environment_id, tool_version, git_commit, total_cells) "
+                           "VALUES ('old', 'm.yaml', 'runner: null', 1700000000000000000, NULL, "
+                           "'interrupted', 1, '0.1.0', 'abc', 4)")
+                    .ok());
+    ASSERT_TRUE((*old)->PutCell(MakeCell(1, 0, 5)).ok());
+  }
+
+  auto store = SqliteStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.error().message;
+  Database& db = (*store)->database();
+  EXPECT_EQ(*sqlite::ReadSchemaVersion(db), sqlite::LatestVersion(sqlite::SchemaMigrations()));
+  EXPECT_EQ(*db.QueryText("SELECT description FROM schema_version WHERE version = 2"),
+            "runs.selection: the --only/--shard a run was started with");
+  EXPECT_EQ(*db.QueryText("SELECT selection FROM runs WHERE id = 1"), "{}");
+  EXPECT_EQ(*db.QueryText("PRAGMA integrity_check"), "ok");
+
+  auto run = (*store)->GetRun(1);
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  EXPECT_EQ(run->name, "old");
+  EXPECT_EQ(run->status, "interrupted");
+  EXPECT_EQ(run->total_cells, 4);
+  EXPECT_TRUE(run->selection.empty());
+  auto cells = (*store)->GetCells(1, CellQuery{true, true, std::nullopt});
+  ASSERT_TRUE(cells.ok()) << cells.error().message;
+  ASSERT_EQ(cells->size(), 1u);
+  EXPECT_EQ((*cells)[0].steps.size(), 5u);
+
+  // New runs in the migrated file keep their selection.
+  RunRecord sharded = MakeRun("new");
+  sharded.selection.shard = "2/2";
+  auto id = (*store)->BeginRun(sharded);
+  ASSERT_TRUE(id.ok()) << id.error().message;
+  EXPECT_EQ((*store)->GetRun(*id)->selection.shard, "2/2");
+}
+
 TEST(SqliteMigrationTest, OldDatabaseMigratesInPlaceAndKeepsItsData) {
   ScratchDir dir;
   ASSERT_TRUE(dir.ok());
   const std::string path = dir.File("old.db");
-  const std::int64_t run_id = CreateV1Store(path);
+  const std::int64_t run_id = CreateCurrentStore(path);
 
   auto v2 = WithStep({0, "cells get a note column, filled from the label",
                       [](Database& db) {
@@ -81,7 +132,7 @@ TEST(SqliteMigrationTest, FailedStepLeavesTheOldVersionUntouched) {
   ScratchDir dir;
   ASSERT_TRUE(dir.ok());
   const std::string path = dir.File("old.db");
-  CreateV1Store(path);
+  CreateCurrentStore(path);
   auto broken = WithStep({0, "half a step", [](Database& db) {
                             return sqlite::ExecuteAll(db, {"CREATE TABLE half_done (x INTEGER)",
                                                            "INSERT INTO no_such_table VALUES (1)"});

@@ -100,6 +100,16 @@ const std::vector<std::string>& V1Statements() {
   return kStatements;
 }
 
+// Version 2: the cell selection a run was started with (--only, --shard) as a JSON object, so
+// --resume can apply it again. Runs stored before read as '{}', the whole matrix: their selection
+// was not recorded, and `run --resume` checks one given again as it always did.
+const std::vector<std::string>& V2Statements() {
+  static const std::vector<std::string> kStatements = {
+      "ALTER TABLE runs ADD COLUMN selection TEXT NOT NULL DEFAULT '{}'",
+  };
+  return kStatements;
+}
+
 Result<bool> TableExists(Database& db, const std::string& name) {
   auto stmt = db.Prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1");
   if (!stmt.ok()) return stmt.error();
@@ -115,6 +125,8 @@ const std::vector<Migration>& SchemaMigrations() {
   static const std::vector<Migration> kMigrations = {
       {1, "initial schema: environments, runs, tags, cells, metrics, steps, series",
        [](Database& db) { return ExecuteAll(db, V1Statements()); }},
+      {2, "runs.selection: the --only/--shard a run was started with",
+       [](Database& db) { return ExecuteAll(db, V2Statements()); }},
   };
   return kMigrations;
 }

@@ -20,7 +20,7 @@ constexpr const char* kRunStatuses[] = {"running", "completed", "interrupted", "
 // and its SELECT cannot disagree about positions.
 constexpr const char* kRunSelect =
     "SELECT r.id, r.name, r.matrix_path, r.matrix_text, r.started_wall_ns, r.finished_wall_ns, "
-    "r.status, e.hash, e.fingerprint, r.tool_version, r.git_commit, r.total_cells "
+    "r.status, e.hash, e.fingerprint, r.tool_version, r.git_commit, r.total_cells, r.selection "
     "FROM runs r JOIN environments e ON e.id = r.environment_id ";
 
 constexpr const char* kCellSelect =
@@ -83,6 +83,14 @@ Result<RunRecord> ReadRunRow(const Statement& stmt) {
   run.tool_version = stmt.Text(9);
   run.git_commit = stmt.Text(10);
   run.total_cells = static_cast<int>(stmt.Int64(11));
+  auto selection_json = ParseJson(stmt.Text(12), "selection of run " + std::to_string(run.id));
+  if (!selection_json.ok()) return selection_json.error();
+  auto selection = RunSelectionFromJson(*selection_json);
+  if (!selection.ok()) {
+    return MakeError(ErrorKind::kStore, "the stored selection of run " + std::to_string(run.id) + ": " +
+                                            selection.error().message);
+  }
+  run.selection = std::move(*selection);
   return run;
 }
 
@@ -205,6 +213,8 @@ Result<std::int64_t> SqliteStore::BeginRun(const RunRecord& run) {
   for (const std::string& tag : run.tags) DLBENCH_RETURN_IF_ERROR(ValidateTagName(tag));
   auto fingerprint = DumpJson(run.environment, "the environment fingerprint");
   if (!fingerprint.ok()) return fingerprint.error();
+  auto selection = DumpJson(RunSelectionToJson(run.selection), "the run's selection");
+  if (!selection.ok()) return selection.error();
 
   auto tx = Transaction::Begin(db_, Transaction::Mode::kImmediate);
   if (!tx.ok()) return tx.error();
@@ -226,8 +236,8 @@ Result<std::int64_t> SqliteStore::BeginRun(const RunRecord& run) {
 
   auto insert_run = db_.Prepare(
       "INSERT INTO runs (name, matrix_path, matrix_text, started_wall_ns, finished_wall_ns, status, "
-      "environment_id, tool_version, git_commit, total_cells) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+      "environment_id, tool_version, git_commit, total_cells, selection) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
   if (!insert_run.ok()) return insert_run.error();
   insert_run->Bind(1, std::string_view(run.name))
       .Bind(2, std::string_view(run.matrix_path))
@@ -238,7 +248,8 @@ Result<std::int64_t> SqliteStore::BeginRun(const RunRecord& run) {
       .Bind(7, environment_id)
       .Bind(8, std::string_view(run.tool_version))
       .Bind(9, std::string_view(run.git_commit))
-      .Bind(10, run.total_cells);
+      .Bind(10, run.total_cells)
+      .Bind(11, std::string_view(*selection));
   DLBENCH_RETURN_IF_ERROR(insert_run->Run());
   const std::int64_t run_id = db_.LastInsertRowId();
   for (const std::string& tag : run.tags) DLBENCH_RETURN_IF_ERROR(StoreTag(run_id, tag));

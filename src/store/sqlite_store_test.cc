@@ -123,6 +123,8 @@ TEST_F(SqliteStoreTest, RunRoundTripsEveryField) {
   run.environment["gpu_uuid_bits"] = std::numeric_limits<std::uint64_t>::max();
   run.environment["nested"] = {{"cudnn", {9, 1, 0}}, {"note", "\xF0\x9F\x9A\x80 \"quoted\"\n"}};
   run.tags = {"baseline", "amd"};
+  run.selection.only = {"model=resnet50,batch_size!=64", "\xE6\x97\xA5 'quoted' \"both\""};
+  run.selection.shard = "2/3";
   const std::int64_t id = Begin(run);
 
   auto got = store_->GetRun(id);
@@ -140,6 +142,8 @@ TEST_F(SqliteStoreTest, RunRoundTripsEveryField) {
   EXPECT_EQ(got->tool_version, run.tool_version);
   EXPECT_EQ(got->git_commit, run.git_commit);
   EXPECT_EQ(got->total_cells, run.total_cells);
+  EXPECT_EQ(got->selection.only, run.selection.only);
+  EXPECT_EQ(got->selection.shard, "2/3");
   EXPECT_EQ(got->tags, (std::vector<std::string>{"amd", "baseline"}));
 
   ASSERT_TRUE(store_->SetRunStatus(id, "completed", 1'700'000'100'000'000'000).ok());
@@ -151,6 +155,54 @@ TEST_F(SqliteStoreTest, RunRoundTripsEveryField) {
   EXPECT_EQ(bad.error().kind, ErrorKind::kInvalidInput);
   EXPECT_EQ(store_->SetRunStatus(id + 7, "failed", std::nullopt).error().kind, ErrorKind::kNotFound);
   EXPECT_EQ(store_->GetRun(id + 7).error().kind, ErrorKind::kNotFound);
+}
+
+TEST_F(SqliteStoreTest, RunSelectionIsStoredAsJsonAndAnEmptyOneAsAnEmptyObject) {
+  const std::int64_t whole = Begin(MakeRun("whole"));
+  RunRecord sharded = MakeRun("sharded");
+  sharded.selection.shard = "1/2";
+  const std::int64_t shard = Begin(sharded);
+  RunRecord filtered = MakeRun("filtered");
+  filtered.selection.only = {"model=a", "model=b"};
+  const std::int64_t only = Begin(filtered);
+
+  // The column is what the docs promise to `json_extract`: keys only when set.
+  auto selection_of = [&](std::int64_t id) {
+    return *store_->database().QueryText("SELECT selection FROM runs WHERE id = " + std::to_string(id));
+  };
+  EXPECT_EQ(selection_of(whole), "{}");
+  EXPECT_EQ(selection_of(shard), R"({"shard":"1/2"})");
+  EXPECT_EQ(selection_of(only), R"({"only":["model=a","model=b"]})");
+  EXPECT_TRUE(store_->GetRun(whole)->selection.empty());
+  EXPECT_EQ(store_->GetRun(shard)->selection, sharded.selection);
+  auto listed = store_->ListRuns();
+  ASSERT_TRUE(listed.ok()) << listed.error().message;
+  ASSERT_EQ(listed->size(), 3u);
+  EXPECT_EQ((*listed)[0].selection, filtered.selection) << "newest first";
+
+  // A value no dlbench writes is a store error naming the run, not a silently empty selection.
+  ASSERT_TRUE(store_->database().Execute("UPDATE runs SET selection = '{\"shard\": 2}' WHERE id = " +
+                                         std::to_string(shard)).ok());
+  auto bad = store_->GetRun(shard);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().kind, ErrorKind::kStore);
+  EXPECT_NE(bad.error().message.find("selection of run " + std::to_string(shard)), std::string::npos)
+      << bad.error().message;
+}
+
+TEST(RunSelectionJsonTest, ReadsWhatItWritesAndRefusesOtherShapes) {
+  const RunSelection cases[] = {{}, {{}, "3/4"}, {{"a", "b=1,c!=2"}, ""}, {{"x"}, "1/1"}};
+  for (const RunSelection& selection : cases) {
+    auto back = RunSelectionFromJson(RunSelectionToJson(selection));
+    ASSERT_TRUE(back.ok()) << back.error().message;
+    EXPECT_EQ(*back, selection) << RunSelectionToJson(selection).dump();
+  }
+  for (const char* bad : {"[]", "\"2/2\"", "null", R"({"only": "a"})", R"({"only": [1]})", R"({"shard": 2})",
+                          R"({"exclude": ["a"]})"}) {
+    auto read = RunSelectionFromJson(nlohmann::json::parse(bad));
+    ASSERT_FALSE(read.ok()) << bad;
+    EXPECT_EQ(read.error().kind, ErrorKind::kStore) << bad;
+  }
 }
 
 TEST_F(SqliteStoreTest, EnvironmentsAreSharedOnlyWhenTheWholeFingerprintMatches) {

@@ -74,6 +74,8 @@ TEST(CoreE2E, SmokeMatrixIsStoredAndShown) {
   auto show = Dlbench({"show", "latest"}, dir, db);
   EXPECT_EQ(show.exit_code, 0) << show.err;
   EXPECT_NE(show.out.find("run 1"), std::string::npos) << show.out;
+  EXPECT_EQ(show.out.find("selection:"), std::string::npos) << "the whole matrix names no selection:\n"
+                                                            << show.out;
   auto missing = Dlbench({"show", "99"}, dir, db);
   EXPECT_NE(missing.exit_code, 0);
 }
@@ -218,6 +220,8 @@ TEST(CoreE2E, OnlyFilterRunsMatchingCells) {
   ASSERT_EQ(cells.size(), 1u);
   EXPECT_EQ(cells[0].params["model"], "tiny");
   EXPECT_EQ(cells[0].params["batch_size"], 8);
+  auto show = Dlbench({"show", "1"}, dir, db);
+  EXPECT_NE(show.out.find("\n  selection: --only model=tiny,batch_size=8\n"), std::string::npos) << show.out;
   auto none = Dlbench({"run", matrix, "--only", "model=nosuch"}, dir, db);
   EXPECT_EQ(none.exit_code, 2);
 }

@@ -24,4 +24,22 @@ inline std::string IntegrityCheck(const std::string& db) {
   return out;
 }
 
+// Runs one constant SQL statement on the database (a test's way to make a state the binary never
+// writes, such as a run stored by an older schema). "ok", or SQLite's message.
+inline std::string ExecuteSql(const std::string& db, const std::string& sql) {
+  sqlite3* h = nullptr;
+  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
+    sqlite3_close(h);
+    return "cannot open";
+  }
+  char* message = nullptr;
+  std::string out = "ok";
+  if (sqlite3_exec(h, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
+    out = message != nullptr ? message : "failed";
+  }
+  sqlite3_free(message);
+  sqlite3_close(h);
+  return out;
+}
+
 }  // namespace dlbench::e2e

@@ -2,10 +2,12 @@
 // (pretend) GPU, on one matrix and one database at the same time. Both finish, each is its own
 // run, their cells are disjoint and together the whole matrix, each holds exactly what
 // `plan --shard` listed, the database passes integrity_check, and the shared progress file is
-// never seen half-written. An interrupted shard resumes only with its own selection.
+// never seen half-written. An interrupted shard resumes with the selection it stored, and with no
+// other.
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <set>
@@ -187,7 +189,15 @@ std::size_t WaitForStoredCells(const std::string& db, std::int64_t run_id, std::
   return n;
 }
 
-TEST(ShardE2E, AnInterruptedShardResumesWithItsOwnSelectionOnly) {
+// The last line of `text` that contains `needle` ("" when none).
+std::string LineWith(const std::string& text, const std::string& needle) {
+  const auto at = text.rfind(needle);
+  if (at == std::string::npos) return "";
+  const auto begin = text.rfind('\n', at) + 1;  // npos + 1 is 0: the first line
+  return text.substr(begin, text.find('\n', at) - begin);
+}
+
+TEST(ShardE2E, AnInterruptedShardResumesWithTheSelectionItStored) {
   TempDir dir("shard_resume");
   const std::string matrix = dir / "m.yaml", db = dir / "r.db";
   // Cells of more than a second (a 1 s set-up before READY, not measured, then the measure bounds
@@ -207,31 +217,74 @@ measure:
   ::kill(shard.process.pid(), SIGINT);
   ASSERT_EQ(shard.process.Wait().code, 130) << Text(shard.err);
   const std::string err = Text(shard.err);
-  EXPECT_NE(err.find("--shard 2/2 --resume 1"), std::string::npos) << "the hint must carry the shard:\n"
-                                                                   << err;
+  const std::string hint = LineWith(err, "continue with: ");
+  ASSERT_NE(hint.find("dlbench run "), std::string::npos) << err;
+  EXPECT_EQ(hint.find("--shard"), std::string::npos) << "the run stored its shard; the hint needs none:\n"
+                                                     << err;
+  EXPECT_EQ(hint.substr(hint.size() - 11), " --resume 1") << err;
   const auto stored = Cells(db);
   ASSERT_GE(stored.size(), 1u);
   ASSERT_LT(stored.size(), 4u);
 
-  // Without the shard, or with another one, the selection is not the run's: refused, nothing runs.
-  for (const std::vector<std::string>& wrong :
-       {std::vector<std::string>{}, {"--shard", "1/2"}, {"--shard", "1/4"}}) {
+  // The run names its selection.
+  auto show = Dlbench({"show", "1"}, dir, db);
+  EXPECT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("\n  selection: --shard 2/2\n"), std::string::npos) << show.out;
+  auto exported = Dlbench({"export", "1", "--format", "json"}, dir, db);
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_EQ(nlohmann::json::parse(exported.out)["run"]["selection"], nlohmann::json({{"shard", "2/2"}}));
+
+  // Another selection is refused, naming both; nothing runs.
+  for (const std::vector<std::string>& wrong : {std::vector<std::string>{"--shard", "1/2"},
+                                                {"--shard", "1/4"},
+                                                {"--only", "model=b"},
+                                                {"--only", "model=b", "--shard", "2/2"}}) {
     std::vector<std::string> args = {"run", matrix, "--out", dir / "out", "--resume", "1"};
     args.insert(args.end(), wrong.begin(), wrong.end());
+    std::string asked;
+    for (const auto& w : wrong) asked += (asked.empty() ? "" : " ") + w;
     auto refused = Dlbench(args, dir, db);
     EXPECT_EQ(refused.exit_code, 2) << refused.err;
-    EXPECT_NE(refused.err.find("resume with the --only and --shard options run 1 was started with"),
+    EXPECT_NE(refused.err.find("run 1 was started with --shard 2/2, but this resume asks for " + asked + ";"),
               std::string::npos)
         << refused.err;
     EXPECT_EQ(Cells(db).size(), stored.size()) << "a refused resume runs nothing";
   }
 
-  auto resumed = Dlbench({"run", matrix, "--out", dir / "out", "--shard", "2/2", "--resume", "1"}, dir, db);
+  // Plain --resume reapplies the stored shard and runs exactly its remaining cells.
+  auto resumed = Dlbench({"run", matrix, "--out", dir / "out", "--resume", "1"}, dir, db);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("dlbench: resuming run 1 with its selection: --shard 2/2\n"), std::string::npos)
+      << resumed.err;
+  EXPECT_NE(resumed.err.find(std::to_string(4 - stored.size()) + " cells (" + std::to_string(stored.size()) +
+                             " already finished), shard 2/2 of 8"),
+            std::string::npos)
+      << resumed.err;
   auto s = OpenStore(db);
   ASSERT_TRUE(s);
   EXPECT_EQ(CellIds(*s, 1), PlannedIds(matrix, dir, db, {"--shard", "2/2"}));
   EXPECT_EQ(s->GetRun(1)->status, "completed");
+  for (const auto& before : stored) {
+    const auto after = Cells(db);
+    const auto same = std::find_if(after.begin(), after.end(), [&](const store::CellRecord& c) {
+      return c.cell_id == before.cell_id;
+    });
+    ASSERT_NE(same, after.end());
+    EXPECT_EQ(same->started_wall_ns, before.started_wall_ns) << before.cell_id << " ran again";
+  }
+  s.reset();
+
+  // A run stored before runs recorded their selection reads as the whole matrix: it needs its
+  // shard given again, and the cell-count guard refuses a resume without it.
+  ASSERT_EQ(ExecuteSql(db, "UPDATE runs SET selection = '{}' WHERE id = 1"), "ok");
+  auto unrecorded = Dlbench({"run", matrix, "--out", dir / "out", "--resume", "1"}, dir, db);
+  EXPECT_EQ(unrecorded.exit_code, 2) << unrecorded.err;
+  EXPECT_NE(unrecorded.err.find("run 1 has 4 cells, but this selection keeps 8 cells"), std::string::npos)
+      << unrecorded.err;
+  auto given = Dlbench({"run", matrix, "--out", dir / "out", "--resume", "1", "--shard", "2/2"}, dir, db);
+  EXPECT_EQ(given.exit_code, 0) << given.err;
+  EXPECT_NE(given.err.find("0 cells (4 already finished), shard 2/2 of 8"), std::string::npos) << given.err;
+  EXPECT_EQ(Cells(db).size(), 4u);
 }
 
 }  // namespace
