@@ -1,5 +1,7 @@
 #include "report/escape.h"
 
+#include <cstdlib>
+
 namespace dlbench::report {
 
 std::string EscapeHtml(std::string_view text) {
@@ -57,7 +59,34 @@ std::string EscapeHtmlComment(std::string_view text) {
   return out;
 }
 
-std::string CsvField(std::string_view text) {
+namespace {
+
+// Whether the whole text is one number as strtod reads it ("-1.5e3", "+2", "nan").
+bool IsNumber(std::string_view text) {
+  if (text.empty()) return false;
+  const std::string s(text);
+  char* end = nullptr;
+  std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size();
+}
+
+// A spreadsheet reads a cell that starts with = + - @ (or a tab or CR before one) as a formula:
+// "=HYPERLINK(...)" in a cell label or an error message would run when the CSV is opened (CSV
+// injection). Such text gets a leading apostrophe, which spreadsheets show as text; numbers
+// ("-1.5") are left alone.
+bool LooksLikeFormula(std::string_view text) {
+  if (text.empty()) return false;
+  const char c = text.front();
+  if (c != '=' && c != '+' && c != '-' && c != '@' && c != '\t' && c != '\r') return false;
+  return !IsNumber(text);
+}
+
+}  // namespace
+
+std::string CsvField(std::string_view input) {
+  std::string guarded;
+  if (LooksLikeFormula(input)) guarded = "'" + std::string(input);
+  const std::string_view text = guarded.empty() ? input : std::string_view(guarded);
   bool needs_quotes = !text.empty() && (text.front() == ' ' || text.back() == ' ');
   for (char c : text) {
     if (c == ',' || c == '"' || c == '\n' || c == '\r') needs_quotes = true;

@@ -25,7 +25,8 @@ std::string JsonForScript(const nlohmann::json& value);
 std::string EscapeHtmlComment(std::string_view text);
 
 // One CSV field (RFC 4180): quoted when it holds a comma, quote, CR or LF, or leading/trailing
-// space; quotes doubled.
+// space; quotes doubled. Text a spreadsheet would run as a formula (starting with = + - @, tab or
+// CR, and not a number) gets a leading apostrophe first (CSV injection).
 std::string CsvField(std::string_view text);
 
 // A Prometheus label value: backslash, double quote and line feed escaped as the text format

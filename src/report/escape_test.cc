@@ -58,6 +58,23 @@ TEST(CsvField, QuotesOnlyWhenNeeded) {
   for (const auto& [in, want] : cases) EXPECT_EQ(CsvField(in), want) << in;
 }
 
+// A label or message that a spreadsheet would run as a formula is defused; numbers are not.
+TEST(CsvField, DefusesFormulasButNotNumbers) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"=HYPERLINK(\"http://x\")", "\"'=HYPERLINK(\"\"http://x\"\")\""},
+      {"@SUM(A1)", "'@SUM(A1)"},
+      {"+cmd|' /C calc'!A0", "'+cmd|' /C calc'!A0"},
+      {"-2+3", "'-2+3"},
+      {"\t=1", "'\t=1"},
+      {"-1.5", "-1.5"},
+      {"+2", "+2"},
+      {"-1e-9", "-1e-9"},
+      {"a=b", "a=b"},
+      {"-", "'-"},
+  };
+  for (const auto& [in, want] : cases) EXPECT_EQ(CsvField(in), want) << in;
+}
+
 TEST(Prometheus, LabelAndNameEscaping) {
   EXPECT_EQ(EscapePrometheusLabel("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
   EXPECT_EQ(SanitizePrometheusName("gpu0.power-w"), "gpu0_power_w");
