@@ -134,22 +134,6 @@ Subprocess StartRun(const std::string& matrix, const std::string& db, const Temp
   return std::move(p).value();
 }
 
-std::size_t WaitForStoredCells(const std::string& db, std::size_t at_least, int timeout_s) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  std::size_t n = 0;
-  while (std::chrono::steady_clock::now() < until) {
-    if (std::filesystem::exists(db)) {
-      auto s = store::OpenSqliteStore(db);
-      if (s.ok()) {
-        auto ids = (*s)->FinishedCellIds(1);
-        if (ids.ok() && (n = ids->size()) >= at_least) return n;
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return n;
-}
-
 constexpr char kLongMatrix[] = R"(runner: null
 matrix:
   model: [a, b, c, d, e, f, g, h]
@@ -165,7 +149,7 @@ TEST(CoreE2E, SigkillLosesNoFinishedCellAndResumeCompletes) {
   const std::string matrix = dir / "long.yaml", db = dir / "r.db";
   WriteText(matrix, kLongMatrix);
   auto p = StartRun(matrix, db, dir);
-  ASSERT_GE(WaitForStoredCells(db, 3, 60), 3u) << ReadFile(dir / "bg.err").value();
+  ASSERT_GE(WaitForStoredCells(db, 1, 3, 60), 3u) << ReadFile(dir / "bg.err").value();
   p.SignalGroup(SIGKILL);  // not its own group: signals dlbench alone
   ::kill(p.pid(), SIGKILL);
   p.Wait();
@@ -194,7 +178,7 @@ TEST(CoreE2E, CtrlCStopsTheCellKeepsFinishedOnesAndMarksTheRunInterrupted) {
   const std::string matrix = dir / "long.yaml", db = dir / "r.db";
   WriteText(matrix, kLongMatrix);
   auto p = StartRun(matrix, db, dir);
-  ASSERT_GE(WaitForStoredCells(db, 2, 60), 2u);
+  ASSERT_GE(WaitForStoredCells(db, 1, 2, 60), 2u);
   ::kill(p.pid(), SIGINT);
   auto st = p.Wait();
   EXPECT_EQ(st.code, 130) << ReadFile(dir / "bg.err").value();

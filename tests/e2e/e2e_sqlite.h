@@ -1,9 +1,15 @@
-// SQLite checks the end-to-end tests make on a store the real binary wrote.
+// Checks the end-to-end tests make on a store the real binary wrote (or is writing).
 #pragma once
 
 #include <sqlite3.h>
 
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
 #include <string>
+#include <thread>
+
+#include "store/result_store.h"
 
 namespace dlbench::e2e {
 
@@ -40,6 +46,25 @@ inline std::string ExecuteSql(const std::string& db, const std::string& sql) {
   sqlite3_free(message);
   sqlite3_close(h);
   return out;
+}
+
+// Polls the store until run `run_id` has at least `at_least` finished cells or `timeout_s`
+// passes; returns how many it last saw. For tests that interrupt a run part-way.
+inline std::size_t WaitForStoredCells(const std::string& db, std::int64_t run_id, std::size_t at_least,
+                                      int timeout_s) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  std::size_t n = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    if (std::filesystem::exists(db)) {
+      auto s = store::OpenSqliteStore(db);
+      if (s.ok()) {
+        auto ids = (*s)->FinishedCellIds(run_id);
+        if (ids.ok() && (n = ids->size()) >= at_least) return n;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return n;
 }
 
 }  // namespace dlbench::e2e

@@ -172,23 +172,6 @@ TEST(ShardE2E, TwoConcurrentShardsOnOneDatabaseRunTheMatrixOnce) {
   EXPECT_EQ(runs->size(), 2u);
 }
 
-std::size_t WaitForStoredCells(const std::string& db, std::int64_t run_id, std::size_t at_least,
-                               int timeout_s) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  std::size_t n = 0;
-  while (std::chrono::steady_clock::now() < until) {
-    if (std::filesystem::exists(db)) {
-      auto s = store::OpenSqliteStore(db);
-      if (s.ok()) {
-        auto ids = (*s)->FinishedCellIds(run_id);
-        if (ids.ok() && (n = ids->size()) >= at_least) return n;
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return n;
-}
-
 // The last line of `text` that contains `needle` ("" when none).
 std::string LineWith(const std::string& text, const std::string& needle) {
   const auto at = text.rfind(needle);
