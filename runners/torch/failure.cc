@@ -47,7 +47,7 @@ Failure ClassifyMessage(const std::string& message, protocol::ErrorKindWire fall
     f.message = "unsupported with deterministic: true: " + message;
   } else if (message.find("Expected more than 1 value per channel when training") != std::string::npos) {
     // Batch normalisation cannot train on one value per channel: batch_size 1 with a 1x1 feature
-    // map (SSDLite's last extra layers; torchvision's models refuse it the same way).
+    // map (SSDLite's last extra layers). A limit of the model, not a runner fault.
     f.kind = protocol::ErrorKindWire::kUnsupported;
     f.message = "training this model needs batch_size >= 2: batch normalisation has one value per channel "
                 "on a 1x1 feature map at batch_size 1 (" + message + ")";
