@@ -5,13 +5,12 @@
 //  - BM_CellFixedCost: one whole cell of the null runner with a zero-work step, from process start
 //    to a committed SQLite transaction (spawn, HELLO, CONFIGURE, READY, a minimal measurement,
 //    STOP, DONE, exit, PutCell). Compared with the 0.3 s target.
+#include <benchmark/benchmark.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
 #include <thread>
-
-#include <benchmark/benchmark.h>
 
 #include "common/subprocess.h"
 #include "orchestrator/cell_runner.h"
@@ -43,8 +42,8 @@ void BM_StepLoopOverhead(benchmark::State& state) {
     });
     steps += r.steps;
   }
-  state.counters["s_per_step"] =
-      benchmark::Counter(static_cast<double>(steps), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["s_per_step"] = benchmark::Counter(
+      static_cast<double>(steps), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
   state.SetItemsProcessed(steps);
   ::close(to_orch->second);
   drain.join();

@@ -10,6 +10,7 @@
 // After the benchmarks, the figure the issue asks for: CPU time of the monitor (all default
 // samplers) at 10 Hz over 5 s, as % of one core, measured with getrusage while every other
 // thread of this process sleeps.
+#include <benchmark/benchmark.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -18,8 +19,6 @@
 #include <cstdio>
 #include <mutex>
 #include <thread>
-
-#include <benchmark/benchmark.h>
 
 #include "monitor/fake_nvml.h"
 #include "monitor/nvml_sampler.h"
@@ -106,7 +105,9 @@ BENCHMARK(BM_NvmlSampleFake8);
 double CpuSeconds() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  auto s = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) * 1e-6; };
+  auto s = [](const timeval& tv) {
+    return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) * 1e-6;
+  };
   return s(usage.ru_utime) + s(usage.ru_stime);
 }
 
@@ -123,9 +124,10 @@ void PrintMonitorCost() {
   auto points = monitor.Stop();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_before).count();
   const double cpu = CpuSeconds() - cpu_before;
-  std::printf("\nmonitor at %.0f Hz over %.1f s (target: this process, %d threads): %zu points, CPU %.4f s = %.3f%% "
-              "of one core (target < 1%%)\n",
-              1000 / kIntervalMs, wall, kRunnerThreads + 1, points.size(), cpu, 100 * cpu / wall);
+  std::printf(
+      "\nmonitor at %.0f Hz over %.1f s (target: this process, %d threads): %zu points, CPU %.4f s = %.3f%% "
+      "of one core (target < 1%%)\n",
+      1000 / kIntervalMs, wall, kRunnerThreads + 1, points.size(), cpu, 100 * cpu / wall);
   const nlohmann::json description = monitor.Describe();
   for (auto it = description.begin(); it != description.end(); ++it) {
     std::printf("  %-7s %s\n", it.key().c_str(), it.value().value("state", "?").c_str());

@@ -47,8 +47,9 @@ bool ParseParams(const nlohmann::json& p, Params& out, std::string& error) {
     out.jitter_dist = p.value("jitter_dist", out.jitter_dist);
     const std::string inject = p.value("inject", std::string("none"));
     static const std::pair<const char*, Inject> kInjects[] = {
-        {"none", Inject::kNone}, {"crash", Inject::kCrash},     {"hang", Inject::kHang}, {"exit", Inject::kExit},
-        {"garbage", Inject::kGarbage}, {"leak", Inject::kLeak}, {"oom", Inject::kOom}};
+        {"none", Inject::kNone}, {"crash", Inject::kCrash},     {"hang", Inject::kHang},
+        {"exit", Inject::kExit}, {"garbage", Inject::kGarbage}, {"leak", Inject::kLeak},
+        {"oom", Inject::kOom}};
     bool known = false;
     for (const auto& [name, value] : kInjects) {
       if (inject == name) {
@@ -95,9 +96,12 @@ std::vector<std::int64_t> DrawDurations(const Params& p, std::uint64_t seed, std
   for (auto& d : out) {
     double m = 1.0;
     if (sd > 0) {
-      if (p.jitter_dist == "normal") m = 1.0 + sd * normal(rng);
-      else if (p.jitter_dist == "uniform") m = 1.0 + sd * uniform(rng);
-      else m = std::exp(sigma * normal(rng) - sigma * sigma / 2);
+      if (p.jitter_dist == "normal")
+        m = 1.0 + sd * normal(rng);
+      else if (p.jitter_dist == "uniform")
+        m = 1.0 + sd * uniform(rng);
+      else
+        m = std::exp(sigma * normal(rng) - sigma * sigma / 2);
     }
     d = static_cast<std::int64_t>(std::max(0.0, p.step_ms * 1e6 * m));
   }
@@ -170,7 +174,8 @@ int Main() {
   if (failed) {
     switch (p.inject) {
       case Inject::kCrash:
-        std::fprintf(stderr, "dlbench-null: crashing on purpose at step %lld\n", static_cast<long long>(step));
+        std::fprintf(stderr, "dlbench-null: crashing on purpose at step %lld\n",
+                     static_cast<long long>(step));
         std::fflush(stderr);
         signal(SIGSEGV, SIG_DFL);
         raise(SIGSEGV);

@@ -102,14 +102,16 @@ Result<Precision> ParsePrecision(const std::string& text) {
   if (text == "bf16") return Precision::kBf16;
   if (text == "fp16") return Precision::kFp16;
   if (text == "int8") return Precision::kInt8;
-  return Invalid(fmt::format("parameter 'precision' must be one of fp32, tf32, bf16, fp16, int8, got '{}'", text));
+  return Invalid(
+      fmt::format("parameter 'precision' must be one of fp32, tf32, bf16, fp16, int8, got '{}'", text));
 }
 
 Result<MemoryFormat> ParseMemoryFormat(const std::string& text) {
   if (text == "auto") return MemoryFormat::kAuto;
   if (text == "contiguous") return MemoryFormat::kContiguous;
   if (text == "channels_last") return MemoryFormat::kChannelsLast;
-  return Invalid(fmt::format("parameter 'memory_format' must be auto, contiguous or channels_last, got '{}'", text));
+  return Invalid(
+      fmt::format("parameter 'memory_format' must be auto, contiguous or channels_last, got '{}'", text));
 }
 
 }  // namespace
@@ -118,32 +120,46 @@ const char* ScenarioName(Scenario scenario) { return scenario == Scenario::kTrai
 
 const char* PrecisionName(Precision precision) {
   switch (precision) {
-    case Precision::kFp32: return "fp32";
-    case Precision::kTf32: return "tf32";
-    case Precision::kBf16: return "bf16";
-    case Precision::kFp16: return "fp16";
-    case Precision::kInt8: return "int8";
+    case Precision::kFp32:
+      return "fp32";
+    case Precision::kTf32:
+      return "tf32";
+    case Precision::kBf16:
+      return "bf16";
+    case Precision::kFp16:
+      return "fp16";
+    case Precision::kInt8:
+      return "int8";
   }
   return "fp32";
 }
 
 const char* MemoryFormatName(MemoryFormat format) {
   switch (format) {
-    case MemoryFormat::kAuto: return "auto";
-    case MemoryFormat::kContiguous: return "contiguous";
-    case MemoryFormat::kChannelsLast: return "channels_last";
+    case MemoryFormat::kAuto:
+      return "auto";
+    case MemoryFormat::kContiguous:
+      return "contiguous";
+    case MemoryFormat::kChannelsLast:
+      return "channels_last";
   }
   return "auto";
 }
 
 const char* InputDtypeName(InputDtype dtype) {
   switch (dtype) {
-    case InputDtype::kFloat32: return "float32";
-    case InputDtype::kFloat16: return "float16";
-    case InputDtype::kBFloat16: return "bfloat16";
-    case InputDtype::kInt64: return "int64";
-    case InputDtype::kInt32: return "int32";
-    case InputDtype::kBool: return "bool";
+    case InputDtype::kFloat32:
+      return "float32";
+    case InputDtype::kFloat16:
+      return "float16";
+    case InputDtype::kBFloat16:
+      return "bfloat16";
+    case InputDtype::kInt64:
+      return "int64";
+    case InputDtype::kInt32:
+      return "int32";
+    case InputDtype::kBool:
+      return "bool";
   }
   return "float32";
 }
@@ -152,9 +168,11 @@ std::string DeviceSpec::ToString() const {
   return kind == DeviceKind::kCpu ? std::string("cpu") : fmt::format("cuda:{}", index);
 }
 
-Result<std::vector<std::vector<std::int64_t>>> ParseInputShapes(const std::string& text, std::int64_t batch_size) {
+Result<std::vector<std::vector<std::int64_t>>> ParseInputShapes(const std::string& text,
+                                                                std::int64_t batch_size) {
   std::vector<std::vector<std::int64_t>> shapes;
-  if (Trim(text).empty()) return Invalid("parameter 'input_shapes' is empty; write e.g. \"B,3,224,224;B,16\"");
+  if (Trim(text).empty())
+    return Invalid("parameter 'input_shapes' is empty; write e.g. \"B,3,224,224;B,16\"");
   for (const std::string& one : Split(text, ';')) {
     std::vector<std::int64_t> shape;
     for (const std::string& dim : Split(one, ',')) {
@@ -164,7 +182,8 @@ Result<std::vector<std::vector<std::int64_t>>> ParseInputShapes(const std::strin
       }
       const auto n = ParseInt(dim);
       if (!n || *n <= 0) {
-        return Invalid(fmt::format("parameter 'input_shapes': '{}' in '{}' is not a positive integer or B", dim, one));
+        return Invalid(
+            fmt::format("parameter 'input_shapes': '{}' in '{}' is not a positive integer or B", dim, one));
       }
       shape.push_back(*n);
     }
@@ -176,15 +195,23 @@ Result<std::vector<std::vector<std::int64_t>>> ParseInputShapes(const std::strin
 Result<std::vector<InputDtype>> ParseInputDtypes(const std::string& text) {
   std::vector<InputDtype> dtypes;
   for (const std::string& name : Split(text, ';')) {
-    if (name == "float32" || name == "float") dtypes.push_back(InputDtype::kFloat32);
-    else if (name == "float16" || name == "half") dtypes.push_back(InputDtype::kFloat16);
-    else if (name == "bfloat16") dtypes.push_back(InputDtype::kBFloat16);
-    else if (name == "int64" || name == "long") dtypes.push_back(InputDtype::kInt64);
-    else if (name == "int32" || name == "int") dtypes.push_back(InputDtype::kInt32);
-    else if (name == "bool") dtypes.push_back(InputDtype::kBool);
+    if (name == "float32" || name == "float")
+      dtypes.push_back(InputDtype::kFloat32);
+    else if (name == "float16" || name == "half")
+      dtypes.push_back(InputDtype::kFloat16);
+    else if (name == "bfloat16")
+      dtypes.push_back(InputDtype::kBFloat16);
+    else if (name == "int64" || name == "long")
+      dtypes.push_back(InputDtype::kInt64);
+    else if (name == "int32" || name == "int")
+      dtypes.push_back(InputDtype::kInt32);
+    else if (name == "bool")
+      dtypes.push_back(InputDtype::kBool);
     else {
-      return Invalid(fmt::format("parameter 'input_dtypes': unknown dtype '{}' (use float32, float16, bfloat16, "
-                                 "int64, int32 or bool)", name));
+      return Invalid(
+          fmt::format("parameter 'input_dtypes': unknown dtype '{}' (use float32, float16, bfloat16, "
+                      "int64, int32 or bool)",
+                      name));
     }
   }
   return dtypes;
@@ -202,9 +229,12 @@ Result<TorchCell> ParseTorchCell(const nlohmann::json& params) {
 
   auto scenario = GetString(params, "scenario", "train");
   if (!scenario.ok()) return scenario.error();
-  if (*scenario == "train") cell.scenario = Scenario::kTrain;
-  else if (*scenario == "infer") cell.scenario = Scenario::kInfer;
-  else return Invalid(fmt::format("parameter 'scenario' must be train or infer, got '{}'", *scenario));
+  if (*scenario == "train")
+    cell.scenario = Scenario::kTrain;
+  else if (*scenario == "infer")
+    cell.scenario = Scenario::kInfer;
+  else
+    return Invalid(fmt::format("parameter 'scenario' must be train or infer, got '{}'", *scenario));
 
   auto batch = GetInt(params, "batch_size");
   if (!batch.ok()) return batch.error();
@@ -233,10 +263,15 @@ Result<TorchCell> ParseTorchCell(const nlohmann::json& params) {
 
   auto impl = GetString(params, "optimizer_impl", "auto");
   if (!impl.ok()) return impl.error();
-  if (*impl == "auto") cell.optimizer_impl = OptimizerImpl::kAuto;
-  else if (*impl == "foreach") cell.optimizer_impl = OptimizerImpl::kForeach;
-  else if (*impl == "per_param") cell.optimizer_impl = OptimizerImpl::kPerParameter;
-  else return Invalid(fmt::format("parameter 'optimizer_impl' must be auto, foreach or per_param, got '{}'", *impl));
+  if (*impl == "auto")
+    cell.optimizer_impl = OptimizerImpl::kAuto;
+  else if (*impl == "foreach")
+    cell.optimizer_impl = OptimizerImpl::kForeach;
+  else if (*impl == "per_param")
+    cell.optimizer_impl = OptimizerImpl::kPerParameter;
+  else
+    return Invalid(
+        fmt::format("parameter 'optimizer_impl' must be auto, foreach or per_param, got '{}'", *impl));
 
   auto bench = GetBool(params, "cudnn_benchmark", true);
   if (!bench.ok()) return bench.error();
@@ -256,30 +291,36 @@ Result<TorchCell> ParseTorchCell(const nlohmann::json& params) {
 
   auto lr = GetDouble(params, "lr");
   if (!lr.ok()) return lr.error();
-  if (lr->has_value() && !(**lr > 0.0)) return Invalid(fmt::format("parameter 'lr' must be positive, got {}", **lr));
+  if (lr->has_value() && !(**lr > 0.0))
+    return Invalid(fmt::format("parameter 'lr' must be positive, got {}", **lr));
   cell.lr = *lr;
 
   auto strategy = GetString(params, "strategy", "none");
   if (!strategy.ok()) return strategy.error();
   if (*strategy == "ddp") return Unsupported("unsupported: ddp is not implemented in this runner yet");
-  if (*strategy != "none") return Invalid(fmt::format("parameter 'strategy' must be none or ddp, got '{}'", *strategy));
+  if (*strategy != "none")
+    return Invalid(fmt::format("parameter 'strategy' must be none or ddp, got '{}'", *strategy));
   auto world = GetInt(params, "world_size");
   if (!world.ok()) return world.error();
   if (world->has_value() && **world != 1) {
-    return Invalid(fmt::format("parameter 'world_size' is {} but strategy is none; a single process has "
-                               "world_size 1", **world));
+    return Invalid(
+        fmt::format("parameter 'world_size' is {} but strategy is none; a single process has "
+                    "world_size 1",
+                    **world));
   }
 
   if (cell.model == kTorchScriptModel) {
     TorchScriptSpec ts;
     auto path = GetString(params, "model_path", "");
     if (!path.ok()) return path.error();
-    if (path->empty()) return Invalid("model 'torchscript' needs parameter 'model_path' (a file saved by torch.jit.save)");
+    if (path->empty())
+      return Invalid("model 'torchscript' needs parameter 'model_path' (a file saved by torch.jit.save)");
     ts.path = *path;
     auto shapes_text = GetString(params, "input_shapes", "");
     if (!shapes_text.ok()) return shapes_text.error();
     if (shapes_text->empty()) {
-      return Invalid("model 'torchscript' needs parameter 'input_shapes', e.g. \"B,3,224,224\" (B = batch size)");
+      return Invalid(
+          "model 'torchscript' needs parameter 'input_shapes', e.g. \"B,3,224,224\" (B = batch size)");
     }
     auto shapes = ParseInputShapes(*shapes_text, cell.batch_size);
     if (!shapes.ok()) return shapes.error();
@@ -294,8 +335,10 @@ Result<TorchCell> ParseTorchCell(const nlohmann::json& params) {
       ts.input_dtypes = std::move(*dtypes);
     }
     if (ts.input_dtypes.size() != ts.input_shapes.size()) {
-      return Invalid(fmt::format("parameters 'input_shapes' and 'input_dtypes' declare {} and {} inputs; they must "
-                                 "match", ts.input_shapes.size(), ts.input_dtypes.size()));
+      return Invalid(
+          fmt::format("parameters 'input_shapes' and 'input_dtypes' declare {} and {} inputs; they must "
+                      "match",
+                      ts.input_shapes.size(), ts.input_dtypes.size()));
     }
     cell.torchscript = std::move(ts);
   }
@@ -306,8 +349,10 @@ Status CheckSupported(const TorchCell& cell, const Capabilities& caps) {
   const bool cuda = cell.device.kind == DeviceKind::kCuda;
   if (cuda) {
     if (!caps.cuda_built) {
-      return Unsupported(fmt::format("unsupported: device {} requested but this LibTorch was built without CUDA "
-                                     "(use device cpu, or the GPU build: scripts/build-gpu.sh)", cell.device.ToString()));
+      return Unsupported(
+          fmt::format("unsupported: device {} requested but this LibTorch was built without CUDA "
+                      "(use device cpu, or the GPU build: scripts/build-gpu.sh)",
+                      cell.device.ToString()));
     }
     if (caps.cuda_device_count <= cell.device.index) {
       return Unsupported(fmt::format("unsupported: device {} requested but {} CUDA device(s) are visible",
@@ -316,11 +361,13 @@ Status CheckSupported(const TorchCell& cell, const Capabilities& caps) {
   }
   switch (cell.precision) {
     case Precision::kInt8:
-      return Unsupported("unsupported: int8 is not implemented in this runner yet (docs/torch-runner.md says what "
-                         "would be needed); use fp32, tf32, bf16 or fp16");
+      return Unsupported(
+          "unsupported: int8 is not implemented in this runner yet (docs/torch-runner.md says what "
+          "would be needed); use fp32, tf32, bf16 or fp16");
     case Precision::kTf32:
       if (!cuda) {
-        return Unsupported("unsupported: tf32 is a CUDA matrix-unit mode (Ampere and newer); on cpu use fp32 or bf16");
+        return Unsupported(
+            "unsupported: tf32 is a CUDA matrix-unit mode (Ampere and newer); on cpu use fp32 or bf16");
       }
       if (caps.compute_major && *caps.compute_major < 8) {
         return Unsupported(fmt::format("unsupported: tf32 needs compute capability 8.0 or newer; {} has {}.x",
@@ -335,12 +382,14 @@ Status CheckSupported(const TorchCell& cell, const Capabilities& caps) {
       break;
     case Precision::kFp16:
       if (!cuda && caps.torch_major < 2) {
-        return Unsupported("unsupported: fp16 autocast on cpu needs LibTorch 2.x (1.13's cpu autocast is bf16 only); "
-                           "use bf16 on cpu");
+        return Unsupported(
+            "unsupported: fp16 autocast on cpu needs LibTorch 2.x (1.13's cpu autocast is bf16 only); "
+            "use bf16 on cpu");
       }
       if (!cuda && cell.scenario == Scenario::kTrain) {
-        return Unsupported("unsupported: fp16 training on cpu (loss scaling runs on CUDA only in this runner); use "
-                           "bf16 on cpu");
+        return Unsupported(
+            "unsupported: fp16 training on cpu (loss scaling runs on CUDA only in this runner); use "
+            "bf16 on cpu");
       }
       break;
     case Precision::kFp32:

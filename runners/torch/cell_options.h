@@ -7,11 +7,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/error.h"
 
@@ -30,7 +29,7 @@ enum class OptimizerImpl { kAuto, kForeach, kPerParameter };
 
 struct DeviceSpec {
   DeviceKind kind = DeviceKind::kCpu;
-  int index = 0;  // CUDA ordinal; 0 for "cuda" and for the CPU
+  int index = 0;                 // CUDA ordinal; 0 for "cuda" and for the CPU
   std::string ToString() const;  // "cpu", "cuda:0"
 };
 
@@ -81,9 +80,9 @@ Result<std::vector<InputDtype>> ParseInputDtypes(const std::string& text);
 // What this process's LibTorch and machine can do; filled by the runner from LibTorch at run time.
 struct Capabilities {
   int torch_major = 1;
-  bool cuda_built = false;            // LibTorch was built with CUDA
-  int cuda_device_count = 0;          // devices visible now
-  std::optional<int> compute_major;   // of the requested CUDA device, when there is one
+  bool cuda_built = false;           // LibTorch was built with CUDA
+  int cuda_device_count = 0;         // devices visible now
+  std::optional<int> compute_major;  // of the requested CUDA device, when there is one
 };
 
 // Whether the cell can run here, before any model is built. kUnsupported with a message that

@@ -22,9 +22,17 @@ TEST(ParseTorchCell, DefaultsAndExplicitValues) {
   EXPECT_FALSE(cell->deterministic);
   EXPECT_FALSE(cell->threads.has_value());
 
-  cell = ParseTorchCell({{"model", "bert_base"}, {"scenario", "infer"}, {"batch_size", 32}, {"device", "cuda:1"},
-                         {"precision", "bf16"}, {"memory_format", "channels_last"}, {"cudnn_benchmark", false},
-                         {"deterministic", true}, {"threads", 4}, {"lr", 0.5}, {"strategy", "none"},
+  cell = ParseTorchCell({{"model", "bert_base"},
+                         {"scenario", "infer"},
+                         {"batch_size", 32},
+                         {"device", "cuda:1"},
+                         {"precision", "bf16"},
+                         {"memory_format", "channels_last"},
+                         {"cudnn_benchmark", false},
+                         {"deterministic", true},
+                         {"threads", 4},
+                         {"lr", 0.5},
+                         {"strategy", "none"},
                          {"world_size", 1}});
   ASSERT_TRUE(cell.ok()) << cell.error().message;
   EXPECT_EQ(cell->scenario, Scenario::kInfer);
@@ -57,28 +65,51 @@ TEST(ParseTorchCell, RejectsBadParamsWithClearMessages) {
   const std::vector<BadCase> cases = {
       {"no model", json::object(), ErrorKind::kInvalidInput, "'model' is required"},
       {"bad scenario", {{"model", "m"}, {"scenario", "serve"}}, ErrorKind::kInvalidInput, "train or infer"},
-      {"zero batch", {{"model", "m"}, {"batch_size", 0}}, ErrorKind::kInvalidInput, "'batch_size' must be positive"},
-      {"text batch", {{"model", "m"}, {"batch_size", "many"}}, ErrorKind::kInvalidInput, "must be an integer"},
+      {"zero batch",
+       {{"model", "m"}, {"batch_size", 0}},
+       ErrorKind::kInvalidInput,
+       "'batch_size' must be positive"},
+      {"text batch",
+       {{"model", "m"}, {"batch_size", "many"}},
+       ErrorKind::kInvalidInput,
+       "must be an integer"},
       {"bad device", {{"model", "m"}, {"device", "tpu"}}, ErrorKind::kInvalidInput, "cpu, cuda or cuda:N"},
-      {"bad ordinal", {{"model", "m"}, {"device", "cuda:x"}}, ErrorKind::kInvalidInput, "cpu, cuda or cuda:N"},
-      {"bad precision", {{"model", "m"}, {"precision", "fp8"}}, ErrorKind::kInvalidInput, "fp32, tf32, bf16, fp16, int8"},
+      {"bad ordinal",
+       {{"model", "m"}, {"device", "cuda:x"}},
+       ErrorKind::kInvalidInput,
+       "cpu, cuda or cuda:N"},
+      {"bad precision",
+       {{"model", "m"}, {"precision", "fp8"}},
+       ErrorKind::kInvalidInput,
+       "fp32, tf32, bf16, fp16, int8"},
       {"bad format", {{"model", "m"}, {"memory_format", "nhwc"}}, ErrorKind::kInvalidInput, "channels_last"},
       {"bad bool", {{"model", "m"}, {"deterministic", 3}}, ErrorKind::kInvalidInput, "true or false"},
       {"zero threads", {{"model", "m"}, {"threads", 0}}, ErrorKind::kInvalidInput, "'threads'"},
       {"negative lr", {{"model", "m"}, {"lr", -1.0}}, ErrorKind::kInvalidInput, "'lr' must be positive"},
       {"ddp", {{"model", "m"}, {"strategy", "ddp"}}, ErrorKind::kUnsupported, "ddp is not implemented"},
       {"world size", {{"model", "m"}, {"world_size", 2}}, ErrorKind::kInvalidInput, "world_size"},
-      {"ts no path", {{"model", "torchscript"}, {"input_shapes", "B,4"}}, ErrorKind::kInvalidInput, "model_path"},
-      {"ts no shapes", {{"model", "torchscript"}, {"model_path", "/x.pt"}}, ErrorKind::kInvalidInput, "input_shapes"},
+      {"ts no path",
+       {{"model", "torchscript"}, {"input_shapes", "B,4"}},
+       ErrorKind::kInvalidInput,
+       "model_path"},
+      {"ts no shapes",
+       {{"model", "torchscript"}, {"model_path", "/x.pt"}},
+       ErrorKind::kInvalidInput,
+       "input_shapes"},
       {"ts count mismatch",
-       {{"model", "torchscript"}, {"model_path", "/x.pt"}, {"input_shapes", "B,4;B,2"}, {"input_dtypes", "float32"}},
-       ErrorKind::kInvalidInput, "must match"},
+       {{"model", "torchscript"},
+        {"model_path", "/x.pt"},
+        {"input_shapes", "B,4;B,2"},
+        {"input_dtypes", "float32"}},
+       ErrorKind::kInvalidInput,
+       "must match"},
   };
   for (const BadCase& c : cases) {
     auto cell = ParseTorchCell(c.params);
     ASSERT_FALSE(cell.ok()) << c.name;
     EXPECT_EQ(cell.error().kind, c.kind) << c.name;
-    EXPECT_NE(cell.error().message.find(c.message_part), std::string::npos) << c.name << ": " << cell.error().message;
+    EXPECT_NE(cell.error().message.find(c.message_part), std::string::npos)
+        << c.name << ": " << cell.error().message;
   }
 }
 
@@ -141,7 +172,8 @@ TEST(CheckSupported, PrecisionDeviceAndVersionRules) {
     EXPECT_EQ(st.ok(), c.ok) << c.name;
     if (!c.ok && !st.ok()) {
       EXPECT_EQ(st.error().kind, ErrorKind::kUnsupported) << c.name;
-      EXPECT_NE(st.error().message.find(c.message_part), std::string::npos) << c.name << ": " << st.error().message;
+      EXPECT_NE(st.error().message.find(c.message_part), std::string::npos)
+          << c.name << ": " << st.error().message;
     }
   }
 }

@@ -13,8 +13,8 @@ namespace dlbench::torchrunner {
 
 struct CudaDeviceInfo {
   int index = 0;
-  std::string name;             // "NVIDIA H200"
-  int major = 0;                // compute capability
+  std::string name;  // "NVIDIA H200"
+  int major = 0;     // compute capability
   int minor = 0;
   std::int64_t total_memory_bytes = 0;
   int multiprocessors = 0;

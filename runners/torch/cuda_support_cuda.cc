@@ -1,6 +1,4 @@
 // cuda_support.h for a LibTorch with CUDA. Compiled only in the GPU build.
-#include "cuda_support.h"
-
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -8,6 +6,8 @@
 #include <torch/cuda.h>
 
 #include <string>
+
+#include "cuda_support.h"
 
 namespace dlbench::torchrunner {
 namespace {
@@ -71,7 +71,8 @@ std::optional<long> CudnnVersion() {
 }
 
 std::optional<CudaAllocatorStats> CudaMemoryStats(int device_index) {
-  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(device_index));
+  const auto stats =
+      c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(device_index));
   CudaAllocatorStats s;
   s.allocated_current = stats.allocated_bytes[kAggregate].current;
   s.allocated_peak = stats.allocated_bytes[kAggregate].peak;
@@ -80,6 +81,8 @@ std::optional<CudaAllocatorStats> CudaMemoryStats(int device_index) {
   return s;
 }
 
-void CudaResetPeakMemory(int device_index) { c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(device_index)); }
+void CudaResetPeakMemory(int device_index) {
+  c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(device_index));
+}
 
 }  // namespace dlbench::torchrunner

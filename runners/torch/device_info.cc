@@ -1,13 +1,11 @@
 #include "device_info.h"
 
 #include <dlfcn.h>
+#include <fmt/format.h>
 #include <sys/resource.h>
-#include <unistd.h>
-
 #include <torch/torch.h>
 #include <torch/version.h>
-
-#include <fmt/format.h>
+#include <unistd.h>
 
 #include <fstream>
 
@@ -54,10 +52,13 @@ std::int64_t HostPeakRssBytes() {
 std::string TorchVersion() { return TORCH_VERSION; }
 int TorchMajorVersion() { return TORCH_VERSION_MAJOR; }
 
-std::string FormatCudaVersion(int encoded) { return fmt::format("{}.{}", encoded / 1000, (encoded % 1000) / 10); }
+std::string FormatCudaVersion(int encoded) {
+  return fmt::format("{}.{}", encoded / 1000, (encoded % 1000) / 10);
+}
 
 nlohmann::json MakeHello() {
-  nlohmann::json framework = {{"name", "libtorch"}, {"version", TorchVersion()}, {"cuda_built", CudaCompiledIn()}};
+  nlohmann::json framework = {
+      {"name", "libtorch"}, {"version", TorchVersion()}, {"cuda_built", CudaCompiledIn()}};
   if (auto v = CudaRuntimeVersion()) framework["cuda_runtime"] = FormatCudaVersion(*v);
   if (auto v = CudaDriverVersion()) framework["cuda_driver_api"] = FormatCudaVersion(*v);
   if (auto v = CudnnVersion()) framework["cudnn"] = FormatCudnnVersion(*v);

@@ -2,10 +2,9 @@
 // (versions and devices, for the environment fingerprint) and MEMORY snapshots.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "cell_options.h"
 #include "cuda_support.h"

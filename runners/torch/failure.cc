@@ -14,25 +14,35 @@ std::optional<std::int64_t> ParseRequestedBytes(const std::string& message) {
   std::smatch cpu;
   if (std::regex_search(message, cpu, kCpuPattern)) return std::stoll(cpu[1].str());
   // The CUDA caching allocator: "Tried to allocate 20.00 MiB (GPU 0; ...".
-  static const std::regex kPattern(R"(Tried to allocate ([0-9]+(?:\.[0-9]+)?) ?(B|bytes|KiB|MiB|GiB|TiB|KB|MB|GB|TB))");
+  static const std::regex kPattern(
+      R"(Tried to allocate ([0-9]+(?:\.[0-9]+)?) ?(B|bytes|KiB|MiB|GiB|TiB|KB|MB|GB|TB))");
   std::smatch m;
   if (!std::regex_search(message, m, kPattern)) return std::nullopt;
   const double value = std::stod(m[1].str());
   const std::string unit = m[2].str();
   double scale = 1.0;
-  if (unit == "KiB") scale = 1024.0;
-  else if (unit == "MiB") scale = 1024.0 * 1024.0;
-  else if (unit == "GiB") scale = 1024.0 * 1024.0 * 1024.0;
-  else if (unit == "TiB") scale = 1024.0 * 1024.0 * 1024.0 * 1024.0;
-  else if (unit == "KB") scale = 1e3;
-  else if (unit == "MB") scale = 1e6;
-  else if (unit == "GB") scale = 1e9;
-  else if (unit == "TB") scale = 1e12;
+  if (unit == "KiB")
+    scale = 1024.0;
+  else if (unit == "MiB")
+    scale = 1024.0 * 1024.0;
+  else if (unit == "GiB")
+    scale = 1024.0 * 1024.0 * 1024.0;
+  else if (unit == "TiB")
+    scale = 1024.0 * 1024.0 * 1024.0 * 1024.0;
+  else if (unit == "KB")
+    scale = 1e3;
+  else if (unit == "MB")
+    scale = 1e6;
+  else if (unit == "GB")
+    scale = 1e9;
+  else if (unit == "TB")
+    scale = 1e12;
   return static_cast<std::int64_t>(std::llround(value * scale));
 }
 
 bool IsOutOfMemoryMessage(const std::string& message) {
-  return message.find("out of memory") != std::string::npos || message.find("not enough memory") != std::string::npos ||
+  return message.find("out of memory") != std::string::npos ||
+         message.find("not enough memory") != std::string::npos ||
          message.find("can't allocate memory") != std::string::npos;
 }
 
@@ -49,8 +59,10 @@ Failure ClassifyMessage(const std::string& message, protocol::ErrorKindWire fall
     // Batch normalisation cannot train on one value per channel: batch_size 1 with a 1x1 feature
     // map (SSDLite's last extra layers). A limit of the model, not a runner fault.
     f.kind = protocol::ErrorKindWire::kUnsupported;
-    f.message = "training this model needs batch_size >= 2: batch normalisation has one value per channel "
-                "on a 1x1 feature map at batch_size 1 (" + message + ")";
+    f.message =
+        "training this model needs batch_size >= 2: batch normalisation has one value per channel "
+        "on a 1x1 feature map at batch_size 1 (" +
+        message + ")";
   } else {
     f.kind = fallback;
   }

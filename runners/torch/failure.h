@@ -5,11 +5,10 @@
 
 #include <cstdint>
 #include <exception>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "protocol/runner_session.h"
 
@@ -38,10 +37,10 @@ std::optional<std::int64_t> ParseRequestedBytes(const std::string& message);
 bool IsOutOfMemoryMessage(const std::string& message);
 
 // Classification by message text, for exceptions whose type does not say enough (1.13 reports
-// CUDA OOM as a plain c10::Error; the CPU allocator says "not enough memory"): either -> kOom with requested_bytes when found;
-// "does not have a deterministic implementation" -> kUnsupported; batch normalisation's "Expected
-// more than 1 value per channel when training" (batch_size 1 on a 1x1 map) -> kUnsupported;
-// otherwise `fallback`.
+// CUDA OOM as a plain c10::Error; the CPU allocator says "not enough memory"): either -> kOom with
+// requested_bytes when found; "does not have a deterministic implementation" -> kUnsupported; batch
+// normalisation's "Expected more than 1 value per channel when training" (batch_size 1 on a 1x1 map) ->
+// kUnsupported; otherwise `fallback`.
 Failure ClassifyMessage(const std::string& message, protocol::ErrorKindWire fallback);
 
 // The Failure for the exception in flight (call from a catch block) or for `error`.

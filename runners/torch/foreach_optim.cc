@@ -57,8 +57,10 @@ torch::Tensor ForeachSgd::step(LossClosure closure) {
         buffers.clear();
         for (std::size_t i = 0; i < params.size(); ++i) {
           auto [it, inserted] = momentum_.try_emplace(params[i].unsafeGetTensorImpl());
-          if (inserted) it->second = grads[i].clone().detach();
-          else it->second.mul_(o.momentum()).add_(grads[i], 1 - o.dampening());
+          if (inserted)
+            it->second = grads[i].clone().detach();
+          else
+            it->second.mul_(o.momentum()).add_(grads[i], 1 - o.dampening());
           buffers.push_back(it->second);
         }
       }

@@ -17,9 +17,9 @@ torch::nn::Sequential Net() {
 }
 
 // Runs `steps` optimizer steps on a fixed batch and returns the parameters after them.
-std::vector<torch::Tensor> Train(const std::function<std::unique_ptr<torch::optim::Optimizer>(
-                                     std::vector<torch::Tensor>)>& make,
-                                 int steps) {
+std::vector<torch::Tensor> Train(
+    const std::function<std::unique_ptr<torch::optim::Optimizer>(std::vector<torch::Tensor>)>& make,
+    int steps) {
   torch::nn::Sequential net = Net();
   auto optimizer = make(net->parameters());
   torch::manual_seed(5);
@@ -46,36 +46,43 @@ void ExpectSame(const std::vector<torch::Tensor>& a, const std::vector<torch::Te
 
 TEST(ForeachOptim, SgdWithMomentumAndWeightDecayMatchesLibTorch) {
   const auto options = torch::optim::SGDOptions(0.1).momentum(0.9).weight_decay(1e-2);
-  const auto start = Train([](std::vector<torch::Tensor> p) {
-    return std::make_unique<torch::optim::SGD>(p, torch::optim::SGDOptions(0.0));
-  }, 0);
-  const auto reference = Train([&](std::vector<torch::Tensor> p) {
-    return std::make_unique<torch::optim::SGD>(p, options);
-  }, 3);
-  const auto foreach = Train([&](std::vector<torch::Tensor> p) {
-    return std::make_unique<ForeachSgd>(p, options);
-  }, 3);
+  const auto start = Train(
+      [](std::vector<torch::Tensor> p) {
+        return std::make_unique<torch::optim::SGD>(p, torch::optim::SGDOptions(0.0));
+      },
+      0);
+  const auto reference =
+      Train([&](std::vector<torch::Tensor> p) { return std::make_unique<torch::optim::SGD>(p, options); }, 3);
+  const auto foreach =
+      Train([&](std::vector<torch::Tensor> p) { return std::make_unique<ForeachSgd>(p, options); }, 3);
   ExpectSame(foreach, reference, start);
 }
 
 TEST(ForeachOptim, SgdWithoutMomentumMatchesLibTorch) {
   const auto options = torch::optim::SGDOptions(0.05);
-  const auto start = Train([](std::vector<torch::Tensor> p) {
-    return std::make_unique<torch::optim::SGD>(p, torch::optim::SGDOptions(0.0));
-  }, 0);
-  ExpectSame(Train([&](std::vector<torch::Tensor> p) { return std::make_unique<ForeachSgd>(p, options); }, 3),
-             Train([&](std::vector<torch::Tensor> p) { return std::make_unique<torch::optim::SGD>(p, options); }, 3),
-             start);
+  const auto start = Train(
+      [](std::vector<torch::Tensor> p) {
+        return std::make_unique<torch::optim::SGD>(p, torch::optim::SGDOptions(0.0));
+      },
+      0);
+  ExpectSame(
+      Train([&](std::vector<torch::Tensor> p) { return std::make_unique<ForeachSgd>(p, options); }, 3),
+      Train([&](std::vector<torch::Tensor> p) { return std::make_unique<torch::optim::SGD>(p, options); }, 3),
+      start);
 }
 
 TEST(ForeachOptim, AdamWMatchesLibTorch) {
   const auto options = torch::optim::AdamWOptions(1e-2).weight_decay(0.05);
-  const auto start = Train([](std::vector<torch::Tensor> p) {
-    return std::make_unique<torch::optim::SGD>(p, torch::optim::SGDOptions(0.0));
-  }, 0);
-  ExpectSame(Train([&](std::vector<torch::Tensor> p) { return std::make_unique<ForeachAdamW>(p, options); }, 3),
-             Train([&](std::vector<torch::Tensor> p) { return std::make_unique<torch::optim::AdamW>(p, options); }, 3),
-             start);
+  const auto start = Train(
+      [](std::vector<torch::Tensor> p) {
+        return std::make_unique<torch::optim::SGD>(p, torch::optim::SGDOptions(0.0));
+      },
+      0);
+  ExpectSame(
+      Train([&](std::vector<torch::Tensor> p) { return std::make_unique<ForeachAdamW>(p, options); }, 3),
+      Train([&](std::vector<torch::Tensor> p) { return std::make_unique<torch::optim::AdamW>(p, options); },
+            3),
+      start);
 }
 
 TEST(ForeachOptim, TwinKeepsParametersAndOptionsAndRefusesOthers) {
@@ -84,7 +91,8 @@ TEST(ForeachOptim, TwinKeepsParametersAndOptionsAndRefusesOthers) {
   auto twin = ForeachTwin(sgd);
   ASSERT_NE(dynamic_cast<ForeachSgd*>(twin.get()), nullptr);
   EXPECT_EQ(twin->param_groups().at(0).params().size(), net->parameters().size());
-  EXPECT_DOUBLE_EQ(static_cast<torch::optim::SGDOptions&>(twin->param_groups().at(0).options()).momentum(), 0.8);
+  EXPECT_DOUBLE_EQ(static_cast<torch::optim::SGDOptions&>(twin->param_groups().at(0).options()).momentum(),
+                   0.8);
   torch::optim::AdamW adamw(net->parameters(), torch::optim::AdamWOptions(1e-3));
   EXPECT_NE(dynamic_cast<ForeachAdamW*>(ForeachTwin(adamw).get()), nullptr);
   torch::optim::Adagrad adagrad(net->parameters(), torch::optim::AdagradOptions(0.1));

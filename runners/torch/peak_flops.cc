@@ -29,11 +29,15 @@ std::optional<double> PeakFlopsPerS(const std::string& device_name, Precision pr
   for (const PeakEntry& e : kPeakTable) {
     if (device_name.find(e.name_part) == std::string::npos) continue;
     switch (precision) {
-      case Precision::kFp32: return e.fp32;
-      case Precision::kTf32: return e.tf32;
+      case Precision::kFp32:
+        return e.fp32;
+      case Precision::kTf32:
+        return e.tf32;
       case Precision::kBf16:
-      case Precision::kFp16: return e.half;
-      case Precision::kInt8: return std::nullopt;
+      case Precision::kFp16:
+        return e.half;
+      case Precision::kInt8:
+        return std::nullopt;
     }
   }
   return std::nullopt;

@@ -20,15 +20,19 @@ bool AutocastEnabled(torch::DeviceType t) {
   return t == torch::kCUDA ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
 }
 void SetAutocastEnabled(torch::DeviceType t, bool on) {
-  if (t == torch::kCUDA) at::autocast::set_enabled(on);
-  else at::autocast::set_cpu_enabled(on);
+  if (t == torch::kCUDA)
+    at::autocast::set_enabled(on);
+  else
+    at::autocast::set_cpu_enabled(on);
 }
 torch::ScalarType GetAutocastDtype(torch::DeviceType t) {
   return t == torch::kCUDA ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
 }
 void SetAutocastDtype(torch::DeviceType t, torch::ScalarType d) {
-  if (t == torch::kCUDA) at::autocast::set_autocast_gpu_dtype(d);
-  else at::autocast::set_autocast_cpu_dtype(d);
+  if (t == torch::kCUDA)
+    at::autocast::set_autocast_gpu_dtype(d);
+  else
+    at::autocast::set_autocast_cpu_dtype(d);
 }
 #endif
 
@@ -42,11 +46,14 @@ constexpr std::int64_t kGrowthInterval = 2000;
 
 std::optional<torch::ScalarType> AutocastDtype(Precision precision) {
   switch (precision) {
-    case Precision::kBf16: return torch::kBFloat16;
-    case Precision::kFp16: return torch::kHalf;
+    case Precision::kBf16:
+      return torch::kBFloat16;
+    case Precision::kFp16:
+      return torch::kHalf;
     case Precision::kFp32:
     case Precision::kTf32:
-    case Precision::kInt8: return std::nullopt;
+    case Precision::kInt8:
+      return std::nullopt;
   }
   return std::nullopt;
 }
@@ -78,7 +85,9 @@ LossScaler::LossScaler(torch::Device device) {
   found_inf_ = torch::zeros({1}, f32);
 }
 
-torch::Tensor LossScaler::Scale(const torch::Tensor& loss) const { return loss * scale_.to(loss.scalar_type()); }
+torch::Tensor LossScaler::Scale(const torch::Tensor& loss) const {
+  return loss * scale_.to(loss.scalar_type());
+}
 
 bool LossScaler::Step(torch::optim::Optimizer& optimizer) {
   std::vector<torch::Tensor> grads;

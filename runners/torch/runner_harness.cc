@@ -1,10 +1,9 @@
 #include "runner_harness.h"
 
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <algorithm>
 
@@ -22,7 +21,8 @@ struct Spawned {
   int from_runner;  // we read messages here
 };
 
-Result<Spawned> SpawnRunner(const std::string& binary, const std::vector<std::pair<std::string, std::string>>& env) {
+Result<Spawned> SpawnRunner(const std::string& binary,
+                            const std::vector<std::pair<std::string, std::string>>& env) {
   // A runner that exits early must show up as a failed write, not kill the test.
   signal(SIGPIPE, SIG_IGN);
   auto commands = MakePipe();
@@ -90,23 +90,36 @@ Result<CellTranscript> RunCell(const std::string& runner_binary, const protocol:
       switch (f.type) {
         case protocol::MessageType::kHello:
           t.hello = *body;
-          if (auto st = SendFrame(s.to_runner, protocol::MessageType::kConfigure, protocol::ConfigureToJson(config));
+          if (auto st = SendFrame(s.to_runner, protocol::MessageType::kConfigure,
+                                  protocol::ConfigureToJson(config));
               !st.ok()) {
             return fail(ErrorKind::kIo, "could not send CONFIGURE: " + st.error().message);
           }
           break;
-        case protocol::MessageType::kReady: t.ready = body->value("effective", nlohmann::json::object()); break;
-        case protocol::MessageType::kMemory: t.memory.push_back(*body); break;
-        case protocol::MessageType::kExtras: t.extras.push_back(*body); break;
-        case protocol::MessageType::kError: t.error = *body; break;
-        case protocol::MessageType::kDone: t.done = *body; break;
+        case protocol::MessageType::kReady:
+          t.ready = body->value("effective", nlohmann::json::object());
+          break;
+        case protocol::MessageType::kMemory:
+          t.memory.push_back(*body);
+          break;
+        case protocol::MessageType::kExtras:
+          t.extras.push_back(*body);
+          break;
+        case protocol::MessageType::kError:
+          t.error = *body;
+          break;
+        case protocol::MessageType::kDone:
+          t.done = *body;
+          break;
         default:
-          return fail(ErrorKind::kProtocol, fmt::format("unexpected {} from the runner", protocol::MessageTypeName(f.type)));
+          return fail(ErrorKind::kProtocol,
+                      fmt::format("unexpected {} from the runner", protocol::MessageTypeName(f.type)));
       }
       continue;
     }
     const std::int64_t left_ms = (deadline - MonotonicNowNs()) / 1'000'000;
-    if (left_ms <= 0) return fail(ErrorKind::kIo, fmt::format("the runner did not finish within {} s", options.timeout_s));
+    if (left_ms <= 0)
+      return fail(ErrorKind::kIo, fmt::format("the runner did not finish within {} s", options.timeout_s));
     pollfd p{s.from_runner, POLLIN, 0};
     const int ready = ::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left_ms, 1000)));
     if (ready <= 0) continue;

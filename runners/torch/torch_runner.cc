@@ -1,8 +1,7 @@
 #include "torch_runner.h"
 
-#include <torch/torch.h>
-
 #include <fmt/format.h>
+#include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
@@ -95,12 +94,16 @@ void InferStep(CellState& s) {
 
 torch::MemoryFormat ResolveMemoryFormat(const TorchCell& cell, const Workload& workload) {
   switch (cell.memory_format) {
-    case MemoryFormat::kChannelsLast: return torch::MemoryFormat::ChannelsLast;
-    case MemoryFormat::kContiguous: return torch::MemoryFormat::Contiguous;
-    case MemoryFormat::kAuto: break;
+    case MemoryFormat::kChannelsLast:
+      return torch::MemoryFormat::ChannelsLast;
+    case MemoryFormat::kContiguous:
+      return torch::MemoryFormat::Contiguous;
+    case MemoryFormat::kAuto:
+      break;
   }
-  return cell.device.kind == DeviceKind::kCuda && workload.is_convolutional() ? torch::MemoryFormat::ChannelsLast
-                                                                              : torch::MemoryFormat::Contiguous;
+  return cell.device.kind == DeviceKind::kCuda && workload.is_convolutional()
+             ? torch::MemoryFormat::ChannelsLast
+             : torch::MemoryFormat::Contiguous;
 }
 
 // Builds the model, its batch and optimizer on the device with every switch set. Throws; the
@@ -110,8 +113,9 @@ void Build(CellState& s, std::uint64_t seed) {
   if (cell.threads) at::set_num_threads(*cell.threads);
   s.switches = ApplyMathSwitches(cell);
   torch::manual_seed(seed);
-  s.device = cell.device.kind == DeviceKind::kCuda ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(cell.device.index))
-                                                   : torch::Device(torch::kCPU);
+  s.device = cell.device.kind == DeviceKind::kCuda
+                 ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(cell.device.index))
+                 : torch::Device(torch::kCPU);
   s.cuda_device = FindCudaDevice(cell.device);
   s.autocast_dtype = AutocastDtype(cell.precision);
   s.workload = MakeWorkload(cell);
@@ -124,7 +128,9 @@ void Build(CellState& s, std::uint64_t seed) {
                          (cell.optimizer_impl == OptimizerImpl::kAuto && s.device.is_cuda());
     if (foreach) {
       auto twin = ForeachTwin(*s.optimizer);
-      if (!twin) throw UnsupportedError("optimizer_impl foreach: no multi-tensor form of " + s.workload->OptimizerName());
+      if (!twin)
+        throw UnsupportedError("optimizer_impl foreach: no multi-tensor form of " +
+                               s.workload->OptimizerName());
       s.optimizer = std::move(twin);
       s.optimizer_impl = "foreach";
     } else {
@@ -150,9 +156,11 @@ nlohmann::json Effective(const CellState& s, std::uint64_t seed) {
       {"device", cell.device.ToString()},
       {"precision", PrecisionName(cell.precision)},
       {"param_dtype", "float32"},
-      {"autocast_dtype", s.autocast_dtype ? nlohmann::json(c10::toString(*s.autocast_dtype)) : nlohmann::json(nullptr)},
+      {"autocast_dtype",
+       s.autocast_dtype ? nlohmann::json(c10::toString(*s.autocast_dtype)) : nlohmann::json(nullptr)},
       {"loss_scaling", s.scaler != nullptr},
-      {"memory_format", s.memory_format == torch::MemoryFormat::ChannelsLast ? "channels_last" : "contiguous"},
+      {"memory_format",
+       s.memory_format == torch::MemoryFormat::ChannelsLast ? "channels_last" : "contiguous"},
       {"memory_format_requested", MemoryFormatName(cell.memory_format)},
       {"threads", at::get_num_threads()},
       {"interop_threads", at::get_num_interop_threads()},
@@ -198,14 +206,17 @@ nlohmann::json Extras(const CellState& s) {
     info["device_name"] = s.cuda_device->name;
     if (auto peak = PeakFlopsPerS(s.cuda_device->name, s.cell.precision)) {
       metrics.push_back({{"name", "device_peak_flops_per_s"}, {"value", *peak}, {"unit", "FLOP/s"}});
-      info["device_peak_source"] = "NVIDIA datasheet, dense tensor-core/FP32 peak (runners/torch/peak_flops.cc)";
+      info["device_peak_source"] =
+          "NVIDIA datasheet, dense tensor-core/FP32 peak (runners/torch/peak_flops.cc)";
     }
   }
   if (s.last_loss.defined()) {
     // JSON has no NaN/inf: a diverged loss is reported as a flag rather than a null number.
     const double loss = s.last_loss.to(torch::kCPU).to(torch::kDouble).item<double>();
-    if (std::isfinite(loss)) info["final_loss"] = loss;
-    else info["final_loss_nonfinite"] = true;
+    if (std::isfinite(loss))
+      info["final_loss"] = loss;
+    else
+      info["final_loss_nonfinite"] = true;
   }
   if (s.scaler) {
     metrics.push_back({{"name", "loss_scale_final"}, {"value", s.scaler->scale()}, {"unit", ""}});
@@ -222,8 +233,10 @@ LoopResult RunMeasured(RunnerSession& session, const RunnerLimits& limits, CellS
                        std::exception_ptr& step_error) {
   auto step = [&s, &step_error](protocol::StepRecord& record) {
     try {
-      if (s.cell.scenario == Scenario::kTrain) TrainStep(s);
-      else InferStep(s);
+      if (s.cell.scenario == Scenario::kTrain)
+        TrainStep(s);
+      else
+        InferStep(s);
     } catch (...) {
       step_error = std::current_exception();
       return false;
@@ -268,9 +281,12 @@ int RunTorchCell(RunnerSession& session) {
   session.set_rank(static_cast<std::uint32_t>(config->rank));
 
   auto cell = ParseTorchCell(config->params);
-  if (!cell.ok()) return Report(session, {WireKind(cell.error().kind), cell.error().message, nlohmann::json::object()});
+  if (!cell.ok())
+    return Report(session, {WireKind(cell.error().kind), cell.error().message, nlohmann::json::object()});
   const Status supported = CheckSupported(*cell, ProbeCapabilities(cell->device));
-  if (!supported.ok()) return Report(session, {WireKind(supported.error().kind), supported.error().message, nlohmann::json::object()});
+  if (!supported.ok())
+    return Report(session,
+                  {WireKind(supported.error().kind), supported.error().message, nlohmann::json::object()});
 
   CellState state;
   state.cell = std::move(*cell);

@@ -2,7 +2,6 @@
 // device. Small variants, so the suite stays short on the GPU machine too.
 #include <gtest/gtest.h>
 #include <torch/script.h>
-
 #include <unistd.h>
 
 #include <cmath>
@@ -46,9 +45,9 @@ class OnCuda : public ::testing::Test {
     return std::move(*t);
   }
   static json TinyResnet(const std::string& precision, const std::string& scenario) {
-    return {{"model", "resnet50"}, {"image_size", 64}, {"base_width", 16}, {"num_classes", 10},
-            {"batch_size", 8},     {"device", "cuda"}, {"precision", precision}, {"scenario", scenario},
-            {"lr", 0.01}};
+    return {{"model", "resnet50"},    {"image_size", 64},     {"base_width", 16},
+            {"num_classes", 10},      {"batch_size", 8},      {"device", "cuda"},
+            {"precision", precision}, {"scenario", scenario}, {"lr", 0.01}};
   }
   json device_;
   json hello_;
@@ -101,10 +100,11 @@ TEST_P(OnCudaPrecision, TrainsWithTheRightSwitchesAndReportsDeviceMemory) {
   EXPECT_EQ(has_scale, c.loss_scaling);
 }
 
-INSTANTIATE_TEST_SUITE_P(Precisions, OnCudaPrecision,
-                         ::testing::Values(PrecisionCase{"fp32", false, false}, PrecisionCase{"tf32", true, false},
-                                           PrecisionCase{"bf16", false, false}, PrecisionCase{"fp16", false, true}),
-                         [](const ::testing::TestParamInfo<PrecisionCase>& info) { return info.param.precision; });
+INSTANTIATE_TEST_SUITE_P(
+    Precisions, OnCudaPrecision,
+    ::testing::Values(PrecisionCase{"fp32", false, false}, PrecisionCase{"tf32", true, false},
+                      PrecisionCase{"bf16", false, false}, PrecisionCase{"fp16", false, true}),
+    [](const ::testing::TestParamInfo<PrecisionCase>& info) { return info.param.precision; });
 
 TEST_F(OnCuda, EveryModelInfersInBf16) {
   const std::vector<json> models = {
@@ -129,8 +129,12 @@ TEST_F(OnCuda, OutOfDeviceMemoryIsTheOomOutcome) {
       "    return x.new_ones([1048576, 1048576]).sum() + x.sum()\n");
   const std::string path = ::testing::TempDir() + "/dlbench_gpu_oom_" + std::to_string(getpid()) + ".pt";
   m.save(path);
-  const CellTranscript t = RunCellOf({{"model", "torchscript"}, {"model_path", path}, {"input_shapes", "B,4"},
-                                {"device", "cuda"}, {"scenario", "infer"}, {"batch_size", 2}});
+  const CellTranscript t = RunCellOf({{"model", "torchscript"},
+                                      {"model_path", path},
+                                      {"input_shapes", "B,4"},
+                                      {"device", "cuda"},
+                                      {"scenario", "infer"},
+                                      {"batch_size", 2}});
   std::remove(path.c_str());
   ASSERT_TRUE(t.error) << "expected an out-of-memory outcome";
   EXPECT_EQ(t.error->value("kind", ""), "oom") << t.error->dump();

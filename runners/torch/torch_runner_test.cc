@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 #include <torch/script.h>
 #include <torch/torch.h>
-
 #include <unistd.h>
 
 #include <cstdio>
@@ -46,11 +45,13 @@ std::string ErrorMessageOf(const CellTranscript& t) { return t.error ? t.error->
 
 // Small variants: the same code paths as the standard sizes, in well under a second per step.
 json TinySizes(const std::string& model) {
-  if (model == "resnet50") return {{"model", model}, {"image_size", 32}, {"base_width", 8}, {"num_classes", 10}};
-  if (model == "mobilenet_v2") return {{"model", model}, {"image_size", 64}, {"width_mult", 0.25}, {"num_classes", 10}};
+  if (model == "resnet50")
+    return {{"model", model}, {"image_size", 32}, {"base_width", 8}, {"num_classes", 10}};
+  if (model == "mobilenet_v2")
+    return {{"model", model}, {"image_size", 64}, {"width_mult", 0.25}, {"num_classes", 10}};
   if (model == "bert_base") {
-    return {{"model", model}, {"layers", 1}, {"hidden_size", 32}, {"heads", 2}, {"seq_len", 16}, {"vocab_size", 100},
-            {"num_classes", 2}};
+    return {{"model", model}, {"layers", 1},       {"hidden_size", 32}, {"heads", 2},
+            {"seq_len", 16},  {"vocab_size", 100}, {"num_classes", 2}};
   }
   return {{"model", model}, {"image_size", 64}, {"width_mult", 0.25}, {"num_classes", 5}};
 }
@@ -207,7 +208,10 @@ TEST(TorchRunner, OptimizerImplIsChosenAsTorchOptimDoesAndRecorded) {
 
 TEST(TorchRunner, RefusesWithAClearErrorAndExitsCleanly) {
   const std::vector<RefusalCase> cases = {
-      {"unknown model", {{"model", "resnet5O"}}, "invalid", {"resnet5O", "resnet50", "bert_base", "torchscript"}},
+      {"unknown model",
+       {{"model", "resnet5O"}},
+       "invalid",
+       {"resnet5O", "resnet50", "bert_base", "torchscript"}},
       {"bad option", {{"model", "resnet50"}, {"image_size", -4}}, "invalid", {"image_size"}},
       {"tf32 on cpu", {{"model", "resnet50"}, {"precision", "tf32"}}, "unsupported", {"tf32"}},
       {"int8", {{"model", "resnet50"}, {"precision", "int8"}}, "unsupported", {"int8"}},
@@ -215,7 +219,8 @@ TEST(TorchRunner, RefusesWithAClearErrorAndExitsCleanly) {
       {"bad batch", {{"model", "resnet50"}, {"batch_size", -1}}, "invalid", {"batch_size"}},
       {"missing torchscript file",
        {{"model", "torchscript"}, {"model_path", "/nonexistent/m.pt"}, {"input_shapes", "B,4"}},
-       "invalid", {"/nonexistent/m.pt", "does not exist"}},
+       "invalid",
+       {"/nonexistent/m.pt", "does not exist"}},
   };
   for (const RefusalCase& c : cases) {
     const CellTranscript t = RunCellOf(c.params);
@@ -232,8 +237,12 @@ TEST(TorchRunner, RefusesWithAClearErrorAndExitsCleanly) {
 // normalisation has one value per channel at batch size 1 and cannot train. That is the model's
 // limit, not a runner crash: the cell ends `unsupported` and says what would work.
 TEST(TorchRunner, SsdTrainingAtBatchOneIsUnsupported) {
-  const CellTranscript t = RunCellOf({{"model", "ssd_mobilenet"}, {"image_size", 160}, {"width_mult", 0.5},
-                                      {"num_classes", 11}, {"batch_size", 1}, {"scenario", "train"},
+  const CellTranscript t = RunCellOf({{"model", "ssd_mobilenet"},
+                                      {"image_size", 160},
+                                      {"width_mult", 0.5},
+                                      {"num_classes", 11},
+                                      {"batch_size", 1},
+                                      {"scenario", "train"},
                                       {"device", "cpu"}});
   EXPECT_EQ(ErrorKindOf(t), "unsupported") << ErrorMessageOf(t);
   EXPECT_NE(ErrorMessageOf(t).find("batch_size >= 2"), std::string::npos) << ErrorMessageOf(t);
@@ -256,7 +265,8 @@ class TorchScriptFiles : public ::testing::Test {
     torch::jit::Module m("Tiny");
     m.register_parameter("w", torch::randn({4, 3}, torch::requires_grad()), /*is_buffer=*/false);
     m.define("def forward(self, x):\n    " + forward_body + "\n");
-    const std::string path = ::testing::TempDir() + "/dlbench_" + name + "_" + std::to_string(getpid()) + ".pt";
+    const std::string path =
+        ::testing::TempDir() + "/dlbench_" + name + "_" + std::to_string(getpid()) + ".pt";
     m.save(path);
     paths_.push_back(path);
     return path;
@@ -265,14 +275,15 @@ class TorchScriptFiles : public ::testing::Test {
     for (const auto& p : paths_) std::remove(p.c_str());
   }
   static json Params(const std::string& path, const std::string& scenario) {
-    return {{"model", "torchscript"}, {"model_path", path}, {"input_shapes", "B,4"}, {"input_dtypes", "float32"},
-            {"scenario", scenario}, {"batch_size", 3}};
+    return {{"model", "torchscript"},    {"model_path", path},   {"input_shapes", "B,4"},
+            {"input_dtypes", "float32"}, {"scenario", scenario}, {"batch_size", 3}};
   }
   std::vector<std::string> paths_;
 };
 
 TEST_F(TorchScriptFiles, InfersWithDeclaredInputs) {
-  const CellTranscript t = RunCellOf(Params(Save("relu", "return torch.relu(torch.matmul(x, self.w))"), "infer"));
+  const CellTranscript t =
+      RunCellOf(Params(Save("relu", "return torch.relu(torch.matmul(x, self.w))"), "infer"));
   ASSERT_FALSE(t.error) << t.error->dump();
   ASSERT_TRUE(t.ready);
   EXPECT_EQ(t.ready->value("model", ""), "torchscript");
@@ -283,7 +294,8 @@ TEST_F(TorchScriptFiles, InfersWithDeclaredInputs) {
 }
 
 TEST_F(TorchScriptFiles, TrainsWhenForwardReturnsTheLoss) {
-  const CellTranscript t = RunCellOf(Params(Save("loss", "return torch.matmul(x, self.w).pow(2).mean()"), "train"));
+  const CellTranscript t =
+      RunCellOf(Params(Save("loss", "return torch.matmul(x, self.w).pow(2).mean()"), "train"));
   ASSERT_FALSE(t.error) << t.error->dump();
   ASSERT_TRUE(t.done);
   // The loss came back from the device as a finite number after real optimizer steps.
@@ -307,9 +319,8 @@ TEST_F(TorchScriptFiles, WrongInputShapesAreInvalid) {
 
 TEST_F(TorchScriptFiles, AnAllocationThatCannotFitIsAnOomOutcome) {
   // 2^20 x 2^20 float32 = 4 TiB: more than any host, refused by the allocator at once.
-  const CellTranscript t = RunCellOf(Params(
-      Save("huge", "return x.new_ones([1048576, 1048576]).sum() + x.sum()"),
-      "infer"));
+  const CellTranscript t =
+      RunCellOf(Params(Save("huge", "return x.new_ones([1048576, 1048576]).sum() + x.sum()"), "infer"));
   EXPECT_EQ(ErrorKindOf(t), "oom") << ErrorMessageOf(t);
   ASSERT_TRUE(t.error && t.error->contains("requested_bytes")) << (t.error ? t.error->dump() : "");
   EXPECT_EQ(t.error->at("requested_bytes").get<std::int64_t>(), std::int64_t{1} << 42);
@@ -321,20 +332,24 @@ TEST(Failure, ParsesRequestedBytesFromBothAllocators) {
   EXPECT_EQ(ParseRequestedBytes("CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has"),
             std::int64_t{3} << 29);
   EXPECT_EQ(ParseRequestedBytes("Tried to allocate 512 B"), 512);
-  EXPECT_EQ(ParseRequestedBytes("DefaultCPUAllocator: not enough memory: you tried to allocate 4398046511104 bytes."),
+  EXPECT_EQ(ParseRequestedBytes(
+                "DefaultCPUAllocator: not enough memory: you tried to allocate 4398046511104 bytes."),
             std::int64_t{4398046511104});
   EXPECT_FALSE(ParseRequestedBytes("CUDA error: an illegal memory access was encountered").has_value());
 }
 
 TEST(Failure, ClassifiesByMessage) {
-  auto oom = ClassifyMessage("CUDA out of memory. Tried to allocate 2.00 GiB", protocol::ErrorKindWire::kInternal);
+  auto oom =
+      ClassifyMessage("CUDA out of memory. Tried to allocate 2.00 GiB", protocol::ErrorKindWire::kInternal);
   EXPECT_EQ(oom.kind, protocol::ErrorKindWire::kOom);
   EXPECT_EQ(oom.details.value("requested_bytes", std::int64_t{0}), std::int64_t{2} << 30);
-  auto det = ClassifyMessage("upsample_bilinear2d_backward_out_cuda does not have a deterministic implementation",
-                             protocol::ErrorKindWire::kInternal);
+  auto det =
+      ClassifyMessage("upsample_bilinear2d_backward_out_cuda does not have a deterministic implementation",
+                      protocol::ErrorKindWire::kInternal);
   EXPECT_EQ(det.kind, protocol::ErrorKindWire::kUnsupported);
-  auto bn = ClassifyMessage("Expected more than 1 value per channel when training, got input size [1, 64, 1, 1]",
-                            protocol::ErrorKindWire::kInternal);
+  auto bn =
+      ClassifyMessage("Expected more than 1 value per channel when training, got input size [1, 64, 1, 1]",
+                      protocol::ErrorKindWire::kInternal);
   EXPECT_EQ(bn.kind, protocol::ErrorKindWire::kUnsupported);
   EXPECT_NE(bn.message.find("batch_size >= 2"), std::string::npos) << bn.message;
   auto other = ClassifyMessage("shape mismatch", protocol::ErrorKindWire::kInternal);

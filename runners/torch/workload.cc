@@ -1,11 +1,9 @@
 #include "workload.h"
 
-#include <torch/script.h>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-
 #include <sys/stat.h>
+#include <torch/script.h>
 
 #include <algorithm>
 
@@ -33,7 +31,8 @@ class ZooWorkload final : public Workload {
   std::string name() const override { return model_->name(); }
   bool is_convolutional() const override { return model_->is_convolutional(); }
 
-  void Prepare(const TorchCell& cell, torch::Device device, torch::MemoryFormat format, std::uint64_t seed) override {
+  void Prepare(const TorchCell& cell, torch::Device device, torch::MemoryFormat format,
+               std::uint64_t seed) override {
     model_->to(device);
     ParametersToMemoryFormat(model_->parameters(), format);
     batch_ = model_->MakeBatch(cell.batch_size, device, seed);
@@ -41,14 +40,20 @@ class ZooWorkload final : public Workload {
   }
   void SetTraining(bool training) override { model_->train(training); }
   std::vector<torch::Tensor> Forward() override { return model_->Forward(batch_); }
-  torch::Tensor Loss(const std::vector<torch::Tensor>& outputs) override { return model_->Loss(outputs, batch_); }
-  torch::Tensor PostProcess(const std::vector<torch::Tensor>& outputs) override { return model_->PostProcess(outputs); }
+  torch::Tensor Loss(const std::vector<torch::Tensor>& outputs) override {
+    return model_->Loss(outputs, batch_);
+  }
+  torch::Tensor PostProcess(const std::vector<torch::Tensor>& outputs) override {
+    return model_->PostProcess(outputs);
+  }
   std::optional<double> ForwardFlopsPerSample() const override { return model_->ForwardFlopsPerSample(); }
   nlohmann::json EffectiveOptions() const override { return model_->EffectiveOptions(); }
   std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(std::optional<double> lr) override {
     return model_->MakeOptimizer(lr);
   }
-  std::string OptimizerName() const override { return "model default (SGD momentum 0.9 for CNNs, AdamW for BERT)"; }
+  std::string OptimizerName() const override {
+    return "model default (SGD momentum 0.9 for CNNs, AdamW for BERT)";
+  }
 
  private:
   std::shared_ptr<ZooModel> model_;
@@ -57,12 +62,18 @@ class ZooWorkload final : public Workload {
 
 torch::ScalarType ToScalarType(InputDtype dtype) {
   switch (dtype) {
-    case InputDtype::kFloat32: return torch::kFloat;
-    case InputDtype::kFloat16: return torch::kHalf;
-    case InputDtype::kBFloat16: return torch::kBFloat16;
-    case InputDtype::kInt64: return torch::kLong;
-    case InputDtype::kInt32: return torch::kInt;
-    case InputDtype::kBool: return torch::kBool;
+    case InputDtype::kFloat32:
+      return torch::kFloat;
+    case InputDtype::kFloat16:
+      return torch::kHalf;
+    case InputDtype::kBFloat16:
+      return torch::kBFloat16;
+    case InputDtype::kInt64:
+      return torch::kLong;
+    case InputDtype::kInt32:
+      return torch::kInt;
+    case InputDtype::kBool:
+      return torch::kBool;
   }
   return torch::kFloat;
 }
@@ -82,8 +93,8 @@ std::vector<torch::Tensor> OutputTensors(const c10::IValue& out) {
     }
   }
   if (tensors.empty()) {
-    throw std::invalid_argument(fmt::format("the TorchScript model's forward returned {}, not tensors",
-                                            out.tagKind()));
+    throw std::invalid_argument(
+        fmt::format("the TorchScript model's forward returned {}, not tensors", out.tagKind()));
   }
   return tensors;
 }
@@ -97,7 +108,8 @@ class TorchScriptWorkload final : public Workload {
   std::string name() const override { return kTorchScriptModel; }
   bool is_convolutional() const override { return false; }
 
-  void Prepare(const TorchCell& cell, torch::Device device, torch::MemoryFormat format, std::uint64_t seed) override {
+  void Prepare(const TorchCell& cell, torch::Device device, torch::MemoryFormat format,
+               std::uint64_t seed) override {
     module_.to(device);
     ParametersToMemoryFormat(Parameters(), format);
     // Random inputs from their own generator, so the batch depends on the seed alone. Integer
@@ -110,7 +122,8 @@ class TorchScriptWorkload final : public Workload {
       if (c10::isFloatingType(dtype)) {
         t = at::randn(spec_.input_shapes[i], gen, torch::TensorOptions().dtype(torch::kFloat)).to(dtype);
       } else {
-        t = at::randint(0, 2, spec_.input_shapes[i], gen, torch::TensorOptions().dtype(torch::kLong)).to(dtype);
+        t = at::randint(0, 2, spec_.input_shapes[i], gen, torch::TensorOptions().dtype(torch::kLong))
+                .to(dtype);
       }
       inputs_.emplace_back(ToMemoryFormat(t.to(device), format));
     }
@@ -134,15 +147,17 @@ class TorchScriptWorkload final : public Workload {
       throw std::invalid_argument(fmt::format("the TorchScript model rejected the declared inputs ({}): {}",
                                               DescribeInputs(), e.what()));
     }
-    if (cell.scenario == Scenario::kTrain && !(outputs.size() == 1 && outputs[0].dim() == 0 &&
-                                                c10::isFloatingType(outputs[0].scalar_type()))) {
+    if (cell.scenario == Scenario::kTrain &&
+        !(outputs.size() == 1 && outputs[0].dim() == 0 && c10::isFloatingType(outputs[0].scalar_type()))) {
       throw UnsupportedError(
           "unsupported: training a TorchScript model needs its forward to return the loss as one floating "
-          "scalar tensor; this one returns " + std::to_string(outputs.size()) + " tensor(s) of shape " +
+          "scalar tensor; this one returns " +
+          std::to_string(outputs.size()) + " tensor(s) of shape " +
           fmt::format("{}", fmt::join(outputs[0].sizes().vec(), "x")) + "; use scenario infer");
     }
     if (cell.scenario == Scenario::kTrain && Parameters().empty()) {
-      throw UnsupportedError("unsupported: the TorchScript model has no parameters to train; use scenario infer");
+      throw UnsupportedError(
+          "unsupported: the TorchScript model has no parameters to train; use scenario infer");
     }
   }
 
@@ -159,7 +174,8 @@ class TorchScriptWorkload final : public Workload {
     return {{"model_path", spec_.path}, {"inputs", inputs}};
   }
   std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(std::optional<double> lr) override {
-    return std::make_unique<torch::optim::SGD>(Parameters(), torch::optim::SGDOptions(lr.value_or(0.01)).momentum(0.9));
+    return std::make_unique<torch::optim::SGD>(Parameters(),
+                                               torch::optim::SGDOptions(lr.value_or(0.01)).momentum(0.9));
   }
   std::string OptimizerName() const override { return "SGD momentum 0.9 (lr 0.01 unless lr is set)"; }
 
@@ -172,7 +188,8 @@ class TorchScriptWorkload final : public Workload {
   std::string DescribeInputs() const {
     std::vector<std::string> parts;
     for (std::size_t i = 0; i < spec_.input_shapes.size(); ++i) {
-      parts.push_back(fmt::format("{} {}", InputDtypeName(spec_.input_dtypes[i]), fmt::join(spec_.input_shapes[i], "x")));
+      parts.push_back(
+          fmt::format("{} {}", InputDtypeName(spec_.input_dtypes[i]), fmt::join(spec_.input_shapes[i], "x")));
     }
     return fmt::format("{}", fmt::join(parts, ", "));
   }
@@ -207,14 +224,15 @@ std::unique_ptr<Workload> MakeWorkload(const TorchCell& cell) {
     try {
       return std::make_unique<TorchScriptWorkload>(*cell.torchscript, torch::jit::load(path));
     } catch (const c10::Error& e) {
-      throw std::invalid_argument(fmt::format("cannot load TorchScript model '{}': {}", path, e.what_without_backtrace()));
+      throw std::invalid_argument(
+          fmt::format("cannot load TorchScript model '{}': {}", path, e.what_without_backtrace()));
     }
   }
   const ModelOptions options = ModelOptions::FromParams(cell.params);
   const std::vector<std::string> known = KnownModels();
   if (std::find(known.begin(), known.end(), cell.model) == known.end()) {
-    throw std::invalid_argument(fmt::format("unknown model '{}'; known models: {}", cell.model,
-                                            fmt::join(KnownModelNames(), ", ")));
+    throw std::invalid_argument(
+        fmt::format("unknown model '{}'; known models: {}", cell.model, fmt::join(KnownModelNames(), ", ")));
   }
   return std::make_unique<ZooWorkload>(MakeModel(cell.model, options));
 }

@@ -3,14 +3,13 @@
 // torch_runner.cc sees only this interface, so both kinds train and infer through one loop.
 #pragma once
 
+#include <torch/torch.h>
+
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <torch/torch.h>
-
-#include <nlohmann/json.hpp>
 
 #include "cell_options.h"
 #include "failure.h"
@@ -26,7 +25,8 @@ class Workload {
   // Moves the weights to `device` in `format` and builds the fixed input batch there from
   // `seed`. Called once, before any step. May throw what MakeWorkload throws, once the inputs
   // show a problem (a TorchScript forward that rejects the declared inputs).
-  virtual void Prepare(const TorchCell& cell, torch::Device device, torch::MemoryFormat format, std::uint64_t seed) = 0;
+  virtual void Prepare(const TorchCell& cell, torch::Device device, torch::MemoryFormat format,
+                       std::uint64_t seed) = 0;
   // Training (dropout, batch-norm statistics) or evaluation behaviour.
   virtual void SetTraining(bool training) = 0;
   // Forward on the fixed batch.

@@ -64,8 +64,9 @@ void RegisterCompare(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--metric", args->metric, "throughput | step_time | latency_p99 | energy")
       ->capture_default_str()
       ->check(CLI::IsMember({"throughput", "step_time", "latency_p99", "energy"}));
-  sub->add_option("--threshold", args->threshold_pct,
-                  "Smallest change in percent worth a verdict: the whole confidence interval must lie beyond it")
+  sub->add_option(
+         "--threshold", args->threshold_pct,
+         "Smallest change in percent worth a verdict: the whole confidence interval must lie beyond it")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 99.0));
   sub->add_option("--alpha", args->alpha, "False-discovery rate over the matrix (Benjamini-Hochberg)")
@@ -78,8 +79,9 @@ void RegisterCompare(CLI::App& app, CommandContext& ctx) {
                 "Exit with code 1 when any cell is slower (for CI pipelines)");
   sub->add_flag("--strict", args->strict,
                 "Refuse (exit 2) when an environment field that decides comparability differs");
-  sub->add_option("--ignore-param", args->ignore_params,
-                  "Match cells leaving out this parameter (repeatable), to compare across a deliberate change")
+  sub->add_option(
+         "--ignore-param", args->ignore_params,
+         "Match cells leaving out this parameter (repeatable), to compare across a deliberate change")
       ->allow_extra_args(false);
   sub->callback([args, &ctx] { ctx.exit_code = RunCompare(*args, ctx); });
 }

@@ -51,7 +51,8 @@ int Export(const ExportArgs& args, CommandContext& ctx) {
     steps = *parsed;
   }
   if (args.series && args.format != "json" && args.format != "csv") {
-    return ReportError(MakeError(ErrorKind::kInvalidInput, "--series writes CSV; it does not combine with --format " + args.format));
+    return ReportError(MakeError(ErrorKind::kInvalidInput,
+                                 "--series writes CSV; it does not combine with --format " + args.format));
   }
 
   auto store = OpenStoreOrReport(ctx);
@@ -74,24 +75,30 @@ int Export(const ExportArgs& args, CommandContext& ctx) {
   auto cells = store->GetCells(*id, query);
   if (!cells.ok()) return ReportError(cells.error());
   if (args.cell && cells->empty()) {
-    return ReportError(MakeError(ErrorKind::kNotFound,
-                                 "run " + std::to_string(*id) + " has no cell with index " + std::to_string(*args.cell)));
+    return ReportError(
+        MakeError(ErrorKind::kNotFound,
+                  "run " + std::to_string(*id) + " has no cell with index " + std::to_string(*args.cell)));
   }
 
   if (args.series) return WriteOutput(args.output, report::SeriesToCsv(*cells));
-  if (args.format == "json") return WriteOutput(args.output, report::RunToJson(*run, *cells).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  if (args.format == "json")
+    return WriteOutput(
+        args.output,
+        report::RunToJson(*run, *cells).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   if (args.format == "csv") return WriteOutput(args.output, report::CellsToCsv(*cells));
   report::TraceOptions options;
   options.steps = steps;
-  return WriteOutput(args.output,
-                     report::BuildTrace(*run, *cells, options).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  return WriteOutput(args.output, report::BuildTrace(*run, *cells, options)
+                                          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+                                      "\n");
 }
 
 }  // namespace
 
 void RegisterExport(CLI::App& app, CommandContext& ctx) {
   auto args = std::make_shared<ExportArgs>();
-  CLI::App* cmd = app.add_subcommand("export", "Export a run: JSON, CSV, sampled series, Prometheus text, or a Chrome trace");
+  CLI::App* cmd = app.add_subcommand(
+      "export", "Export a run: JSON, CSV, sampled series, Prometheus text, or a Chrome trace");
   cmd->add_option("run", args->run, "Run id, tag, or 'latest'")->capture_default_str();
   cmd->add_option("--format", args->format,
                   "json: the run, its environment and every cell; csv: one row per cell; prometheus: the "

@@ -1,8 +1,8 @@
 // dlbench plan MATRIX.yaml: the cells in run order, their count and a time estimate.
+#include <fmt/core.h>
+
 #include <filesystem>
 #include <map>
-
-#include <fmt/core.h>
 
 #include "cli/commands.h"
 #include "cli/console.h"
@@ -53,7 +53,8 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
   const auto history = HistorySeconds(ctx, *cells);
   double total = 0;
   int from_history = 0;
-  Table table({{"#", true}, {"cell", false}, {"rep", true}, {"seed", true}, {"estimate", true}, {"key", false}});
+  Table table(
+      {{"#", true}, {"cell", false}, {"rep", true}, {"seed", true}, {"estimate", true}, {"key", false}});
   nlohmann::json js = nlohmann::json::array();
   for (const auto& c : *cells) {
     const auto est = plan::EstimateCell(c, *matrix, history);
@@ -63,9 +64,15 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
                   FormatSeconds(est.seconds) + (est.from_history ? "" : "*"), c.key});
     nlohmann::json params = nlohmann::json::object();
     for (const auto& [k, v] : c.params) params[k] = v;
-    js.push_back({{"index", c.index}, {"id", c.id}, {"key", c.key}, {"label", c.label},
-                  {"repetition", c.repetition}, {"seed", c.seed}, {"params", params},
-                  {"estimate_s", est.seconds}, {"estimate_from_history", est.from_history}});
+    js.push_back({{"index", c.index},
+                  {"id", c.id},
+                  {"key", c.key},
+                  {"label", c.label},
+                  {"repetition", c.repetition},
+                  {"seed", c.seed},
+                  {"params", params},
+                  {"estimate_s", est.seconds},
+                  {"estimate_from_history", est.from_history}});
   }
   if (args.json) {
     std::printf("%s\n", js.dump(2).c_str());
@@ -91,7 +98,8 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
 
 void RegisterPlan(CLI::App& app, CommandContext& ctx) {
   auto args = std::make_shared<PlanArgs>();
-  CLI::App* cmd = app.add_subcommand("plan", "Show the cells a matrix expands to, in run order, with a time estimate");
+  CLI::App* cmd =
+      app.add_subcommand("plan", "Show the cells a matrix expands to, in run order, with a time estimate");
   cmd->add_option("matrix", args->matrix_path, "The matrix file (YAML)")->required();
   cmd->add_option("--only", args->only, "Keep matching cells (same syntax as run --only)");
   cmd->add_option("--shard", args->shard,

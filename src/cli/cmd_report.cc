@@ -4,8 +4,8 @@
 #include <string>
 
 #include "cli/commands.h"
-#include "history/compare.h"
 #include "common/files.h"
+#include "history/compare.h"
 #include "monitor/fingerprint.h"
 #include "report/html_report.h"
 
@@ -52,7 +52,8 @@ int Report(const ReportArgs& args, CommandContext& ctx) {
     // The statistical comparison needs the baseline's raw steps; it is the one `compare` prints.
     history::CompareOptions compare_options;
     compare_options.threshold = args.baseline_threshold;
-    auto comparison = history::CompareStoredRuns(*store, std::to_string(*base_id), std::to_string(*id), compare_options);
+    auto comparison =
+        history::CompareStoredRuns(*store, std::to_string(*base_id), std::to_string(*id), compare_options);
     if (!comparison.ok()) return ReportError(comparison.error());
     input.comparison = std::move(comparison).value();
   }
@@ -60,10 +61,12 @@ int Report(const ReportArgs& args, CommandContext& ctx) {
   report::ReportOptions options;
   options.saturation.min_gain_per_doubling = args.saturation_gain;
   options.baseline_threshold = args.baseline_threshold;
-  const std::string path = args.output.empty() ? "dlbench-report-" + std::to_string(input.run.id) + ".html" : args.output;
+  const std::string path =
+      args.output.empty() ? "dlbench-report-" + std::to_string(input.run.id) + ".html" : args.output;
   Status written = WriteFileAtomic(path, report::RenderHtmlReport(input, options));
   if (!written.ok()) return ReportError(written.error());
-  std::printf("wrote %s (run %lld, %zu cells)\n", path.c_str(), static_cast<long long>(input.run.id), input.cells.size());
+  std::printf("wrote %s (run %lld, %zu cells)\n", path.c_str(), static_cast<long long>(input.run.id),
+              input.cells.size());
   return kExitOk;
 }
 

@@ -1,16 +1,15 @@
 // dlbench run MATRIX.yaml: every cell in its own runner process, each finished cell stored in one
 // transaction as soon as it ends, progress and a results table on the terminal.
+#include <fmt/core.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
-#include <filesystem>
-
-#include <fmt/core.h>
 
 #include "cli/commands.h"
 #include "cli/console.h"
@@ -154,10 +153,11 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
   if (resumed) {
     const std::int64_t id = resumed->id;
     if (resumed->matrix_text != matrix->text) {
-      return ReportError(MakeError(ErrorKind::kInvalidInput,
-                                   fmt::format("{} differs from the matrix run {} was started with; resume "
-                                               "needs the same file (dlbench export {} --format json shows it)",
-                                               args.matrix_path, id, id)));
+      return ReportError(
+          MakeError(ErrorKind::kInvalidInput,
+                    fmt::format("{} differs from the matrix run {} was started with; resume "
+                                "needs the same file (dlbench export {} --format json shows it)",
+                                args.matrix_path, id, id)));
     }
     auto done = store->FinishedCellIds(id);
     if (!done.ok()) return ReportError(done.error());
@@ -169,7 +169,7 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
     // The runner introduces itself once so the stored fingerprint has its framework versions.
     auto hello = orchestrator::ProbeRunner(*runner, std::max(30.0, std::min(matrix->timeout_s, 120.0)));
     if (!hello.ok()) return ReportError(hello.error());
-    hello->erase("pid");  // differs every run and decides nothing
+    hello->erase("pid");         // differs every run and decides nothing
     MonotonicClock probe_clock;  // Monitor keeps a reference: it must outlive the monitor
     monitor::Monitor probe_monitor(monitor::DefaultSamplers(), probe_clock, 1000);
     run.environment = monitor::CollectFingerprint(*hello, probe_monitor.Describe());
@@ -236,8 +236,8 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
     }
     const double elapsed = NsToSeconds(MonotonicNowNs() - t0);
     const std::string eta = done_now == 0 ? "-" : FormatSeconds(elapsed / done_now * (todo - done_now));
-    const std::string status =
-        fmt::format("[{}/{}] {}  elapsed {}  ETA {}", done_now + 1, todo, cell.label, FormatSeconds(elapsed), eta);
+    const std::string status = fmt::format("[{}/{}] {}  elapsed {}  ETA {}", done_now + 1, todo, cell.label,
+                                           FormatSeconds(elapsed), eta);
     std::fprintf(stderr, "%s%s", status.c_str(), tty ? "" : "\n");
     WriteProgress(ctx.db_path, run_id, todo, done_now, cell.label, started_wall);
 
@@ -281,17 +281,17 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
   RemoveOwnProgress(ctx.db_path);
   auto remaining = store->FinishedCellIds(run_id);
   const bool complete = remaining.ok() && !interrupted &&
-                        std::all_of(cells->begin(), cells->end(), [&](const plan::Cell& c) {
-                          return remaining->count(c.id) > 0;
-                        });
+                        std::all_of(cells->begin(), cells->end(),
+                                    [&](const plan::Cell& c) { return remaining->count(c.id) > 0; });
   (void)store->SetRunStatus(run_id, complete ? "completed" : "interrupted", WallNowNs());
 
   std::string counts;
-  for (const auto& [outcome, n] : outcome_counts) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, outcome);
+  for (const auto& [outcome, n] : outcome_counts)
+    counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, outcome);
   std::fprintf(stderr, "dlbench: run %lld %s in %s: %s. Details: dlbench show %lld\n",
                static_cast<long long>(run_id), complete ? "completed" : "interrupted",
-               FormatSeconds(NsToSeconds(MonotonicNowNs() - t0)).c_str(), counts.empty() ? "no cells run" : counts.c_str(),
-               static_cast<long long>(run_id));
+               FormatSeconds(NsToSeconds(MonotonicNowNs() - t0)).c_str(),
+               counts.empty() ? "no cells run" : counts.c_str(), static_cast<long long>(run_id));
   if (interrupted) {
     // A run that stored its selection reapplies it; one stored without (older) needs it again.
     const Selection again = run.selection.empty() ? selection : Selection{};

@@ -20,18 +20,27 @@ void RegisterRuns(CLI::App& app, CommandContext& ctx) {
       return;
     }
     if (runs->empty()) {
-      std::printf("no runs in %s yet (start one: dlbench run examples/quickstart.yaml)\n", ctx.db_path.c_str());
+      std::printf("no runs in %s yet (start one: dlbench run examples/quickstart.yaml)\n",
+                  ctx.db_path.c_str());
       return;
     }
-    Table table({{"run", true}, {"name", false}, {"started (UTC)", false}, {"duration", true},
-                 {"status", false}, {"cells", true}, {"env", false}, {"tags", false}});
+    Table table({{"run", true},
+                 {"name", false},
+                 {"started (UTC)", false},
+                 {"duration", true},
+                 {"status", false},
+                 {"cells", true},
+                 {"env", false},
+                 {"tags", false}});
     int shown = 0;
     for (const auto& r : *runs) {
       if (shown++ >= *limit) break;
       std::string tags;
       for (const auto& t : r.tags) tags += (tags.empty() ? "" : ",") + t;
       const std::string duration =
-          r.finished_wall_ns ? FormatSeconds(static_cast<double>(*r.finished_wall_ns - r.started_wall_ns) * 1e-9) : "-";
+          r.finished_wall_ns
+              ? FormatSeconds(static_cast<double>(*r.finished_wall_ns - r.started_wall_ns) * 1e-9)
+              : "-";
       table.AddRow({std::to_string(r.id), r.name, FormatUtc(r.started_wall_ns), duration, r.status,
                     std::to_string(r.total_cells), r.environment_hash.substr(0, 8), tags});
     }

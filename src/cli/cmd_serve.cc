@@ -64,11 +64,14 @@ int Serve(const ServeArgs& args, CommandContext& ctx) {
 
 void RegisterServe(CLI::App& app, CommandContext& ctx) {
   auto args = std::make_shared<ServeArgs>();
-  CLI::App* cmd = app.add_subcommand("serve", "Serve the latest result of each cell as Prometheus metrics on /metrics");
-  cmd->add_option("--listen", args->listen, "HOST:PORT to listen on; loopback by default")->capture_default_str();
+  CLI::App* cmd =
+      app.add_subcommand("serve", "Serve the latest result of each cell as Prometheus metrics on /metrics");
+  cmd->add_option("--listen", args->listen, "HOST:PORT to listen on; loopback by default")
+      ->capture_default_str();
   cmd->add_option("--db", args->db, "SQLite database (overrides the global --db)");
   cmd->add_option("--regression-threshold", args->regression_threshold,
-                  "dlbench_cell_regression is 1 when throughput fell by more than this fraction against the previous run")
+                  "dlbench_cell_regression is 1 when throughput fell by more than this fraction against the "
+                  "previous run")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   cmd->callback([args, &ctx] { ctx.exit_code = Serve(*args, ctx); });

@@ -40,7 +40,8 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
   if (!run->selection.empty()) std::printf("  selection: %s\n", SelectionArgs(run->selection).c_str());
   std::printf("  dlbench %s (%s)\n", run->tool_version.c_str(), run->git_commit.c_str());
   const auto& env = run->environment;
-  std::printf("  environment %s: %s", run->environment_hash.substr(0, 12).c_str(), Field(env, "/host/cpu_model").c_str());
+  std::printf("  environment %s: %s", run->environment_hash.substr(0, 12).c_str(),
+              Field(env, "/host/cpu_model").c_str());
   const std::string gpu = Field(env, "/runner/devices/0/name");
   if (!gpu.empty()) std::printf(", %s", gpu.c_str());
   std::printf("\n");
@@ -65,7 +66,8 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
     std::printf("\n");
     for (const auto& r : c.verdict_reasons) std::printf("      invalid: %s\n", r.get<std::string>().c_str());
     if (c.extras.contains("warnings")) {
-      for (const auto& w : c.extras["warnings"]) std::printf("      warning: %s\n", w.get<std::string>().c_str());
+      for (const auto& w : c.extras["warnings"])
+        std::printf("      warning: %s\n", w.get<std::string>().c_str());
     }
     if (failed) std::printf("      logs: %s\n", c.stderr_path.c_str());
   }
@@ -74,7 +76,8 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
       std::printf("\n#%d %s  warm-up %s steps (%s), stopped: %s\n", c.index, c.label.c_str(),
                   c.warmup_steps ? std::to_string(*c.warmup_steps).c_str() : "-", c.warmup_rule.c_str(),
                   c.stop_reason.c_str());
-      for (const auto& m : c.metrics) std::printf("    %-40s %16.6g %s\n", m.name.c_str(), m.value, m.unit.c_str());
+      for (const auto& m : c.metrics)
+        std::printf("    %-40s %16.6g %s\n", m.name.c_str(), m.value, m.unit.c_str());
     }
   }
   return kExitOk;
@@ -85,7 +88,8 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
 void RegisterShow(CLI::App& app, CommandContext& ctx) {
   auto ref = std::make_shared<std::string>("latest");
   auto verbose = std::make_shared<bool>(false);
-  CLI::App* cmd = app.add_subcommand("show", "Show a run: environment, warnings, results, and why cells failed");
+  CLI::App* cmd =
+      app.add_subcommand("show", "Show a run: environment, warnings, results, and why cells failed");
   cmd->add_option("run", *ref, "Run id, tag, or 'latest'")->capture_default_str();
   cmd->add_flag("-v,--verbose", *verbose, "Also print the full environment and every metric of every cell");
   cmd->callback([ref, verbose, &ctx] { ctx.exit_code = Show(*ref, *verbose, ctx); });

@@ -30,8 +30,9 @@ int RunTag(const TagArgs& args, CommandContext& ctx) {
 void RegisterTag(CLI::App& app, CommandContext& ctx) {
   auto args = std::make_shared<TagArgs>();
   CLI::App* sub = app.add_subcommand(
-      "tag", "Name a run (\"dlbench tag 12 baseline\"); a tag names one run and setting it again moves it.\n"
-             "Tags are accepted wherever a run is taken: dlbench compare baseline latest");
+      "tag",
+      "Name a run (\"dlbench tag 12 baseline\"); a tag names one run and setting it again moves it.\n"
+      "Tags are accepted wherever a run is taken: dlbench compare baseline latest");
   sub->add_option("run", args->run, "The run: an id, an existing tag, or 'latest'")->required();
   sub->add_option("name", args->name, "The tag: not empty, not all digits, not 'latest'")->required();
   sub->callback([args, &ctx] { ctx.exit_code = RunTag(*args, ctx); });

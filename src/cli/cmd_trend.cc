@@ -49,14 +49,16 @@ void RegisterTrend(CLI::App& app, CommandContext& ctx) {
       "trend",
       "The history of each matching cell across runs: one row per run, a sparkline, and change points\n"
       "(a new level, dated, with the environment fields that changed there).");
-  sub->add_option("filter", args->filter, "name=value terms the cell parameters must all match (model=resnet50)");
+  sub->add_option("filter", args->filter,
+                  "name=value terms the cell parameters must all match (model=resnet50)");
   sub->add_option("--metric", args->metric, "throughput | step_time | latency_p99 | energy")
       ->capture_default_str()
       ->check(CLI::IsMember({"throughput", "step_time", "latency_p99", "energy"}));
   sub->add_option("--format", args->format, "table | csv | json")
       ->capture_default_str()
       ->check(CLI::IsMember({"table", "csv", "json"}));
-  sub->add_option("--min-shift", args->min_shift_pct, "Smallest level shift in percent reported as a change point")
+  sub->add_option("--min-shift", args->min_shift_pct,
+                  "Smallest level shift in percent reported as a change point")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 99.0));
   sub->add_option("--alpha", args->alpha, "Significance of a change point (Bonferroni over the splits tried)")

@@ -11,10 +11,9 @@
 //   130 interrupted by Ctrl-C (finished cells are stored; resume with --resume)
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "common/error.h"
 #include "store/result_store.h"
@@ -29,7 +28,7 @@ inline constexpr int kExitIo = 4;
 inline constexpr int kExitInterrupted = 130;
 
 struct CommandContext {
-  std::string db_path;   // --db, else $DLBENCH_DB, else ./dlbench.db
+  std::string db_path;  // --db, else $DLBENCH_DB, else ./dlbench.db
   int exit_code = kExitOk;
 };
 

@@ -1,9 +1,9 @@
 #include "cli/console.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/core.h>
 
 namespace dlbench::cli {
 
@@ -89,9 +89,10 @@ std::optional<double> MetricValue(const store::CellRecord& cell, const std::stri
 }
 
 std::vector<Table::Column> ResultColumns() {
-  return {{"#", true},          {"cell", false},       {"outcome", false},   {"verdict", false},
-          {"samples/s", true},  {"step mean", true},   {"±CI", true},        {"p99", true},
-          {"energy/sample", true}, {"GPU busy", true}, {"peak mem", true}};
+  return {{"#", true},        {"cell", false},     {"outcome", false},
+          {"verdict", false}, {"samples/s", true}, {"step mean", true},
+          {"±CI", true},      {"p99", true},       {"energy/sample", true},
+          {"GPU busy", true}, {"peak mem", true}};
 }
 
 std::vector<std::size_t> ResultMinWidths(std::size_t max_label_width, std::size_t max_index) {

@@ -1,8 +1,7 @@
 // dlbench: a thin shell over the subcommands (src/cli/cmd_*.cc).
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
 #include "common/version.h"
@@ -13,13 +12,15 @@ int main(int argc, char** argv) {
   const char* env_db = std::getenv("DLBENCH_DB");
   ctx.db_path = env_db != nullptr && *env_db != '\0' ? env_db : "dlbench.db";
 
-  CLI::App app{"dlbench: measure how fast a deep-learning model really runs here, and why.\n"
-               "Declare a test matrix in YAML, run every cell in an isolated runner process, store\n"
-               "the results with the environment that makes them comparable, and compare them.",
-               "dlbench"};
+  CLI::App app{
+      "dlbench: measure how fast a deep-learning model really runs here, and why.\n"
+      "Declare a test matrix in YAML, run every cell in an isolated runner process, store\n"
+      "the results with the environment that makes them comparable, and compare them.",
+      "dlbench"};
   app.set_version_flag("--version", std::string("dlbench ") + dlbench::kVersion + " (" + dlbench::kGitCommit +
                                         ", " + dlbench::kBuildType + ")");
-  app.add_option("--db", ctx.db_path, "SQLite database holding the results (default: $DLBENCH_DB or ./dlbench.db)")
+  app.add_option("--db", ctx.db_path,
+                 "SQLite database holding the results (default: $DLBENCH_DB or ./dlbench.db)")
       ->capture_default_str();
   app.require_subcommand(1);
   app.footer(

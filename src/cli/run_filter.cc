@@ -1,11 +1,11 @@
 #include "cli/run_filter.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <sstream>
-
-#include <fmt/core.h>
 
 #include "cli/commands.h"
 
@@ -47,7 +47,8 @@ Result<std::vector<Term>> ParseFilter(const std::string& filter) {
 bool Matches(const plan::Cell& cell, const std::vector<Term>& terms) {
   for (const auto& t : terms) {
     if (t.op == Term::Op::kLabel) {
-      if (cell.label.find(t.value) == std::string::npos && cell.key.find(t.value) == std::string::npos) return false;
+      if (cell.label.find(t.value) == std::string::npos && cell.key.find(t.value) == std::string::npos)
+        return false;
       continue;
     }
     auto it = cell.params.find(t.name);

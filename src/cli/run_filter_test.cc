@@ -4,6 +4,7 @@
 // resumed run applies.
 #include "cli/run_filter.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,8 +13,6 @@
 #include <set>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "cli/commands.h"
 #include "common/files.h"

@@ -1,10 +1,9 @@
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
-
-#include <gtest/gtest.h>
 
 #include "common/clock.h"
 #include "common/error.h"

@@ -4,13 +4,20 @@ namespace dlbench {
 
 const char* ErrorKindName(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kInvalidInput: return "invalid input";
-    case ErrorKind::kNotFound: return "not found";
-    case ErrorKind::kIo: return "I/O error";
-    case ErrorKind::kUnsupported: return "unsupported";
-    case ErrorKind::kProtocol: return "protocol error";
-    case ErrorKind::kStore: return "store error";
-    case ErrorKind::kInternal: return "internal error";
+    case ErrorKind::kInvalidInput:
+      return "invalid input";
+    case ErrorKind::kNotFound:
+      return "not found";
+    case ErrorKind::kIo:
+      return "I/O error";
+    case ErrorKind::kUnsupported:
+      return "unsupported";
+    case ErrorKind::kProtocol:
+      return "protocol error";
+    case ErrorKind::kStore:
+      return "store error";
+    case ErrorKind::kInternal:
+      return "internal error";
   }
   return "error";
 }

@@ -38,13 +38,22 @@ inline Error MakeError(ErrorKind kind, std::string message) { return Error{kind,
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}            // NOLINT: implicit by design
-  Result(Error error) : v_(std::move(error)) {}        // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}      // NOLINT: implicit by design
+  Result(Error error) : v_(std::move(error)) {}  // NOLINT: implicit by design
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
-  T& value() & { Check(); return std::get<0>(v_); }
-  const T& value() const& { Check(); return std::get<0>(v_); }
-  T&& value() && { Check(); return std::get<0>(std::move(v_)); }
+  T& value() & {
+    Check();
+    return std::get<0>(v_);
+  }
+  const T& value() const& {
+    Check();
+    return std::get<0>(v_);
+  }
+  T&& value() && {
+    Check();
+    return std::get<0>(std::move(v_));
+  }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
@@ -85,14 +94,14 @@ class [[nodiscard]] Status {
 }  // namespace dlbench
 
 // DLBENCH_CHECK(cond) << nothing: a broken invariant is a bug; abort with file:line and reason.
-#define DLBENCH_CHECK(cond, message)                                        \
-  do {                                                                      \
+#define DLBENCH_CHECK(cond, message)                                           \
+  do {                                                                         \
     if (!(cond)) ::dlbench::CheckFailed(__FILE__, __LINE__, #cond, (message)); \
   } while (0)
 
 // Propagate an error from a Status or Result expression.
-#define DLBENCH_RETURN_IF_ERROR(expr)          \
-  do {                                         \
-    auto _dlbench_status = (expr);             \
+#define DLBENCH_RETURN_IF_ERROR(expr)                          \
+  do {                                                         \
+    auto _dlbench_status = (expr);                             \
     if (!_dlbench_status.ok()) return _dlbench_status.error(); \
   } while (0)

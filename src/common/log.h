@@ -28,7 +28,8 @@ void LogError(fmt::format_string<Args...> f, Args&&... args) {
 }
 template <class... Args>
 void LogDebug(fmt::format_string<Args...> f, Args&&... args) {
-  if (GetLogLevel() <= LogLevel::kDebug) LogLine(LogLevel::kDebug, fmt::format(f, std::forward<Args>(args)...));
+  if (GetLogLevel() <= LogLevel::kDebug)
+    LogLine(LogLevel::kDebug, fmt::format(f, std::forward<Args>(args)...));
 }
 
 }  // namespace dlbench

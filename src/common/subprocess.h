@@ -14,12 +14,12 @@
 namespace dlbench {
 
 struct SpawnOptions {
-  std::vector<std::string> argv;                                // argv[0] is searched in PATH if it has no '/'
-  std::vector<std::pair<std::string, std::string>> extra_env;   // set on top of this process's environment
-  std::string stdout_path;                                      // empty: inherit
-  std::string stderr_path;                                      // empty: inherit
-  std::vector<std::pair<int, int>> fd_map;                      // {child_fd, parent_fd}: dup2 in the child
-  bool new_process_group = true;                                // so the whole tree can be signalled
+  std::vector<std::string> argv;                               // argv[0] is searched in PATH if it has no '/'
+  std::vector<std::pair<std::string, std::string>> extra_env;  // set on top of this process's environment
+  std::string stdout_path;                                     // empty: inherit
+  std::string stderr_path;                                     // empty: inherit
+  std::vector<std::pair<int, int>> fd_map;                     // {child_fd, parent_fd}: dup2 in the child
+  bool new_process_group = true;                               // so the whole tree can be signalled
 };
 
 struct ExitStatus {

@@ -1,6 +1,7 @@
 #include "config/matrix.h"
 
 #include <sys/stat.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <charconv>
@@ -8,8 +9,6 @@
 #include <map>
 #include <set>
 #include <utility>
-
-#include <yaml-cpp/yaml.h>
 
 #include "common/files.h"
 #include "config/registry.h"
@@ -238,7 +237,8 @@ class MatrixParser {
       } else {
         for (const YAML::Node& arg : command) {
           if (!arg.IsScalar()) {
-            diag_.Add(MarkOr(arg, where), "runner.command", "expected a string argument (got " + Describe(arg) + ")");
+            diag_.Add(MarkOr(arg, where), "runner.command",
+                      "expected a string argument (got " + Describe(arg) + ")");
             ok = false;
             continue;
           }
@@ -272,8 +272,8 @@ class MatrixParser {
     if (runner_valid_ && !ScopeValidForRunner(spec->scope, RunnerName())) {
       if (RunnerName() == "command") return true;  // passed through like any unknown key
       diag_.Add(pair.key_node.Mark(), pair.key,
-                std::string("valid only with runner ") + ScopeName(spec->scope) + " (this matrix's runner is " +
-                    RunnerName() + ")");
+                std::string("valid only with runner ") + ScopeName(spec->scope) +
+                    " (this matrix's runner is " + RunnerName() + ")");
       return false;
     }
     return true;
@@ -365,7 +365,8 @@ class MatrixParser {
       const std::string context = what + "[" + std::to_string(index++) + "]";
       const YAML::Mark where = MarkOr(entry_node, pair.key_node.Mark());
       if (!entry_node.IsMap() || entry_node.size() == 0) {
-        diag_.Add(where, context, "expected a mapping of parameter to value (got " + Describe(entry_node) + ")");
+        diag_.Add(where, context,
+                  "expected a mapping of parameter to value (got " + Describe(entry_node) + ")");
         continue;
       }
       Combination entry;
@@ -418,7 +419,8 @@ class MatrixParser {
     const ParamSpec& spec = *FindParam(pair.key, ParamSection::kTopLevel);
     const YAML::Mark where = MarkOr(pair.value, pair.key_node.Mark());
     if (!pair.value.IsScalar()) {
-      diag_.Add(where, pair.key, "expected " + DescribeExpected(spec) + " (got " + Describe(pair.value) + ")");
+      diag_.Add(where, pair.key,
+                "expected " + DescribeExpected(spec) + " (got " + Describe(pair.value) + ")");
       return;
     }
     Result<Value> value = ParseParamText(spec, pair.value.Scalar());

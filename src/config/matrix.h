@@ -4,11 +4,10 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/error.h"
 
@@ -32,15 +31,15 @@ struct RunnerSpec {
 
 // The measurement policy's knobs (the `measure:` block). Units are in the names.
 struct MeasureSettings {
-  std::int64_t min_steps = 10;             // never stop with fewer measured (post-warm-up) steps
-  std::int64_t max_steps = 100'000;        // stop here whatever the CI says
-  double min_time_s = 1.0;                 // never stop with less measured time
-  double max_time_s = 60.0;                // stop here whatever the CI says
-  double target_rel_ci = 0.02;             // stop when the CI half-width / mean is below this
-  double ci_level = 0.95;                  // confidence level of the CI
-  std::int64_t min_warmup_steps = 2;       // the warm-up cut is never earlier than this
-  std::optional<double> idle_baseline_s;   // seconds of idle sampling before the cell (monitor)
-  double sample_interval_ms = 100.0;       // monitor sampling interval
+  std::int64_t min_steps = 10;            // never stop with fewer measured (post-warm-up) steps
+  std::int64_t max_steps = 100'000;       // stop here whatever the CI says
+  double min_time_s = 1.0;                // never stop with less measured time
+  double max_time_s = 60.0;               // stop here whatever the CI says
+  double target_rel_ci = 0.02;            // stop when the CI half-width / mean is below this
+  double ci_level = 0.95;                 // confidence level of the CI
+  std::int64_t min_warmup_steps = 2;      // the warm-up cut is never earlier than this
+  std::optional<double> idle_baseline_s;  // seconds of idle sampling before the cell (monitor)
+  double sample_interval_ms = 100.0;      // monitor sampling interval
 };
 
 enum class Ordering { kGrouped, kInterleaved };
@@ -59,14 +58,14 @@ struct Matrix {
   std::string text;  // the file's bytes, stored with the run
   std::string name;  // optional `name:`
   RunnerSpec runner;
-  std::vector<Axis> axes;                // in file order
-  std::vector<Combination> exclude;      // a cell matching every key of an entry is dropped
-  std::vector<Combination> include;      // GitHub Actions semantics (docs/config-reference.md)
+  std::vector<Axis> axes;            // in file order
+  std::vector<Combination> exclude;  // a cell matching every key of an entry is dropped
+  std::vector<Combination> include;  // GitHub Actions semantics (docs/config-reference.md)
   int repetitions = 1;
-  std::uint64_t seed = 0;                // base seed; each cell derives its own
-  double timeout_s = 600.0;              // per cell, from spawn to exit
+  std::uint64_t seed = 0;    // base seed; each cell derives its own
+  double timeout_s = 600.0;  // per cell, from spawn to exit
   Ordering ordering = Ordering::kGrouped;
-  std::uint64_t order_seed = 0;          // shuffles cells when ordering is interleaved
+  std::uint64_t order_seed = 0;  // shuffles cells when ordering is interleaved
   MeasureSettings measure;
 };
 

@@ -2,13 +2,12 @@
 // its exact file:line:col, and all problems of a file are reported together.
 #include "config/matrix.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <set>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "common/files.h"
 #include "config/registry.h"
@@ -133,7 +132,8 @@ TEST(MatrixTest, CommandRunnerPassesUnknownKeysThrough) {
   EXPECT_TRUE(m->axes[2].values[0].is_number_integer());
   EXPECT_TRUE(m->axes[2].values[1].is_number_float());
   EXPECT_TRUE(m->axes[2].values[2].is_boolean());
-  EXPECT_TRUE(m->axes[3].values[0].is_number_integer()) << "a null-runner key is not typed for a command runner";
+  EXPECT_TRUE(m->axes[3].values[0].is_number_integer())
+      << "a null-runner key is not typed for a command runner";
   // Core keys are still validated.
   Result<Matrix> bad = ParseMatrix("runner: {command: [x]}\nmatrix:\n  batch_size: 0\n", "m.yaml");
   ASSERT_FALSE(bad.ok());
@@ -161,7 +161,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         ErrorCase{"unknown_axis_with_suggestion", "matrix:\n  batchsize: [1, 2]\n",
                   "m.yaml:2:3: error: matrix: unknown key 'batchsize' (did you mean 'batch_size'?)"},
-        ErrorCase{"unknown_axis_far_from_any", "matrix:\n  flux: 1\n", "m.yaml:2:3: error: matrix: unknown key 'flux'"},
+        ErrorCase{"unknown_axis_far_from_any", "matrix:\n  flux: 1\n",
+                  "m.yaml:2:3: error: matrix: unknown key 'flux'"},
         ErrorCase{"unknown_top_level", "matrix: {batch_size: 1}\nrepetition: 3\n",
                   "m.yaml:2:1: error: unknown key 'repetition' (did you mean 'repetitions'?)"},
         ErrorCase{"unknown_measure_key", "matrix: {batch_size: 1}\nmeasure:\n  min_step: 5\n",
@@ -181,7 +182,8 @@ INSTANTIATE_TEST_SUITE_P(
                   "m.yaml:2:15: error: world_size: expected an integer >= 1 (got '1.5')"},
         ErrorCase{"enum_outside_set", "matrix:\n  precision: fp64\n",
                   "m.yaml:2:14: error: precision: expected one of fp32, tf32, bf16, fp16, int8 (got 'fp64')"},
-        ErrorCase{"bool_not_true_false", "runner: torch\nmatrix:\n  model: resnet50\n  cudnn_benchmark: yes\n",
+        ErrorCase{"bool_not_true_false",
+                  "runner: torch\nmatrix:\n  model: resnet50\n  cudnn_benchmark: yes\n",
                   "m.yaml:4:20: error: cudnn_benchmark: expected true or false (got 'yes')"},
         ErrorCase{"axis_is_mapping", "matrix:\n  batch_size: {a: 1}\n",
                   "m.yaml:2:15: error: batch_size: expected a value or a list of values (got a mapping)"},
@@ -191,34 +193,42 @@ INSTANTIATE_TEST_SUITE_P(
                   "m.yaml:2:15: error: batch_size: expected a non-empty list of values (got [])"},
         ErrorCase{"repeated_axis_value", "matrix:\n  batch_size: [1, 1]\n",
                   "m.yaml:2:19: error: batch_size: value 1 is listed twice (repeat cells with repetitions)"},
-        ErrorCase{"empty_matrix", "matrix: {}\n",
-                  "m.yaml:1:9: error: matrix: expected a mapping of at least one parameter to a value or a list "
-                  "of values (got an empty mapping)"},
-        ErrorCase{"null_matrix", "matrix:\nseed: 1\n",
-                  "m.yaml:1:1: error: matrix: expected a mapping of at least one parameter to a value or a list "
-                  "of values (got null)"},
-        ErrorCase{"missing_matrix", "seed: 1\n", "m.yaml:1:1: error: missing required key 'matrix' (the axes to run)"},
-        ErrorCase{"empty_file", "", "m.yaml:1:1: error: the file is empty; expected a mapping with at least 'matrix'"},
+        ErrorCase{
+            "empty_matrix", "matrix: {}\n",
+            "m.yaml:1:9: error: matrix: expected a mapping of at least one parameter to a value or a list "
+            "of values (got an empty mapping)"},
+        ErrorCase{
+            "null_matrix", "matrix:\nseed: 1\n",
+            "m.yaml:1:1: error: matrix: expected a mapping of at least one parameter to a value or a list "
+            "of values (got null)"},
+        ErrorCase{"missing_matrix", "seed: 1\n",
+                  "m.yaml:1:1: error: missing required key 'matrix' (the axes to run)"},
+        ErrorCase{"empty_file", "",
+                  "m.yaml:1:1: error: the file is empty; expected a mapping with at least 'matrix'"},
         ErrorCase{"root_is_list", "- a\n- b\n",
                   "m.yaml:1:1: error: expected a mapping of top-level keys (got a list)"},
         ErrorCase{"null_scope_with_torch", "runner: torch\nmatrix:\n  model: resnet50\n  step_ms: 2\n",
                   "m.yaml:4:3: error: step_ms: valid only with runner null (this matrix's runner is torch)"},
-        ErrorCase{"torch_scope_with_null", "matrix:\n  image_size: 224\n",
-                  "m.yaml:2:3: error: image_size: valid only with runner torch (this matrix's runner is null)"},
+        ErrorCase{
+            "torch_scope_with_null", "matrix:\n  image_size: 224\n",
+            "m.yaml:2:3: error: image_size: valid only with runner torch (this matrix's runner is null)"},
         ErrorCase{"torch_needs_model", "runner: torch\nmatrix:\n  batch_size: 1\n",
                   "m.yaml:2:1: error: matrix: 'model' is required with runner torch (add it as an axis)"},
-        ErrorCase{"bad_runner_name", "runner: tf\nmatrix: {batch_size: 1}\n",
-                  "m.yaml:1:9: error: runner: expected null, torch or a mapping {command: [argv...]} (got 'tf')"},
-        ErrorCase{"command_as_string", "runner: {command: python3 x.py}\nmatrix: {batch_size: 1}\n",
-                  "m.yaml:1:19: error: runner.command: expected a non-empty list of program and arguments, e.g. "
-                  "[python3, bench.py] (got 'python3 x.py')"},
+        ErrorCase{
+            "bad_runner_name", "runner: tf\nmatrix: {batch_size: 1}\n",
+            "m.yaml:1:9: error: runner: expected null, torch or a mapping {command: [argv...]} (got 'tf')"},
+        ErrorCase{
+            "command_as_string", "runner: {command: python3 x.py}\nmatrix: {batch_size: 1}\n",
+            "m.yaml:1:19: error: runner.command: expected a non-empty list of program and arguments, e.g. "
+            "[python3, bench.py] (got 'python3 x.py')"},
         ErrorCase{"repetitions_zero", "matrix: {batch_size: 1}\nrepetitions: 0\n",
                   "m.yaml:2:14: error: repetitions: expected an integer >= 1 (got '0')"},
         ErrorCase{"timeout_zero", "matrix: {batch_size: 1}\ntimeout_s: 0\n",
                   "m.yaml:2:12: error: timeout_s: expected a number > 0 (got '0')"},
         ErrorCase{"ordering_unknown", "matrix: {batch_size: 1}\nordering: random\n",
                   "m.yaml:2:11: error: ordering: expected one of grouped, interleaved (got 'random')"},
-        ErrorCase{"measure_min_over_max", "matrix: {batch_size: 1}\nmeasure:\n  min_steps: 50\n  max_steps: 20\n",
+        ErrorCase{"measure_min_over_max",
+                  "matrix: {batch_size: 1}\nmeasure:\n  min_steps: 50\n  max_steps: 20\n",
                   "m.yaml:4:14: error: measure.max_steps: expected min_steps <= max_steps (got min_steps 50, "
                   "max_steps 20)"},
         ErrorCase{"measure_min_over_default_max", "matrix: {batch_size: 1}\nmeasure:\n  min_time_s: 100\n",
@@ -230,14 +240,16 @@ INSTANTIATE_TEST_SUITE_P(
                   "m.yaml:2:26: error: measure.target_rel_ci: expected a number > 0 and < 1 (got '1')"},
         ErrorCase{"exclude_names_non_axis", "matrix:\n  batch_size: [1, 2]\nexclude:\n  - precision: fp16\n",
                   "m.yaml:4:5: error: exclude[0]: 'precision' is not a matrix axis"},
-        ErrorCase{"exclude_typo_of_axis", "matrix:\n  batch_size: [1, 2]\nexclude:\n  - batchsize: 1\n",
-                  "m.yaml:4:5: error: exclude[0]: 'batchsize' is not a matrix axis (did you mean 'batch_size'?)"},
+        ErrorCase{
+            "exclude_typo_of_axis", "matrix:\n  batch_size: [1, 2]\nexclude:\n  - batchsize: 1\n",
+            "m.yaml:4:5: error: exclude[0]: 'batchsize' is not a matrix axis (did you mean 'batch_size'?)"},
         ErrorCase{"exclude_value_not_in_axis", "matrix:\n  batch_size: [1, 2]\nexclude:\n  - batch_size: 7\n",
                   "m.yaml:4:17: error: exclude[0].batch_size: 7 is not a value of the axis (1, 2)"},
         ErrorCase{"exclude_not_a_list", "matrix:\n  batch_size: [1, 2]\nexclude: {batch_size: 1}\n",
                   "m.yaml:3:10: error: exclude: expected a list of mappings (got a mapping)"},
-        ErrorCase{"empty_include_entry", "matrix:\n  batch_size: [1, 2]\ninclude:\n  - {}\n",
-                  "m.yaml:4:5: error: include[0]: expected a mapping of parameter to value (got an empty mapping)"},
+        ErrorCase{
+            "empty_include_entry", "matrix:\n  batch_size: [1, 2]\ninclude:\n  - {}\n",
+            "m.yaml:4:5: error: include[0]: expected a mapping of parameter to value (got an empty mapping)"},
         ErrorCase{"include_bad_value", "matrix:\n  batch_size: [1, 2]\ninclude:\n  - batch_size: x\n",
                   "m.yaml:4:17: error: include[0].batch_size: expected an integer >= 1 (got 'x')"},
         ErrorCase{"include_unknown_key", "matrix:\n  batch_size: [1, 2]\ninclude:\n  - setp_ms: 2\n",
@@ -300,7 +312,8 @@ TEST_F(LoadMatrixTest, ErrorsNameTheFile) {
   ASSERT_TRUE(WriteFileAtomic(dir_ + "/m.yaml", "matrix:\n  batch_size: 0\n").ok());
   Result<Matrix> bad = LoadMatrix(dir_ + "/m.yaml");
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error().message, dir_ + "/m.yaml:2:15: error: batch_size: expected an integer >= 1 (got '0')");
+  EXPECT_EQ(bad.error().message,
+            dir_ + "/m.yaml:2:15: error: batch_size: expected an integer >= 1 (got '0')");
 
   Result<Matrix> missing = LoadMatrix(dir_ + "/absent.yaml");
   ASSERT_FALSE(missing.ok());

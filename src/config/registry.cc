@@ -22,17 +22,50 @@ class Entry {
     spec_.scope = scope;
     spec_.type = type;
   }
-  Entry& Unit(std::string unit) { spec_.unit = std::move(unit); return *this; }
-  Entry& Default(Value value) { spec_.default_value = std::move(value); return *this; }
-  Entry& DefaultText(std::string text) { spec_.default_text = std::move(text); return *this; }
-  Entry& DefaultFrom(std::string name) { spec_.default_from = std::move(name); return *this; }
-  Entry& Allowed(std::vector<std::string> values) { spec_.allowed = std::move(values); return *this; }
-  Entry& Min(double value, bool inclusive = true) { spec_.min = Bound{value, inclusive}; return *this; }
-  Entry& Max(double value, bool inclusive = true) { spec_.max = Bound{value, inclusive}; return *this; }
-  Entry& Format(StringFormat format) { spec_.format = format; return *this; }
-  Entry& RequiredWith(std::string runner) { spec_.required_with = std::move(runner); return *this; }
-  Entry& Label(std::string label) { spec_.label = std::move(label); return *this; }
-  Entry& Help(std::string help) { spec_.help = std::move(help); return *this; }
+  Entry& Unit(std::string unit) {
+    spec_.unit = std::move(unit);
+    return *this;
+  }
+  Entry& Default(Value value) {
+    spec_.default_value = std::move(value);
+    return *this;
+  }
+  Entry& DefaultText(std::string text) {
+    spec_.default_text = std::move(text);
+    return *this;
+  }
+  Entry& DefaultFrom(std::string name) {
+    spec_.default_from = std::move(name);
+    return *this;
+  }
+  Entry& Allowed(std::vector<std::string> values) {
+    spec_.allowed = std::move(values);
+    return *this;
+  }
+  Entry& Min(double value, bool inclusive = true) {
+    spec_.min = Bound{value, inclusive};
+    return *this;
+  }
+  Entry& Max(double value, bool inclusive = true) {
+    spec_.max = Bound{value, inclusive};
+    return *this;
+  }
+  Entry& Format(StringFormat format) {
+    spec_.format = format;
+    return *this;
+  }
+  Entry& RequiredWith(std::string runner) {
+    spec_.required_with = std::move(runner);
+    return *this;
+  }
+  Entry& Label(std::string label) {
+    spec_.label = std::move(label);
+    return *this;
+  }
+  Entry& Help(std::string help) {
+    spec_.help = std::move(help);
+    return *this;
+  }
   ParamSpec Build() { return std::move(spec_); }
 
  private:
@@ -63,112 +96,184 @@ std::vector<ParamSpec> BuildRegistry() {
 
   // Top-level keys.
   r.push_back(Entry("name", kTop, kCore, ParamType::kString)
-                  .Help("A name for the matrix, stored with the run and shown in reports.").Build());
+                  .Help("A name for the matrix, stored with the run and shown in reports.")
+                  .Build());
   r.push_back(Entry("runner", kTop, kCore, ParamType::kRunner)
                   .Default(Value(matrix_defaults.runner.name))
                   .Help("The program that runs each cell: `null` (the built-in runner that does no "
                         "work), `torch` (the LibTorch runner) or `{command: [argv...]}` for any "
-                        "program that speaks the runner protocol.").Build());
+                        "program that speaks the runner protocol.")
+                  .Build());
   r.push_back(Entry("matrix", kTop, kCore, ParamType::kMapping)
                   .DefaultText("required")
                   .Help("The axes: cell parameter -> a value or a list of values. Required, with "
-                        "at least one parameter.").Build());
+                        "at least one parameter.")
+                  .Build());
   r.push_back(Entry("exclude", kTop, kCore, ParamType::kMappingList)
                   .Help("Entries of axis values; a combination matching every key of an entry is "
-                        "dropped.").Build());
+                        "dropped.")
+                  .Build());
   r.push_back(Entry("include", kTop, kCore, ParamType::kMappingList)
                   .Help("Entries that extend combinations or add new ones (GitHub Actions "
-                        "semantics, below).").Build());
+                        "semantics, below).")
+                  .Build());
   r.push_back(Entry("repetitions", kTop, kCore, ParamType::kInt)
-                  .Default(Int(matrix_defaults.repetitions)).Min(1)
-                  .Help("How many times each cell runs, each time in a fresh process.").Build());
+                  .Default(Int(matrix_defaults.repetitions))
+                  .Min(1)
+                  .Help("How many times each cell runs, each time in a fresh process.")
+                  .Build());
   r.push_back(Entry("seed", kTop, kCore, ParamType::kInt)
-                  .Default(Int(static_cast<std::int64_t>(matrix_defaults.seed))).Min(0)
-                  .Help("Base seed; each cell and repetition derives its own (see Seeds).").Build());
+                  .Default(Int(static_cast<std::int64_t>(matrix_defaults.seed)))
+                  .Min(0)
+                  .Help("Base seed; each cell and repetition derives its own (see Seeds).")
+                  .Build());
   r.push_back(Entry("timeout_s", kTop, kCore, ParamType::kNumber)
-                  .Unit("s").Default(Num(matrix_defaults.timeout_s)).Min(0, false)
-                  .Help("Per cell, from spawn to exit; a cell that exceeds it ends as timeout.").Build());
+                  .Unit("s")
+                  .Default(Num(matrix_defaults.timeout_s))
+                  .Min(0, false)
+                  .Help("Per cell, from spawn to exit; a cell that exceeds it ends as timeout.")
+                  .Build());
   r.push_back(Entry("ordering", kTop, kCore, ParamType::kEnum)
                   .Allowed({"grouped", "interleaved"})
                   .Default(Str(OrderingName(matrix_defaults.ordering)))
                   .Help("Run order: `grouped` keeps plan order with a cell's repetitions adjacent; "
-                        "`interleaved` shuffles the cells anew for each round of repetitions.").Build());
+                        "`interleaved` shuffles the cells anew for each round of repetitions.")
+                  .Build());
   r.push_back(Entry("order_seed", kTop, kCore, ParamType::kInt)
-                  .Default(Int(static_cast<std::int64_t>(matrix_defaults.order_seed))).Min(0)
+                  .Default(Int(static_cast<std::int64_t>(matrix_defaults.order_seed)))
+                  .Min(0)
                   .Help("Seed of the interleaved shuffle; the same seed gives the same order on "
-                        "every platform.").Build());
+                        "every platform.")
+                  .Build());
   r.push_back(Entry("measure", kTop, kCore, ParamType::kMapping)
                   .DefaultText("all defaults")
-                  .Help("The measurement policy's settings (keys below).").Build());
+                  .Help("The measurement policy's settings (keys below).")
+                  .Build());
 
   // measure: keys, one per MeasureSettings field.
   r.push_back(Entry("min_steps", kMeas, kCore, ParamType::kInt)
-                  .Unit("steps").Default(Int(measure_defaults.min_steps)).Min(1)
-                  .Help("Never stop with fewer measured (post-warm-up) steps.").Build());
+                  .Unit("steps")
+                  .Default(Int(measure_defaults.min_steps))
+                  .Min(1)
+                  .Help("Never stop with fewer measured (post-warm-up) steps.")
+                  .Build());
   r.push_back(Entry("max_steps", kMeas, kCore, ParamType::kInt)
-                  .Unit("steps").Default(Int(measure_defaults.max_steps)).Min(1)
-                  .Help("Stop here whatever the confidence interval says; >= min_steps.").Build());
+                  .Unit("steps")
+                  .Default(Int(measure_defaults.max_steps))
+                  .Min(1)
+                  .Help("Stop here whatever the confidence interval says; >= min_steps.")
+                  .Build());
   r.push_back(Entry("min_time_s", kMeas, kCore, ParamType::kNumber)
-                  .Unit("s").Default(Num(measure_defaults.min_time_s)).Min(0)
-                  .Help("Never stop with less measured time.").Build());
+                  .Unit("s")
+                  .Default(Num(measure_defaults.min_time_s))
+                  .Min(0)
+                  .Help("Never stop with less measured time.")
+                  .Build());
   r.push_back(Entry("max_time_s", kMeas, kCore, ParamType::kNumber)
-                  .Unit("s").Default(Num(measure_defaults.max_time_s)).Min(0, false)
-                  .Help("Stop here whatever the confidence interval says; >= min_time_s.").Build());
+                  .Unit("s")
+                  .Default(Num(measure_defaults.max_time_s))
+                  .Min(0, false)
+                  .Help("Stop here whatever the confidence interval says; >= min_time_s.")
+                  .Build());
   r.push_back(Entry("target_rel_ci", kMeas, kCore, ParamType::kNumber)
-                  .Default(Num(measure_defaults.target_rel_ci)).Min(0, false).Max(1, false)
+                  .Default(Num(measure_defaults.target_rel_ci))
+                  .Min(0, false)
+                  .Max(1, false)
                   .Help("Stop when the confidence interval's half-width divided by the mean step "
-                        "time is below this.").Build());
+                        "time is below this.")
+                  .Build());
   r.push_back(Entry("ci_level", kMeas, kCore, ParamType::kNumber)
-                  .Default(Num(measure_defaults.ci_level)).Min(0.5, false).Max(1, false)
-                  .Help("Confidence level of that interval.").Build());
+                  .Default(Num(measure_defaults.ci_level))
+                  .Min(0.5, false)
+                  .Max(1, false)
+                  .Help("Confidence level of that interval.")
+                  .Build());
   r.push_back(Entry("min_warmup_steps", kMeas, kCore, ParamType::kInt)
-                  .Unit("steps").Default(Int(measure_defaults.min_warmup_steps)).Min(0)
-                  .Help("The warm-up cut is never earlier than this step.").Build());
+                  .Unit("steps")
+                  .Default(Int(measure_defaults.min_warmup_steps))
+                  .Min(0)
+                  .Help("The warm-up cut is never earlier than this step.")
+                  .Build());
   r.push_back(Entry("idle_baseline_s", kMeas, kCore, ParamType::kNumber)
-                  .Unit("s").Min(0)
+                  .Unit("s")
+                  .Min(0)
                   .Help("Seconds of device and host sampling before the cell starts, as a "
-                        "baseline; absent: none.").Build());
+                        "baseline; absent: none.")
+                  .Build());
   r.push_back(Entry("sample_interval_ms", kMeas, kCore, ParamType::kNumber)
-                  .Unit("ms").Default(Num(measure_defaults.sample_interval_ms)).Min(0, false)
-                  .Help("Interval of the device and host monitor's samples.").Build());
+                  .Unit("ms")
+                  .Default(Num(measure_defaults.sample_interval_ms))
+                  .Min(0, false)
+                  .Help("Interval of the device and host monitor's samples.")
+                  .Build());
 
   // Cell parameters every runner understands.
   r.push_back(Entry("model", kCell, kCore, ParamType::kString)
-                  .RequiredWith("torch").Label("=")
+                  .RequiredWith("torch")
+                  .Label("=")
                   .Help("The model to run: a name from the torch runner's model zoo, or "
-                        "`torchscript` with model_path. Other runners record it.").Build());
+                        "`torchscript` with model_path. Other runners record it.")
+                  .Build());
   r.push_back(Entry("scenario", kCell, kCore, ParamType::kEnum)
-                  .Allowed({"train", "infer"}).Default(Str("train")).Label("=")
-                  .Help("`train`: forward, backward and optimizer step; `infer`: forward only.").Build());
+                  .Allowed({"train", "infer"})
+                  .Default(Str("train"))
+                  .Label("=")
+                  .Help("`train`: forward, backward and optimizer step; `infer`: forward only.")
+                  .Build());
   r.push_back(Entry("batch_size", kCell, kCore, ParamType::kInt)
-                  .Unit("samples").Default(Int(1)).Min(1).Label("bs")
-                  .Help("Samples per step (per rank with ddp).").Build());
+                  .Unit("samples")
+                  .Default(Int(1))
+                  .Min(1)
+                  .Label("bs")
+                  .Help("Samples per step (per rank with ddp).")
+                  .Build());
   r.push_back(Entry("device", kCell, kCore, ParamType::kString)
-                  .Format(StringFormat::kDevice).Default(Str("cpu")).Label("=")
-                  .Help("Where the model runs; `cuda` is `cuda:0`.").Build());
+                  .Format(StringFormat::kDevice)
+                  .Default(Str("cpu"))
+                  .Label("=")
+                  .Help("Where the model runs; `cuda` is `cuda:0`.")
+                  .Build());
   r.push_back(Entry("precision", kCell, kCore, ParamType::kEnum)
-                  .Allowed({"fp32", "tf32", "bf16", "fp16", "int8"}).Default(Str("fp32")).Label("=")
+                  .Allowed({"fp32", "tf32", "bf16", "fp16", "int8"})
+                  .Default(Str("fp32"))
+                  .Label("=")
                   .Help("Numeric precision: fp32; tf32 matmuls; bf16/fp16 mixed precision "
-                        "(autocast); int8 quantised.").Build());
+                        "(autocast); int8 quantised.")
+                  .Build());
   r.push_back(Entry("strategy", kCell, kCore, ParamType::kEnum)
-                  .Allowed({"none", "ddp"}).Default(Str("none")).Label("=")
+                  .Allowed({"none", "ddp"})
+                  .Default(Str("none"))
+                  .Label("=")
                   .Help("Distribution: `none` (one process) or `ddp` (data-parallel over "
-                        "world_size ranks).").Build());
+                        "world_size ranks).")
+                  .Build());
   r.push_back(Entry("world_size", kCell, kCore, ParamType::kInt)
-                  .Unit("ranks").Default(Int(1)).Min(1).Label("ws")
-                  .Help("Number of ranks for ddp.").Build());
+                  .Unit("ranks")
+                  .Default(Int(1))
+                  .Min(1)
+                  .Label("ws")
+                  .Help("Number of ranks for ddp.")
+                  .Build());
 
   // The null runner's knobs: it busy-waits instead of computing, so the harness can be tested
   // and its overhead measured.
   r.push_back(Entry("step_ms", kCell, kNull, ParamType::kNumber)
-                  .Unit("ms").Default(Num(1.0)).Min(0)
-                  .Help("Busy-wait per step.").Build());
+                  .Unit("ms")
+                  .Default(Num(1.0))
+                  .Min(0)
+                  .Help("Busy-wait per step.")
+                  .Build());
   r.push_back(Entry("jitter_pct", kCell, kNull, ParamType::kNumber)
-                  .Unit("%").Default(Num(0.0)).Min(0)
-                  .Help("Spread of the step time, as a percentage of step_ms.").Build());
+                  .Unit("%")
+                  .Default(Num(0.0))
+                  .Min(0)
+                  .Help("Spread of the step time, as a percentage of step_ms.")
+                  .Build());
   r.push_back(Entry("jitter_dist", kCell, kNull, ParamType::kEnum)
-                  .Allowed({"normal", "uniform", "lognormal"}).Default(Str("normal"))
-                  .Help("Distribution of the jitter.").Build());
+                  .Allowed({"normal", "uniform", "lognormal"})
+                  .Default(Str("normal"))
+                  .Help("Distribution of the jitter.")
+                  .Build());
   r.push_back(Entry("inject", kCell, kNull, ParamType::kEnum)
                   .Allowed({"none", "crash", "hang", "exit", "garbage", "leak", "oom"})
                   .Default(Str("none"))
@@ -176,87 +281,142 @@ std::vector<ParamSpec> BuildRegistry() {
                         "`hang` (stop stepping and answering), `exit` (exit with exit_code), "
                         "`garbage` (bytes that are not protocol frames), `leak` (keep "
                         "leak_bytes_per_step more memory every step from then on), `oom` (fail as "
-                        "out of memory).").Build());
+                        "out of memory).")
+                  .Build());
   r.push_back(Entry("inject_at_step", kCell, kNull, ParamType::kInt)
-                  .Unit("steps").Default(Int(20)).Min(0)
-                  .Help("The step at which the injected failure happens.").Build());
+                  .Unit("steps")
+                  .Default(Int(20))
+                  .Min(0)
+                  .Help("The step at which the injected failure happens.")
+                  .Build());
   r.push_back(Entry("leak_bytes_per_step", kCell, kNull, ParamType::kInt)
-                  .Unit("bytes").Default(Int(65536)).Min(0)
-                  .Help("Memory kept and touched per step with inject: leak.").Build());
+                  .Unit("bytes")
+                  .Default(Int(65536))
+                  .Min(0)
+                  .Help("Memory kept and touched per step with inject: leak.")
+                  .Build());
   r.push_back(Entry("exit_code", kCell, kNull, ParamType::kInt)
-                  .Default(Int(3)).Min(1).Max(255)
-                  .Help("Exit status with inject: exit.").Build());
+                  .Default(Int(3))
+                  .Min(1)
+                  .Max(255)
+                  .Help("Exit status with inject: exit.")
+                  .Build());
   r.push_back(Entry("samples_per_step", kCell, kNull, ParamType::kInt)
-                  .Unit("samples").Min(1).DefaultFrom("batch_size").DefaultText("= batch_size")
-                  .Help("Samples the runner reports per step.").Build());
+                  .Unit("samples")
+                  .Min(1)
+                  .DefaultFrom("batch_size")
+                  .DefaultText("= batch_size")
+                  .Help("Samples the runner reports per step.")
+                  .Build());
   r.push_back(Entry("setup_ms", kCell, kNull, ParamType::kNumber)
-                  .Unit("ms").Default(Num(0.0)).Min(0)
-                  .Help("Time spent before READY, like building a model.").Build());
+                  .Unit("ms")
+                  .Default(Num(0.0))
+                  .Min(0)
+                  .Help("Time spent before READY, like building a model.")
+                  .Build());
   r.push_back(Entry("warmup_steps", kCell, kNull, ParamType::kInt)
-                  .Unit("steps").Default(Int(0)).Min(0)
-                  .Help("That many first steps run slower, by warmup_factor.").Build());
+                  .Unit("steps")
+                  .Default(Int(0))
+                  .Min(0)
+                  .Help("That many first steps run slower, by warmup_factor.")
+                  .Build());
   r.push_back(Entry("warmup_factor", kCell, kNull, ParamType::kNumber)
-                  .Default(Num(3.0)).Min(1)
-                  .Help("Step time multiplier of the warm-up steps.").Build());
+                  .Default(Num(3.0))
+                  .Min(1)
+                  .Help("Step time multiplier of the warm-up steps.")
+                  .Build());
 
   // The torch runner's knobs. Size knobs have no default: absent means the model's standard
   // size, and the runner reports the effective value.
   r.push_back(Entry("image_size", kCell, kTorch, ParamType::kInt)
-                  .Unit("px").Min(1).DefaultText(kModelSize)
-                  .Help("Input height and width of vision models.").Build());
+                  .Unit("px")
+                  .Min(1)
+                  .DefaultText(kModelSize)
+                  .Help("Input height and width of vision models.")
+                  .Build());
   r.push_back(Entry("width_mult", kCell, kTorch, ParamType::kNumber)
-                  .Min(0, false).DefaultText(kModelSize)
-                  .Help("Channel width multiplier (MobileNet).").Build());
+                  .Min(0, false)
+                  .DefaultText(kModelSize)
+                  .Help("Channel width multiplier (MobileNet).")
+                  .Build());
   r.push_back(Entry("base_width", kCell, kTorch, ParamType::kInt)
-                  .Min(1).DefaultText(kModelSize)
-                  .Help("Channels of the first stage (ResNet).").Build());
+                  .Min(1)
+                  .DefaultText(kModelSize)
+                  .Help("Channels of the first stage (ResNet).")
+                  .Build());
   r.push_back(Entry("num_classes", kCell, kTorch, ParamType::kInt)
-                  .Min(1).DefaultText(kModelSize)
-                  .Help("Output classes of classifiers and detectors.").Build());
+                  .Min(1)
+                  .DefaultText(kModelSize)
+                  .Help("Output classes of classifiers and detectors.")
+                  .Build());
   r.push_back(Entry("layers", kCell, kTorch, ParamType::kInt)
-                  .Min(1).DefaultText(kModelSize)
-                  .Help("Number of layers or blocks (transformer layers for BERT).").Build());
+                  .Min(1)
+                  .DefaultText(kModelSize)
+                  .Help("Number of layers or blocks (transformer layers for BERT).")
+                  .Build());
   r.push_back(Entry("hidden_size", kCell, kTorch, ParamType::kInt)
-                  .Min(1).DefaultText(kModelSize)
-                  .Help("Hidden size of transformer models.").Build());
+                  .Min(1)
+                  .DefaultText(kModelSize)
+                  .Help("Hidden size of transformer models.")
+                  .Build());
   r.push_back(Entry("heads", kCell, kTorch, ParamType::kInt)
-                  .Min(1).DefaultText(kModelSize)
-                  .Help("Attention heads of transformer models.").Build());
+                  .Min(1)
+                  .DefaultText(kModelSize)
+                  .Help("Attention heads of transformer models.")
+                  .Build());
   r.push_back(Entry("seq_len", kCell, kTorch, ParamType::kInt)
-                  .Unit("tokens").Min(1).DefaultText(kModelSize)
-                  .Help("Sequence length of transformer inputs.").Build());
+                  .Unit("tokens")
+                  .Min(1)
+                  .DefaultText(kModelSize)
+                  .Help("Sequence length of transformer inputs.")
+                  .Build());
   r.push_back(Entry("vocab_size", kCell, kTorch, ParamType::kInt)
-                  .Min(1).DefaultText(kModelSize)
-                  .Help("Vocabulary size of transformer models.").Build());
+                  .Min(1)
+                  .DefaultText(kModelSize)
+                  .Help("Vocabulary size of transformer models.")
+                  .Build());
   r.push_back(Entry("memory_format", kCell, kTorch, ParamType::kEnum)
-                  .Allowed({"auto", "contiguous", "channels_last"}).Default(Str("auto"))
-                  .Help("Tensor layout; `auto` lets the runner pick per model and device.").Build());
+                  .Allowed({"auto", "contiguous", "channels_last"})
+                  .Default(Str("auto"))
+                  .Help("Tensor layout; `auto` lets the runner pick per model and device.")
+                  .Build());
   r.push_back(Entry("optimizer_impl", kCell, kTorch, ParamType::kEnum)
-                  .Allowed({"auto", "foreach", "per_param"}).DefaultText("auto")
+                  .Allowed({"auto", "foreach", "per_param"})
+                  .DefaultText("auto")
                   .Help("How training's optimizer runs: `foreach` multi-tensor kernels (torch.optim's "
                         "default on CUDA), `per_param` LibTorch's per-parameter loop (its default on "
-                        "the CPU); `auto` picks as torch.optim does.").Build());
+                        "the CPU); `auto` picks as torch.optim does.")
+                  .Build());
   r.push_back(Entry("cudnn_benchmark", kCell, kTorch, ParamType::kBool)
                   .Default(Value(true))
-                  .Help("Let cuDNN autotune convolution algorithms (during warm-up).").Build());
+                  .Help("Let cuDNN autotune convolution algorithms (during warm-up).")
+                  .Build());
   r.push_back(Entry("deterministic", kCell, kTorch, ParamType::kBool)
                   .Default(Value(false))
-                  .Help("Use deterministic algorithms only (slower; reproducible).").Build());
+                  .Help("Use deterministic algorithms only (slower; reproducible).")
+                  .Build());
   r.push_back(Entry("threads", kCell, kTorch, ParamType::kInt)
-                  .Min(1).DefaultText("the library's")
-                  .Help("Intra-op CPU threads.").Build());
+                  .Min(1)
+                  .DefaultText("the library's")
+                  .Help("Intra-op CPU threads.")
+                  .Build());
   r.push_back(Entry("model_path", kCell, kTorch, ParamType::kString)
-                  .Help("TorchScript file to load, with model: torchscript.").Build());
+                  .Help("TorchScript file to load, with model: torchscript.")
+                  .Build());
   r.push_back(Entry("input_shapes", kCell, kTorch, ParamType::kString)
                   .Format(StringFormat::kShapes)
                   .Help("Input shapes of a TorchScript model, `;` between inputs, `B` for the "
-                        "batch size: `B,3,224,224;B,16`.").Build());
+                        "batch size: `B,3,224,224;B,16`.")
+                  .Build());
   r.push_back(Entry("input_dtypes", kCell, kTorch, ParamType::kString)
                   .Format(StringFormat::kDtypes)
-                  .Help("Input dtypes, one per input shape: `float32;int64`.").Build());
+                  .Help("Input dtypes, one per input shape: `float32;int64`.")
+                  .Build());
   r.push_back(Entry("lr", kCell, kTorch, ParamType::kNumber)
-                  .Min(0).DefaultText(kModelSize)
-                  .Help("Learning rate of the optimizer in train.").Build());
+                  .Min(0)
+                  .DefaultText(kModelSize)
+                  .Help("Learning rate of the optimizer in train.")
+                  .Build());
   return r;
 }
 
@@ -378,7 +538,8 @@ std::string AllowedText(const ParamSpec& spec, bool brief) {
 // Defaults as a reader writes them in YAML: strings unquoted (FormatValue quotes "null").
 std::string DefaultText(const ParamSpec& spec) {
   if (spec.default_value) {
-    return spec.default_value->is_string() ? spec.default_value->get<std::string>() : FormatValue(*spec.default_value);
+    return spec.default_value->is_string() ? spec.default_value->get<std::string>()
+                                           : FormatValue(*spec.default_value);
   }
   if (!spec.default_text.empty()) return spec.default_text;
   return "none";
@@ -466,23 +627,34 @@ std::vector<const ParamSpec*> CellParamsForRunner(const std::string& runner_name
 
 const char* ParamTypeName(ParamType type) {
   switch (type) {
-    case ParamType::kString: return "string";
-    case ParamType::kInt: return "int";
-    case ParamType::kNumber: return "number";
-    case ParamType::kBool: return "bool";
-    case ParamType::kEnum: return "enum";
-    case ParamType::kMapping: return "mapping";
-    case ParamType::kMappingList: return "list of mappings";
-    case ParamType::kRunner: return "runner";
+    case ParamType::kString:
+      return "string";
+    case ParamType::kInt:
+      return "int";
+    case ParamType::kNumber:
+      return "number";
+    case ParamType::kBool:
+      return "bool";
+    case ParamType::kEnum:
+      return "enum";
+    case ParamType::kMapping:
+      return "mapping";
+    case ParamType::kMappingList:
+      return "list of mappings";
+    case ParamType::kRunner:
+      return "runner";
   }
   return "?";
 }
 
 const char* ScopeName(Scope scope) {
   switch (scope) {
-    case Scope::kCore: return "core";
-    case Scope::kNull: return "null";
-    case Scope::kTorch: return "torch";
+    case Scope::kCore:
+      return "core";
+    case Scope::kNull:
+      return "null";
+    case Scope::kTorch:
+      return "torch";
   }
   return "?";
 }
@@ -554,8 +726,8 @@ Status ValidateParamValue(const ParamSpec& spec, const Value& value) {
       }
       return Status::Ok();
     case ParamType::kEnum:
-      if (!value.is_string() ||
-          std::find(spec.allowed.begin(), spec.allowed.end(), value.get<std::string>()) == spec.allowed.end()) {
+      if (!value.is_string() || std::find(spec.allowed.begin(), spec.allowed.end(),
+                                          value.get<std::string>()) == spec.allowed.end()) {
         return ValueError(spec, got);
       }
       return Status::Ok();
@@ -654,8 +826,8 @@ std::string RenderParamHelp() {
     };
     std::string out = title + "\n";
     for (const Row& row : rows) {
-      std::string line =
-          "  " + pad(row.name, w[0]) + "  " + pad(row.type, w[1]) + "  " + pad(row.def, w[2]) + "  " + pad(row.allowed, w[3]) + "  ";
+      std::string line = "  " + pad(row.name, w[0]) + "  " + pad(row.type, w[1]) + "  " + pad(row.def, w[2]) +
+                         "  " + pad(row.allowed, w[3]) + "  ";
       std::string help = row.help;
       if (line.size() + help.size() > kLineWidth) {
         std::size_t room = kLineWidth > line.size() + 3 ? kLineWidth - line.size() - 3 : 0;
@@ -681,8 +853,9 @@ std::string RenderParamHelp() {
                        select(ParamSection::kCell, Scope::kCore));
   out += "\n" + render("Cell parameters, runner: null:", select(ParamSection::kCell, Scope::kNull));
   out += "\n" + render("Cell parameters, runner: torch:", select(ParamSection::kCell, Scope::kTorch));
-  out += "\nA runner {command: [argv...]} takes the core parameters and passes any other key through "
-         "unvalidated.\nFull reference: docs/config-reference.md\n";
+  out +=
+      "\nA runner {command: [argv...]} takes the core parameters and passes any other key through "
+      "unvalidated.\nFull reference: docs/config-reference.md\n";
   return out;
 }
 
@@ -699,7 +872,8 @@ std::string MarkdownTable(ParamSection section, std::optional<Scope> scope) {
     std::string help = spec.help;
     if (!spec.required_with.empty()) help += " Required with runner " + spec.required_with + ".";
     out << "| `" << spec.name << "` | " << ParamTypeName(spec.type) << " | " << spec.unit << " | "
-        << EscapeMarkdownCell(def) << " | " << EscapeMarkdownCell(allowed) << " | " << EscapeMarkdownCell(help) << " |\n";
+        << EscapeMarkdownCell(def) << " | " << EscapeMarkdownCell(allowed) << " | "
+        << EscapeMarkdownCell(help) << " |\n";
   }
   return out.str();
 }

@@ -2,11 +2,11 @@
 // docs/config-reference.md is what the registry renders.
 #include "config/registry.h"
 
+#include <gtest/gtest.h>
+
 #include <ostream>
 #include <set>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "common/files.h"
 
@@ -57,8 +57,8 @@ TEST(RegistryTest, ScopesSelectParametersByRunner) {
   EXPECT_TRUE(names("torch").count("image_size"));
   EXPECT_FALSE(names("torch").count("step_ms"));
   const std::set<std::string> command = names("command");
-  EXPECT_EQ(command, (std::set<std::string>{"model", "scenario", "batch_size", "device", "precision", "strategy",
-                                            "world_size"}));
+  EXPECT_EQ(command, (std::set<std::string>{"model", "scenario", "batch_size", "device", "precision",
+                                            "strategy", "world_size"}));
   EXPECT_EQ(FindParam("batch_size", ParamSection::kTopLevel), nullptr);
   EXPECT_EQ(FindParam("min_steps", ParamSection::kMeasure)->type, ParamType::kInt);
 }
@@ -138,7 +138,8 @@ INSTANTIATE_TEST_SUITE_P(
                   "expected dtypes like float32;int64 (float32, float16, bfloat16, float64, int64, int32, "
                   "int16, int8, uint8, bool) (got 'float;int64')"},
         ParseCase{"model", "resnet50", "\"resnet50\"", nullptr}, ParseCase{"model", "50", "\"50\"", nullptr},
-        ParseCase{"min_steps", "10", "10", nullptr}, ParseCase{"seed", "-1", nullptr, "expected an integer >= 0 (got '-1')"}));
+        ParseCase{"min_steps", "10", "10", nullptr},
+        ParseCase{"seed", "-1", nullptr, "expected an integer >= 0 (got '-1')"}));
 
 TEST(RegistryTest, ValidateParamValueChecksTypedValues) {
   const ParamSpec& batch = *FindParam("batch_size", ParamSection::kCell);
@@ -150,7 +151,8 @@ TEST(RegistryTest, ValidateParamValueChecksTypedValues) {
   EXPECT_TRUE(ValidateParamValue(step, Value(2)).ok()) << "an integer is a valid number";
   EXPECT_FALSE(ValidateParamValue(step, Value(true)).ok());
   const ParamSpec& scenario = *FindParam("scenario", ParamSection::kCell);
-  EXPECT_EQ(ValidateParamValue(scenario, Value("eval")).error().message, "expected one of train, infer (got 'eval')");
+  EXPECT_EQ(ValidateParamValue(scenario, Value("eval")).error().message,
+            "expected one of train, infer (got 'eval')");
 }
 
 TEST(RegistryTest, FormatValueIsCanonicalAndUnambiguous) {
@@ -159,27 +161,47 @@ TEST(RegistryTest, FormatValueIsCanonicalAndUnambiguous) {
     const char* text;
   };
   const Case cases[] = {
-      {Value("resnet50"), "resnet50"},   {Value("cuda:0"), "cuda:0"},     {Value(8), "8"},
-      {Value(-3), "-3"},                 {Value(1.0), "1.0"},             {Value(0.1), "0.1"},
-      {Value(true), "true"},             {Value("true"), "\"true\""},     {Value("8"), "\"8\""},
-      {Value("1.5"), "\"1.5\""},         {Value("a,b"), "\"a,b\""},       {Value("x=y"), "\"x=y\""},
-      {Value(""), "\"\""},               {Value("null"), "\"null\""},     {Value(" x"), "\" x\""},
-      {Value("B,3;B,16"), "\"B,3;B,16\""}, {Value("say \"hi\""), "\"say \\\"hi\\\"\""},
+      {Value("resnet50"), "resnet50"},
+      {Value("cuda:0"), "cuda:0"},
+      {Value(8), "8"},
+      {Value(-3), "-3"},
+      {Value(1.0), "1.0"},
+      {Value(0.1), "0.1"},
+      {Value(true), "true"},
+      {Value("true"), "\"true\""},
+      {Value("8"), "\"8\""},
+      {Value("1.5"), "\"1.5\""},
+      {Value("a,b"), "\"a,b\""},
+      {Value("x=y"), "\"x=y\""},
+      {Value(""), "\"\""},
+      {Value("null"), "\"null\""},
+      {Value(" x"), "\" x\""},
+      {Value("B,3;B,16"), "\"B,3;B,16\""},
+      {Value("say \"hi\""), "\"say \\\"hi\\\"\""},
   };
   for (const Case& c : cases) EXPECT_EQ(FormatValue(c.value), c.text) << c.value.dump();
 }
 
 TEST(RegistryTest, NearestKeySuggestsOnlyCloseKeys) {
-  const std::vector<std::string> keys = {"batch_size", "step_ms", "seed", "model", "repetitions", "world_size"};
+  const std::vector<std::string> keys = {"batch_size", "step_ms",     "seed",
+                                         "model",      "repetitions", "world_size"};
   struct Case {
     const char* typo;
     const char* expected;  // nullptr: no suggestion
   };
   const Case cases[] = {
-      {"batchsize", "batch_size"}, {"bacth_size", "batch_size"}, {"Batch_size", "batch_size"},
-      {"stepms", "step_ms"},       {"seeds", "seed"},            {"modle", "model"},
-      {"repetition", "repetitions"}, {"worldsize", "world_size"}, {"xyz", nullptr},
-      {"s", nullptr},              {"batch", nullptr},           {"completely_else", nullptr},
+      {"batchsize", "batch_size"},
+      {"bacth_size", "batch_size"},
+      {"Batch_size", "batch_size"},
+      {"stepms", "step_ms"},
+      {"seeds", "seed"},
+      {"modle", "model"},
+      {"repetition", "repetitions"},
+      {"worldsize", "world_size"},
+      {"xyz", nullptr},
+      {"s", nullptr},
+      {"batch", nullptr},
+      {"completely_else", nullptr},
   };
   for (const Case& c : cases) {
     std::optional<std::string> near = NearestKey(c.typo, keys);

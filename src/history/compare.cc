@@ -1,11 +1,11 @@
 #include "history/compare.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
-
-#include <fmt/core.h>
 
 #include "history/samples.h"
 #include "plan/plan.h"
@@ -17,10 +17,14 @@ namespace dlbench::history {
 
 const char* MetricName(Metric metric) {
   switch (metric) {
-    case Metric::kThroughput: return "throughput";
-    case Metric::kStepTime: return "step_time";
-    case Metric::kLatencyP99: return "latency_p99";
-    case Metric::kEnergy: return "energy";
+    case Metric::kThroughput:
+      return "throughput";
+    case Metric::kStepTime:
+      return "step_time";
+    case Metric::kLatencyP99:
+      return "latency_p99";
+    case Metric::kEnergy:
+      return "energy";
   }
   return "?";
 }
@@ -37,20 +41,28 @@ bool HigherIsBetter(Metric metric) { return metric == Metric::kThroughput; }
 
 const char* MetricUnit(Metric metric) {
   switch (metric) {
-    case Metric::kThroughput: return "samples/s";
-    case Metric::kStepTime: return "ms";
-    case Metric::kLatencyP99: return "ms";
-    case Metric::kEnergy: return "J/sample";
+    case Metric::kThroughput:
+      return "samples/s";
+    case Metric::kStepTime:
+      return "ms";
+    case Metric::kLatencyP99:
+      return "ms";
+    case Metric::kEnergy:
+      return "J/sample";
   }
   return "?";
 }
 
 const char* StoredMetricName(Metric metric) {
   switch (metric) {
-    case Metric::kThroughput: return "samples_per_s";
-    case Metric::kStepTime: return "step_time_mean_ns";
-    case Metric::kLatencyP99: return "step_time_p99_ns";
-    case Metric::kEnergy: return "energy_per_sample_j";
+    case Metric::kThroughput:
+      return "samples_per_s";
+    case Metric::kStepTime:
+      return "step_time_mean_ns";
+    case Metric::kLatencyP99:
+      return "step_time_p99_ns";
+    case Metric::kEnergy:
+      return "energy_per_sample_j";
   }
   return "?";
 }
@@ -61,18 +73,23 @@ double StoredMetricScale(Metric metric) {
 
 const char* VerdictName(Verdict verdict) {
   switch (verdict) {
-    case Verdict::kFaster: return "faster";
-    case Verdict::kSlower: return "slower";
-    case Verdict::kNoChange: return "no change";
-    case Verdict::kChanged: return "changed";
-    case Verdict::kNotComparable: return "not comparable";
+    case Verdict::kFaster:
+      return "faster";
+    case Verdict::kSlower:
+      return "slower";
+    case Verdict::kNoChange:
+      return "no change";
+    case Verdict::kChanged:
+      return "changed";
+    case Verdict::kNotComparable:
+      return "not comparable";
   }
   return "?";
 }
 
 int Comparison::CountVerdict(Verdict verdict) const {
-  return static_cast<int>(
-      std::count_if(cells.begin(), cells.end(), [&](const CellComparison& c) { return c.verdict == verdict; }));
+  return static_cast<int>(std::count_if(cells.begin(), cells.end(),
+                                        [&](const CellComparison& c) { return c.verdict == verdict; }));
 }
 
 bool Comparison::EnvironmentDecisive() const {
@@ -88,14 +105,14 @@ constexpr double kP99 = 0.99;
 struct Side {
   std::vector<const store::CellRecord*> cells;  // every stored repetition
   int ok_repetitions = 0;
-  std::vector<double> step_ns;                  // measured step times of the ok repetitions, in order
-  std::vector<double> ns_per_sample;            // the same steps' time per sample
+  std::vector<double> step_ns;        // measured step times of the ok repetitions, in order
+  std::vector<double> ns_per_sample;  // the same steps' time per sample
   double total_ns = 0;
   double total_samples = 0;
-  std::vector<StepBatch> batches;               // the same steps cut per repetition (p99's blocks)
-  std::vector<std::string> outcomes;            // of the repetitions that did not
-  std::vector<std::string> invalid_reasons;     // of ok repetitions the measurement marked invalid
-  std::vector<double> stored_values;            // the stored metric of ok repetitions (energy)
+  std::vector<StepBatch> batches;            // the same steps cut per repetition (p99's blocks)
+  std::vector<std::string> outcomes;         // of the repetitions that did not
+  std::vector<std::string> invalid_reasons;  // of ok repetitions the measurement marked invalid
+  std::vector<double> stored_values;         // the stored metric of ok repetitions (energy)
   std::int64_t steps = 0;
 };
 
@@ -130,7 +147,8 @@ Side Pool(const std::vector<const store::CellRecord*>& cells, Metric metric) {
     side.batches.insert(side.batches.end(), std::make_move_iterator(batches.begin()),
                         std::make_move_iterator(batches.end()));
     for (const store::MetricRecord& m : cell->metrics) {
-      if (m.name == StoredMetricName(metric)) side.stored_values.push_back(m.value * StoredMetricScale(metric));
+      if (m.name == StoredMetricName(metric))
+        side.stored_values.push_back(m.value * StoredMetricScale(metric));
     }
   }
   return side;
@@ -152,7 +170,8 @@ std::string Unusable(const Side& side, const char* name, Metric metric) {
   }
   if (metric == Metric::kEnergy) {
     if (side.stored_values.empty()) {
-      return fmt::format("no {} on the {} side (run without an energy monitor?)", StoredMetricName(metric), name);
+      return fmt::format("no {} on the {} side (run without an energy monitor?)", StoredMetricName(metric),
+                         name);
     }
     return "";
   }
@@ -183,9 +202,9 @@ std::vector<double> Concatenate(const std::vector<StepBatch>& batches, const std
 
 // The p99 of the step times, candidate/base, by a block bootstrap: whole batches are resampled
 // (never single steps) so runs of slow steps stay together, as they happened.
-stats::RatioEstimate BootstrapP99Ratio(const std::vector<StepBatch>& base, const std::vector<StepBatch>& candidate,
-                                double level, int iterations, std::uint64_t seed, double& base_p99,
-                                double& candidate_p99) {
+stats::RatioEstimate BootstrapP99Ratio(const std::vector<StepBatch>& base,
+                                       const std::vector<StepBatch>& candidate, double level, int iterations,
+                                       std::uint64_t seed, double& base_p99, double& candidate_p99) {
   std::vector<std::size_t> all_base(base.size());
   std::vector<std::size_t> all_candidate(candidate.size());
   for (std::size_t i = 0; i < base.size(); ++i) all_base[i] = i;
@@ -250,7 +269,8 @@ CellComparison CompareCell(const std::string& key, const Side& base, const Side&
   out.candidate_steps = candidate.steps;
 
   std::vector<std::string> notes;
-  if (!base.invalid_reasons.empty()) notes.push_back("base marked invalid: " + Join(base.invalid_reasons, "; "));
+  if (!base.invalid_reasons.empty())
+    notes.push_back("base marked invalid: " + Join(base.invalid_reasons, "; "));
   if (!candidate.invalid_reasons.empty()) {
     notes.push_back("candidate marked invalid: " + Join(candidate.invalid_reasons, "; "));
   }
@@ -292,8 +312,9 @@ CellComparison CompareCell(const std::string& key, const Side& base, const Side&
     } else {
       // Throughput is the reciprocal of the time per sample, so its ratio and interval are the
       // reciprocals of the time-per-sample ones (exact when every step has the same batch).
-      const stats::RatioEstimate time = stats::BootstrapRatioOfMeans(
-          base.ns_per_sample, candidate.ns_per_sample, options.confidence_level, options.bootstrap_iterations, seed);
+      const stats::RatioEstimate time =
+          stats::BootstrapRatioOfMeans(base.ns_per_sample, candidate.ns_per_sample, options.confidence_level,
+                                       options.bootstrap_iterations, seed);
       est.ratio = 1 / time.ratio;
       est.ci.low = 1 / time.ci.high;
       est.ci.high = 1 / time.ci.low;
@@ -316,8 +337,8 @@ CellComparison CompareCell(const std::string& key, const Side& base, const Side&
   return out;
 }
 
-std::map<std::string, std::vector<const store::CellRecord*>> ByKey(const std::vector<store::CellRecord>& cells,
-                                                                  const std::vector<std::string>& ignore) {
+std::map<std::string, std::vector<const store::CellRecord*>> ByKey(
+    const std::vector<store::CellRecord>& cells, const std::vector<std::string>& ignore) {
   std::map<std::string, std::vector<const store::CellRecord*>> out;
   for (const store::CellRecord& c : cells) out[MatchKey(c, ignore)].push_back(&c);
   return out;
@@ -399,8 +420,8 @@ Result<RunData> LoadRun(store::ResultStore& store, const std::string& ref) {
 Result<Comparison> CompareStoredRuns(store::ResultStore& store, const std::string& base_ref,
                                      const std::string& candidate_ref, const CompareOptions& options) {
   if (!(options.threshold >= 0 && options.threshold < 1)) {
-    return MakeError(ErrorKind::kInvalidInput, fmt::format("threshold must be in [0%, 100%), got {}%",
-                                                           options.threshold * 100));
+    return MakeError(ErrorKind::kInvalidInput,
+                     fmt::format("threshold must be in [0%, 100%), got {}%", options.threshold * 100));
   }
   if (!(options.alpha > 0 && options.alpha < 1) ||
       !(options.confidence_level > 0 && options.confidence_level < 1) || options.bootstrap_iterations < 100) {

@@ -14,11 +14,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/error.h"
 #include "history/environment.h"
@@ -56,7 +55,7 @@ struct CompareOptions {
   double alpha = 0.05;             // false-discovery rate across the matrix (Benjamini-Hochberg)
   double confidence_level = 0.95;  // of the ratio's confidence interval
   int bootstrap_iterations = 2000;
-  std::uint64_t seed = 20240601;   // the bootstrap's seed: the same inputs give the same report
+  std::uint64_t seed = 20240601;  // the bootstrap's seed: the same inputs give the same report
   // Refuse to compare (kInvalidInput naming each difference) when an environment field that
   // decides comparability differs.
   bool strict = false;
@@ -73,22 +72,22 @@ struct RunData {
 };
 
 struct CellComparison {
-  std::string key;                 // the matching key (CellRecord::key unless params are ignored)
+  std::string key;  // the matching key (CellRecord::key unless params are ignored)
   std::string label;
   nlohmann::json params = nlohmann::json::object();
-  int base_repetitions = 0;        // cells that ended ok and were pooled
+  int base_repetitions = 0;  // cells that ended ok and were pooled
   int candidate_repetitions = 0;
-  std::int64_t base_steps = 0;     // measured steps pooled
+  std::int64_t base_steps = 0;  // measured steps pooled
   std::int64_t candidate_steps = 0;
-  std::optional<double> base_value;       // in MetricUnit(metric)
+  std::optional<double> base_value;  // in MetricUnit(metric)
   std::optional<double> candidate_value;
-  std::optional<double> ratio;            // candidate / base, of the metric itself
-  std::optional<double> ci_low;           // confidence interval of the ratio
+  std::optional<double> ratio;   // candidate / base, of the metric itself
+  std::optional<double> ci_low;  // confidence interval of the ratio
   std::optional<double> ci_high;
-  std::optional<double> p_value;          // two-sided, of "the ratio is 1"
-  std::optional<double> q_value;          // Benjamini-Hochberg adjusted over the matrix
+  std::optional<double> p_value;  // two-sided, of "the ratio is 1"
+  std::optional<double> q_value;  // Benjamini-Hochberg adjusted over the matrix
   Verdict verdict = Verdict::kNotComparable;
-  std::string note;                       // why not comparable, or a caveat ("base cell invalid: ...")
+  std::string note;  // why not comparable, or a caveat ("base cell invalid: ...")
 };
 
 // A cell found on one side only.
@@ -100,7 +99,7 @@ struct UnmatchedCell {
 struct Comparison {
   std::int64_t base_run_id = 0;
   std::int64_t candidate_run_id = 0;
-  std::string base_name;        // the run's name and tags, for headings
+  std::string base_name;  // the run's name and tags, for headings
   std::string candidate_name;
   std::vector<std::string> base_tags;
   std::vector<std::string> candidate_tags;

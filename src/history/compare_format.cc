@@ -1,10 +1,10 @@
 #include "history/compare_format.h"
 
+#include <fmt/core.h>
+
 #include <cmath>
 #include <string>
 #include <vector>
-
-#include <fmt/core.h>
 
 #include "common/text.h"
 #include "history/text_table.h"
@@ -51,13 +51,15 @@ std::string CellName(const CellComparison& c) { return c.label.empty() ? c.key :
 std::string MethodLine(const Comparison& cmp) {
   const CompareOptions& o = cmp.options;
   if (o.metric == Metric::kEnergy) {
-    return fmt::format("threshold {:.1f}%; energy per sample is one stored value per cell: no test, "
-                       "'changed' when it moves beyond the threshold",
-                       o.threshold * 100);
+    return fmt::format(
+        "threshold {:.1f}%; energy per sample is one stored value per cell: no test, "
+        "'changed' when it moves beyond the threshold",
+        o.threshold * 100);
   }
-  return fmt::format("threshold {:.1f}%, false-discovery rate {:.0f}% (Benjamini-Hochberg over the matrix), "
-                     "{:.0f}% CI by moving-block bootstrap of the steps",
-                     o.threshold * 100, o.alpha * 100, o.confidence_level * 100);
+  return fmt::format(
+      "threshold {:.1f}%, false-discovery rate {:.0f}% (Benjamini-Hochberg over the matrix), "
+      "{:.0f}% CI by moving-block bootstrap of the steps",
+      o.threshold * 100, o.alpha * 100, o.confidence_level * 100);
 }
 
 std::string IgnoredLine(const Comparison& cmp) {
@@ -75,7 +77,8 @@ std::string MetricLine(const Comparison& cmp) {
 std::string Summary(const Comparison& cmp) {
   std::string out = fmt::format("{} slower, {} faster, {} no change", cmp.CountVerdict(Verdict::kSlower),
                                 cmp.CountVerdict(Verdict::kFaster), cmp.CountVerdict(Verdict::kNoChange));
-  if (cmp.options.metric == Metric::kEnergy) out += fmt::format(", {} changed", cmp.CountVerdict(Verdict::kChanged));
+  if (cmp.options.metric == Metric::kEnergy)
+    out += fmt::format(", {} changed", cmp.CountVerdict(Verdict::kChanged));
   out += fmt::format(", {} not comparable", cmp.CountVerdict(Verdict::kNotComparable));
   if (!cmp.only_in_base.empty() || !cmp.only_in_candidate.empty()) {
     out += fmt::format("; {} only in base, {} only in candidate", cmp.only_in_base.size(),
@@ -93,16 +96,17 @@ std::string FormatCompareTable(const Comparison& cmp) {
   out += "method: " + MethodLine(cmp) + "\n";
   if (!cmp.options.ignore_params.empty()) out += IgnoredLine(cmp) + "\n";
   if (!cmp.environment_changes.empty()) {
-    out += cmp.EnvironmentDecisive() ? "\nENVIRONMENT CHANGED (fields that decide comparability are marked !):\n"
-                                     : "\nenvironment changes (none decides comparability):\n";
+    out += cmp.EnvironmentDecisive()
+               ? "\nENVIRONMENT CHANGED (fields that decide comparability are marked !):\n"
+               : "\nenvironment changes (none decides comparability):\n";
     for (const EnvironmentChange& c : cmp.environment_changes) {
       out += std::string(c.decides_comparability ? "  ! " : "    ") + DescribeChange(c) + "\n";
     }
   }
   out += "\n";
   std::vector<std::vector<std::string>> rows = {
-      {"cell", "base", "candidate", "change", fmt::format("{:.0f}% CI", cmp.options.confidence_level * 100), "p",
-       "q", "verdict"}};
+      {"cell", "base", "candidate", "change", fmt::format("{:.0f}% CI", cmp.options.confidence_level * 100),
+       "p", "q", "verdict"}};
   std::vector<std::string> notes;
   for (const CellComparison& c : cmp.cells) {
     std::string verdict = VerdictName(c.verdict);
@@ -120,7 +124,8 @@ std::string FormatCompareTable(const Comparison& cmp) {
                                   Align::kRight, Align::kRight, Align::kLeft});
   }
   for (const auto& n : notes) out += n + "\n";
-  for (const UnmatchedCell& u : cmp.only_in_base) out += "only in base: " + (u.label.empty() ? u.key : u.label) + "\n";
+  for (const UnmatchedCell& u : cmp.only_in_base)
+    out += "only in base: " + (u.label.empty() ? u.key : u.label) + "\n";
   for (const UnmatchedCell& u : cmp.only_in_candidate) {
     out += "only in candidate: " + (u.label.empty() ? u.key : u.label) + "\n";
   }
@@ -135,7 +140,8 @@ nlohmann::json CompareToJson(const Comparison& cmp) {
   };
   nlohmann::json j;
   j["base"] = {{"run_id", cmp.base_run_id}, {"name", cmp.base_name}, {"tags", cmp.base_tags}};
-  j["candidate"] = {{"run_id", cmp.candidate_run_id}, {"name", cmp.candidate_name}, {"tags", cmp.candidate_tags}};
+  j["candidate"] = {
+      {"run_id", cmp.candidate_run_id}, {"name", cmp.candidate_name}, {"tags", cmp.candidate_tags}};
   j["metric"] = MetricName(o.metric);
   j["unit"] = MetricUnit(o.metric);
   j["higher_is_better"] = HigherIsBetter(o.metric);
@@ -191,14 +197,16 @@ nlohmann::json CompareToJson(const Comparison& cmp) {
 }
 
 std::string FormatCompareMarkdown(const Comparison& cmp) {
-  std::string out = "### dlbench compare: " + EscapeMarkdownCell(RunTitle(cmp.base_run_id, cmp.base_name, cmp.base_tags)) +
-                    " → " + EscapeMarkdownCell(RunTitle(cmp.candidate_run_id, cmp.candidate_name, cmp.candidate_tags)) +
-                    "\n\n";
+  std::string out =
+      "### dlbench compare: " + EscapeMarkdownCell(RunTitle(cmp.base_run_id, cmp.base_name, cmp.base_tags)) +
+      " → " + EscapeMarkdownCell(RunTitle(cmp.candidate_run_id, cmp.candidate_name, cmp.candidate_tags)) +
+      "\n\n";
   const int slower = cmp.Regressions();
   out += (slower > 0 ? fmt::format(":red_circle: **{} regression{}** · ", slower, slower == 1 ? "" : "s")
                      : std::string(":white_check_mark: **no regression** · ")) +
          EscapeMarkdownCell(Summary(cmp)) + "\n\n";
-  out += "Metric: " + EscapeMarkdownCell(MetricLine(cmp)) + ".  \nMethod: " + EscapeMarkdownCell(MethodLine(cmp)) + ".";
+  out += "Metric: " + EscapeMarkdownCell(MetricLine(cmp)) +
+         ".  \nMethod: " + EscapeMarkdownCell(MethodLine(cmp)) + ".";
   if (!cmp.options.ignore_params.empty()) out += "  \n" + EscapeMarkdownCell(IgnoredLine(cmp)) + ".";
   out += "\n\n";
   if (!cmp.environment_changes.empty()) {
@@ -220,8 +228,9 @@ std::string FormatCompareMarkdown(const Comparison& cmp) {
       if (c.verdict == Verdict::kSlower) verdict = ":red_circle: **slower**";
       if (c.verdict == Verdict::kFaster) verdict = ":green_circle: faster";
       if (!c.note.empty()) verdict += " (" + c.note + ")";
-      out += "| " + EscapeMarkdownCell(CellName(c)) + " | " + Value(c.base_value) + " | " + Value(c.candidate_value) + " | " +
-             Change(c) + " | " + Interval(c) + " | " + Probability(c.q_value) + " | " + EscapeMarkdownCell(verdict) + " |\n";
+      out += "| " + EscapeMarkdownCell(CellName(c)) + " | " + Value(c.base_value) + " | " +
+             Value(c.candidate_value) + " | " + Change(c) + " | " + Interval(c) + " | " +
+             Probability(c.q_value) + " | " + EscapeMarkdownCell(verdict) + " |\n";
     }
     out += "\n";
   }
@@ -236,9 +245,12 @@ std::string FormatCompareMarkdown(const Comparison& cmp) {
 
 std::string FormatComparison(const Comparison& cmp, CompareFormat format) {
   switch (format) {
-    case CompareFormat::kJson: return CompareToJson(cmp).dump(2) + "\n";
-    case CompareFormat::kMarkdown: return FormatCompareMarkdown(cmp);
-    case CompareFormat::kTable: break;
+    case CompareFormat::kJson:
+      return CompareToJson(cmp).dump(2) + "\n";
+    case CompareFormat::kMarkdown:
+      return FormatCompareMarkdown(cmp);
+    case CompareFormat::kTable:
+      break;
   }
   return FormatCompareTable(cmp);
 }

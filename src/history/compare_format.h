@@ -4,9 +4,8 @@
 // found on one side only.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "common/error.h"
 #include "history/compare.h"

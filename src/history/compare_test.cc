@@ -16,8 +16,8 @@ namespace dlbench::history {
 namespace {
 
 using testing::CellSpec;
-using testing::TempStore;
 using ::testing::HasSubstr;
+using testing::TempStore;
 
 std::vector<CellSpec> Matrix(int cells, double step_ms, double jitter_pct, std::uint64_t seed) {
   std::vector<CellSpec> out;
@@ -343,7 +343,10 @@ TEST(HistoryCompare, IgnoredParametersLetCellsAcrossADeliberateChangeMatch) {
 nlohmann::json Fingerprint(const std::string& hostname, const std::string& cudnn) {
   return {{"fingerprint_version", 1},
           {"host", {{"hostname", hostname}, {"arch", "x86_64"}}},
-          {"runner", {{"runner", "torch"}, {"pid", static_cast<int>(hostname.back())}, {"framework", {{"name", "torch"}, {"version", "2.3.0"}, {"cudnn", cudnn}}}}}};
+          {"runner",
+           {{"runner", "torch"},
+            {"pid", static_cast<int>(hostname.back())},
+            {"framework", {{"name", "torch"}, {"version", "2.3.0"}, {"cudnn", cudnn}}}}}};
 }
 
 // The fourth proof: a change of environment is named next to the verdicts, the deciding
@@ -371,7 +374,8 @@ TEST(HistoryCompare, EnvironmentChangesAreNamedAndStrictModeRefuses) {
   auto refused = CompareStoredRuns(db.store(), std::to_string(base), std::to_string(candidate), strict);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().kind, ErrorKind::kInvalidInput);
-  EXPECT_THAT(refused.error().message, HasSubstr("not comparable (--strict): /runner/framework/cudnn: 9.1 -> 9.3"));
+  EXPECT_THAT(refused.error().message,
+              HasSubstr("not comparable (--strict): /runner/framework/cudnn: 9.1 -> 9.3"));
   EXPECT_THAT(refused.error().message, ::testing::Not(HasSubstr("hostname")));
 
   // A hostname alone does not decide comparability: strict mode compares.

@@ -20,14 +20,16 @@ std::vector<EnvironmentChange> DiffEnvironments(const nlohmann::json& base, cons
   changes.erase(std::remove_if(changes.begin(), changes.end(),
                                [](const EnvironmentChange& c) {
                                  const auto slash = c.path.rfind('/');
-                                 const std::string leaf = slash == std::string::npos ? c.path : c.path.substr(slash + 1);
+                                 const std::string leaf =
+                                     slash == std::string::npos ? c.path : c.path.substr(slash + 1);
                                  return !c.decides_comparability && leaf == "pid";
                                }),
                 changes.end());
-  std::stable_sort(changes.begin(), changes.end(), [](const EnvironmentChange& a, const EnvironmentChange& b) {
-    if (a.decides_comparability != b.decides_comparability) return a.decides_comparability;
-    return a.path < b.path;
-  });
+  std::stable_sort(changes.begin(), changes.end(),
+                   [](const EnvironmentChange& a, const EnvironmentChange& b) {
+                     if (a.decides_comparability != b.decides_comparability) return a.decides_comparability;
+                     return a.path < b.path;
+                   });
   return changes;
 }
 

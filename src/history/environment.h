@@ -4,10 +4,9 @@
 // only turns its answer into the words a report prints.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "monitor/fingerprint.h"
 

@@ -11,15 +11,17 @@ std::vector<protocol::StepRecord> MeasuredSteps(const store::CellRecord& cell) {
   }
   // The store keeps steps in arrival order; sorting by start makes the warm-up cut (an index into
   // the step sequence) mean the same thing whatever order the rows came back in.
-  std::stable_sort(rank0.begin(), rank0.end(),
-                   [](const protocol::StepRecord& a, const protocol::StepRecord& b) { return a.start_ns < b.start_ns; });
+  std::stable_sort(
+      rank0.begin(), rank0.end(),
+      [](const protocol::StepRecord& a, const protocol::StepRecord& b) { return a.start_ns < b.start_ns; });
   const std::int64_t warmup = std::max<std::int64_t>(0, cell.warmup_steps.value_or(0));
   if (warmup >= static_cast<std::int64_t>(rank0.size())) return {};
   // A cell stopped on ci_reached stores the records of steps in flight at STOP after its measured
   // ones; its measured_steps metric says where the measured window ended.
   std::int64_t end = static_cast<std::int64_t>(rank0.size());
   for (const store::MetricRecord& m : cell.metrics) {
-    if (m.name == "measured_steps" && m.value >= 1) end = std::min(end, warmup + static_cast<std::int64_t>(m.value));
+    if (m.name == "measured_steps" && m.value >= 1)
+      end = std::min(end, warmup + static_cast<std::int64_t>(m.value));
   }
   return std::vector<protocol::StepRecord>(rank0.begin() + warmup, rank0.begin() + end);
 }

@@ -24,8 +24,8 @@ std::vector<protocol::StepRecord> MeasuredSteps(const store::CellRecord& cell);
 
 // One batch of contiguous steps.
 struct StepBatch {
-  double mean_step_ns = 0;    // mean step time
-  double samples_per_s = 0;   // samples processed / time spent stepping
+  double mean_step_ns = 0;   // mean step time
+  double samples_per_s = 0;  // samples processed / time spent stepping
   std::int64_t steps = 0;
   std::vector<double> step_ns;  // the batch's step times, for statistics of the distribution (p99)
 };

@@ -3,6 +3,7 @@
 // fresh temporary directory to hold them.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -10,11 +11,9 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "plan/plan.h"
 #include "stats/random.h"
@@ -27,13 +26,13 @@ struct CellSpec {
   double step_ms = 2.0;
   double jitter_pct = 1.0;
   int measured_steps = 300;
-  int warmup_steps = 5;           // drawn 3x slower, as a real warm-up, and cut by warmup_steps
+  int warmup_steps = 5;  // drawn 3x slower, as a real warm-up, and cut by warmup_steps
   std::uint32_t samples = 8;
   std::uint64_t seed = 1;
   int repetition = 0;
   std::string outcome = "ok";
-  double energy_per_sample_j = 0; // stored as a metric when > 0
-  bool step_ms_in_params = false; // step_ms as a cell parameter (part of the key), as the null runner's
+  double energy_per_sample_j = 0;  // stored as a metric when > 0
+  bool step_ms_in_params = false;  // step_ms as a cell parameter (part of the key), as the null runner's
 };
 
 inline nlohmann::json ParamsOf(const CellSpec& spec) {
@@ -81,7 +80,8 @@ inline store::CellRecord MakeCell(const CellSpec& spec) {
     const double mean_ns = sum_ns / spec.measured_steps;
     cell.metrics.push_back({"step_time_mean_ns", mean_ns, "ns"});
     cell.metrics.push_back({"samples_per_s", spec.samples / (mean_ns * 1e-9), "1/s"});
-    if (spec.energy_per_sample_j > 0) cell.metrics.push_back({"energy_per_sample_j", spec.energy_per_sample_j, "J"});
+    if (spec.energy_per_sample_j > 0)
+      cell.metrics.push_back({"energy_per_sample_j", spec.energy_per_sample_j, "J"});
   }
   return cell;
 }
@@ -108,7 +108,8 @@ class TempStore {
   store::ResultStore& store() { return *store_; }
 
   // Stores a completed run holding these cells; returns its id.
-  std::int64_t AddRun(const std::vector<CellSpec>& cells, const nlohmann::json& environment = {{"os", "linux"}},
+  std::int64_t AddRun(const std::vector<CellSpec>& cells,
+                      const nlohmann::json& environment = {{"os", "linux"}},
                       std::int64_t started_wall_ns = 0) {
     store::RunRecord run;
     run.name = "synthetic";

@@ -11,7 +11,8 @@ std::size_t DisplayWidth(const std::string& text) {
       text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
-std::string RenderTextTable(const std::vector<std::vector<std::string>>& rows, const std::vector<Align>& aligns) {
+std::string RenderTextTable(const std::vector<std::vector<std::string>>& rows,
+                            const std::vector<Align>& aligns) {
   std::vector<std::size_t> widths(aligns.size(), 0);
   for (const auto& row : rows) {
     DLBENCH_CHECK(row.size() == aligns.size(), "a table row has the wrong number of cells");

@@ -10,7 +10,8 @@ namespace dlbench::history {
 enum class Align { kLeft, kRight };
 
 // rows[0] is the header; a rule of '-' follows it. Every row must have as many cells as aligns.
-std::string RenderTextTable(const std::vector<std::vector<std::string>>& rows, const std::vector<Align>& aligns);
+std::string RenderTextTable(const std::vector<std::vector<std::string>>& rows,
+                            const std::vector<Align>& aligns);
 
 // Number of code points in UTF-8 text.
 std::size_t DisplayWidth(const std::string& text);

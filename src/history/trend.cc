@@ -1,11 +1,11 @@
 #include "history/trend.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <map>
-
-#include <fmt/core.h>
 
 #include "common/clock.h"
 #include "history/environment.h"
@@ -57,7 +57,8 @@ namespace {
 // The cell's stored metric in the report's unit, nullopt when absent or not finite.
 std::optional<double> StoredValue(const store::CellRecord& cell, Metric metric) {
   for (const store::MetricRecord& m : cell.metrics) {
-    if (m.name == StoredMetricName(metric) && std::isfinite(m.value)) return m.value * StoredMetricScale(metric);
+    if (m.name == StoredMetricName(metric) && std::isfinite(m.value))
+      return m.value * StoredMetricScale(metric);
   }
   return std::nullopt;
 }
@@ -75,7 +76,8 @@ std::vector<CellTrend> BuildTrends(const std::vector<RunData>& runs, const Trend
   std::vector<const RunData*> ordered;
   for (const RunData& r : runs) ordered.push_back(&r);
   std::stable_sort(ordered.begin(), ordered.end(), [](const RunData* a, const RunData* b) {
-    if (a->run.started_wall_ns != b->run.started_wall_ns) return a->run.started_wall_ns < b->run.started_wall_ns;
+    if (a->run.started_wall_ns != b->run.started_wall_ns)
+      return a->run.started_wall_ns < b->run.started_wall_ns;
     return a->run.id < b->run.id;
   });
 
@@ -131,7 +133,8 @@ std::vector<CellTrend> BuildTrends(const std::vector<RunData>& runs, const Trend
       cp.before = MedianOf(trend.points, begin, at);
       cp.after = MedianOf(trend.points, at, end);
       cp.relative_change = cp.before != 0 ? cp.after / cp.before - 1 : NAN;
-      for (const EnvironmentChange& c : DiffEnvironments(runs_of_key[at - 1]->environment, runs_of_key[at]->environment)) {
+      for (const EnvironmentChange& c :
+           DiffEnvironments(runs_of_key[at - 1]->environment, runs_of_key[at]->environment)) {
         cp.environment_changes.push_back(DescribeChange(c));
       }
       trend.points[at].starts_new_level = true;
@@ -209,10 +212,10 @@ std::string FormatTrendTable(const std::vector<CellTrend>& trends, Metric metric
   for (const CellTrend& trend : trends) {
     std::vector<double> y;
     for (const TrendPoint& p : trend.points) y.push_back(p.value);
-    out += fmt::format("{}  {} ({})  {}  {} run{}, {} change point{}\n", trend.label.empty() ? trend.key : trend.label,
-                       MetricName(metric), MetricUnit(metric), Sparkline(y), trend.points.size(),
-                       trend.points.size() == 1 ? "" : "s", trend.change_points.size(),
-                       trend.change_points.size() == 1 ? "" : "s");
+    out += fmt::format("{}  {} ({})  {}  {} run{}, {} change point{}\n",
+                       trend.label.empty() ? trend.key : trend.label, MetricName(metric), MetricUnit(metric),
+                       Sparkline(y), trend.points.size(), trend.points.size() == 1 ? "" : "s",
+                       trend.change_points.size(), trend.change_points.size() == 1 ? "" : "s");
     if (!trend.label.empty() && trend.label != trend.key) out += "  key: " + trend.key + "\n";
     std::vector<std::vector<std::string>> rows = {{"run", "started (UTC)", "tags", "value", "change"}};
     for (std::size_t i = 0; i < trend.points.size(); ++i) {
@@ -226,7 +229,8 @@ std::string FormatTrendTable(const std::vector<CellTrend>& trends, Metric metric
       rows.push_back({fmt::format("{}", p.run_id), FormatUtc(p.started_wall_ns), JoinTags(p.tags),
                       fmt::format("{:.4g}", p.value), change});
     }
-    std::string table = RenderTextTable(rows, {Align::kRight, Align::kLeft, Align::kLeft, Align::kRight, Align::kLeft});
+    std::string table =
+        RenderTextTable(rows, {Align::kRight, Align::kLeft, Align::kLeft, Align::kRight, Align::kLeft});
     std::size_t pos = 0;
     while (pos < table.size()) {
       const std::size_t nl = table.find('\n', pos);
@@ -239,14 +243,17 @@ std::string FormatTrendTable(const std::vector<CellTrend>& trends, Metric metric
 }
 
 std::string FormatTrendCsv(const std::vector<CellTrend>& trends, Metric metric) {
-  std::string out = "key,label,run_id,run_name,tags,started_utc,metric,unit,value,repetitions,change_point,relative_change\n";
+  std::string out =
+      "key,label,run_id,run_name,tags,started_utc,metric,unit,value,repetitions,change_point,relative_"
+      "change\n";
   for (const CellTrend& trend : trends) {
     for (std::size_t i = 0; i < trend.points.size(); ++i) {
       const TrendPoint& p = trend.points[i];
       const ChangePoint* cp = ChangeAt(trend, i);
-      out += fmt::format("{},{},{},{},{},{},{},{},{:.17g},{},{},{}\n", CsvField(trend.key), CsvField(trend.label),
-                         p.run_id, CsvField(p.run_name), CsvField(JoinTags(p.tags)), FormatUtc(p.started_wall_ns),
-                         MetricName(metric), MetricUnit(metric), p.value, p.repetitions, cp ? "true" : "false",
+      out += fmt::format("{},{},{},{},{},{},{},{},{:.17g},{},{},{}\n", CsvField(trend.key),
+                         CsvField(trend.label), p.run_id, CsvField(p.run_name), CsvField(JoinTags(p.tags)),
+                         FormatUtc(p.started_wall_ns), MetricName(metric), MetricUnit(metric), p.value,
+                         p.repetitions, cp ? "true" : "false",
                          cp ? fmt::format("{:.17g}", cp->relative_change) : "");
     }
   }
@@ -269,14 +276,15 @@ nlohmann::json TrendsToJson(const std::vector<CellTrend>& trends, Metric metric)
     }
     nlohmann::json changes = nlohmann::json::array();
     for (const ChangePoint& cp : trend.change_points) {
-      changes.push_back({{"index", cp.index},
-                         {"run_id", cp.run_id},
-                         {"started_utc", FormatUtc(cp.started_wall_ns)},
-                         {"before", cp.before},
-                         {"after", cp.after},
-                         {"relative_change", std::isfinite(cp.relative_change) ? nlohmann::json(cp.relative_change)
-                                                                                : nlohmann::json(nullptr)},
-                         {"environment_changes", cp.environment_changes}});
+      changes.push_back(
+          {{"index", cp.index},
+           {"run_id", cp.run_id},
+           {"started_utc", FormatUtc(cp.started_wall_ns)},
+           {"before", cp.before},
+           {"after", cp.after},
+           {"relative_change",
+            std::isfinite(cp.relative_change) ? nlohmann::json(cp.relative_change) : nlohmann::json(nullptr)},
+           {"environment_changes", cp.environment_changes}});
     }
     out.push_back({{"key", trend.key},
                    {"label", trend.label},
@@ -291,9 +299,12 @@ nlohmann::json TrendsToJson(const std::vector<CellTrend>& trends, Metric metric)
 
 std::string FormatTrends(const std::vector<CellTrend>& trends, Metric metric, TrendFormat format) {
   switch (format) {
-    case TrendFormat::kCsv: return FormatTrendCsv(trends, metric);
-    case TrendFormat::kJson: return TrendsToJson(trends, metric).dump(2) + "\n";
-    case TrendFormat::kTable: break;
+    case TrendFormat::kCsv:
+      return FormatTrendCsv(trends, metric);
+    case TrendFormat::kJson:
+      return TrendsToJson(trends, metric).dump(2) + "\n";
+    case TrendFormat::kTable:
+      break;
   }
   return FormatTrendTable(trends, metric);
 }

@@ -7,11 +7,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/error.h"
 #include "history/compare.h"
@@ -48,18 +47,18 @@ struct TrendPoint {
   std::string run_name;
   std::vector<std::string> tags;
   std::int64_t started_wall_ns = 0;
-  double value = 0;              // in MetricUnit(metric)
-  int repetitions = 0;           // ok repetitions averaged
-  bool starts_new_level = false; // a change point is at this run
+  double value = 0;               // in MetricUnit(metric)
+  int repetitions = 0;            // ok repetitions averaged
+  bool starts_new_level = false;  // a change point is at this run
 };
 
 struct ChangePoint {
-  std::size_t index = 0;          // into CellTrend::points: the first run of the new level
+  std::size_t index = 0;  // into CellTrend::points: the first run of the new level
   std::int64_t run_id = 0;
   std::int64_t started_wall_ns = 0;
-  double before = 0;              // median of the level before / after
+  double before = 0;  // median of the level before / after
   double after = 0;
-  double relative_change = 0;     // after / before - 1
+  double relative_change = 0;                    // after / before - 1
   std::vector<std::string> environment_changes;  // DescribeChange of fields differing from the previous run
 };
 

@@ -12,8 +12,8 @@ namespace dlbench::history {
 namespace {
 
 using testing::CellSpec;
-using testing::TempStore;
 using ::testing::HasSubstr;
+using testing::TempStore;
 
 TEST(HistoryTrendFilter, ParsesTermsAndMatchesByValueType) {
   auto filter = ParseTrendFilter({"model=resnet50", "batch_size=32", "amp=true"});

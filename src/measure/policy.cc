@@ -113,8 +113,8 @@ Outcome MeasurePolicy::Finish(const std::string& stop_reason_if_not_decided) con
     // the window the decision judged is the one reported, so a cell stopped on ci_reached has
     // the interval it was stopped for (a few more records can move batch-means' batch bounds and
     // widen it past the target, which read as "noisy (stopped: ci_reached)").
-    const std::vector<protocol::StepRecord> judged(records_.begin(),
-                                                   records_.begin() + static_cast<std::ptrdiff_t>(decided_records_));
+    const std::vector<protocol::StepRecord> judged(
+        records_.begin(), records_.begin() + static_cast<std::ptrdiff_t>(decided_records_));
     out.summary = Summarize(judged, cut.steps, settings_.ci_level);
   } else {
     out.summary = Summarize(records_, cut.steps, settings_.ci_level);

@@ -24,11 +24,11 @@ struct StepSummary {
   std::int64_t samples = 0;
   double mean_ns = 0, median_ns = 0, stddev_ns = 0, cv = 0, min_ns = 0, max_ns = 0;
   double p50_ns = 0, p90_ns = 0, p95_ns = 0, p99_ns = 0;
-  double ci_low_ns = 0, ci_high_ns = 0;   // batch-means CI of the mean step time
-  double ci_rel_halfwidth = 0;            // (ci_high - ci_low) / 2 / mean
-  double window_s = 0;                    // first measured start .. last measured end
-  double samples_per_s = 0;               // samples / window
-  double steps_per_s = 0;                 // steps / window
+  double ci_low_ns = 0, ci_high_ns = 0;  // batch-means CI of the mean step time
+  double ci_rel_halfwidth = 0;           // (ci_high - ci_low) / 2 / mean
+  double window_s = 0;                   // first measured start .. last measured end
+  double samples_per_s = 0;              // samples / window
+  double steps_per_s = 0;                // steps / window
 };
 
 struct Decision {
@@ -37,11 +37,11 @@ struct Decision {
 };
 
 struct Outcome {
-  std::int64_t warmup_steps = 0;     // records [0, warmup_steps) are warm-up
-  std::string warmup_rule;           // e.g. "mser5" or "minimum"
-  std::string stop_reason;           // why measurement stopped (as Decision::reason, or the runner's)
-  bool enough_data = false;          // at least min_steps measured steps and min_time measured
-  std::string insufficiency;         // why not enough, when !enough_data
+  std::int64_t warmup_steps = 0;  // records [0, warmup_steps) are warm-up
+  std::string warmup_rule;        // e.g. "mser5" or "minimum"
+  std::string stop_reason;        // why measurement stopped (as Decision::reason, or the runner's)
+  bool enough_data = false;       // at least min_steps measured steps and min_time measured
+  std::string insufficiency;      // why not enough, when !enough_data
   StepSummary summary;
 };
 

@@ -34,7 +34,8 @@ SeriesMap GroupSeries(const std::vector<SeriesPoint>& points) {
   SeriesMap map;
   for (const auto& p : points) map[p.series].push_back({p.t_ns, p.value});
   for (auto& [name, series] : map) {
-    std::stable_sort(series.begin(), series.end(), [](const Point& a, const Point& b) { return a.t_ns < b.t_ns; });
+    std::stable_sort(series.begin(), series.end(),
+                     [](const Point& a, const Point& b) { return a.t_ns < b.t_ns; });
   }
   return map;
 }
@@ -43,7 +44,8 @@ SeriesMap GroupSeries(const std::vector<SeriesPoint>& points) {
 int GpuIndexOf(const std::string& name, const std::string& reading) {
   if (name.compare(0, 3, "gpu") != 0) return -1;
   std::size_t dot = name.find('.');
-  if (dot == std::string::npos || dot == 3 || name.compare(dot + 1, std::string::npos, reading) != 0) return -1;
+  if (dot == std::string::npos || dot == 3 || name.compare(dot + 1, std::string::npos, reading) != 0)
+    return -1;
   int index = 0;
   for (std::size_t i = 3; i < dot; ++i) {
     if (name[i] < '0' || name[i] > '9') return -1;
@@ -102,7 +104,8 @@ double MaxOf(const std::vector<double>& v) { return v.empty() ? NAN : *std::max_
 // (a counter's rate continues) or held (with one point).
 double InterpolateAt(const Series& s, std::int64_t t) {
   if (s.size() == 1) return s.front().value;
-  auto it = std::lower_bound(s.begin(), s.end(), t, [](const Point& p, std::int64_t v) { return p.t_ns < v; });
+  auto it =
+      std::lower_bound(s.begin(), s.end(), t, [](const Point& p, std::int64_t v) { return p.t_ns < v; });
   std::size_t hi = static_cast<std::size_t>(it - s.begin());
   hi = std::clamp<std::size_t>(hi, 1, s.size() - 1);
   const Point& a = s[hi - 1];
@@ -137,7 +140,8 @@ std::optional<double> Integrate(const Series& s, const Window& w) {
   knots.push_back({w.end_ns, at(w.end_ns)});
   double joules = 0;
   for (std::size_t i = 1; i < knots.size(); ++i) {
-    joules += 0.5 * (knots[i].value + knots[i - 1].value) * static_cast<double>(knots[i].t_ns - knots[i - 1].t_ns) * 1e-9;
+    joules += 0.5 * (knots[i].value + knots[i - 1].value) *
+              static_cast<double>(knots[i].t_ns - knots[i - 1].t_ns) * 1e-9;
   }
   return joules;
 }
@@ -200,14 +204,17 @@ double StepPosition(const std::vector<StepRecord>& steps, std::int64_t t) {
   if (it == steps.begin()) return 0;
   std::size_t k = static_cast<std::size_t>(it - steps.begin()) - 1;
   const StepRecord& s = steps[k];
-  double f = s.end_ns > s.start_ns ? static_cast<double>(t - s.start_ns) / static_cast<double>(s.end_ns - s.start_ns) : 1.0;
+  double f = s.end_ns > s.start_ns
+                 ? static_cast<double>(t - s.start_ns) / static_cast<double>(s.end_ns - s.start_ns)
+                 : 1.0;
   return static_cast<double>(k) + std::clamp(f, 0.0, 1.0);
 }
 
 // Theil-Sen slope per step with a Mann-Kendall test; a leak when the trend is significant and
 // even the CI's lower end exceeds the floor. Returns the verdict reason, or "" for none.
-std::string Growth(const Series& s, const Window& w, const std::vector<StepRecord>& steps, const std::string& metric,
-                   const std::string& label, Metrics& metrics, nlohmann::json& info) {
+std::string Growth(const Series& s, const Window& w, const std::vector<StepRecord>& steps,
+                   const std::string& metric, const std::string& label, Metrics& metrics,
+                   nlohmann::json& info) {
   std::vector<double> x, y;
   for (const auto& p : s) {
     if (!w.Contains(p.t_ns)) continue;
@@ -236,8 +243,8 @@ std::string Growth(const Series& s, const Window& w, const std::vector<StepRecor
   detail["leak"] = leak;
   info[metric] = detail;
   if (!leak) return "";
-  return fmt::format("memory leak: {} grows {:.0f} B/step [CI {:.3g}, {:.3g}]", label, ts.slope, ts.slope_ci.low,
-                     ts.slope_ci.high);
+  return fmt::format("memory leak: {} grows {:.0f} B/step [CI {:.3g}, {:.3g}]", label, ts.slope,
+                     ts.slope_ci.low, ts.slope_ci.high);
 }
 
 struct ThrottleBit {
@@ -275,7 +282,8 @@ void Throttling(const SeriesMap& map, const Window& w, bool power_cap_invalidate
     }
   }
   if (total == 0) return;
-  metrics.Add("clocks_throttled_fraction", static_cast<double>(any_throttle) / static_cast<double>(total), "ratio");
+  metrics.Add("clocks_throttled_fraction", static_cast<double>(any_throttle) / static_cast<double>(total),
+              "ratio");
   for (const auto& b : kThrottleBits) {
     auto it = seen.find(b.name);
     if (it == seen.end()) continue;
@@ -283,7 +291,8 @@ void Throttling(const SeriesMap& map, const Window& w, bool power_cap_invalidate
     if (fraction < kThrottleMinFraction) continue;
     std::string gpus;
     for (int g : it->second.second) gpus += (gpus.empty() ? "gpu" : ", gpu") + std::to_string(g);
-    std::string text = fmt::format("throttled: {} during {:.0f}% of samples ({})", b.name, 100 * fraction, gpus);
+    std::string text =
+        fmt::format("throttled: {} during {:.0f}% of samples ({})", b.name, 100 * fraction, gpus);
     if (b.is_power_cap && !power_cap_invalidates) {
       result.warnings.push_back(text + "; the board is at its power limit, which the fingerprint records");
     } else {
@@ -323,11 +332,13 @@ std::string LowBusyCause(const std::vector<StepRecord>& steps, const Window& w) 
   if (window_ns > 0) {
     double gaps = std::max(0.0, 1.0 - in_steps / window_ns);
     causes.push_back({gaps, fmt::format("long gaps between steps ({:.0f}% of the window is outside any step: "
-                                        "host work between steps such as logging or checkpointing)", 100 * gaps)});
+                                        "host work between steps such as logging or checkpointing)",
+                                        100 * gaps)});
   }
   if (wait_base > 0) {
     double f = wait / wait_base;
-    causes.push_back({f, fmt::format("data wait ({:.0f}% of step time: the input pipeline does not keep up)", 100 * f)});
+    causes.push_back(
+        {f, fmt::format("data wait ({:.0f}% of step time: the input pipeline does not keep up)", 100 * f)});
   }
   if (comm_base > 0) {
     double f = comm / comm_base;
@@ -335,13 +346,16 @@ std::string LowBusyCause(const std::vector<StepRecord>& steps, const Window& w) 
   }
   if (other_base > 0) {
     double f = other / other_base;
-    causes.push_back({f, fmt::format("host-side time inside steps ({:.0f}% of step time outside compute, data "
-                                     "wait and communication)", 100 * f)});
+    causes.push_back(
+        {f, fmt::format("host-side time inside steps ({:.0f}% of step time outside compute, data "
+                        "wait and communication)",
+                        100 * f)});
   }
   auto best = std::max_element(causes.begin(), causes.end(),
                                [](const Cause& a, const Cause& b) { return a.fraction < b.fraction; });
   if (best != causes.end() && best->fraction >= kMinCauseFraction) return "likely cause: " + best->text;
-  return "cause not visible in the step records (no phase times, no gaps): small kernels or launch overhead are "
+  return "cause not visible in the step records (no phase times, no gaps): small kernels or launch overhead "
+         "are "
          "likely; profile a window of steps";
 }
 
@@ -455,7 +469,8 @@ CellAnalysis AnalyzeCell(const AnalysisInput& input) {
         metrics.Add("energy_above_idle_per_step_j", above / n_steps, "J");
         if (samples > 0) metrics.Add("energy_above_idle_per_sample_j", above / samples, "J");
       } else {
-        result.warnings.push_back("idle baseline has no usable power or energy readings; idle power not subtracted");
+        result.warnings.push_back(
+            "idle baseline has no usable power or energy readings; idle power not subtracted");
       }
     }
   }
@@ -473,7 +488,8 @@ CellAnalysis AnalyzeCell(const AnalysisInput& input) {
     metrics.Add("host_cpu_util_pct", Mean(ValuesIn(it->second, w)), "%");
   }
   if (auto it = map.find("proc.cpu_s"); it != map.end()) {
-    if (auto cpu_s = CounterDelta(it->second, w)) metrics.Add("proc_cpu_util_pct", 100 * *cpu_s / w.seconds(), "% of one core");
+    if (auto cpu_s = CounterDelta(it->second, w))
+      metrics.Add("proc_cpu_util_pct", 100 * *cpu_s / w.seconds(), "% of one core");
   }
   if (auto it = map.find("host.mem_used_bytes"); it != map.end()) {
     metrics.Add("host_mem_used_peak_bytes", MaxOf(ValuesIn(it->second, w)), "bytes");
@@ -495,13 +511,15 @@ CellAnalysis AnalyzeCell(const AnalysisInput& input) {
     Series proc_mem = SumPerRound(proc_mem_by_gpu, all);
     std::vector<double> values = ValuesIn(proc_mem, w);
     metrics.Add("device_proc_mem_peak_bytes", MaxOf(values), "bytes");
-    auto leak = Growth(proc_mem, w, steps, "device_mem_growth_bytes_per_step", "device memory", metrics, result.info);
+    auto leak =
+        Growth(proc_mem, w, steps, "device_mem_growth_bytes_per_step", "device memory", metrics, result.info);
     if (!leak.empty()) result.verdict_reasons.push_back(leak);
   }
 
   if (input.scenario == Scenario::kTrain && !util.empty() && util_mean < kTrainingMinGpuBusyPct) {
-    result.warnings.push_back(fmt::format("GPU busy {:.0f}% of the measured window (below {:.0f}% for training); {}",
-                                          util_mean, kTrainingMinGpuBusyPct, LowBusyCause(steps, w)));
+    result.warnings.push_back(
+        fmt::format("GPU busy {:.0f}% of the measured window (below {:.0f}% for training); {}", util_mean,
+                    kTrainingMinGpuBusyPct, LowBusyCause(steps, w)));
   }
   return result;
 }

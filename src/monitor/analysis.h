@@ -4,11 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "store/result_store.h"
 
@@ -63,8 +62,8 @@ CellAnalysis AnalyzeCell(const AnalysisInput& input);
 
 // Leak rule constants (documented in docs/monitoring.md).
 inline constexpr double kLeakMaxPValue = 0.01;
-inline constexpr double kLeakFloorBytesPerStep = 4096;       // one page per step
-inline constexpr double kLeakFloorFractionPerStep = 1e-5;    // 0.1% of the level per 100 steps
+inline constexpr double kLeakFloorBytesPerStep = 4096;     // one page per step
+inline constexpr double kLeakFloorFractionPerStep = 1e-5;  // 0.1% of the level per 100 steps
 inline constexpr std::size_t kLeakMinSamples = 10;
 inline constexpr double kTrainingMinGpuBusyPct = 70;
 inline constexpr double kThrottleMinFraction = 0.01;

@@ -52,9 +52,8 @@ AnalysisInput BaseInput() {
 TEST(AnalysisTest, OnlySamplesInsideTheMeasuredWindowCount) {
   auto in = BaseInput();
   // Warm-up reads 10%, the window 90%, after the last step 5%; samples every 100 ms offset 37 ms.
-  AddSeries(in.series, "gpu0.sm_util_pct", 37'000'000, 14 * kSecond, 100'000'000, [](std::int64_t t) {
-    return t < 2 * kSecond ? 10.0 : (t <= 12 * kSecond ? 90.0 : 5.0);
-  });
+  AddSeries(in.series, "gpu0.sm_util_pct", 37'000'000, 14 * kSecond, 100'000'000,
+            [](std::int64_t t) { return t < 2 * kSecond ? 10.0 : (t <= 12 * kSecond ? 90.0 : 5.0); });
   auto a = AnalyzeCell(in);
   EXPECT_DOUBLE_EQ(Metric(a, "gpu_util_mean_pct"), 90.0);
   EXPECT_DOUBLE_EQ(Metric(a, "gpu_util_p5_pct"), 90.0);
@@ -79,7 +78,8 @@ TEST(AnalysisTest, EnergyFromTheCounterIsInterpolatedAtTheWindowEdges) {
   // 700 W exactly: E(t) = 700 J/s * t. Samples every 100 ms offset 37 ms never hit the edges.
   AddSeries(in.series, "gpu0.energy_j", 37'000'000, 13 * kSecond, 100'000'000,
             [](std::int64_t t) { return 5000.0 + 700.0 * static_cast<double>(t) * 1e-9; });
-  AddSeries(in.series, "gpu0.power_w", 37'000'000, 13 * kSecond, 100'000'000, [](std::int64_t) { return 650.0; });
+  AddSeries(in.series, "gpu0.power_w", 37'000'000, 13 * kSecond, 100'000'000,
+            [](std::int64_t) { return 650.0; });
   auto a = AnalyzeCell(in);
   EXPECT_EQ(a.info["energy_method"], "counter");
   EXPECT_NEAR(Metric(a, "energy_total_j"), 7000.0, 1e-6);
@@ -114,7 +114,8 @@ TEST(AnalysisTest, PowerAndEnergyAreTotalsOverTheCellsGpus) {
   auto in = BaseInput();
   for (auto [gpu, watts] : {std::pair{"gpu0", 300.0}, std::pair{"gpu1", 200.0}}) {
     double w = watts;
-    AddSeries(in.series, std::string(gpu) + ".power_w", 0, 13 * kSecond, 100'000'000, [w](std::int64_t) { return w; });
+    AddSeries(in.series, std::string(gpu) + ".power_w", 0, 13 * kSecond, 100'000'000,
+              [w](std::int64_t) { return w; });
     AddSeries(in.series, std::string(gpu) + ".energy_j", 0, 13 * kSecond, 100'000'000,
               [w](std::int64_t t) { return w * static_cast<double>(t) * 1e-9; });
   }
@@ -146,8 +147,8 @@ TEST(AnalysisTest, NoGpuSeriesMeansNoGpuMetricsRatherThanZeros) {
   AddSeries(in.series, "host.rapl_energy_j", 0, 13 * kSecond, 100'000'000,
             [](std::int64_t t) { return 80.0 * static_cast<double>(t) * 1e-9; });
   auto a = AnalyzeCell(in);
-  for (const char* name : {"gpu_util_mean_pct", "power_mean_w", "energy_total_j", "temp_max_c", "sm_clock_mean_mhz",
-                           "clocks_throttled_fraction", "device_proc_mem_peak_bytes"}) {
+  for (const char* name : {"gpu_util_mean_pct", "power_mean_w", "energy_total_j", "temp_max_c",
+                           "sm_clock_mean_mhz", "clocks_throttled_fraction", "device_proc_mem_peak_bytes"}) {
     EXPECT_EQ(a.Find(name), nullptr) << name;
   }
   EXPECT_FALSE(a.info.contains("energy_method"));
@@ -181,7 +182,8 @@ TEST(AnalysisTest, PowerCapWarnsByDefaultAndInvalidatesWhenAsked) {
   ASSERT_EQ(a.verdict_reasons.size(), 1u);
   EXPECT_EQ(a.verdict_reasons[0], "throttled: hw_slowdown during 35% of samples (gpu0)");
   ASSERT_EQ(a.warnings.size(), 1u);
-  EXPECT_EQ(a.warnings[0].rfind("throttled: sw_power_cap during 35% of samples (gpu0)", 0), 0u) << a.warnings[0];
+  EXPECT_EQ(a.warnings[0].rfind("throttled: sw_power_cap during 35% of samples (gpu0)", 0), 0u)
+      << a.warnings[0];
   in.power_cap_invalidates = true;
   auto strict = AnalyzeCell(in);
   EXPECT_EQ(strict.verdict_reasons.size(), 2u);
@@ -263,9 +265,8 @@ TEST(AnalysisTest, DeviceMemoryGrowingInAllocatorSegmentsIsALeak) {
 
 TEST(AnalysisTest, TooFewSamplesGiveNoGrowthEstimate) {
   auto in = BaseInput();
-  AddSeries(in.series, "proc.rss_bytes", 2 * kSecond, 12 * kSecond, 2 * kSecond, [](std::int64_t t) {
-    return static_cast<double>(t);
-  });
+  AddSeries(in.series, "proc.rss_bytes", 2 * kSecond, 12 * kSecond, 2 * kSecond,
+            [](std::int64_t t) { return static_cast<double>(t); });
   auto a = AnalyzeCell(in);
   EXPECT_EQ(a.Find("rss_growth_bytes_per_step"), nullptr);
   EXPECT_TRUE(a.info["rss_growth_bytes_per_step"].contains("skipped"));
@@ -282,8 +283,10 @@ TEST(AnalysisTest, LowGpuBusyInTrainingNamesDataWait) {
   AddSeries(in.series, "gpu0.sm_util_pct", 0, 13 * kSecond, 100'000'000, [](std::int64_t) { return 40.0; });
   auto a = AnalyzeCell(in);
   ASSERT_EQ(a.warnings.size(), 1u);
-  EXPECT_NE(a.warnings[0].find("GPU busy 40% of the measured window (below 70% for training)"), std::string::npos);
-  EXPECT_NE(a.warnings[0].find("likely cause: data wait (60% of step time"), std::string::npos) << a.warnings[0];
+  EXPECT_NE(a.warnings[0].find("GPU busy 40% of the measured window (below 70% for training)"),
+            std::string::npos);
+  EXPECT_NE(a.warnings[0].find("likely cause: data wait (60% of step time"), std::string::npos)
+      << a.warnings[0];
 }
 
 TEST(AnalysisTest, LowGpuBusyNamesGapsBetweenSteps) {

@@ -13,7 +13,9 @@ FakeNvml* g_fake = nullptr;
 constexpr NvmlReturn kInvalidArgument = 2;
 
 // Handles are index + 1, so a null handle is never a valid device.
-NvmlDevice HandleOf(unsigned int index) { return reinterpret_cast<NvmlDevice>(static_cast<std::uintptr_t>(index) + 1); }
+NvmlDevice HandleOf(unsigned int index) {
+  return reinterpret_cast<NvmlDevice>(static_cast<std::uintptr_t>(index) + 1);
+}
 
 FakeGpu* GpuOf(NvmlDevice handle) {
   auto index = reinterpret_cast<std::uintptr_t>(handle);
@@ -47,10 +49,14 @@ NvmlReturn Shutdown() {
 }
 const char* ErrorString(NvmlReturn rc) {
   switch (rc) {
-    case kNvmlSuccess: return "Success";
-    case kNvmlErrorNotSupported: return "Not Supported";
-    case kNvmlErrorDriverNotLoaded: return "Driver Not Loaded";
-    default: return "Unknown Error";
+    case kNvmlSuccess:
+      return "Success";
+    case kNvmlErrorNotSupported:
+      return "Not Supported";
+    case kNvmlErrorDriverNotLoaded:
+      return "Driver Not Loaded";
+    default:
+      return "Unknown Error";
   }
 }
 NvmlReturn DeviceGetCount(unsigned int* count) {
@@ -70,8 +76,12 @@ NvmlReturn DeviceGetUuid(NvmlDevice d, char* out, unsigned int length) {
   FakeGpu* gpu = GpuOf(d);
   return gpu ? CopyString(gpu->uuid, out, length) : kInvalidArgument;
 }
-NvmlReturn SystemGetDriverVersion(char* out, unsigned int length) { return CopyString(g_fake->driver_version, out, length); }
-NvmlReturn SystemGetNvmlVersion(char* out, unsigned int length) { return CopyString(g_fake->nvml_version, out, length); }
+NvmlReturn SystemGetDriverVersion(char* out, unsigned int length) {
+  return CopyString(g_fake->driver_version, out, length);
+}
+NvmlReturn SystemGetNvmlVersion(char* out, unsigned int length) {
+  return CopyString(g_fake->nvml_version, out, length);
+}
 NvmlReturn DeviceGetUtilizationRates(NvmlDevice d, NvmlUtilization* out) {
   FakeGpu* gpu = GpuOf(d);
   if (gpu == nullptr) return kInvalidArgument;
@@ -90,7 +100,9 @@ NvmlReturn DeviceGetMemoryInfo(NvmlDevice d, NvmlMemory* out) {
   return kNvmlSuccess;
 }
 NvmlReturn DeviceGetPowerUsage(NvmlDevice d, unsigned int* mw) { return Serve(d, &FakeGpu::power_mw, mw); }
-NvmlReturn DeviceGetPowerLimit(NvmlDevice d, unsigned int* mw) { return Serve(d, &FakeGpu::power_limit_mw, mw); }
+NvmlReturn DeviceGetPowerLimit(NvmlDevice d, unsigned int* mw) {
+  return Serve(d, &FakeGpu::power_limit_mw, mw);
+}
 NvmlReturn DeviceGetEnergy(NvmlDevice d, unsigned long long* mj) { return Serve(d, &FakeGpu::energy_mj, mj); }
 NvmlReturn DeviceGetClockInfo(NvmlDevice d, int type, unsigned int* mhz) {
   if (type == kNvmlClockSm) return Serve(d, &FakeGpu::sm_clock_mhz, mhz);
@@ -107,7 +119,9 @@ NvmlReturn DeviceGetPcieThroughput(NvmlDevice d, int counter, unsigned int* kb) 
   if (counter == kNvmlPcieRxBytes) return Serve(d, &FakeGpu::pcie_rx_kb_per_s, kb);
   return kInvalidArgument;
 }
-NvmlReturn DeviceGetEvents(NvmlDevice d, unsigned long long* mask) { return Serve(d, &FakeGpu::clocks_event_reasons, mask); }
+NvmlReturn DeviceGetEvents(NvmlDevice d, unsigned long long* mask) {
+  return Serve(d, &FakeGpu::clocks_event_reasons, mask);
+}
 NvmlReturn DeviceGetSupportedEvents(NvmlDevice d, unsigned long long* mask) {
   return Serve(d, &FakeGpu::supported_clocks_event_reasons, mask);
 }

@@ -1,5 +1,6 @@
 #include "monitor/fingerprint.h"
 
+#include <fmt/core.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -11,8 +12,6 @@
 #include <map>
 #include <set>
 #include <sstream>
-
-#include <fmt/core.h>
 
 #include "common/version.h"
 #include "monitor/nvml_sampler.h"
@@ -26,13 +25,37 @@ constexpr int kFingerprintVersion = 1;
 
 // Variables that change how fast a model runs (thread pools, allocators, math modes, device
 // selection, communication).
-constexpr const char* kEnvPrefixes[] = {
-    "OMP_",   "MKL_",   "OPENBLAS_", "GOTO_",  "BLIS_",   "KMP_",    "CUDA_", "CUBLAS_", "CUBLASLT_",
-    "CUDNN_", "NCCL_",  "TORCH_",    "PYTORCH_", "DLBENCH_", "NVIDIA_", "TF_",  "XLA_",   "ONEDNN_",
-    "DNNL_",  "MALLOC_", "TCMALLOC_", "JE_MALLOC_", "MASTER_", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
-    "GLIBC_TUNABLES", "LD_PRELOAD", "LD_LIBRARY_PATH"};
+constexpr const char* kEnvPrefixes[] = {"OMP_",
+                                        "MKL_",
+                                        "OPENBLAS_",
+                                        "GOTO_",
+                                        "BLIS_",
+                                        "KMP_",
+                                        "CUDA_",
+                                        "CUBLAS_",
+                                        "CUBLASLT_",
+                                        "CUDNN_",
+                                        "NCCL_",
+                                        "TORCH_",
+                                        "PYTORCH_",
+                                        "DLBENCH_",
+                                        "NVIDIA_",
+                                        "TF_",
+                                        "XLA_",
+                                        "ONEDNN_",
+                                        "DNNL_",
+                                        "MALLOC_",
+                                        "TCMALLOC_",
+                                        "JE_MALLOC_",
+                                        "MASTER_",
+                                        "WORLD_SIZE",
+                                        "LOCAL_WORLD_SIZE",
+                                        "GLIBC_TUNABLES",
+                                        "LD_PRELOAD",
+                                        "LD_LIBRARY_PATH"};
 // A name containing one of these may hold a credential (a database URL with a password).
-constexpr const char* kSecretMarkers[] = {"PASSWORD", "PASSWD", "SECRET", "TOKEN", "KEY", "DSN", "URL", "CREDENTIAL"};
+constexpr const char* kSecretMarkers[] = {"PASSWORD", "PASSWD", "SECRET", "TOKEN",
+                                          "KEY",      "DSN",    "URL",    "CREDENTIAL"};
 
 std::string Trim(const std::string& s) {
   std::size_t b = s.find_first_not_of(" \t\r\n\"");
@@ -77,8 +100,9 @@ void CpuFacts(const ProcFs& files, nlohmann::json& host) {
   std::set<std::string> governors;
   if (auto entries = files.List("/sys/devices/system/cpu"); entries.ok()) {
     for (const auto& e : *entries) {
-      if (e.size() < 4 || e.compare(0, 3, "cpu") != 0 ||
-          !std::all_of(e.begin() + 3, e.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+      if (e.size() < 4 || e.compare(0, 3, "cpu") != 0 || !std::all_of(e.begin() + 3, e.end(), [](char c) {
+            return std::isdigit(static_cast<unsigned char>(c));
+          })) {
         continue;
       }
       if (auto g = files.Read("/sys/devices/system/cpu/" + e + "/cpufreq/scaling_governor"); g.ok()) {
@@ -154,7 +178,8 @@ void Flatten(const nlohmann::json& j, const std::string& path, std::map<std::str
 
 bool Decides(const std::string& path) {
   for (const auto& field : ComparabilityFields()) {
-    if (path == field || (path.compare(0, field.size(), field) == 0 && path[field.size()] == '/')) return true;
+    if (path == field || (path.compare(0, field.size(), field) == 0 && path[field.size()] == '/'))
+      return true;
   }
   return false;
 }
@@ -183,8 +208,11 @@ HostSources RealHostSources() {
   sources.files = std::make_shared<RealProcFs>();
   utsname u{};
   if (::uname(&u) == 0) {
-    sources.uname = {{"sysname", u.sysname}, {"nodename", u.nodename}, {"release", u.release},
-                     {"version", u.version}, {"machine", u.machine}};
+    sources.uname = {{"sysname", u.sysname},
+                     {"nodename", u.nodename},
+                     {"release", u.release},
+                     {"version", u.version},
+                     {"machine", u.machine}};
   }
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) sources.environment.emplace_back(*e);
   std::string arch = Multiarch(sources.uname.value("machine", ""));
@@ -207,7 +235,8 @@ std::string BlasNameFromPath(const std::string& path) {
   return "unknown";
 }
 
-nlohmann::json CollectFingerprint(const nlohmann::json& runner_hello, const nlohmann::json& monitor_description) {
+nlohmann::json CollectFingerprint(const nlohmann::json& runner_hello,
+                                  const nlohmann::json& monitor_description) {
   return CollectFingerprintFrom(RealHostSources(), runner_hello, monitor_description);
 }
 
@@ -256,7 +285,8 @@ nlohmann::json CollectFingerprintFrom(const HostSources& sources, const nlohmann
 
   nlohmann::json gpu = nlohmann::json::object();
   nlohmann::json monitor = nlohmann::json::object();
-  for (auto it = monitor_description.begin(); monitor_description.is_object() && it != monitor_description.end(); ++it) {
+  for (auto it = monitor_description.begin();
+       monitor_description.is_object() && it != monitor_description.end(); ++it) {
     monitor[it.key()] = it.value().value("state", "unknown");
   }
   if (monitor_description.contains("nvml")) {
@@ -370,11 +400,14 @@ std::vector<std::string> FingerprintWarnings(const nlohmann::json& fp) {
                        "', not 'performance': CPU-side timings move with frequency scaling");
   }
   if (text("/blas/name") == "reference") {
-    warnings.push_back("the reference BLAS is active (" + text("/blas/path") +
-                       "): CPU matrix products run many times slower than with OpenBLAS (install libopenblas0-pthread)");
+    warnings.push_back(
+        "the reference BLAS is active (" + text("/blas/path") +
+        "): CPU matrix products run many times slower than with OpenBLAS (install libopenblas0-pthread)");
   }
-  if (fp.contains("env") && fp["env"].contains("CUDA_LAUNCH_BLOCKING") && fp["env"]["CUDA_LAUNCH_BLOCKING"] == "1") {
-    warnings.push_back("CUDA_LAUNCH_BLOCKING=1 serialises every kernel launch: GPU timings are not representative");
+  if (fp.contains("env") && fp["env"].contains("CUDA_LAUNCH_BLOCKING") &&
+      fp["env"]["CUDA_LAUNCH_BLOCKING"] == "1") {
+    warnings.push_back(
+        "CUDA_LAUNCH_BLOCKING=1 serialises every kernel launch: GPU timings are not representative");
   }
   nlohmann::json::json_pointer devices_ptr("/gpu/devices");
   if (fp.contains(devices_ptr) && fp.at(devices_ptr).is_array()) {
@@ -382,7 +415,8 @@ std::vector<std::string> FingerprintWarnings(const nlohmann::json& fp) {
       if (!d.contains("clocks_event_reasons") || !d["clocks_event_reasons"].is_number()) continue;
       std::string names = EnvironmentalThrottle(d["clocks_event_reasons"].get<std::uint64_t>());
       if (!names.empty()) {
-        warnings.push_back(fmt::format("gpu{} clocks are limited before the run: {}", d.value("index", -1), names));
+        warnings.push_back(
+            fmt::format("gpu{} clocks are limited before the run: {}", d.value("index", -1), names));
       }
     }
   }

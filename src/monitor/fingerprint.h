@@ -17,10 +17,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "monitor/procfs_sampler.h"
 
@@ -28,17 +27,18 @@ namespace dlbench::monitor {
 
 // Where the host facts come from (a seam for tests).
 struct HostSources {
-  std::shared_ptr<const ProcFs> files;   // /etc/os-release, /proc/cpuinfo, /proc/meminfo, cpufreq
+  std::shared_ptr<const ProcFs> files;              // /etc/os-release, /proc/cpuinfo, /proc/meminfo, cpufreq
   nlohmann::json uname = nlohmann::json::object();  // {sysname, nodename, release, version, machine}
-  std::vector<std::string> environment;  // "NAME=value"
-  std::string blas_path;                 // the real path of libblas.so.3; "" when unknown
+  std::vector<std::string> environment;             // "NAME=value"
+  std::string blas_path;                            // the real path of libblas.so.3; "" when unknown
 };
 // This machine: the real filesystem, uname(2), environ, and libblas.so.3 resolved through
 // /etc/alternatives/libblas.so.3-<multiarch>, else /usr/lib/<multiarch>/libblas.so.3. Loads
 // nothing (dlopen'ing a BLAS would start its thread pool).
 HostSources RealHostSources();
 
-nlohmann::json CollectFingerprint(const nlohmann::json& runner_hello, const nlohmann::json& monitor_description);
+nlohmann::json CollectFingerprint(const nlohmann::json& runner_hello,
+                                  const nlohmann::json& monitor_description);
 nlohmann::json CollectFingerprintFrom(const HostSources& sources, const nlohmann::json& runner_hello,
                                       const nlohmann::json& monitor_description);
 
@@ -59,9 +59,9 @@ std::uint64_t Fnv1a64(const std::string& text);
 std::string ComparabilityHash(const nlohmann::json& fingerprint);
 
 struct FieldChange {
-  std::string path;              // JSON pointer of a leaf: "/runner/framework/cudnn"
-  nlohmann::json before;         // null when added
-  nlohmann::json after;          // null when removed
+  std::string path;       // JSON pointer of a leaf: "/runner/framework/cudnn"
+  nlohmann::json before;  // null when added
+  nlohmann::json after;   // null when removed
   bool decides_comparability = false;
 };
 // Every leaf that differs, in path order.

@@ -10,7 +10,8 @@ namespace {
 
 HostSources FakeHost() {
   auto fs = std::make_shared<FakeProcFs>();
-  fs->Set("/etc/os-release", "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\nVERSION_ID=\"12\"\n");
+  fs->Set("/etc/os-release",
+          "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\nVERSION_ID=\"12\"\n");
   fs->Set("/proc/cpuinfo",
           "processor\t: 0\nmodel name\t: AMD EPYC 9654 96-Core Processor\n\n"
           "processor\t: 1\nmodel name\t: AMD EPYC 9654 96-Core Processor\n");
@@ -20,8 +21,11 @@ HostSources FakeHost() {
   fs->Set("/sys/devices/system/cpu/cpufreq/policy0/x", "");
   HostSources s;
   s.files = fs;
-  s.uname = {{"sysname", "Linux"}, {"nodename", "gpu-node-7"}, {"release", "6.1.0-18-amd64"},
-             {"version", "#1 SMP Debian"}, {"machine", "x86_64"}};
+  s.uname = {{"sysname", "Linux"},
+             {"nodename", "gpu-node-7"},
+             {"release", "6.1.0-18-amd64"},
+             {"version", "#1 SMP Debian"},
+             {"machine", "x86_64"}};
   s.environment = {"OMP_NUM_THREADS=8", "HOME=/root", "DLBENCH_PG_PASSWORD=hunter2", "NCCL_DEBUG=INFO",
                    "PATH=/usr/bin"};
   s.blas_path = "/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3";
@@ -35,14 +39,19 @@ nlohmann::json Hello(const std::string& cudnn) {
 }
 
 nlohmann::json MonitorDescription() {
-  return {{"nvml",
-           {{"state", "ok"},
-            {"facts",
-             {{"driver_version", "580.159.04"},
-              {"nvml_version", "13.580.159.04"},
-              {"devices", {{{"index", 0}, {"name", "NVIDIA H200"}, {"uuid", "GPU-abc"}, {"power_limit_w", 700.0},
-                            {"clocks_event_reasons", kClocksEventGpuIdle}}}}}}}},
-          {"rapl", {{"state", "unsupported: no RAPL package domain under /sys/class/powercap"}, {"facts", {}}}}};
+  return {
+      {"nvml",
+       {{"state", "ok"},
+        {"facts",
+         {{"driver_version", "580.159.04"},
+          {"nvml_version", "13.580.159.04"},
+          {"devices",
+           {{{"index", 0},
+             {"name", "NVIDIA H200"},
+             {"uuid", "GPU-abc"},
+             {"power_limit_w", 700.0},
+             {"clocks_event_reasons", kClocksEventGpuIdle}}}}}}}},
+      {"rapl", {{"state", "unsupported: no RAPL package domain under /sys/class/powercap"}, {"facts", {}}}}};
 }
 
 TEST(FingerprintTest, CollectsHostLibrariesEnvironmentGpuAndRunner) {
@@ -91,8 +100,7 @@ TEST(FingerprintTest, BlasNamesFromPaths) {
                         Case{"/usr/lib/x86_64-linux-gnu/blas/libblas.so.3", "reference"},
                         Case{"/usr/lib/x86_64-linux-gnu/blis-pthread/libblas.so.3", "blis"},
                         Case{"/opt/intel/mkl/lib/libmkl_rt.so", "mkl"},
-                        Case{"/usr/lib/x86_64-linux-gnu/atlas/libblas.so.3", "atlas"},
-                        Case{"", "unknown"}}) {
+                        Case{"/usr/lib/x86_64-linux-gnu/atlas/libblas.so.3", "atlas"}, Case{"", "unknown"}}) {
     EXPECT_EQ(BlasNameFromPath(c.path), c.name) << c.path;
   }
 }

@@ -1,10 +1,10 @@
 #include "monitor/gpu_attribution.h"
 
-#include <algorithm>
-#include <cctype>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
 
 namespace dlbench::monitor {
 namespace {
@@ -12,7 +12,8 @@ namespace {
 // "GPU-5e0c...": compared without the "GPU-" prefix and case-insensitively, so a runner may
 // send CUDA's bare form or NVML's.
 std::string UuidKey(std::string uuid) {
-  if (uuid.size() > 4 && (uuid.compare(0, 4, "GPU-") == 0 || uuid.compare(0, 4, "gpu-") == 0)) uuid.erase(0, 4);
+  if (uuid.size() > 4 && (uuid.compare(0, 4, "GPU-") == 0 || uuid.compare(0, 4, "gpu-") == 0))
+    uuid.erase(0, 4);
   std::transform(uuid.begin(), uuid.end(), uuid.begin(), [](unsigned char c) { return std::tolower(c); });
   return uuid;
 }
@@ -34,7 +35,8 @@ int SeriesGpuIndex(const std::string& name) {
 
 GpuAttribution AttributeGpus(const nlohmann::json& effective, const nlohmann::json& monitor_description) {
   GpuAttribution out;
-  if (!effective.is_object() || !effective.contains("device_uuids") || !effective["device_uuids"].is_array()) {
+  if (!effective.is_object() || !effective.contains("device_uuids") ||
+      !effective["device_uuids"].is_array()) {
     out.note = "every sampled GPU: the runner named no device_uuids";
     return out;
   }
@@ -45,8 +47,11 @@ GpuAttribution AttributeGpus(const nlohmann::json& effective, const nlohmann::js
     return out;
   }
   nlohmann::json devices = nlohmann::json::array();
-  const nlohmann::json nvml = monitor_description.is_object() ? monitor_description.value("nvml", nlohmann::json()) : nlohmann::json();
-  if (nvml.is_object() && nvml.contains("facts") && nvml["facts"].is_object() && nvml["facts"].contains("devices")) {
+  const nlohmann::json nvml = monitor_description.is_object()
+                                  ? monitor_description.value("nvml", nlohmann::json())
+                                  : nlohmann::json();
+  if (nvml.is_object() && nvml.contains("facts") && nvml["facts"].is_object() &&
+      nvml["facts"].contains("devices")) {
     devices = nvml["facts"]["devices"];
   }
   std::vector<int> indices;
@@ -69,7 +74,8 @@ GpuAttribution AttributeGpus(const nlohmann::json& effective, const nlohmann::js
   }
   std::sort(indices.begin(), indices.end());
   indices.erase(std::unique(indices.begin(), indices.end()), indices.end());
-  std::string missing = unknown.empty() ? "" : fmt::format(" ({} not among the sampled GPUs)", fmt::join(unknown, ", "));
+  std::string missing =
+      unknown.empty() ? "" : fmt::format(" ({} not among the sampled GPUs)", fmt::join(unknown, ", "));
   if (indices.empty()) {
     out.note = "every sampled GPU: the runner's device_uuids matched none" + missing;
     return out;
@@ -85,8 +91,8 @@ void KeepGpuSeries(std::vector<store::SeriesPoint>& series, const std::vector<in
   series.erase(std::remove_if(series.begin(), series.end(),
                               [&](const store::SeriesPoint& p) {
                                 const int index = SeriesGpuIndex(p.series);
-                                return index >= 0 && std::find(nvml_indices.begin(), nvml_indices.end(), index) ==
-                                                         nvml_indices.end();
+                                return index >= 0 && std::find(nvml_indices.begin(), nvml_indices.end(),
+                                                               index) == nvml_indices.end();
                               }),
                series.end());
 }

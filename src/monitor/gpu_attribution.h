@@ -5,11 +5,10 @@
 // CUDA_VISIBLE_DEVICES renumbers), so the UUID is the only safe key.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "store/result_store.h"
 

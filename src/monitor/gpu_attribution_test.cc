@@ -17,15 +17,17 @@ nlohmann::json TwoGpuHost() {
 
 TEST(GpuAttributionTest, UuidPicksTheNvmlIndexWhateverTheCaseOrPrefix) {
   // CUDA_VISIBLE_DEVICES=1 makes NVML's GPU 1 the runner's cuda:0: only the UUID tells.
-  auto a = AttributeGpus({{"device", "cuda:0"}, {"device_uuids", nlohmann::json::array({"bbbbbbbb-1111-1111-1111-111111111111"})}},
+  auto a = AttributeGpus({{"device", "cuda:0"},
+                          {"device_uuids", nlohmann::json::array({"bbbbbbbb-1111-1111-1111-111111111111"})}},
                          TwoGpuHost());
   ASSERT_TRUE(a.nvml_indices.has_value()) << a.note;
   EXPECT_EQ(*a.nvml_indices, std::vector<int>{1});
   EXPECT_NE(a.note.find("gpu1"), std::string::npos) << a.note;
 
-  auto both = AttributeGpus({{"device_uuids", nlohmann::json::array({"GPU-BBBBBBBB-1111-1111-1111-111111111111",
-                                                                   "GPU-aaaaaaaa-0000-0000-0000-000000000000"})}},
-                            TwoGpuHost());
+  auto both =
+      AttributeGpus({{"device_uuids", nlohmann::json::array({"GPU-BBBBBBBB-1111-1111-1111-111111111111",
+                                                             "GPU-aaaaaaaa-0000-0000-0000-000000000000"})}},
+                    TwoGpuHost());
   EXPECT_EQ(*both.nvml_indices, (std::vector<int>{0, 1}));
 }
 
@@ -40,23 +42,26 @@ TEST(GpuAttributionTest, NoUuidsMeansEveryGpuAndAnEmptyListMeansNone) {
 }
 
 TEST(GpuAttributionTest, UnknownUuidFallsBackToEveryGpuAndSaysSo) {
-  auto a = AttributeGpus({{"device_uuids", nlohmann::json::array({"GPU-cccccccc-2222-2222-2222-222222222222"})}}, TwoGpuHost());
+  auto a = AttributeGpus(
+      {{"device_uuids", nlohmann::json::array({"GPU-cccccccc-2222-2222-2222-222222222222"})}}, TwoGpuHost());
   EXPECT_FALSE(a.nvml_indices.has_value());
   EXPECT_NE(a.note.find("cccccccc"), std::string::npos) << a.note;
   // No NVML at all (a CPU-only host): nothing to map, nothing sampled.
-  auto none = AttributeGpus({{"device_uuids", nlohmann::json::array({"GPU-aaaaaaaa-0000-0000-0000-000000000000"})}},
-                            {{"nvml", {{"state", "unsupported: libnvidia-ml.so.1 not found"}, {"facts", {}}}}});
+  auto none =
+      AttributeGpus({{"device_uuids", nlohmann::json::array({"GPU-aaaaaaaa-0000-0000-0000-000000000000"})}},
+                    {{"nvml", {{"state", "unsupported: libnvidia-ml.so.1 not found"}, {"facts", {}}}}});
   EXPECT_FALSE(none.nvml_indices.has_value());
 }
 
 TEST(GpuAttributionTest, KeepGpuSeriesDropsOtherGpusOnly) {
-  std::vector<store::SeriesPoint> series = {{1, "gpu0.power_w", 100.0},   {1, "gpu1.power_w", 650.0},
-                                            {1, "gpu10.power_w", 90.0},   {1, "host.cpu_util_pct", 5.0},
-                                            {1, "proc.rss_bytes", 1e9},   {1, "gpux.odd", 1.0}};
+  std::vector<store::SeriesPoint> series = {{1, "gpu0.power_w", 100.0}, {1, "gpu1.power_w", 650.0},
+                                            {1, "gpu10.power_w", 90.0}, {1, "host.cpu_util_pct", 5.0},
+                                            {1, "proc.rss_bytes", 1e9}, {1, "gpux.odd", 1.0}};
   KeepGpuSeries(series, {1});
   std::vector<std::string> names;
   for (const auto& p : series) names.push_back(p.series);
-  EXPECT_EQ(names, (std::vector<std::string>{"gpu1.power_w", "host.cpu_util_pct", "proc.rss_bytes", "gpux.odd"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"gpu1.power_w", "host.cpu_util_pct", "proc.rss_bytes", "gpux.odd"}));
   KeepGpuSeries(series, {});
   EXPECT_EQ(series.size(), 3u);
 }

@@ -24,10 +24,18 @@ bool Bind(void* library, const char* symbol, F& out) {
 }
 
 const char* ReadingName(int reading) {
-  static const char* const kNames[] = {
-      "sm_util_pct",  "mem_util_pct", "mem_used_bytes",       "power_w",
-      "energy_j",     "sm_clock_mhz", "mem_clock_mhz",        "temp_c",
-      "pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s", "clocks_event_reasons", "proc_mem_bytes"};
+  static const char* const kNames[] = {"sm_util_pct",
+                                       "mem_util_pct",
+                                       "mem_used_bytes",
+                                       "power_w",
+                                       "energy_j",
+                                       "sm_clock_mhz",
+                                       "mem_clock_mhz",
+                                       "temp_c",
+                                       "pcie_tx_bytes_per_s",
+                                       "pcie_rx_bytes_per_s",
+                                       "clocks_event_reasons",
+                                       "proc_mem_bytes"};
   return kNames[reading];
 }
 
@@ -51,7 +59,8 @@ Result<NvmlLibrary> LoadNvml(const std::string& soname) {
       {"nvmlShutdown", Bind(handle, "nvmlShutdown", api.shutdown)},
       {"nvmlErrorString", Bind(handle, "nvmlErrorString", api.error_string)},
       {"nvmlDeviceGetCount_v2", Bind(handle, "nvmlDeviceGetCount_v2", api.device_get_count)},
-      {"nvmlDeviceGetHandleByIndex_v2", Bind(handle, "nvmlDeviceGetHandleByIndex_v2", api.device_get_handle_by_index)},
+      {"nvmlDeviceGetHandleByIndex_v2",
+       Bind(handle, "nvmlDeviceGetHandleByIndex_v2", api.device_get_handle_by_index)},
   };
   for (const auto& r : required) {
     if (!r.bound) return MakeError(ErrorKind::kUnsupported, soname + " lacks " + r.symbol);
@@ -77,7 +86,8 @@ Result<NvmlLibrary> LoadNvml(const std::string& soname) {
   if (!Bind(handle, "nvmlDeviceGetCurrentClocksEventReasons", api.device_get_clocks_event_reasons)) {
     optional("nvmlDeviceGetCurrentClocksThrottleReasons", api.device_get_clocks_event_reasons);
   }
-  if (!Bind(handle, "nvmlDeviceGetSupportedClocksEventReasons", api.device_get_supported_clocks_event_reasons)) {
+  if (!Bind(handle, "nvmlDeviceGetSupportedClocksEventReasons",
+            api.device_get_supported_clocks_event_reasons)) {
     optional("nvmlDeviceGetSupportedClocksThrottleReasons", api.device_get_supported_clocks_event_reasons);
   }
   return lib;
@@ -92,7 +102,8 @@ std::unique_ptr<NvmlSampler> NvmlSampler::Unsupported(std::string reason) {
 NvmlSampler::NvmlSampler(NvmlApi api, std::shared_ptr<void> library, std::shared_ptr<const ProcFs> procfs,
                          const SamplerOptions& options)
     : api_(api), library_(std::move(library)), procfs_(std::move(procfs)), options_(options) {
-  if (api_.init == nullptr || api_.device_get_count == nullptr || api_.device_get_handle_by_index == nullptr) {
+  if (api_.init == nullptr || api_.device_get_count == nullptr ||
+      api_.device_get_handle_by_index == nullptr) {
     state_ = "unsupported: NVML entry points missing";
     return;
   }
@@ -155,14 +166,18 @@ void NvmlSampler::SetDevices(std::vector<int> nvml_indices) {
     std::string prefix = "gpu" + std::to_string(index) + ".";
     // A reading whose entry point the library lacks is unsupported from the start, so Describe()
     // lists it like one the driver refused.
-    const bool available[kReadingCount] = {
-        api_.device_get_utilization_rates != nullptr, api_.device_get_utilization_rates != nullptr,
-        api_.device_get_memory_info != nullptr,      api_.device_get_power_usage != nullptr,
-        api_.device_get_total_energy_consumption != nullptr, api_.device_get_clock_info != nullptr,
-        api_.device_get_clock_info != nullptr,       api_.device_get_temperature != nullptr,
-        api_.device_get_pcie_throughput != nullptr,
-        api_.device_get_pcie_throughput != nullptr,
-        api_.device_get_clocks_event_reasons != nullptr, api_.device_get_compute_running_processes != nullptr};
+    const bool available[kReadingCount] = {api_.device_get_utilization_rates != nullptr,
+                                           api_.device_get_utilization_rates != nullptr,
+                                           api_.device_get_memory_info != nullptr,
+                                           api_.device_get_power_usage != nullptr,
+                                           api_.device_get_total_energy_consumption != nullptr,
+                                           api_.device_get_clock_info != nullptr,
+                                           api_.device_get_clock_info != nullptr,
+                                           api_.device_get_temperature != nullptr,
+                                           api_.device_get_pcie_throughput != nullptr,
+                                           api_.device_get_pcie_throughput != nullptr,
+                                           api_.device_get_clocks_event_reasons != nullptr,
+                                           api_.device_get_compute_running_processes != nullptr};
     for (int r = 0; r < kReadingCount; ++r) {
       device.series[r] = prefix + ReadingName(r);
       device.supported[r] = available[r];
@@ -170,11 +185,13 @@ void NvmlSampler::SetDevices(std::vector<int> nvml_indices) {
     nlohmann::json& facts = device.facts;
     facts["index"] = index;
     char buffer[kStringBufferBytes] = {};
-    if (api_.device_get_name != nullptr && api_.device_get_name(device.handle, buffer, kStringBufferBytes) == kNvmlSuccess) {
+    if (api_.device_get_name != nullptr &&
+        api_.device_get_name(device.handle, buffer, kStringBufferBytes) == kNvmlSuccess) {
       buffer[kStringBufferBytes - 1] = '\0';
       facts["name"] = buffer;
     }
-    if (api_.device_get_uuid != nullptr && api_.device_get_uuid(device.handle, buffer, kStringBufferBytes) == kNvmlSuccess) {
+    if (api_.device_get_uuid != nullptr &&
+        api_.device_get_uuid(device.handle, buffer, kStringBufferBytes) == kNvmlSuccess) {
       buffer[kStringBufferBytes - 1] = '\0';
       facts["uuid"] = buffer;
     }
@@ -184,7 +201,8 @@ void NvmlSampler::SetDevices(std::vector<int> nvml_indices) {
       facts["power_limit_w"] = limit_mw / 1000.0;
     }
     NvmlMemory memory{};
-    if (api_.device_get_memory_info != nullptr && api_.device_get_memory_info(device.handle, &memory) == kNvmlSuccess) {
+    if (api_.device_get_memory_info != nullptr &&
+        api_.device_get_memory_info(device.handle, &memory) == kNvmlSuccess) {
       facts["memory_total_bytes"] = memory.total;
     }
     unsigned long long supported_events = 0;
@@ -233,7 +251,8 @@ void NvmlSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
     }
     if (wants(d, Reading::kPower, api_.device_get_power_usage != nullptr)) {
       unsigned int mw = 0;
-      if (Ok(d, Reading::kPower, api_.device_get_power_usage(d.handle, &mw))) emit(d, Reading::kPower, mw / 1000.0);
+      if (Ok(d, Reading::kPower, api_.device_get_power_usage(d.handle, &mw)))
+        emit(d, Reading::kPower, mw / 1000.0);
     }
     if (wants(d, Reading::kEnergy, api_.device_get_total_energy_consumption != nullptr)) {
       unsigned long long mj = 0;
@@ -255,11 +274,13 @@ void NvmlSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
     }
     if (wants(d, Reading::kTemp, api_.device_get_temperature != nullptr)) {
       unsigned int c = 0;
-      if (Ok(d, Reading::kTemp, api_.device_get_temperature(d.handle, kNvmlTemperatureGpu, &c))) emit(d, Reading::kTemp, c);
+      if (Ok(d, Reading::kTemp, api_.device_get_temperature(d.handle, kNvmlTemperatureGpu, &c)))
+        emit(d, Reading::kTemp, c);
     }
     if (pcie_round) {
       // NVML reports KB/s; taken as KiB like its other byte figures.
-      for (auto [reading, counter] : {std::pair{Reading::kPcieTx, kNvmlPcieTxBytes}, std::pair{Reading::kPcieRx, kNvmlPcieRxBytes}}) {
+      for (auto [reading, counter] :
+           {std::pair{Reading::kPcieTx, kNvmlPcieTxBytes}, std::pair{Reading::kPcieRx, kNvmlPcieRxBytes}}) {
         if (!wants(d, reading, api_.device_get_pcie_throughput != nullptr)) continue;
         unsigned int kb_per_s = 0;
         if (Ok(d, reading, api_.device_get_pcie_throughput(d.handle, counter, &kb_per_s))) {
@@ -341,7 +362,8 @@ nlohmann::json NvmlSampler::Describe() const {
   return facts;
 }
 
-std::unique_ptr<Sampler> MakeNvmlSampler(std::shared_ptr<const ProcFs> procfs, const SamplerOptions& options) {
+std::unique_ptr<Sampler> MakeNvmlSampler(std::shared_ptr<const ProcFs> procfs,
+                                         const SamplerOptions& options) {
   auto lib = LoadNvml();
   if (!lib.ok()) return NvmlSampler::Unsupported(lib.error().message);
   return std::make_unique<NvmlSampler>(lib->api, lib->library, std::move(procfs), options);

@@ -50,11 +50,11 @@ inline constexpr NvmlReturn kNvmlErrorInsufficientSize = 7;
 inline constexpr NvmlReturn kNvmlErrorDriverNotLoaded = 9;
 inline constexpr NvmlReturn kNvmlErrorFunctionNotFound = 13;
 inline constexpr NvmlReturn kNvmlErrorUnknown = 999;
-inline constexpr int kNvmlClockSm = 1;        // nvmlClockType_t NVML_CLOCK_SM
-inline constexpr int kNvmlClockMem = 2;       // NVML_CLOCK_MEM
+inline constexpr int kNvmlClockSm = 1;         // nvmlClockType_t NVML_CLOCK_SM
+inline constexpr int kNvmlClockMem = 2;        // NVML_CLOCK_MEM
 inline constexpr int kNvmlTemperatureGpu = 0;  // nvmlTemperatureSensors_t NVML_TEMPERATURE_GPU
-inline constexpr int kNvmlPcieTxBytes = 0;    // nvmlPcieUtilCounter_t NVML_PCIE_UTIL_TX_BYTES
-inline constexpr int kNvmlPcieRxBytes = 1;    // NVML_PCIE_UTIL_RX_BYTES
+inline constexpr int kNvmlPcieTxBytes = 0;     // nvmlPcieUtilCounter_t NVML_PCIE_UTIL_TX_BYTES
+inline constexpr int kNvmlPcieRxBytes = 1;     // NVML_PCIE_UTIL_RX_BYTES
 inline constexpr unsigned long long kNvmlValueNotAvailable = ~0ULL;
 
 // Clocks event ("throttle") reason bits, nvmlClocksEventReason* (same bits under both names).
@@ -68,10 +68,10 @@ inline constexpr std::uint64_t kClocksEventHwPowerBrake = 0x80;
 // NVML's entry points. The first five are required; any other may be null (an older driver),
 // and then its series is simply not produced.
 struct NvmlApi {
-  NvmlReturn (*init)() = nullptr;                                          // nvmlInit_v2
-  NvmlReturn (*shutdown)() = nullptr;                                      // nvmlShutdown
-  const char* (*error_string)(NvmlReturn) = nullptr;                       // nvmlErrorString
-  NvmlReturn (*device_get_count)(unsigned int*) = nullptr;                 // nvmlDeviceGetCount_v2
+  NvmlReturn (*init)() = nullptr;                                                 // nvmlInit_v2
+  NvmlReturn (*shutdown)() = nullptr;                                             // nvmlShutdown
+  const char* (*error_string)(NvmlReturn) = nullptr;                              // nvmlErrorString
+  NvmlReturn (*device_get_count)(unsigned int*) = nullptr;                        // nvmlDeviceGetCount_v2
   NvmlReturn (*device_get_handle_by_index)(unsigned int, NvmlDevice*) = nullptr;  // ..._v2
   NvmlReturn (*device_get_name)(NvmlDevice, char*, unsigned int) = nullptr;
   NvmlReturn (*device_get_uuid)(NvmlDevice, char*, unsigned int) = nullptr;
@@ -88,7 +88,8 @@ struct NvmlApi {
   // nvmlDeviceGetCurrentClocksEventReasons, or ...ClocksThrottleReasons on drivers before 12.2.
   NvmlReturn (*device_get_clocks_event_reasons)(NvmlDevice, unsigned long long*) = nullptr;
   NvmlReturn (*device_get_supported_clocks_event_reasons)(NvmlDevice, unsigned long long*) = nullptr;
-  NvmlReturn (*device_get_compute_running_processes)(NvmlDevice, unsigned int* count, NvmlProcessInfo*) = nullptr;  // _v3
+  NvmlReturn (*device_get_compute_running_processes)(NvmlDevice, unsigned int* count,
+                                                     NvmlProcessInfo*) = nullptr;  // _v3
 };
 
 // A dlopen'ed libnvidia-ml and its entry points. The library stays loaded while any copy of
@@ -138,16 +139,27 @@ class NvmlSampler final : public Sampler {
  private:
   explicit NvmlSampler(std::string reason);
   enum class Reading {
-    kSmUtil, kMemUtil, kMemUsed, kPower, kEnergy, kSmClock, kMemClock, kTemp, kPcieTx, kPcieRx,
-    kEvents, kProcMem, kCount,
+    kSmUtil,
+    kMemUtil,
+    kMemUsed,
+    kPower,
+    kEnergy,
+    kSmClock,
+    kMemClock,
+    kTemp,
+    kPcieTx,
+    kPcieRx,
+    kEvents,
+    kProcMem,
+    kCount,
   };
   static constexpr int kReadingCount = static_cast<int>(Reading::kCount);
   struct Device {
     int index = 0;
     NvmlDevice handle = nullptr;
-    std::string series[kReadingCount];       // precomputed names: no formatting per round
+    std::string series[kReadingCount];  // precomputed names: no formatting per round
     bool supported[kReadingCount] = {};
-    nlohmann::json facts;                    // name, uuid, power limit, memory total
+    nlohmann::json facts;  // name, uuid, power limit, memory total
   };
   bool Ok(Device& device, Reading reading, NvmlReturn rc);
   void SampleProcesses(Device& device, std::int64_t t_ns, std::vector<SeriesPoint>& out);

@@ -169,7 +169,8 @@ TEST(NvmlSamplerTest, ProcessListThatGrowsBetweenCallsIsRefetched) {
   FakeNvml fake;
   fake.gpus[0].processes = std::vector<NvmlProcessInfo>{{100, 1000, 0, 0}};
   // Ten more than the slack the sampler adds: the first fetch is too small and must be retried.
-  for (unsigned int pid = 300; pid < 310; ++pid) fake.gpus[0].processes_arriving_late.push_back({pid, 10, 0, 0});
+  for (unsigned int pid = 300; pid < 310; ++pid)
+    fake.gpus[0].processes_arriving_late.push_back({pid, 10, 0, 0});
   auto sampler = Make(fake, GpuProcFs());
   sampler->SetTargetPid(100);
   std::vector<SeriesPoint> out;
@@ -180,7 +181,8 @@ TEST(NvmlSamplerTest, ProcessListThatGrowsBetweenCallsIsRefetched) {
 
 TEST(NvmlSamplerTest, ProcessMemoryAbsentWhenNoTreeProcessOrValueUnknown) {
   FakeNvml fake;
-  fake.gpus[0].processes = std::vector<NvmlProcessInfo>{{200, 5000, 0, 0}, {101, kNvmlValueNotAvailable, 0, 0}};
+  fake.gpus[0].processes =
+      std::vector<NvmlProcessInfo>{{200, 5000, 0, 0}, {101, kNvmlValueNotAvailable, 0, 0}};
   auto sampler = Make(fake, GpuProcFs());
   sampler->SetTargetPid(100);
   std::vector<SeriesPoint> out;
@@ -237,7 +239,8 @@ TEST(NvmlSamplerTest, ThisMachinesSamplerIsOkOrSaysWhyNot) {
   std::vector<SeriesPoint> out;
   sampler->Sample(1, out);
   if (!LoadNvml().ok()) {
-    EXPECT_EQ(sampler->state().rfind("unsupported: cannot load libnvidia-ml.so.1", 0), 0u) << sampler->state();
+    EXPECT_EQ(sampler->state().rfind("unsupported: cannot load libnvidia-ml.so.1", 0), 0u)
+        << sampler->state();
     EXPECT_TRUE(out.empty());
   } else if (sampler->state() == "ok") {
     EXPECT_FALSE(out.empty());

@@ -174,7 +174,8 @@ Result<CpuTimes> ParseCpuTimes(const std::string& proc_stat) {
   std::istringstream in(proc_stat);
   std::string label;
   in >> label;
-  if (label != "cpu") return MakeError(ErrorKind::kInvalidInput, "/proc/stat does not start with the cpu line");
+  if (label != "cpu")
+    return MakeError(ErrorKind::kInvalidInput, "/proc/stat does not start with the cpu line");
   // user nice system idle iowait irq softirq steal [guest guest_nice]
   std::uint64_t v[8] = {};
   for (int i = 0; i < 8; ++i) {
@@ -366,7 +367,8 @@ RaplSampler::RaplSampler(std::shared_ptr<const ProcFs> fs, std::string powercap_
       auto name = fs_->Read(domain.dir + "/name");
       domain.name = name.ok() ? Trim(*name) : entry;
       std::uint64_t range = 0;
-      if (auto text = fs_->Read(domain.dir + "/max_energy_range_uj"); text.ok() && ParseUint(Trim(*text), range)) {
+      if (auto text = fs_->Read(domain.dir + "/max_energy_range_uj");
+          text.ok() && ParseUint(Trim(*text), range)) {
         domain.max_range_uj = static_cast<double>(range);
       }
       domains_.push_back(std::move(domain));

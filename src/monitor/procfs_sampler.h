@@ -123,8 +123,7 @@ class ProcFsSampler final : public Sampler {
 // makes energy_uj readable by root only).
 class RaplSampler final : public Sampler {
  public:
-  explicit RaplSampler(std::shared_ptr<const ProcFs> fs,
-                       std::string powercap_dir = "/sys/class/powercap");
+  explicit RaplSampler(std::shared_ptr<const ProcFs> fs, std::string powercap_dir = "/sys/class/powercap");
   std::string name() const override { return "rapl"; }
   std::string state() const override { return state_; }
   void SetTargetPid(pid_t) override {}

@@ -83,8 +83,8 @@ std::shared_ptr<FakeProcFs> TreeFs(bool with_children_files) {
   fs->Set("/proc/200/stat", StatLine(200, "worker", 100, 40, 10, 0, 0, 500));
   fs->Set("/proc/300/stat", StatLine(300, "decoder", 200, 20, 0, 0, 0, 250));
   fs->Set("/proc/400/stat", StatLine(400, "other", 1, 999, 999, 0, 0, 99999));
-  for (const char* task : {"/proc/100/task/100", "/proc/100/task/101", "/proc/200/task/200", "/proc/300/task/300",
-                           "/proc/400/task/400"}) {
+  for (const char* task : {"/proc/100/task/100", "/proc/100/task/101", "/proc/200/task/200",
+                           "/proc/300/task/300", "/proc/400/task/400"}) {
     fs->Set(std::string(task) + "/stat", "");
   }
   if (with_children_files) {

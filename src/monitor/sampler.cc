@@ -18,7 +18,9 @@ constexpr std::size_t kInitialPointCapacity = 8192;
 }  // namespace
 
 Monitor::Monitor(std::vector<std::unique_ptr<Sampler>> samplers, const Clock& clock, double interval_ms)
-    : samplers_(std::move(samplers)), clock_(clock), interval_ns_(static_cast<std::int64_t>(interval_ms * 1e6)) {
+    : samplers_(std::move(samplers)),
+      clock_(clock),
+      interval_ns_(static_cast<std::int64_t>(interval_ms * 1e6)) {
   DLBENCH_CHECK(interval_ns_ > 0, "the monitor interval must be positive");
 }
 

@@ -9,11 +9,10 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/clock.h"
 #include "store/result_store.h"
@@ -70,9 +69,9 @@ class Monitor {
   std::thread thread_;
   std::atomic<bool> running_{false};
   std::mutex mutex_;
-  std::condition_variable wake_;    // signalled by Stop()
-  bool stop_requested_ = false;     // guarded by mutex_
-  std::vector<SeriesPoint> points_; // guarded by mutex_
+  std::condition_variable wake_;     // signalled by Stop()
+  bool stop_requested_ = false;      // guarded by mutex_
+  std::vector<SeriesPoint> points_;  // guarded by mutex_
 };
 
 // What DefaultSamplers builds.

@@ -34,7 +34,8 @@ class ScriptedSampler final : public Sampler {
   int rounds_since_target_ = 0;
 };
 
-std::unique_ptr<Monitor> MakeMonitor(const Clock& clock, double interval_ms, SimulatedClock* advance = nullptr) {
+std::unique_ptr<Monitor> MakeMonitor(const Clock& clock, double interval_ms,
+                                     SimulatedClock* advance = nullptr) {
   std::vector<std::unique_ptr<Sampler>> samplers;
   samplers.push_back(std::make_unique<ScriptedSampler>(advance));
   return std::make_unique<Monitor>(std::move(samplers), clock, interval_ms);

@@ -1,8 +1,8 @@
 #include "orchestrator/cell_metrics.h"
 
-#include <cmath>
-
 #include <fmt/core.h>
+
+#include <cmath>
 
 namespace dlbench::orchestrator {
 

@@ -33,9 +33,9 @@ struct CellTimeline {
 };
 
 // Where a cell's wall time went, as metrics (seconds): time_to_hello_s, setup_s (HELLO to the first
-// step's start, or to READY without steps: device initialisation, model build), warmup_s (first step start to first measured step start: warm-up steps, cuDNN autotuning),
-// time_to_measure_s (spawn to first measured step) and cell_wall_s (spawn to exit). Rank 0's
-// steps; a moment that did not happen leaves its metrics out.
+// step's start, or to READY without steps: device initialisation, model build), warmup_s (first step start to
+// first measured step start: warm-up steps, cuDNN autotuning), time_to_measure_s (spawn to first measured
+// step) and cell_wall_s (spawn to exit). Rank 0's steps; a moment that did not happen leaves its metrics out.
 void AddTimelineMetrics(const CellTimeline& t, std::int64_t warmup_steps, store::CellRecord& rec);
 
 // Adds or replaces a metric by name.

@@ -1,5 +1,6 @@
 #include "orchestrator/cell_runner.h"
 
+#include <fmt/core.h>
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
@@ -8,8 +9,6 @@
 #include <cmath>
 #include <filesystem>
 #include <optional>
-
-#include <fmt/core.h>
 
 #include "common/clock.h"
 #include "common/files.h"
@@ -68,7 +67,7 @@ void AddMonitorAnalysis(std::int64_t warmup_steps, std::int64_t measured_steps,
   in.warmup_steps = warmup_steps;
   in.measured_steps = measured_steps;
   in.scenario = rec.params.value("scenario", std::string("train")) == "infer" ? monitor::Scenario::kInfer
-                                                                             : monitor::Scenario::kTrain;
+                                                                              : monitor::Scenario::kTrain;
   const std::int64_t samples = rec.effective.value("samples_per_step", rec.params.value("batch_size", 1));
   in.samples_per_step = static_cast<std::uint32_t>(std::max<std::int64_t>(samples, 1));
   in.idle_series = std::move(idle_series);
@@ -184,7 +183,8 @@ Result<nlohmann::json> ProbeRunner(const RunnerCommand& runner, double timeout_s
   ::close(spawned->from_runner);
   spawned->process.Terminate(hello ? 5000 : 0);
   if (!hello) {
-    return MakeError(ErrorKind::kIo, "runner " + runner.argv.front() + " did not introduce itself: " + problem);
+    return MakeError(ErrorKind::kIo,
+                     "runner " + runner.argv.front() + " did not introduce itself: " + problem);
   }
   return *hello;
 }
@@ -258,8 +258,14 @@ store::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& o) {
     switch (f.type) {
       case MessageType::kHello: {
         auto body = protocol::DecodeJson(f);
-        if (!body.ok()) { conv.violation = body.error().message; return; }
-        if (conv.hello_seen) { conv.violation = "HELLO sent twice"; return; }
+        if (!body.ok()) {
+          conv.violation = body.error().message;
+          return;
+        }
+        if (conv.hello_seen) {
+          conv.violation = "HELLO sent twice";
+          return;
+        }
         conv.timeline.hello_ns = MonotonicNowNs();
         conv.hello_seen = true;
         rec.hello = *body;
@@ -283,7 +289,10 @@ store::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& o) {
       }
       case MessageType::kReady: {
         auto body = protocol::DecodeJson(f);
-        if (!body.ok()) { conv.violation = body.error().message; return; }
+        if (!body.ok()) {
+          conv.violation = body.error().message;
+          return;
+        }
         conv.ready_seen = true;
         conv.timeline.ready_ns = MonotonicNowNs();
         rec.effective = body->value("effective", nlohmann::json::object());
@@ -291,8 +300,14 @@ store::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& o) {
       }
       case MessageType::kSteps: {
         auto batch = protocol::DecodeSteps(f);
-        if (!batch.ok()) { conv.violation = batch.error().message; return; }
-        if (!conv.ready_seen) { conv.violation = "STEPS before READY"; return; }
+        if (!batch.ok()) {
+          conv.violation = batch.error().message;
+          return;
+        }
+        if (!conv.ready_seen) {
+          conv.violation = "STEPS before READY";
+          return;
+        }
         for (const auto& r : batch->records) {
           rec.steps.push_back({batch->rank, r});
           conv.max_step_ns = std::max(conv.max_step_ns, r.end_ns - r.start_ns);
@@ -311,19 +326,28 @@ store::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& o) {
       }
       case MessageType::kMemory: {
         auto body = protocol::DecodeJson(f);
-        if (!body.ok()) { conv.violation = body.error().message; return; }
+        if (!body.ok()) {
+          conv.violation = body.error().message;
+          return;
+        }
         rec.extras["memory"].push_back(*body);
         return;
       }
       case MessageType::kExtras: {
         auto body = protocol::DecodeJson(f);
-        if (!body.ok()) { conv.violation = body.error().message; return; }
+        if (!body.ok()) {
+          conv.violation = body.error().message;
+          return;
+        }
         AbsorbExtras(*body, rec);
         return;
       }
       case MessageType::kError: {
         auto body = protocol::DecodeJson(f);
-        if (!body.ok()) { conv.violation = body.error().message; return; }
+        if (!body.ok()) {
+          conv.violation = body.error().message;
+          return;
+        }
         conv.error_kind = body->value("kind", std::string("internal"));
         conv.error_message = body->value("message", std::string("(no message)"));
         conv.error_details = *body;
@@ -331,7 +355,10 @@ store::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& o) {
       }
       case MessageType::kDone: {
         auto body = protocol::DecodeJson(f);
-        if (!body.ok()) { conv.violation = body.error().message; return; }
+        if (!body.ok()) {
+          conv.violation = body.error().message;
+          return;
+        }
         conv.done_seen = true;
         conv.done_reason = body->value("reason", std::string());
         return;
@@ -407,11 +434,13 @@ store::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& o) {
 
   const std::string stderr_tail = TailLines(rec.stderr_path, kStderrTailLines);
   auto with_tail = [&](std::string message) {
-    if (!stderr_tail.empty()) message += "\n--- last lines of stderr (" + rec.stderr_path + ") ---\n" + stderr_tail;
+    if (!stderr_tail.empty())
+      message += "\n--- last lines of stderr (" + rec.stderr_path + ") ---\n" + stderr_tail;
     return message;
   };
 
-  const std::string stop_reason = conv.stop_decision.value_or(conv.done_reason.empty() ? "runner_exit" : conv.done_reason);
+  const std::string stop_reason =
+      conv.stop_decision.value_or(conv.done_reason.empty() ? "runner_exit" : conv.done_reason);
   const measure::Outcome measured = policy.Finish(stop_reason);
   if (!rec.steps.empty()) {
     rec.warmup_steps = measured.warmup_steps;
@@ -419,7 +448,8 @@ store::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& o) {
     rec.stop_reason = measured.stop_reason;
     AddStepMetrics(measured, rec);
     AddTimelineMetrics(conv.timeline, measured.warmup_steps, rec);
-    if (!rec.series.empty()) AddMonitorAnalysis(measured.warmup_steps, measured.summary.steps, std::move(idle_series), rec);
+    if (!rec.series.empty())
+      AddMonitorAnalysis(measured.warmup_steps, measured.summary.steps, std::move(idle_series), rec);
   }
 
   if (timed_out) {

@@ -4,10 +4,9 @@
 
 #include <atomic>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/error.h"
 #include "config/matrix.h"
@@ -26,8 +25,8 @@ namespace dlbench::orchestrator {
 //   oom          the runner reported running out of (device) memory
 //   unsupported  the runner cannot run this combination (e.g. fp16 training on a CPU)
 //   interrupted  Ctrl-C stopped it; not final (--resume runs it again)
-inline constexpr const char* kOutcomes[] = {"ok",  "error",       "crashed",    "timeout",
-                                            "invalid", "oom", "unsupported", "interrupted"};
+inline constexpr const char* kOutcomes[] = {"ok",      "error", "crashed",     "timeout",
+                                            "invalid", "oom",   "unsupported", "interrupted"};
 
 struct RunnerCommand {
   std::vector<std::string> argv;
@@ -42,7 +41,7 @@ struct CellRunOptions {
   std::string log_dir;  // per-cell stdout/stderr files go here
   double timeout_s = 600;
   config::MeasureSettings measure;
-  monitor::Monitor* monitor = nullptr;          // optional
+  monitor::Monitor* monitor = nullptr;             // optional
   const std::atomic<bool>* interrupted = nullptr;  // set by the SIGINT handler
   // Called with a one-line status while the cell runs (about once a second); may be empty.
   std::function<void(const std::string&)> on_progress;

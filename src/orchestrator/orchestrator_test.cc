@@ -95,8 +95,8 @@ TEST(CellMetricsTest, TimelineMetricsFromHandPlacedMoments) {
   CellTimeline t{1'000'000'000LL, 3'000'000'000LL, 7'500'000'000LL, 15'000'000'000LL};
   AddTimelineMetrics(t, /*warmup_steps=*/2, rec);
   EXPECT_DOUBLE_EQ(FindMetric(rec, "time_to_hello_s")->value, 2.0);
-  EXPECT_DOUBLE_EQ(FindMetric(rec, "setup_s")->value, 7.0);  // HELLO at 3 s to the first step at 10 s
-  EXPECT_DOUBLE_EQ(FindMetric(rec, "warmup_s")->value, 2.0);        // 12 s - 10 s
+  EXPECT_DOUBLE_EQ(FindMetric(rec, "setup_s")->value, 7.0);   // HELLO at 3 s to the first step at 10 s
+  EXPECT_DOUBLE_EQ(FindMetric(rec, "warmup_s")->value, 2.0);  // 12 s - 10 s
   EXPECT_DOUBLE_EQ(FindMetric(rec, "time_to_measure_s")->value, 11.0);
   EXPECT_DOUBLE_EQ(FindMetric(rec, "cell_wall_s")->value, 14.0);
 
@@ -125,7 +125,8 @@ TEST_F(CellRunnerTest, CrashIsReportedWithTheSignalName) {
   auto rec = Run({{"step_ms", 0.1}, {"inject", "crash"}, {"inject_at_step", 5}});
   EXPECT_EQ(rec.outcome, "crashed");
   EXPECT_NE(rec.message.find("SIGSEGV"), std::string::npos) << rec.message;
-  EXPECT_NE(rec.message.find("crashing on purpose"), std::string::npos) << "stderr tail missing: " << rec.message;
+  EXPECT_NE(rec.message.find("crashing on purpose"), std::string::npos)
+      << "stderr tail missing: " << rec.message;
 }
 
 TEST_F(CellRunnerTest, NonZeroExitIsAnErrorWithTheCodeAndStderr) {
@@ -207,8 +208,9 @@ TEST(CellMetricsTest, NoisyCellIsInvalidAndNamesTheTarget) {
 
 TEST(CellMetricsTest, ExtrasAndMemoryBecomeMetrics) {
   store::CellRecord rec;
-  AbsorbExtras({{"metrics", {{{"name", "flops_per_sample"}, {"value", 1e9}, {"unit", "FLOP"}},
-                             {{"name", "peak_flops_per_s"}, {"value", 1e12}, {"unit", "FLOP/s"}}}},
+  AbsorbExtras({{"metrics",
+                 {{{"name", "flops_per_sample"}, {"value", 1e9}, {"unit", "FLOP"}},
+                  {{"name", "peak_flops_per_s"}, {"value", 1e12}, {"unit", "FLOP/s"}}}},
                 {"info", {{"threads", 2}}}},
                rec);
   rec.extras["memory"].push_back({{"label", "end"}, {"device_allocated_peak_bytes", 1024}});

@@ -130,7 +130,8 @@ std::vector<std::string> Labels(const std::vector<Combination>& cells, const con
     auto first_it = first.find(name);
     for (const Combination& c : cells) {
       auto it = c.find(name);
-      bool same = (it == c.end()) == (first_it == first.end()) && (it == c.end() || it->second == first_it->second);
+      bool same =
+          (it == c.end()) == (first_it == first.end()) && (it == c.end() || it->second == first_it->second);
       if (!same) {
         varying.insert(name);
         break;
@@ -219,7 +220,8 @@ std::vector<config::Combination> ExpandCombinations(const config::Matrix& matrix
 }
 
 std::uint64_t DeriveCellSeed(std::uint64_t matrix_seed, const std::string& key, int repetition) {
-  std::uint64_t mixed = SplitMix64(SplitMix64(matrix_seed ^ Fnv1a64(key)) ^ static_cast<std::uint64_t>(repetition));
+  std::uint64_t mixed =
+      SplitMix64(SplitMix64(matrix_seed ^ Fnv1a64(key)) ^ static_cast<std::uint64_t>(repetition));
   return mixed & 0x7FFFFFFFFFFFFFFFull;
 }
 
@@ -233,8 +235,8 @@ Result<Plan> Expand(const config::Matrix& matrix) {
     for (const config::ParamSpec* spec : config::CellParamsForRunner(runner)) {
       if (spec->required_with == runner && !params.count(spec->name)) {
         return MakeError(ErrorKind::kInvalidInput, matrix.path + ": error: the cell '" + CellKey(params) +
-                                                       "' has no '" + spec->name + "', required with runner " +
-                                                       runner);
+                                                       "' has no '" + spec->name +
+                                                       "', required with runner " + runner);
       }
     }
     std::string key = CellKey(params);

@@ -13,13 +13,13 @@
 namespace dlbench::plan {
 
 struct Cell {
-  int index = 0;                               // position in run order, 0-based
-  std::map<std::string, config::Value> params; // requested parameters, defaults filled from the registry
-  int repetition = 0;                          // 0-based
-  std::uint64_t seed = 0;                      // derived from matrix seed, key and repetition
-  std::string key;                             // canonical text of params: the same cell across runs
-  std::string id;                              // key + "#r" + repetition: unique within a run
-  std::string label;                           // short human label: "resnet50 train bs=32 cpu fp32"
+  int index = 0;                                // position in run order, 0-based
+  std::map<std::string, config::Value> params;  // requested parameters, defaults filled from the registry
+  int repetition = 0;                           // 0-based
+  std::uint64_t seed = 0;                       // derived from matrix seed, key and repetition
+  std::string key;                              // canonical text of params: the same cell across runs
+  std::string id;                               // key + "#r" + repetition: unique within a run
+  std::string label;                            // short human label: "resnet50 train bs=32 cpu fp32"
 };
 
 struct Plan {

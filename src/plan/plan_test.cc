@@ -2,13 +2,13 @@
 // defaults, keys, labels, seeds, ordering and estimates.
 #include "plan/plan.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
 #include <string>
 #include <utility>
-
-#include <gtest/gtest.h>
 
 #include "config/registry.h"
 
@@ -36,26 +36,26 @@ constexpr const char* kCommand = "runner: {command: [./bench]}\n";
 TEST(ExpandCombinationsTest, ProductInAxisOrderLastAxisFastest) {
   auto combos = ExpandCombinations(Parse("matrix:\n  batch_size: [1, 2]\n  precision: [fp32, bf16, fp16]\n"));
   std::vector<std::pair<int, std::string>> got;
-  for (const Combination& c : combos) got.emplace_back(c.at("batch_size").get<int>(), c.at("precision").get<std::string>());
+  for (const Combination& c : combos)
+    got.emplace_back(c.at("batch_size").get<int>(), c.at("precision").get<std::string>());
   EXPECT_EQ(got, (std::vector<std::pair<int, std::string>>{
                      {1, "fp32"}, {1, "bf16"}, {1, "fp16"}, {2, "fp32"}, {2, "bf16"}, {2, "fp16"}}));
 }
 
 // docs.github.com, "Example: Expanding configurations" (include).
 TEST(ExpandCombinationsTest, GitHubIncludeExample) {
-  auto combos = ExpandCombinations(Parse(std::string(kCommand) +
-                                         "matrix:\n"
-                                         "  fruit: [apple, pear]\n"
-                                         "  animal: [cat, dog]\n"
-                                         "include:\n"
-                                         "  - color: green\n"
-                                         "  - color: pink\n"
-                                         "    animal: cat\n"
-                                         "  - fruit: apple\n"
-                                         "    shape: circle\n"
-                                         "  - fruit: banana\n"
-                                         "  - fruit: banana\n"
-                                         "    animal: cat\n"));
+  auto combos = ExpandCombinations(Parse(std::string(kCommand) + "matrix:\n"
+                                                                 "  fruit: [apple, pear]\n"
+                                                                 "  animal: [cat, dog]\n"
+                                                                 "include:\n"
+                                                                 "  - color: green\n"
+                                                                 "  - color: pink\n"
+                                                                 "    animal: cat\n"
+                                                                 "  - fruit: apple\n"
+                                                                 "    shape: circle\n"
+                                                                 "  - fruit: banana\n"
+                                                                 "  - fruit: banana\n"
+                                                                 "    animal: cat\n"));
   const std::vector<Combination> expected = {
       {{"fruit", "apple"}, {"animal", "cat"}, {"color", "pink"}, {"shape", "circle"}},
       {{"fruit", "apple"}, {"animal", "dog"}, {"color", "green"}, {"shape", "circle"}},
@@ -69,20 +69,20 @@ TEST(ExpandCombinationsTest, GitHubIncludeExample) {
 
 // docs.github.com, "Example: Excluding matrix configurations": 12 combinations minus 1 minus 2.
 TEST(ExpandCombinationsTest, GitHubExcludeExample) {
-  auto combos = ExpandCombinations(Parse(std::string(kCommand) +
-                                         "matrix:\n"
-                                         "  os: [macos-latest, windows-latest]\n"
-                                         "  version: [12, 14, 16]\n"
-                                         "  environment: [staging, production]\n"
-                                         "exclude:\n"
-                                         "  - os: macos-latest\n"
-                                         "    version: 12\n"
-                                         "    environment: production\n"
-                                         "  - os: windows-latest\n"
-                                         "    version: 16\n"));
+  auto combos = ExpandCombinations(Parse(std::string(kCommand) + "matrix:\n"
+                                                                 "  os: [macos-latest, windows-latest]\n"
+                                                                 "  version: [12, 14, 16]\n"
+                                                                 "  environment: [staging, production]\n"
+                                                                 "exclude:\n"
+                                                                 "  - os: macos-latest\n"
+                                                                 "    version: 12\n"
+                                                                 "    environment: production\n"
+                                                                 "  - os: windows-latest\n"
+                                                                 "    version: 16\n"));
   EXPECT_EQ(combos.size(), 9u);
   for (const Combination& c : combos) {
-    EXPECT_FALSE(c.at("os") == "macos-latest" && c.at("version") == 12 && c.at("environment") == "production");
+    EXPECT_FALSE(c.at("os") == "macos-latest" && c.at("version") == 12 &&
+                 c.at("environment") == "production");
     EXPECT_FALSE(c.at("os") == "windows-latest" && c.at("version") == 16);
   }
 }
@@ -90,21 +90,20 @@ TEST(ExpandCombinationsTest, GitHubExcludeExample) {
 // Include is applied after exclude; an entry that matches an existing combination exactly adds no
 // job, one that matches none adds one (5 jobs, not 6).
 TEST(ExpandCombinationsTest, IncludeMatchingAnExistingCombinationAddsNothing) {
-  auto combos = ExpandCombinations(Parse(std::string(kCommand) +
-                                         "matrix:\n"
-                                         "  os: [ubuntu-latest, windows-latest]\n"
-                                         "  node: [14, 16]\n"
-                                         "exclude:\n"
-                                         "  - os: windows-latest\n"
-                                         "    node: 14\n"
-                                         "include:\n"
-                                         "  - os: macos-latest\n"
-                                         "    node: 18\n"
-                                         "  - os: ubuntu-latest\n"
-                                         "    node: 14\n"
-                                         "  - os: windows-latest\n"
-                                         "    node: 14\n"
-                                         "    npm: 6\n"));
+  auto combos = ExpandCombinations(Parse(std::string(kCommand) + "matrix:\n"
+                                                                 "  os: [ubuntu-latest, windows-latest]\n"
+                                                                 "  node: [14, 16]\n"
+                                                                 "exclude:\n"
+                                                                 "  - os: windows-latest\n"
+                                                                 "    node: 14\n"
+                                                                 "include:\n"
+                                                                 "  - os: macos-latest\n"
+                                                                 "    node: 18\n"
+                                                                 "  - os: ubuntu-latest\n"
+                                                                 "    node: 14\n"
+                                                                 "  - os: windows-latest\n"
+                                                                 "    node: 14\n"
+                                                                 "    npm: 6\n"));
   const std::vector<Combination> expected = {
       {{"os", "ubuntu-latest"}, {"node", 14}},
       {{"os", "ubuntu-latest"}, {"node", 16}},
@@ -142,8 +141,8 @@ TEST(ExpandTest, FillsDefaultsOfTheRunnersScope) {
   Plan command_plan = ExpandOk(Parse(std::string(kCommand) + "matrix:\n  fruit: apple\n"));
   std::set<std::string> names;
   for (const auto& kv : command_plan.cells[0].params) names.insert(kv.first);
-  EXPECT_EQ(names, (std::set<std::string>{"batch_size", "device", "fruit", "precision", "scenario", "strategy",
-                                          "world_size"}));
+  EXPECT_EQ(names, (std::set<std::string>{"batch_size", "device", "fruit", "precision", "scenario",
+                                          "strategy", "world_size"}));
 }
 
 TEST(ExpandTest, KeyIdAndRepetitions) {
@@ -162,11 +161,13 @@ TEST(ExpandTest, KeyIdAndRepetitions) {
 }
 
 TEST(ExpandTest, IdenticalCombinationsAreOneCell) {
-  Plan plan = ExpandOk(Parse("matrix:\n  batch_size: [1, 2]\ninclude:\n  - batch_size: 4\n  - batch_size: 4\n"));
+  Plan plan =
+      ExpandOk(Parse("matrix:\n  batch_size: [1, 2]\ninclude:\n  - batch_size: 4\n  - batch_size: 4\n"));
   ASSERT_EQ(plan.cells.size(), 3u);
   // An include that only restates defaults yields the same cell as the product's.
-  Plan same = ExpandOk(Parse("matrix:\n  batch_size: [1]\n  precision: [fp16]\ninclude:\n"
-                             "  - batch_size: 1\n    precision: fp32\n"));
+  Plan same =
+      ExpandOk(Parse("matrix:\n  batch_size: [1]\n  precision: [fp16]\ninclude:\n"
+                     "  - batch_size: 1\n    precision: fp32\n"));
   EXPECT_EQ(same.cells.size(), 2u);
 }
 
@@ -178,8 +179,9 @@ TEST(ExpandTest, RejectsAnEmptyPlanAndMissingRequiredParameters) {
   EXPECT_EQ(empty.error().message, "m.yaml: error: nothing to run: exclude removed every combination");
 
   // model is an axis, but an include entry that extends nothing makes a cell without it.
-  config::Matrix torch = Parse("runner: torch\nmatrix:\n  model: [resnet50]\n  batch_size: [1]\n"
-                               "include:\n  - batch_size: 64\n");
+  config::Matrix torch = Parse(
+      "runner: torch\nmatrix:\n  model: [resnet50]\n  batch_size: [1]\n"
+      "include:\n  - batch_size: 64\n");
   Result<Plan> missing = Expand(torch);
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().message.find("has no 'model', required with runner torch"), std::string::npos)
@@ -187,8 +189,9 @@ TEST(ExpandTest, RejectsAnEmptyPlanAndMissingRequiredParameters) {
 }
 
 TEST(ExpandTest, LabelsShowWhatVariesAndTheModel) {
-  Plan plan = ExpandOk(Parse("runner: torch\nmatrix:\n  model: [resnet50, mobilenet_v2]\n  batch_size: [1, 32]\n"
-                             "  device: cpu\n  image_size: [160]\n"));
+  Plan plan =
+      ExpandOk(Parse("runner: torch\nmatrix:\n  model: [resnet50, mobilenet_v2]\n  batch_size: [1, 32]\n"
+                     "  device: cpu\n  image_size: [160]\n"));
   std::vector<std::string> labels;
   for (const Cell& c : plan.cells) labels.push_back(c.label);
   EXPECT_EQ(labels, (std::vector<std::string>{"resnet50 bs=1", "resnet50 bs=32", "mobilenet_v2 bs=1",
@@ -198,12 +201,13 @@ TEST(ExpandTest, LabelsShowWhatVariesAndTheModel) {
   EXPECT_EQ(varied.cells[1].label, "bf16 step_ms=1.0");
 
   // A parameter set by an include entry labels only the cells where it differs from its default.
-  Plan included = ExpandOk(Parse("matrix:\n  inject: [none, exit]\n  step_ms: 1\ninclude:\n"
-                                 "  - inject: exit\n    exit_code: 7\n  - inject: none\n    step_ms: 2\n"));
+  Plan included =
+      ExpandOk(Parse("matrix:\n  inject: [none, exit]\n  step_ms: 1\ninclude:\n"
+                     "  - inject: exit\n    exit_code: 7\n  - inject: none\n    step_ms: 2\n"));
   std::vector<std::string> included_labels;
   for (const Cell& c : included.cells) included_labels.push_back(c.label);
-  EXPECT_EQ(included_labels, (std::vector<std::string>{"inject=none", "inject=exit exit_code=7",
-                                                       "step_ms=2.0 inject=none"}));
+  EXPECT_EQ(included_labels,
+            (std::vector<std::string>{"inject=none", "inject=exit exit_code=7", "step_ms=2.0 inject=none"}));
 
   Plan single = ExpandOk(Parse("matrix:\n  step_ms: 2\n  batch_size: 1\n"));
   EXPECT_EQ(single.cells[0].label, "step_ms=2.0") << "a single cell shows its non-default parameters";
@@ -219,7 +223,8 @@ TEST(SeedTest, MatchesTheDocumentedMix) {
 }
 
 TEST(SeedTest, StableAndDistinct) {
-  const std::string yaml = "matrix:\n  batch_size: [1, 2, 3]\n  step_ms: [1, 2, 3]\nrepetitions: 3\nseed: 7\n";
+  const std::string yaml =
+      "matrix:\n  batch_size: [1, 2, 3]\n  step_ms: [1, 2, 3]\nrepetitions: 3\nseed: 7\n";
   Plan a = ExpandOk(Parse(yaml));
   Plan b = ExpandOk(Parse(yaml));
   std::set<std::uint64_t> seeds;
@@ -232,11 +237,13 @@ TEST(SeedTest, StableAndDistinct) {
   }
   EXPECT_EQ(seeds.size(), 27u) << "every cell and repetition has its own seed";
 
-  Plan other = ExpandOk(Parse("matrix:\n  batch_size: [1, 2, 3]\n  step_ms: [1, 2, 3]\nrepetitions: 3\nseed: 8\n"));
+  Plan other =
+      ExpandOk(Parse("matrix:\n  batch_size: [1, 2, 3]\n  step_ms: [1, 2, 3]\nrepetitions: 3\nseed: 8\n"));
   for (std::size_t i = 0; i < a.cells.size(); ++i) EXPECT_NE(a.cells[i].seed, other.cells[i].seed);
 
   // Adding a cell leaves the others' seeds alone: a seed depends on the key, not the position.
-  Plan grown = ExpandOk(Parse("matrix:\n  batch_size: [4, 1, 2, 3]\n  step_ms: [1, 2, 3]\nrepetitions: 3\nseed: 7\n"));
+  Plan grown =
+      ExpandOk(Parse("matrix:\n  batch_size: [4, 1, 2, 3]\n  step_ms: [1, 2, 3]\nrepetitions: 3\nseed: 7\n"));
   std::map<std::string, std::uint64_t> grown_seeds;
   for (const Cell& c : grown.cells) grown_seeds[c.id] = c.seed;
   for (const Cell& c : a.cells) EXPECT_EQ(grown_seeds.at(c.id), c.seed) << c.id;
@@ -254,7 +261,8 @@ std::vector<std::pair<std::size_t, int>> Order(const Plan& plan, const std::vect
 TEST(OrderingTest, GroupedKeepsRepetitionsAdjacent) {
   Plan plan = ExpandOk(Parse("matrix:\n  batch_size: [1, 2]\nrepetitions: 3\n"));
   std::vector<std::string> keys = {plan.cells[0].key, plan.cells[3].key};
-  EXPECT_EQ(Order(plan, keys), (std::vector<std::pair<std::size_t, int>>{{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}}));
+  EXPECT_EQ(Order(plan, keys),
+            (std::vector<std::pair<std::size_t, int>>{{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}}));
 }
 
 TEST(OrderingTest, InterleavedIsAPortableShuffleOfEachRound) {
@@ -265,8 +273,9 @@ TEST(OrderingTest, InterleavedIsAPortableShuffleOfEachRound) {
 
   Plan seven = ExpandOk(Parse(base + "order_seed: 7\n"));
   // Expected order computed independently (Python) from the documented Fisher-Yates over SplitMix64.
-  EXPECT_EQ(Order(seven, keys), (std::vector<std::pair<std::size_t, int>>{
-                                    {4, 0}, {1, 0}, {3, 0}, {0, 0}, {2, 0}, {2, 1}, {0, 1}, {3, 1}, {1, 1}, {4, 1}}));
+  EXPECT_EQ(Order(seven, keys),
+            (std::vector<std::pair<std::size_t, int>>{
+                {4, 0}, {1, 0}, {3, 0}, {0, 0}, {2, 0}, {2, 1}, {0, 1}, {3, 1}, {1, 1}, {4, 1}}));
   EXPECT_EQ(Order(ExpandOk(Parse(base + "order_seed: 7\n")), keys), Order(seven, keys)) << "deterministic";
   Plan eight = ExpandOk(Parse(base + "order_seed: 8\n"));
   EXPECT_NE(Order(eight, keys), Order(seven, keys));
@@ -284,7 +293,8 @@ TEST(OrderingTest, InterleavedIsAPortableShuffleOfEachRound) {
 }
 
 TEST(EstimateTest, HistoryFirstThenMeasureBounds) {
-  config::Matrix m = Parse("matrix:\n  step_ms: [1, 500]\n  setup_ms: 2000\nmeasure:\n  idle_baseline_s: 2\n");
+  config::Matrix m =
+      Parse("matrix:\n  step_ms: [1, 500]\n  setup_ms: 2000\nmeasure:\n  idle_baseline_s: 2\n");
   Plan plan = ExpandOk(m);
   const Cell& fast = plan.cells[0];
   const Cell& slow = plan.cells[1];
@@ -316,7 +326,8 @@ TEST(ExamplesTest, NullExamplesExpand) {
     ASSERT_TRUE(plan.ok()) << plan.error().message;
     EXPECT_GE(plan->cells.size(), 3u) << name;
   }
-  Result<config::Matrix> failures = config::LoadMatrix(std::string(DLBENCH_SOURCE_DIR) + "/examples/null-failures.yaml");
+  Result<config::Matrix> failures =
+      config::LoadMatrix(std::string(DLBENCH_SOURCE_DIR) + "/examples/null-failures.yaml");
   ASSERT_TRUE(failures.ok());
   std::set<std::string> injected;
   Result<Plan> plan = Expand(*failures);

@@ -10,20 +10,28 @@ namespace dlbench::protocol {
 
 const char* ErrorKindWireName(ErrorKindWire kind) {
   switch (kind) {
-    case ErrorKindWire::kOom: return "oom";
-    case ErrorKindWire::kInvalid: return "invalid";
-    case ErrorKindWire::kUnsupported: return "unsupported";
-    case ErrorKindWire::kInternal: return "internal";
+    case ErrorKindWire::kOom:
+      return "oom";
+    case ErrorKindWire::kInvalid:
+      return "invalid";
+    case ErrorKindWire::kUnsupported:
+      return "unsupported";
+    case ErrorKindWire::kInternal:
+      return "internal";
   }
   return "internal";
 }
 
 const char* LoopEndName(LoopEnd end) {
   switch (end) {
-    case LoopEnd::kStopped: return "stopped";
-    case LoopEnd::kMaxSteps: return "max_steps";
-    case LoopEnd::kMaxTime: return "max_time";
-    case LoopEnd::kStepFailed: return "step_failed";
+    case LoopEnd::kStopped:
+      return "stopped";
+    case LoopEnd::kMaxSteps:
+      return "max_steps";
+    case LoopEnd::kMaxTime:
+      return "max_time";
+    case LoopEnd::kStepFailed:
+      return "step_failed";
   }
   return "stopped";
 }
@@ -57,8 +65,7 @@ nlohmann::json ConfigureToJson(const CellConfig& c) {
           {"limits", {{"max_steps", c.limits.max_steps}, {"max_time_s", c.limits.max_time_s}}}};
 }
 
-RunnerSession::RunnerSession(int in_fd, int out_fd)
-    : in_fd_(in_fd), out_fd_(out_fd), buffer_(kBatchRecords) {
+RunnerSession::RunnerSession(int in_fd, int out_fd) : in_fd_(in_fd), out_fd_(out_fd), buffer_(kBatchRecords) {
   out_scratch_.reserve(kFrameHeaderBytes + 8 + kBatchRecords * sizeof(StepRecord));
   last_flush_ns_ = MonotonicNowNs();
 }
@@ -112,17 +119,23 @@ Result<CellConfig> RunnerSession::ReceiveConfigure() {
     }
     auto n = ReadInto(in_fd_, reader_);
     if (!n.ok()) return n.error();
-    if (*n == 0) return MakeError(ErrorKind::kIo, "the orchestrator closed the protocol pipe before CONFIGURE");
+    if (*n == 0)
+      return MakeError(ErrorKind::kIo, "the orchestrator closed the protocol pipe before CONFIGURE");
   }
 }
 
 Status RunnerSession::SendReady(const nlohmann::json& effective) {
   return SendJson(MessageType::kReady, {{"effective", effective}});
 }
-Status RunnerSession::SendMemory(const nlohmann::json& snapshot) { return SendJson(MessageType::kMemory, snapshot); }
-Status RunnerSession::SendExtras(const nlohmann::json& extras) { return SendJson(MessageType::kExtras, extras); }
+Status RunnerSession::SendMemory(const nlohmann::json& snapshot) {
+  return SendJson(MessageType::kMemory, snapshot);
+}
+Status RunnerSession::SendExtras(const nlohmann::json& extras) {
+  return SendJson(MessageType::kExtras, extras);
+}
 
-Status RunnerSession::SendError(ErrorKindWire kind, const std::string& message, const nlohmann::json& details) {
+Status RunnerSession::SendError(ErrorKindWire kind, const std::string& message,
+                                const nlohmann::json& details) {
   nlohmann::json body = details.is_object() ? details : nlohmann::json::object();
   body["kind"] = ErrorKindWireName(kind);
   body["message"] = message;
@@ -149,7 +162,10 @@ void RunnerSession::PollCommands() {
   auto drain = [this] {
     for (;;) {
       auto frame = reader_.Next();
-      if (!frame.ok()) { stop_requested_ = true; return; }
+      if (!frame.ok()) {
+        stop_requested_ = true;
+        return;
+      }
       if (!frame->has_value()) return;
       if ((*frame)->type == MessageType::kStop) stop_requested_ = true;
     }

@@ -14,10 +14,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/clock.h"
 #include "common/error.h"
@@ -129,10 +128,22 @@ LoopResult RunStepLoop(RunnerSession& session, const RunnerLimits& limits, StepF
     record.end_ns = t1;
     session.Record(record);
     ++result.steps;
-    if (!ok) { result.end = LoopEnd::kStepFailed; break; }
-    if (session.stop_requested()) { result.end = LoopEnd::kStopped; break; }
-    if (result.steps >= limits.max_steps) { result.end = LoopEnd::kMaxSteps; break; }
-    if (t1 - begin_ns >= max_time_ns) { result.end = LoopEnd::kMaxTime; break; }
+    if (!ok) {
+      result.end = LoopEnd::kStepFailed;
+      break;
+    }
+    if (session.stop_requested()) {
+      result.end = LoopEnd::kStopped;
+      break;
+    }
+    if (result.steps >= limits.max_steps) {
+      result.end = LoopEnd::kMaxSteps;
+      break;
+    }
+    if (t1 - begin_ns >= max_time_ns) {
+      result.end = LoopEnd::kMaxTime;
+      break;
+    }
   }
   session.FlushSteps(MonotonicNowNs());
   return result;

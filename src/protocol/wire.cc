@@ -10,15 +10,24 @@ namespace dlbench::protocol {
 
 const char* MessageTypeName(MessageType type) {
   switch (type) {
-    case MessageType::kHello: return "HELLO";
-    case MessageType::kConfigure: return "CONFIGURE";
-    case MessageType::kReady: return "READY";
-    case MessageType::kSteps: return "STEPS";
-    case MessageType::kMemory: return "MEMORY";
-    case MessageType::kExtras: return "EXTRAS";
-    case MessageType::kError: return "ERROR";
-    case MessageType::kDone: return "DONE";
-    case MessageType::kStop: return "STOP";
+    case MessageType::kHello:
+      return "HELLO";
+    case MessageType::kConfigure:
+      return "CONFIGURE";
+    case MessageType::kReady:
+      return "READY";
+    case MessageType::kSteps:
+      return "STEPS";
+    case MessageType::kMemory:
+      return "MEMORY";
+    case MessageType::kExtras:
+      return "EXTRAS";
+    case MessageType::kError:
+      return "ERROR";
+    case MessageType::kDone:
+      return "DONE";
+    case MessageType::kStop:
+      return "STOP";
   }
   return "UNKNOWN";
 }
@@ -62,8 +71,8 @@ Result<StepBatch> DecodeSteps(const Frame& frame) {
   std::memcpy(&batch.rank, frame.payload.data(), 4);
   std::memcpy(&count, frame.payload.data() + 4, 4);
   if (frame.payload.size() != 8 + static_cast<std::size_t>(count) * sizeof(StepRecord)) {
-    return MakeError(ErrorKind::kProtocol, "STEPS frame length does not match its record count " +
-                                               std::to_string(count));
+    return MakeError(ErrorKind::kProtocol,
+                     "STEPS frame length does not match its record count " + std::to_string(count));
   }
   batch.records.resize(count);
   if (count > 0) std::memcpy(batch.records.data(), frame.payload.data() + 8, count * sizeof(StepRecord));
@@ -79,7 +88,8 @@ Result<nlohmann::json> DecodeJson(const Frame& frame) {
   try {
     auto j = nlohmann::json::parse(frame.payload);
     if (!j.is_object()) {
-      return MakeError(ErrorKind::kProtocol, std::string(MessageTypeName(frame.type)) + " payload is not a JSON object");
+      return MakeError(ErrorKind::kProtocol,
+                       std::string(MessageTypeName(frame.type)) + " payload is not a JSON object");
     }
     return j;
   } catch (const nlohmann::json::exception& e) {

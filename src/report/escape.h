@@ -3,10 +3,9 @@
 // nothing else in the module puts user text into markup.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace dlbench::report {
 

@@ -22,7 +22,10 @@ TEST(JsonForScript, CannotCloseTheScriptElementAndReadsBackTheSame) {
   const nlohmann::json value = {{"name", "</script><script>alert(1)</script>"},
                                 {"comment", "<!-- x -->"},
                                 {"amp", "a&b"},
-                                {"seps", "line\xE2\x80\xA8" "para\xE2\x80\xA9" "end"}};
+                                {"seps",
+                                 "line\xE2\x80\xA8"
+                                 "para\xE2\x80\xA9"
+                                 "end"}};
   const std::string out = JsonForScript(value);
   EXPECT_EQ(out.find('<'), std::string::npos);
   EXPECT_EQ(out.find('>'), std::string::npos);
@@ -34,10 +37,13 @@ TEST(JsonForScript, CannotCloseTheScriptElementAndReadsBackTheSame) {
 }
 
 TEST(JsonForScript, ReplacesInvalidUtf8InsteadOfThrowing) {
-  const nlohmann::json value = {{"log", std::string("bad \xFF" " byte")}};
+  const nlohmann::json value = {{"log", std::string("bad \xFF"
+                                                    " byte")}};
   const std::string out = JsonForScript(value);
   const auto back = nlohmann::json::parse(out);
-  EXPECT_EQ(back["log"].get<std::string>(), "bad \xEF\xBF\xBD" " byte");
+  EXPECT_EQ(back["log"].get<std::string>(),
+            "bad \xEF\xBF\xBD"
+            " byte");
 }
 
 TEST(EscapeHtmlComment, NeverContainsDoubleDash) {
@@ -51,9 +57,12 @@ TEST(EscapeHtmlComment, NeverContainsDoubleDash) {
 
 TEST(CsvField, QuotesOnlyWhenNeeded) {
   const std::pair<std::string, std::string> cases[] = {
-      {"plain", "plain"},         {"", ""},
-      {"a,b", "\"a,b\""},         {"say \"hi\"", "\"say \"\"hi\"\"\""},
-      {"two\nlines", "\"two\nlines\""}, {" padded", "\" padded\""},
+      {"plain", "plain"},
+      {"", ""},
+      {"a,b", "\"a,b\""},
+      {"say \"hi\"", "\"say \"\"hi\"\"\""},
+      {"two\nlines", "\"two\nlines\""},
+      {" padded", "\" padded\""},
   };
   for (const auto& [in, want] : cases) EXPECT_EQ(CsvField(in), want) << in;
 }

@@ -1,11 +1,11 @@
 #include "report/export.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "common/clock.h"
 #include "common/version.h"
@@ -15,7 +15,8 @@ namespace dlbench::report {
 namespace {
 
 bool EndsWith(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::string ParamText(const nlohmann::json& value) {
@@ -151,9 +152,9 @@ std::string CellsToCsv(const std::vector<store::CellRecord>& cells) {
 
 std::string SeriesUnit(const std::string& series_name) {
   static const std::pair<const char*, const char*> kSuffixes[] = {
-      {"_pct", "%"},    {"_w", "W"},         {"_bytes", "B"},  {"_mib", "MiB"}, {"_mhz", "MHz"},
-      {"_c", "C"},      {"_j", "J"},         {"_ns", "ns"},    {"_s", "s"},     {"_ratio", "ratio"},
-      {"_per_s", "1/s"}, {"_bytes_per_s", "B/s"},
+      {"_pct", "%"},   {"_w", "W"},         {"_bytes", "B"},   {"_mib", "MiB"},
+      {"_mhz", "MHz"}, {"_c", "C"},         {"_j", "J"},       {"_ns", "ns"},
+      {"_s", "s"},     {"_ratio", "ratio"}, {"_per_s", "1/s"}, {"_bytes_per_s", "B/s"},
   };
   std::string best;
   std::size_t best_len = 0;
@@ -191,7 +192,8 @@ std::string SeriesToCsv(const std::vector<store::CellRecord>& cells) {
       row[column[p.series]] = p.value;
     }
     for (const auto& [t_ns, values] : rows) {
-      out += fmt::format("{},{},{},{}", c.index, CsvField(c.cell_id), t_ns, FormatNumber(NsToSeconds(t_ns - origin)));
+      out += fmt::format("{},{},{},{}", c.index, CsvField(c.cell_id), t_ns,
+                         FormatNumber(NsToSeconds(t_ns - origin)));
       for (const auto& v : values) {
         out += ',';
         if (v) out += FormatNumber(*v);

@@ -2,10 +2,9 @@
 // over records already read from the store.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "store/result_store.h"
 

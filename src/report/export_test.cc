@@ -65,25 +65,29 @@ TEST(CellsToCsv, OneRowPerCellWithUnionOfParamsAndMetrics) {
   b.message = "said \"no\"";
   const std::string csv = CellsToCsv({a, b});
   const std::string header =
-      "run_id,index,cell_id,key,label,repetition,seed,outcome,verdict,verdict_reasons,message,param.batch_size,"
+      "run_id,index,cell_id,key,label,repetition,seed,outcome,verdict,verdict_reasons,message,param.batch_"
+      "size,"
       "param.device,param.extra,param.model,param.precision,param.scenario,param.strategy,samples_per_s,"
       "step_time_p99_ns\n";
   ASSERT_EQ(csv.substr(0, header.size()), header);
   EXPECT_NE(csv.find(",8,cpu,,\"bert, base\",fp32,train,none,100,1000000\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find("\"said \"\"no\"\"\",16,cpu,x,mobilenet,fp32,train,none,0.25,\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\"said \"\"no\"\"\",16,cpu,x,mobilenet,fp32,train,none,0.25,\n"), std::string::npos)
+      << csv;
   // Header plus two rows.
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
 }
 
 TEST(CellsToCsv, NoCellsGivesTheFixedHeaderOnly) {
-  EXPECT_EQ(CellsToCsv({}), "run_id,index,cell_id,key,label,repetition,seed,outcome,verdict,verdict_reasons,message\n");
+  EXPECT_EQ(CellsToCsv({}),
+            "run_id,index,cell_id,key,label,repetition,seed,outcome,verdict,verdict_reasons,message\n");
 }
 
 TEST(SeriesUnit, FromSuffix) {
   const std::pair<std::string, std::string> cases[] = {
-      {"gpu0.power_w", "W"},          {"gpu0.sm_util_pct", "%"},     {"proc.rss_bytes", "B"},
-      {"gpu0.sm_clock_mhz", "MHz"},   {"gpu0.temp_c", "C"},          {"host.net_bytes_per_s", "B/s"},
-      {"host.load", ""},              {"gpu0.energy_j", "J"},
+      {"gpu0.power_w", "W"},   {"gpu0.sm_util_pct", "%"},
+      {"proc.rss_bytes", "B"}, {"gpu0.sm_clock_mhz", "MHz"},
+      {"gpu0.temp_c", "C"},    {"host.net_bytes_per_s", "B/s"},
+      {"host.load", ""},       {"gpu0.energy_j", "J"},
   };
   for (const auto& [name, unit] : cases) EXPECT_EQ(SeriesUnit(name), unit) << name;
 }
@@ -98,8 +102,11 @@ TEST(SeriesToCsv, OneRowPerInstantTimeFromFirstStep) {
   const std::string csv = SeriesToCsv({c});
   EXPECT_EQ(csv,
             "cell,cell_id,t_ns,t_s,gpu0.power_w [W],gpu0.sm_util_pct [%]\n"
-            "3," + c.cell_id + ",1000000000,0,250,90\n"
-            "3," + c.cell_id + ",1500000000,0.5,260,\n");
+            "3," +
+                c.cell_id +
+                ",1000000000,0,250,90\n"
+                "3," +
+                c.cell_id + ",1500000000,0.5,260,\n");
 }
 
 TEST(CellOriginNs, StepsThenSeriesThenZero) {

@@ -1,11 +1,11 @@
 #include "report/html_report.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "common/clock.h"
 #include "common/version.h"
@@ -122,8 +122,8 @@ void ThroughputCharts(const ReportInput& input, const ReportOptions& options, st
                        json::array({Point(*sat.saturation_batch, value_at(*sat.saturation_batch))}));
       m["color"] = "#2ca02c";
       datasets.push_back(std::move(m));
-      note += fmt::format("Saturates at batch {}: no larger batch gains {}% per doubling. ", Fmt(*sat.saturation_batch, 6),
-                          Fmt(options.saturation.min_gain_per_doubling * 100));
+      note += fmt::format("Saturates at batch {}: no larger batch gains {}% per doubling. ",
+                          Fmt(*sat.saturation_batch, 6), Fmt(options.saturation.min_gain_per_doubling * 100));
     } else {
       note += "No saturation: the largest step still pays. ";
     }
@@ -135,7 +135,8 @@ void ThroughputCharts(const ReportInput& input, const ReportOptions& options, st
       datasets.push_back(std::move(m));
       note += fmt::format("Throughput drops at batch {}. ", Fmt(*sat.drop_batch, 6));
     }
-    note += fmt::format("Best: batch {} at {} samples/s.", Fmt(*sat.best_batch, 6), Fmt(sat.best_samples_per_s, 4));
+    note += fmt::format("Best: batch {} at {} samples/s.", Fmt(*sat.best_batch, 6),
+                        Fmt(sat.best_samples_per_s, 4));
     const double span = sat.curve.back().batch_size / sat.curve.front().batch_size;
     json x_axis = Axis("batch size", span >= 8 ? "logarithmic" : "linear");
     // A log axis would otherwise start at a power of ten, leaving most of the chart empty.
@@ -163,18 +164,21 @@ void LatencyCharts(const ReportInput& input, const ReportOptions& options, std::
     std::string note;
     for (const auto* c : cells) {
       const auto steps = RankZeroSteps(*c);
-      const std::size_t first = static_cast<std::size_t>(std::clamp<std::int64_t>(c->warmup_steps.value_or(0), 0,
-                                                                                    static_cast<std::int64_t>(steps.size())));
+      const std::size_t first = static_cast<std::size_t>(
+          std::clamp<std::int64_t>(c->warmup_steps.value_or(0), 0, static_cast<std::int64_t>(steps.size())));
       std::vector<double> latencies_ms;
-      for (std::size_t i = first; i < steps.size(); ++i) latencies_ms.push_back(NsToMs(steps[i].end_ns - steps[i].start_ns));
+      for (std::size_t i = first; i < steps.size(); ++i)
+        latencies_ms.push_back(NsToMs(steps[i].end_ns - steps[i].start_ns));
       if (latencies_ms.empty()) continue;
       json data = json::array();
       for (const auto& [x, y] : EmpiricalCdf(latencies_ms, options.max_points)) data.push_back(Point(x, y));
       const std::string bs = Param(*c, "batch_size");
-      datasets.push_back(Dataset(bs.empty() ? CellTitle(*c) : fmt::format("batch {} (cell {})", bs, c->index), "line", data));
+      datasets.push_back(Dataset(bs.empty() ? CellTitle(*c) : fmt::format("batch {} (cell {})", bs, c->index),
+                                 "line", data));
       const auto p50 = Metric(*c, "step_time_p50_ns");
       const auto p99 = Metric(*c, "step_time_p99_ns");
-      if (p50 && p99) note += fmt::format("cell {}: P50 {} ms, P99 {} ms. ", c->index, Fmt(*p50 * 1e-6), Fmt(*p99 * 1e-6));
+      if (p50 && p99)
+        note += fmt::format("cell {}: P50 {} ms, P99 {} ms. ", c->index, Fmt(*p50 * 1e-6), Fmt(*p99 * 1e-6));
     }
     if (datasets.empty()) continue;
     charts.push_back({{"section", "latency"},
@@ -215,11 +219,13 @@ void StepCharts(const ReportInput& input, const ReportOptions& options, std::vec
     if (cut < steps.size()) datasets.push_back(Dataset("measured", "line", segment(cut, steps.size())));
     std::string note = fmt::format("{} steps of rank 0", steps.size());
     if (cut > 0 && cut < steps.size()) {
-      json line = Dataset(fmt::format("warm-up cut (step {})", cut), "vline",
-                          json::array({Point(static_cast<double>(cut), lo), Point(static_cast<double>(cut), hi)}));
+      json line =
+          Dataset(fmt::format("warm-up cut (step {})", cut), "vline",
+                  json::array({Point(static_cast<double>(cut), lo), Point(static_cast<double>(cut), hi)}));
       line["color"] = "#d62728";
       datasets.push_back(std::move(line));
-      note += fmt::format("; the first {} are warm-up ({})", cut, c.warmup_rule.empty() ? "rule not recorded" : c.warmup_rule);
+      note += fmt::format("; the first {} are warm-up ({})", cut,
+                          c.warmup_rule.empty() ? "rule not recorded" : c.warmup_rule);
     }
     if (steps.size() > static_cast<std::size_t>(options.max_points)) note += "; thinned for drawing";
     charts.push_back({{"section", "steps"},
@@ -232,7 +238,8 @@ void StepCharts(const ReportInput& input, const ReportOptions& options, std::vec
 }
 
 bool EndsWith(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 void MonitorCharts(const ReportInput& input, const ReportOptions& options, std::vector<json>& charts) {
@@ -281,12 +288,14 @@ void Flatten(const json& node, const std::string& prefix, std::map<std::string, 
     for (auto it = node.begin(); it != node.end(); ++it) {
       Flatten(it.value(), prefix.empty() ? it.key() : prefix + "." + it.key(), out);
     }
-  } else if (node.is_array() && std::all_of(node.begin(), node.end(), [](const json& e) { return !e.is_structured(); })) {
+  } else if (node.is_array() &&
+             std::all_of(node.begin(), node.end(), [](const json& e) { return !e.is_structured(); })) {
     std::string joined;
     for (const auto& e : node) joined += (joined.empty() ? "" : ", ") + ParamText(e);
     out[prefix] = joined;
   } else if (node.is_array()) {
-    for (std::size_t i = 0; i < node.size(); ++i) Flatten(node[i], prefix + "[" + std::to_string(i) + "]", out);
+    for (std::size_t i = 0; i < node.size(); ++i)
+      Flatten(node[i], prefix + "[" + std::to_string(i) + "]", out);
   } else {
     out[prefix] = ParamText(node);
   }
@@ -311,19 +320,23 @@ std::string Td(const std::string& text, const std::string& sort_value, const std
 
 std::string NumTd(std::optional<double> value, double scale = 1.0) {
   if (!value) return "<td class=\"num\" data-v=\"\"></td>";
-  return fmt::format("<td class=\"num\" data-v=\"{}\">{}</td>", FormatNumber(*value * scale), EscapeHtml(Fmt(*value * scale, 4)));
+  return fmt::format("<td class=\"num\" data-v=\"{}\">{}</td>", FormatNumber(*value * scale),
+                     EscapeHtml(Fmt(*value * scale, 4)));
 }
 
 std::string ChartBlock(const json& chart) {
-  std::string out = fmt::format("<div class=\"chart\"><h3>{}</h3><div class=\"canvas-box\"><canvas id=\"{}\" role=\"img\" aria-label=\"{}\"></canvas></div>",
-                                EscapeHtml(chart["title"].get<std::string>()), EscapeHtml(chart["id"].get<std::string>()),
-                                EscapeHtml(chart["title"].get<std::string>()));
+  std::string out = fmt::format(
+      "<div class=\"chart\"><h3>{}</h3><div class=\"canvas-box\"><canvas id=\"{}\" role=\"img\" "
+      "aria-label=\"{}\"></canvas></div>",
+      EscapeHtml(chart["title"].get<std::string>()), EscapeHtml(chart["id"].get<std::string>()),
+      EscapeHtml(chart["title"].get<std::string>()));
   const std::string note = chart.value("note", std::string());
   if (!note.empty()) out += "<p>" + EscapeHtml(note) + "</p>";
   return out + "</div>\n";
 }
 
-std::string ChartSection(const std::vector<json>& charts, const std::string& section, const std::string& empty_text) {
+std::string ChartSection(const std::vector<json>& charts, const std::string& section,
+                         const std::string& empty_text) {
   std::string out;
   for (const auto& c : charts) {
     if (c["section"] == section) out += ChartBlock(c);
@@ -336,10 +349,12 @@ std::string EnvironmentSection(const ReportInput& input, std::vector<std::string
   std::map<std::string, std::string> flat;
   Flatten(input.run.environment, "", flat);
   std::string rows;
-  for (const auto& [k, v] : flat) rows += "<tr><th>" + EscapeHtml(k) + "</th><td>" + EscapeHtml(v) + "</td></tr>\n";
-  std::string out = fmt::format("<p>Fingerprint <code>{}</code> ({} fields).</p>\n",
-                                EscapeHtml(input.run.environment_hash.empty() ? "not recorded" : input.run.environment_hash),
-                                flat.size());
+  for (const auto& [k, v] : flat)
+    rows += "<tr><th>" + EscapeHtml(k) + "</th><td>" + EscapeHtml(v) + "</td></tr>\n";
+  std::string out = fmt::format(
+      "<p>Fingerprint <code>{}</code> ({} fields).</p>\n",
+      EscapeHtml(input.run.environment_hash.empty() ? "not recorded" : input.run.environment_hash),
+      flat.size());
   if (!warnings.empty()) {
     out += "<ul class=\"warnings\">\n";
     for (const auto& w : warnings) out += "<li>" + EscapeHtml(w) + "</li>\n";
@@ -347,7 +362,8 @@ std::string EnvironmentSection(const ReportInput& input, std::vector<std::string
   } else {
     out += "<p>No warnings.</p>\n";
   }
-  out += "<details class=\"env\"><summary>Full fingerprint</summary><table>\n" + rows + "</table></details>\n";
+  out +=
+      "<details class=\"env\"><summary>Full fingerprint</summary><table>\n" + rows + "</table></details>\n";
   return out;
 }
 
@@ -355,7 +371,8 @@ std::string CellsSection(const ReportInput& input) {
   std::string out =
       "<div class=\"scroll\"><table class=\"sortable\" id=\"cells-table\"><thead><tr>"
       "<th>#</th><th>cell</th><th>model</th><th>scenario</th><th>batch</th><th>precision</th><th>device</th>"
-      "<th>strategy</th><th>outcome</th><th>verdict</th><th>reasons</th><th>samples/s</th><th>step mean (ms)</th>"
+      "<th>strategy</th><th>outcome</th><th>verdict</th><th>reasons</th><th>samples/s</th><th>step mean "
+      "(ms)</th>"
       "<th>step P99 (ms)</th><th>warm-up steps</th><th>message</th></tr></thead><tbody>\n";
   for (const auto& c : input.cells) {
     std::string reasons;
@@ -363,17 +380,18 @@ std::string CellsSection(const ReportInput& input) {
       for (const auto& r : c.verdict_reasons) reasons += (reasons.empty() ? "" : "; ") + ParamText(r);
     }
     const auto batch = NumericParam(c, "batch_size");
-    out += "<tr>" + Td(std::to_string(c.index), std::to_string(c.index)) + Td(c.label, c.label) +
-           Td(Param(c, "model"), Param(c, "model")) + Td(Param(c, "scenario"), Param(c, "scenario")) +
-           Td(Param(c, "batch_size"), batch ? FormatNumber(*batch) : Param(c, "batch_size")) +
-           Td(Param(c, "precision"), Param(c, "precision")) + Td(Param(c, "device"), Param(c, "device")) +
-           Td(Param(c, "strategy"), Param(c, "strategy")) +
-           Td(c.outcome, c.outcome, c.outcome == "ok" ? "outcome-ok" : "outcome-bad") +
-           Td(c.verdict, c.verdict, c.verdict == "invalid" ? "verdict-invalid" : "") + Td(reasons, reasons) +
-           NumTd(Metric(c, "samples_per_s")) + NumTd(Metric(c, "step_time_mean_ns"), 1e-6) +
-           NumTd(Metric(c, "step_time_p99_ns"), 1e-6) +
-           NumTd(c.warmup_steps ? std::optional<double>(static_cast<double>(*c.warmup_steps)) : std::nullopt) +
-           Td(c.message, c.message) + "</tr>\n";
+    out +=
+        "<tr>" + Td(std::to_string(c.index), std::to_string(c.index)) + Td(c.label, c.label) +
+        Td(Param(c, "model"), Param(c, "model")) + Td(Param(c, "scenario"), Param(c, "scenario")) +
+        Td(Param(c, "batch_size"), batch ? FormatNumber(*batch) : Param(c, "batch_size")) +
+        Td(Param(c, "precision"), Param(c, "precision")) + Td(Param(c, "device"), Param(c, "device")) +
+        Td(Param(c, "strategy"), Param(c, "strategy")) +
+        Td(c.outcome, c.outcome, c.outcome == "ok" ? "outcome-ok" : "outcome-bad") +
+        Td(c.verdict, c.verdict, c.verdict == "invalid" ? "verdict-invalid" : "") + Td(reasons, reasons) +
+        NumTd(Metric(c, "samples_per_s")) + NumTd(Metric(c, "step_time_mean_ns"), 1e-6) +
+        NumTd(Metric(c, "step_time_p99_ns"), 1e-6) +
+        NumTd(c.warmup_steps ? std::optional<double>(static_cast<double>(*c.warmup_steps)) : std::nullopt) +
+        Td(c.message, c.message) + "</tr>\n";
   }
   return out + "</tbody></table></div>\n";
 }
@@ -382,24 +400,26 @@ std::string CellsSection(const ReportInput& input) {
 std::string ComparisonSection(const ReportInput& input, const history::Comparison& cmp) {
   const store::RunRecord& base = *input.baseline_run;
   std::string out = fmt::format(
-      "<p>Baseline: run {} ({}), started {}. Ratio = this run's {} over the baseline's, with a {:g}% confidence "
+      "<p>Baseline: run {} ({}), started {}. Ratio = this run's {} over the baseline's, with a {:g}% "
+      "confidence "
       "interval from the raw step records (block bootstrap); a cell is slower or faster only when the "
       "Benjamini-Hochberg adjusted p-value is below {:g} and the whole interval lies beyond &plusmn;{:g}% "
       "(as <code>dlbench compare</code>; docs/history.md).</p>\n",
       base.id, EscapeHtml(base.name), EscapeHtml(FormatUtc(base.started_wall_ns)),
-      EscapeHtml(history::MetricName(cmp.options.metric)), 100 * cmp.options.confidence_level, cmp.options.alpha,
-      100 * cmp.options.threshold);
+      EscapeHtml(history::MetricName(cmp.options.metric)), 100 * cmp.options.confidence_level,
+      cmp.options.alpha, 100 * cmp.options.threshold);
   if (base.environment_hash != input.run.environment_hash || !cmp.environment_changes.empty()) {
     std::string diffs;
     int shown = 0;
     for (const auto& change : cmp.environment_changes) {
       if (++shown > 40) break;
-      diffs += std::string("<li>") + (change.decides_comparability ? "<strong>decides comparability</strong>: " : "") +
+      diffs += std::string("<li>") +
+               (change.decides_comparability ? "<strong>decides comparability</strong>: " : "") +
                EscapeHtml(history::DescribeChange(change)) + "</li>\n";
     }
-    out += "<div class=\"warnings\"><p>The environments differ (fingerprint " + EscapeHtml(base.environment_hash) +
-           " &rarr; " + EscapeHtml(input.run.environment_hash) + "): the comparison may not be fair.</p><ul>\n" + diffs +
-           "</ul></div>\n";
+    out += "<div class=\"warnings\"><p>The environments differ (fingerprint " +
+           EscapeHtml(base.environment_hash) + " &rarr; " + EscapeHtml(input.run.environment_hash) +
+           "): the comparison may not be fair.</p><ul>\n" + diffs + "</ul></div>\n";
   }
   std::string rows;
   for (const auto& c : cmp.cells) {
@@ -407,22 +427,29 @@ std::string ComparisonSection(const ReportInput& input, const history::Compariso
     const std::string cls = c.verdict == history::Verdict::kSlower   ? "slower"
                             : c.verdict == history::Verdict::kFaster ? "faster"
                                                                      : "";
-    const std::string ci = c.ci_low && c.ci_high ? "[" + Fmt(*c.ci_low, 4) + ", " + Fmt(*c.ci_high, 4) + "]" : "-";
-    rows += "<tr class=\"" + cls + "\">" + Td(c.label, c.label) + NumTd(c.base_value) + NumTd(c.candidate_value) +
-            NumTd(c.ratio) + Td(ci, ci) + NumTd(c.q_value) + Td(verdict, verdict) + Td(c.note, c.note) + "</tr>\n";
+    const std::string ci =
+        c.ci_low && c.ci_high ? "[" + Fmt(*c.ci_low, 4) + ", " + Fmt(*c.ci_high, 4) + "]" : "-";
+    rows += "<tr class=\"" + cls + "\">" + Td(c.label, c.label) + NumTd(c.base_value) +
+            NumTd(c.candidate_value) + NumTd(c.ratio) + Td(ci, ci) + NumTd(c.q_value) + Td(verdict, verdict) +
+            Td(c.note, c.note) + "</tr>\n";
   }
   if (rows.empty()) {
     out += "<p class=\"empty\">No cell key measured in both runs.</p>\n";
   } else {
     out += fmt::format("<p>{} slower beyond the threshold, {} faster.</p>\n", cmp.Regressions(),
                        cmp.CountVerdict(history::Verdict::kFaster));
-    out += std::string("<table class=\"sortable\" id=\"baseline-table\"><thead><tr><th>cell</th><th>baseline ") +
-           history::MetricUnit(cmp.options.metric) + "</th><th>this run</th><th>ratio</th><th>CI of the ratio</th>"
-           "<th>q</th><th>verdict</th><th>note</th></tr></thead><tbody>\n" + rows + "</tbody></table>\n";
+    out +=
+        std::string("<table class=\"sortable\" id=\"baseline-table\"><thead><tr><th>cell</th><th>baseline ") +
+        history::MetricUnit(cmp.options.metric) +
+        "</th><th>this run</th><th>ratio</th><th>CI of the ratio</th>"
+        "<th>q</th><th>verdict</th><th>note</th></tr></thead><tbody>\n" +
+        rows + "</tbody></table>\n";
   }
   std::string only;
-  for (const auto& c : cmp.only_in_candidate) only += "<li>only in this run: " + EscapeHtml(c.label) + "</li>\n";
-  for (const auto& c : cmp.only_in_base) only += "<li>only in the baseline: " + EscapeHtml(c.label) + "</li>\n";
+  for (const auto& c : cmp.only_in_candidate)
+    only += "<li>only in this run: " + EscapeHtml(c.label) + "</li>\n";
+  for (const auto& c : cmp.only_in_base)
+    only += "<li>only in the baseline: " + EscapeHtml(c.label) + "</li>\n";
   if (!only.empty()) out += "<ul>\n" + only + "</ul>\n";
   return out;
 }
@@ -431,11 +458,12 @@ std::string BaselineSection(const ReportInput& input, const ReportOptions& optio
   if (!input.baseline_run) return "<p class=\"empty\">No baseline given (--baseline RUN).</p>\n";
   if (input.comparison) return ComparisonSection(input, *input.comparison);
   const store::RunRecord& base = *input.baseline_run;
-  std::string out = fmt::format("<p>Baseline: run {} ({}), started {}. Ratio = this run's mean samples/s over the "
-                                "baseline's for the same cell key; beyond &plusmn;{}% it is marked. This is a plain "
-                                "ratio; <code>dlbench compare</code> tests it statistically.</p>\n",
-                                base.id, EscapeHtml(base.name), EscapeHtml(FormatUtc(base.started_wall_ns)),
-                                EscapeHtml(Fmt(options.baseline_threshold * 100)));
+  std::string out = fmt::format(
+      "<p>Baseline: run {} ({}), started {}. Ratio = this run's mean samples/s over the "
+      "baseline's for the same cell key; beyond &plusmn;{}% it is marked. This is a plain "
+      "ratio; <code>dlbench compare</code> tests it statistically.</p>\n",
+      base.id, EscapeHtml(base.name), EscapeHtml(FormatUtc(base.started_wall_ns)),
+      EscapeHtml(Fmt(options.baseline_threshold * 100)));
   if (base.environment_hash != input.run.environment_hash) {
     std::map<std::string, std::string> a, b;
     Flatten(base.environment, "", a);
@@ -451,11 +479,12 @@ std::string BaselineSection(const ReportInput& input, const ReportOptions& optio
       const std::string va = ia == a.end() ? "(absent)" : ia->second;
       const std::string vb = ib == b.end() ? "(absent)" : ib->second;
       if (va == vb || ++shown > 40) continue;
-      diffs += "<li><code>" + EscapeHtml(k) + "</code>: " + EscapeHtml(va) + " &rarr; " + EscapeHtml(vb) + "</li>\n";
+      diffs += "<li><code>" + EscapeHtml(k) + "</code>: " + EscapeHtml(va) + " &rarr; " + EscapeHtml(vb) +
+               "</li>\n";
     }
-    out += "<div class=\"warnings\"><p>The environments differ (fingerprint " + EscapeHtml(base.environment_hash) +
-           " &rarr; " + EscapeHtml(input.run.environment_hash) + "): the comparison may not be fair.</p><ul>\n" + diffs +
-           "</ul></div>\n";
+    out += "<div class=\"warnings\"><p>The environments differ (fingerprint " +
+           EscapeHtml(base.environment_hash) + " &rarr; " + EscapeHtml(input.run.environment_hash) +
+           "): the comparison may not be fair.</p><ul>\n" + diffs + "</ul></div>\n";
   }
   const auto pool = [](const std::vector<store::CellRecord>& cells) {
     std::map<std::string, std::pair<std::string, std::vector<double>>> by_key;
@@ -507,9 +536,10 @@ std::string BaselineSection(const ReportInput& input, const ReportOptions& optio
     out += "<p class=\"empty\">No cell key measured ok in both runs.</p>\n";
   } else {
     out += fmt::format("<p>{} slower beyond the threshold.</p>\n", slower);
-    out += "<table class=\"sortable\" id=\"baseline-table\"><thead><tr><th>cell</th><th>baseline samples/s</th>"
-           "<th>this run samples/s</th><th>ratio</th><th>change</th></tr></thead><tbody>\n" +
-           rows + "</tbody></table>\n";
+    out +=
+        "<table class=\"sortable\" id=\"baseline-table\"><thead><tr><th>cell</th><th>baseline samples/s</th>"
+        "<th>this run samples/s</th><th>ratio</th><th>change</th></tr></thead><tbody>\n" +
+        rows + "</tbody></table>\n";
   }
   if (!only.empty()) out += "<ul>\n" + only + "</ul>\n";
   return out;
@@ -529,7 +559,8 @@ std::vector<std::size_t> ThinIndices(std::size_t n, int max_points) {
 
 std::vector<std::pair<double, double>> EmpiricalCdf(std::vector<double> values, int max_points) {
   std::vector<std::pair<double, double>> out;
-  values.erase(std::remove_if(values.begin(), values.end(), [](double v) { return !std::isfinite(v); }), values.end());
+  values.erase(std::remove_if(values.begin(), values.end(), [](double v) { return !std::isfinite(v); }),
+               values.end());
   if (values.empty()) return out;
   std::sort(values.begin(), values.end());
   const double n = static_cast<double>(values.size());
@@ -563,8 +594,10 @@ std::string RenderHtmlReport(const ReportInput& input, const ReportOptions& opti
     if (c.outcome != "ok") ++not_ok;
     if (c.verdict == "invalid") ++invalid;
   }
-  if (not_ok > 0) warnings.push_back(fmt::format("{} of {} cells did not end ok.", not_ok, input.cells.size()));
-  if (invalid > 0) warnings.push_back(fmt::format("{} cells have the verdict invalid (see their reasons).", invalid));
+  if (not_ok > 0)
+    warnings.push_back(fmt::format("{} of {} cells did not end ok.", not_ok, input.cells.size()));
+  if (invalid > 0)
+    warnings.push_back(fmt::format("{} cells have the verdict invalid (see their reasons).", invalid));
   if (run.status != "completed") warnings.push_back("The run's status is " + run.status + ".");
 
   json data = {{"run_id", run.id}, {"charts", charts}};
@@ -575,29 +608,37 @@ std::string RenderHtmlReport(const ReportInput& input, const ReportOptions& opti
   html += "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   html += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   html += "<title>" + EscapeHtml(title) + "</title>\n";
-  html += "<!-- " + EscapeHtmlComment(fmt::format("Generated by dlbench {} ({}, {}) on {}.", kVersion, kGitCommit, kBuildType,
-                                                  FormatUtc(WallNowNs()))) + " -->\n";
+  html += "<!-- " +
+          EscapeHtmlComment(fmt::format("Generated by dlbench {} ({}, {}) on {}.", kVersion, kGitCommit,
+                                        kBuildType, FormatUtc(WallNowNs()))) +
+          " -->\n";
   html += "<style>\n" + std::string(assets::kReportCss) + "</style>\n</head>\n<body>\n<main>\n";
   html += "<h1>" + EscapeHtml(title) + "</h1>\n";
-  html += fmt::format("<p class=\"meta\">Status {} &middot; started {} &middot; {} cells &middot; matrix {} &middot; "
-                      "measured with dlbench {} ({})</p>\n",
-                      EscapeHtml(run.status), EscapeHtml(FormatUtc(run.started_wall_ns)), input.cells.size(),
-                      EscapeHtml(run.matrix_path), EscapeHtml(run.tool_version), EscapeHtml(run.git_commit));
-  html += "<nav><a href=\"#environment\">environment</a> &middot; <a href=\"#cells\">cells</a> &middot; "
-          "<a href=\"#throughput\">throughput</a> &middot; <a href=\"#latency\">latency</a> &middot; "
-          "<a href=\"#steps\">step time</a> &middot; <a href=\"#monitor\">utilisation</a> &middot; "
-          "<a href=\"#baseline\">baseline</a></nav>\n";
-  html += "<section id=\"environment\"><h2>Environment</h2>\n" + EnvironmentSection(input, warnings) + "</section>\n";
-  html += "<section id=\"cells\"><h2>Cells</h2>\n<p>Click a column to sort.</p>\n" + CellsSection(input) + "</section>\n";
+  html += fmt::format(
+      "<p class=\"meta\">Status {} &middot; started {} &middot; {} cells &middot; matrix {} &middot; "
+      "measured with dlbench {} ({})</p>\n",
+      EscapeHtml(run.status), EscapeHtml(FormatUtc(run.started_wall_ns)), input.cells.size(),
+      EscapeHtml(run.matrix_path), EscapeHtml(run.tool_version), EscapeHtml(run.git_commit));
+  html +=
+      "<nav><a href=\"#environment\">environment</a> &middot; <a href=\"#cells\">cells</a> &middot; "
+      "<a href=\"#throughput\">throughput</a> &middot; <a href=\"#latency\">latency</a> &middot; "
+      "<a href=\"#steps\">step time</a> &middot; <a href=\"#monitor\">utilisation</a> &middot; "
+      "<a href=\"#baseline\">baseline</a></nav>\n";
+  html += "<section id=\"environment\"><h2>Environment</h2>\n" + EnvironmentSection(input, warnings) +
+          "</section>\n";
+  html += "<section id=\"cells\"><h2>Cells</h2>\n<p>Click a column to sort.</p>\n" + CellsSection(input) +
+          "</section>\n";
   html += "<section id=\"throughput\"><h2>Throughput vs batch size</h2>\n" +
-          ChartSection(charts, "throughput", "No configuration was measured ok at two or more batch sizes.") + "</section>\n";
+          ChartSection(charts, "throughput", "No configuration was measured ok at two or more batch sizes.") +
+          "</section>\n";
   html += "<section id=\"latency\"><h2>Latency distribution (inference)</h2>\n" +
           ChartSection(charts, "latency", "No inference cell with step records.") + "</section>\n";
   html += "<section id=\"steps\"><h2>Step time</h2>\n" +
           ChartSection(charts, "steps", "No cell has step records.") + "</section>\n";
   html += "<section id=\"monitor\"><h2>Utilisation, power and memory</h2>\n" +
           ChartSection(charts, "monitor", "No series were sampled.") + "</section>\n";
-  html += "<section id=\"baseline\"><h2>Against the baseline</h2>\n" + BaselineSection(input, options) + "</section>\n";
+  html += "<section id=\"baseline\"><h2>Against the baseline</h2>\n" + BaselineSection(input, options) +
+          "</section>\n";
   html += "<script id=\"dlbench-data\" type=\"application/json\">" + JsonForScript(data) + "</script>\n";
   html += "<!-- Chart.js, embedded so the report works offline. Its license:\n" +
           EscapeHtmlComment(assets::kChartJsLicense) + "\n-->\n";

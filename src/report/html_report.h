@@ -9,21 +9,20 @@
 // cell, and the comparison against a baseline run when one is given.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "report/saturation.h"
 #include "history/compare.h"
+#include "report/saturation.h"
 #include "store/result_store.h"
 
 namespace dlbench::report {
 
 struct ReportInput {
   store::RunRecord run;
-  std::vector<store::CellRecord> cells;           // with steps and series loaded
+  std::vector<store::CellRecord> cells;  // with steps and series loaded
   std::optional<store::RunRecord> baseline_run;
   std::vector<store::CellRecord> baseline_cells;  // metrics are enough
   // The statistical comparison of this run against the baseline (history::CompareRunData: CIs

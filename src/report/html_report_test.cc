@@ -35,7 +35,8 @@ ReportInput SampleInput(const std::string& model) {
   input.run.id = 5;
   input.run.name = "nightly <b>bold</b>";
   input.run.status = "completed";
-  input.run.environment = {{"hostname", "host<1>"}, {"warnings", {"CPU frequency scaling is on: <governor>"}}};
+  input.run.environment = {{"hostname", "host<1>"},
+                           {"warnings", {"CPU frequency scaling is on: <governor>"}}};
   input.run.environment_hash = "e1";
   // Training: throughput rises then flattens (saturation at 32) and drops at 128.
   const std::pair<int, double> curve[] = {{8, 100}, {16, 180}, {32, 250}, {64, 255}, {128, 200}};
@@ -51,8 +52,10 @@ ReportInput SampleInput(const std::string& model) {
     AddSteps(c, 30, 1'000'000 * bs, 2);
     c.metrics.push_back({"step_time_p50_ns", 1e6 * bs, "ns"});
     c.metrics.push_back({"step_time_p99_ns", 1.2e6 * bs, "ns"});
-    c.series = {{1'000'000'000, "gpu0.sm_util_pct", 80}, {1'100'000'000, "gpu0.sm_util_pct", 85},
-                {1'000'000'000, "gpu0.power_w", 200},    {1'100'000'000, "gpu0.power_w", 210},
+    c.series = {{1'000'000'000, "gpu0.sm_util_pct", 80},
+                {1'100'000'000, "gpu0.sm_util_pct", 85},
+                {1'000'000'000, "gpu0.power_w", 200},
+                {1'100'000'000, "gpu0.power_w", 210},
                 {1'000'000'000, "gpu0.mem_used_bytes", 1 << 30}};
     input.cells.push_back(c);
   }
@@ -109,10 +112,13 @@ TEST(BuildCharts, OneChartPerTrendAndCell) {
   EXPECT_EQ(per_section["steps"], 7);       // every cell with steps
   EXPECT_EQ(per_section["monitor"], 6);     // 2 cells x utilisation, power, memory
 
-  const auto& train = charts[1]["title"].get<std::string>().find("scenario=train") != std::string::npos ? charts[1] : charts[0];
+  const auto& train = charts[1]["title"].get<std::string>().find("scenario=train") != std::string::npos
+                          ? charts[1]
+                          : charts[0];
   bool saturation = false, drop = false;
   for (const auto& d : train["datasets"]) {
-    if (d["kind"] == "marker" && d["label"] == "saturation (batch 32)") saturation = d["data"][0]["y"] == 250.0;
+    if (d["kind"] == "marker" && d["label"] == "saturation (batch 32)")
+      saturation = d["data"][0]["y"] == 250.0;
     if (d["kind"] == "marker" && d["label"] == "drop (batch 128)") drop = true;
   }
   EXPECT_TRUE(saturation) << train.dump();
@@ -159,7 +165,8 @@ TEST(RenderHtmlReport, SelfContainedWithEverySection) {
 TEST(RenderHtmlReport, EmbeddedAssetsCannotBreakOutOfTheirScript) {
   for (const std::string_view asset : {assets::kChartJs, assets::kReportJs}) {
     std::string lower(asset);
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
     EXPECT_EQ(lower.find("</script"), std::string::npos);
     EXPECT_EQ(lower.find("<!--"), std::string::npos);
   }

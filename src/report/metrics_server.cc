@@ -1,10 +1,9 @@
 #include "report/metrics_server.h"
 
+#include <fmt/format.h>
 #include <httplib.h>
 
 #include <cstdlib>
-
-#include <fmt/format.h>
 
 #include "common/version.h"
 #include "report/escape.h"
@@ -14,8 +13,9 @@ namespace dlbench::report {
 
 Result<ListenAddress> ParseListenAddress(const std::string& text) {
   const auto bad = [&text]() {
-    return MakeError(ErrorKind::kInvalidInput,
-                     fmt::format("--listen '{}': expected HOST:PORT, e.g. 127.0.0.1:9464 or [::1]:9464", text));
+    return MakeError(
+        ErrorKind::kInvalidInput,
+        fmt::format("--listen '{}': expected HOST:PORT, e.g. 127.0.0.1:9464 or [::1]:9464", text));
   };
   ListenAddress out;
   std::string port_text;
@@ -51,11 +51,12 @@ MetricsServer::MetricsServer(store::ResultStore& store, ServeOptions options)
     res.set_content(*text, "text/plain; version=0.0.4; charset=utf-8");
   });
   server_->Get("/", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(fmt::format("<!doctype html><html><head><meta charset=\"utf-8\"><title>dlbench {}</title></head>"
-                                "<body><h1>dlbench serve</h1><p>Store: {}</p>"
-                                "<p><a href=\"/metrics\">/metrics</a> (Prometheus text format)</p></body></html>\n",
-                                EscapeHtml(kVersion), EscapeHtml(store_.Describe())),
-                    "text/html; charset=utf-8");
+    res.set_content(
+        fmt::format("<!doctype html><html><head><meta charset=\"utf-8\"><title>dlbench {}</title></head>"
+                    "<body><h1>dlbench serve</h1><p>Store: {}</p>"
+                    "<p><a href=\"/metrics\">/metrics</a> (Prometheus text format)</p></body></html>\n",
+                    EscapeHtml(kVersion), EscapeHtml(store_.Describe())),
+        "text/html; charset=utf-8");
   });
 }
 
@@ -70,8 +71,9 @@ Status MetricsServer::Bind() {
     return Status::Ok();
   }
   if (!server_->bind_to_port(options_.listen.host, options_.listen.port)) {
-    return MakeError(ErrorKind::kIo, fmt::format("cannot listen on {}:{} (in use, or not an address of this host)",
-                                                 options_.listen.host, options_.listen.port));
+    return MakeError(ErrorKind::kIo,
+                     fmt::format("cannot listen on {}:{} (in use, or not an address of this host)",
+                                 options_.listen.host, options_.listen.port));
   }
   port_ = options_.listen.port;
   return Status::Ok();

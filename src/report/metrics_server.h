@@ -27,7 +27,7 @@ Result<ListenAddress> ParseListenAddress(const std::string& text);
 
 struct ServeOptions {
   ListenAddress listen;
-  std::string db_path;               // for the progress file next to it
+  std::string db_path;  // for the progress file next to it
   double regression_threshold = 0.05;
 };
 

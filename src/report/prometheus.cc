@@ -1,13 +1,12 @@
 #include "report/prometheus.h"
 
+#include <fmt/format.h>
 #include <signal.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <map>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "common/files.h"
 #include "common/version.h"
@@ -23,7 +22,8 @@ using Labels = std::vector<std::pair<std::string, std::string>>;
 constexpr const char* kLabelParams[] = {"model", "scenario", "batch_size", "precision", "device", "strategy"};
 
 bool EndsWith(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::string StripSuffix(const std::string& text, const std::string& suffix) {
@@ -78,9 +78,12 @@ class Exposition {
       // HELP text escapes backslash and line feed only (the text format's rule).
       std::string help;
       for (char c : family.help) {
-        if (c == '\\') help += "\\\\";
-        else if (c == '\n') help += "\\n";
-        else help += c;
+        if (c == '\\')
+          help += "\\\\";
+        else if (c == '\n')
+          help += "\\n";
+        else
+          help += c;
       }
       out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", name, help, name);
       for (const auto& [labels, value] : family.samples) {
@@ -202,7 +205,8 @@ std::vector<std::pair<std::string, std::string>> CellLabels(const store::RunReco
   std::set<std::string> named;
   for (const char* p : kLabelParams) {
     named.insert(p);
-    labels.emplace_back(p, cell.params.is_object() && cell.params.contains(p) ? ValueText(cell.params[p]) : "");
+    labels.emplace_back(p,
+                        cell.params.is_object() && cell.params.contains(p) ? ValueText(cell.params[p]) : "");
   }
   labels.emplace_back("host", EnvironmentHost(run.environment));
   std::string variant;
@@ -228,7 +232,9 @@ Result<RunProgress> ParseProgress(const std::string& text) {
     p.run_id = j.at("run_id").get<std::int64_t>();
     p.cells_total = j.value("cells_total", std::int64_t{0});
     p.cells_done = j.value("cells_done", std::int64_t{0});
-    p.current_cell = j.contains("current_cell") && j["current_cell"].is_string() ? j["current_cell"].get<std::string>() : "";
+    p.current_cell = j.contains("current_cell") && j["current_cell"].is_string()
+                         ? j["current_cell"].get<std::string>()
+                         : "";
     p.started_wall_ns = j.value("started_wall_ns", std::int64_t{0});
     p.updated_wall_ns = j.value("updated_wall_ns", std::int64_t{0});
     p.pid = j.value("pid", std::int64_t{0});
@@ -276,10 +282,12 @@ std::string RenderExposition(const ExpositionInput& input) {
     const Labels labels = CellLabels(lc.run, lc.cell);
     for (const store::MetricRecord& m : lc.cell.metrics) {
       const PromGauge g = ToBaseUnits(m);
-      out.Add(g.name, fmt::format("dlbench metric {} ({}) in base units", m.name, m.unit.empty() ? "-" : m.unit),
+      out.Add(g.name,
+              fmt::format("dlbench metric {} ({}) in base units", m.name, m.unit.empty() ? "-" : m.unit),
               labels, g.value);
     }
-    out.Add("dlbench_cell_ok", "1 when the cell's latest result ended ok", labels, lc.cell.outcome == "ok" ? 1 : 0);
+    out.Add("dlbench_cell_ok", "1 when the cell's latest result ended ok", labels,
+            lc.cell.outcome == "ok" ? 1 : 0);
     out.Add("dlbench_cell_valid", "1 when the cell's latest result has the verdict valid", labels,
             lc.cell.verdict == "valid" ? 1 : 0);
     out.Add("dlbench_cell_run_id", "The run that produced the cell's latest result", labels,
@@ -314,8 +322,9 @@ std::string RenderExposition(const ExpositionInput& input) {
               p.cells_total > 0 ? static_cast<double>(p.cells_done) / static_cast<double>(p.cells_total) : 0);
       out.Add("dlbench_run_started_timestamp_seconds", "When the active run started (Unix time)", run_label,
               static_cast<double>(p.started_wall_ns) * 1e-9);
-      out.Add("dlbench_run_updated_timestamp_seconds", "When the active run last reported progress (Unix time)",
-              run_label, static_cast<double>(p.updated_wall_ns) * 1e-9);
+      out.Add("dlbench_run_updated_timestamp_seconds",
+              "When the active run last reported progress (Unix time)", run_label,
+              static_cast<double>(p.updated_wall_ns) * 1e-9);
       out.Add("dlbench_run_current_cell_info", "The cell the active run is measuring (value 1)",
               {{"run_id", std::to_string(p.run_id)}, {"cell", p.current_cell}}, 1);
     }

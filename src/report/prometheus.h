@@ -66,8 +66,8 @@ struct LatestCell {
 struct ExpositionInput {
   std::vector<LatestCell> cells;
   std::optional<store::RunRecord> environment_run;  // the run whose environment is described
-  bool with_progress = false;                        // serve: describe run activity
-  std::optional<RunProgress> progress;               // when with_progress and a run is active
+  bool with_progress = false;                       // serve: describe run activity
+  std::optional<RunProgress> progress;              // when with_progress and a run is active
   // A cell is flagged as a regression when its throughput is below (1 - threshold) of the
   // previous run's. A plain ratio of two runs, not the statistical test of `dlbench compare`.
   double regression_threshold = 0.05;

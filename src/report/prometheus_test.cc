@@ -1,12 +1,11 @@
 #include "report/prometheus.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <set>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "common/files.h"
 #include "report/test_store.h"
@@ -52,8 +51,10 @@ TEST(CellLabels, FixedSetWithHostAndVariant) {
   cell.params["threads"] = 8;
   const auto labels = CellLabels(run, cell);
   const std::vector<std::pair<std::string, std::string>> want = {
-      {"model", "resnet50"}, {"scenario", "train"}, {"batch_size", "32"},    {"precision", "fp32"},
-      {"device", "cpu"},     {"strategy", "none"},  {"host", "gpu-box-1"}, {"variant", "compile=true,threads=8"}};
+      {"model", "resnet50"}, {"scenario", "train"},
+      {"batch_size", "32"},  {"precision", "fp32"},
+      {"device", "cpu"},     {"strategy", "none"},
+      {"host", "gpu-box-1"}, {"variant", "compile=true,threads=8"}};
   EXPECT_EQ(labels, want);
 }
 
@@ -80,15 +81,18 @@ TEST(ParseProgress, ReadsFieldsAndRejectsJunk) {
 TEST(ReadActiveProgress, LiveSelfPidCountsAndDeadPidDoesNot) {
   const std::string db = ::testing::TempDir() + "/prom_progress_test.db";
   EXPECT_FALSE(ReadActiveProgress(db).has_value());  // no file
-  ASSERT_TRUE(WriteFileAtomic(ProgressPath(db), nlohmann::json({{"run_id", 2}, {"pid", getpid()}}).dump()).ok());
+  ASSERT_TRUE(
+      WriteFileAtomic(ProgressPath(db), nlohmann::json({{"run_id", 2}, {"pid", getpid()}}).dump()).ok());
   EXPECT_TRUE(ReadActiveProgress(db).has_value());
   // pid_max is at most 2^22 on Linux: this pid cannot be alive.
-  ASSERT_TRUE(WriteFileAtomic(ProgressPath(db), nlohmann::json({{"run_id", 2}, {"pid", 1 << 23}}).dump()).ok());
+  ASSERT_TRUE(
+      WriteFileAtomic(ProgressPath(db), nlohmann::json({{"run_id", 2}, {"pid", 1 << 23}}).dump()).ok());
   EXPECT_FALSE(ReadActiveProgress(db).has_value());
   std::remove(ProgressPath(db).c_str());
 }
 
-std::int64_t AddRun(MemoryStore& store, const std::vector<store::CellRecord>& cells, const std::string& host = "h") {
+std::int64_t AddRun(MemoryStore& store, const std::vector<store::CellRecord>& cells,
+                    const std::string& host = "h") {
   store::RunRecord run;
   run.name = "r";
   run.environment = {{"hostname", host}, {"os", "Debian"}};
@@ -120,7 +124,8 @@ TEST(CollectLatestCells, NewestResultPerKeyWithPreviousThroughput) {
   const std::string a_labels =
       "{model=\"a\",scenario=\"train\",batch_size=\"8\",precision=\"fp32\",device=\"cpu\",strategy=\"none\","
       "host=\"h\",variant=\"\"}";
-  EXPECT_NE(text.find("\ndlbench_samples_per_second_change_ratio" + a_labels + " 0.9\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\ndlbench_samples_per_second_change_ratio" + a_labels + " 0.9\n"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("\ndlbench_cell_regression" + a_labels + " 1\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\ndlbench_samples_per_second" + a_labels + " 90\n"), std::string::npos) << text;
   // b has no previous run: no change ratio, no regression flag.
@@ -212,7 +217,8 @@ TEST(RenderExposition, ActiveProgress) {
   EXPECT_NE(text.find("dlbench_run_progress_ratio{run_id=\"9\"} 0.25\n"), std::string::npos);
   EXPECT_NE(text.find("dlbench_run_cells_total{run_id=\"9\"} 4\n"), std::string::npos);
   EXPECT_NE(text.find("dlbench_run_started_timestamp_seconds{run_id=\"9\"} 2\n"), std::string::npos);
-  EXPECT_NE(text.find("dlbench_run_current_cell_info{run_id=\"9\",cell=\"cell \\\"b\\\"\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("dlbench_run_current_cell_info{run_id=\"9\",cell=\"cell \\\"b\\\"\"} 1\n"),
+            std::string::npos);
 }
 
 }  // namespace

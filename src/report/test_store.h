@@ -19,12 +19,14 @@ class MemoryStore final : public store::ResultStore {
   }
   Status PutCell(const store::CellRecord& cell) override {
     auto& cells = cells_[cell.run_id];
-    cells.erase(std::remove_if(cells.begin(), cells.end(), [&](const auto& c) { return c.cell_id == cell.cell_id; }),
-                cells.end());
+    cells.erase(
+        std::remove_if(cells.begin(), cells.end(), [&](const auto& c) { return c.cell_id == cell.cell_id; }),
+        cells.end());
     cells.push_back(cell);
     return Status::Ok();
   }
-  Status SetRunStatus(std::int64_t run_id, const std::string& status, std::optional<std::int64_t> finished) override {
+  Status SetRunStatus(std::int64_t run_id, const std::string& status,
+                      std::optional<std::int64_t> finished) override {
     runs_[run_id].status = status;
     runs_[run_id].finished_wall_ns = finished;
     return Status::Ok();
@@ -40,7 +42,8 @@ class MemoryStore final : public store::ResultStore {
     if (it == runs_.end()) return MakeError(ErrorKind::kNotFound, "no run " + std::to_string(run_id));
     return it->second;
   }
-  Result<std::vector<store::CellRecord>> GetCells(std::int64_t run_id, const store::CellQuery& query) override {
+  Result<std::vector<store::CellRecord>> GetCells(std::int64_t run_id,
+                                                  const store::CellQuery& query) override {
     std::vector<store::CellRecord> out;
     for (auto c : cells_[run_id]) {
       if (query.index && c.index != *query.index) continue;
@@ -65,7 +68,8 @@ class MemoryStore final : public store::ResultStore {
     if (tags_.count(ref)) return tags_[ref];
     return MakeError(ErrorKind::kNotFound, "no run " + ref);
   }
-  Result<std::vector<std::pair<store::RunRecord, store::CellRecord>>> CellHistory(const std::string& key) override {
+  Result<std::vector<std::pair<store::RunRecord, store::CellRecord>>> CellHistory(
+      const std::string& key) override {
     std::vector<std::pair<store::RunRecord, store::CellRecord>> out;
     for (const auto& [id, cells] : cells_) {
       for (const auto& c : cells) {
@@ -90,10 +94,10 @@ inline store::CellRecord MakeCell(std::int64_t run_id, int index, const std::str
   store::CellRecord c;
   c.run_id = run_id;
   c.index = index;
-  c.params = {{"model", model}, {"scenario", scenario}, {"batch_size", batch}, {"precision", "fp32"},
-              {"device", "cpu"}, {"strategy", "none"}};
-  c.key = "batch_size=" + std::to_string(batch) + ",device=cpu,model=" + model + ",precision=fp32,scenario=" +
-          scenario + ",strategy=none";
+  c.params = {{"model", model},      {"scenario", scenario}, {"batch_size", batch},
+              {"precision", "fp32"}, {"device", "cpu"},      {"strategy", "none"}};
+  c.key = "batch_size=" + std::to_string(batch) + ",device=cpu,model=" + model +
+          ",precision=fp32,scenario=" + scenario + ",strategy=none";
   c.cell_id = c.key + "#r0";
   c.label = model + " " + scenario + " bs=" + std::to_string(batch);
   c.outcome = "ok";

@@ -1,10 +1,10 @@
 #include "report/trace.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "common/version.h"
 #include "report/export.h"
@@ -15,7 +15,8 @@ namespace {
 double ToUs(std::int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 
 bool ParseIndex(const std::string& text, std::int64_t& out) {
-  if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos) return false;
+  if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos)
+    return false;
   out = std::strtoll(text.c_str(), nullptr, 10);
   return true;
 }
@@ -28,7 +29,8 @@ Result<StepRange> ParseStepRange(const std::string& text) {
                      fmt::format("--steps '{}': {}; expected A:B (steps A to B-1), A: or :B", text, why));
   };
   const auto colon = text.find(':');
-  if (colon == std::string::npos || text.find(':', colon + 1) != std::string::npos) return bad("no single ':'");
+  if (colon == std::string::npos || text.find(':', colon + 1) != std::string::npos)
+    return bad("no single ':'");
   const std::string a = text.substr(0, colon);
   const std::string b = text.substr(colon + 1);
   if (a.empty() && b.empty()) return bad("both ends empty");
@@ -49,9 +51,15 @@ nlohmann::json BuildTrace(const store::RunRecord& run, const std::vector<store::
   for (const store::CellRecord& cell : cells) {
     const int pid = cell.index + 1;
     const std::int64_t origin = CellOriginNs(cell);
-    events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"tid", 0},
+    events.push_back({{"ph", "M"},
+                      {"name", "process_name"},
+                      {"pid", pid},
+                      {"tid", 0},
                       {"args", {{"name", fmt::format("cell {}: {}", cell.index, cell.label)}}}});
-    events.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid}, {"tid", 0},
+    events.push_back({{"ph", "M"},
+                      {"name", "process_sort_index"},
+                      {"pid", pid},
+                      {"tid", 0},
                       {"args", {{"sort_index", cell.index}}}});
 
     std::map<std::uint32_t, std::vector<protocol::StepRecord>> by_rank;
@@ -61,8 +69,12 @@ nlohmann::json BuildTrace(const store::RunRecord& run, const std::vector<store::
     std::optional<std::int64_t> window_end;
     const std::int64_t warmup = cell.warmup_steps.value_or(0);
     for (auto& [rank, steps] : by_rank) {
-      std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
-      events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", rank},
+      std::sort(steps.begin(), steps.end(),
+                [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+      events.push_back({{"ph", "M"},
+                        {"name", "thread_name"},
+                        {"pid", pid},
+                        {"tid", rank},
                         {"args", {{"name", fmt::format("rank {}", rank)}}}});
       std::int64_t begin = 0;
       std::int64_t end = static_cast<std::int64_t>(steps.size());
@@ -76,8 +88,13 @@ nlohmann::json BuildTrace(const store::RunRecord& run, const std::vector<store::
         window_begin = std::min(window_begin.value_or(s.start_ns), s.start_ns);
         window_end = std::max(window_end.value_or(s.end_ns), s.end_ns);
         const bool is_warmup = i < warmup;
-        events.push_back({{"ph", "X"}, {"name", fmt::format("step {}", i)}, {"cat", is_warmup ? "warmup" : "step"},
-                          {"pid", pid}, {"tid", rank}, {"ts", ToUs(s.start_ns - origin)}, {"dur", ToUs(dur_ns)},
+        events.push_back({{"ph", "X"},
+                          {"name", fmt::format("step {}", i)},
+                          {"cat", is_warmup ? "warmup" : "step"},
+                          {"pid", pid},
+                          {"tid", rank},
+                          {"ts", ToUs(s.start_ns - origin)},
+                          {"dur", ToUs(dur_ns)},
                           {"args", {{"step", i}, {"samples", s.samples}, {"warmup", is_warmup}}}});
         // Phases are laid end to end from the step's start and clipped to the step, so a runner
         // whose phases overlap (asynchronous communication) still draws inside its step.
@@ -91,13 +108,22 @@ nlohmann::json BuildTrace(const store::RunRecord& run, const std::vector<store::
           if ((s.present & bit) == 0) continue;
           const std::int64_t phase_dur = std::clamp<std::int64_t>(phase.second, 0, s.end_ns - cursor);
           if (phase_dur <= 0) continue;
-          events.push_back({{"ph", "X"}, {"name", phase.first}, {"cat", "phase"}, {"pid", pid}, {"tid", rank},
-                            {"ts", ToUs(cursor - origin)}, {"dur", ToUs(phase_dur)}});
+          events.push_back({{"ph", "X"},
+                            {"name", phase.first},
+                            {"cat", "phase"},
+                            {"pid", pid},
+                            {"tid", rank},
+                            {"ts", ToUs(cursor - origin)},
+                            {"dur", ToUs(phase_dur)}});
           cursor += phase_dur;
         }
       }
       if (rank == 0 && warmup > 0 && warmup >= begin && warmup < end) {
-        events.push_back({{"ph", "i"}, {"s", "p"}, {"name", "warm-up ends"}, {"pid", pid}, {"tid", rank},
+        events.push_back({{"ph", "i"},
+                          {"s", "p"},
+                          {"name", "warm-up ends"},
+                          {"pid", pid},
+                          {"tid", rank},
                           {"ts", ToUs(steps[static_cast<std::size_t>(warmup)].start_ns - origin)},
                           {"args", {{"warmup_steps", warmup}, {"rule", cell.warmup_rule}}}});
       }
@@ -106,7 +132,11 @@ nlohmann::json BuildTrace(const store::RunRecord& run, const std::vector<store::
     // Counters over the window of the chosen steps (all of them when no steps are stored).
     for (const store::SeriesPoint& p : cell.series) {
       if (!cell.steps.empty() && (!window_begin || p.t_ns < *window_begin || p.t_ns > *window_end)) continue;
-      events.push_back({{"ph", "C"}, {"name", p.series}, {"pid", pid}, {"tid", 0}, {"ts", ToUs(p.t_ns - origin)},
+      events.push_back({{"ph", "C"},
+                        {"name", p.series},
+                        {"pid", pid},
+                        {"tid", 0},
+                        {"ts", ToUs(p.t_ns - origin)},
                         {"args", {{"value", p.value}}}});
     }
   }

@@ -33,11 +33,13 @@ store::CellRecord TracedCell() {
   const std::int64_t t0 = 5'000'000'000;
   // Rank 0: three 10 ms steps, 2 ms apart; the second reports data-wait 1 ms, compute 7 ms, comm 1 ms.
   cell.steps.push_back({0, protocol::StepRecord{t0, t0 + 10'000'000, 0, 0, 0, 8, 0}});
-  cell.steps.push_back({0, protocol::StepRecord{t0 + 12'000'000, t0 + 22'000'000, 1'000'000, 7'000'000, 1'000'000, 8,
-                                                protocol::kHasDataWait | protocol::kHasCompute | protocol::kHasComm}});
+  cell.steps.push_back(
+      {0, protocol::StepRecord{t0 + 12'000'000, t0 + 22'000'000, 1'000'000, 7'000'000, 1'000'000, 8,
+                               protocol::kHasDataWait | protocol::kHasCompute | protocol::kHasComm}});
   cell.steps.push_back({0, protocol::StepRecord{t0 + 24'000'000, t0 + 34'000'000, 0, 0, 0, 8, 0}});
   cell.steps.push_back({1, protocol::StepRecord{t0 + 1'000, t0 + 9'000'000, 0, 0, 0, 8, 0}});
-  cell.series = {{t0 + 5'000'000, "gpu0.sm_util_pct", 95}, {t0 + 11'000'000, "gpu0.sm_util_pct", 3},
+  cell.series = {{t0 + 5'000'000, "gpu0.sm_util_pct", 95},
+                 {t0 + 11'000'000, "gpu0.sm_util_pct", 3},
                  {t0 + 90'000'000, "gpu0.sm_util_pct", 0}};
   return cell;
 }

@@ -5,12 +5,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/error.h"
 #include "protocol/wire.h"
@@ -38,25 +37,25 @@ Result<RunSelection> RunSelectionFromJson(const nlohmann::json& json);
 
 struct RunRecord {
   std::int64_t id = 0;
-  std::string name;                       // the matrix's name, or its file name
+  std::string name;  // the matrix's name, or its file name
   std::string matrix_path;
   std::string matrix_text;
   std::int64_t started_wall_ns = 0;
   std::optional<std::int64_t> finished_wall_ns;
-  std::string status = "running";         // running | completed | interrupted | failed
-  std::string environment_hash;           // hash of the comparability-relevant fields
+  std::string status = "running";                         // running | completed | interrupted | failed
+  std::string environment_hash;                           // hash of the comparability-relevant fields
   nlohmann::json environment = nlohmann::json::object();  // the full fingerprint
   std::string tool_version;
   std::string git_commit;
   int total_cells = 0;
-  RunSelection selection;                 // the --only/--shard the run was started with
+  RunSelection selection;  // the --only/--shard the run was started with
   std::vector<std::string> tags;
 };
 
 struct MetricRecord {
-  std::string name;   // snake_case with the unit in it: "step_time_mean_ns", "samples_per_s"
+  std::string name;  // snake_case with the unit in it: "step_time_mean_ns", "samples_per_s"
   double value = 0;
-  std::string unit;   // "ns", "1/s", "bytes", "J", "%", "ratio", ...
+  std::string unit;  // "ns", "1/s", "bytes", "J", "%", "ratio", ...
 };
 
 struct StepRow {
@@ -75,17 +74,17 @@ struct CellRecord {
   std::int64_t id = 0;
   std::int64_t run_id = 0;
   int index = 0;
-  std::string cell_id;                    // plan::Cell::id, unique within the run
-  std::string key;                        // plan::Cell::key, the same cell across runs
+  std::string cell_id;  // plan::Cell::id, unique within the run
+  std::string key;      // plan::Cell::key, the same cell across runs
   std::string label;
   nlohmann::json params = nlohmann::json::object();     // requested
   nlohmann::json effective = nlohmann::json::object();  // what ran (from READY)
   nlohmann::json hello = nlohmann::json::object();      // the runner's HELLO
   int repetition = 0;
   std::uint64_t seed = 0;
-  std::string outcome;                    // ok | error | crashed | timeout | invalid | oom | unsupported | interrupted
+  std::string outcome;  // ok | error | crashed | timeout | invalid | oom | unsupported | interrupted
   std::string message;
-  std::string verdict;                    // valid | invalid | n/a
+  std::string verdict;  // valid | invalid | n/a
   nlohmann::json verdict_reasons = nlohmann::json::array();
   std::optional<std::int64_t> warmup_steps;
   std::string warmup_rule;
@@ -94,16 +93,16 @@ struct CellRecord {
   std::string stderr_path;
   std::int64_t started_wall_ns = 0;
   std::int64_t finished_wall_ns = 0;
-  nlohmann::json extras = nlohmann::json::object();     // runner EXTRAS and MEMORY snapshots
+  nlohmann::json extras = nlohmann::json::object();  // runner EXTRAS and MEMORY snapshots
   std::vector<MetricRecord> metrics;
-  std::vector<StepRow> steps;             // loaded only when asked
-  std::vector<SeriesPoint> series;        // loaded only when asked
+  std::vector<StepRow> steps;       // loaded only when asked
+  std::vector<SeriesPoint> series;  // loaded only when asked
 };
 
 struct CellQuery {
   bool with_steps = false;
   bool with_series = false;
-  std::optional<int> index;               // one cell only
+  std::optional<int> index;  // one cell only
 };
 
 class ResultStore {

@@ -2,6 +2,7 @@
 // per GPU: they create the file together (schema, WAL), each begins its own run and stores its
 // cells while the others do, reading in between. Every process must finish without a "database
 // is locked" error, every cell must be stored whole, and the file must pass integrity_check.
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,8 +10,6 @@
 #include <cstdio>
 #include <set>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "store/sqlite_store.h"
 #include "store/store_test_util.h"

@@ -3,14 +3,13 @@
 // the parent kills it at several moments, including inside PutCell and inside schema creation.
 // After every kill the database passes PRAGMA integrity_check, holds every reported cell
 // complete (all its steps), holds no partial cell, and a last child finishes the run.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <set>
-
-#include <gtest/gtest.h>
 
 #include "store/sqlite_store.h"
 #include "store/store_test_util.h"
@@ -124,7 +123,8 @@ void ExpectConsistent(const std::string& path, std::int64_t run_id, const std::s
   std::set<int> stored;
   for (const CellRecord& cell : *cells) {
     stored.insert(cell.index);
-    EXPECT_EQ(cell.steps.size(), static_cast<std::size_t>(kStepsPerCell)) << "cell " << cell.index << " is partial";
+    EXPECT_EQ(cell.steps.size(), static_cast<std::size_t>(kStepsPerCell))
+        << "cell " << cell.index << " is partial";
     EXPECT_EQ(cell.metrics.size(), 2u) << "cell " << cell.index;
     if (!cell.steps.empty()) {
       EXPECT_EQ(cell.steps.back().record.samples, static_cast<std::uint32_t>(cell.index + 1));
@@ -164,7 +164,8 @@ TEST(SqliteCrashTest, KillDuringPutCellKeepsEveryCommittedCellAndResumes) {
   std::set<int> reported;
   for (const auto& [reports, delay_us] : moments) {
     ChildResult child = RunChild(path, run_id, reports, delay_us);
-    ASSERT_TRUE(child.killed) << "the child should still be running when killed (exit " << child.exit_code << ")";
+    ASSERT_TRUE(child.killed) << "the child should still be running when killed (exit " << child.exit_code
+                              << ")";
     reported.insert(child.reported.begin(), child.reported.end());
     std::printf("[ info ] killed after %d reports + %d us: %zu cells reported so far\n", reports, delay_us,
                 reported.size());

@@ -2,11 +2,11 @@
 // transactions roll back unless committed, and opening bad paths fails clearly.
 #include "store/sqlite_db.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <fstream>
 #include <limits>
-
-#include <gtest/gtest.h>
 
 #include "store/sqlite_store.h"
 #include "store/store_test_util.h"

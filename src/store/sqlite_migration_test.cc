@@ -108,8 +108,7 @@ TEST(SqliteMigrationTest, OldDatabaseMigratesInPlaceAndKeepsItsData) {
   const std::string path = dir.File("old.db");
   const std::int64_t run_id = CreateCurrentStore(path);
 
-  auto v2 = WithStep({0, "cells get a note column, filled from the label",
-                      [](Database& db) {
+  auto v2 = WithStep({0, "cells get a note column, filled from the label", [](Database& db) {
                         return sqlite::ExecuteAll(db, {"ALTER TABLE cells ADD COLUMN note TEXT",
                                                        "UPDATE cells SET note = 'was ' || label"});
                       }});

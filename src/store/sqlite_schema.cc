@@ -156,7 +156,8 @@ Result<int> ReadSchemaVersion(Database& db) {
     if (names.empty()) return 0;
     return MakeError(ErrorKind::kStore, "SQLite database '" + db.path() +
                                             "' is not a dlbench store: it has no schema_version table "
-                                            "(its tables: " + names + ")");
+                                            "(its tables: " +
+                                            names + ")");
   }
   auto stmt = db.Prepare("SELECT coalesce(max(version), 0) FROM schema_version");
   if (!stmt.ok()) return stmt.error();
@@ -182,10 +183,10 @@ Status Migrate(Database& db, const std::vector<Migration>& migrations) {
     DLBENCH_RETURN_IF_ERROR(read->Commit());
   }
   auto refuse_newer = [&](int version) {
-    return MakeError(ErrorKind::kStore,
-                     "SQLite database '" + db.path() + "' has schema version " + std::to_string(version) +
-                         ", newer than this dlbench knows (" + std::to_string(latest) +
-                         "); use a newer dlbench, or another database file");
+    return MakeError(ErrorKind::kStore, "SQLite database '" + db.path() + "' has schema version " +
+                                            std::to_string(version) + ", newer than this dlbench knows (" +
+                                            std::to_string(latest) +
+                                            "); use a newer dlbench, or another database file");
   };
   if (*current > latest) return refuse_newer(*current);
 
@@ -201,11 +202,11 @@ Status Migrate(Database& db, const std::vector<Migration>& migrations) {
     Status applied = step.apply(db);
     if (!applied.ok()) {
       return MakeError(ErrorKind::kStore, "migrating '" + db.path() + "' to schema version " +
-                                              std::to_string(step.version) + " failed: " +
-                                              applied.error().message);
+                                              std::to_string(step.version) +
+                                              " failed: " + applied.error().message);
     }
-    auto record = db.Prepare(
-        "INSERT INTO schema_version (version, description, applied_wall_ns) VALUES (?1, ?2, ?3)");
+    auto record =
+        db.Prepare("INSERT INTO schema_version (version, description, applied_wall_ns) VALUES (?1, ?2, ?3)");
     if (!record.ok()) return record.error();
     record->Bind(1, step.version).Bind(2, std::string_view(step.description)).Bind(3, WallNowNs());
     DLBENCH_RETURN_IF_ERROR(record->Run());

@@ -32,8 +32,8 @@ Status ValidateRunStatus(const std::string& status) {
   for (const char* known : kRunStatuses) {
     if (status == known) return Status::Ok();
   }
-  return MakeError(ErrorKind::kInvalidInput,
-                   "unknown run status '" + status + "' (expected running, completed, interrupted or failed)");
+  return MakeError(ErrorKind::kInvalidInput, "unknown run status '" + status +
+                                                 "' (expected running, completed, interrupted or failed)");
 }
 
 Result<std::string> DumpJson(const nlohmann::json& value, const std::string& what) {
@@ -149,7 +149,8 @@ Status ForEachRow(Statement& stmt, OnRow&& on_row) {
 Status ValidateTagName(const std::string& tag) {
   if (tag.empty()) return MakeError(ErrorKind::kInvalidInput, "a tag name cannot be empty");
   if (AllDigits(tag)) {
-    return MakeError(ErrorKind::kInvalidInput, "tag '" + tag + "' is all digits, which would read as a run id");
+    return MakeError(ErrorKind::kInvalidInput,
+                     "tag '" + tag + "' is all digits, which would read as a run id");
   }
   if (tag == "latest") {
     return MakeError(ErrorKind::kInvalidInput, "'latest' is reserved: it always names the newest run");
@@ -222,7 +223,8 @@ Result<std::int64_t> SqliteStore::BeginRun(const RunRecord& run) {
   // fields agree (one hash) still differ in what was recorded (host name, ...), and R13 wants
   // every result's own environment kept.
   auto insert_env = db_.Prepare(
-      "INSERT INTO environments (hash, fingerprint) VALUES (?1, ?2) ON CONFLICT (hash, fingerprint) DO NOTHING");
+      "INSERT INTO environments (hash, fingerprint) VALUES (?1, ?2) ON CONFLICT (hash, fingerprint) DO "
+      "NOTHING");
   if (!insert_env.ok()) return insert_env.error();
   insert_env->Bind(1, std::string_view(run.environment_hash)).Bind(2, std::string_view(*fingerprint));
   DLBENCH_RETURN_IF_ERROR(insert_env->Run());
@@ -269,11 +271,12 @@ Status SqliteStore::PutCell(const CellRecord& cell) {
   }
   // Serialise before taking the write lock: the transaction should hold nothing but writes.
   std::string json_text[5];
-  const std::pair<const nlohmann::json*, const char*> json_fields[5] = {{&cell.params, "params"},
-                                                                       {&cell.effective, "effective"},
-                                                                       {&cell.hello, "hello"},
-                                                                       {&cell.verdict_reasons, "verdict_reasons"},
-                                                                       {&cell.extras, "extras"}};
+  const std::pair<const nlohmann::json*, const char*> json_fields[5] = {
+      {&cell.params, "params"},
+      {&cell.effective, "effective"},
+      {&cell.hello, "hello"},
+      {&cell.verdict_reasons, "verdict_reasons"},
+      {&cell.extras, "extras"}};
   for (int i = 0; i < 5; ++i) {
     auto text = DumpJson(*json_fields[i].first, std::string(json_fields[i].second) + " of " + what);
     if (!text.ok()) return text.error();
@@ -310,7 +313,8 @@ Status SqliteStore::PutCell(const CellRecord& cell) {
       "INSERT INTO cells (run_id, idx, cell_id, key, label, params, effective, hello, repetition, seed, "
       "outcome, message, verdict, verdict_reasons, warmup_steps, warmup_rule, stop_reason, stdout_path, "
       "stderr_path, started_wall_ns, finished_wall_ns, extras) VALUES "
-      "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)");
+      "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, "
+      "?22)");
   if (!insert_cell.ok()) return insert_cell.error();
   insert_cell->Bind(1, cell.run_id)
       .Bind(2, cell.index)
@@ -337,7 +341,8 @@ Status SqliteStore::PutCell(const CellRecord& cell) {
   DLBENCH_RETURN_IF_ERROR(insert_cell->Run());
   const std::int64_t row_id = db_.LastInsertRowId();
 
-  auto insert_metric = db_.Prepare("INSERT INTO metrics (cell_id, name, value, unit) VALUES (?1, ?2, ?3, ?4)");
+  auto insert_metric =
+      db_.Prepare("INSERT INTO metrics (cell_id, name, value, unit) VALUES (?1, ?2, ?3, ?4)");
   if (!insert_metric.ok()) return insert_metric.error();
   insert_metric->Bind(1, row_id);
   for (const MetricRecord& m : cell.metrics) {
@@ -368,7 +373,8 @@ Status SqliteStore::PutCell(const CellRecord& cell) {
     DLBENCH_RETURN_IF_ERROR(insert_step->Run());
   }
 
-  auto insert_point = db_.Prepare("INSERT INTO series (cell_id, t_ns, series, value) VALUES (?1, ?2, ?3, ?4)");
+  auto insert_point =
+      db_.Prepare("INSERT INTO series (cell_id, t_ns, series, value) VALUES (?1, ?2, ?3, ?4)");
   if (!insert_point.ok()) return insert_point.error();
   insert_point->Bind(1, row_id);
   for (const SeriesPoint& p : cell.series) {
@@ -402,7 +408,8 @@ Status SqliteStore::LoadTags(RunRecord& run) {
   });
 }
 
-Result<std::vector<RunRecord>> SqliteStore::QueryRuns(const char* where_sql, std::optional<std::int64_t> run_id) {
+Result<std::vector<RunRecord>> SqliteStore::QueryRuns(const char* where_sql,
+                                                      std::optional<std::int64_t> run_id) {
   auto stmt = db_.Prepare(std::string(kRunSelect) + where_sql);
   if (!stmt.ok()) return stmt.error();
   if (run_id) stmt->Bind(1, *run_id);
@@ -459,9 +466,10 @@ Status SqliteStore::LoadChildren(CellRecord& cell, const CellQuery& query) {
       step.record.start_ns = row.Int64(1);
       step.record.end_ns = row.Int64(2);
       step.record.samples = static_cast<std::uint32_t>(row.Int64(3));
-      const std::pair<std::int64_t*, std::uint32_t> phases[] = {{&step.record.data_wait_ns, protocol::kHasDataWait},
-                                                                {&step.record.compute_ns, protocol::kHasCompute},
-                                                                {&step.record.comm_ns, protocol::kHasComm}};
+      const std::pair<std::int64_t*, std::uint32_t> phases[] = {
+          {&step.record.data_wait_ns, protocol::kHasDataWait},
+          {&step.record.compute_ns, protocol::kHasCompute},
+          {&step.record.comm_ns, protocol::kHasComm}};
       for (int i = 0; i < 3; ++i) {
         if (row.IsNull(4 + i)) continue;
         *phases[i].first = row.Int64(4 + i);
@@ -491,8 +499,9 @@ Result<std::vector<CellRecord>> SqliteStore::GetCells(std::int64_t run_id, const
   if (!*exists) {
     return MakeError(ErrorKind::kNotFound, "no run with id " + std::to_string(run_id) + " in " + Describe());
   }
-  auto stmt = query.index ? db_.Prepare(std::string(kCellSelect) + "WHERE run_id = ?1 AND idx = ?2 ORDER BY idx, id")
-                          : db_.Prepare(std::string(kCellSelect) + "WHERE run_id = ?1 ORDER BY idx, id");
+  auto stmt = query.index
+                  ? db_.Prepare(std::string(kCellSelect) + "WHERE run_id = ?1 AND idx = ?2 ORDER BY idx, id")
+                  : db_.Prepare(std::string(kCellSelect) + "WHERE run_id = ?1 ORDER BY idx, id");
   if (!stmt.ok()) return stmt.error();
   stmt->Bind(1, run_id);
   if (query.index) stmt->Bind(2, *query.index);
@@ -527,21 +536,23 @@ Status SqliteStore::SetTag(std::int64_t run_id, const std::string& tag) {
   auto exists = RunExists(run_id);
   if (!exists.ok()) return exists.error();
   if (!*exists) {
-    return MakeError(ErrorKind::kNotFound, "cannot tag run " + std::to_string(run_id) + ": no such run in " +
-                                               Describe());
+    return MakeError(ErrorKind::kNotFound,
+                     "cannot tag run " + std::to_string(run_id) + ": no such run in " + Describe());
   }
   DLBENCH_RETURN_IF_ERROR(StoreTag(run_id, tag));
   return tx->Commit();
 }
 
 Result<std::int64_t> SqliteStore::ResolveRun(const std::string& ref) {
-  if (ref.empty()) return MakeError(ErrorKind::kInvalidInput, "an empty run reference (expected an id, a tag or 'latest')");
+  if (ref.empty())
+    return MakeError(ErrorKind::kInvalidInput, "an empty run reference (expected an id, a tag or 'latest')");
   if (ref == "latest") {
     auto stmt = db_.Prepare("SELECT max(id) FROM runs");
     if (!stmt.ok()) return stmt.error();
     auto row = stmt->Step();
     if (!row.ok()) return row.error();
-    if (!*row || stmt->IsNull(0)) return MakeError(ErrorKind::kNotFound, "no runs are stored yet in " + Describe());
+    if (!*row || stmt->IsNull(0))
+      return MakeError(ErrorKind::kNotFound, "no runs are stored yet in " + Describe());
     return stmt->Int64(0);
   }
   if (AllDigits(ref)) {
@@ -566,10 +577,10 @@ Result<std::int64_t> SqliteStore::ResolveRun(const std::string& ref) {
     known += (known.empty() ? "" : ", ") + r.Text(0);
     return Status::Ok();
   }));
-  return MakeError(ErrorKind::kNotFound,
-                   "no run is tagged '" + ref + "' in " + Describe() +
-                       (known.empty() ? "; there are no tags yet (use a run id or 'latest')"
-                                      : "; known tags: " + known));
+  return MakeError(
+      ErrorKind::kNotFound,
+      "no run is tagged '" + ref + "' in " + Describe() +
+          (known.empty() ? "; there are no tags yet (use a run id or 'latest')" : "; known tags: " + known));
 }
 
 Result<std::vector<std::pair<RunRecord, CellRecord>>> SqliteStore::CellHistory(const std::string& key) {

@@ -38,8 +38,7 @@ class SqliteStore final : public ResultStore {
   // kStore when the directory is missing, the file is not a SQLite database or not a dlbench
   // store, or its schema is newer than `migrations` knows.
   static Result<std::unique_ptr<SqliteStore>> Open(
-      const std::string& path,
-      const std::vector<sqlite::Migration>& migrations = sqlite::SchemaMigrations());
+      const std::string& path, const std::vector<sqlite::Migration>& migrations = sqlite::SchemaMigrations());
 
   // BeginRun: stores the environment (one row per distinct (hash, fingerprint)), the run and its
   // RunRecord::tags, in one transaction. `run.id` is ignored. kInvalidInput for an unknown status.

@@ -4,12 +4,12 @@
 // in one transaction.
 #include "store/sqlite_store.h"
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <cmath>
 #include <ctime>
 #include <limits>
-
-#include <gtest/gtest.h>
 
 #include "store/store_test_util.h"
 
@@ -138,7 +138,8 @@ TEST_F(SqliteStoreTest, RunRoundTripsEveryField) {
   EXPECT_EQ(got->status, "running");
   EXPECT_EQ(got->environment_hash, run.environment_hash);
   EXPECT_EQ(got->environment, run.environment);
-  EXPECT_EQ(got->environment["gpu_uuid_bits"].get<std::uint64_t>(), std::numeric_limits<std::uint64_t>::max());
+  EXPECT_EQ(got->environment["gpu_uuid_bits"].get<std::uint64_t>(),
+            std::numeric_limits<std::uint64_t>::max());
   EXPECT_EQ(got->tool_version, run.tool_version);
   EXPECT_EQ(got->git_commit, run.git_commit);
   EXPECT_EQ(got->total_cells, run.total_cells);
@@ -181,8 +182,9 @@ TEST_F(SqliteStoreTest, RunSelectionIsStoredAsJsonAndAnEmptyOneAsAnEmptyObject) 
   EXPECT_EQ((*listed)[0].selection, filtered.selection) << "newest first";
 
   // A value no dlbench writes is a store error naming the run, not a silently empty selection.
-  ASSERT_TRUE(store_->database().Execute("UPDATE runs SET selection = '{\"shard\": 2}' WHERE id = " +
-                                         std::to_string(shard)).ok());
+  ASSERT_TRUE(store_->database()
+                  .Execute("UPDATE runs SET selection = '{\"shard\": 2}' WHERE id = " + std::to_string(shard))
+                  .ok());
   auto bad = store_->GetRun(shard);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().kind, ErrorKind::kStore);
@@ -259,7 +261,8 @@ TEST_F(SqliteStoreTest, CellRoundTripsEveryFieldIncludingNullsAndPresentBits) {
   // MakeCell cycles present through 0..7, so of 16 steps exactly 8 lack each phase.
   EXPECT_EQ(*db.QueryText("SELECT count(*) FROM steps WHERE data_wait_ns IS NULL"), "8");
   EXPECT_EQ(*db.QueryText("SELECT count(*) FROM steps WHERE comm_ns IS NULL"), "8");
-  EXPECT_EQ(*db.QueryText("SELECT json_extract(params, '$.model') FROM cells WHERE cell_id = 'c0'"), "resnet50");
+  EXPECT_EQ(*db.QueryText("SELECT json_extract(params, '$.model') FROM cells WHERE cell_id = 'c0'"),
+            "resnet50");
 
   auto only_second = store_->GetCells(run_id, CellQuery{false, false, 1});
   ASSERT_TRUE(only_second.ok());

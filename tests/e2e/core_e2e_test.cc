@@ -1,14 +1,13 @@
 // The core promise end to end: a matrix becomes stored results; every injected failure becomes
 // its outcome while the other cells finish; Ctrl-C and SIGKILL lose nothing that finished, and
 // --resume completes the run.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <map>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "e2e_sqlite.h"
 #include "e2e_util.h"
@@ -214,9 +213,10 @@ TEST(CoreE2E, APythonProgramSpeakingTheProtocolIsARunner) {
   if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "python3 not installed";
   TempDir dir("python");
   const std::string matrix = dir / "py.yaml", db = dir / "r.db";
-  WriteText(matrix, std::string("runner:\n  command: [/usr/bin/python3, ") + DLBENCH_SOURCE_DIR +
-                        "/clients/python/examples/sleep_runner.py]\nmatrix:\n  step_ms: [2]\n  batch_size: [4]\n"
-                        "measure:\n  min_steps: 20\n  min_time_s: 0.2\n  max_time_s: 1.5\n");
+  WriteText(matrix,
+            std::string("runner:\n  command: [/usr/bin/python3, ") + DLBENCH_SOURCE_DIR +
+                "/clients/python/examples/sleep_runner.py]\nmatrix:\n  step_ms: [2]\n  batch_size: [4]\n"
+                "measure:\n  min_steps: 20\n  min_time_s: 0.2\n  max_time_s: 1.5\n");
   auto run = Dlbench({"run", matrix, "--out", dir / "out"}, dir, db);
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   auto cells = Cells(db, 1, true);

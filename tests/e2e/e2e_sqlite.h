@@ -22,7 +22,8 @@ inline std::string IntegrityCheck(const std::string& db) {
   }
   sqlite3_stmt* st = nullptr;
   std::string out = "no row";
-  if (sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+  if (sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &st, nullptr) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW) {
     out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
   }
   sqlite3_finalize(st);

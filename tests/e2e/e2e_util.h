@@ -24,7 +24,8 @@ struct CommandResult {
 class TempDir {
  public:
   explicit TempDir(const std::string& name) {
-    path_ = std::filesystem::temp_directory_path() / ("dlbench_e2e_" + name + "_" + std::to_string(::getpid()));
+    path_ =
+        std::filesystem::temp_directory_path() / ("dlbench_e2e_" + name + "_" + std::to_string(::getpid()));
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }
@@ -40,9 +41,7 @@ class TempDir {
 
 inline std::string Bin(const std::string& name) { return std::string(DLBENCH_BIN_DIR) + "/" + name; }
 
-inline void WriteText(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
+inline void WriteText(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 // Runs argv to completion with stdout/stderr captured (through files in dir).
 inline CommandResult RunCommand(const std::vector<std::string>& argv, const TempDir& dir,
@@ -68,7 +67,8 @@ inline CommandResult RunCommand(const std::vector<std::string>& argv, const Temp
 }
 
 // `dlbench ARGS... --db DB` run in dir (so default output folders land there).
-inline CommandResult Dlbench(const std::vector<std::string>& args, const TempDir& dir, const std::string& db) {
+inline CommandResult Dlbench(const std::vector<std::string>& args, const TempDir& dir,
+                             const std::string& db) {
   std::vector<std::string> argv = {Bin("dlbench"), "--db", db};
   argv.insert(argv.end(), args.begin(), args.end());
   return RunCommand(argv, dir);

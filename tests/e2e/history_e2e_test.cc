@@ -7,9 +7,9 @@
 // 3% at 0.5%, no alarms over 20 identical runs) are proven with controlled noise in
 // src/history/compare_test.cc; this test proves the wiring.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "e2e_util.h"
@@ -22,7 +22,9 @@ std::string Matrix(double step_ms) {
          "runner: null\n"
          "matrix:\n"
          "  model: [a, b]\n"
-         "  step_ms: [" + std::to_string(step_ms) + "]\n"
+         "  step_ms: [" +
+         std::to_string(step_ms) +
+         "]\n"
          "  jitter_pct: [0.5]\n"
          "measure:\n"
          "  min_steps: 20\n"
@@ -51,7 +53,8 @@ TEST(HistoryE2E, TagCompareFailOnRegressionAndTrend) {
   // Identical settings: no regression, exit 0 even with --fail-on-regression.
   auto run2 = Dlbench({"run", fast, "--out", dir / "out2"}, dir, db);
   ASSERT_EQ(run2.exit_code, 0) << Context(run2);
-  auto same = Dlbench({"compare", "baseline", "latest", "--fail-on-regression", "--threshold", "20"}, dir, db);
+  auto same =
+      Dlbench({"compare", "baseline", "latest", "--fail-on-regression", "--threshold", "20"}, dir, db);
   EXPECT_EQ(same.exit_code, 0) << Context(same);
   EXPECT_NE(same.out.find("0 slower"), std::string::npos) << same.out;
   EXPECT_NE(same.out.find("run 1 (history, baseline) -> run 2 (history)"), std::string::npos) << same.out;
@@ -80,7 +83,8 @@ TEST(HistoryE2E, TagCompareFailOnRegressionAndTrend) {
   EXPECT_EQ(parsed["summary"]["regressions"], 2);
   EXPECT_NEAR(parsed["cells"][0]["ratio"].get<double>(), 0.2, 0.05);  // throughput at 5x the step time
 
-  auto markdown = Dlbench({"compare", "1", "3", "--ignore-param", "step_ms", "--format", "markdown"}, dir, db);
+  auto markdown =
+      Dlbench({"compare", "1", "3", "--ignore-param", "step_ms", "--format", "markdown"}, dir, db);
   EXPECT_EQ(markdown.exit_code, 0) << Context(markdown);
   EXPECT_NE(markdown.out.find("**2 regressions**"), std::string::npos) << markdown.out;
 

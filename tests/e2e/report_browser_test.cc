@@ -2,9 +2,9 @@
 // console error, every chart draws pixels, hostile names stay text, and a screenshot is saved
 // to <build>/test-artifacts/report.png for a human to look at.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "report_e2e_util.h"
 
@@ -48,7 +48,8 @@ window.addEventListener('load', function () {
 )";
 
 std::string Unescape(std::string text) {
-  const std::pair<std::string, std::string> entities[] = {{"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&amp;", "&"}};
+  const std::pair<std::string, std::string> entities[] = {
+      {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&amp;", "&"}};
   for (const auto& [from, to] : entities) {
     for (auto pos = text.find(from); pos != std::string::npos; pos = text.find(from, pos + to.size())) {
       text.replace(pos, from.size(), to);
@@ -60,13 +61,20 @@ std::string Unescape(std::string text) {
 std::vector<std::string> ChromiumArgs(const std::string& chromium, const TempDir& dir) {
   // --no-sandbox: CI runs tests as root, where Chromium refuses its sandbox. The profile lives in
   // the test folder so runs do not share state.
-  return {chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars",
-          "--user-data-dir=" + (dir / "chromium-profile"), "--virtual-time-budget=15000"};
+  return {chromium,
+          "--headless",
+          "--no-sandbox",
+          "--disable-gpu",
+          "--no-first-run",
+          "--hide-scrollbars",
+          "--user-data-dir=" + (dir / "chromium-profile"),
+          "--virtual-time-budget=15000"};
 }
 
 TEST(ReportBrowser, LoadsWithoutErrorsDrawsEveryChartAndEscapesHostileNames) {
   const std::string chromium = FindInPath("chromium");
-  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (apt-get install chromium); browser test skipped";
+  if (chromium.empty())
+    GTEST_SKIP() << "chromium is not installed (apt-get install chromium); browser test skipped";
   TempDir dir("report_browser");
   const std::string db = dir / "r.db";
   const ReportDb ids = WriteReportDb(db);
@@ -89,7 +97,8 @@ TEST(ReportBrowser, LoadsWithoutErrorsDrawsEveryChartAndEscapesHostileNames) {
   auto dom = RunCommand(args, dir);
   ASSERT_EQ(dom.exit_code, 0) << dom.err;
   const auto begin = dom.out.find("<pre id=\"dlbench-probe\">");
-  ASSERT_NE(begin, std::string::npos) << "the probe did not report; the page did not finish loading\n" << dom.err;
+  ASSERT_NE(begin, std::string::npos) << "the probe did not report; the page did not finish loading\n"
+                                      << dom.err;
   const auto content = begin + std::string("<pre id=\"dlbench-probe\">").size();
   const auto end = dom.out.find("</pre>", content);
   const auto result = nlohmann::json::parse(Unescape(dom.out.substr(content, end - content)));

@@ -2,8 +2,8 @@
 // database written through the store API, and report/export of a run made by `dlbench run` with
 // the null runner.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "report_e2e_util.h"
@@ -71,14 +71,17 @@ TEST(ReportE2E, ExportPrometheusTextfile) {
   TempDir dir("export_prom");
   const std::string db = dir / "r.db";
   const ReportDb ids = WriteReportDb(db);
-  auto r = Dlbench({"export", std::to_string(ids.run), "--format", "prometheus", "-o", dir / "dlbench.prom"}, dir, db);
+  auto r = Dlbench({"export", std::to_string(ids.run), "--format", "prometheus", "-o", dir / "dlbench.prom"},
+                   dir, db);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto text = ReadFile(dir / "dlbench.prom");
   ASSERT_TRUE(text.ok());
   EXPECT_NE(text->find("# TYPE dlbench_samples_per_second gauge"), std::string::npos);
-  EXPECT_NE(text->find("dlbench_cell_regression{model=\"resnet50\",scenario=\"train\",batch_size=\"8\",precision=\"fp32\","
-                       "device=\"cpu\",strategy=\"none\",host=\"e2e-host\",variant=\"\"} 1\n"),
-            std::string::npos)
+  EXPECT_NE(
+      text->find(
+          "dlbench_cell_regression{model=\"resnet50\",scenario=\"train\",batch_size=\"8\",precision=\"fp32\","
+          "device=\"cpu\",strategy=\"none\",host=\"e2e-host\",variant=\"\"} 1\n"),
+      std::string::npos)
       << *text;
   EXPECT_NE(text->find("dlbench_gpu_util_mean_ratio{"), std::string::npos);
   EXPECT_EQ(text->find("dlbench_run_active"), std::string::npos);  // a file describes no live run
@@ -88,7 +91,8 @@ TEST(ReportE2E, ExportTraceWindow) {
   TempDir dir("export_trace");
   const std::string db = dir / "r.db";
   const ReportDb ids = WriteReportDb(db);
-  auto r = Dlbench({"export", std::to_string(ids.run), "--format", "trace", "--cell", "1", "--steps", "5:10"}, dir, db);
+  auto r = Dlbench({"export", std::to_string(ids.run), "--format", "trace", "--cell", "1", "--steps", "5:10"},
+                   dir, db);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   int steps = 0, phases = 0, counters = 0;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -10,15 +11,13 @@
 #include <chrono>
 #include <cstdlib>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
-#include "store/result_store.h"
 #include "e2e_util.h"
+#include "store/result_store.h"
 
 namespace dlbench::e2e {
 
@@ -68,14 +67,14 @@ inline bool WaitFor(const std::function<bool()>& done, double timeout_s) {
   return done();
 }
 
-inline store::CellRecord ReportCell(int index, const std::string& model, const std::string& scenario, int batch,
-                                    double samples_per_s, std::int64_t t0_ns) {
+inline store::CellRecord ReportCell(int index, const std::string& model, const std::string& scenario,
+                                    int batch, double samples_per_s, std::int64_t t0_ns) {
   store::CellRecord c;
   c.index = index;
-  c.params = {{"model", model}, {"scenario", scenario}, {"batch_size", batch}, {"precision", "fp32"},
-              {"device", "cpu"}, {"strategy", "none"}};
-  c.key = "batch_size=" + std::to_string(batch) + ",device=cpu,model=" + model + ",precision=fp32,scenario=" +
-          scenario + ",strategy=none";
+  c.params = {{"model", model},      {"scenario", scenario}, {"batch_size", batch},
+              {"precision", "fp32"}, {"device", "cpu"},      {"strategy", "none"}};
+  c.key = "batch_size=" + std::to_string(batch) + ",device=cpu,model=" + model +
+          ",precision=fp32,scenario=" + scenario + ",strategy=none";
   c.cell_id = c.key + "#r0";
   c.label = model + " " + scenario + " bs=" + std::to_string(batch);
   c.outcome = "ok";
@@ -88,7 +87,12 @@ inline store::CellRecord ReportCell(int index, const std::string& model, const s
   std::int64_t t = t0_ns;
   for (int i = 0; i < 40; ++i) {
     const auto d = static_cast<std::int64_t>(i < 3 ? step_ns * 2.5 : step_ns * (1.0 + 0.01 * (i % 5)));
-    protocol::StepRecord r{t, t + d, d / 10, d * 8 / 10, d / 20, static_cast<std::uint32_t>(batch),
+    protocol::StepRecord r{t,
+                           t + d,
+                           d / 10,
+                           d * 8 / 10,
+                           d / 20,
+                           static_cast<std::uint32_t>(batch),
                            protocol::kHasDataWait | protocol::kHasCompute | protocol::kHasComm};
     c.steps.push_back({0, r});
     t += d + 50'000;
@@ -99,12 +103,9 @@ inline store::CellRecord ReportCell(int index, const std::string& model, const s
     c.series.push_back({ts, "gpu0.power_w", 200.0 + 3 * k});
     c.series.push_back({ts, "gpu0.mem_used_bytes", 2.0e9 + 1e7 * k});
   }
-  c.metrics = {{"samples_per_s", samples_per_s, "1/s"},
-               {"step_time_mean_ns", step_ns, "ns"},
-               {"step_time_p50_ns", step_ns * 1.01, "ns"},
-               {"step_time_p99_ns", step_ns * 1.04, "ns"},
-               {"energy_per_sample_j", 0.25, "J"},
-               {"gpu_util_mean_pct", 64.5, "%"}};
+  c.metrics = {{"samples_per_s", samples_per_s, "1/s"},    {"step_time_mean_ns", step_ns, "ns"},
+               {"step_time_p50_ns", step_ns * 1.01, "ns"}, {"step_time_p99_ns", step_ns * 1.04, "ns"},
+               {"energy_per_sample_j", 0.25, "J"},         {"gpu_util_mean_pct", 64.5, "%"}};
   return c;
 }
 

@@ -1,13 +1,12 @@
 // `dlbench serve` scraped by a real Prometheus server (Debian's `prometheus`) on loopback: the
 // values read back through Prometheus's HTTP query API are the stored ones in base units, and
 // every query of the Grafana dashboard in deploy/grafana returns data.
+#include <gtest/gtest.h>
 #include <httplib.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "report_e2e_util.h"
@@ -29,11 +28,13 @@ std::optional<nlohmann::json> Query(int port, const std::string& promql) {
 // The query's result once it is non-empty (Prometheus needs a scrape or two), within a bound.
 nlohmann::json QueryUntilData(int port, const std::string& promql, double timeout_s = 30) {
   nlohmann::json result = nlohmann::json::array();
-  WaitFor([&] {
-    auto r = Query(port, promql);
-    if (r && !r->empty()) result = *r;
-    return !result.empty();
-  }, timeout_s);
+  WaitFor(
+      [&] {
+        auto r = Query(port, promql);
+        if (r && !r->empty()) result = *r;
+        return !result.empty();
+      },
+      timeout_s);
   return result;
 }
 
@@ -48,58 +49,72 @@ bool HttpOk(int port, const std::string& path) {
 
 TEST(ReportPrometheus, ServeIsScrapedAndEveryDashboardQueryHasData) {
   const std::string prometheus = FindInPath("prometheus");
-  if (prometheus.empty()) GTEST_SKIP() << "prometheus is not installed (apt-get install prometheus); test skipped";
+  if (prometheus.empty())
+    GTEST_SKIP() << "prometheus is not installed (apt-get install prometheus); test skipped";
   TempDir dir("report_prometheus");
   const std::string db = dir / "r.db";
   WriteReportDb(db);
   // A run in progress, as `dlbench run` would describe it; this process stands in for it.
-  WriteText(db + ".progress.json",
-            nlohmann::json({{"run_id", 3}, {"cells_total", 8}, {"cells_done", 2}, {"current_cell", "resnet50 bs=64"},
-                            {"started_wall_ns", 1'760'000'000'000'000'000}, {"updated_wall_ns", 1'760'000'100'000'000'000},
-                            {"pid", ::getpid()}})
-                .dump());
+  WriteText(db + ".progress.json", nlohmann::json({{"run_id", 3},
+                                                   {"cells_total", 8},
+                                                   {"cells_done", 2},
+                                                   {"current_cell", "resnet50 bs=64"},
+                                                   {"started_wall_ns", 1'760'000'000'000'000'000},
+                                                   {"updated_wall_ns", 1'760'000'100'000'000'000},
+                                                   {"pid", ::getpid()}})
+                                       .dump());
 
   const int serve_port = FreeLoopbackPort();
   SpawnOptions serve_options;
-  serve_options.argv = {Bin("dlbench"), "serve", "--db", db, "--listen", "127.0.0.1:" + std::to_string(serve_port)};
+  serve_options.argv = {
+      Bin("dlbench"), "serve", "--db", db, "--listen", "127.0.0.1:" + std::to_string(serve_port)};
   serve_options.stdout_path = dir / "serve.out";
   serve_options.stderr_path = dir / "serve.err";
   auto serve = Subprocess::Spawn(serve_options);
   ASSERT_TRUE(serve.ok()) << serve.error().message;
   ASSERT_TRUE(WaitFor([&] { return HttpOk(serve_port, "/metrics"); }, 20))
-      << "dlbench serve did not answer: " << (ReadFile(dir / "serve.err").ok() ? *ReadFile(dir / "serve.err") : "");
+      << "dlbench serve did not answer: "
+      << (ReadFile(dir / "serve.err").ok() ? *ReadFile(dir / "serve.err") : "");
 
   const int prom_port = FreeLoopbackPort();
-  WriteText(dir / "prometheus.yml", "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-                                    "scrape_configs:\n  - job_name: dlbench\n    static_configs:\n"
-                                    "      - targets: ['127.0.0.1:" + std::to_string(serve_port) + "']\n");
+  WriteText(dir / "prometheus.yml",
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+            "scrape_configs:\n  - job_name: dlbench\n    static_configs:\n"
+            "      - targets: ['127.0.0.1:" +
+                std::to_string(serve_port) + "']\n");
   SpawnOptions prom_options;
-  prom_options.argv = {prometheus, "--config.file=" + (dir / "prometheus.yml"), "--storage.tsdb.path=" + (dir / "tsdb"),
+  prom_options.argv = {prometheus, "--config.file=" + (dir / "prometheus.yml"),
+                       "--storage.tsdb.path=" + (dir / "tsdb"),
                        "--web.listen-address=127.0.0.1:" + std::to_string(prom_port)};
   prom_options.stdout_path = dir / "prometheus.out";
   prom_options.stderr_path = dir / "prometheus.err";
   auto prom = Subprocess::Spawn(prom_options);
   ASSERT_TRUE(prom.ok()) << prom.error().message;
   ASSERT_TRUE(WaitFor([&] { return HttpOk(prom_port, "/-/ready"); }, 60))
-      << "prometheus did not become ready: " << (ReadFile(dir / "prometheus.err").ok() ? *ReadFile(dir / "prometheus.err") : "");
+      << "prometheus did not become ready: "
+      << (ReadFile(dir / "prometheus.err").ok() ? *ReadFile(dir / "prometheus.err") : "");
 
   // The scrape target is healthy.
   const auto up = QueryUntilData(prom_port, "up{job=\"dlbench\"} == 1");
   ASSERT_EQ(up.size(), 1u) << "Prometheus never scraped dlbench serve successfully";
 
   // Stored values, in base units, through Prometheus.
-  const auto tput = QueryUntilData(prom_port, R"(dlbench_samples_per_second{model="resnet50",scenario="train",batch_size="8"})");
+  const auto tput = QueryUntilData(
+      prom_port, R"(dlbench_samples_per_second{model="resnet50",scenario="train",batch_size="8"})");
   ASSERT_EQ(tput.size(), 1u);
   EXPECT_DOUBLE_EQ(SampleValue(tput[0]), 320.0);  // the newest run: 400 x 0.8
   EXPECT_EQ(tput[0]["metric"]["host"], "e2e-host");
   EXPECT_EQ(tput[0]["metric"]["precision"], "fp32");
-  const auto step = QueryUntilData(prom_port, R"(dlbench_step_time_mean_seconds{model="resnet50",scenario="train",batch_size="8"})");
+  const auto step = QueryUntilData(
+      prom_port, R"(dlbench_step_time_mean_seconds{model="resnet50",scenario="train",batch_size="8"})");
   ASSERT_EQ(step.size(), 1u);
   EXPECT_NEAR(SampleValue(step[0]), 0.025, 1e-12);  // 8 samples / 320 per s
-  const auto util = QueryUntilData(prom_port, R"(dlbench_gpu_util_mean_ratio{model="resnet50",batch_size="16"})");
+  const auto util =
+      QueryUntilData(prom_port, R"(dlbench_gpu_util_mean_ratio{model="resnet50",batch_size="16"})");
   ASSERT_EQ(util.size(), 1u);
   EXPECT_DOUBLE_EQ(SampleValue(util[0]), 0.645);
-  const auto hostile = QueryUntilData(prom_port, R"(dlbench_samples_per_second{model="<script>alert(1)</script>",batch_size="32"})");
+  const auto hostile = QueryUntilData(
+      prom_port, R"(dlbench_samples_per_second{model="<script>alert(1)</script>",batch_size="32"})");
   ASSERT_EQ(hostile.size(), 1u);
   EXPECT_DOUBLE_EQ(SampleValue(hostile[0]), 900.0);
   const auto regression = QueryUntilData(prom_port, "dlbench_cell_regression == 1");
@@ -121,7 +136,8 @@ TEST(ReportPrometheus, ServeIsScrapedAndEveryDashboardQueryHasData) {
     for (const auto& target : panel["targets"]) {
       std::string expr = target["expr"].get<std::string>();
       for (const std::string var : {"$model", "$device", "$host"}) {
-        for (auto pos = expr.find(var); pos != std::string::npos; pos = expr.find(var)) expr.replace(pos, var.size(), ".*");
+        for (auto pos = expr.find(var); pos != std::string::npos; pos = expr.find(var))
+          expr.replace(pos, var.size(), ".*");
       }
       ASSERT_EQ(expr.find('$'), std::string::npos) << "unhandled dashboard variable in " << expr;
       ++queries;

@@ -4,17 +4,16 @@
 // `plan --shard` listed, the database passes integrity_check, and the shared progress file is
 // never seen half-written. An interrupted shard resumes with the selection it stored, and with no
 // other.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "e2e_sqlite.h"
 #include "e2e_util.h"
@@ -249,9 +248,8 @@ measure:
   EXPECT_EQ(s->GetRun(1)->status, "completed");
   for (const auto& before : stored) {
     const auto after = Cells(db);
-    const auto same = std::find_if(after.begin(), after.end(), [&](const store::CellRecord& c) {
-      return c.cell_id == before.cell_id;
-    });
+    const auto same = std::find_if(after.begin(), after.end(),
+                                   [&](const store::CellRecord& c) { return c.cell_id == before.cell_id; });
     ASSERT_NE(same, after.end());
     EXPECT_EQ(same->started_wall_ns, before.started_wall_ns) << before.cell_id << " ran again";
   }

@@ -1,10 +1,10 @@
 // BERT-Base: word + position + token-type embeddings, post-LayerNorm transformer encoder, tanh
 // pooler on the first token, and a classification head (sequence classification).
+#include <torch/version.h>
+
 #include <cmath>
 #include <stdexcept>
 #include <string>
-
-#include <torch/version.h>
 
 #include "models/layers.h"
 
@@ -28,13 +28,11 @@ class EncoderLayerImpl : public torch::nn::Module {
         query_(register_module("query", torch::nn::Linear(sizes.hidden, sizes.hidden))),
         key_(register_module("key", torch::nn::Linear(sizes.hidden, sizes.hidden))),
         value_(register_module("value", torch::nn::Linear(sizes.hidden, sizes.hidden))),
-        attention_out_(
-            register_module("attention_out", torch::nn::Linear(sizes.hidden, sizes.hidden))),
+        attention_out_(register_module("attention_out", torch::nn::Linear(sizes.hidden, sizes.hidden))),
         attention_norm_(register_module(
             "attention_norm",
             torch::nn::LayerNorm(torch::nn::LayerNormOptions({sizes.hidden}).eps(kLayerNormEps)))),
-        intermediate_(register_module("intermediate",
-                                      torch::nn::Linear(sizes.hidden, sizes.intermediate))),
+        intermediate_(register_module("intermediate", torch::nn::Linear(sizes.hidden, sizes.intermediate))),
         output_(register_module("output", torch::nn::Linear(sizes.intermediate, sizes.hidden))),
         output_norm_(register_module(
             "output_norm",
@@ -57,16 +55,14 @@ class EncoderLayerImpl : public torch::nn::Module {
 #if TORCH_VERSION_MAJOR >= 2
     // LibTorch 2.x picks a fused kernel (flash / memory-efficient) where it can: what a current
     // deployment runs. The math and the FLOP count are those of the explicit path below.
-    torch::Tensor context =
-        at::scaled_dot_product_attention(q, k, v, bias, is_training() ? kDropout : 0.0);
+    torch::Tensor context = at::scaled_dot_product_attention(q, k, v, bias, is_training() ? kDropout : 0.0);
 #else
     torch::Tensor scores =
         torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim_)) + bias;
     torch::Tensor context = torch::matmul(dropout_->forward(torch::softmax(scores, -1)), v);
 #endif
     context = context.transpose(1, 2).reshape({n, length, heads_ * head_dim_});
-    torch::Tensor h =
-        attention_norm_->forward(x + dropout_->forward(attention_out_->forward(context)));
+    torch::Tensor h = attention_norm_->forward(x + dropout_->forward(attention_out_->forward(context)));
     torch::Tensor ffn = output_->forward(torch::gelu(intermediate_->forward(h)));
     return output_norm_->forward(h + dropout_->forward(ffn));
   }
@@ -84,15 +80,13 @@ TORCH_MODULE(EncoderLayer);
 class BertBase : public ZooModel {
  public:
   explicit BertBase(const BertSizes& sizes) : sizes_(sizes) {
-    word_embeddings_ =
-        register_module("word_embeddings", torch::nn::Embedding(sizes.vocab, sizes.hidden));
-    position_embeddings_ = register_module("position_embeddings",
-                                           torch::nn::Embedding(kMaxPositions, sizes.hidden));
-    token_type_embeddings_ =
-        register_module("token_type_embeddings", torch::nn::Embedding(2, sizes.hidden));
-    embedding_norm_ = register_module(
-        "embedding_norm",
-        torch::nn::LayerNorm(torch::nn::LayerNormOptions({sizes.hidden}).eps(kLayerNormEps)));
+    word_embeddings_ = register_module("word_embeddings", torch::nn::Embedding(sizes.vocab, sizes.hidden));
+    position_embeddings_ =
+        register_module("position_embeddings", torch::nn::Embedding(kMaxPositions, sizes.hidden));
+    token_type_embeddings_ = register_module("token_type_embeddings", torch::nn::Embedding(2, sizes.hidden));
+    embedding_norm_ =
+        register_module("embedding_norm",
+                        torch::nn::LayerNorm(torch::nn::LayerNormOptions({sizes.hidden}).eps(kLayerNormEps)));
     dropout_ = register_module("dropout", torch::nn::Dropout(kDropout));
     layers_ = register_module("layers", torch::nn::ModuleList());
     for (int64_t i = 0; i < sizes.layers; ++i) layers_->push_back(EncoderLayer(sizes));
@@ -124,12 +118,10 @@ class BertBase : public ZooModel {
     auto generator = at::detail::createCPUGenerator(seed);
     Batch batch;
     batch.inputs.push_back(
-        torch::randint(sizes_.vocab, {batch_size, sizes_.seq_len}, generator, torch::kLong)
-            .to(device));
+        torch::randint(sizes_.vocab, {batch_size, sizes_.seq_len}, generator, torch::kLong).to(device));
     // No padding: every position is a token, so the work done is the work counted.
     batch.inputs.push_back(torch::ones({batch_size, sizes_.seq_len}, torch::kLong).to(device));
-    batch.target =
-        torch::randint(sizes_.num_classes, {batch_size}, generator, torch::kLong).to(device);
+    batch.target = torch::randint(sizes_.num_classes, {batch_size}, generator, torch::kLong).to(device);
     return batch;
   }
 
@@ -148,8 +140,7 @@ class BertBase : public ZooModel {
     x = dropout_->forward(embedding_norm_->forward(x));
     // -1e4 rather than the dtype's lowest value: it stays finite in fp16 and bf16, and exp()
     // of it is 0 in every precision.
-    torch::Tensor mask_bias =
-        ((1.0 - mask.to(x.scalar_type())) * -1e4).unsqueeze(1).unsqueeze(2);
+    torch::Tensor mask_bias = ((1.0 - mask.to(x.scalar_type())) * -1e4).unsqueeze(1).unsqueeze(2);
     for (const auto& layer : *layers_) {
       x = layer->as<EncoderLayer>()->forward(x, mask_bias);
     }
@@ -164,23 +155,26 @@ class BertBase : public ZooModel {
   double ForwardFlopsPerSample() const override {
     const double l = static_cast<double>(sizes_.seq_len);
     const double h = static_cast<double>(sizes_.hidden);
-    const double per_layer = 4.0 * l * h * h              // Q, K, V and output projections
-                             + 2.0 * l * l * h            // Q K^T and probabilities x V
+    const double per_layer = 4.0 * l * h * h                       // Q, K, V and output projections
+                             + 2.0 * l * l * h                     // Q K^T and probabilities x V
                              + 2.0 * l * h * sizes_.intermediate;  // the feed-forward pair
     const double macs = sizes_.layers * per_layer + h * h + h * sizes_.num_classes;
     return 2.0 * macs;
   }
 
   nlohmann::json EffectiveOptions() const override {
-    return {{"layers", sizes_.layers},           {"hidden_size", sizes_.hidden},
-            {"heads", sizes_.heads},             {"intermediate_size", sizes_.intermediate},
-            {"seq_len", sizes_.seq_len},         {"vocab_size", sizes_.vocab},
-            {"num_classes", sizes_.num_classes}, {"max_positions", kMaxPositions}};
+    return {{"layers", sizes_.layers},
+            {"hidden_size", sizes_.hidden},
+            {"heads", sizes_.heads},
+            {"intermediate_size", sizes_.intermediate},
+            {"seq_len", sizes_.seq_len},
+            {"vocab_size", sizes_.vocab},
+            {"num_classes", sizes_.num_classes},
+            {"max_positions", kMaxPositions}};
   }
 
   std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(std::optional<double> lr) override {
-    return std::make_unique<torch::optim::AdamW>(parameters(),
-                                                 torch::optim::AdamWOptions(lr.value_or(1e-4)));
+    return std::make_unique<torch::optim::AdamW>(parameters(), torch::optim::AdamWOptions(lr.value_or(1e-4)));
   }
 
  private:
@@ -209,9 +203,8 @@ std::shared_ptr<ZooModel> MakeBertBase(const ModelOptions& options) {
                                 " is not divisible by heads " + std::to_string(sizes.heads));
   }
   if (sizes.seq_len > kMaxPositions) {
-    throw std::invalid_argument("bert_base: seq_len " + std::to_string(sizes.seq_len) +
-                                " exceeds the " + std::to_string(kMaxPositions) +
-                                " position embeddings");
+    throw std::invalid_argument("bert_base: seq_len " + std::to_string(sizes.seq_len) + " exceeds the " +
+                                std::to_string(kMaxPositions) + " position embeddings");
   }
   return std::make_shared<BertBase>(sizes);
 }

@@ -30,15 +30,12 @@ class ImageClassifier : public ZooModel {
     auto generator = at::detail::createCPUGenerator(seed);
     Batch batch;
     batch.inputs.push_back(
-        torch::randn({batch_size, 3, image_size_, image_size_}, generator, torch::kFloat)
-            .to(device));
+        torch::randn({batch_size, 3, image_size_, image_size_}, generator, torch::kFloat).to(device));
     batch.target = torch::randint(num_classes_, {batch_size}, generator, torch::kLong).to(device);
     return batch;
   }
 
-  std::vector<torch::Tensor> Forward(const Batch& batch) override {
-    return {Logits(batch.inputs.at(0))};
-  }
+  std::vector<torch::Tensor> Forward(const Batch& batch) override { return {Logits(batch.inputs.at(0))}; }
 
   torch::Tensor Loss(const std::vector<torch::Tensor>& outputs, const Batch& batch) override {
     return torch::nn::functional::cross_entropy(outputs.at(0), batch.target);
@@ -169,9 +166,8 @@ class MobileNetV2 : public ImageClassifier {
 
 }  // namespace
 
-InvertedResidualImpl::InvertedResidualImpl(NetBuilder& builder, int64_t out_channels,
-                                           int64_t stride, int64_t expand_ratio, double bn_eps,
-                                           double bn_momentum) {
+InvertedResidualImpl::InvertedResidualImpl(NetBuilder& builder, int64_t out_channels, int64_t stride,
+                                           int64_t expand_ratio, double bn_eps, double bn_momentum) {
   const int64_t in_channels = builder.channels();
   const int64_t hidden = in_channels * expand_ratio;
   hidden_channels_ = hidden;
@@ -198,18 +194,18 @@ torch::Tensor InvertedResidualImpl::forward(torch::Tensor x) {
   return use_residual_ ? x + y : y;
 }
 
-MobileNetV2Features BuildMobileNetV2Features(NetBuilder& builder, double width_mult,
-                                             double bn_eps, double bn_momentum) {
+MobileNetV2Features BuildMobileNetV2Features(NetBuilder& builder, double width_mult, double bn_eps,
+                                             double bn_momentum) {
   struct Stage {
     int64_t expand_ratio, channels, repeats, stride;
   };
   // torchvision's inverted_residual_setting (t, c, n, s).
-  const Stage kStages[] = {{1, 16, 1, 1},  {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
-                           {6, 96, 3, 1},  {6, 160, 3, 2}, {6, 320, 1, 1}};
+  const Stage kStages[] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
+                           {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
   MobileNetV2Features features;
   features.stem = torch::nn::Sequential();
-  builder.ConvBnAct(features.stem, MakeDivisible(32 * width_mult, 8), 3, 2, 1,
-                    Activation::kReLU6, bn_eps, bn_momentum);
+  builder.ConvBnAct(features.stem, MakeDivisible(32 * width_mult, 8), 3, 2, 1, Activation::kReLU6, bn_eps,
+                    bn_momentum);
   int64_t output_stride = 2;
   for (const Stage& stage : kStages) {
     const int64_t out_channels = MakeDivisible(stage.channels * width_mult, 8);
@@ -220,8 +216,7 @@ MobileNetV2Features BuildMobileNetV2Features(NetBuilder& builder, double width_m
       const bool is_c4 = stride == 2 && output_stride == 16;
       const FeatureMapShape input{builder.channels(), builder.height(), builder.width()};
       output_stride *= stride;
-      features.blocks.emplace_back(builder, out_channels, stride, stage.expand_ratio, bn_eps,
-                                   bn_momentum);
+      features.blocks.emplace_back(builder, out_channels, stride, stage.expand_ratio, bn_eps, bn_momentum);
       if (is_c4) {
         features.c4_block = features.blocks.size() - 1;
         features.c4_shape = {features.blocks.back()->hidden_channels(), input.height, input.width};
@@ -229,8 +224,8 @@ MobileNetV2Features BuildMobileNetV2Features(NetBuilder& builder, double width_m
     }
   }
   features.last_conv = torch::nn::Sequential();
-  builder.ConvBnAct(features.last_conv, MakeDivisible(1280 * std::max(1.0, width_mult), 8), 1, 1,
-                    1, Activation::kReLU6, bn_eps, bn_momentum);
+  builder.ConvBnAct(features.last_conv, MakeDivisible(1280 * std::max(1.0, width_mult), 8), 1, 1, 1,
+                    Activation::kReLU6, bn_eps, bn_momentum);
   return features;
 }
 

@@ -4,12 +4,12 @@
 // ssd_mobilenet use.
 #pragma once
 
+#include <torch/torch.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <torch/torch.h>
 
 #include "models/zoo.h"
 
@@ -28,8 +28,7 @@ class NetBuilder {
   // Appends conv (no bias) + BatchNorm + activation to `into`, padding (k-1)/2 as torchvision's
   // Conv2dNormActivation. (Appended rather than returned: a Sequential cannot hold another.)
   void ConvBnAct(torch::nn::Sequential& into, int64_t out_channels, int64_t kernel, int64_t stride,
-                                  int64_t groups, Activation activation, double bn_eps = 1e-5,
-                                  double bn_momentum = 0.1);
+                 int64_t groups, Activation activation, double bn_eps = 1e-5, double bn_momentum = 0.1);
   // A plain convolution with bias, stride 1 (prediction heads).
   torch::nn::Conv2d ConvWithBias(int64_t out_channels, int64_t kernel);
   // MaxPool2d(kernel, stride, padding).
@@ -63,8 +62,8 @@ void RequireImageSize(const std::string& model, int64_t image_size, int64_t min_
 // 1x1 projection, and the identity shortcut when stride is 1 and channels are kept.
 class InvertedResidualImpl : public torch::nn::Module {
  public:
-  InvertedResidualImpl(NetBuilder& builder, int64_t out_channels, int64_t stride,
-                       int64_t expand_ratio, double bn_eps, double bn_momentum);
+  InvertedResidualImpl(NetBuilder& builder, int64_t out_channels, int64_t stride, int64_t expand_ratio,
+                       double bn_eps, double bn_momentum);
   torch::Tensor forward(torch::Tensor x);
   // The two halves SSDLite taps between: the expansion (empty when expand_ratio is 1), then
   // depthwise + projection. ForwardTail(ForwardExpansion(x)) + shortcut == forward(x).
@@ -89,8 +88,8 @@ struct MobileNetV2Features {
   torch::nn::Sequential stem{nullptr};
   std::vector<InvertedResidual> blocks;
   torch::nn::Sequential last_conv{nullptr};
-  size_t c4_block = 0;        // the first block that moves to output stride 32 (SSDLite's C4)
-  FeatureMapShape c4_shape;   // the shape at that block's expansion output (output stride 16)
+  size_t c4_block = 0;       // the first block that moves to output stride 32 (SSDLite's C4)
+  FeatureMapShape c4_shape;  // the shape at that block's expansion output (output stride 16)
 };
 MobileNetV2Features BuildMobileNetV2Features(NetBuilder& builder, double width_mult, double bn_eps,
                                              double bn_momentum);
@@ -102,8 +101,7 @@ MobileNetV2Features BuildMobileNetV2Features(NetBuilder& builder, double width_m
 // `iou_threshold`. Identical to torchvision's batched_nms (the class-offset trick makes classes
 // disjoint; here groups are a batch dimension instead, so memory is G*T^2, not (G*T)^2). Pure
 // tensor ops: runs on any device.
-torch::Tensor GroupedGreedyNms(const torch::Tensor& boxes, const torch::Tensor& valid,
-                               double iou_threshold);
+torch::Tensor GroupedGreedyNms(const torch::Tensor& boxes, const torch::Tensor& valid, double iou_threshold);
 
 // SSD's default boxes as torchvision's DefaultBoxGenerator([[2, 3]] * maps, min_ratio 0.2,
 // max_ratio 0.95, clip): per feature map (rows, cols) and per location, 6 boxes (aspect 1, the

@@ -24,7 +24,7 @@ constexpr double kNmsThresh = 0.55;
 constexpr int64_t kDetectionsPerImage = 300;
 constexpr int64_t kTopkCandidates = 300;
 constexpr double kBoxWeights[4] = {10.0, 10.0, 5.0, 5.0};  // variances 0.1 / 0.2
-constexpr int64_t kNegativesPerPositive = 3;                // hard negative mining
+constexpr int64_t kNegativesPerPositive = 3;               // hard negative mining
 // Share of anchors given a foreground class in the synthetic target: a handful of objects per
 // image, each matched by a few anchors.
 constexpr double kForegroundFraction = 0.02;
@@ -42,8 +42,8 @@ torch::nn::Sequential ExtraBlock(NetBuilder& builder, int64_t out_channels) {
 // torchvision's _prediction_block: 3x3 depthwise + BN + ReLU6, then a 1x1 conv with bias.
 torch::nn::Sequential PredictionBlock(NetBuilder builder, int64_t out_channels, double& macs) {
   torch::nn::Sequential block;
-  builder.ConvBnAct(block, builder.channels(), 3, 1, builder.channels(), Activation::kReLU6,
-                    kBnEps, kBnMomentum);
+  builder.ConvBnAct(block, builder.channels(), 3, 1, builder.channels(), Activation::kReLU6, kBnEps,
+                    kBnMomentum);
   block->push_back(builder.ConvWithBias(out_channels, 1));
   macs += builder.macs();
   return block;
@@ -54,16 +54,15 @@ class SsdMobileNet : public ZooModel {
   SsdMobileNet(int64_t image_size, double width_mult, int64_t num_classes)
       : image_size_(image_size), width_mult_(width_mult), num_classes_(num_classes) {
     NetBuilder builder(3, image_size, image_size);
-    MobileNetV2Features features =
-        BuildMobileNetV2Features(builder, width_mult, kBnEps, kBnMomentum);
+    MobileNetV2Features features = BuildMobileNetV2Features(builder, width_mult, kBnEps, kBnMomentum);
     stem_ = register_module("stem", features.stem);
     blocks_ = register_module("blocks", torch::nn::ModuleList());
     for (auto& block : features.blocks) blocks_->push_back(block);
     c4_block_ = features.c4_block;
     last_conv_ = register_module("last_conv", features.last_conv);
 
-    std::vector<FeatureMapShape> maps = {
-        features.c4_shape, {builder.channels(), builder.height(), builder.width()}};
+    std::vector<FeatureMapShape> maps = {features.c4_shape,
+                                         {builder.channels(), builder.height(), builder.width()}};
     extras_ = register_module("extras", torch::nn::ModuleList());
     for (int64_t channels : {512, 256, 256, 128}) {
       // torchvision's get_depth: max(min_depth 16, int(d * width_mult)).
@@ -78,8 +77,7 @@ class SsdMobileNet : public ZooModel {
     std::vector<std::pair<int64_t, int64_t>> grid;
     for (const FeatureMapShape& map : maps) {
       const NetBuilder head_input(map.channels, map.height, map.width);
-      class_heads_->push_back(
-          PredictionBlock(head_input, kAnchorsPerLocation * num_classes, macs_));
+      class_heads_->push_back(PredictionBlock(head_input, kAnchorsPerLocation * num_classes, macs_));
       box_heads_->push_back(PredictionBlock(head_input, kAnchorsPerLocation * 4, macs_));
       grid.emplace_back(map.height, map.width);
     }
@@ -103,13 +101,11 @@ class SsdMobileNet : public ZooModel {
     const int64_t anchors = anchors_.size(0);
     Batch batch;
     batch.inputs.push_back(
-        torch::randn({batch_size, 3, image_size_, image_size_}, generator, torch::kFloat)
-            .to(device));
+        torch::randn({batch_size, 3, image_size_, image_size_}, generator, torch::kFloat).to(device));
     torch::Tensor foreground =
         torch::rand({batch_size, anchors}, generator, torch::kFloat) < kForegroundFraction;
     torch::Tensor classes =
-        torch::randint(1, num_classes_, {batch_size, anchors}, generator, torch::kLong) *
-        foreground;
+        torch::randint(1, num_classes_, {batch_size, anchors}, generator, torch::kLong) * foreground;
     torch::Tensor boxes = torch::randn({batch_size, anchors, 4}, generator, torch::kFloat);
     batch.target = torch::cat({classes.unsqueeze(2).to(torch::kFloat), boxes}, 2).to(device);
     return batch;
@@ -135,10 +131,8 @@ class SsdMobileNet : public ZooModel {
     std::vector<torch::Tensor> class_logits, box_regression;
     for (size_t i = 0; i < maps.size(); ++i) {
       class_logits.push_back(
-          HeadOutput(class_heads_[i]->as<torch::nn::Sequential>()->forward(maps[i]),
-                     num_classes_));
-      box_regression.push_back(
-          HeadOutput(box_heads_[i]->as<torch::nn::Sequential>()->forward(maps[i]), 4));
+          HeadOutput(class_heads_[i]->as<torch::nn::Sequential>()->forward(maps[i]), num_classes_));
+      box_regression.push_back(HeadOutput(box_heads_[i]->as<torch::nn::Sequential>()->forward(maps[i]), 4));
     }
     return {torch::cat(class_logits, 1), torch::cat(box_regression, 1)};
   }
@@ -154,18 +148,16 @@ class SsdMobileNet : public ZooModel {
     torch::Tensor num_foreground = foreground.sum(1, /*keepdim=*/true);
 
     namespace F = torch::nn::functional;
-    torch::Tensor box_loss =
-        F::smooth_l1_loss(regression, box_targets.to(regression.scalar_type()),
-                          F::SmoothL1LossFuncOptions().reduction(torch::kNone))
-            .sum(2)
-            .masked_select(foreground)
-            .sum();
-    torch::Tensor class_loss =
-        F::cross_entropy(logits.reshape({-1, num_classes_}), classes.reshape({-1}),
-                         F::CrossEntropyFuncOptions().reduction(torch::kNone))
-            .view(classes.sizes());
-    torch::Tensor negative_loss = class_loss.detach().masked_fill(
-        foreground, -std::numeric_limits<double>::infinity());
+    torch::Tensor box_loss = F::smooth_l1_loss(regression, box_targets.to(regression.scalar_type()),
+                                               F::SmoothL1LossFuncOptions().reduction(torch::kNone))
+                                 .sum(2)
+                                 .masked_select(foreground)
+                                 .sum();
+    torch::Tensor class_loss = F::cross_entropy(logits.reshape({-1, num_classes_}), classes.reshape({-1}),
+                                                F::CrossEntropyFuncOptions().reduction(torch::kNone))
+                                   .view(classes.sizes());
+    torch::Tensor negative_loss =
+        class_loss.detach().masked_fill(foreground, -std::numeric_limits<double>::infinity());
     torch::Tensor order = std::get<1>(negative_loss.sort(1, /*descending=*/true));
     torch::Tensor rank = std::get<1>(order.sort(1));
     torch::Tensor hard_negative = rank < kNegativesPerPositive * num_foreground;
@@ -180,30 +172,26 @@ class SsdMobileNet : public ZooModel {
     const int64_t candidates = std::min(kTopkCandidates, logits.size(1));
     const int64_t classes = num_classes_ - 1;
     const auto options = logits.options();
-    torch::Tensor labels =
-        torch::arange(1, num_classes_, options).unsqueeze(1).expand({classes, candidates});
+    torch::Tensor labels = torch::arange(1, num_classes_, options).unsqueeze(1).expand({classes, candidates});
     std::vector<torch::Tensor> detections;
     for (int64_t image = 0; image < logits.size(0); ++image) {
       torch::Tensor scores = torch::softmax(logits[image], -1).narrow(1, 1, classes);
       // Per-class top-k over all anchors, then the threshold: the same set as torchvision's
       // threshold-then-top-k, for every class at once.
       auto [top_scores, top_anchors] = scores.topk(candidates, 0);
-      top_scores = top_scores.t();                                   // [classes, candidates]
-      torch::Tensor class_boxes = boxes[image]
-                                      .index_select(0, top_anchors.t().reshape({-1}))
-                                      .view({classes, candidates, 4});
-      torch::Tensor keep =
-          GroupedGreedyNms(class_boxes, top_scores > kScoreThresh, kNmsThresh);
+      top_scores = top_scores.t();  // [classes, candidates]
+      torch::Tensor class_boxes =
+          boxes[image].index_select(0, top_anchors.t().reshape({-1})).view({classes, candidates, 4});
+      torch::Tensor keep = GroupedGreedyNms(class_boxes, top_scores > kScoreThresh, kNmsThresh);
       torch::Tensor kept_scores = top_scores.masked_select(keep);
       torch::Tensor kept_boxes = class_boxes.masked_select(keep.unsqueeze(2)).view({-1, 4});
       torch::Tensor kept_labels = labels.masked_select(keep);
       const int64_t count = std::min(kDetectionsPerImage, kept_scores.size(0));
       torch::Tensor order = std::get<1>(kept_scores.topk(count));
-      detections.push_back(torch::cat({torch::full({count, 1}, static_cast<double>(image), options),
-                                       kept_boxes.index_select(0, order),
-                                       kept_scores.index_select(0, order).unsqueeze(1),
-                                       kept_labels.index_select(0, order).unsqueeze(1)},
-                                      1));
+      detections.push_back(torch::cat(
+          {torch::full({count, 1}, static_cast<double>(image), options), kept_boxes.index_select(0, order),
+           kept_scores.index_select(0, order).unsqueeze(1), kept_labels.index_select(0, order).unsqueeze(1)},
+          1));
     }
     if (detections.empty()) return torch::zeros({0, 7}, options);
     return torch::cat(detections, 0);
@@ -264,31 +252,26 @@ class SsdMobileNet : public ZooModel {
   double macs_ = 0.0;
   size_t c4_block_ = 0;
   torch::nn::Sequential stem_{nullptr}, last_conv_{nullptr};
-  torch::nn::ModuleList blocks_{nullptr}, extras_{nullptr}, class_heads_{nullptr},
-      box_heads_{nullptr};
+  torch::nn::ModuleList blocks_{nullptr}, extras_{nullptr}, class_heads_{nullptr}, box_heads_{nullptr};
   torch::Tensor anchors_;
 };
 
 }  // namespace
 
-torch::Tensor GroupedGreedyNms(const torch::Tensor& boxes, const torch::Tensor& valid,
-                               double iou_threshold) {
+torch::Tensor GroupedGreedyNms(const torch::Tensor& boxes, const torch::Tensor& valid, double iou_threshold) {
   TORCH_CHECK(boxes.dim() == 3 && boxes.size(2) == 4, "GroupedGreedyNms: boxes must be [G, T, 4]");
-  TORCH_CHECK(valid.dim() == 2 && valid.size(0) == boxes.size(0) &&
-                  valid.size(1) == boxes.size(1) && valid.scalar_type() == torch::kBool,
+  TORCH_CHECK(valid.dim() == 2 && valid.size(0) == boxes.size(0) && valid.size(1) == boxes.size(1) &&
+                  valid.scalar_type() == torch::kBool,
               "GroupedGreedyNms: valid must be bool [G, T]");
   const int64_t t = boxes.size(1);
-  torch::Tensor area = (boxes.select(2, 2) - boxes.select(2, 0)) *
-                       (boxes.select(2, 3) - boxes.select(2, 1));
-  torch::Tensor top_left =
-      torch::max(boxes.narrow(2, 0, 2).unsqueeze(2), boxes.narrow(2, 0, 2).unsqueeze(1));
+  torch::Tensor area = (boxes.select(2, 2) - boxes.select(2, 0)) * (boxes.select(2, 3) - boxes.select(2, 1));
+  torch::Tensor top_left = torch::max(boxes.narrow(2, 0, 2).unsqueeze(2), boxes.narrow(2, 0, 2).unsqueeze(1));
   torch::Tensor bottom_right =
       torch::min(boxes.narrow(2, 2, 2).unsqueeze(2), boxes.narrow(2, 2, 2).unsqueeze(1));
   torch::Tensor overlap = (bottom_right - top_left).clamp_min(0).prod(3);
   torch::Tensor iou = overlap / (area.unsqueeze(2) + area.unsqueeze(1) - overlap);
   // suppresses[g, j, i]: the earlier candidate j would remove candidate i if j survives.
-  torch::Tensor earlier =
-      torch::ones({t, t}, valid.options()).triu(/*diagonal=*/1).unsqueeze(0);
+  torch::Tensor earlier = torch::ones({t, t}, valid.options()).triu(/*diagonal=*/1).unsqueeze(0);
   torch::Tensor suppresses = (iou > iou_threshold) & earlier & valid.unsqueeze(2);
   // Greedy NMS is the fixed point of keep[i] = valid[i] && no kept j < i suppresses i. Iterating
   // from keep = valid settles one more position per round (position i depends only on j < i),
@@ -343,8 +326,10 @@ std::shared_ptr<ZooModel> MakeSsdMobileNet(const ModelOptions& options) {
   RequireImageSize("ssd_mobilenet", image_size, 32);
   const int64_t num_classes = options.num_classes.value_or(91);
   if (num_classes < 2) {
-    throw std::invalid_argument("ssd_mobilenet: num_classes counts the background class and must "
-                                "be at least 2, got " + std::to_string(num_classes));
+    throw std::invalid_argument(
+        "ssd_mobilenet: num_classes counts the background class and must "
+        "be at least 2, got " +
+        std::to_string(num_classes));
   }
   return std::make_shared<SsdMobileNet>(image_size, options.width_mult.value_or(1.0), num_classes);
 }

@@ -16,13 +16,13 @@ std::optional<int64_t> PositiveInt(const nlohmann::json& params, const char* key
   auto it = params.find(key);
   if (it == params.end() || it->is_null()) return std::nullopt;
   if (!it->is_number_integer()) {
-    throw std::invalid_argument(std::string("model option '") + key +
-                                "' must be an integer, got " + it->dump());
+    throw std::invalid_argument(std::string("model option '") + key + "' must be an integer, got " +
+                                it->dump());
   }
   const int64_t value = it->get<int64_t>();
   if (value <= 0) {
-    throw std::invalid_argument(std::string("model option '") + key +
-                                "' must be positive, got " + std::to_string(value));
+    throw std::invalid_argument(std::string("model option '") + key + "' must be positive, got " +
+                                std::to_string(value));
   }
   return value;
 }
@@ -31,8 +31,8 @@ std::optional<double> PositiveNumber(const nlohmann::json& params, const char* k
   auto it = params.find(key);
   if (it == params.end() || it->is_null()) return std::nullopt;
   if (!it->is_number()) {
-    throw std::invalid_argument(std::string("model option '") + key +
-                                "' must be a number, got " + it->dump());
+    throw std::invalid_argument(std::string("model option '") + key + "' must be a number, got " +
+                                it->dump());
   }
   const double value = it->get<double>();
   if (!(value > 0.0) || !std::isfinite(value)) {
@@ -61,9 +61,7 @@ ModelOptions ModelOptions::FromParams(const nlohmann::json& params) {
   return options;
 }
 
-std::vector<std::string> KnownModels() {
-  return {"resnet50", "mobilenet_v2", "bert_base", "ssd_mobilenet"};
-}
+std::vector<std::string> KnownModels() { return {"resnet50", "mobilenet_v2", "bert_base", "ssd_mobilenet"}; }
 
 std::shared_ptr<ZooModel> MakeModel(const std::string& name, const ModelOptions& options) {
   if (name == "resnet50") return models::MakeResNet50(options);
@@ -80,24 +78,21 @@ namespace models {
 NetBuilder::NetBuilder(int64_t channels, int64_t height, int64_t width)
     : channels_(channels), height_(height), width_(width) {}
 
-void NetBuilder::ConvBnAct(torch::nn::Sequential& into, int64_t out_channels, int64_t kernel,
-                           int64_t stride, int64_t groups, Activation activation, double bn_eps,
-                           double bn_momentum) {
+void NetBuilder::ConvBnAct(torch::nn::Sequential& into, int64_t out_channels, int64_t kernel, int64_t stride,
+                           int64_t groups, Activation activation, double bn_eps, double bn_momentum) {
   const int64_t padding = (kernel - 1) / 2;
+  into->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(channels_, out_channels, kernel)
+                                        .stride(stride)
+                                        .padding(padding)
+                                        .groups(groups)
+                                        .bias(false)));
   into->push_back(
-      torch::nn::Conv2d(torch::nn::Conv2dOptions(channels_, out_channels, kernel)
-                            .stride(stride)
-                            .padding(padding)
-                            .groups(groups)
-                            .bias(false)));
-  into->push_back(torch::nn::BatchNorm2d(
-      torch::nn::BatchNorm2dOptions(out_channels).eps(bn_eps).momentum(bn_momentum)));
+      torch::nn::BatchNorm2d(torch::nn::BatchNorm2dOptions(out_channels).eps(bn_eps).momentum(bn_momentum)));
   if (activation == Activation::kReLU) into->push_back(torch::nn::ReLU(true));
   if (activation == Activation::kReLU6) into->push_back(torch::nn::ReLU6(true));
   height_ = (height_ + 2 * padding - kernel) / stride + 1;
   width_ = (width_ + 2 * padding - kernel) / stride + 1;
-  macs_ += static_cast<double>(out_channels) * (channels_ / groups) * kernel * kernel * height_ *
-           width_;
+  macs_ += static_cast<double>(out_channels) * (channels_ / groups) * kernel * kernel * height_ * width_;
   channels_ = out_channels;
 }
 
@@ -115,8 +110,7 @@ torch::nn::Conv2d NetBuilder::ConvWithBias(int64_t out_channels, int64_t kernel)
 torch::nn::MaxPool2d NetBuilder::MaxPool(int64_t kernel, int64_t stride, int64_t padding) {
   height_ = (height_ + 2 * padding - kernel) / stride + 1;
   width_ = (width_ + 2 * padding - kernel) / stride + 1;
-  return torch::nn::MaxPool2d(
-      torch::nn::MaxPool2dOptions(kernel).stride(stride).padding(padding));
+  return torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(kernel).stride(stride).padding(padding));
 }
 
 void NetBuilder::GlobalPool() {
@@ -145,8 +139,8 @@ void NetBuilder::Join(const NetBuilder& branch) {
 void NetBuilder::Absorb(const NetBuilder& branch) { macs_ += branch.macs_; }
 
 int64_t MakeDivisible(double value, int64_t divisor) {
-  int64_t rounded = std::max<int64_t>(
-      divisor, static_cast<int64_t>(value + divisor / 2.0) / divisor * divisor);
+  int64_t rounded =
+      std::max<int64_t>(divisor, static_cast<int64_t>(value + divisor / 2.0) / divisor * divisor);
   if (rounded < 0.9 * value) rounded += divisor;
   return rounded;
 }

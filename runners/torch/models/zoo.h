@@ -5,14 +5,14 @@
 // docs/models.md describes each model, its options, the FLOP convention and the synthetic data.
 #pragma once
 
+#include <torch/torch.h>
+
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
-#include <torch/torch.h>
 
 namespace dlbench::torchrunner {
 
@@ -22,8 +22,7 @@ namespace dlbench::torchrunner {
 // crossing models with seq_len must not fail its CNN cells); EffectiveOptions() records what
 // was built.
 struct ModelOptions {
-  std::optional<int64_t> image_size, base_width, num_classes, layers, hidden_size, heads, seq_len,
-      vocab_size;
+  std::optional<int64_t> image_size, base_width, num_classes, layers, hidden_size, heads, seq_len, vocab_size;
   std::optional<double> width_mult;
   // Reads the size keys of `params` and ignores every other key (model, batch_size, ...). A
   // JSON null counts as absent. Throws std::invalid_argument naming the key when a value has the
@@ -42,8 +41,8 @@ struct Batch {
 class ZooModel : public torch::nn::Module {
  public:
   virtual ~ZooModel() = default;
-  virtual std::string name() const = 0;                  // "resnet50"
-  virtual bool is_convolutional() const = 0;             // channels_last applies
+  virtual std::string name() const = 0;       // "resnet50"
+  virtual bool is_convolutional() const = 0;  // channels_last applies
   // A fixed synthetic batch from `seed` (images ~N(0,1); token ids uniform in the vocabulary;
   // random class targets). Deterministic for a seed on a given device type.
   virtual Batch MakeBatch(int64_t batch_size, torch::Device device, uint64_t seed) const = 0;

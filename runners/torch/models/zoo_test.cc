@@ -27,7 +27,11 @@ std::vector<TinyCase> TinyCases() {
       {"resnet50", {{"image_size", 32}, {"base_width", 8}, {"num_classes", 10}}, 4, 0.05},
       {"mobilenet_v2", {{"image_size", 64}, {"width_mult", 0.25}, {"num_classes", 10}}, 8, 0.02},
       {"bert_base",
-       {{"layers", 2}, {"hidden_size", 32}, {"heads", 4}, {"seq_len", 16}, {"vocab_size", 100},
+       {{"layers", 2},
+        {"hidden_size", 32},
+        {"heads", 4},
+        {"seq_len", 16},
+        {"vocab_size", 100},
         {"num_classes", 3}},
        8,
        5e-3},
@@ -82,8 +86,7 @@ TEST_P(TinyModelTest, TrainingOnTheFixedBatchLowersTheLoss) {
     losses.push_back(loss.item<double>());
   }
   // The last loss is well below the first: backward and the optimizer really ran.
-  EXPECT_LT(losses.back(), 0.8 * losses.front())
-      << "losses: " << torch::tensor(losses);
+  EXPECT_LT(losses.back(), 0.8 * losses.front()) << "losses: " << torch::tensor(losses);
 }
 
 TEST_P(TinyModelTest, TheSameSeedGivesTheSameOutputs) {
@@ -104,9 +107,11 @@ INSTANTIATE_TEST_SUITE_P(Zoo, TinyModelTest, ::testing::ValuesIn(TinyCases()),
                          [](const auto& info) { return info.param.model; });
 
 TEST(ModelOptionsTest, ReadsSizeKeysAndIgnoresOthers) {
-  ModelOptions options = ModelOptions::FromParams(
-      {{"model", "resnet50"}, {"batch_size", 8}, {"image_size", 128}, {"width_mult", 0.5},
-       {"seq_len", nullptr}});
+  ModelOptions options = ModelOptions::FromParams({{"model", "resnet50"},
+                                                   {"batch_size", 8},
+                                                   {"image_size", 128},
+                                                   {"width_mult", 0.5},
+                                                   {"seq_len", nullptr}});
   EXPECT_EQ(options.image_size, 128);
   EXPECT_EQ(options.width_mult, 0.5);
   EXPECT_FALSE(options.seq_len.has_value());
@@ -234,9 +239,9 @@ TEST(SsdTest, Ssd320HasTorchvisionsAnchors) {
 
 TEST(SsdTest, PostProcessReturnsValidSortedDetections) {
   torch::manual_seed(4);
-  auto model = MakeModel("ssd_mobilenet",
-                         ModelOptions::FromParams({{"image_size", 64}, {"width_mult", 0.25},
-                                                   {"num_classes", 4}}));
+  auto model =
+      MakeModel("ssd_mobilenet",
+                ModelOptions::FromParams({{"image_size", 64}, {"width_mult", 0.25}, {"num_classes", 4}}));
   model->eval();
   torch::NoGradGuard no_grad;
   Batch batch = model->MakeBatch(3, torch::kCPU, 9);
@@ -248,8 +253,7 @@ TEST(SsdTest, PostProcessReturnsValidSortedDetections) {
   EXPECT_TRUE(((image >= 0) & (image < 3)).all().item<bool>());
   EXPECT_TRUE((detections.select(1, 1) <= detections.select(1, 3)).all().item<bool>());
   EXPECT_TRUE((detections.select(1, 2) <= detections.select(1, 4)).all().item<bool>());
-  EXPECT_TRUE(((detections.narrow(1, 1, 4) >= 0) & (detections.narrow(1, 1, 4) <= 64))
-                  .all().item<bool>());
+  EXPECT_TRUE(((detections.narrow(1, 1, 4) >= 0) & (detections.narrow(1, 1, 4) <= 64)).all().item<bool>());
   torch::Tensor scores = detections.select(1, 5);
   EXPECT_TRUE((scores > 0.001).all().item<bool>());
   torch::Tensor labels = detections.select(1, 6);
@@ -262,12 +266,11 @@ TEST(SsdTest, PostProcessReturnsValidSortedDetections) {
     }
   }
   // Surviving boxes of one class in one image never overlap above the NMS threshold.
-  torch::Tensor same = detections.masked_select(((image == 0) & (labels == 1)).unsqueeze(1))
-                           .view({-1, 7})
-                           .narrow(1, 1, 4);
+  torch::Tensor same =
+      detections.masked_select(((image == 0) & (labels == 1)).unsqueeze(1)).view({-1, 7}).narrow(1, 1, 4);
   if (same.size(0) > 1) {
-    torch::Tensor keep = models::GroupedGreedyNms(
-        same.unsqueeze(0), torch::ones({1, same.size(0)}, torch::kBool), 0.55);
+    torch::Tensor keep =
+        models::GroupedGreedyNms(same.unsqueeze(0), torch::ones({1, same.size(0)}, torch::kBool), 0.55);
     EXPECT_TRUE(keep.all().item<bool>());
   }
 }
@@ -287,11 +290,10 @@ TEST(NmsTest, SuppressesOverlapsGreedilyPerGroup) {
   // The second group drops A from the candidates: B is then kept and suppresses C.
   torch::Tensor valid2 = torch::tensor({0, 1, 1, 1, 0}).to(torch::kBool);
   torch::Tensor keep = models::GroupedGreedyNms(boxes, torch::stack({valid, valid2}), 0.55);
-  EXPECT_TRUE(keep.equal(torch::tensor({{1, 0, 1, 1, 0}, {0, 1, 0, 1, 0}}).to(torch::kBool)))
-      << keep;
+  EXPECT_TRUE(keep.equal(torch::tensor({{1, 0, 1, 1, 0}, {0, 1, 0, 1, 0}}).to(torch::kBool))) << keep;
   // At a threshold above every IoU nothing is suppressed.
-  EXPECT_TRUE(models::GroupedGreedyNms(boxes, torch::stack({valid, valid}), 0.9)
-                  .equal(torch::stack({valid, valid})));
+  EXPECT_TRUE(
+      models::GroupedGreedyNms(boxes, torch::stack({valid, valid}), 0.9).equal(torch::stack({valid, valid})));
 }
 
 }  // namespace
