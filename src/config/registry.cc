@@ -314,7 +314,7 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Min(0)
                   .Help("Time spent before READY, like building a model.")
                   .Build());
-  r.push_back(Entry("warmup_steps", kCell, kNull, ParamType::kInt)
+  r.push_back(Entry("warmup_steps", kCell, kNull, ParamType::kInt)  // names: a parameter, not the metric
                   .Unit("steps")
                   .Default(Int(0))
                   .Min(0)
