@@ -141,3 +141,20 @@ def markdown_table(specs: Sequence[Param]) -> str:
                                                      if isinstance(s.default, bool) else "`%s`" % s.default)
         rows.append("| `%s` | %s | %s | %s |" % (s.name, s.expected(), default, s.help))
     return "\n".join(rows)
+
+
+def runner_tables() -> str:
+    """The Markdown tables of every runner's own parameters, as docs/python-client.md holds them
+    (``python3 -m dlbench_runners.params`` prints them; a test checks the doc)."""
+    import importlib
+    core = {p.name for p in CORE}
+    parts = []
+    for module in ("torch", "jax", "onnxruntime", "spin"):
+        specs = importlib.import_module("dlbench_runners." + module).PARAMS
+        parts.append("`dlbench_runners.%s`:\n\n<!-- params: dlbench_runners.%s -->\n%s\n<!-- end params -->"
+                     % (module, module, markdown_table([s for s in specs if s.name not in core])))
+    return "\n\n".join(parts)
+
+
+if __name__ == "__main__":
+    print(runner_tables())

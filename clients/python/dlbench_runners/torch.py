@@ -165,7 +165,9 @@ class TorchRunner(Runner):
                          [cpu_device()])
         self.torch = torch
         framework: Dict[str, Any] = {"name": "pytorch", "version": torch.__version__,
-                                     "cuda_built": torch.version.cuda, **python_facts()}
+                                     "cuda_built": torch.backends.cuda.is_built(), **python_facts()}
+        if torch.version.cuda:
+            framework["cuda_runtime"] = torch.version.cuda
         if torch.backends.cudnn.is_available():
             framework["cudnn"] = torch.backends.cudnn.version()
         try:
