@@ -91,3 +91,24 @@ def test_onnxruntime_cells_run_with_and_without_graph_optimisation(dlbench, tmp_
     for cell in cells:
         assert cell["effective"]["inputs"][0]["shape"] == [cell["params"]["batch_size"], 3, 32, 32]
         assert cell["effective"]["execution_provider"] == "CPUExecutionProvider"
+
+
+def test_cuda_uuids_are_formatted_as_nvml_prints_them():
+    from dlbench_runners.host import device_uuids, format_uuid
+    raw = bytes(range(16))
+    assert format_uuid(raw) == "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"
+    with pytest.raises(ValueError, match="16 bytes"):
+        format_uuid(b"\x00" * 15)
+    assert device_uuids("cpu", [0]) == []
+
+
+def test_onnx_input_shapes_take_the_batch_and_seq_len():
+    from dlbench_client import InvalidParameter
+    from dlbench_runners.onnxruntime import resolve_shape
+    assert resolve_shape("images", ["batch", 3, 224, 224], 8, None) == (8, 3, 224, 224)
+    assert resolve_shape("ids", [None, "sequence"], 4, 128) == (4, 128)
+    assert resolve_shape("scalar", [], 4, None) == ()
+    with pytest.raises(InvalidParameter, match="fixed batch dimension of 1"):
+        resolve_shape("images", [1, 3, 224, 224], 8, None)
+    with pytest.raises(InvalidParameter, match="set seq_len"):
+        resolve_shape("ids", ["batch", "sequence"], 4, None)

@@ -110,7 +110,8 @@ def test_a_cell_runs_to_the_runners_own_step_ceiling():
 def test_stop_ends_the_loop_with_reason_stopped():
     orch = FakeOrchestrator(SPIN)
     orch.expect(MessageType.HELLO)
-    orch.configure({"model": "spin", "iterations": 1000})
+    # Ceilings out of reach: only STOP can end this loop.
+    orch.configure({"model": "spin", "iterations": 1000}, max_steps=10**12, max_time_s=3600)
     orch.expect(MessageType.READY)
     assert orch.next().type == MessageType.STEPS
     orch.send(MessageType.STOP, {"reason": "ci_reached"})
