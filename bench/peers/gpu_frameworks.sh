@@ -14,7 +14,10 @@
 #   env: OUT (default /tmp/dlbench-frameworks: logs, matrices, database, tables), WORK (default
 #   /tmp/dlbench-frameworks-work: the exported ONNX model, 100 MB, kept out of OUT), BUILD (default
 #   build-gpu), PYTHON (default python3), MAX_TIME_S (per cell, default 5), DEADLINE_S (for all
-#   runs, default 450), LANES (default: 2 when the host has >= 2 GPUs, else 1)
+#   runs, default 420), TOTAL_S (for everything, default 540: what time is left after the runs and
+#   the tables goes to the Python harness-overhead benchmark and to the JAX/ONNX Runtime pytest
+#   cells, each skipped when too little is left), LANES (default: 2 when the host has >= 2 GPUs,
+#   else 1)
 # With two GPUs the runs go in two lanes, one per GPU (CUDA_VISIBLE_DEVICES), on one database; a
 # run that would pass the deadline is cut (SIGTERM: its finished cells are stored).
 set -uo pipefail
@@ -23,12 +26,13 @@ BUILD="${BUILD:-$ROOT/build-gpu}"
 OUT="${OUT:-/tmp/dlbench-frameworks}"
 PYTHON="${PYTHON:-python3}"
 MAX_TIME_S="${MAX_TIME_S:-5}"
-DEADLINE_S="${DEADLINE_S:-450}"
+DEADLINE_S="${DEADLINE_S:-420}"
+TOTAL_S="${TOTAL_S:-540}"
 DL="$BUILD/bin/dlbench"
 DB="$OUT/frameworks.db"
 WORK="${WORK:-/tmp/dlbench-frameworks-work}"
-for v in "$MAX_TIME_S" "$DEADLINE_S"; do
-  case "$v" in '' | *[!0-9]*) echo "gpu_frameworks: MAX_TIME_S and DEADLINE_S are whole seconds (got '$v')" >&2; exit 2 ;; esac
+for v in "$MAX_TIME_S" "$DEADLINE_S" "$TOTAL_S"; do
+  case "$v" in '' | *[!0-9]*) echo "gpu_frameworks: MAX_TIME_S, DEADLINE_S and TOTAL_S are whole seconds (got '$v')" >&2; exit 2 ;; esac
 done
 if [ ! -x "$DL" ]; then
   echo "gpu_frameworks: no dlbench at $DL: run scripts/build-gpu.sh first (or set BUILD)" >&2
@@ -160,4 +164,20 @@ for t in torch py-eager py-compiled jax jax-nojit ort py-hf; do
   "$DL" --db "$DB" show "$t" > "$OUT/show-$t.txt" 2>&1 || true
   "$DL" --db "$DB" export "$t" --format csv > "$OUT/cells-$t.csv" 2> /dev/null || true
 done
+
+left=$((START + TOTAL_S - $(date +%s)))
+if [ "$left" -ge 60 ]; then
+  echo
+  echo "== the harness's overhead on a Python runner (at most $((left - 30))s)"
+  timeout -s TERM $((left - 30)) "$PYTHON" "$ROOT/bench/peers/python_harness_overhead.py" --bin "$BUILD/bin" \
+    --rounds 5 --steps 1000 | tee "$OUT/python_harness_overhead.txt" || echo "overhead benchmark cut or failed"
+fi
+left=$((START + TOTAL_S - $(date +%s)))
+if [ "$left" -ge 60 ] && "$PYTHON" -m pytest --version > /dev/null 2>&1; then
+  echo
+  echo "== JAX and ONNX Runtime pytest cells on the CPU (at most ${left}s)"
+  (cd "$ROOT/clients/python" && DLBENCH_BIN_DIR="$BUILD/bin" PYTHONDONTWRITEBYTECODE=1 timeout -s TERM "$left" \
+    "$PYTHON" -m pytest -q -rs -p no:cacheprovider tests/test_other_frameworks.py) | tee "$OUT/pytest-other-frameworks.txt" ||
+    echo "pytest cut or failed"
+fi
 echo "gpu_frameworks: done in $(($(date +%s) - START))s; everything is under $OUT"
