@@ -89,7 +89,7 @@ def test_an_exit_status_is_an_error_with_the_stderr_tail(dlbench):
     dlbench.run_matrix(fixture_runner("exit_code") + "matrix:\n  batch_size: 1\n" + MEASURE)
     [cell] = dlbench.cells()
     assert cell["outcome"] == "error"
-    assert "exit code 3" in cell["message"] or "exit status 3" in cell["message"], cell["message"]
+    assert cell["message"].startswith("runner ended with exit code 3"), cell["message"]
     assert "fixture: giving up with exit status 3" in cell["message"]
 
 
