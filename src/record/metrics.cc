@@ -1,8 +1,8 @@
 #include "record/metrics.h"
 
-#include <algorithm>
-
 #include <fmt/core.h>
+
+#include <algorithm>
 
 #include "common/error.h"
 #include "common/text.h"
@@ -72,7 +72,8 @@ const std::vector<MetricDef>& Table() {
        "model FLOPs utilisation: achieved_flops_per_s / peak_flops_per_s"},
 
       // Timeline.
-      {kTimeToHelloS, "s", Producer::kOrchestrator, kCell, "runner spawn -> its HELLO (process start, libraries)"},
+      {kTimeToHelloS, "s", Producer::kOrchestrator, kCell,
+       "runner spawn -> its HELLO (process start, libraries)"},
       {kSetupS, "s", Producer::kOrchestrator, kCell,
        "HELLO -> first step's start (or READY without steps): device initialisation, model build"},
       {kWarmupS, "s", Producer::kOrchestrator, kCell,
@@ -81,7 +82,8 @@ const std::vector<MetricDef>& Table() {
       {kCellWallS, "s", Producer::kOrchestrator, kCell, "runner spawn -> runner exit"},
 
       // Runner facts.
-      {kLossScaleFinal, "", Producer::kRunner, kCell, "the dynamic loss scaler's scale after the last step (fp16)"},
+      {kLossScaleFinal, "", Producer::kRunner, kCell,
+       "the dynamic loss scaler's scale after the last step (fp16)"},
       {kSkippedOptimizerSteps, "steps", Producer::kRunner, kCell,
        "optimizer steps the loss scaler skipped for non-finite gradients"},
       {kCompileTimeS, "s", Producer::kRunner, kCell,
@@ -91,17 +93,21 @@ const std::vector<MetricDef>& Table() {
       {kGpuUtilMeanPct, "%", Producer::kMonitor, kMeasuredSamples,
        "mean NVML GPU utilisation (share of time a kernel ran), the cell's GPUs pooled"},
       {kGpuUtilP5Pct, "%", Producer::kMonitor, kMeasuredSamples, "5th percentile of GPU utilisation"},
-      {kGpuMemUtilMeanPct, "%", Producer::kMonitor, kMeasuredSamples, "mean NVML memory-controller utilisation"},
+      {kGpuMemUtilMeanPct, "%", Producer::kMonitor, kMeasuredSamples,
+       "mean NVML memory-controller utilisation"},
       {kSmClockMeanMhz, "MHz", Producer::kMonitor, kMeasuredSamples, "mean SM clock"},
       {kTempMaxC, "C", Producer::kMonitor, kMeasuredSamples, "highest GPU temperature"},
-      {kPcieTxMeanBytesPerS, "bytes/s", Producer::kMonitor, kMeasuredSamples, "mean PCIe transmit throughput"},
+      {kPcieTxMeanBytesPerS, "bytes/s", Producer::kMonitor, kMeasuredSamples,
+       "mean PCIe transmit throughput"},
       {kPcieRxMeanBytesPerS, "bytes/s", Producer::kMonitor, kMeasuredSamples, "mean PCIe receive throughput"},
-      {kPowerMeanW, "W", Producer::kMonitor, kMeasuredSamples, "mean board power, summed over the cell's GPUs"},
+      {kPowerMeanW, "W", Producer::kMonitor, kMeasuredSamples,
+       "mean board power, summed over the cell's GPUs"},
       {kPowerMaxW, "W", Producer::kMonitor, kMeasuredSamples, "highest board power sum"},
       {kClocksThrottledFraction, "ratio", Producer::kMonitor, kMeasuredSamples,
        "share of samples with a throttling clocks-event reason set"},
       {kEnergyTotalJ, "J", Producer::kMonitor, kMeasured,
-       "GPU energy over the window: the driver's counter, else integrated power (extras.monitor.energy_method)"},
+       "GPU energy over the window: the driver's counter, else integrated power "
+       "(extras.monitor.energy_method)"},
       {kEnergyPerStepJ, "J", Producer::kMonitor, kMeasured, "energy_total_j / measured_steps"},
       {kEnergyPerSampleJ, "J", Producer::kMonitor, kMeasured, "energy_total_j / measured samples"},
       {kIdlePowerW, "W", Producer::kMonitor, "idle baseline before the cell",
@@ -111,8 +117,10 @@ const std::vector<MetricDef>& Table() {
       {kEnergyAboveIdlePerSampleJ, "J", Producer::kMonitor, kMeasured,
        "(energy_total_j - idle_power_w x measured_window_s) / measured samples"},
       {kCpuPackageEnergyPerStepJ, "J", Producer::kMonitor, kMeasured, "RAPL package energy / measured_steps"},
-      {kCpuPackageEnergyPerSampleJ, "J", Producer::kMonitor, kMeasured, "RAPL package energy / measured samples"},
-      {kHostCpuUtilPct, "%", Producer::kMonitor, kMeasuredSamples, "mean whole-host CPU utilisation (/proc/stat)"},
+      {kCpuPackageEnergyPerSampleJ, "J", Producer::kMonitor, kMeasured,
+       "RAPL package energy / measured samples"},
+      {kHostCpuUtilPct, "%", Producer::kMonitor, kMeasuredSamples,
+       "mean whole-host CPU utilisation (/proc/stat)"},
       {kProcCpuUtilPct, "% of one core", Producer::kMonitor, kMeasured,
        "CPU time of the runner's process tree / measured_window_s x 100"},
       {kHostMemUsedPeakBytes, "bytes", Producer::kMonitor, kMeasuredSamples, "highest host memory in use"},
@@ -191,8 +199,9 @@ std::string RenderMetricsMarkdown() {
       "`end` and as `<label>_<field>` for any other label (`after_warmup_device_allocated_peak_bytes`).\n\n"
       "| name | unit | producer | over | definition |\n|---|---|---|---|---|\n";
   for (const auto& d : Table()) {
-    out += fmt::format("| `{}` | {} | {} | {} | {} |\n", d.name, d.unit.empty() ? "-" : EscapeMarkdownCell(d.unit),
-                       Name(d.producer), d.window, EscapeMarkdownCell(d.formula));
+    out += fmt::format("| `{}` | {} | {} | {} | {} |\n", d.name,
+                       d.unit.empty() ? "-" : EscapeMarkdownCell(d.unit), Name(d.producer), d.window,
+                       EscapeMarkdownCell(d.formula));
   }
   return out;
 }

@@ -96,8 +96,10 @@ inline constexpr std::string_view kRssGrowthBytesPerStep = "rss_growth_bytes_per
 inline constexpr std::string_view kRssGrowthBytesPerStepCiLow = "rss_growth_bytes_per_step_ci_low";
 inline constexpr std::string_view kRssGrowthBytesPerStepCiHigh = "rss_growth_bytes_per_step_ci_high";
 inline constexpr std::string_view kDeviceMemGrowthBytesPerStep = "device_mem_growth_bytes_per_step";
-inline constexpr std::string_view kDeviceMemGrowthBytesPerStepCiLow = "device_mem_growth_bytes_per_step_ci_low";
-inline constexpr std::string_view kDeviceMemGrowthBytesPerStepCiHigh = "device_mem_growth_bytes_per_step_ci_high";
+inline constexpr std::string_view kDeviceMemGrowthBytesPerStepCiLow =
+    "device_mem_growth_bytes_per_step_ci_low";
+inline constexpr std::string_view kDeviceMemGrowthBytesPerStepCiHigh =
+    "device_mem_growth_bytes_per_step_ci_high";
 }  // namespace metric
 
 // The fields of a MEMORY snapshot (docs/protocol.md). The snapshot labelled "end" is stored under

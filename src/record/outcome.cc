@@ -11,10 +11,14 @@ template <typename E, std::size_t N>
 using Table = std::pair<E, std::string_view>[N];
 
 constexpr Table<Outcome, 8> kOutcomeNames = {
-    {Outcome::kOk, "ok"},           {Outcome::kError, "error"},
-    {Outcome::kCrashed, "crashed"}, {Outcome::kTimeout, "timeout"},
-    {Outcome::kInvalid, "invalid"}, {Outcome::kOom, "oom"},
-    {Outcome::kUnsupported, "unsupported"}, {Outcome::kInterrupted, "interrupted"},
+    {Outcome::kOk, "ok"},
+    {Outcome::kError, "error"},
+    {Outcome::kCrashed, "crashed"},
+    {Outcome::kTimeout, "timeout"},
+    {Outcome::kInvalid, "invalid"},
+    {Outcome::kOom, "oom"},
+    {Outcome::kUnsupported, "unsupported"},
+    {Outcome::kInterrupted, "interrupted"},
 };
 constexpr Table<Verdict, 3> kVerdictNames = {
     {Verdict::kValid, "valid"}, {Verdict::kInvalid, "invalid"}, {Verdict::kNotApplicable, "n/a"}};

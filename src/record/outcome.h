@@ -23,8 +23,8 @@ enum class Outcome {
   kUnsupported,  // the runner cannot run this combination
   kInterrupted,  // Ctrl-C stopped it; not final (--resume runs it again)
 };
-inline constexpr Outcome kAllOutcomes[] = {Outcome::kOk,      Outcome::kError, Outcome::kCrashed,
-                                           Outcome::kTimeout, Outcome::kInvalid, Outcome::kOom,
+inline constexpr Outcome kAllOutcomes[] = {Outcome::kOk,          Outcome::kError,      Outcome::kCrashed,
+                                           Outcome::kTimeout,     Outcome::kInvalid,    Outcome::kOom,
                                            Outcome::kUnsupported, Outcome::kInterrupted};
 
 // Whether an ok cell's numbers can be used. Cells that did not end ok have kNotApplicable.
@@ -47,8 +47,8 @@ enum class RunnerErrorKind {
   kInternal,     // anything else -> Outcome::kError
 };
 inline constexpr RunnerErrorKind kAllRunnerErrorKinds[] = {RunnerErrorKind::kOom, RunnerErrorKind::kInvalid,
-                                                          RunnerErrorKind::kUnsupported,
-                                                          RunnerErrorKind::kInternal};
+                                                           RunnerErrorKind::kUnsupported,
+                                                           RunnerErrorKind::kInternal};
 
 // Names as stored and sent: "ok", "error", ..., "valid", "invalid", "n/a", "running", ...
 std::string_view Name(Outcome outcome);

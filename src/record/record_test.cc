@@ -1,8 +1,8 @@
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <set>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "record/metrics.h"
 #include "record/outcome.h"
@@ -66,7 +66,8 @@ TEST(Metrics, DefinitionsAreUniqueAndComplete) {
 }
 
 TEST(Metrics, MemoryFieldsAreFoundUnderTheirSnapshotLabel) {
-  EXPECT_EQ(MemoryMetricName(memory::kEndLabel, memory::kDeviceAllocatedPeakBytes), "device_allocated_peak_bytes");
+  EXPECT_EQ(MemoryMetricName(memory::kEndLabel, memory::kDeviceAllocatedPeakBytes),
+            "device_allocated_peak_bytes");
   const std::string after = MemoryMetricName(memory::kAfterWarmupLabel, memory::kDeviceAllocatedPeakBytes);
   EXPECT_EQ(after, "after_warmup_device_allocated_peak_bytes");
   const MetricDef* def = FindMetricDef(after);
@@ -136,7 +137,8 @@ TEST(Series, GpuNamesRoundTrip) {
   ASSERT_TRUE(ref.has_value());
   EXPECT_EQ(ref->index, 12);
   EXPECT_EQ(ref->field, "power_w");
-  for (const char* bad : {"gpu.power_w", "gpux.power_w", "gpu1", "gpu1.", "host.cpu_util_pct", "gpu-1.x", ""}) {
+  for (const char* bad :
+       {"gpu.power_w", "gpux.power_w", "gpu1", "gpu1.", "host.cpu_util_pct", "gpu-1.x", ""}) {
     EXPECT_FALSE(series::ParseGpuSeriesName(bad).has_value()) << bad;
   }
 }

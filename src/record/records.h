@@ -4,12 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/error.h"
 #include "record/outcome.h"
@@ -108,8 +107,8 @@ struct CellRecord {
   std::int64_t finished_wall_ns = 0;
   nlohmann::json extras = nlohmann::json::object();  // runner EXTRAS and MEMORY snapshots
   std::vector<MetricRecord> metrics;
-  std::vector<StepRow> steps;         // loaded only when asked
-  std::vector<SeriesPoint> series;    // loaded only when asked
+  std::vector<StepRow> steps;       // loaded only when asked
+  std::vector<SeriesPoint> series;  // loaded only when asked
 
   // The warm-up cut (window->first_step), when the cell has a window.
   std::optional<std::int64_t> warmup_steps() const {
