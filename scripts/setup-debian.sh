@@ -15,6 +15,8 @@ packages=(
   libcpp-httplib-dev libjs-chart.js
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev python3
+  # validating exports against docs/schema (ExportSchema CTest)
+  python3-jsonschema
   # the LibTorch runner: Debian's LibTorch 1.13, OpenBLAS so it does not fall back to the
   # reference BLAS (30x slower), Gloo headers for c10d
   libtorch-dev libopenblas0-pthread libgloo-dev

@@ -25,6 +25,8 @@ inline constexpr int kExitFailureFound = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitStore = 3;
 inline constexpr int kExitIo = 4;
+// compare --fail-on-regression matched too few of the base's cells to judge anything.
+inline constexpr int kExitTooFewMatched = 5;
 inline constexpr int kExitInterrupted = 130;
 
 struct CommandContext {
@@ -51,5 +53,7 @@ void RegisterReport(CLI::App& app, CommandContext& ctx);
 void RegisterServe(CLI::App& app, CommandContext& ctx);
 void RegisterParams(CLI::App& app, CommandContext& ctx);
 void RegisterMetrics(CLI::App& app, CommandContext& ctx);
+void RegisterNoise(CLI::App& app, CommandContext& ctx);
+void RegisterSelftest(CLI::App& app, CommandContext& ctx);
 
 }  // namespace dlbench::cli

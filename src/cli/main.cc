@@ -65,6 +65,12 @@ int main(int argc, char** argv) {
 #ifdef DLBENCH_HAVE_CMD_METRICS
   RegisterMetrics(app, ctx);
 #endif
+#ifdef DLBENCH_HAVE_CMD_NOISE
+  RegisterNoise(app, ctx);
+#endif
+#ifdef DLBENCH_HAVE_CMD_SELFTEST
+  RegisterSelftest(app, ctx);
+#endif
 #ifdef DLBENCH_HAVE_CMD_SERVE
   RegisterServe(app, ctx);
 #endif

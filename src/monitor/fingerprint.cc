@@ -297,10 +297,19 @@ nlohmann::json CollectFingerprintFrom(const HostSources& sources, const nlohmann
     gpu["nvml_version"] = facts.value("nvml_version", "unknown");
     nlohmann::json models = nlohmann::json::array(), limits = nlohmann::json::array();
     nlohmann::json devices = facts.value("devices", nlohmann::json::array());
-    for (const auto& d : devices) {
+    nlohmann::json start_state = nlohmann::json::array();
+    for (auto& d : devices) {
       models.push_back(d.value("name", "unknown"));
       limits.push_back(d.contains("power_limit_w") ? d["power_limit_w"] : nlohmann::json());
+      // The clocks' event reasons at this instant are the device's state, not its environment:
+      // kept apart (compare's environment diff skips them; the cell's own series has them).
+      if (d.contains(kTransientClocksEventReasons)) {
+        start_state.push_back({{"index", d.value("index", -1)},
+                               {kTransientClocksEventReasons, d[kTransientClocksEventReasons]}});
+        d.erase(kTransientClocksEventReasons);
+      }
     }
+    if (!start_state.empty()) fp[kStartStateKey] = {{"gpu", start_state}};
     gpu["models"] = models;
     gpu["power_limits_w"] = limits;
     gpu["devices"] = devices;
@@ -378,6 +387,7 @@ std::vector<FieldChange> DiffFingerprints(const nlohmann::json& a, const nlohman
     nlohmann::json before = l == left.end() ? nlohmann::json() : l->second;
     nlohmann::json after = r == right.end() ? nlohmann::json() : r->second;
     if (before == after) continue;
+    if (path.rfind("/" + std::string(kStartStateKey), 0) == 0) continue;  // state, not environment
     changes.push_back({path, before, after, Decides(path)});
   }
   return changes;
@@ -409,11 +419,11 @@ std::vector<std::string> FingerprintWarnings(const nlohmann::json& fp) {
     warnings.push_back(
         "CUDA_LAUNCH_BLOCKING=1 serialises every kernel launch: GPU timings are not representative");
   }
-  nlohmann::json::json_pointer devices_ptr("/gpu/devices");
+  nlohmann::json::json_pointer devices_ptr("/" + std::string(kStartStateKey) + "/gpu");
   if (fp.contains(devices_ptr) && fp.at(devices_ptr).is_array()) {
     for (const auto& d : fp.at(devices_ptr)) {
-      if (!d.contains("clocks_event_reasons") || !d["clocks_event_reasons"].is_number()) continue;
-      std::string names = EnvironmentalThrottle(d["clocks_event_reasons"].get<std::uint64_t>());
+      if (!d.contains(kTransientClocksEventReasons) || !d[kTransientClocksEventReasons].is_number()) continue;
+      std::string names = EnvironmentalThrottle(d[kTransientClocksEventReasons].get<std::uint64_t>());
       if (!names.empty()) {
         warnings.push_back(
             fmt::format("gpu{} clocks are limited before the run: {}", d.value("index", -1), names));

@@ -37,6 +37,12 @@ struct HostSources {
 // nothing (dlopen'ing a BLAS would start its thread pool).
 HostSources RealHostSources();
 
+// Where the fingerprint keeps the devices' state at the moment it was taken (each GPU's clocks
+// event reasons): read for FingerprintWarnings, but not part of the environment, so
+// DiffFingerprints skips it and it never decides comparability.
+inline constexpr const char* kStartStateKey = "start_state";
+inline constexpr const char* kTransientClocksEventReasons = "clocks_event_reasons";
+
 nlohmann::json CollectFingerprint(const nlohmann::json& runner_hello,
                                   const nlohmann::json& monitor_description);
 nlohmann::json CollectFingerprintFrom(const HostSources& sources, const nlohmann::json& runner_hello,

@@ -191,6 +191,11 @@ Result<CpuTimes> ParseCpuTimes(const std::string& proc_stat) {
   CpuTimes times;
   for (std::uint64_t x : v) times.total += x;
   times.busy = times.total - v[3] - v[4];
+  std::string line;
+  std::getline(in, line);  // the rest of the aggregate line
+  while (std::getline(in, line)) {
+    if (line.size() > 3 && line.compare(0, 3, "cpu") == 0 && line[3] >= '0' && line[3] <= '9') ++times.cpus;
+  }
   return times;
 }
 
@@ -199,6 +204,25 @@ std::optional<double> CpuUtilPct(const CpuTimes& before, const CpuTimes& after) 
   double total = static_cast<double>(after.total - before.total);
   double busy = static_cast<double>(after.busy - before.busy);
   return 100.0 * busy / total;
+}
+
+std::optional<double> CpuBusyCores(const CpuTimes& before, const CpuTimes& after) {
+  auto pct = CpuUtilPct(before, after);
+  if (!pct || after.cpus <= 0) return std::nullopt;
+  return *pct / 100.0 * after.cpus;
+}
+
+std::optional<double> SampleHostBusyCores(const ProcFs& fs, int span_ms) {
+  auto first = fs.Read("/proc/stat");
+  if (!first.ok()) return std::nullopt;
+  auto before = ParseCpuTimes(*first);
+  if (!before.ok()) return std::nullopt;
+  usleep(static_cast<useconds_t>(std::max(1, span_ms)) * 1000);
+  auto second = fs.Read("/proc/stat");
+  if (!second.ok()) return std::nullopt;
+  auto after = ParseCpuTimes(*second);
+  if (!after.ok()) return std::nullopt;
+  return CpuBusyCores(*before, *after);
 }
 
 Result<MemInfo> ParseMemInfo(const std::string& text) {
@@ -304,6 +328,19 @@ void ProcFsSampler::SetTargetPid(pid_t pid) {
   last_cpu_.reset();
 }
 
+Result<std::uint64_t> ParseSchedStatWaitNs(const std::string& text) {
+  // "<run ns> <wait ns> <timeslices>\n"
+  const char* p = text.c_str();
+  char* end = nullptr;
+  errno = 0;
+  std::strtoull(p, &end, 10);
+  if (end == p || errno != 0) return Error{ErrorKind::kInvalidInput, "schedstat: no run time"};
+  p = end;
+  const unsigned long long wait = std::strtoull(p, &end, 10);
+  if (end == p || errno != 0) return Error{ErrorKind::kInvalidInput, "schedstat: no wait time"};
+  return static_cast<std::uint64_t>(wait);
+}
+
 void ProcFsSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
   if (state_ != "ok") return;
   if (auto text = fs_->Read("/proc/stat"); text.ok()) {
@@ -311,6 +348,8 @@ void ProcFsSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
       if (last_cpu_) {
         if (auto pct = CpuUtilPct(*last_cpu_, *cpu))
           out.push_back({t_ns, std::string(record::series::kHostCpuUtilPct), *pct});
+        if (auto cores = CpuBusyCores(*last_cpu_, *cpu))
+          out.push_back({t_ns, std::string(record::series::kHostCpuBusyCores), *cores});
       }
       last_cpu_ = *cpu;
     }
@@ -322,8 +361,8 @@ void ProcFsSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
     }
   }
   if (target_ <= 0) return;
-  std::uint64_t ticks = 0, rss_pages = 0;
-  bool any = false;
+  std::uint64_t ticks = 0, rss_pages = 0, wait_ns = 0;
+  bool any = false, any_wait = false;
   for (pid_t pid : ProcessTree(*fs_, target_)) {
     auto text = fs_->Read(ProcPath(pid, "/stat"));
     if (!text.ok()) continue;  // ended meanwhile; its time moves to its parent's cutime when reaped
@@ -334,11 +373,24 @@ void ProcFsSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
     ticks += stat->utime + stat->stime + stat->cutime + stat->cstime;
     rss_pages += stat->rss_pages;
     any = true;
+    if (auto tasks = fs_->List(ProcPath(pid, "/task")); tasks.ok()) {
+      for (const std::string& tid : *tasks) {
+        auto sched = fs_->Read(ProcPath(pid, "/task/") + tid + "/schedstat");
+        if (!sched.ok()) continue;
+        if (auto w = ParseSchedStatWaitNs(*sched); w.ok()) {
+          wait_ns += *w;
+          any_wait = true;
+        }
+      }
+    }
   }
   if (!any) return;
   out.push_back({t_ns, std::string(record::series::kProcCpuS), static_cast<double>(ticks) / ticks_per_s_});
   out.push_back(
       {t_ns, std::string(record::series::kProcRssBytes), static_cast<double>(rss_pages) * page_bytes_});
+  if (any_wait)
+    out.push_back(
+        {t_ns, std::string(record::series::kProcRunqueueWaitS), static_cast<double>(wait_ns) * 1e-9});
 }
 
 nlohmann::json ProcFsSampler::Describe() const {

@@ -59,7 +59,7 @@ TEST_F(CellRunnerTest, HealthyCellIsOkWithStepsMetricsAndVerdict) {
   EXPECT_GE(mean->value, 0.2e6);
   EXPECT_EQ(rec.hello["runner"], "null");
   EXPECT_EQ(rec.effective["samples_per_step"], 8);
-  EXPECT_TRUE(rec.verdict == record::Verdict::kValid || rec.verdict == record::Verdict::kInvalid);
+  EXPECT_NE(rec.verdict, record::Verdict::kNotApplicable);
 }
 
 TEST_F(CellRunnerTest, TimelineSplitsTheCellsWallTime) {
@@ -196,14 +196,65 @@ TEST(CellMetricsTest, NoisyCellIsInvalidAndNamesTheTarget) {
   config::MeasureSettings s;
   s.target_rel_ci = 0.02;
   record::CellRecord rec;
+  m.summary.window_s = 2.0;
   ApplyVerdict(m, s, rec);
-  EXPECT_EQ(rec.verdict, record::Verdict::kInvalid);
+  EXPECT_EQ(rec.verdict, record::Verdict::kNoisy);
   ASSERT_EQ(rec.verdict_reasons.size(), 1u);
   EXPECT_NE(rec.verdict_reasons[0].get<std::string>().find("8.00%"), std::string::npos);
+  // The advice: (8% / 2%)^2 x 2 s of measurement would reach the target.
+  EXPECT_NE(rec.verdict_reasons[0].get<std::string>().find("about 32 s"), std::string::npos)
+      << rec.verdict_reasons[0];
   m.summary.ci_rel_halfwidth = 0.01;
   record::CellRecord ok;
   ApplyVerdict(m, s, ok);
   EXPECT_EQ(ok.verdict, record::Verdict::kValid);
+}
+
+TEST(CellMetricsTest, TooFewStepsIsTooShortWithTheTimeThatWouldDo) {
+  measure::Outcome m;
+  m.summary.steps = 8;
+  m.summary.window_s = 2.0;  // 0.25 s a step: 20 steps x 1.25 margin -> 6.25 s, +1 s -> 8 s
+  m.summary.ci_rel_halfwidth = NAN;
+  config::MeasureSettings s;
+  record::CellRecord rec;
+  ApplyVerdict(m, s, rec);
+  EXPECT_EQ(rec.verdict, record::Verdict::kTooShort);
+  ASSERT_EQ(rec.verdict_reasons.size(), 1u);
+  const std::string reason = rec.verdict_reasons[0].get<std::string>();
+  EXPECT_EQ(reason.rfind("too_short: 8 measured steps; a confidence interval needs 20", 0), 0u) << reason;
+  EXPECT_NE(reason.find("raise max_time_s to about 8 s"), std::string::npos) << reason;
+}
+
+// The measured window's stability decides drifting/shifted, and its figures are kept; a monitor
+// reason (contended) outranks them as the cause.
+TEST(CellMetricsTest, ADriftingWindowIsDriftingAndContentionComesFirst) {
+  record::CellRecord rec;
+  std::int64_t t = 5'000'000'000;
+  for (int i = 0; i < 400; ++i) {
+    const auto d = static_cast<std::int64_t>(10'000'000 * (1.0 + 0.4 * i / 400.0));  // +40% over the window
+    rec.steps.push_back({0, record::StepRecord{t, t + d, 0, 0, 0, 1, 0}});
+    t += d;
+  }
+  rec.window = record::MeasuredWindow{0, 400};
+  measure::Outcome m;
+  m.summary.steps = 400;
+  m.summary.window_s = 4.8;
+  m.summary.ci_rel_halfwidth = 0.01;
+  config::MeasureSettings s;
+  ApplyVerdict(m, s, rec);
+  EXPECT_EQ(rec.verdict, record::Verdict::kDrifting) << rec.verdict_reasons.dump();
+  ASSERT_EQ(rec.verdict_reasons.size(), 1u);
+  const std::string reason = rec.verdict_reasons[0].get<std::string>();
+  EXPECT_EQ(reason.rfind("drifting: step time moved +", 0), 0u) << reason;
+  EXPECT_NE(reason.find("no clock, power or host-load change explains it"), std::string::npos) << reason;
+  EXPECT_TRUE(rec.extras["stability"].contains("slope_rel_per_s"));
+
+  record::CellRecord contended = rec;
+  contended.verdict_reasons =
+      nlohmann::json::array({"contended: 1.30 CPU cores were busy outside the runner"});
+  ApplyVerdict(m, s, contended);
+  EXPECT_EQ(contended.verdict, record::Verdict::kContended);
+  EXPECT_EQ(contended.verdict_reasons.size(), 2u);
 }
 
 TEST(CellMetricsTest, ExtrasAndMemoryBecomeMetrics) {

@@ -174,7 +174,7 @@ TEST(RenderExposition, WellFormedFamiliesAndEscapedLabels) {
   run.environment = {{"hostname", "h\"1"}};
   auto cell = MakeCell(3, 0, "<script>\"x\"\\\n", 8, 1000);
   cell.metrics.push_back({"step_time_mean_ns", 5e6, "ns"});
-  cell.verdict = record::Verdict::kInvalid;
+  cell.verdict = record::Verdict::kNoisy;
   input.cells.push_back({run, cell, std::nullopt});
   input.environment_run = run;
   input.with_progress = true;

@@ -70,11 +70,18 @@ TEST(HistoryE2E, TagCompareFailOnRegressionAndTrend) {
   auto reported = Dlbench({"compare", "baseline", "latest", "--ignore-param", "step_ms"}, dir, db);
   EXPECT_EQ(reported.exit_code, 0) << Context(reported);
 
-  // Without ignoring step_ms the cells do not match: listed on one side only, nothing failed.
+  // Without ignoring step_ms the cells do not match: listed on one side only. A gate that
+  // compared nothing does not pass (exit 5, issue 17) and names the parameter that differs.
   auto unmatched = Dlbench({"compare", "baseline", "3", "--fail-on-regression"}, dir, db);
-  EXPECT_EQ(unmatched.exit_code, 0) << Context(unmatched);
+  EXPECT_EQ(unmatched.exit_code, 5) << Context(unmatched);
   EXPECT_NE(unmatched.out.find("only in base"), std::string::npos) << unmatched.out;
   EXPECT_NE(unmatched.out.find("only in candidate"), std::string::npos) << unmatched.out;
+  EXPECT_NE(unmatched.err.find("only 0 of 2 base cells matched a candidate cell"), std::string::npos)
+      << unmatched.err;
+  EXPECT_NE(unmatched.err.find("the cells differ in step_ms"), std::string::npos) << unmatched.err;
+  // Without the gate, listing the unmatched cells is not a failure.
+  auto listed = Dlbench({"compare", "baseline", "3"}, dir, db);
+  EXPECT_EQ(listed.exit_code, 0) << Context(listed);
 
   auto json = Dlbench({"compare", "1", "3", "--ignore-param", "step_ms", "--format", "json"}, dir, db);
   ASSERT_EQ(json.exit_code, 0) << Context(json);
