@@ -2,6 +2,7 @@
 #include <cstdlib>
 
 #include "cli/commands.h"
+#include "plan/selection.h"
 
 namespace dlbench::cli {
 
@@ -17,6 +18,12 @@ int ReportError(const Error& error) {
     default:
       return kExitIo;
   }
+}
+
+int ReportSelectionError(const Error& error, const std::string& matrix_path) {
+  if (!plan::IsMatrixDiagnostic(error, matrix_path)) return ReportError(error);
+  std::fprintf(stderr, "%s\n", error.message.c_str());
+  return kExitUsage;
 }
 
 std::unique_ptr<store::ResultStore> OpenStoreOrReport(CommandContext& ctx) {

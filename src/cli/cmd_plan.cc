@@ -6,9 +6,9 @@
 
 #include "cli/commands.h"
 #include "cli/console.h"
-#include "cli/run_filter.h"
 #include "config/matrix.h"
 #include "plan/plan.h"
+#include "plan/selection.h"
 
 namespace dlbench::cli {
 
@@ -45,9 +45,8 @@ std::map<std::string, double> HistorySeconds(CommandContext& ctx, const std::vec
 }
 
 int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
-  int exit_code = kExitOk;
-  auto selected = SelectPlan(args.matrix_path, Selection{args.only, args.shard}, &exit_code);
-  if (!selected.ok()) return exit_code;
+  auto selected = plan::SelectPlan(args.matrix_path, plan::Selection{args.only, args.shard});
+  if (!selected.ok()) return ReportSelectionError(selected.error(), args.matrix_path);
   const config::Matrix* matrix = &selected->matrix;
   const std::vector<plan::Cell>* cells = &selected->cells;
   const auto history = HistorySeconds(ctx, *cells);
@@ -80,7 +79,7 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
   }
   std::printf("%s", table.Render().c_str());
   std::printf("\n%zu cells%s (runner %s, %s order); estimated %s", cells->size(),
-              ShardSummary(*selected).c_str(), matrix->runner.name.c_str(),
+              plan::ShardSummary(*selected).c_str(), matrix->runner.name.c_str(),
               matrix->ordering == config::Ordering::kGrouped ? "grouped" : "interleaved",
               FormatSeconds(total).c_str());
   if (from_history < static_cast<int>(cells->size())) {
@@ -89,7 +88,7 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
   std::printf("\n");
   if (selected->shard && cells->empty()) {
     std::printf("%s; `run` refuses an empty shard\n",
-                EmptySelectionMessage(*selected, args.matrix_path).c_str());
+                plan::EmptySelectionMessage(*selected, args.matrix_path).c_str());
   }
   return kExitOk;
 }

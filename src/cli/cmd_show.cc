@@ -3,9 +3,9 @@
 
 #include "cli/commands.h"
 #include "cli/console.h"
-#include "cli/run_filter.h"
 #include "common/clock.h"
 #include "monitor/fingerprint.h"
+#include "plan/selection.h"
 
 namespace dlbench::cli {
 
@@ -37,7 +37,7 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
               run->matrix_path.c_str());
   std::printf("  started %s, status %s, %zu of %d cells stored\n", FormatUtc(run->started_wall_ns).c_str(),
               std::string(record::Name(run->status)).c_str(), cells->size(), run->total_cells);
-  if (!run->selection.empty()) std::printf("  selection: %s\n", SelectionArgs(run->selection).c_str());
+  if (!run->selection.empty()) std::printf("  selection: %s\n", plan::SelectionArgs(run->selection).c_str());
   std::printf("  dlbench %s (%s)\n", run->tool_version.c_str(), run->git_commit.c_str());
   const auto& env = run->environment;
   std::printf("  environment %s: %s", run->environment_hash.substr(0, 12).c_str(),

@@ -38,6 +38,9 @@ struct CommandContext {
 std::unique_ptr<store::ResultStore> OpenStoreOrReport(CommandContext& ctx);
 // Prints "dlbench: <kind>: <message>" and returns the exit code that fits the error's kind.
 int ReportError(const Error& error);
+// The same for an error of plan::SelectPlan (or of a run, which starts with it): a matrix file's
+// diagnostics are printed as they are, one "file:line:col: error: ..." per line, and exit 2.
+int ReportSelectionError(const Error& error, const std::string& matrix_path);
 
 // Each adds one subcommand to app. Defined in cmd_<name>.cc.
 void RegisterRun(CLI::App& app, CommandContext& ctx);

@@ -274,15 +274,51 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Default(Str("normal"))
                   .Help("Distribution of the jitter.")
                   .Build());
-  r.push_back(Entry("inject", kCell, kNull, ParamType::kEnum)
-                  .Allowed({"none", "crash", "hang", "exit", "garbage", "leak", "oom"})
-                  .Default(Str("none"))
-                  .Help("Failure to inject at step inject_at_step: `crash` (a fatal signal), "
-                        "`hang` (stop stepping and answering), `exit` (exit with exit_code), "
-                        "`garbage` (bytes that are not protocol frames), `leak` (keep "
-                        "leak_bytes_per_step more memory every step from then on), `oom` (fail as "
-                        "out of memory).")
-                  .Build());
+  r.push_back(
+      Entry("inject", kCell, kNull, ParamType::kEnum)
+          .Allowed({"none",
+                    "crash",
+                    "hang",
+                    "exit",
+                    "garbage",
+                    "leak",
+                    "oom",
+                    "sigterm_self",
+                    "no_hello",
+                    "wrong_protocol",
+                    "hello_twice",
+                    "steps_before_ready",
+                    "ready_twice",
+                    "unknown_frame",
+                    "oversized_frame",
+                    "bad_json",
+                    "runner_stop",
+                    "wrong_type",
+                    "step_backwards",
+                    "step_overlap",
+                    "steps_after_done",
+                    "done_twice",
+                    "frame_after_error",
+                    "exit_without_done",
+                    "close_protocol",
+                    "close_protocol_exit",
+                    "close_commands",
+                    "child_holds_pipe",
+                    "setsid_child",
+                    "stderr_flood",
+                    "stdout_flood",
+                    "step_flood",
+                    "hang_after_stop",
+                    "json_flood"})
+          .Default(Str("none"))
+          .Help("Failure to inject (at step inject_at_step where it happens during the steps): `crash` "
+                "(a fatal signal), `hang` (stop stepping and answering), `exit` (exit with "
+                "exit_code), `garbage` (bytes that are not protocol frames), `leak` (keep "
+                "leak_bytes_per_step more memory every step from then on), `oom` (fail as "
+                "out of memory); and every protocol fault of docs/protocol.md's fault table "
+                "(`wrong_type` sends the field fault_field with the wrong JSON type; the faults "
+                "of HELLO itself are given as `dlbench-null --inject NAME`).")
+          .Build());
   r.push_back(Entry("inject_at_step", kCell, kNull, ParamType::kInt)
                   .Unit("steps")
                   .Default(Int(20))
@@ -324,6 +360,65 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Default(Num(3.0))
                   .Min(1)
                   .Help("Step time multiplier of the warm-up steps.")
+                  .Build());
+
+  // Also the null runner's, with no default, so that cells which do not set them keep their keys.
+  r.push_back(
+      Entry("fault_field", kCell, kNull, ParamType::kEnum)
+          .Allowed(
+              {"HELLO.protocol",     "HELLO.pid",       "HELLO.runner",           "HELLO.framework",
+               "HELLO.devices",      "READY.effective", "READY.samples_per_step", "READY.device_uuids",
+               "READY.virtual_time", "MEMORY.label",    "MEMORY.bytes",           "EXTRAS.metrics",
+               "EXTRAS.metric",      "EXTRAS.name",     "EXTRAS.value",           "EXTRAS.unit",
+               "EXTRAS.info",        "ERROR.kind",      "ERROR.message",          "ERROR.requested_bytes",
+               "DONE.reason",        "DONE.steps"})
+          .DefaultText("none")
+          .Help("With inject: wrong_type, the protocol field sent with the wrong JSON type.")
+          .Build());
+  r.push_back(Entry("flood_bytes", kCell, kNull, ParamType::kInt)
+                  .Unit("bytes")
+                  .Min(0)
+                  .DefaultText("83886080 (80 MiB)")
+                  .Help("What inject: stderr_flood or stdout_flood writes.")
+                  .Build());
+  r.push_back(Entry("virtual_time", kCell, kNull, ParamType::kBool)
+                  .DefaultText("false")
+                  .Help("Report the drawn step times on a virtual clock (starting at READY) instead of "
+                        "busy-waiting them: exact step times, a long cell simulated in milliseconds.")
+                  .Build());
+  r.push_back(Entry("virtual_speedup", kCell, kNull, ParamType::kNumber)
+                  .Min(0, false)
+                  .DefaultText("1000")
+                  .Help("With virtual_time, how much faster than real time the virtual clock may run "
+                        "(the runner sleeps to keep to it; it bounds the steps sent after STOP).")
+                  .Build());
+  r.push_back(Entry("bimodal_fraction", kCell, kNull, ParamType::kNumber)
+                  .Min(0)
+                  .Max(1)
+                  .DefaultText("0")
+                  .Help("Share of steps drawn from a second mode, bimodal_factor times step_ms.")
+                  .Build());
+  r.push_back(Entry("bimodal_factor", kCell, kNull, ParamType::kNumber)
+                  .Min(0)
+                  .DefaultText("2")
+                  .Help("Step time of the second mode, as a multiple of step_ms.")
+                  .Build());
+  r.push_back(Entry("drift_pct_per_s", kCell, kNull, ParamType::kNumber)
+                  .Unit("%/s")
+                  .DefaultText("0")
+                  .Help("Linear drift of the step time: % of step_ms per second since the first step.")
+                  .Build());
+  r.push_back(
+      Entry("shift_at_step", kCell, kNull, ParamType::kInt)
+          .Unit("steps")
+          .Min(0)
+          .DefaultText("none")
+          .Help("A level shift: from this step (0-based) on, step times are shift_factor times longer.")
+          .Build());
+  r.push_back(Entry("shift_factor", kCell, kNull, ParamType::kNumber)
+                  .Min(0)
+                  .DefaultText("1")
+                  .Help("The level shift's step time multiplier.")
                   .Build());
 
   // The torch runner's knobs. Size knobs have no default: absent means the model's standard
@@ -954,7 +1049,14 @@ constexpr const char* kReferenceNull = R"md(
 ### Null runner (`runner: null`)
 
 The null runner does no work: it busy-waits `step_ms` per step, so dlbench's own overhead can be
-measured and every failure path tested without a GPU.
+measured and every failure path tested without a GPU. With `virtual_time: true` it busy-waits
+nothing: it reports the drawn step times on a virtual clock that starts at READY, so step times
+are exact and a long cell is simulated in milliseconds (the monitor analysis of such a cell is
+skipped, with a note). The step time is `step_ms` times independent factors: the jitter
+(`jitter_pct`, `jitter_dist`), a warm-up transient (`warmup_steps`, `warmup_factor`), a second mode
+(`bimodal_fraction`, `bimodal_factor`), a linear drift (`drift_pct_per_s`) and a level shift
+(`shift_at_step`, `shift_factor`); `runners/null/synthetic_steps.h` has the formula.
+`inject` provokes one failure each, the rows of docs/protocol.md's fault table.
 
 )md";
 

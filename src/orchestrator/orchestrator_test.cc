@@ -1,7 +1,9 @@
 // RunCell against the real dlbench-null runner: every way a cell can end becomes its outcome.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "common/clock.h"
 #include "orchestrator/cell_metrics.h"
@@ -44,14 +46,15 @@ class CellRunnerTest : public ::testing::Test {
 };
 
 TEST_F(CellRunnerTest, HealthyCellIsOkWithStepsMetricsAndVerdict) {
-  auto rec = Run({{"step_ms", 0.2}, {"batch_size", 8}});
+  // Virtual time: the step times are the configured ones whatever the machine's load.
+  auto rec = Run({{"step_ms", 0.2}, {"batch_size", 8}, {"virtual_time", true}});
   ASSERT_EQ(rec.outcome, record::Outcome::kOk) << rec.message;
   EXPECT_GE(rec.steps.size(), 20u);
   ASSERT_TRUE(rec.window.has_value());
   EXPECT_FALSE(rec.stop_reason.empty());
   const auto* sps = FindMetric(rec, "samples_per_s");
   ASSERT_NE(sps, nullptr);
-  // 8 samples per ~0.2 ms step: tens of thousands per second, far from zero or infinity.
+  // 8 samples per 0.2 ms step: tens of thousands per second, far from zero or infinity.
   EXPECT_GT(sps->value, 8 / 0.2e-3 / 3);
   EXPECT_LT(sps->value, 8 / 0.2e-3 * 1.1);
   const auto* mean = FindMetric(rec, "step_time_mean_ns");
@@ -170,10 +173,66 @@ TEST_F(CellRunnerTest, TooLittleDataIsInvalid) {
 }
 
 TEST_F(CellRunnerTest, InterruptStopsTheCell) {
-  std::atomic<bool> flag{true};
-  options_.interrupted = &flag;
+  std::atomic<int> pressed{1};
+  options_.interrupts = &pressed;
   auto rec = Run({{"step_ms", 0.5}});
   EXPECT_EQ(rec.outcome, record::Outcome::kInterrupted);
+}
+
+// Presses Ctrl-C `times` times, `after_ms` apart, while the cell runs.
+class Presser {
+ public:
+  Presser(std::atomic<int>& pressed, int times, int after_ms)
+      : thread_([&pressed, times, after_ms] {
+          for (int i = 0; i < times; ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
+            pressed.fetch_add(1);
+          }
+        }) {}
+  ~Presser() { thread_.join(); }
+
+ private:
+  std::thread thread_;
+};
+
+// A runner that ignores STOP and SIGTERM: the first Ctrl-C still ends the cell within the
+// interrupt grace (2 s: STOP, SIGTERM at 1 s, SIGKILL at 2 s), not after the 10 s STOP grace
+// and more (13 s before).
+TEST_F(CellRunnerTest, CtrlCEndsAHungRunnerWithinTheInterruptGrace) {
+  std::atomic<int> pressed{0};
+  options_.interrupts = &pressed;
+  options_.timeout_s = 60;
+  record::CellRecord rec;
+  std::int64_t pressed_ns = 0;
+  {
+    Presser presser(pressed, 1, 300);
+    const auto t0 = MonotonicNowNs();
+    rec = Run({{"step_ms", 0.1}, {"inject", "hang_after_stop"}, {"virtual_time", true}});
+    pressed_ns = MonotonicNowNs() - t0;
+  }
+  EXPECT_EQ(rec.outcome, record::Outcome::kInterrupted) << rec.message;
+  EXPECT_EQ(rec.message, "stopped by Ctrl-C");
+  EXPECT_LT(NsToSeconds(pressed_ns), 8.0) << "the interrupt grace is 2 s";
+}
+
+// The second Ctrl-C does not wait for any grace: with a grace of 60 s, only it can end the cell.
+TEST_F(CellRunnerTest, ASecondCtrlCKillsAtOnce) {
+  std::atomic<int> pressed{0};
+  options_.interrupts = &pressed;
+  options_.timeout_s = 120;
+  options_.interrupt_grace_s = 60;
+  record::CellRecord rec;
+  std::int64_t took_ns = 0;
+  {
+    Presser presser(pressed, 2, 300);
+    const auto t0 = MonotonicNowNs();
+    rec = Run({{"step_ms", 0.1}, {"inject", "hang"}, {"inject_at_step", 3}});
+    took_ns = MonotonicNowNs() - t0;
+  }
+  EXPECT_EQ(rec.outcome, record::Outcome::kInterrupted) << rec.message;
+  EXPECT_EQ(rec.message, "stopped by a second Ctrl-C (its process group was killed at once)");
+  EXPECT_LT(NsToSeconds(took_ns), 30.0)
+      << "half the grace, when SIGTERM would go out: the second press did it";
 }
 
 TEST_F(CellRunnerTest, MissingRunnerIsNamed) {

@@ -223,30 +223,6 @@ std::vector<std::pair<std::string, std::string>> CellLabels(const record::RunRec
   return labels;
 }
 
-Result<RunProgress> ParseProgress(const std::string& text) {
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("run_id")) {
-    return MakeError(ErrorKind::kInvalidInput, "progress file is not a JSON object with run_id");
-  }
-  try {
-    RunProgress p;
-    p.run_id = j.at("run_id").get<std::int64_t>();
-    p.cells_total = j.value("cells_total", std::int64_t{0});
-    p.cells_done = j.value("cells_done", std::int64_t{0});
-    p.current_cell = j.contains("current_cell") && j["current_cell"].is_string()
-                         ? j["current_cell"].get<std::string>()
-                         : "";
-    p.started_wall_ns = j.value("started_wall_ns", std::int64_t{0});
-    p.updated_wall_ns = j.value("updated_wall_ns", std::int64_t{0});
-    p.pid = j.value("pid", std::int64_t{0});
-    return p;
-  } catch (const nlohmann::json::exception& e) {
-    return MakeError(ErrorKind::kInvalidInput, std::string("progress file: ") + e.what());
-  }
-}
-
-std::string ProgressPath(const std::string& db_path) { return db_path + ".progress.json"; }
-
 std::optional<RunProgress> ReadActiveProgress(const std::string& db_path) {
   auto text = ReadFile(ProgressPath(db_path));
   if (!text.ok()) return std::nullopt;

@@ -201,6 +201,12 @@ Result<std::unique_ptr<ResultStore>> OpenSqliteStore(const std::string& path) {
 
 std::string SqliteStore::Describe() const { return "sqlite:" + db_.path(); }
 
+Result<std::optional<RunLockOwner>> SqliteStore::TryLockRun(std::int64_t run_id, const RunLockOwner& owner) {
+  return locks_.TryLock(run_id, owner);
+}
+
+Status SqliteStore::UnlockRun(std::int64_t run_id) { return locks_.Unlock(run_id); }
+
 Result<bool> SqliteStore::RunExists(std::int64_t run_id) {
   auto stmt = db_.Prepare("SELECT 1 FROM runs WHERE id = ?1");
   if (!stmt.ok()) return stmt.error();

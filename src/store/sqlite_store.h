@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "store/result_store.h"
+#include "store/run_lock_file.h"
 #include "store/sqlite_db.h"
 #include "store/sqlite_schema.h"
 
@@ -61,12 +62,15 @@ class SqliteStore final : public ResultStore {
   // Cells carry their metrics, not their steps or series.
   Result<std::vector<std::pair<RunRecord, CellRecord>>> CellHistory(const std::string& key) override;
   std::string Describe() const override;
+  // A lock file per run next to the database (store/run_lock_file.h).
+  Result<std::optional<RunLockOwner>> TryLockRun(std::int64_t run_id, const RunLockOwner& owner) override;
+  Status UnlockRun(std::int64_t run_id) override;
 
   // The underlying connection, for diagnostics and tests (PRAGMA integrity_check).
   sqlite::Database& database() { return db_; }
 
  private:
-  explicit SqliteStore(sqlite::Database db) : db_(std::move(db)) {}
+  explicit SqliteStore(sqlite::Database db) : db_(std::move(db)), locks_(db_.path()) {}
   Result<std::vector<RunRecord>> QueryRuns(const char* where_sql, std::optional<std::int64_t> run_id);
   Status LoadTags(RunRecord& run);
   Status LoadChildren(CellRecord& cell, const CellQuery& query);
@@ -74,6 +78,7 @@ class SqliteStore final : public ResultStore {
   Status StoreTag(std::int64_t run_id, const std::string& tag);
 
   sqlite::Database db_;
+  RunLockFiles locks_;
 };
 
 }  // namespace dlbench::store
