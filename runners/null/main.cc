@@ -48,7 +48,7 @@ bool ParseParams(const nlohmann::json& p, Params& out, std::string& error) {
     return false;
   }
   const config::RunnerParams& params = *parsed;
-  static const std::pair<const char*, Inject> kInjects[] = {
+  static constexpr std::pair<const char*, Inject> kInjects[] = {
       {"none", Inject::kNone}, {"crash", Inject::kCrash},     {"hang", Inject::kHang},
       {"exit", Inject::kExit}, {"garbage", Inject::kGarbage}, {"leak", Inject::kLeak},
       {"oom", Inject::kOom}};

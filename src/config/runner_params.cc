@@ -24,13 +24,21 @@ Result<RunnerParams> RunnerParams::Parse(const nlohmann::json& params, std::stri
       std::vector<std::string> names;
       names.reserve(specs.size());
       for (const ParamSpec* s : specs) names.push_back(s->name);
-      std::string message = "unknown parameter '" + key + "' for runner " + runner_name;
+      std::string message = "unknown parameter '";
+      message += key;
+      message += "' for runner ";
+      message += runner_name;
       if (auto near = NearestKey(key, names)) message += " (did you mean '" + *near + "'?)";
       return Invalid(message);
     }
     if (!ScopeValidForRunner(spec->scope, runner_name)) {
-      return Invalid("parameter '" + key + "' belongs to runner " + ScopeName(spec->scope) +
-                     ", not to runner " + runner_name);
+      std::string message = "parameter '";
+      message += key;
+      message += "' belongs to runner ";
+      message += ScopeName(spec->scope);
+      message += ", not to runner ";
+      message += runner_name;
+      return Invalid(message);
     }
     if (Status st = ValidateParamValue(*spec, value); !st.ok()) {
       return Invalid("parameter '" + key + "': " + st.error().message);

@@ -41,7 +41,8 @@ class RunnerParams {
   // Whether CONFIGURE named the parameter (a default does not count).
   bool Given(std::string_view name) const;
 
-  const std::string& runner() const { return runner_; }
+  // The runner the params were checked for.
+  const std::string& Runner() const { return runner_; }
 
  private:
   RunnerParams() = default;

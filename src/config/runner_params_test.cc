@@ -27,7 +27,7 @@ TEST(RunnerParamsTest, GivenValuesThenRegistryDefaults) {
   EXPECT_EQ(p->Text("inject"), "none");
   EXPECT_EQ(p->Int("exit_code"), 3);
   EXPECT_EQ(p->Int("samples_per_step"), 8);  // default_from batch_size
-  EXPECT_EQ(p->runner(), "null");
+  EXPECT_EQ(p->Runner(), "null");
 
   p = RunnerParams::Parse(json::object(), "null");
   ASSERT_TRUE(p.ok());

@@ -50,7 +50,7 @@ struct Answer {
   std::optional<std::string> error_kind;  // ERROR's kind, when it sent one
   std::string error_message;
   ExitStatus exit;
-  bool accepted() const {
+  bool Accepted() const {
     return !error_kind || *error_kind != record::Name(record::RunnerErrorKind::kInvalid);
   }
   std::string Describe() const {
@@ -329,14 +329,14 @@ TEST_P(RunnerAgreesWithRegistry, OnEveryBoundValueAndType) {
     Result<Answer> answer = Ask(key.runner, params, c.valid, first_invalid);
     ASSERT_TRUE(answer.ok()) << key.runner << " " << params.dump() << ": " << answer.error().message;
     if (c.valid) {
-      EXPECT_TRUE(answer->accepted()) << "registry accepts " << params.dump() << " but runner " << key.runner
+      EXPECT_TRUE(answer->Accepted()) << "registry accepts " << params.dump() << " but runner " << key.runner
                                       << " answered " << answer->Describe();
       if (!answer->ready && !answer->error_kind) {
         EXPECT_TRUE(answer->exit.success()) << answer->exit.Describe();
       }
     } else {
       first_invalid = false;
-      EXPECT_FALSE(answer->accepted()) << "registry rejects " << params.dump() << " but runner " << key.runner
+      EXPECT_FALSE(answer->Accepted()) << "registry rejects " << params.dump() << " but runner " << key.runner
                                        << " answered " << answer->Describe();
       EXPECT_NE(answer->error_message.find("'" + key.spec->name + "'"), std::string::npos)
           << "the message names the parameter: " << answer->error_message;
@@ -366,7 +366,7 @@ TEST_P(RunnerCells, AcceptThePlannedDefaultCell) {
   for (const auto& [name, value] : planned->cells.at(0).params) params[name] = value;
   Result<Answer> answer = Configure(RunnerBinary(runner), params);
   ASSERT_TRUE(answer.ok()) << answer.error().message;
-  EXPECT_TRUE(answer->accepted()) << params.dump() << ": " << answer->Describe();
+  EXPECT_TRUE(answer->Accepted()) << params.dump() << ": " << answer->Describe();
 }
 
 TEST_P(RunnerCells, RejectAMissingRequiredParameter) {
@@ -377,7 +377,7 @@ TEST_P(RunnerCells, RejectAMissingRequiredParameter) {
     params.erase(spec->name);
     Result<Answer> answer = Configure(RunnerBinary(runner), params);
     ASSERT_TRUE(answer.ok()) << answer.error().message;
-    EXPECT_FALSE(answer->accepted()) << spec->name << " missing: " << answer->Describe();
+    EXPECT_FALSE(answer->Accepted()) << spec->name << " missing: " << answer->Describe();
     EXPECT_NE(answer->error_message.find("'" + spec->name + "'"), std::string::npos) << answer->error_message;
   }
 }
@@ -399,7 +399,7 @@ TEST_P(RunnerCells, RejectKeysOutsideTheirScope) {
     params[name] = 1;
     Result<Answer> answer = Configure(RunnerBinary(runner), params);
     ASSERT_TRUE(answer.ok()) << answer.error().message;
-    EXPECT_FALSE(answer->accepted()) << name << ": " << answer->Describe();
+    EXPECT_FALSE(answer->Accepted()) << name << ": " << answer->Describe();
     EXPECT_NE(answer->error_message.find("'" + name + "'"), std::string::npos) << answer->error_message;
   }
 }
