@@ -318,7 +318,7 @@ TEST(RegistryTest, CheckRunnerDocTableFindsDrift) {
   const std::string row = RenderParamRowPrefix(*FindParam("step_ms", ParamSection::kCell));
   stale.replace(stale.find(row), row.size(), "| `step_ms` | number | ms | `2.0` | >= 0 |");
   EXPECT_NE(CheckRunnerDocTable(stale, "null").find("want '" + row), std::string::npos);
-  EXPECT_NE(CheckRunnerDocTable(table.substr(0, table.rfind("| `")), "null").find("missing"),
+  EXPECT_NE(CheckRunnerDocTable(table.substr(0, table.rfind("\n| `") + 1), "null").find("missing"),
             std::string::npos);
   EXPECT_NE(CheckRunnerDocTable("no marker", "null"), "");
 }
