@@ -17,6 +17,9 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev python3
   # validating exports against docs/schema (ExportSchema CTest)
   python3-jsonschema
+  # the house rules scripts/test.sh enforces: format drift and clang-tidy in changed code
+  # (docs/development.md; both are pinned to Debian 12's LLVM 14)
+  clang-format clang-tidy
   # the LibTorch runner: Debian's LibTorch 1.13, OpenBLAS so it does not fall back to the
   # reference BLAS (30x slower), Gloo headers for c10d
   libtorch-dev libopenblas0-pthread libgloo-dev

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/files.h"
+#include "common/text.h"
 #include "config/registry.h"
 
 namespace dlbench::config {
@@ -78,12 +79,6 @@ std::string Describe(const YAML::Node& node) {
 
 std::string MarkText(const YAML::Mark& mark) {
   return std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
-}
-
-std::string Join(const std::vector<std::string>& parts, const std::string& sep) {
-  std::string out;
-  for (std::size_t i = 0; i < parts.size(); ++i) out += (i > 0 ? sep : "") + parts[i];
-  return out;
 }
 
 std::string UnknownKeyMessage(const std::string& key, const std::vector<std::string>& candidates) {

@@ -66,6 +66,10 @@ class Entry {
     spec_.help = std::move(help);
     return *this;
   }
+  Entry& Estimate(EstimateHint hint) {
+    spec_.estimate = hint;
+    return *this;
+  }
   ParamSpec Build() { return std::move(spec_); }
 
  private:
@@ -231,7 +235,7 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Format(StringFormat::kDevice)
                   .Default(Str("cpu"))
                   .Label("=")
-                  .Help("Where the model runs; `cuda` is `cuda:0`.")
+                  .Help("Where the model runs; `cuda` is `cuda:0`; N is at most 1023.")
                   .Build());
   r.push_back(Entry("precision", kCell, kCore, ParamType::kEnum)
                   .Allowed({"fp32", "tf32", "bf16", "fp16", "int8"})
@@ -261,6 +265,7 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Unit("ms")
                   .Default(Num(1.0))
                   .Min(0)
+                  .Estimate(EstimateHint::kStepMs)
                   .Help("Busy-wait per step.")
                   .Build());
   r.push_back(Entry("jitter_pct", kCell, kNull, ParamType::kNumber)
@@ -348,17 +353,20 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Unit("ms")
                   .Default(Num(0.0))
                   .Min(0)
+                  .Estimate(EstimateHint::kSetupMs)
                   .Help("Time spent before READY, like building a model.")
                   .Build());
   r.push_back(Entry("warmup_steps", kCell, kNull, ParamType::kInt)  // names: a parameter, not the metric
                   .Unit("steps")
                   .Default(Int(0))
                   .Min(0)
+                  .Estimate(EstimateHint::kWarmupSteps)
                   .Help("That many first steps run slower, by warmup_factor.")
                   .Build());
   r.push_back(Entry("warmup_factor", kCell, kNull, ParamType::kNumber)
                   .Default(Num(3.0))
                   .Min(1)
+                  .Estimate(EstimateHint::kWarmupFactor)
                   .Help("Step time multiplier of the warm-up steps.")
                   .Build());
 
@@ -492,6 +500,7 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Build());
   r.push_back(Entry("threads", kCell, kTorch, ParamType::kInt)
                   .Min(1)
+                  .Max(4096)
                   .DefaultText("the library's")
                   .Help("Intra-op CPU threads.")
                   .Build());
@@ -508,33 +517,11 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Help("Input dtypes, one per input shape: `float32;int64`.")
                   .Build());
   r.push_back(Entry("lr", kCell, kTorch, ParamType::kNumber)
-                  .Min(0)
+                  .Min(0, false)
                   .DefaultText(kModelSize)
                   .Help("Learning rate of the optimizer in train.")
                   .Build());
   return r;
-}
-
-const std::vector<std::string>& KnownDtypes() {
-  static const std::vector<std::string> dtypes = {"float32", "float16", "bfloat16", "float64", "int64",
-                                                  "int32",   "int16",   "int8",     "uint8",   "bool"};
-  return dtypes;
-}
-
-std::vector<std::string> Split(const std::string& text, char sep) {
-  std::vector<std::string> parts;
-  std::string::size_type begin = 0;
-  while (true) {
-    auto end = text.find(sep, begin);
-    parts.push_back(text.substr(begin, end == std::string::npos ? std::string::npos : end - begin));
-    if (end == std::string::npos) break;
-    begin = end + 1;
-  }
-  return parts;
-}
-
-bool IsDigits(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 bool MatchesFormat(StringFormat format, const std::string& text) {
@@ -542,33 +529,13 @@ bool MatchesFormat(StringFormat format, const std::string& text) {
     case StringFormat::kAny:
       return true;
     case StringFormat::kDevice:
-      if (text == "cpu" || text == "cuda") return true;
-      return text.rfind("cuda:", 0) == 0 && IsDigits(text.substr(5)) && text.size() <= 5 + 6;
+      return ParseDeviceName(text).has_value();
     case StringFormat::kShapes:
-      for (const std::string& shape : Split(text, ';')) {
-        for (const std::string& dim : Split(shape, ',')) {
-          if (dim == "B") continue;
-          if (!IsDigits(dim) || dim.size() > 9 || std::stoll(dim) < 1) return false;
-        }
-      }
-      return true;
+      return ParseShapes(text).has_value();
     case StringFormat::kDtypes:
-      for (const std::string& dtype : Split(text, ';')) {
-        const auto& known = KnownDtypes();
-        if (std::find(known.begin(), known.end(), dtype) == known.end()) return false;
-      }
-      return true;
+      return ParseDtypes(text).has_value();
   }
   return false;
-}
-
-std::string Join(const std::vector<std::string>& parts, const std::string& sep) {
-  std::string out;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    if (i > 0) out += sep;
-    out += parts[i];
-  }
-  return out;
 }
 
 // Shortest round-trip text of a bound or default: 1 -> "1", 0.5 -> "0.5".
@@ -654,30 +621,6 @@ Status CheckRange(const ParamSpec& spec, double v, const std::string& got) {
   return Status::Ok();
 }
 
-// Strict decimal integer: optional sign and digits only (no hex, no "1.0", no spaces).
-std::optional<std::int64_t> ParseInt(const std::string& text) {
-  const char* begin = text.data();
-  const char* end = text.data() + text.size();
-  if (begin != end && *begin == '+') ++begin;
-  if (begin == end) return std::nullopt;
-  std::int64_t v = 0;
-  auto res = std::from_chars(begin, end, v);
-  if (res.ec != std::errc() || res.ptr != end) return std::nullopt;
-  return v;
-}
-
-// A finite decimal number; locale-independent (from_chars), unlike strtod.
-std::optional<double> ParseNumber(const std::string& text) {
-  const char* begin = text.data();
-  const char* end = text.data() + text.size();
-  if (begin != end && *begin == '+') ++begin;
-  if (begin == end) return std::nullopt;
-  double v = 0;
-  auto res = std::from_chars(begin, end, v, std::chars_format::general);
-  if (res.ec != std::errc() || res.ptr != end || !std::isfinite(v)) return std::nullopt;
-  return v;
-}
-
 std::optional<bool> ParseBool(const std::string& text) {
   if (text == "true" || text == "True" || text == "TRUE") return true;
   if (text == "false" || text == "False" || text == "FALSE") return false;
@@ -689,6 +632,51 @@ std::optional<bool> ParseBool(const std::string& text) {
 const std::vector<ParamSpec>& Registry() {
   static const std::vector<ParamSpec> registry = BuildRegistry();
   return registry;
+}
+
+const std::vector<std::string>& KnownDtypes() {
+  static const std::vector<std::string> dtypes = {"float32", "float16", "bfloat16", "float64", "int64",
+                                                  "int32",   "int16",   "int8",     "uint8",   "bool"};
+  return dtypes;
+}
+
+std::optional<DeviceName> ParseDeviceName(std::string_view text) {
+  if (text == "cpu") return DeviceName{};
+  if (text == "cuda") return DeviceName{true, 0};
+  if (!StartsWith(text, "cuda:")) return std::nullopt;
+  const std::optional<std::uint64_t> index = ParseUint(text.substr(5));
+  if (!index || *index > static_cast<std::uint64_t>(kMaxCudaIndex)) return std::nullopt;
+  return DeviceName{true, static_cast<int>(*index)};
+}
+
+std::optional<std::vector<std::vector<std::int64_t>>> ParseShapes(std::string_view text) {
+  std::vector<std::vector<std::int64_t>> shapes;
+  for (const std::string& one : Split(text, ';')) {
+    std::vector<std::int64_t> shape;
+    for (const std::string& piece : Split(one, ',')) {
+      const std::string dim = Trim(piece);
+      if (dim == "B") {
+        shape.push_back(kBatchDim);
+        continue;
+      }
+      const std::optional<std::uint64_t> n = ParseUint(dim);
+      if (!n || *n < 1 || *n > static_cast<std::uint64_t>(kMaxShapeDim)) return std::nullopt;
+      shape.push_back(static_cast<std::int64_t>(*n));
+    }
+    shapes.push_back(std::move(shape));
+  }
+  return shapes;
+}
+
+std::optional<std::vector<std::string>> ParseDtypes(std::string_view text) {
+  std::vector<std::string> dtypes;
+  const std::vector<std::string>& known = KnownDtypes();
+  for (const std::string& piece : Split(text, ';')) {
+    std::string name = Trim(piece);
+    if (std::find(known.begin(), known.end(), name) == known.end()) return std::nullopt;
+    dtypes.push_back(std::move(name));
+  }
+  return dtypes;
 }
 
 const ParamSpec* FindParam(std::string_view name, ParamSection section) {
@@ -962,15 +950,33 @@ std::string MarkdownTable(ParamSection section, std::optional<Scope> scope) {
   out << "|---|---|---|---|---|---|\n";
   for (const ParamSpec& spec : Registry()) {
     if (spec.section != section || (scope && spec.scope != *scope)) continue;
-    std::string def = spec.default_value ? "`" + DefaultText(spec) + "`" : DefaultText(spec);
-    std::string allowed = AllowedText(spec, /*brief=*/false);
     std::string help = spec.help;
     if (!spec.required_with.empty()) help += " Required with runner " + spec.required_with + ".";
-    out << "| `" << spec.name << "` | " << ParamTypeName(spec.type) << " | " << spec.unit << " | "
-        << EscapeMarkdownCell(def) << " | " << EscapeMarkdownCell(allowed) << " | "
-        << EscapeMarkdownCell(help) << " |\n";
+    out << RenderParamRowPrefix(spec) << " " << EscapeMarkdownCell(help) << " |\n";
   }
   return out.str();
+}
+
+// The cells of a Markdown table row, trimmed; a '|' escaped as "\|" stays inside its cell.
+std::vector<std::string> TableCells(const std::string& line) {
+  std::vector<std::string> cells;
+  std::string cell;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    if (line[i] == '\\' && i + 1 < line.size() && line[i + 1] == '|') {
+      cell += "\\|";
+      ++i;
+    } else if (line[i] == '|') {
+      cells.push_back(Trim(cell));
+      cell.clear();
+    } else {
+      cell += line[i];
+    }
+  }
+  cells.push_back(Trim(cell));
+  // The text before the first '|' and after the last one is not a cell.
+  if (!cells.empty()) cells.erase(cells.begin());
+  if (!cells.empty()) cells.pop_back();
+  return cells;
 }
 
 // The prose of the reference. It lives here, beside the tables it introduces, so the whole file
@@ -1132,6 +1138,63 @@ adding a cell to the matrix changes no other cell's seed.
 )md";
 
 }  // namespace
+
+std::string RenderParamRowPrefix(const ParamSpec& spec) {
+  const std::string def = spec.default_value ? "`" + DefaultText(spec) + "`" : DefaultText(spec);
+  return "| `" + spec.name + "` | " + ParamTypeName(spec.type) + " | " + spec.unit + " | " +
+         EscapeMarkdownCell(def) + " | " + EscapeMarkdownCell(AllowedText(spec, /*brief=*/false)) + " |";
+}
+
+std::string CheckRunnerDocTable(const std::string& markdown, const std::string& runner) {
+  const std::string marker = "<!-- registry-table: " + runner + " -->";
+  std::istringstream in(markdown);
+  std::string line;
+  bool found = false;
+  while (std::getline(in, line)) {
+    if (Trim(line) == marker) {
+      found = true;
+      break;
+    }
+  }
+  if (!found) return "no line '" + marker + "'\n";
+  std::vector<std::string> rows;
+  while (std::getline(in, line)) {
+    if (Trim(line).empty() && rows.empty()) continue;
+    if (!StartsWith(Trim(line), "|")) break;
+    rows.push_back(line);
+  }
+  // rows[0] is the header, rows[1] the |---| line.
+  const std::vector<const ParamSpec*> specs = CellParamsForRunner(runner);
+  std::string problems;
+  if (rows.size() < 2) return "no table after '" + marker + "'\n";
+  const std::vector<std::string> header = TableCells(rows[0]);
+  const std::vector<std::string> want_header = {"parameter", "type", "unit", "default", "allowed"};
+  if (header.size() <= want_header.size() ||
+      !std::equal(want_header.begin(), want_header.end(), header.begin())) {
+    problems += "header: want '| " + Join(want_header, " | ") + " | <notes...> |', have '" + rows[0] + "'\n";
+  }
+  const std::size_t have = rows.size() - 2;
+  for (std::size_t i = 0; i < std::max(have, specs.size()); ++i) {
+    if (i >= specs.size()) {
+      problems += "row " + std::to_string(i + 1) + ": not a parameter of runner " + runner + ": '" +
+                  rows[i + 2] + "'\n";
+      continue;
+    }
+    const std::string want = RenderParamRowPrefix(*specs[i]);
+    if (i >= have) {
+      problems += "row " + std::to_string(i + 1) + ": missing, want '" + want + " <notes> |'\n";
+      continue;
+    }
+    const std::vector<std::string> want_cells = TableCells(want + " x |");
+    const std::vector<std::string> have_cells = TableCells(rows[i + 2]);
+    if (have_cells.size() < want_cells.size() ||
+        !std::equal(want_cells.begin(), want_cells.end() - 1, have_cells.begin())) {
+      problems +=
+          "row " + std::to_string(i + 1) + ": want '" + want + " <notes> |', have '" + rows[i + 2] + "'\n";
+    }
+  }
+  return problems;
+}
 
 std::string RenderConfigReference() {
   std::string out = kReferenceIntro;

@@ -4,9 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <ostream>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "common/files.h"
 
@@ -246,6 +248,102 @@ TEST(RegistryTest, ConfigReferenceDocIsUpToDate) {
       << "docs/config-reference.md is stale. Regenerate it from the registry:\n"
       << "  cmake --build BUILD --target dlbench-config-reference && "
          "BUILD/bin/dlbench-config-reference > docs/config-reference.md";
+}
+
+// The string formats' parsers accept exactly what validation accepts, and return the parts.
+TEST(RegistryTest, FormatParsersAndTheirLimits) {
+  EXPECT_EQ(ParseDeviceName("cpu")->cuda, false);
+  EXPECT_EQ(ParseDeviceName("cuda")->index, 0);
+  EXPECT_EQ(ParseDeviceName("cuda:1023")->index, kMaxCudaIndex);
+  for (const char* bad : {"cuda:1024", "cuda:", "cuda:-1", "cuda:+1", "cuda: 1", "gpu", "CPU", ""}) {
+    EXPECT_FALSE(ParseDeviceName(bad)) << bad;
+    EXPECT_FALSE(ValidateParamValue(*FindParam("device", ParamSection::kCell), Value(bad)).ok()) << bad;
+  }
+  const auto shapes = ParseShapes("B,3,224,224; B , 16");
+  ASSERT_TRUE(shapes);
+  EXPECT_EQ(*shapes, (std::vector<std::vector<std::int64_t>>{{kBatchDim, 3, 224, 224}, {kBatchDim, 16}}));
+  EXPECT_TRUE(ParseShapes("999999999"));
+  for (const char* bad : {"1000000000", "B,0", "", "B,3;", "b", "B,-1"})
+    EXPECT_FALSE(ParseShapes(bad)) << bad;
+  EXPECT_EQ(*ParseDtypes("float32; int64"), (std::vector<std::string>{"float32", "int64"}));
+  for (const char* bad : {"float", "float32;", "", "half"}) EXPECT_FALSE(ParseDtypes(bad)) << bad;
+  EXPECT_EQ(KnownDtypes().size(), 10u);
+}
+
+// Bounds that the torch runner enforces are the registry's own: lr > 0, threads 1..4096.
+TEST(RegistryTest, RunnerBoundsLiveHere) {
+  const ParamSpec& lr = *FindParam("lr", ParamSection::kCell);
+  EXPECT_FALSE(ValidateParamValue(lr, Value(0.0)).ok());
+  EXPECT_TRUE(ValidateParamValue(lr, Value(1e-9)).ok());
+  const ParamSpec& threads = *FindParam("threads", ParamSection::kCell);
+  EXPECT_TRUE(ValidateParamValue(threads, Value(4096)).ok());
+  EXPECT_FALSE(ValidateParamValue(threads, Value(4097)).ok());
+}
+
+// plan's estimate reads these hints instead of the null runner's parameter names.
+TEST(RegistryTest, EstimateHintsAreOnNumbersOfTheNullRunner) {
+  std::set<EstimateHint> hints;
+  for (const ParamSpec& spec : Registry()) {
+    if (spec.estimate == EstimateHint::kNone) continue;
+    SCOPED_TRACE(spec.name);
+    EXPECT_TRUE(hints.insert(spec.estimate).second) << "one parameter per hint and scope";
+    EXPECT_EQ(spec.scope, Scope::kNull);
+    EXPECT_TRUE(spec.type == ParamType::kNumber || spec.type == ParamType::kInt);
+    EXPECT_TRUE(spec.default_value.has_value());
+  }
+  EXPECT_EQ(hints.size(), 4u);
+}
+
+std::string ReadDoc(const std::string& name) {
+  Result<std::string> text = ReadFile(std::string(DLBENCH_SOURCE_DIR) + "/docs/" + name);
+  EXPECT_TRUE(text.ok()) << text.error().message;
+  return text.ok() ? *text : "";
+}
+
+// docs/torch-runner.md's parameter table starts every row with the registry's columns (name, type,
+// unit, default, allowed) and lists every parameter of the runner, in registry order; the notes
+// after them are the runner's own.
+TEST(RegistryTest, RunnerDocTablesMatchTheRegistry) {
+  EXPECT_EQ(CheckRunnerDocTable(ReadDoc("torch-runner.md"), "torch"), "")
+      << "docs/torch-runner.md's parameter table differs from the registry (want the rows shown)";
+}
+
+TEST(RegistryTest, CheckRunnerDocTableFindsDrift) {
+  std::string table =
+      "<!-- registry-table: null -->\n| parameter | type | unit | default | allowed | notes |\n|---|\n";
+  for (const ParamSpec* spec : CellParamsForRunner("null"))
+    table += RenderParamRowPrefix(*spec) + " note |\n";
+  EXPECT_EQ(CheckRunnerDocTable(table, "null"), "");
+  std::string stale = table;
+  const std::string row = RenderParamRowPrefix(*FindParam("step_ms", ParamSection::kCell));
+  stale.replace(stale.find(row), row.size(), "| `step_ms` | number | ms | `2.0` | >= 0 |");
+  EXPECT_NE(CheckRunnerDocTable(stale, "null").find("want '" + row), std::string::npos);
+  EXPECT_NE(CheckRunnerDocTable(table.substr(0, table.rfind("\n| `") + 1), "null").find("missing"),
+            std::string::npos);
+  EXPECT_NE(CheckRunnerDocTable("no marker", "null"), "");
+}
+
+// docs/models.md names each model's size options; each is a torch parameter of the registry, and
+// every size knob of the registry (default: the model's standard size) appears there.
+TEST(RegistryTest, ModelDocNamesRegistryOptions) {
+  const std::string doc = ReadDoc("models.md");
+  std::set<std::string> named;
+  std::size_t at = 0;
+  while ((at = doc.find("| `", at)) != std::string::npos) {
+    const std::size_t end = doc.find('`', at + 3);
+    named.insert(doc.substr(at + 3, end - at - 3));
+    at = end;
+  }
+  ASSERT_FALSE(named.empty());
+  for (const std::string& name : named) {
+    const ParamSpec* spec = FindParam(name, ParamSection::kCell);
+    EXPECT_TRUE(spec != nullptr && spec->scope == Scope::kTorch) << name << " in docs/models.md";
+  }
+  for (const ParamSpec* spec : CellParamsForRunner("torch")) {
+    if (spec->default_text == "model's standard" && spec->name != "lr") {
+      EXPECT_TRUE(named.count(spec->name)) << spec->name << " is missing from docs/models.md";
+    }
+  }
 }
 
 }  // namespace

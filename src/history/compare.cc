@@ -7,6 +7,8 @@
 #include <map>
 #include <set>
 
+#include "common/hash.h"
+#include "common/text.h"
 #include "history/samples.h"
 #include "plan/plan.h"
 #include "record/metrics.h"
@@ -187,15 +189,6 @@ Side Pool(const std::vector<const record::CellRecord*>& cells, Metric metric) {
   return side;
 }
 
-std::string Join(const std::vector<std::string>& items, const char* separator) {
-  std::string out;
-  for (const auto& item : items) {
-    if (!out.empty()) out += separator;
-    out += item;
-  }
-  return out;
-}
-
 // Why a side cannot be compared, or empty when it can.
 std::string Unusable(const Side& side, const char* name, Metric metric) {
   if (side.ok_repetitions == 0) {
@@ -215,14 +208,12 @@ std::string Unusable(const Side& side, const char* name, Metric metric) {
   return "";
 }
 
-// FNV-1a: a seed per key that does not depend on the standard library's hash.
+// A seed per key that does not depend on the standard library's hash: FNV-1a from a basis that
+// mixes in the comparison's seed. The basis is the one compare has always used (not FNV's offset
+// basis); keeping it keeps every bootstrap interval's draws what they were.
 std::uint64_t KeySeed(std::uint64_t seed, const std::string& key) {
-  std::uint64_t h = 1469598103934665603ull ^ seed;
-  for (unsigned char c : key) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
+  constexpr std::uint64_t kKeySeedBasis = 1469598103934665603ull;
+  return Fnv1a64(key, kKeySeedBasis ^ seed);
 }
 
 double Mean(const std::vector<double>& v) { return stats::ComputeMoments(v).mean; }

@@ -13,6 +13,8 @@
 #include <set>
 #include <sstream>
 
+#include "common/hash.h"
+#include "common/text.h"
 #include "common/version.h"
 #include "monitor/nvml_sampler.h"
 
@@ -57,12 +59,8 @@ constexpr const char* kEnvPrefixes[] = {"OMP_",
 constexpr const char* kSecretMarkers[] = {"PASSWORD", "PASSWD", "SECRET", "TOKEN",
                                           "KEY",      "DSN",    "URL",    "CREDENTIAL"};
 
-std::string Trim(const std::string& s) {
-  std::size_t b = s.find_first_not_of(" \t\r\n\"");
-  if (b == std::string::npos) return "";
-  std::size_t e = s.find_last_not_of(" \t\r\n\"");
-  return s.substr(b, e - b + 1);
-}
+// Trimmed from values of os-release (which may be quoted), cpuinfo and sysfs.
+constexpr std::string_view kTrimmed = " \t\r\n\"";
 
 std::map<std::string, std::string> ParseOsRelease(const std::string& text) {
   std::map<std::string, std::string> out;
@@ -71,7 +69,7 @@ std::map<std::string, std::string> ParseOsRelease(const std::string& text) {
   while (std::getline(in, line)) {
     std::size_t eq = line.find('=');
     if (eq == std::string::npos || line[0] == '#') continue;
-    out[line.substr(0, eq)] = Trim(line.substr(eq + 1));
+    out[line.substr(0, eq)] = Trim(line.substr(eq + 1), kTrimmed);
   }
   return out;
 }
@@ -86,8 +84,8 @@ void CpuFacts(const ProcFs& files, nlohmann::json& host) {
     while (std::getline(in, line)) {
       std::size_t colon = line.find(':');
       if (colon == std::string::npos) continue;
-      std::string key = Trim(line.substr(0, colon));
-      std::string value = Trim(line.substr(colon + 1));
+      std::string key = Trim(line.substr(0, colon), kTrimmed);
+      std::string value = Trim(line.substr(colon + 1), kTrimmed);
       if (key == "processor") ++processors;
       // x86 says "model name"; arm64 kernels say "Model" (device tree) or only "CPU part".
       if (!have_model && (key == "model name" || key == "Model" || key == "Hardware")) {
@@ -106,7 +104,7 @@ void CpuFacts(const ProcFs& files, nlohmann::json& host) {
         continue;
       }
       if (auto g = files.Read("/sys/devices/system/cpu/" + e + "/cpufreq/scaling_governor"); g.ok()) {
-        governors.insert(Trim(*g));
+        governors.insert(Trim(*g, kTrimmed));
       }
     }
   }
@@ -358,15 +356,6 @@ nlohmann::json ComparabilitySubset(const nlohmann::json& fingerprint) {
     subset[field] = fingerprint.contains(pointer) ? fingerprint.at(pointer) : nlohmann::json();
   }
   return subset;
-}
-
-std::uint64_t Fnv1a64(const std::string& text) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
 }
 
 std::string ComparabilityHash(const nlohmann::json& fingerprint) {

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/hash.h"
+#include "monitor/fake_procfs.h"
 #include "monitor/nvml_sampler.h"
 
 namespace dlbench::monitor {
@@ -105,6 +107,7 @@ TEST(FingerprintTest, BlasNamesFromPaths) {
   }
 }
 
+// The environment id is this hash (common/hash.h): stored ids depend on its values.
 TEST(FingerprintTest, Fnv1aKnownValues) {
   EXPECT_EQ(Fnv1a64(""), 0xcbf29ce484222325ull);
   EXPECT_EQ(Fnv1a64("a"), 0xaf63dc4c8601ec8cull);

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "common/text.h"
 #include "record/series.h"
 
 namespace dlbench::monitor {
@@ -22,14 +23,11 @@ Error IoError(const std::string& what, const std::string& path, int err) {
                    what + " '" + path + "': " + strerror(err));
 }
 
-bool ParseUint(const std::string& token, std::uint64_t& out) {
-  if (token.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = std::strtoull(token.c_str(), &end, 10);
-  if (errno != 0 || end != token.c_str() + token.size()) return false;
-  out = v;
-  return true;
+// A procfs number (digits only) into `out`; false, leaving `out` alone, for anything else.
+bool ReadUint(const std::string& token, std::uint64_t& out) {
+  const std::optional<std::uint64_t> value = ParseUint(token);
+  if (value) out = *value;
+  return value.has_value();
 }
 
 bool IsNumber(const std::string& s) {
@@ -38,13 +36,6 @@ bool IsNumber(const std::string& s) {
     if (c < '0' || c > '9') return false;
   }
   return true;
-}
-
-std::string Trim(const std::string& s) {
-  std::size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  std::size_t e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
 }
 
 std::string ProcPath(pid_t pid, const char* leaf) { return "/proc/" + std::to_string(pid) + leaf; }
@@ -102,46 +93,6 @@ Result<std::vector<std::string>> RealProcFs::List(const std::string& path) const
 }
 
 // ---------------------------------------------------------------------------------------------
-// FakeProcFs
-
-void FakeProcFs::Set(const std::string& path, std::string contents) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  files_[path] = std::move(contents);
-}
-
-void FakeProcFs::SetUnreadable(const std::string& path) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  files_[path] = std::nullopt;
-}
-
-void FakeProcFs::Remove(const std::string& path) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  files_.erase(path);
-}
-
-Result<std::string> FakeProcFs::Read(const std::string& path) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = files_.find(path);
-  if (it == files_.end()) return IoError("cannot open", path, ENOENT);
-  if (!it->second) return IoError("cannot open", path, EACCES);
-  return *it->second;
-}
-
-Result<std::vector<std::string>> FakeProcFs::List(const std::string& path) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::string prefix = path;
-  if (prefix.empty() || prefix.back() != '/') prefix += '/';
-  std::set<std::string> names;
-  for (auto it = files_.lower_bound(prefix); it != files_.end(); ++it) {
-    if (it->first.compare(0, prefix.size(), prefix) != 0) break;
-    std::string rest = it->first.substr(prefix.size());
-    names.insert(rest.substr(0, rest.find('/')));
-  }
-  if (names.empty()) return IoError("cannot list", path, ENOENT);
-  return std::vector<std::string>(names.begin(), names.end());
-}
-
-// ---------------------------------------------------------------------------------------------
 // Parsers
 
 Result<ProcStat> ParseProcStat(const std::string& text) {
@@ -152,7 +103,7 @@ Result<ProcStat> ParseProcStat(const std::string& text) {
   }
   ProcStat stat;
   std::uint64_t pid = 0;
-  if (!ParseUint(text.substr(0, open), pid)) {
+  if (!ReadUint(text.substr(0, open), pid)) {
     return MakeError(ErrorKind::kInvalidInput, "malformed pid in /proc/<pid>/stat");
   }
   stat.pid = static_cast<pid_t>(pid);
@@ -162,7 +113,7 @@ Result<ProcStat> ParseProcStat(const std::string& text) {
   std::string token;
   while (rest >> token && tokens.size() < 22) tokens.push_back(token);
   if (tokens.size() < 22) return MakeError(ErrorKind::kInvalidInput, "short /proc/<pid>/stat line");
-  auto field = [&](int number, std::uint64_t& out) { return ParseUint(tokens[number - 3], out); };
+  auto field = [&](int number, std::uint64_t& out) { return ReadUint(tokens[number - 3], out); };
   std::uint64_t ppid = 0;
   if (!field(4, ppid) || !field(14, stat.utime) || !field(15, stat.stime) || !field(16, stat.cutime) ||
       !field(17, stat.cstime) || !field(24, stat.rss_pages)) {
@@ -182,7 +133,7 @@ Result<CpuTimes> ParseCpuTimes(const std::string& proc_stat) {
   std::uint64_t v[8] = {};
   for (int i = 0; i < 8; ++i) {
     std::string token;
-    if (!(in >> token) || !ParseUint(token, v[i])) {
+    if (!(in >> token) || !ReadUint(token, v[i])) {
       // Kernels before 2.6.11 lack steal; anything shorter than idle is malformed.
       if (i >= 4) break;
       return MakeError(ErrorKind::kInvalidInput, "malformed cpu line in /proc/stat");
@@ -234,7 +185,7 @@ Result<MemInfo> ParseMemInfo(const std::string& text) {
     std::string key, value;
     fields >> key >> value;
     std::uint64_t kib = 0;
-    if (!ParseUint(value, kib)) continue;
+    if (!ReadUint(value, kib)) continue;
     if (key == "MemTotal:") total = kib * 1024;
     if (key == "MemAvailable:") available = kib * 1024;
   }
@@ -276,7 +227,7 @@ std::vector<pid_t> ProcessTree(const ProcFs& fs, pid_t root) {
         std::uint64_t child = 0;
         std::string token;
         while (in >> token) {
-          if (ParseUint(token, child)) children.push_back(static_cast<pid_t>(child));
+          if (ReadUint(token, child)) children.push_back(static_cast<pid_t>(child));
         }
       }
       if (!has_children_file) scanned = ChildrenByScan(fs);
@@ -424,7 +375,7 @@ RaplSampler::RaplSampler(std::shared_ptr<const ProcFs> fs, std::string powercap_
       domain.name = name.ok() ? Trim(*name) : entry;
       std::uint64_t range = 0;
       if (auto text = fs_->Read(domain.dir + "/max_energy_range_uj");
-          text.ok() && ParseUint(Trim(*text), range)) {
+          text.ok() && ReadUint(Trim(*text), range)) {
         domain.max_range_uj = static_cast<double>(range);
       }
       domains_.push_back(std::move(domain));
@@ -444,7 +395,7 @@ void RaplSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
   for (auto& domain : domains_) {
     auto text = fs_->Read(domain.dir + "/energy_uj");
     std::uint64_t raw = 0;
-    if (!text.ok() || !ParseUint(Trim(*text), raw)) continue;
+    if (!text.ok() || !ReadUint(Trim(*text), raw)) continue;
     double now = static_cast<double>(raw);
     if (domain.last_uj) {
       double delta = now - *domain.last_uj;

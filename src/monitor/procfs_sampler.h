@@ -1,6 +1,6 @@
 // Host samplers: the runner's process tree and the whole machine through procfs, and CPU package
 // energy through the powercap (RAPL) interface. All OS reads go through the ProcFs seam so tests
-// feed canned files.
+// feed canned files (FakeProcFs, monitor/fake_procfs.h, in the test-only dlbench::monitor_fakes).
 #pragma once
 
 #include <sys/types.h>
@@ -36,22 +36,6 @@ class RealProcFs final : public ProcFs {
  public:
   Result<std::string> Read(const std::string& path) const override;
   Result<std::vector<std::string>> List(const std::string& path) const override;
-};
-
-// Canned files for tests. Directories exist implicitly: List("/proc") names the first path
-// component below /proc of every file set. Thread-safe.
-class FakeProcFs final : public ProcFs {
- public:
-  void Set(const std::string& path, std::string contents);
-  // Makes Read(path) fail with kIo (a file that exists but is not readable).
-  void SetUnreadable(const std::string& path);
-  void Remove(const std::string& path);
-  Result<std::string> Read(const std::string& path) const override;
-  Result<std::vector<std::string>> List(const std::string& path) const override;
-
- private:
-  mutable std::mutex mutex_;
-  std::map<std::string, std::optional<std::string>> files_;  // nullopt: unreadable
 };
 
 // --- parsers (pure; exposed for tests) ---

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <map>
 
+#include "monitor/fake_procfs.h"
+
 namespace dlbench::monitor {
 namespace {
 

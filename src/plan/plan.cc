@@ -4,6 +4,7 @@
 #include <set>
 #include <utility>
 
+#include "common/hash.h"
 #include "config/registry.h"
 
 namespace dlbench::plan {
@@ -12,38 +13,12 @@ namespace {
 using config::Combination;
 using config::Value;
 
-constexpr std::uint64_t kFnvOffset = 14695981039346656037ull;
-constexpr std::uint64_t kFnvPrime = 1099511628211ull;
-constexpr std::uint64_t kGoldenGamma = 0x9E3779B97F4A7C15ull;
-
-std::uint64_t Fnv1a64(const std::string& text) {
-  std::uint64_t h = kFnvOffset;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= kFnvPrime;
-  }
-  return h;
-}
-
-// The SplitMix64 finaliser of x + gamma: a bijection that spreads every input bit over the output.
-std::uint64_t SplitMix64(std::uint64_t x) {
-  std::uint64_t z = x + kGoldenGamma;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// The SplitMix64 generator. Written out (not std::mt19937 + std::uniform_int_distribution, whose
-// output differs between standard libraries) so an order seed means the same order everywhere.
+// The SplitMix64 generator (common/hash.h), not std::mt19937 + std::uniform_int_distribution,
+// whose output differs between standard libraries: an order seed means the same order everywhere.
 class SplitMixStream {
  public:
   explicit SplitMixStream(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t Next() {
-    std::uint64_t z = state_ += kGoldenGamma;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
+  std::uint64_t Next() { return SplitMix64Next(state_); }
   // Uniform in [0, n), n > 0: draws below 2^64 mod n are rejected so no index is favoured.
   std::uint64_t Below(std::uint64_t n) {
     const std::uint64_t threshold = (0 - n) % n;
@@ -299,21 +274,40 @@ Estimate EstimateCell(const Cell& cell, const config::Matrix& matrix,
   // Without history: the least the measurement policy will take (min_time_s, or min_steps at a
   // declared step time when that is longer), capped by max_time_s, plus the idle baseline and
   // the declared setup time; never more than the cell's timeout.
+  // The runner's parameters that shape its time say so in the registry (EstimateHint); a
+  // runner without them (torch, a command) is estimated from the measure settings alone.
   const config::MeasureSettings& m = matrix.measure;
-  double measured_s = m.min_time_s;
-  double setup_s = 0.0;
-  if (matrix.runner.name == "null") {
-    auto number = [&](const char* name, double fallback) {
-      auto it = cell.params.find(name);
-      return it != cell.params.end() && it->second.is_number() ? it->second.get<double>() : fallback;
-    };
-    const double step_s = number("step_ms", 0.0) / 1000.0;
-    const double warmup_steps = number("warmup_steps", 0.0);  // names: the null runner's parameter
-    const double steps_s = step_s * (static_cast<double>(m.min_warmup_steps + m.min_steps) +
-                                     warmup_steps * (number("warmup_factor", 1.0) - 1.0));
-    measured_s = std::max(measured_s, steps_s);
-    setup_s = number("setup_ms", 0.0) / 1000.0;
+  double step_ms = 0.0;
+  double setup_ms = 0.0;
+  double warmup_steps = 0.0;
+  double warmup_factor = 1.0;
+  for (const config::ParamSpec* spec : config::CellParamsForRunner(matrix.runner.name)) {
+    if (spec->estimate == config::EstimateHint::kNone) continue;
+    auto it = cell.params.find(spec->name);
+    if (it == cell.params.end() || !it->second.is_number()) continue;
+    const double value = it->second.get<double>();
+    switch (spec->estimate) {
+      case config::EstimateHint::kStepMs:
+        step_ms = value;
+        break;
+      case config::EstimateHint::kSetupMs:
+        setup_ms = value;
+        break;
+      case config::EstimateHint::kWarmupSteps:
+        warmup_steps = value;
+        break;
+      case config::EstimateHint::kWarmupFactor:
+        warmup_factor = value;
+        break;
+      case config::EstimateHint::kNone:
+        break;
+    }
   }
+  const double steps_s =
+      step_ms / 1000.0 *
+      (static_cast<double>(m.min_warmup_steps + m.min_steps) + warmup_steps * (warmup_factor - 1.0));
+  const double measured_s = std::max(m.min_time_s, steps_s);
+  const double setup_s = setup_ms / 1000.0;
   double seconds = m.idle_baseline_s.value_or(0.0) + setup_s + std::min(measured_s, m.max_time_s);
   return Estimate{std::min(seconds, matrix.timeout_s), false};
 }

@@ -8,17 +8,13 @@
 #include <set>
 
 #include "common/clock.h"
+#include "common/text.h"
 #include "common/version.h"
 #include "record/metrics.h"
 #include "report/escape.h"
 
 namespace dlbench::report {
 namespace {
-
-bool EndsWith(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 std::string ParamText(const nlohmann::json& value) {
   if (value.is_string()) return value.get<std::string>();

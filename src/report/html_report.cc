@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/clock.h"
+#include "common/text.h"
 #include "common/version.h"
 #include "record/metrics.h"
 #include "report/assets.h"
@@ -242,11 +243,6 @@ void StepCharts(const ReportInput& input, const ReportOptions& options, std::vec
                       {"y", Axis("step time (ms)")},
                       {"datasets", std::move(datasets)}});
   }
-}
-
-bool EndsWith(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 void MonitorCharts(const ReportInput& input, const ReportOptions& options, std::vector<json>& charts) {

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "common/files.h"
+#include "common/text.h"
 #include "common/version.h"
 #include "record/metrics.h"
 #include "report/escape.h"
@@ -21,11 +22,6 @@ using Labels = std::vector<std::pair<std::string, std::string>>;
 
 // The labels named in the header comment; everything else in params goes into "variant".
 constexpr const char* kLabelParams[] = {"model", "scenario", "batch_size", "precision", "device", "strategy"};
-
-bool EndsWith(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 std::string StripSuffix(const std::string& text, const std::string& suffix) {
   return EndsWith(text, suffix) ? text.substr(0, text.size() - suffix.size()) : text;
@@ -97,13 +93,6 @@ class Exposition {
  private:
   std::map<std::string, Family> families_;
 };
-
-const record::MetricRecord* FindMetric(const record::CellRecord& cell, const std::string& name) {
-  for (const auto& m : cell.metrics) {
-    if (m.name == name) return &m;
-  }
-  return nullptr;
-}
 
 bool ProcessAlive(std::int64_t pid) {
   if (pid <= 0) return false;
