@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -222,26 +223,58 @@ std::vector<std::pair<std::string, std::string>> CellLabels(const store::RunReco
   return labels;
 }
 
+namespace {
+
+// An integer field of a progress object: absent reads as 0; anything but an integer that fits
+// int64 is an error (a double such as 1e300 must not be converted: that is undefined behaviour).
+Result<std::int64_t> ProgressInteger(const nlohmann::json& j, const char* key, bool required) {
+  auto it = j.find(key);
+  if (it == j.end()) {
+    if (required) return MakeError(ErrorKind::kInvalidInput, std::string("progress file has no ") + key);
+    return std::int64_t{0};
+  }
+  if (it->is_number_unsigned()) {
+    if (it->get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+      return MakeError(ErrorKind::kInvalidInput, std::string("progress file: ") + key + " is out of range");
+    }
+    return static_cast<std::int64_t>(it->get<std::uint64_t>());
+  }
+  if (it->is_number_integer()) return it->get<std::int64_t>();
+  return MakeError(ErrorKind::kInvalidInput, std::string("progress file: ") + key + " is not an integer");
+}
+
+}  // namespace
+
 Result<RunProgress> ParseProgress(const std::string& text) {
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains("run_id")) {
     return MakeError(ErrorKind::kInvalidInput, "progress file is not a JSON object with run_id");
   }
-  try {
-    RunProgress p;
-    p.run_id = j.at("run_id").get<std::int64_t>();
-    p.cells_total = j.value("cells_total", std::int64_t{0});
-    p.cells_done = j.value("cells_done", std::int64_t{0});
-    p.current_cell = j.contains("current_cell") && j["current_cell"].is_string()
-                         ? j["current_cell"].get<std::string>()
-                         : "";
-    p.started_wall_ns = j.value("started_wall_ns", std::int64_t{0});
-    p.updated_wall_ns = j.value("updated_wall_ns", std::int64_t{0});
-    p.pid = j.value("pid", std::int64_t{0});
-    return p;
-  } catch (const nlohmann::json::exception& e) {
-    return MakeError(ErrorKind::kInvalidInput, std::string("progress file: ") + e.what());
+  RunProgress p;
+  struct Field {
+    const char* key;
+    std::int64_t* target;
+    bool required;
+  };
+  const Field fields[] = {{"run_id", &p.run_id, true},
+                          {"cells_total", &p.cells_total, false},
+                          {"cells_done", &p.cells_done, false},
+                          {"started_wall_ns", &p.started_wall_ns, false},
+                          {"updated_wall_ns", &p.updated_wall_ns, false},
+                          {"pid", &p.pid, false}};
+  for (const Field& f : fields) {
+    auto value = ProgressInteger(j, f.key, f.required);
+    if (!value.ok()) return value.error();
+    *f.target = *value;
   }
+  // A pid names a process only within pid_t; kill() would read a wider one truncated.
+  if (p.pid < 0 || p.pid > std::numeric_limits<pid_t>::max()) {
+    return MakeError(ErrorKind::kInvalidInput,
+                     "progress file: pid " + std::to_string(p.pid) + " is out of range");
+  }
+  auto cell = j.find("current_cell");
+  if (cell != j.end() && cell->is_string()) p.current_cell = cell->get<std::string>();
+  return p;
 }
 
 std::string ProgressPath(const std::string& db_path) { return db_path + ".progress.json"; }
