@@ -36,7 +36,7 @@ void BM_StepLoopOverhead(benchmark::State& state) {
   limits.max_time_s = 1e9;
   std::int64_t steps = 0;
   for (auto _ : state) {
-    auto r = protocol::RunStepLoop(*session, limits, [](protocol::StepRecord& rec) {
+    auto r = protocol::RunStepLoop(*session, limits, [](record::StepRecord& rec) {
       rec.samples = 1;
       return true;
     });
@@ -59,7 +59,7 @@ void BM_CellFixedCost(benchmark::State& state) {
     state.SkipWithError(store.error().message.c_str());
     return;
   }
-  store::RunRecord run;
+  record::RunRecord run;
   run.name = "bench";
   run.environment_hash = "bench";
   auto run_id = (*store)->BeginRun(run);
@@ -85,7 +85,7 @@ void BM_CellFixedCost(benchmark::State& state) {
     cell.params = {{"step_ms", 0.0}, {"batch_size", 1}};
     auto rec = orchestrator::RunCell(cell, options);
     rec.run_id = *run_id;
-    if (rec.outcome != "ok" || !(*store)->PutCell(rec).ok()) {
+    if (rec.outcome != record::Outcome::kOk || !(*store)->PutCell(rec).ok()) {
       state.SkipWithError(("cell did not end ok: " + rec.message).c_str());
       break;
     }

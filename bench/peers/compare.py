@@ -10,6 +10,9 @@ for --reps 2) so a slow drift of the GPU's clocks does not favour one of them.
 
 Usage: bench/peers/compare.py [--runner build-gpu/bin/dlbench-torch] [--workloads
        resnet50:train:256:bf16,...] [--warmup 20] [--steps 60] [--reps 2] [--json out.json]
+
+The former method, kept to reproduce the figures recorded with it; the comparison under dlbench's
+own method is bench/peers/compare_runs.sh (docs/python-client.md, "The peers").
 """
 import argparse
 import json

@@ -11,6 +11,10 @@ monotonic clock; the first --warmup steps are dropped.
 
 Prints one JSON object: the workload, samples_per_s (batch x timed steps / summed step time) and
 step-time percentiles.
+
+Kept to reproduce the figures recorded with it (docs/benchmarks.md). Its workloads now run under
+dlbench as the Python runner dlbench_runners.torch; bench/peers/compare_runs.sh compares that with
+dlbench-torch through `dlbench run` and `dlbench compare`.
 """
 import argparse
 import json

@@ -19,8 +19,8 @@
 namespace dlbench::nullrunner {
 namespace {
 
-using protocol::ErrorKindWire;
 using protocol::RunnerSession;
+using record::RunnerErrorKind;
 
 enum class Inject { kNone, kCrash, kHang, kExit, kGarbage, kLeak, kOom };
 
@@ -66,7 +66,7 @@ bool ParseParams(const nlohmann::json& p, Params& out, std::string& error) {
     out.exit_code = p.value("exit_code", out.exit_code);
     out.samples_per_step = p.value("samples_per_step", p.value("batch_size", std::int64_t{1}));
     out.setup_ms = p.value("setup_ms", out.setup_ms);
-    out.warmup_steps = p.value("warmup_steps", out.warmup_steps);
+    out.warmup_steps = p.value("warmup_steps", out.warmup_steps);  // names: a parameter, not the metric
     out.warmup_factor = p.value("warmup_factor", out.warmup_factor);
   } catch (const nlohmann::json::exception& e) {
     error = std::string("bad parameter type: ") + e.what();
@@ -137,7 +137,7 @@ int Main() {
   Params p;
   std::string error;
   if (!ParseParams(cell->params, p, error)) {
-    (void)session.SendError(ErrorKindWire::kInvalid, error);
+    (void)session.SendError(RunnerErrorKind::kInvalid, error);
     return 0;
   }
   BusyWaitNs(static_cast<std::int64_t>(p.setup_ms * 1e6));
@@ -200,7 +200,8 @@ int Main() {
       }
       case Inject::kOom: {
         const std::int64_t requested = std::int64_t{80} << 30;
-        (void)session.SendError(ErrorKindWire::kOom, "out of memory (injected): tried to allocate 80.00 GiB",
+        (void)session.SendError(RunnerErrorKind::kOom,
+                                "out of memory (injected): tried to allocate 80.00 GiB",
                                 {{"requested_bytes", requested}});
         return 0;
       }

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "common/version.h"
+#include "record/metrics.h"
 
 namespace dlbench::torchrunner {
 namespace {
@@ -106,16 +107,17 @@ std::optional<CudaDeviceInfo> FindCudaDevice(const DeviceSpec& device) {
 }
 
 nlohmann::json MemorySnapshot(const std::string& label, const DeviceSpec& device) {
-  nlohmann::json m = {{"label", label},
+  namespace memory = record::memory;
+  nlohmann::json m = {{memory::kLabel, label},
                       {"device", device.ToString()},
-                      {"host_rss_bytes", HostRssBytes()},
-                      {"host_peak_rss_bytes", HostPeakRssBytes()}};
+                      {memory::kHostRssBytes, HostRssBytes()},
+                      {memory::kHostPeakRssBytes, HostPeakRssBytes()}};
   if (device.kind == DeviceKind::kCuda) {
     if (auto s = CudaMemoryStats(device.index)) {
-      m["device_allocated_bytes"] = s->allocated_current;
-      m["device_allocated_peak_bytes"] = s->allocated_peak;
-      m["device_reserved_bytes"] = s->reserved_current;
-      m["device_reserved_peak_bytes"] = s->reserved_peak;
+      m[memory::kDeviceAllocatedBytes] = s->allocated_current;
+      m[memory::kDeviceAllocatedPeakBytes] = s->allocated_peak;
+      m[memory::kDeviceReservedBytes] = s->reserved_current;
+      m[memory::kDeviceReservedPeakBytes] = s->reserved_peak;
     }
   }
   return m;

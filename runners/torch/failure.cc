@@ -46,19 +46,19 @@ bool IsOutOfMemoryMessage(const std::string& message) {
          message.find("can't allocate memory") != std::string::npos;
 }
 
-Failure ClassifyMessage(const std::string& message, protocol::ErrorKindWire fallback) {
+Failure ClassifyMessage(const std::string& message, record::RunnerErrorKind fallback) {
   Failure f;
   f.message = message;
   if (IsOutOfMemoryMessage(message)) {
-    f.kind = protocol::ErrorKindWire::kOom;
+    f.kind = record::RunnerErrorKind::kOom;
     if (auto bytes = ParseRequestedBytes(message)) f.details["requested_bytes"] = *bytes;
   } else if (message.find("does not have a deterministic implementation") != std::string::npos) {
-    f.kind = protocol::ErrorKindWire::kUnsupported;
+    f.kind = record::RunnerErrorKind::kUnsupported;
     f.message = "unsupported with deterministic: true: " + message;
   } else if (message.find("Expected more than 1 value per channel when training") != std::string::npos) {
     // Batch normalisation cannot train on one value per channel: batch_size 1 with a 1x1 feature
     // map (SSDLite's last extra layers). A limit of the model, not a runner fault.
-    f.kind = protocol::ErrorKindWire::kUnsupported;
+    f.kind = record::RunnerErrorKind::kUnsupported;
     f.message =
         "training this model needs batch_size >= 2: batch normalisation has one value per channel "
         "on a 1x1 feature map at batch_size 1 (" +
@@ -73,21 +73,21 @@ Failure ClassifyException(std::exception_ptr error) {
   try {
     std::rethrow_exception(error);
   } catch (const c10::OutOfMemoryError& e) {
-    Failure f = ClassifyMessage(e.what_without_backtrace(), protocol::ErrorKindWire::kOom);
-    f.kind = protocol::ErrorKindWire::kOom;
+    Failure f = ClassifyMessage(e.what_without_backtrace(), record::RunnerErrorKind::kOom);
+    f.kind = record::RunnerErrorKind::kOom;
     return f;
   } catch (const c10::Error& e) {
-    return ClassifyMessage(e.what_without_backtrace(), protocol::ErrorKindWire::kInternal);
+    return ClassifyMessage(e.what_without_backtrace(), record::RunnerErrorKind::kInternal);
   } catch (const UnsupportedError& e) {
-    return Failure{protocol::ErrorKindWire::kUnsupported, e.what(), nlohmann::json::object()};
+    return Failure{record::RunnerErrorKind::kUnsupported, e.what(), nlohmann::json::object()};
   } catch (const std::invalid_argument& e) {
-    return Failure{protocol::ErrorKindWire::kInvalid, e.what(), nlohmann::json::object()};
+    return Failure{record::RunnerErrorKind::kInvalid, e.what(), nlohmann::json::object()};
   } catch (const std::bad_alloc&) {
-    return Failure{protocol::ErrorKindWire::kOom, "host out of memory (std::bad_alloc)", {{"where", "host"}}};
+    return Failure{record::RunnerErrorKind::kOom, "host out of memory (std::bad_alloc)", {{"where", "host"}}};
   } catch (const std::exception& e) {
-    return ClassifyMessage(e.what(), protocol::ErrorKindWire::kInternal);
+    return ClassifyMessage(e.what(), record::RunnerErrorKind::kInternal);
   } catch (...) {
-    return Failure{protocol::ErrorKindWire::kInternal, "unknown exception", nlohmann::json::object()};
+    return Failure{record::RunnerErrorKind::kInternal, "unknown exception", nlohmann::json::object()};
   }
 }
 

@@ -22,7 +22,7 @@ class UnsupportedError : public std::runtime_error {
 };
 
 struct Failure {
-  protocol::ErrorKindWire kind = protocol::ErrorKindWire::kInternal;
+  record::RunnerErrorKind kind = record::RunnerErrorKind::kInternal;
   std::string message;
   nlohmann::json details = nlohmann::json::object();
 };
@@ -41,7 +41,7 @@ bool IsOutOfMemoryMessage(const std::string& message);
 // requested_bytes when found; "does not have a deterministic implementation" -> kUnsupported; batch
 // normalisation's "Expected more than 1 value per channel when training" (batch_size 1 on a 1x1 map) ->
 // kUnsupported; otherwise `fallback`.
-Failure ClassifyMessage(const std::string& message, protocol::ErrorKindWire fallback);
+Failure ClassifyMessage(const std::string& message, record::RunnerErrorKind fallback);
 
 // The Failure for the exception in flight (call from a catch block) or for `error`.
 Failure ClassifyException(std::exception_ptr error);

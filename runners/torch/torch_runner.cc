@@ -17,16 +17,17 @@
 #include "foreach_optim.h"
 #include "peak_flops.h"
 #include "precision.h"
+#include "record/metrics.h"
 #include "workload.h"
 
 namespace dlbench::torchrunner {
 namespace {
 
-using protocol::ErrorKindWire;
 using protocol::LoopEnd;
 using protocol::LoopResult;
 using protocol::RunnerLimits;
 using protocol::RunnerSession;
+using record::RunnerErrorKind;
 
 // Steps before the "after_warmup" memory snapshot. By then the allocator holds the model, the
 // optimizer state and one step's activations; the peak counters restart after the snapshot so
@@ -34,13 +35,13 @@ using protocol::RunnerSession;
 constexpr std::int64_t kWarmupSnapshotSteps = 3;
 
 int Report(RunnerSession& session, const Failure& failure) {
-  LogError("dlbench-torch: {}: {}", protocol::ErrorKindWireName(failure.kind), failure.message);
+  LogError("dlbench-torch: {}: {}", record::Name(failure.kind), failure.message);
   (void)session.SendError(failure.kind, failure.message, failure.details);
   return 0;
 }
 
-ErrorKindWire WireKind(ErrorKind kind) {
-  return kind == ErrorKind::kUnsupported ? ErrorKindWire::kUnsupported : ErrorKindWire::kInvalid;
+RunnerErrorKind WireKind(ErrorKind kind) {
+  return kind == ErrorKind::kUnsupported ? RunnerErrorKind::kUnsupported : RunnerErrorKind::kInvalid;
 }
 
 // Everything a cell's steps use, built before READY.
@@ -189,15 +190,20 @@ nlohmann::json Effective(const CellState& s, std::uint64_t seed) {
     e["optimizer_impl"] = s.optimizer_impl;
     if (cell.lr) e["lr"] = *cell.lr;
   }
-  if (auto flops = FlopsPerSample(s)) e["flops_per_sample"] = *flops;
+  if (auto flops = FlopsPerSample(s)) e[record::metric::kFlopsPerSample] = *flops;
   return e;
+}
+
+// One EXTRAS metric, named and united as record/metrics.h declares it.
+nlohmann::json Metric(std::string_view name, double value) {
+  return {{"name", name}, {"value", value}, {"unit", record::MetricUnit(name)}};
 }
 
 nlohmann::json Extras(const CellState& s) {
   nlohmann::json metrics = nlohmann::json::array();
   nlohmann::json info = nlohmann::json::object();
   if (auto flops = FlopsPerSample(s)) {
-    metrics.push_back({{"name", "flops_per_sample"}, {"value", *flops}, {"unit", "FLOP"}});
+    metrics.push_back(Metric(record::metric::kFlopsPerSample, *flops));
     info["flop_convention"] = s.cell.scenario == Scenario::kTrain
                                   ? "3 x counted forward FLOPs (multiply-add = 2)"
                                   : "counted forward FLOPs (multiply-add = 2)";
@@ -205,7 +211,7 @@ nlohmann::json Extras(const CellState& s) {
   if (s.cuda_device) {
     info["device_name"] = s.cuda_device->name;
     if (auto peak = PeakFlopsPerS(s.cuda_device->name, s.cell.precision)) {
-      metrics.push_back({{"name", "device_peak_flops_per_s"}, {"value", *peak}, {"unit", "FLOP/s"}});
+      metrics.push_back(Metric(record::metric::kPeakFlopsPerS, *peak));
       info["device_peak_source"] =
           "NVIDIA datasheet, dense tensor-core/FP32 peak (runners/torch/peak_flops.cc)";
     }
@@ -219,10 +225,9 @@ nlohmann::json Extras(const CellState& s) {
       info["final_loss_nonfinite"] = true;
   }
   if (s.scaler) {
-    metrics.push_back({{"name", "loss_scale_final"}, {"value", s.scaler->scale()}, {"unit", ""}});
-    metrics.push_back({{"name", "skipped_optimizer_steps"},
-                       {"value", static_cast<double>(s.scaler->skipped_steps())},
-                       {"unit", "steps"}});
+    metrics.push_back(Metric(record::metric::kLossScaleFinal, s.scaler->scale()));
+    metrics.push_back(
+        Metric(record::metric::kSkippedOptimizerSteps, static_cast<double>(s.scaler->skipped_steps())));
   }
   return {{"metrics", metrics}, {"info", info}};
 }
@@ -250,7 +255,7 @@ LoopResult RunMeasured(RunnerSession& session, const RunnerLimits& limits, CellS
   LoopResult result = protocol::RunStepLoop(session, first, step);
   if (result.end != LoopEnd::kMaxSteps || result.steps >= limits.max_steps) return result;
 
-  (void)session.SendMemory(MemorySnapshot("after_warmup", s.cell.device));
+  (void)session.SendMemory(MemorySnapshot(std::string(record::memory::kAfterWarmupLabel), s.cell.device));
   ResetPeakMemory(s.cell.device);
 
   RunnerLimits rest = limits;
@@ -302,7 +307,7 @@ int RunTorchCell(RunnerSession& session) {
   if (step_error) return Report(session, ClassifyException(step_error));
 
   try {
-    (void)session.SendMemory(MemorySnapshot("end", state.cell.device));
+    (void)session.SendMemory(MemorySnapshot(std::string(record::memory::kEndLabel), state.cell.device));
     (void)session.SendExtras(Extras(state));
   } catch (...) {
     return Report(session, ClassifyException(std::current_exception()));

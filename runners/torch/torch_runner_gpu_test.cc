@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <string>
 
+#include "record/metrics.h"
 #include "runner_harness.h"
 
 namespace dlbench::torchrunner {
@@ -95,9 +96,14 @@ TEST_P(OnCudaPrecision, TrainsWithTheRightSwitchesAndReportsDeviceMemory) {
   ASSERT_TRUE(t.done);
   const json& info = t.extras.at(0).at("info");
   EXPECT_TRUE(std::isfinite(info.value("final_loss", NAN)));
-  bool has_scale = false;
-  for (const json& m : t.extras.at(0).at("metrics")) has_scale |= m.value("name", "") == "loss_scale_final";
+  bool has_scale = false, has_peak = false;
+  for (const json& m : t.extras.at(0).at("metrics")) {
+    has_scale |= m.value("name", "") == record::metric::kLossScaleFinal;
+    has_peak |= m.value("name", "") == record::metric::kPeakFlopsPerS && m.value("value", 0.0) > 0;
+  }
   EXPECT_EQ(has_scale, c.loss_scaling);
+  // The device's peak is what turns achieved FLOP/s into mfu_ratio (known for H100/H200/A100...).
+  if (device_.value("name", "").find("H200") != std::string::npos) EXPECT_TRUE(has_peak);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "failure.h"
+#include "record/metrics.h"
 #include "runner_harness.h"
 
 namespace dlbench::torchrunner {
@@ -122,6 +123,24 @@ TEST_P(EveryModel, StepsAndReportsOnCpu) {
   EXPECT_EQ(t.memory[0].value("label", ""), "after_warmup");
   EXPECT_EQ(t.memory[1].value("label", ""), "end");
   EXPECT_GT(t.memory[1].value("host_peak_rss_bytes", 0), 0);
+  // Producer and consumer agree on every name: what the runner sends is declared in the data model,
+  // as a runner metric with the declared unit (record/metrics.h), or dlbench would not store it.
+  for (const json& snapshot : t.memory) {
+    for (const auto& [field, value] : snapshot.items()) {
+      if (!value.is_number() || field.size() < 6 || field.compare(field.size() - 6, 6, "_bytes") != 0)
+        continue;
+      const record::MetricDef* def = record::FindMetricDef(field);
+      EXPECT_TRUE(def != nullptr && def->producer == record::Producer::kRunnerMemory) << field;
+    }
+  }
+  for (const json& extras : t.extras) {
+    for (const json& m : extras.at("metrics")) {
+      const record::MetricDef* def = record::FindMetricDef(m.value("name", ""));
+      ASSERT_NE(def, nullptr) << "undeclared runner metric " << m.dump();
+      EXPECT_EQ(def->producer, record::Producer::kRunner) << m.dump();
+      EXPECT_EQ(m.value("unit", ""), def->unit) << m.dump();
+    }
+  }
   ASSERT_EQ(t.extras.size(), 1u);
   const json& metrics = t.extras[0].at("metrics");
   ASSERT_FALSE(metrics.empty());
@@ -340,20 +359,20 @@ TEST(Failure, ParsesRequestedBytesFromBothAllocators) {
 
 TEST(Failure, ClassifiesByMessage) {
   auto oom =
-      ClassifyMessage("CUDA out of memory. Tried to allocate 2.00 GiB", protocol::ErrorKindWire::kInternal);
-  EXPECT_EQ(oom.kind, protocol::ErrorKindWire::kOom);
+      ClassifyMessage("CUDA out of memory. Tried to allocate 2.00 GiB", record::RunnerErrorKind::kInternal);
+  EXPECT_EQ(oom.kind, record::RunnerErrorKind::kOom);
   EXPECT_EQ(oom.details.value("requested_bytes", std::int64_t{0}), std::int64_t{2} << 30);
   auto det =
       ClassifyMessage("upsample_bilinear2d_backward_out_cuda does not have a deterministic implementation",
-                      protocol::ErrorKindWire::kInternal);
-  EXPECT_EQ(det.kind, protocol::ErrorKindWire::kUnsupported);
+                      record::RunnerErrorKind::kInternal);
+  EXPECT_EQ(det.kind, record::RunnerErrorKind::kUnsupported);
   auto bn =
       ClassifyMessage("Expected more than 1 value per channel when training, got input size [1, 64, 1, 1]",
-                      protocol::ErrorKindWire::kInternal);
-  EXPECT_EQ(bn.kind, protocol::ErrorKindWire::kUnsupported);
+                      record::RunnerErrorKind::kInternal);
+  EXPECT_EQ(bn.kind, record::RunnerErrorKind::kUnsupported);
   EXPECT_NE(bn.message.find("batch_size >= 2"), std::string::npos) << bn.message;
-  auto other = ClassifyMessage("shape mismatch", protocol::ErrorKindWire::kInternal);
-  EXPECT_EQ(other.kind, protocol::ErrorKindWire::kInternal);
+  auto other = ClassifyMessage("shape mismatch", record::RunnerErrorKind::kInternal);
+  EXPECT_EQ(other.kind, record::RunnerErrorKind::kInternal);
   EXPECT_FALSE(other.details.contains("requested_bytes"));
 }
 

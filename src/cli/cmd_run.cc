@@ -88,7 +88,7 @@ std::string ResumeCommand(const std::string& matrix_path, const Selection& selec
 // --resume re-expands the matrix and applies the selection again (ResumeSelection picked it).
 // A second guard, and the only one for runs stored before runs recorded their selection: the
 // selection must keep the run's cells, i.e. its cell count and every cell it already finished.
-Status CheckResumeSelection(const store::RunRecord& run, const std::set<std::string>& finished,
+Status CheckResumeSelection(const record::RunRecord& run, const std::set<std::string>& finished,
                             const SelectedPlan& selected) {
   std::set<std::string> ids;
   for (const auto& c : selected.cells) ids.insert(c.id);
@@ -113,7 +113,7 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
 
   // A resumed run decides the selection: it stored the one it was started with.
   std::unique_ptr<store::ResultStore> store;
-  std::optional<store::RunRecord> resumed;
+  std::optional<record::RunRecord> resumed;
   Selection selection = *given;
   if (!args.resume.empty()) {
     store = OpenStoreOrReport(ctx);
@@ -149,7 +149,7 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
 
   std::int64_t run_id = 0;
   std::set<std::string> finished;
-  store::RunRecord run;
+  record::RunRecord run;
   if (resumed) {
     const std::int64_t id = resumed->id;
     if (resumed->matrix_text != matrix->text) {
@@ -253,27 +253,28 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
         std::fprintf(stderr, "\r\033[K%s  (%s)", status.c_str(), line.c_str());
       };
     }
-    store::CellRecord rec = orchestrator::RunCell(cell, options);
+    record::CellRecord rec = orchestrator::RunCell(cell, options);
     if (tty) std::fprintf(stderr, "\r\033[K");
-    if (rec.outcome == "interrupted") {
+    if (rec.outcome == record::Outcome::kInterrupted) {
       interrupted = true;
       break;
     }
     rec.run_id = run_id;
     if (auto st = store->PutCell(rec); !st.ok()) {
-      (void)store->SetRunStatus(run_id, "failed", WallNowNs());
+      (void)store->SetRunStatus(run_id, record::RunStatus::kFailed, WallNowNs());
       RemoveOwnProgress(ctx.db_path);
       return ReportError(st.error());
     }
     ++done_now;
-    ++outcome_counts[rec.outcome];
-    if (rec.outcome != "ok") ++not_ok;
+    ++outcome_counts[std::string(record::Name(rec.outcome))];
+    if (rec.outcome != record::Outcome::kOk) ++not_ok;
     Table row(ResultColumns());
     row.SetMinWidths(widths);
     row.AddRow(ResultRow(rec));
     std::printf("%s", row.Render(/*with_header=*/false).c_str());
-    if (rec.outcome != "ok") {
-      std::printf("    %s: %s\n", rec.outcome.c_str(), rec.message.substr(0, rec.message.find('\n')).c_str());
+    if (rec.outcome != record::Outcome::kOk) {
+      std::printf("    %s: %s\n", std::string(record::Name(rec.outcome)).c_str(),
+                  rec.message.substr(0, rec.message.find('\n')).c_str());
     }
     std::fflush(stdout);
   }
@@ -283,7 +284,8 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
   const bool complete = remaining.ok() && !interrupted &&
                         std::all_of(cells->begin(), cells->end(),
                                     [&](const plan::Cell& c) { return remaining->count(c.id) > 0; });
-  (void)store->SetRunStatus(run_id, complete ? "completed" : "interrupted", WallNowNs());
+  (void)store->SetRunStatus(
+      run_id, complete ? record::RunStatus::kCompleted : record::RunStatus::kInterrupted, WallNowNs());
 
   std::string counts;
   for (const auto& [outcome, n] : outcome_counts)

@@ -39,7 +39,7 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
   std::printf("run %lld%s: %s (%s)\n", static_cast<long long>(run->id), TerminalSafe(tags).c_str(),
               TerminalSafe(run->name).c_str(), TerminalSafe(run->matrix_path).c_str());
   std::printf("  started %s, status %s, %zu of %d cells stored\n", FormatUtc(run->started_wall_ns).c_str(),
-              TerminalSafe(run->status).c_str(), cells->size(), run->total_cells);
+              std::string(record::Name(run->status)).c_str(), cells->size(), run->total_cells);
   if (!run->selection.empty())
     std::printf("  selection: %s\n", TerminalSafe(SelectionArgs(run->selection)).c_str());
   std::printf("  dlbench %s (%s)\n", TerminalSafe(run->tool_version).c_str(),
@@ -63,13 +63,13 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
 
   bool header = false;
   for (const auto& c : *cells) {
-    const bool failed = c.outcome != "ok";
+    const bool failed = c.outcome != record::Outcome::kOk;
     if (!failed && c.verdict_reasons.empty() && !(verbose && c.extras.contains("warnings"))) continue;
     if (!header) {
       std::printf("\nNotes:\n");
       header = true;
     }
-    std::printf("  #%d %s: %s", c.index, TerminalSafe(c.label).c_str(), TerminalSafe(c.outcome).c_str());
+    std::printf("  #%d %s: %s", c.index, TerminalSafe(c.label).c_str(), std::string(record::Name(c.outcome)).c_str());
     if (failed) std::printf(": %s", TerminalSafe(c.message).c_str());
     std::printf("\n");
     for (const auto& r : c.verdict_reasons)
@@ -85,7 +85,7 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
   if (verbose) {
     for (const auto& c : *cells) {
       std::printf("\n#%d %s  warm-up %s steps (%s), stopped: %s\n", c.index, TerminalSafe(c.label).c_str(),
-                  c.warmup_steps ? std::to_string(*c.warmup_steps).c_str() : "-",
+                  c.warmup_steps() ? std::to_string(*c.warmup_steps()).c_str() : "-",
                   TerminalSafe(c.warmup_rule).c_str(), TerminalSafe(c.stop_reason).c_str());
       for (const auto& m : c.metrics)
         std::printf("    %-40s %16.6g %s\n", TerminalSafe(m.name).c_str(), m.value,

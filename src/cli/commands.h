@@ -53,5 +53,6 @@ void RegisterTag(CLI::App& app, CommandContext& ctx);
 void RegisterReport(CLI::App& app, CommandContext& ctx);
 void RegisterServe(CLI::App& app, CommandContext& ctx);
 void RegisterParams(CLI::App& app, CommandContext& ctx);
+void RegisterMetrics(CLI::App& app, CommandContext& ctx);
 
 }  // namespace dlbench::cli

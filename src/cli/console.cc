@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "common/text.h"
+#include "record/metrics.h"
 
 namespace dlbench::cli {
 
@@ -97,7 +98,7 @@ std::string FormatSeconds(double seconds) {
   return fmt::format("{}:{:02d}:{:02d}", total / 3600, (total / 60) % 60, total % 60);
 }
 
-std::optional<double> MetricValue(const store::CellRecord& cell, const std::string& name) {
+std::optional<double> MetricValue(const record::CellRecord& cell, const std::string& name) {
   for (const auto& m : cell.metrics) {
     if (m.name == name) return m.value;
   }
@@ -116,20 +117,20 @@ std::vector<std::size_t> ResultMinWidths(std::size_t max_label_width, std::size_
   return {std::to_string(max_index).size(), max_label_width, 11, 7, 10, 9, 5, 9, 13, 8, 9};
 }
 
-std::vector<std::string> ResultRow(const store::CellRecord& cell) {
-  auto ci = MetricValue(cell, "step_time_ci_rel_halfwidth");
-  auto energy = MetricValue(cell, "energy_per_sample_j");
-  auto busy = MetricValue(cell, "gpu_util_mean_pct");
-  auto peak = MetricValue(cell, "device_allocated_peak_bytes");
-  if (!peak) peak = MetricValue(cell, "proc_rss_peak_bytes");
+std::vector<std::string> ResultRow(const record::CellRecord& cell) {
+  auto ci = MetricValue(cell, record::metric::kStepTimeCiRelHalfwidth);
+  auto energy = MetricValue(cell, record::metric::kEnergyPerSampleJ);
+  auto busy = MetricValue(cell, record::metric::kGpuUtilMeanPct);
+  auto peak = MetricValue(cell, record::memory::kDeviceAllocatedPeakBytes);
+  if (!peak) peak = MetricValue(cell, record::metric::kProcRssPeakBytes);
   return {std::to_string(cell.index),
           cell.label.empty() ? cell.key : cell.label,
-          cell.outcome,
-          cell.verdict,
-          FormatRate(MetricValue(cell, "samples_per_s")),
-          FormatDurationNs(MetricValue(cell, "step_time_mean_ns")),
+          std::string(record::Name(cell.outcome)),
+          std::string(record::Name(cell.verdict)),
+          FormatRate(MetricValue(cell, record::metric::kSamplesPerS)),
+          FormatDurationNs(MetricValue(cell, record::metric::kStepTimeMeanNs)),
           ci ? fmt::format("{:.1f}%", 100 * *ci) : "-",
-          FormatDurationNs(MetricValue(cell, "step_time_p99_ns")),
+          FormatDurationNs(MetricValue(cell, record::metric::kStepTimeP99Ns)),
           energy ? fmt::format("{:.4g} J", *energy) : "-",
           busy ? fmt::format("{:.0f}%", *busy) : "-",
           FormatBytes(peak)};

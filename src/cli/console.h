@@ -36,11 +36,11 @@ std::string FormatBytes(std::optional<double> bytes);
 std::string FormatRate(std::optional<double> per_s);
 std::string FormatSeconds(double seconds);  // "1:02:03" / "2:03" / "4.2 s"
 
-std::optional<double> MetricValue(const store::CellRecord& cell, const std::string& name);
+std::optional<double> MetricValue(const record::CellRecord& cell, const std::string& name);
 
 // The columns of the results table, shared by `run` (row by row) and `show` (all at once).
 std::vector<Table::Column> ResultColumns();
-std::vector<std::string> ResultRow(const store::CellRecord& cell);
+std::vector<std::string> ResultRow(const record::CellRecord& cell);
 // Widths that fit any result row for cells with these labels (for streaming rows during `run`).
 std::vector<std::size_t> ResultMinWidths(std::size_t max_label_width, std::size_t max_index);
 

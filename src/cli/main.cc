@@ -62,6 +62,9 @@ int main(int argc, char** argv) {
 #ifdef DLBENCH_HAVE_CMD_PARAMS
   RegisterParams(app, ctx);
 #endif
+#ifdef DLBENCH_HAVE_CMD_METRICS
+  RegisterMetrics(app, ctx);
+#endif
 #ifdef DLBENCH_HAVE_CMD_SERVE
   RegisterServe(app, ctx);
 #endif

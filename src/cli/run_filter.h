@@ -38,7 +38,7 @@ std::vector<plan::Cell> ShardCells(const std::vector<plan::Cell>& cells, const S
 
 // What the user asked to run of a matrix (--only filters, OR of them; --shard K/N or empty). The
 // run stores it, so it is the store's record type.
-using Selection = store::RunSelection;
+using Selection = record::RunSelection;
 
 // `selection` with its shard rewritten as ShardText writes it ("2/2"), the form a run stores and
 // resumes compare. kInvalidInput (ParseShard's message) for a shard that is not K/N.

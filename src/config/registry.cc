@@ -348,7 +348,7 @@ std::vector<ParamSpec> BuildRegistry() {
                         "a wrong unit is caught here.")
                   .Build());
   r.push_back(
-      Entry("warmup_steps", kCell, kNull, ParamType::kInt)
+      Entry("warmup_steps", kCell, kNull, ParamType::kInt)  // names: a parameter, not the metric
           .Unit("steps")
           .Default(Int(0))
           .Min(0)

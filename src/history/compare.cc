@@ -9,6 +9,7 @@
 
 #include "history/samples.h"
 #include "plan/plan.h"
+#include "record/metrics.h"
 #include "stats/descriptive.h"
 #include "stats/inference.h"
 #include "stats/random.h"
@@ -53,16 +54,16 @@ const char* MetricUnit(Metric metric) {
   return "?";
 }
 
-const char* StoredMetricName(Metric metric) {
+std::string_view StoredMetricName(Metric metric) {
   switch (metric) {
     case Metric::kThroughput:
-      return "samples_per_s";
+      return record::metric::kSamplesPerS;
     case Metric::kStepTime:
-      return "step_time_mean_ns";
+      return record::metric::kStepTimeMeanNs;
     case Metric::kLatencyP99:
-      return "step_time_p99_ns";
+      return record::metric::kStepTimeP99Ns;
     case Metric::kEnergy:
-      return "energy_per_sample_j";
+      return record::metric::kEnergyPerSampleJ;
   }
   return "?";
 }
@@ -103,7 +104,7 @@ constexpr double kP99 = 0.99;
 
 // One side of one key: its repetitions pooled.
 struct Side {
-  std::vector<const store::CellRecord*> cells;  // every stored repetition
+  std::vector<const record::CellRecord*> cells;  // every stored repetition
   int ok_repetitions = 0;
   std::vector<double> step_ns;        // measured step times of the ok repetitions, in order
   std::vector<double> ns_per_sample;  // the same steps' time per sample
@@ -116,27 +117,27 @@ struct Side {
   std::int64_t steps = 0;
 };
 
-Side Pool(const std::vector<const store::CellRecord*>& cells, Metric metric) {
+Side Pool(const std::vector<const record::CellRecord*>& cells, Metric metric) {
   Side side;
   side.cells = cells;
-  for (const store::CellRecord* cell : cells) {
-    if (cell->outcome != "ok") {
-      side.outcomes.push_back(cell->outcome);
+  for (const record::CellRecord* cell : cells) {
+    if (cell->outcome != record::Outcome::kOk) {
+      side.outcomes.push_back(std::string(record::Name(cell->outcome)));
       continue;
     }
     ++side.ok_repetitions;
-    if (cell->verdict == "invalid") {
+    if (cell->verdict == record::Verdict::kInvalid) {
       std::string reasons;
       for (const auto& r : cell->verdict_reasons) {
         if (!reasons.empty()) reasons += ", ";
         reasons += r.is_string() ? r.get<std::string>() : r.dump();
       }
-      side.invalid_reasons.push_back(reasons.empty() ? "invalid" : reasons);
+      side.invalid_reasons.push_back(reasons.empty() ? std::string(record::Name(cell->verdict)) : reasons);
     }
     // Each repetition is cut on its own: a batch never spans two processes.
-    const std::vector<protocol::StepRecord> steps = MeasuredSteps(*cell);
+    const std::vector<record::StepRecord> steps = MeasuredSteps(*cell);
     side.steps += static_cast<std::int64_t>(steps.size());
-    for (const protocol::StepRecord& r : steps) {
+    for (const record::StepRecord& r : steps) {
       const auto ns = static_cast<double>(r.end_ns - r.start_ns);
       side.step_ns.push_back(ns);
       side.ns_per_sample.push_back(r.samples > 0 ? ns / r.samples : ns);
@@ -146,7 +147,7 @@ Side Pool(const std::vector<const store::CellRecord*>& cells, Metric metric) {
     std::vector<StepBatch> batches = CutBatches(steps);
     side.batches.insert(side.batches.end(), std::make_move_iterator(batches.begin()),
                         std::make_move_iterator(batches.end()));
-    for (const store::MetricRecord& m : cell->metrics) {
+    for (const record::MetricRecord& m : cell->metrics) {
       if (m.name == StoredMetricName(metric))
         side.stored_values.push_back(m.value * StoredMetricScale(metric));
     }
@@ -260,7 +261,7 @@ CellComparison CompareCell(const std::string& key, const Side& base, const Side&
                            const CompareOptions& options) {
   CellComparison out;
   out.key = key;
-  const store::CellRecord& first = *base.cells.front();
+  const record::CellRecord& first = *base.cells.front();
   out.label = first.label;
   out.params = first.params;
   out.base_repetitions = base.ok_repetitions;
@@ -337,16 +338,16 @@ CellComparison CompareCell(const std::string& key, const Side& base, const Side&
   return out;
 }
 
-std::map<std::string, std::vector<const store::CellRecord*>> ByKey(
-    const std::vector<store::CellRecord>& cells, const std::vector<std::string>& ignore) {
-  std::map<std::string, std::vector<const store::CellRecord*>> out;
-  for (const store::CellRecord& c : cells) out[MatchKey(c, ignore)].push_back(&c);
+std::map<std::string, std::vector<const record::CellRecord*>> ByKey(
+    const std::vector<record::CellRecord>& cells, const std::vector<std::string>& ignore) {
+  std::map<std::string, std::vector<const record::CellRecord*>> out;
+  for (const record::CellRecord& c : cells) out[MatchKey(c, ignore)].push_back(&c);
   return out;
 }
 
 }  // namespace
 
-std::string MatchKey(const store::CellRecord& cell, const std::vector<std::string>& ignore) {
+std::string MatchKey(const record::CellRecord& cell, const std::vector<std::string>& ignore) {
   if (ignore.empty() || !cell.params.is_object()) return cell.key;
   std::map<std::string, config::Value> params;
   for (auto it = cell.params.begin(); it != cell.params.end(); ++it) {

@@ -35,9 +35,9 @@ Result<Metric> ParseMetric(const std::string& text);
 bool HigherIsBetter(Metric metric);
 // The unit the metric's values are reported in: "samples/s", "ms", "J/sample".
 const char* MetricUnit(Metric metric);
-// The stored metric (store::MetricRecord::name) that holds this metric per cell, and the factor
+// The stored metric (record::MetricRecord::name) that holds this metric per cell, and the factor
 // that turns its stored value into MetricUnit() ("step_time_mean_ns" -> ms: 1e-6).
-const char* StoredMetricName(Metric metric);
+std::string_view StoredMetricName(Metric metric);
 double StoredMetricScale(Metric metric);
 
 // A cell's verdict. faster/slower speak of performance, whatever the metric's direction: a
@@ -67,8 +67,8 @@ struct CompareOptions {
 
 // The data behind one side of a comparison: a run and its cells with their steps.
 struct RunData {
-  store::RunRecord run;
-  std::vector<store::CellRecord> cells;
+  record::RunRecord run;
+  std::vector<record::CellRecord> cells;
 };
 
 struct CellComparison {
@@ -118,7 +118,7 @@ struct Comparison {
 
 // The key cells are matched by: CellRecord::key, or with `ignore` the canonical key
 // (plan::CellKey) of the cell's parameters without the ignored ones.
-std::string MatchKey(const store::CellRecord& cell, const std::vector<std::string>& ignore);
+std::string MatchKey(const record::CellRecord& cell, const std::vector<std::string>& ignore);
 
 // Compares two runs already loaded (cells with their steps). Never fails: a cell that cannot be
 // compared gets kNotComparable and a note. The strict option is not applied here.

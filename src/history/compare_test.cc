@@ -58,18 +58,18 @@ TEST(HistoryNames, MetricsAndFormatsParseAndRejectWithTheAllowedValues) {
 // Hand-computed: warm-up cut, rank filter and order; then 45 steps -> 20 batches of 2, the first
 // 5 steps dropped.
 TEST(HistorySamples, MeasuredStepsAndBatchesByHand) {
-  store::CellRecord cell;
-  cell.warmup_steps = 2;
+  record::CellRecord cell;
+  cell.window = record::MeasuredWindow{2, 3};
   const std::int64_t base = 12'000'000'000;
   // Stored out of order and with a rank-1 row that must be ignored.
   for (int i : {3, 0, 4, 1, 2}) {
-    store::StepRow row;
+    record::StepRow row;
     row.record.start_ns = base + i * 100;
     row.record.end_ns = base + i * 100 + 10 * (i + 1);
     row.record.samples = 4;
     cell.steps.push_back(row);
   }
-  store::StepRow other_rank;
+  record::StepRow other_rank;
   other_rank.rank = 1;
   other_rank.record.start_ns = base;
   other_rank.record.end_ns = base + 999;
@@ -78,16 +78,15 @@ TEST(HistorySamples, MeasuredStepsAndBatchesByHand) {
   ASSERT_EQ(measured.size(), 3u);
   EXPECT_EQ(measured[0].end_ns - measured[0].start_ns, 30);
   EXPECT_EQ(measured[2].end_ns - measured[2].start_ns, 50);
-  // A ci_reached cell whose last step arrived after STOP: measured_steps ends the window.
-  cell.metrics.push_back({"measured_steps", 2, "steps"});
+  // A ci_reached cell whose last step arrived after STOP: the window's length ends it.
+  cell.window->steps = 2;
   const auto judged = MeasuredSteps(cell);
   ASSERT_EQ(judged.size(), 2u);
   EXPECT_EQ(judged[1].end_ns - judged[1].start_ns, 40);
-  cell.metrics.clear();
 
-  std::vector<protocol::StepRecord> steps;
+  std::vector<record::StepRecord> steps;
   for (int i = 0; i < 45; ++i) {
-    protocol::StepRecord r;
+    record::StepRecord r;
     r.start_ns = base + i * 1000;
     r.end_ns = r.start_ns + 100 + i;  // 100 + i ns
     r.samples = 2;
@@ -100,7 +99,7 @@ TEST(HistorySamples, MeasuredStepsAndBatchesByHand) {
   EXPECT_DOUBLE_EQ(batches[19].mean_step_ns, 143.5);  // steps 43 and 44
   EXPECT_DOUBLE_EQ(batches[0].samples_per_s, 4 / (211e-9));
   EXPECT_TRUE(CutBatches({}).empty());
-  cell.warmup_steps = 10;  // more warm-up than steps: nothing measured
+  cell.window = record::MeasuredWindow{10, 3};  // more warm-up than steps: nothing measured
   EXPECT_TRUE(MeasuredSteps(cell).empty());
 }
 
@@ -244,7 +243,7 @@ TEST(HistoryCompare, CellsWithoutUsableDataAreNotComparableWithTheReason) {
   TempStore db;
   std::vector<CellSpec> base_cells = Matrix(3, 2.0, 1.0, 1);
   std::vector<CellSpec> candidate_cells = Matrix(3, 2.0, 1.0, 2);
-  candidate_cells[0].outcome = "crashed";
+  candidate_cells[0].outcome = record::Outcome::kCrashed;
   candidate_cells[1].measured_steps = 3;
   const auto base = db.AddRun(base_cells);
   const auto candidate = db.AddRun(candidate_cells);

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "store/result_store.h"
+#include "record/records.h"
 
 namespace dlbench::history {
 
@@ -19,8 +19,8 @@ inline constexpr int kTargetBatches = 20;
 // A side with fewer measured steps than this, over all its repetitions, cannot be compared.
 inline constexpr int kMinMeasuredSteps = 5;
 
-// The measured steps of a cell: rank 0, index >= warmup_steps (0 when absent), in start order.
-std::vector<protocol::StepRecord> MeasuredSteps(const store::CellRecord& cell);
+// A cell's measured steps are record::MeasuredSteps (its stored window).
+using record::MeasuredSteps;
 
 // One batch of contiguous steps.
 struct StepBatch {
@@ -33,6 +33,6 @@ struct StepBatch {
 // Cuts steps into min(kTargetBatches, steps.size()) contiguous batches of equal size. The
 // remainder (fewer steps than one batch) is dropped from the front, next to the warm-up cut, so
 // every batch weighs the same. Empty input gives no batches.
-std::vector<StepBatch> CutBatches(const std::vector<protocol::StepRecord>& steps);
+std::vector<StepBatch> CutBatches(const std::vector<record::StepRecord>& steps);
 
 }  // namespace dlbench::history

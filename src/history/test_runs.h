@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "plan/plan.h"
+#include "record/metrics.h"
 #include "stats/random.h"
 #include "store/result_store.h"
 
@@ -30,7 +31,7 @@ struct CellSpec {
   std::uint32_t samples = 8;
   std::uint64_t seed = 1;
   int repetition = 0;
-  std::string outcome = "ok";
+  record::Outcome outcome = record::Outcome::kOk;
   double energy_per_sample_j = 0;  // stored as a metric when > 0
   bool step_ms_in_params = false;  // step_ms as a cell parameter (part of the key), as the null runner's
 };
@@ -48,8 +49,8 @@ inline std::string KeyOf(const CellSpec& spec) {
   return plan::CellKey(params);
 }
 
-inline store::CellRecord MakeCell(const CellSpec& spec) {
-  store::CellRecord cell;
+inline record::CellRecord MakeCell(const CellSpec& spec) {
+  record::CellRecord cell;
   cell.key = KeyOf(spec);
   cell.cell_id = cell.key + "#r" + std::to_string(spec.repetition);
   cell.label = spec.model;
@@ -57,18 +58,18 @@ inline store::CellRecord MakeCell(const CellSpec& spec) {
   cell.repetition = spec.repetition;
   cell.seed = spec.seed;
   cell.outcome = spec.outcome;
-  cell.verdict = "valid";
-  cell.warmup_steps = spec.warmup_steps;
+  cell.verdict = record::Verdict::kValid;
+  cell.window = record::MeasuredWindow{spec.warmup_steps, spec.measured_steps};
   stats::Random rng(spec.seed);
   // A large CLOCK_MONOTONIC-like offset, as real records have.
   std::int64_t t = std::int64_t{1'200'000'000'000} + static_cast<std::int64_t>(spec.seed % 1000) * 1'000'000;
-  const int total = spec.outcome == "ok" ? spec.warmup_steps + spec.measured_steps : 3;
+  const int total = spec.outcome == record::Outcome::kOk ? spec.warmup_steps + spec.measured_steps : 3;
   double sum_ns = 0;
   for (int i = 0; i < total; ++i) {
     double m = 1.0 + spec.jitter_pct / 100.0 * rng.Normal();
     if (i < spec.warmup_steps) m *= 3.0;
     const auto d = static_cast<std::int64_t>(spec.step_ms * 1e6 * m);
-    store::StepRow row;
+    record::StepRow row;
     row.record.start_ns = t;
     row.record.end_ns = t + d;
     row.record.samples = spec.samples;
@@ -76,12 +77,12 @@ inline store::CellRecord MakeCell(const CellSpec& spec) {
     if (i >= spec.warmup_steps) sum_ns += static_cast<double>(d);
     t += d + 1000;
   }
-  if (spec.outcome == "ok") {
+  if (spec.outcome == record::Outcome::kOk) {
     const double mean_ns = sum_ns / spec.measured_steps;
-    cell.metrics.push_back({"step_time_mean_ns", mean_ns, "ns"});
-    cell.metrics.push_back({"samples_per_s", spec.samples / (mean_ns * 1e-9), "1/s"});
+    record::SetMetric(cell, record::metric::kStepTimeMeanNs, mean_ns);
+    record::SetMetric(cell, record::metric::kSamplesPerS, spec.samples / (mean_ns * 1e-9));
     if (spec.energy_per_sample_j > 0)
-      cell.metrics.push_back({"energy_per_sample_j", spec.energy_per_sample_j, "J"});
+      record::SetMetric(cell, record::metric::kEnergyPerSampleJ, spec.energy_per_sample_j);
   }
   return cell;
 }
@@ -111,9 +112,9 @@ class TempStore {
   std::int64_t AddRun(const std::vector<CellSpec>& cells,
                       const nlohmann::json& environment = {{"os", "linux"}},
                       std::int64_t started_wall_ns = 0) {
-    store::RunRecord run;
+    record::RunRecord run;
     run.name = "synthetic";
-    run.status = "completed";
+    run.status = record::RunStatus::kCompleted;
     run.environment = environment;
     run.environment_hash = environment.dump();
     run.started_wall_ns = started_wall_ns != 0 ? started_wall_ns : next_start_ns_;
@@ -124,7 +125,7 @@ class TempStore {
     if (!id.ok()) return 0;
     int index = 0;
     for (const CellSpec& spec : cells) {
-      store::CellRecord cell = MakeCell(spec);
+      record::CellRecord cell = MakeCell(spec);
       cell.run_id = *id;
       cell.index = index++;
       const Status put = store_->PutCell(cell);

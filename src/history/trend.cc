@@ -55,8 +55,8 @@ bool MatchesFilter(const TrendFilter& filter, const nlohmann::json& params) {
 namespace {
 
 // The cell's stored metric in the report's unit, nullopt when absent or not finite.
-std::optional<double> StoredValue(const store::CellRecord& cell, Metric metric) {
-  for (const store::MetricRecord& m : cell.metrics) {
+std::optional<double> StoredValue(const record::CellRecord& cell, Metric metric) {
+  for (const record::MetricRecord& m : cell.metrics) {
     if (m.name == StoredMetricName(metric) && std::isfinite(m.value))
       return m.value * StoredMetricScale(metric);
   }
@@ -83,12 +83,12 @@ std::vector<CellTrend> BuildTrends(const std::vector<RunData>& runs, const Trend
 
   std::map<std::string, CellTrend> by_key;
   // The run each point came from, to name the environment changes at a change point.
-  std::map<std::string, std::vector<const store::RunRecord*>> point_runs;
+  std::map<std::string, std::vector<const record::RunRecord*>> point_runs;
   for (const RunData* run : ordered) {
     std::map<std::string, std::vector<double>> values;
-    std::map<std::string, const store::CellRecord*> first_cell;
-    for (const store::CellRecord& cell : run->cells) {
-      if (cell.outcome != "ok" || !MatchesFilter(filter, cell.params)) continue;
+    std::map<std::string, const record::CellRecord*> first_cell;
+    for (const record::CellRecord& cell : run->cells) {
+      if (cell.outcome != record::Outcome::kOk || !MatchesFilter(filter, cell.params)) continue;
       const std::optional<double> v = StoredValue(cell, options.metric);
       if (!v) continue;
       const std::string key = MatchKey(cell, options.ignore_params);
@@ -151,7 +151,7 @@ Result<std::vector<CellTrend>> LoadTrends(store::ResultStore& store, const Trend
   if (!runs.ok()) return runs.error();
   std::vector<RunData> data;
   data.reserve(runs->size());
-  for (store::RunRecord& run : *runs) {
+  for (record::RunRecord& run : *runs) {
     auto cells = store.GetCells(run.id, store::CellQuery{});
     if (!cells.ok()) return cells.error();
     data.push_back(RunData{std::move(run), std::move(cells).value()});

@@ -61,7 +61,7 @@ TEST(HistoryTrend, FindsAndDatesALevelShiftAndNamesTheEnvironmentChange) {
     b.seed = 200 + static_cast<std::uint64_t>(r);
     CellSpec crashed = a;  // a second repetition that failed: not part of the point
     crashed.repetition = 1;
-    crashed.outcome = "crashed";
+    crashed.outcome = record::Outcome::kCrashed;
     runs.push_back(db.AddRun({a, b, crashed}, r < 12 ? before : after));
   }
   auto filter = ParseTrendFilter({"model=a"});

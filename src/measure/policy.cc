@@ -15,7 +15,7 @@ constexpr double kNsPerS = 1e9;
 
 // Integer subtraction first: the difference of two CLOCK_MONOTONIC stamps is exact in int64,
 // while converting each stamp to double first could round away nanoseconds.
-std::vector<double> StepTimesNs(const std::vector<protocol::StepRecord>& records, std::size_t begin) {
+std::vector<double> StepTimesNs(const std::vector<record::StepRecord>& records, std::size_t begin) {
   std::vector<double> out;
   out.reserve(records.size() - std::min(begin, records.size()));
   for (std::size_t i = begin; i < records.size(); ++i) {
@@ -24,7 +24,7 @@ std::vector<double> StepTimesNs(const std::vector<protocol::StepRecord>& records
   return out;
 }
 
-double WindowS(const std::vector<protocol::StepRecord>& records, std::size_t begin) {
+double WindowS(const std::vector<record::StepRecord>& records, std::size_t begin) {
   if (begin >= records.size()) return 0;
   return static_cast<double>(records.back().end_ns - records[begin].start_ns) / kNsPerS;
 }
@@ -45,7 +45,7 @@ WarmupCut DecideWarmup(const std::vector<double>& step_ns, std::int64_t min_warm
 
 MeasurePolicy::MeasurePolicy(const config::MeasureSettings& settings) : settings_(settings) {}
 
-void MeasurePolicy::Add(const protocol::StepRecord* records, std::size_t count) {
+void MeasurePolicy::Add(const record::StepRecord* records, std::size_t count) {
   records_.insert(records_.end(), records, records + count);
 }
 
@@ -113,7 +113,7 @@ Outcome MeasurePolicy::Finish(const std::string& stop_reason_if_not_decided) con
     // the window the decision judged is the one reported, so a cell stopped on ci_reached has
     // the interval it was stopped for (a few more records can move batch-means' batch bounds and
     // widen it past the target, which read as "noisy (stopped: ci_reached)").
-    const std::vector<protocol::StepRecord> judged(
+    const std::vector<record::StepRecord> judged(
         records_.begin(), records_.begin() + static_cast<std::ptrdiff_t>(decided_records_));
     out.summary = Summarize(judged, cut.steps, settings_.ci_level);
   } else {
@@ -141,7 +141,7 @@ Outcome MeasurePolicy::Finish(const std::string& stop_reason_if_not_decided) con
   return out;
 }
 
-StepSummary Summarize(const std::vector<protocol::StepRecord>& records, std::size_t warmup, double ci_level) {
+StepSummary Summarize(const std::vector<record::StepRecord>& records, std::size_t warmup, double ci_level) {
   StepSummary s;
   const std::vector<double> step_ns = StepTimesNs(records, warmup);
   s.steps = static_cast<std::int64_t>(step_ns.size());

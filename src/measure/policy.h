@@ -11,6 +11,7 @@
 
 #include "config/matrix.h"
 #include "protocol/wire.h"
+#include "record/records.h"
 
 namespace dlbench::measure {
 
@@ -43,6 +44,10 @@ struct Outcome {
   bool enough_data = false;       // at least min_steps measured steps and min_time measured
   std::string insufficiency;      // why not enough, when !enough_data
   StepSummary summary;
+
+  // The measured window as stored with the cell: rank-0 steps [warmup_steps, warmup_steps +
+  // summary.steps).
+  record::MeasuredWindow Window() const { return {warmup_steps, summary.steps}; }
 };
 
 // The stopping rule, evaluated by Evaluate() (docs/measurement.md, "Stopping rule"): ceilings
@@ -61,7 +66,7 @@ class MeasurePolicy {
   explicit MeasurePolicy(const config::MeasureSettings& settings);
 
   // Appends records (in step order). Amortised O(1) per record.
-  void Add(const protocol::StepRecord* records, std::size_t count);
+  void Add(const record::StepRecord* records, std::size_t count);
   // Whether the orchestrator should send STOP now. Cheap enough to call after every batch
   // (re-evaluates the warm-up cut and CI at most every few hundred milliseconds of steps).
   Decision Evaluate();
@@ -72,11 +77,11 @@ class MeasurePolicy {
   Outcome Finish(const std::string& stop_reason_if_not_decided) const;
 
   std::int64_t steps_seen() const { return static_cast<std::int64_t>(records_.size()); }
-  const std::vector<protocol::StepRecord>& records() const { return records_; }
+  const std::vector<record::StepRecord>& records() const { return records_; }
 
  private:
   config::MeasureSettings settings_;
-  std::vector<protocol::StepRecord> records_;
+  std::vector<record::StepRecord> records_;
   std::optional<Decision> decided_;
   // The warm-up cut the ci_reached decision was made with; Finish keeps it (see policy.cc).
   std::optional<std::pair<std::size_t, const char*>> decided_cut_;
@@ -88,6 +93,6 @@ class MeasurePolicy {
 // Summarises records[warmup, end) with the settings' CI level (warmup past the end: no steps).
 // Step time is end_ns - start_ns; the window runs from records[warmup].start_ns to the last
 // end_ns; samples is the sum of the records' samples.
-StepSummary Summarize(const std::vector<protocol::StepRecord>& records, std::size_t warmup, double ci_level);
+StepSummary Summarize(const std::vector<record::StepRecord>& records, std::size_t warmup, double ci_level);
 
 }  // namespace dlbench::measure

@@ -14,12 +14,12 @@ constexpr std::int64_t kOffsetNs = 12'000'000'000;  // 1.2e10 ns: stamps far fro
 constexpr std::int64_t kGapNs = 1'000;              // host time between two steps, outside both
 
 // Records with the given step durations, back to back from kOffsetNs, `samples` each.
-std::vector<protocol::StepRecord> MakeRecords(const std::vector<double>& durations_ns,
-                                              std::uint32_t samples = 32) {
-  std::vector<protocol::StepRecord> records;
+std::vector<record::StepRecord> MakeRecords(const std::vector<double>& durations_ns,
+                                            std::uint32_t samples = 32) {
+  std::vector<record::StepRecord> records;
   std::int64_t t = kOffsetNs;
   for (double d : durations_ns) {
-    protocol::StepRecord r;
+    record::StepRecord r;
     r.start_ns = t;
     r.end_ns = t + static_cast<std::int64_t>(std::llround(d));
     r.samples = samples;
@@ -54,7 +54,7 @@ config::MeasureSettings Settings() {
 
 // Feeds records `batch` at a time, calling Evaluate after each batch like the orchestrator;
 // returns the number of records fed when the policy first said stop (0: never).
-std::size_t FeedUntilStop(MeasurePolicy& policy, const std::vector<protocol::StepRecord>& records,
+std::size_t FeedUntilStop(MeasurePolicy& policy, const std::vector<record::StepRecord>& records,
                           std::size_t batch) {
   for (std::size_t i = 0; i < records.size(); i += batch) {
     const std::size_t count = std::min(batch, records.size() - i);

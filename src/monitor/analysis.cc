@@ -9,15 +9,19 @@
 #include <set>
 
 #include "monitor/nvml_sampler.h"
+#include "record/metrics.h"
+#include "record/series.h"
 #include "stats/descriptive.h"
 #include "stats/trend.h"
 
 namespace dlbench::monitor {
 namespace {
 
-using protocol::StepRecord;
-using store::MetricRecord;
-using store::SeriesPoint;
+using record::MetricRecord;
+using record::SeriesPoint;
+using record::StepRecord;
+namespace metric = record::metric;
+namespace series = record::series;
 
 struct Point {
   std::int64_t t_ns;
@@ -40,26 +44,12 @@ SeriesMap GroupSeries(const std::vector<SeriesPoint>& points) {
   return map;
 }
 
-// "gpu3.power_w" -> 3 when the reading matches; -1 otherwise.
-int GpuIndexOf(const std::string& name, const std::string& reading) {
-  if (name.compare(0, 3, "gpu") != 0) return -1;
-  std::size_t dot = name.find('.');
-  if (dot == std::string::npos || dot == 3 || name.compare(dot + 1, std::string::npos, reading) != 0)
-    return -1;
-  int index = 0;
-  for (std::size_t i = 3; i < dot; ++i) {
-    if (name[i] < '0' || name[i] > '9') return -1;
-    index = index * 10 + (name[i] - '0');
-  }
-  return index;
-}
-
 // Every gpu<i>.<reading> series, by GPU index.
-std::map<int, const Series*> GpuSeries(const SeriesMap& map, const std::string& reading) {
+std::map<int, const Series*> GpuSeries(const SeriesMap& map, std::string_view reading) {
   std::map<int, const Series*> out;
   for (const auto& [name, series] : map) {
-    int index = GpuIndexOf(name, reading);
-    if (index >= 0) out[index] = &series;
+    auto ref = record::series::ParseGpuSeriesName(name);
+    if (ref && ref->field == reading) out[ref->index] = &series;
   }
   return out;
 }
@@ -149,8 +139,8 @@ std::optional<double> Integrate(const Series& s, const Window& w) {
 // Mean power over a span of samples (the idle baseline): from the counters when every GPU has
 // one, else the mean of the summed power readings.
 std::optional<double> IdlePowerW(const SeriesMap& idle) {
-  auto energy = GpuSeries(idle, "energy_j");
-  auto power = GpuSeries(idle, "power_w");
+  auto energy = GpuSeries(idle, series::kEnergyJ);
+  auto power = GpuSeries(idle, series::kPowerW);
   double watts = 0;
   bool any = false;
   if (!energy.empty()) {
@@ -177,8 +167,10 @@ std::optional<double> IdlePowerW(const SeriesMap& idle) {
 class Metrics {
  public:
   explicit Metrics(std::vector<MetricRecord>& out) : out_(out) {}
-  void Add(const std::string& name, double value, const std::string& unit) {
-    if (std::isfinite(value)) out_.push_back({name, value, unit});
+  // Declared names only (record/metrics.h); the unit is the declared one.
+  void Add(std::string_view name, double value) {
+    if (std::isfinite(value))
+      out_.push_back({std::string(name), value, std::string(record::MetricUnit(name))});
   }
 
  private:
@@ -186,7 +178,7 @@ class Metrics {
 };
 
 // The analysed rank's records: rank 0, or the lowest rank present.
-std::vector<StepRecord> AnalysedSteps(const std::vector<store::StepRow>& rows) {
+std::vector<StepRecord> AnalysedSteps(const std::vector<record::StepRow>& rows) {
   if (rows.empty()) return {};
   std::uint32_t rank = rows.front().rank;
   for (const auto& r : rows) rank = std::min(rank, r.rank);
@@ -212,9 +204,15 @@ double StepPosition(const std::vector<StepRecord>& steps, std::int64_t t) {
 
 // Theil-Sen slope per step with a Mann-Kendall test; a leak when the trend is significant and
 // even the CI's lower end exceeds the floor. Returns the verdict reason, or "" for none.
+// The three metrics a growth test stores: the slope and its interval's ends.
+struct GrowthNames {
+  std::string_view slope, ci_low, ci_high;
+};
+
 std::string Growth(const Series& s, const Window& w, const std::vector<StepRecord>& steps,
-                   const std::string& metric, const std::string& label, Metrics& metrics,
+                   const GrowthNames& names, const std::string& label, Metrics& metrics,
                    nlohmann::json& info) {
+  const std::string metric(names.slope);
   std::vector<double> x, y;
   for (const auto& p : s) {
     if (!w.Contains(p.t_ns)) continue;
@@ -230,9 +228,9 @@ std::string Growth(const Series& s, const Window& w, const std::vector<StepRecor
   auto ts = stats::TheilSen(x, y, kLeakCiLevel);
   auto mk = stats::MannKendall(y);
   if (!std::isfinite(ts.slope)) return "";
-  metrics.Add(metric, ts.slope, "bytes/step");
-  metrics.Add(metric + "_ci_low", ts.slope_ci.low, "bytes/step");
-  metrics.Add(metric + "_ci_high", ts.slope_ci.high, "bytes/step");
+  metrics.Add(names.slope, ts.slope);
+  metrics.Add(names.ci_low, ts.slope_ci.low);
+  metrics.Add(names.ci_high, ts.slope_ci.high);
   const double floor = std::max(kLeakFloorBytesPerStep, kLeakFloorFractionPerStep * stats::Median(y));
   detail["slope_bytes_per_step"] = ts.slope;
   detail["ci_low"] = ts.slope_ci.low;
@@ -262,7 +260,7 @@ constexpr ThrottleBit kThrottleBits[] = {
 
 void Throttling(const SeriesMap& map, const Window& w, bool power_cap_invalidates, Metrics& metrics,
                 CellAnalysis& result) {
-  auto events = GpuSeries(map, "clocks_event_reasons");
+  auto events = GpuSeries(map, series::kClocksEventReasons);
   if (events.empty()) return;
   std::size_t total = 0, any_throttle = 0;
   std::map<std::string, std::pair<std::size_t, std::set<int>>> seen;  // reason -> (count, gpus)
@@ -282,8 +280,8 @@ void Throttling(const SeriesMap& map, const Window& w, bool power_cap_invalidate
     }
   }
   if (total == 0) return;
-  metrics.Add("clocks_throttled_fraction", static_cast<double>(any_throttle) / static_cast<double>(total),
-              "ratio");
+  metrics.Add(metric::kClocksThrottledFraction,
+              static_cast<double>(any_throttle) / static_cast<double>(total));
   for (const auto& b : kThrottleBits) {
     auto it = seen.find(b.name);
     if (it == seen.end()) continue;
@@ -307,18 +305,18 @@ std::string LowBusyCause(const std::vector<StepRecord>& steps, const Window& w) 
   for (const auto& s : steps) {
     double d = static_cast<double>(s.end_ns - s.start_ns);
     in_steps += d;
-    if (s.present & protocol::kHasDataWait) {
+    if (s.present & record::kHasDataWait) {
       wait += static_cast<double>(s.data_wait_ns);
       wait_base += d;
     }
-    if (s.present & protocol::kHasComm) {
+    if (s.present & record::kHasComm) {
       comm += static_cast<double>(s.comm_ns);
       comm_base += d;
     }
-    if (s.present & protocol::kHasCompute) {
+    if (s.present & record::kHasCompute) {
       double known = static_cast<double>(s.compute_ns);
-      if (s.present & protocol::kHasDataWait) known += static_cast<double>(s.data_wait_ns);
-      if (s.present & protocol::kHasComm) known += static_cast<double>(s.comm_ns);
+      if (s.present & record::kHasDataWait) known += static_cast<double>(s.data_wait_ns);
+      if (s.present & record::kHasComm) known += static_cast<double>(s.comm_ns);
       other += std::max(0.0, d - known);
       other_base += d;
     }
@@ -361,7 +359,7 @@ std::string LowBusyCause(const std::vector<StepRecord>& steps, const Window& w) 
 
 }  // namespace
 
-const store::MetricRecord* CellAnalysis::Find(const std::string& name) const {
+const record::MetricRecord* CellAnalysis::Find(const std::string& name) const {
   for (const auto& m : metrics) {
     if (m.name == name) return &m;
   }
@@ -372,14 +370,15 @@ CellAnalysis AnalyzeCell(const AnalysisInput& input) {
   CellAnalysis result;
   Metrics metrics(result.metrics);
   std::vector<StepRecord> all_steps = AnalysedSteps(input.steps);
-  const auto warmup = static_cast<std::size_t>(std::max<std::int64_t>(0, input.warmup_steps));
-  if (warmup >= all_steps.size()) {
+  const auto warmup = static_cast<std::size_t>(
+      std::clamp<std::int64_t>(input.window.first_step, 0, static_cast<std::int64_t>(all_steps.size())));
+  const std::size_t end =
+      warmup + static_cast<std::size_t>(std::clamp<std::int64_t>(
+                   input.window.steps, 0, static_cast<std::int64_t>(all_steps.size() - warmup)));
+  if (end <= warmup) {
     result.warnings.push_back("no measured steps: monitor metrics were not computed");
     return result;
   }
-  std::size_t end = all_steps.size();
-  if (input.measured_steps >= 0) end = std::min(end, warmup + static_cast<std::size_t>(input.measured_steps));
-  if (end <= warmup) end = all_steps.size();
   const std::vector<StepRecord> steps(all_steps.begin() + static_cast<std::ptrdiff_t>(warmup),
                                       all_steps.begin() + static_cast<std::ptrdiff_t>(end));
   Window w{steps.front().start_ns, steps.back().end_ns};
@@ -398,7 +397,7 @@ CellAnalysis AnalyzeCell(const AnalysisInput& input) {
   result.info["samples_in_window"] = in_window;
 
   // Utilisation and clocks: every GPU's samples pooled.
-  auto pooled = [&](const std::string& reading) {
+  auto pooled = [&](std::string_view reading) {
     std::vector<double> v;
     for (const auto& [index, series] : GpuSeries(map, reading)) {
       auto part = ValuesIn(*series, w);
@@ -406,25 +405,25 @@ CellAnalysis AnalyzeCell(const AnalysisInput& input) {
     }
     return v;
   };
-  const std::vector<double> util = pooled("sm_util_pct");
+  const std::vector<double> util = pooled(series::kSmUtilPct);
   const double util_mean = Mean(util);
-  metrics.Add("gpu_util_mean_pct", util_mean, "%");
-  if (!util.empty()) metrics.Add("gpu_util_p5_pct", stats::Quantile(util, 0.05), "%");
-  metrics.Add("gpu_mem_util_mean_pct", Mean(pooled("mem_util_pct")), "%");
-  metrics.Add("sm_clock_mean_mhz", Mean(pooled("sm_clock_mhz")), "MHz");
-  metrics.Add("temp_max_c", MaxOf(pooled("temp_c")), "C");
-  metrics.Add("pcie_tx_mean_bytes_per_s", Mean(pooled("pcie_tx_bytes_per_s")), "bytes/s");
-  metrics.Add("pcie_rx_mean_bytes_per_s", Mean(pooled("pcie_rx_bytes_per_s")), "bytes/s");
+  metrics.Add(metric::kGpuUtilMeanPct, util_mean);
+  if (!util.empty()) metrics.Add(metric::kGpuUtilP5Pct, stats::Quantile(util, 0.05));
+  metrics.Add(metric::kGpuMemUtilMeanPct, Mean(pooled(series::kMemUtilPct)));
+  metrics.Add(metric::kSmClockMeanMhz, Mean(pooled(series::kSmClockMhz)));
+  metrics.Add(metric::kTempMaxC, MaxOf(pooled(series::kTempC)));
+  metrics.Add(metric::kPcieTxMeanBytesPerS, Mean(pooled(series::kPcieTxBytesPerS)));
+  metrics.Add(metric::kPcieRxMeanBytesPerS, Mean(pooled(series::kPcieRxBytesPerS)));
 
   // Power: the total over the cell's GPUs per round.
-  const auto power = GpuSeries(map, "power_w");
+  const auto power = GpuSeries(map, series::kPowerW);
   std::vector<double> power_totals;
   for (const auto& p : SumPerRound(power, w)) power_totals.push_back(p.value);
-  metrics.Add("power_mean_w", Mean(power_totals), "W");
-  metrics.Add("power_max_w", MaxOf(power_totals), "W");
+  metrics.Add(metric::kPowerMeanW, Mean(power_totals));
+  metrics.Add(metric::kPowerMaxW, MaxOf(power_totals));
 
   // Energy: the driver's counter where every GPU has one, else integrated power.
-  const auto energy = GpuSeries(map, "energy_j");
+  const auto energy = GpuSeries(map, series::kEnergyJ);
   std::optional<double> joules;
   if (!energy.empty() && (power.empty() || energy.size() == power.size())) {
     double sum = 0;
@@ -459,60 +458,65 @@ CellAnalysis AnalyzeCell(const AnalysisInput& input) {
     }
   }
   if (joules) {
-    metrics.Add("energy_total_j", *joules, "J");
-    metrics.Add("energy_per_step_j", *joules / n_steps, "J");
-    if (samples > 0) metrics.Add("energy_per_sample_j", *joules / samples, "J");
+    metrics.Add(metric::kEnergyTotalJ, *joules);
+    metrics.Add(metric::kEnergyPerStepJ, *joules / n_steps);
+    if (samples > 0) metrics.Add(metric::kEnergyPerSampleJ, *joules / samples);
     if (!input.idle_series.empty()) {
       if (auto idle_w = IdlePowerW(GroupSeries(input.idle_series))) {
         double above = *joules - *idle_w * w.seconds();
-        metrics.Add("idle_power_w", *idle_w, "W");
-        metrics.Add("energy_above_idle_per_step_j", above / n_steps, "J");
-        if (samples > 0) metrics.Add("energy_above_idle_per_sample_j", above / samples, "J");
+        metrics.Add(metric::kIdlePowerW, *idle_w);
+        metrics.Add(metric::kEnergyAboveIdlePerStepJ, above / n_steps);
+        if (samples > 0) metrics.Add(metric::kEnergyAboveIdlePerSampleJ, above / samples);
       } else {
         result.warnings.push_back(
             "idle baseline has no usable power or energy readings; idle power not subtracted");
       }
     }
   }
-  if (auto it = map.find("host.rapl_energy_j"); it != map.end()) {
+  if (auto it = map.find(std::string(series::kHostRaplEnergyJ)); it != map.end()) {
     if (auto cpu_j = CounterDelta(it->second, w)) {
-      metrics.Add("cpu_package_energy_per_step_j", *cpu_j / n_steps, "J");
-      if (samples > 0) metrics.Add("cpu_package_energy_per_sample_j", *cpu_j / samples, "J");
+      metrics.Add(metric::kCpuPackageEnergyPerStepJ, *cpu_j / n_steps);
+      if (samples > 0) metrics.Add(metric::kCpuPackageEnergyPerSampleJ, *cpu_j / samples);
     }
   }
 
   Throttling(map, w, input.power_cap_invalidates, metrics, result);
 
   // Host.
-  if (auto it = map.find("host.cpu_util_pct"); it != map.end()) {
-    metrics.Add("host_cpu_util_pct", Mean(ValuesIn(it->second, w)), "%");
+  if (auto it = map.find(std::string(series::kHostCpuUtilPct)); it != map.end()) {
+    metrics.Add(metric::kHostCpuUtilPct, Mean(ValuesIn(it->second, w)));
   }
-  if (auto it = map.find("proc.cpu_s"); it != map.end()) {
+  if (auto it = map.find(std::string(series::kProcCpuS)); it != map.end()) {
     if (auto cpu_s = CounterDelta(it->second, w))
-      metrics.Add("proc_cpu_util_pct", 100 * *cpu_s / w.seconds(), "% of one core");
+      metrics.Add(metric::kProcCpuUtilPct, 100 * *cpu_s / w.seconds());
   }
-  if (auto it = map.find("host.mem_used_bytes"); it != map.end()) {
-    metrics.Add("host_mem_used_peak_bytes", MaxOf(ValuesIn(it->second, w)), "bytes");
+  if (auto it = map.find(std::string(series::kHostMemUsedBytes)); it != map.end()) {
+    metrics.Add(metric::kHostMemUsedPeakBytes, MaxOf(ValuesIn(it->second, w)));
   }
   std::vector<std::string> leaks;
-  if (auto it = map.find("proc.rss_bytes"); it != map.end()) {
-    metrics.Add("proc_rss_peak_bytes", MaxOf(ValuesIn(it->second, w)), "bytes");
-    auto leak = Growth(it->second, w, steps, "rss_growth_bytes_per_step", "host RSS", metrics, result.info);
+  if (auto it = map.find(std::string(series::kProcRssBytes)); it != map.end()) {
+    metrics.Add(metric::kProcRssPeakBytes, MaxOf(ValuesIn(it->second, w)));
+    auto leak = Growth(it->second, w, steps,
+                       {metric::kRssGrowthBytesPerStep, metric::kRssGrowthBytesPerStepCiLow,
+                        metric::kRssGrowthBytesPerStepCiHigh},
+                       "host RSS", metrics, result.info);
     if (!leak.empty()) result.verdict_reasons.push_back(leak);
   }
 
   // Device memory: whole-GPU use and the runner tree's own, summed over the cell's GPUs.
   std::vector<double> gpu_used;
-  for (const auto& p : SumPerRound(GpuSeries(map, "mem_used_bytes"), w)) gpu_used.push_back(p.value);
-  metrics.Add("gpu_mem_used_peak_bytes", MaxOf(gpu_used), "bytes");
-  const auto proc_mem_by_gpu = GpuSeries(map, "proc_mem_bytes");
+  for (const auto& p : SumPerRound(GpuSeries(map, series::kMemUsedBytes), w)) gpu_used.push_back(p.value);
+  metrics.Add(metric::kGpuMemUsedPeakBytes, MaxOf(gpu_used));
+  const auto proc_mem_by_gpu = GpuSeries(map, series::kProcMemBytes);
   if (!proc_mem_by_gpu.empty()) {
     Window all{std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()};
     Series proc_mem = SumPerRound(proc_mem_by_gpu, all);
     std::vector<double> values = ValuesIn(proc_mem, w);
-    metrics.Add("device_proc_mem_peak_bytes", MaxOf(values), "bytes");
-    auto leak =
-        Growth(proc_mem, w, steps, "device_mem_growth_bytes_per_step", "device memory", metrics, result.info);
+    metrics.Add(metric::kDeviceProcMemPeakBytes, MaxOf(values));
+    auto leak = Growth(proc_mem, w, steps,
+                       {metric::kDeviceMemGrowthBytesPerStep, metric::kDeviceMemGrowthBytesPerStepCiLow,
+                        metric::kDeviceMemGrowthBytesPerStepCiHigh},
+                       "device memory", metrics, result.info);
     if (!leak.empty()) result.verdict_reasons.push_back(leak);
   }
 

@@ -9,22 +9,23 @@
 #include <string>
 #include <vector>
 
-#include "store/result_store.h"
+#include "record/records.h"
 
 namespace dlbench::monitor {
 
 enum class Scenario { kTrain, kInfer };
 
 struct AnalysisInput {
-  std::vector<store::SeriesPoint> series;  // the cell's samples (Monitor::Stop), any order
-  std::vector<store::StepRow> steps;       // step records of every rank, each rank in step order
-  std::int64_t warmup_steps = 0;           // the analysed rank's records [0, warmup_steps) are warm-up
-  std::int64_t measured_steps = -1;        // records [warmup, warmup + measured) are measured; -1: to the end
+  std::vector<record::SeriesPoint> series;  // the cell's samples (Monitor::Stop), any order
+  std::vector<record::StepRow> steps;       // step records of every rank, each rank in step order
+  // The measured window (decided by the measurement policy): the analysed rank's records
+  // [first_step, first_step + steps) are measured.
+  record::MeasuredWindow window;
   Scenario scenario = Scenario::kInfer;
   // Samples per step when a record's own `samples` is 0 (a runner that does not fill it).
   std::uint32_t samples_per_step = 0;
   // Samples taken with the GPU idle before the cell (`measure: idle_baseline_s`); empty: none.
-  std::vector<store::SeriesPoint> idle_series;
+  std::vector<record::SeriesPoint> idle_series;
   // Whether clocks limited by the board's power limit (sw_power_cap) make the cell invalid. Off by
   // default: a saturating workload on an H200 sits at its power cap as its steady state (the
   // limit is in the fingerprint), so it is reported as a warning; thermal and hardware slowdowns
@@ -42,7 +43,7 @@ struct CellAnalysis {
   // gpu_mem_used_peak_bytes, device_proc_mem_peak_bytes, rss_growth_bytes_per_step (+ _ci_low,
   // _ci_high), device_mem_growth_bytes_per_step (+ _ci_low, _ci_high). A metric whose series is
   // absent (no GPU, no RAPL) is absent, never 0.
-  std::vector<store::MetricRecord> metrics;
+  std::vector<record::MetricRecord> metrics;
   // Each makes the cell invalid: "throttled: hw_thermal_slowdown during 35% of samples (gpu0)",
   // "memory leak: host RSS grows 65536 B/step [CI 6.4e+04, 6.7e+04]".
   std::vector<std::string> verdict_reasons;
@@ -52,7 +53,7 @@ struct CellAnalysis {
   // window_start_ns, window_end_ns, samples_in_window, leak test details.
   nlohmann::json info = nlohmann::json::object();
 
-  const store::MetricRecord* Find(const std::string& name) const;
+  const record::MetricRecord* Find(const std::string& name) const;
 };
 
 // Only samples inside the measured window count: from the first post-warm-up step's start to the

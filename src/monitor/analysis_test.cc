@@ -17,10 +17,10 @@ namespace {
 constexpr std::int64_t kSecond = 1'000'000'000;
 
 // n back-to-back steps of step_ns starting at t0, batch 32, on rank 0.
-std::vector<store::StepRow> Steps(std::int64_t t0, std::int64_t step_ns, int n, std::uint32_t samples = 32) {
-  std::vector<store::StepRow> rows;
+std::vector<record::StepRow> Steps(std::int64_t t0, std::int64_t step_ns, int n, std::uint32_t samples = 32) {
+  std::vector<record::StepRow> rows;
   for (int i = 0; i < n; ++i) {
-    store::StepRow row;
+    record::StepRow row;
     row.record.start_ns = t0 + i * step_ns;
     row.record.end_ns = row.record.start_ns + step_ns;
     row.record.samples = samples;
@@ -45,7 +45,7 @@ double Metric(const CellAnalysis& a, const std::string& name) {
 AnalysisInput BaseInput() {
   AnalysisInput in;
   in.steps = Steps(0, kSecond, 12);
-  in.warmup_steps = 2;
+  in.window = record::MeasuredWindow{2, 10};
   return in;
 }
 
@@ -211,7 +211,7 @@ AnalysisInput RssRun(std::uint32_t seed, double leak_per_step) {
   constexpr int kWarmup = 20, kSteps = 420;
   AnalysisInput in;
   in.steps = Steps(0, kStep, kSteps);
-  in.warmup_steps = kWarmup;
+  in.window = record::MeasuredWindow{kWarmup, kSteps - kWarmup};
   in.scenario = Scenario::kTrain;
   for (std::int64_t tick = 0; tick * 100'000'000 < kSteps * kStep; ++tick) {
     std::int64_t t = tick * 100'000'000 + jitter(rng);
@@ -250,7 +250,7 @@ TEST(AnalysisTest, FlatRssIsNeverCalledALeakAcross200Seeds) {
 TEST(AnalysisTest, DeviceMemoryGrowingInAllocatorSegmentsIsALeak) {
   auto in = BaseInput();
   in.steps = Steps(0, 50'000'000, 600);
-  in.warmup_steps = 50;
+  in.window = record::MeasuredWindow{50, 550};
   // The caching allocator reserves 2 MiB segments: 64 KiB/step shows as a 2 MiB stair every 32 steps.
   AddSeries(in.series, "gpu0.proc_mem_bytes", 0, 30 * kSecond, 100'000'000, [](std::int64_t t) {
     double steps_done = static_cast<double>(t) / 50e6;
@@ -278,7 +278,7 @@ TEST(AnalysisTest, LowGpuBusyInTrainingNamesDataWait) {
   in.scenario = Scenario::kTrain;
   for (auto& row : in.steps) {
     row.record.data_wait_ns = 600'000'000;
-    row.record.present = protocol::kHasDataWait;
+    row.record.present = record::kHasDataWait;
   }
   AddSeries(in.series, "gpu0.sm_util_pct", 0, 13 * kSecond, 100'000'000, [](std::int64_t) { return 40.0; });
   auto a = AnalyzeCell(in);
@@ -294,13 +294,13 @@ TEST(AnalysisTest, LowGpuBusyNamesGapsBetweenSteps) {
   in.scenario = Scenario::kTrain;
   // 0.5 s steps every 1 s: half the window is outside any step.
   for (int i = 0; i < 12; ++i) {
-    store::StepRow row;
+    record::StepRow row;
     row.record.start_ns = i * kSecond;
     row.record.end_ns = i * kSecond + kSecond / 2;
     row.record.samples = 8;
     in.steps.push_back(row);
   }
-  in.warmup_steps = 2;
+  in.window = record::MeasuredWindow{2, 10};
   AddSeries(in.series, "gpu0.sm_util_pct", 0, 13 * kSecond, 100'000'000, [](std::int64_t) { return 45.0; });
   auto a = AnalyzeCell(in);
   ASSERT_EQ(a.warnings.size(), 1u);
@@ -319,7 +319,7 @@ TEST(AnalysisTest, LowGpuBusyIsNotAWarningForInferenceOrABusyGpu) {
 
 TEST(AnalysisTest, NoMeasuredStepsGivesAWarningAndNoMetrics) {
   auto in = BaseInput();
-  in.warmup_steps = 12;
+  in.window = record::MeasuredWindow{12, 0};
   AddSeries(in.series, "gpu0.sm_util_pct", 0, 13 * kSecond, 100'000'000, [](std::int64_t) { return 40.0; });
   auto a = AnalyzeCell(in);
   EXPECT_TRUE(a.metrics.empty());

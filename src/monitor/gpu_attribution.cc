@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "record/series.h"
+
 namespace dlbench::monitor {
 namespace {
 
@@ -18,17 +20,10 @@ std::string UuidKey(std::string uuid) {
   return uuid;
 }
 
-// The series index of "gpu12.power_w" (12), or -1.
-int SeriesGpuIndex(const std::string& name) {
-  if (name.size() < 5 || name.compare(0, 3, "gpu") != 0) return -1;
-  const std::size_t dot = name.find('.');
-  if (dot == std::string::npos || dot == 3) return -1;
-  int index = 0;
-  for (std::size_t i = 3; i < dot; ++i) {
-    if (!std::isdigit(static_cast<unsigned char>(name[i]))) return -1;
-    index = index * 10 + (name[i] - '0');
-  }
-  return index;
+// The GPU index of "gpu12.power_w" (12), or -1 for any other series.
+int GpuIndexOfSeries(const std::string& name) {
+  auto ref = record::series::ParseGpuSeriesName(name);
+  return ref ? ref->index : -1;
 }
 
 }  // namespace
@@ -87,10 +82,10 @@ GpuAttribution AttributeGpus(const nlohmann::json& effective, const nlohmann::js
   return out;
 }
 
-void KeepGpuSeries(std::vector<store::SeriesPoint>& series, const std::vector<int>& nvml_indices) {
+void KeepGpuSeries(std::vector<record::SeriesPoint>& series, const std::vector<int>& nvml_indices) {
   series.erase(std::remove_if(series.begin(), series.end(),
-                              [&](const store::SeriesPoint& p) {
-                                const int index = SeriesGpuIndex(p.series);
+                              [&](const record::SeriesPoint& p) {
+                                const int index = GpuIndexOfSeries(p.series);
                                 return index >= 0 && std::find(nvml_indices.begin(), nvml_indices.end(),
                                                                index) == nvml_indices.end();
                               }),

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "store/result_store.h"
+#include "record/records.h"
 
 namespace dlbench::monitor {
 
@@ -26,6 +26,6 @@ struct GpuAttribution {
 GpuAttribution AttributeGpus(const nlohmann::json& effective, const nlohmann::json& monitor_description);
 
 // Drops the gpu<i>.* points whose i is not in nvml_indices; other series are kept.
-void KeepGpuSeries(std::vector<store::SeriesPoint>& series, const std::vector<int>& nvml_indices);
+void KeepGpuSeries(std::vector<record::SeriesPoint>& series, const std::vector<int>& nvml_indices);
 
 }  // namespace dlbench::monitor

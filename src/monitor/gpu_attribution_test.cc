@@ -54,9 +54,9 @@ TEST(GpuAttributionTest, UnknownUuidFallsBackToEveryGpuAndSaysSo) {
 }
 
 TEST(GpuAttributionTest, KeepGpuSeriesDropsOtherGpusOnly) {
-  std::vector<store::SeriesPoint> series = {{1, "gpu0.power_w", 100.0}, {1, "gpu1.power_w", 650.0},
-                                            {1, "gpu10.power_w", 90.0}, {1, "host.cpu_util_pct", 5.0},
-                                            {1, "proc.rss_bytes", 1e9}, {1, "gpux.odd", 1.0}};
+  std::vector<record::SeriesPoint> series = {{1, "gpu0.power_w", 100.0}, {1, "gpu1.power_w", 650.0},
+                                             {1, "gpu10.power_w", 90.0}, {1, "host.cpu_util_pct", 5.0},
+                                             {1, "proc.rss_bytes", 1e9}, {1, "gpux.odd", 1.0}};
   KeepGpuSeries(series, {1});
   std::vector<std::string> names;
   for (const auto& p : series) names.push_back(p.series);

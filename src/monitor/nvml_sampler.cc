@@ -4,6 +4,8 @@
 
 #include <utility>
 
+#include "record/series.h"
+
 namespace dlbench::monitor {
 namespace {
 
@@ -24,19 +26,12 @@ bool Bind(void* library, const char* symbol, F& out) {
 }
 
 const char* ReadingName(int reading) {
-  static const char* const kNames[] = {"sm_util_pct",
-                                       "mem_util_pct",
-                                       "mem_used_bytes",
-                                       "power_w",
-                                       "energy_j",
-                                       "sm_clock_mhz",
-                                       "mem_clock_mhz",
-                                       "temp_c",
-                                       "pcie_tx_bytes_per_s",
-                                       "pcie_rx_bytes_per_s",
-                                       "clocks_event_reasons",
-                                       "proc_mem_bytes"};
-  return kNames[reading];
+  namespace series = record::series;
+  static const std::string_view kNames[] = {
+      series::kSmUtilPct,       series::kMemUtilPct,      series::kMemUsedBytes,       series::kPowerW,
+      series::kEnergyJ,         series::kSmClockMhz,      series::kMemClockMhz,        series::kTempC,
+      series::kPcieTxBytesPerS, series::kPcieRxBytesPerS, series::kClocksEventReasons, series::kProcMemBytes};
+  return kNames[reading].data();
 }
 
 }  // namespace
@@ -163,7 +158,7 @@ void NvmlSampler::SetDevices(std::vector<int> nvml_indices) {
       missing_devices_.push_back(index);
       continue;
     }
-    std::string prefix = "gpu" + std::to_string(index) + ".";
+    const std::string prefix = record::series::GpuSeriesName(index, "");
     // A reading whose entry point the library lacks is unsupported from the start, so Describe()
     // lists it like one the driver refused.
     const bool available[kReadingCount] = {api_.device_get_utilization_rates != nullptr,

@@ -12,6 +12,8 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "record/series.h"
+
 namespace dlbench::monitor {
 namespace {
 
@@ -307,7 +309,8 @@ void ProcFsSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
   if (auto text = fs_->Read("/proc/stat"); text.ok()) {
     if (auto cpu = ParseCpuTimes(*text); cpu.ok()) {
       if (last_cpu_) {
-        if (auto pct = CpuUtilPct(*last_cpu_, *cpu)) out.push_back({t_ns, "host.cpu_util_pct", *pct});
+        if (auto pct = CpuUtilPct(*last_cpu_, *cpu))
+          out.push_back({t_ns, std::string(record::series::kHostCpuUtilPct), *pct});
       }
       last_cpu_ = *cpu;
     }
@@ -315,7 +318,7 @@ void ProcFsSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
   if (auto text = fs_->Read("/proc/meminfo"); text.ok()) {
     if (auto mem = ParseMemInfo(*text); mem.ok()) {
       double used = static_cast<double>(mem->total_bytes) - static_cast<double>(mem->available_bytes);
-      out.push_back({t_ns, "host.mem_used_bytes", used});
+      out.push_back({t_ns, std::string(record::series::kHostMemUsedBytes), used});
     }
   }
   if (target_ <= 0) return;
@@ -333,8 +336,9 @@ void ProcFsSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
     any = true;
   }
   if (!any) return;
-  out.push_back({t_ns, "proc.cpu_s", static_cast<double>(ticks) / ticks_per_s_});
-  out.push_back({t_ns, "proc.rss_bytes", static_cast<double>(rss_pages) * page_bytes_});
+  out.push_back({t_ns, std::string(record::series::kProcCpuS), static_cast<double>(ticks) / ticks_per_s_});
+  out.push_back(
+      {t_ns, std::string(record::series::kProcRssBytes), static_cast<double>(rss_pages) * page_bytes_});
 }
 
 nlohmann::json ProcFsSampler::Describe() const {
@@ -405,7 +409,7 @@ void RaplSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
     }
     domain.last_uj = now;
   }
-  out.push_back({t_ns, "host.rapl_energy_j", accumulated_j_});
+  out.push_back({t_ns, std::string(record::series::kHostRaplEnergyJ), accumulated_j_});
 }
 
 nlohmann::json RaplSampler::Describe() const {

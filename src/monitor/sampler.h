@@ -15,11 +15,11 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "store/result_store.h"
+#include "record/records.h"
 
 namespace dlbench::monitor {
 
-using store::SeriesPoint;
+using record::SeriesPoint;
 
 // Called from the monitor thread only, never concurrently with itself.
 class Sampler {

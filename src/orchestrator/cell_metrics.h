@@ -10,18 +10,26 @@
 
 namespace dlbench::orchestrator {
 
-// Merges a runner's EXTRAS message: "metrics" [{name, value, unit}] become metrics, "info" is kept
-// in extras.info.
-void AbsorbExtras(const nlohmann::json& extras, store::CellRecord& rec);
+// Merges a runner's EXTRAS message: "metrics" [{name, value, unit}] whose name is a declared
+// runner metric (record/metrics.h) with its declared unit (or none) become metrics; any other is
+// kept in extras.undeclared_metrics with a warning naming it, so a misspelt producer shows up
+// instead of silently feeding nothing. "info" is kept in extras.info. Entries of the wrong shape
+// are ignored.
+void AbsorbExtras(const nlohmann::json& extras, record::CellRecord& rec);
 
-// Step-time summary metrics (step_time_*_ns, samples_per_s, ...) plus metrics derived from the
-// runner's extras (achieved FLOP/s, MFU) and its memory snapshots.
-void AddStepMetrics(const measure::Outcome& measured, store::CellRecord& rec);
+// Stores the measured window (rec.window) and its step-time summary metrics (step_time_*_ns,
+// samples_per_s, ...), then the metrics derived from the runner's extras (AddFlopsMetrics) and its
+// memory snapshots (declared MEMORY fields; others warned about once).
+void AddStepMetrics(const measure::Outcome& measured, record::CellRecord& rec);
+
+// achieved_flops_per_s = flops_per_sample x samples_per_s, and mfu_ratio = achieved /
+// peak_flops_per_s when the runner sent the device's peak. Nothing without flops_per_sample.
+void AddFlopsMetrics(record::CellRecord& rec);
 
 // Sets verdict and verdict_reasons for a cell that ran to completion: noisy (CI target not met),
 // plus whatever the monitor analysis of its series finds (throttling, leaks) and its warnings.
 void ApplyVerdict(const measure::Outcome& measured, const config::MeasureSettings& settings,
-                  store::CellRecord& rec);
+                  record::CellRecord& rec);
 
 // Moments of a cell's life on the orchestrator's clock (CLOCK_MONOTONIC, the step records'
 // clock); 0 = did not happen.
@@ -36,10 +44,6 @@ struct CellTimeline {
 // step's start, or to READY without steps: device initialisation, model build), warmup_s (first step start to
 // first measured step start: warm-up steps, cuDNN autotuning), time_to_measure_s (spawn to first measured
 // step) and cell_wall_s (spawn to exit). Rank 0's steps; a moment that did not happen leaves its metrics out.
-void AddTimelineMetrics(const CellTimeline& t, std::int64_t warmup_steps, store::CellRecord& rec);
-
-// Adds or replaces a metric by name.
-void SetMetric(store::CellRecord& rec, const std::string& name, double value, const std::string& unit);
-const store::MetricRecord* FindMetric(const store::CellRecord& rec, const std::string& name);
+void AddTimelineMetrics(const CellTimeline& t, std::int64_t warmup_steps, record::CellRecord& rec);
 
 }  // namespace dlbench::orchestrator

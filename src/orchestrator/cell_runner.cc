@@ -49,7 +49,7 @@ struct Conversation {
   bool done_seen = false;
   std::string done_reason;
   std::optional<std::string> violation;
-  std::optional<std::string> error_kind;
+  std::optional<record::RunnerErrorKind> error_kind;
   std::string error_message;
   nlohmann::json error_details = nlohmann::json::object();
   std::optional<std::string> stop_decision;
@@ -59,13 +59,11 @@ struct Conversation {
 
 // Energy, utilisation, throttling and leak verdicts from the sampled series over the measured
 // window (monitor/analysis.h).
-void AddMonitorAnalysis(std::int64_t warmup_steps, std::int64_t measured_steps,
-                        std::vector<store::SeriesPoint> idle_series, store::CellRecord& rec) {
+void AddMonitorAnalysis(std::vector<record::SeriesPoint> idle_series, record::CellRecord& rec) {
   monitor::AnalysisInput in;
   in.series = std::move(rec.series);
   in.steps = std::move(rec.steps);
-  in.warmup_steps = warmup_steps;
-  in.measured_steps = measured_steps;
+  in.window = rec.window.value_or(record::MeasuredWindow{});
   in.scenario = rec.params.value("scenario", std::string("train")) == "infer" ? monitor::Scenario::kInfer
                                                                               : monitor::Scenario::kTrain;
   const std::int64_t samples = rec.effective.value("samples_per_step", rec.params.value("batch_size", 1));
@@ -74,7 +72,7 @@ void AddMonitorAnalysis(std::int64_t warmup_steps, std::int64_t measured_steps,
   monitor::CellAnalysis analysis = monitor::AnalyzeCell(in);
   rec.series = std::move(in.series);
   rec.steps = std::move(in.steps);
-  for (const auto& m : analysis.metrics) SetMetric(rec, m.name, m.value, m.unit);
+  for (const auto& m : analysis.metrics) record::SetMetric(rec, m.name, m.value);
   for (const auto& r : analysis.verdict_reasons) rec.verdict_reasons.push_back(r);
   for (const auto& w : analysis.warnings) rec.extras["warnings"].push_back(w);
   for (const auto& [k, v] : analysis.info.items()) rec.extras["monitor"][k] = v;
@@ -189,8 +187,8 @@ Result<nlohmann::json> ProbeRunner(const RunnerCommand& runner, double timeout_s
   return *hello;
 }
 
-store::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& o) {
-  store::CellRecord rec;
+record::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& o) {
+  record::CellRecord rec;
   rec.index = cell.index;
   rec.cell_id = cell.id;
   rec.key = cell.key;
@@ -203,8 +201,8 @@ store::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& o) {
   const std::string base = fmt::format("{}/cell-{:04d}", o.log_dir, cell.index);
   rec.stdout_path = base + ".stdout.log";
   rec.stderr_path = base + ".stderr.log";
-  rec.verdict = "n/a";
-  auto finish = [&](const std::string& outcome, const std::string& message) {
+  rec.verdict = record::Verdict::kNotApplicable;
+  auto finish = [&](record::Outcome outcome, const std::string& message) {
     rec.outcome = outcome;
     rec.message = message;
     rec.finished_wall_ns = WallNowNs();
@@ -212,7 +210,7 @@ store::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& o) {
   };
 
   // Idle baseline: the machine sampled with no runner, so energy can be reported above idle.
-  std::vector<store::SeriesPoint> idle_series;
+  std::vector<record::SeriesPoint> idle_series;
   if (o.monitor != nullptr && o.measure.idle_baseline_s && *o.measure.idle_baseline_s > 0) {
     o.monitor->Start(0);
     usleep(static_cast<useconds_t>(*o.measure.idle_baseline_s * 1e6));
@@ -220,7 +218,7 @@ store::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& o) {
   }
 
   auto spawned = SpawnRunner(o.runner, rec.stdout_path, rec.stderr_path);
-  if (!spawned.ok()) return finish("error", spawned.error().message);
+  if (!spawned.ok()) return finish(record::Outcome::kError, spawned.error().message);
   Subprocess& process = spawned->process;
   const std::int64_t spawn_ns = MonotonicNowNs();
   const std::int64_t deadline_ns = spawn_ns + SecondsToNs(o.timeout_s);
@@ -348,7 +346,9 @@ store::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& o) {
           conv.violation = body.error().message;
           return;
         }
-        conv.error_kind = body->value("kind", std::string("internal"));
+        const std::string kind =
+            body->value("kind", std::string(record::Name(record::RunnerErrorKind::kInternal)));
+        conv.error_kind = record::ParseRunnerErrorKind(kind).value_or(record::RunnerErrorKind::kInternal);
         conv.error_message = body->value("message", std::string("(no message)"));
         conv.error_details = *body;
         return;
@@ -443,41 +443,42 @@ store::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& o) {
       conv.stop_decision.value_or(conv.done_reason.empty() ? "runner_exit" : conv.done_reason);
   const measure::Outcome measured = policy.Finish(stop_reason);
   if (!rec.steps.empty()) {
-    rec.warmup_steps = measured.warmup_steps;
     rec.warmup_rule = measured.warmup_rule;
     rec.stop_reason = measured.stop_reason;
     AddStepMetrics(measured, rec);
     AddTimelineMetrics(conv.timeline, measured.warmup_steps, rec);
-    if (!rec.series.empty())
-      AddMonitorAnalysis(measured.warmup_steps, measured.summary.steps, std::move(idle_series), rec);
+    if (!rec.series.empty()) AddMonitorAnalysis(std::move(idle_series), rec);
   }
 
   if (timed_out) {
     const std::string what = conv.stop_sent && MonotonicNowNs() < deadline_ns
                                  ? "the runner did not stop within the grace period after STOP"
                                  : fmt::format("no result within timeout_s={:g}", o.timeout_s);
-    return finish("timeout", with_tail(what + "; killed its process group"));
+    return finish(record::Outcome::kTimeout, with_tail(what + "; killed its process group"));
   }
-  if (conv.violation) return finish("invalid", "protocol violation: " + *conv.violation);
+  if (conv.violation) return finish(record::Outcome::kInvalid, "protocol violation: " + *conv.violation);
   if (conv.error_kind) {
-    const std::string& kind = *conv.error_kind;
-    std::string outcome = kind == "oom" ? "oom" : kind == "unsupported" ? "unsupported" : "error";
+    const record::RunnerErrorKind kind = *conv.error_kind;
+    const record::Outcome outcome = record::OutcomeOf(kind);
     std::string message = conv.error_message;
-    if (kind == "oom" && conv.error_details.contains("requested_bytes")) {
+    if (kind == record::RunnerErrorKind::kOom && conv.error_details.contains("requested_bytes")) {
       rec.extras["oom_requested_bytes"] = conv.error_details["requested_bytes"];
     }
-    if (kind == "invalid") message = "invalid configuration: " + message;
-    if (kind == "internal") message = with_tail("runner error: " + message);
+    if (kind == record::RunnerErrorKind::kInvalid) message = "invalid configuration: " + message;
+    if (kind == record::RunnerErrorKind::kInternal) message = with_tail("runner error: " + message);
     return finish(outcome, message);
   }
-  if (interrupted) return finish("interrupted", "stopped by Ctrl-C");
-  if (status.signaled) return finish("crashed", with_tail("runner " + status.Describe()));
-  if (status.code != 0) return finish("error", with_tail("runner ended with " + status.Describe()));
-  if (!conv.done_seen) return finish("invalid", with_tail("runner exited without sending DONE"));
-  if (!measured.enough_data) return finish("invalid", "too little data: " + measured.insufficiency);
+  if (interrupted) return finish(record::Outcome::kInterrupted, "stopped by Ctrl-C");
+  if (status.signaled) return finish(record::Outcome::kCrashed, with_tail("runner " + status.Describe()));
+  if (status.code != 0)
+    return finish(record::Outcome::kError, with_tail("runner ended with " + status.Describe()));
+  if (!conv.done_seen)
+    return finish(record::Outcome::kInvalid, with_tail("runner exited without sending DONE"));
+  if (!measured.enough_data)
+    return finish(record::Outcome::kInvalid, "too little data: " + measured.insufficiency);
 
   ApplyVerdict(measured, o.measure, rec);
-  return finish("ok", "");
+  return finish(record::Outcome::kOk, "");
 }
 
 }  // namespace dlbench::orchestrator

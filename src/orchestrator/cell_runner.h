@@ -16,18 +16,6 @@
 
 namespace dlbench::orchestrator {
 
-// The outcomes a cell can end with (docs/architecture.md):
-//   ok           the runner measured and reported normally (the verdict then says if the numbers hold)
-//   error        the runner failed: non-zero exit (code and stderr tail), or it reported an error
-//   crashed      the runner died of a signal (its name)
-//   timeout      timeout_s passed; the whole process group was killed
-//   invalid      protocol violation, or too little data to summarise
-//   oom          the runner reported running out of (device) memory
-//   unsupported  the runner cannot run this combination (e.g. fp16 training on a CPU)
-//   interrupted  Ctrl-C stopped it; not final (--resume runs it again)
-inline constexpr const char* kOutcomes[] = {"ok",      "error", "crashed",     "timeout",
-                                            "invalid", "oom",   "unsupported", "interrupted"};
-
 struct RunnerCommand {
   std::vector<std::string> argv;
   std::string name;  // "null", "torch", or the program's basename
@@ -48,7 +36,7 @@ struct CellRunOptions {
 };
 
 // Runs `cell` to an outcome. Never throws; every failure becomes the record's outcome.
-store::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& options);
+record::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& options);
 
 // Starts the runner, reads its HELLO, and lets it go (it exits on EOF before CONFIGURE). Used
 // once per run so the environment fingerprint holds the framework's versions.

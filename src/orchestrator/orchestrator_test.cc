@@ -29,7 +29,7 @@ class CellRunnerTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(log_dir_); }
 
-  store::CellRecord Run(nlohmann::json params) {
+  record::CellRecord Run(nlohmann::json params) {
     plan::Cell cell;
     cell.index = 0;
     cell.id = "c#r0";
@@ -45,9 +45,9 @@ class CellRunnerTest : public ::testing::Test {
 
 TEST_F(CellRunnerTest, HealthyCellIsOkWithStepsMetricsAndVerdict) {
   auto rec = Run({{"step_ms", 0.2}, {"batch_size", 8}});
-  ASSERT_EQ(rec.outcome, "ok") << rec.message;
+  ASSERT_EQ(rec.outcome, record::Outcome::kOk) << rec.message;
   EXPECT_GE(rec.steps.size(), 20u);
-  ASSERT_TRUE(rec.warmup_steps.has_value());
+  ASSERT_TRUE(rec.window.has_value());
   EXPECT_FALSE(rec.stop_reason.empty());
   const auto* sps = FindMetric(rec, "samples_per_s");
   ASSERT_NE(sps, nullptr);
@@ -59,13 +59,13 @@ TEST_F(CellRunnerTest, HealthyCellIsOkWithStepsMetricsAndVerdict) {
   EXPECT_GE(mean->value, 0.2e6);
   EXPECT_EQ(rec.hello["runner"], "null");
   EXPECT_EQ(rec.effective["samples_per_step"], 8);
-  EXPECT_TRUE(rec.verdict == "valid" || rec.verdict == "invalid");
+  EXPECT_TRUE(rec.verdict == record::Verdict::kValid || rec.verdict == record::Verdict::kInvalid);
 }
 
 TEST_F(CellRunnerTest, TimelineSplitsTheCellsWallTime) {
   // The null runner busy-waits setup_ms between CONFIGURE and READY: that is setup_s.
   auto rec = Run({{"step_ms", 0.2}, {"setup_ms", 300}});
-  ASSERT_EQ(rec.outcome, "ok") << rec.message;
+  ASSERT_EQ(rec.outcome, record::Outcome::kOk) << rec.message;
   auto value = [&](const char* name) {
     const auto* m = FindMetric(rec, name);
     EXPECT_NE(m, nullptr) << name;
@@ -81,10 +81,10 @@ TEST_F(CellRunnerTest, TimelineSplitsTheCellsWallTime) {
 }
 
 TEST(CellMetricsTest, TimelineMetricsFromHandPlacedMoments) {
-  store::CellRecord rec;
+  record::CellRecord rec;
   // Rank 0 steps start at 10, 11, 12, 13 s; rank 1's must be ignored.
   for (int i = 0; i < 4; ++i) {
-    store::StepRow row;
+    record::StepRow row;
     row.record.start_ns = (10 + i) * 1'000'000'000LL;
     row.record.end_ns = row.record.start_ns + 900'000'000LL;
     rec.steps.push_back(row);
@@ -101,7 +101,7 @@ TEST(CellMetricsTest, TimelineMetricsFromHandPlacedMoments) {
   EXPECT_DOUBLE_EQ(FindMetric(rec, "cell_wall_s")->value, 14.0);
 
   // Every step is warm-up: no measured start, so neither warm-up nor time to measure.
-  store::CellRecord all_warmup = rec;
+  record::CellRecord all_warmup = rec;
   all_warmup.metrics.clear();
   AddTimelineMetrics(t, 4, all_warmup);
   EXPECT_EQ(FindMetric(all_warmup, "warmup_s"), nullptr);
@@ -109,13 +109,13 @@ TEST(CellMetricsTest, TimelineMetricsFromHandPlacedMoments) {
   EXPECT_NE(FindMetric(all_warmup, "cell_wall_s"), nullptr);
 
   // No steps at all: setup ends at READY.
-  store::CellRecord no_steps;
+  record::CellRecord no_steps;
   AddTimelineMetrics(t, 0, no_steps);
   EXPECT_DOUBLE_EQ(FindMetric(no_steps, "setup_s")->value, 4.5);
   EXPECT_EQ(FindMetric(no_steps, "warmup_s"), nullptr);
 
   // A runner that never said HELLO: no hello or setup figures.
-  store::CellRecord silent;
+  record::CellRecord silent;
   AddTimelineMetrics(CellTimeline{1, 0, 0, 5}, 0, silent);
   EXPECT_EQ(FindMetric(silent, "time_to_hello_s"), nullptr);
   EXPECT_EQ(FindMetric(silent, "setup_s"), nullptr);
@@ -123,7 +123,7 @@ TEST(CellMetricsTest, TimelineMetricsFromHandPlacedMoments) {
 
 TEST_F(CellRunnerTest, CrashIsReportedWithTheSignalName) {
   auto rec = Run({{"step_ms", 0.1}, {"inject", "crash"}, {"inject_at_step", 5}});
-  EXPECT_EQ(rec.outcome, "crashed");
+  EXPECT_EQ(rec.outcome, record::Outcome::kCrashed);
   EXPECT_NE(rec.message.find("SIGSEGV"), std::string::npos) << rec.message;
   EXPECT_NE(rec.message.find("crashing on purpose"), std::string::npos)
       << "stderr tail missing: " << rec.message;
@@ -131,7 +131,7 @@ TEST_F(CellRunnerTest, CrashIsReportedWithTheSignalName) {
 
 TEST_F(CellRunnerTest, NonZeroExitIsAnErrorWithTheCodeAndStderr) {
   auto rec = Run({{"step_ms", 0.1}, {"inject", "exit"}, {"inject_at_step", 3}, {"exit_code", 7}});
-  EXPECT_EQ(rec.outcome, "error");
+  EXPECT_EQ(rec.outcome, record::Outcome::kError);
   EXPECT_NE(rec.message.find("exit code 7"), std::string::npos) << rec.message;
 }
 
@@ -139,25 +139,25 @@ TEST_F(CellRunnerTest, HangIsKilledAtTheTimeoutWithItsGroup) {
   options_.timeout_s = 1.0;
   const auto t0 = MonotonicNowNs();
   auto rec = Run({{"step_ms", 0.1}, {"inject", "hang"}, {"inject_at_step", 3}});
-  EXPECT_EQ(rec.outcome, "timeout") << rec.message;
+  EXPECT_EQ(rec.outcome, record::Outcome::kTimeout) << rec.message;
   EXPECT_LT(NsToSeconds(MonotonicNowNs() - t0), 10.0);
 }
 
 TEST_F(CellRunnerTest, GarbageOnThePipeIsAProtocolViolation) {
   auto rec = Run({{"step_ms", 0.1}, {"inject", "garbage"}, {"inject_at_step", 3}});
-  EXPECT_EQ(rec.outcome, "invalid");
+  EXPECT_EQ(rec.outcome, record::Outcome::kInvalid);
   EXPECT_NE(rec.message.find("protocol violation"), std::string::npos) << rec.message;
 }
 
 TEST_F(CellRunnerTest, ReportedOomIsOom) {
   auto rec = Run({{"step_ms", 0.1}, {"inject", "oom"}, {"inject_at_step", 3}});
-  EXPECT_EQ(rec.outcome, "oom");
+  EXPECT_EQ(rec.outcome, record::Outcome::kOom);
   EXPECT_EQ(rec.extras.value("oom_requested_bytes", 0LL), 80LL << 30);
 }
 
 TEST_F(CellRunnerTest, BadParameterIsAnErrorNamingIt) {
   auto rec = Run({{"inject", "explode"}});
-  EXPECT_EQ(rec.outcome, "error");
+  EXPECT_EQ(rec.outcome, record::Outcome::kError);
   EXPECT_NE(rec.message.find("explode"), std::string::npos) << rec.message;
 }
 
@@ -165,7 +165,7 @@ TEST_F(CellRunnerTest, TooLittleDataIsInvalid) {
   options_.measure.min_steps = 1000;
   options_.measure.max_time_s = 0.2;
   auto rec = Run({{"step_ms", 2.0}});
-  EXPECT_EQ(rec.outcome, "invalid");
+  EXPECT_EQ(rec.outcome, record::Outcome::kInvalid);
   EXPECT_NE(rec.message.find("too little data"), std::string::npos) << rec.message;
 }
 
@@ -173,7 +173,7 @@ TEST_F(CellRunnerTest, InterruptStopsTheCell) {
   std::atomic<bool> flag{true};
   options_.interrupted = &flag;
   auto rec = Run({{"step_ms", 0.5}});
-  EXPECT_EQ(rec.outcome, "interrupted");
+  EXPECT_EQ(rec.outcome, record::Outcome::kInterrupted);
 }
 
 TEST_F(CellRunnerTest, MissingRunnerIsNamed) {
@@ -195,19 +195,19 @@ TEST(CellMetricsTest, NoisyCellIsInvalidAndNamesTheTarget) {
   m.stop_reason = "max_time";
   config::MeasureSettings s;
   s.target_rel_ci = 0.02;
-  store::CellRecord rec;
+  record::CellRecord rec;
   ApplyVerdict(m, s, rec);
-  EXPECT_EQ(rec.verdict, "invalid");
+  EXPECT_EQ(rec.verdict, record::Verdict::kInvalid);
   ASSERT_EQ(rec.verdict_reasons.size(), 1u);
   EXPECT_NE(rec.verdict_reasons[0].get<std::string>().find("8.00%"), std::string::npos);
   m.summary.ci_rel_halfwidth = 0.01;
-  store::CellRecord ok;
+  record::CellRecord ok;
   ApplyVerdict(m, s, ok);
-  EXPECT_EQ(ok.verdict, "valid");
+  EXPECT_EQ(ok.verdict, record::Verdict::kValid);
 }
 
 TEST(CellMetricsTest, ExtrasAndMemoryBecomeMetrics) {
-  store::CellRecord rec;
+  record::CellRecord rec;
   AbsorbExtras({{"metrics",
                  {{{"name", "flops_per_sample"}, {"value", 1e9}, {"unit", "FLOP"}},
                   {{"name", "peak_flops_per_s"}, {"value", 1e12}, {"unit", "FLOP/s"}}}},
@@ -225,6 +225,53 @@ TEST(CellMetricsTest, ExtrasAndMemoryBecomeMetrics) {
   EXPECT_DOUBLE_EQ(FindMetric(rec, "device_allocated_peak_bytes")->value, 1024);
   EXPECT_DOUBLE_EQ(FindMetric(rec, "after_warmup_host_rss_bytes")->value, 2048);
   EXPECT_EQ(rec.extras["info"]["threads"], 2);
+  EXPECT_FALSE(rec.extras.contains("undeclared_metrics"));
+  EXPECT_FALSE(rec.extras.contains("warnings")) << rec.extras.dump();
+}
+
+// The MFU bug: a producer's spelling nobody reads must show up, not vanish. Only declared runner
+// metrics in their declared unit are stored; anything else is kept aside with one warning each.
+TEST(CellMetricsTest, UndeclaredOrForeignRunnerMetricsAreKeptAsideWithAWarning) {
+  record::CellRecord rec;
+  const nlohmann::json extras = {
+      {"metrics",
+       {{{"name", "device_peak_flops_per_s"}, {"value", 1e12}, {"unit", "FLOP/s"}},  // undeclared
+        {{"name", "samples_per_s"}, {"value", 5.0}, {"unit", "1/s"}},                // dlbench computes it
+        {{"name", "compile_time_s"}, {"value", 3.0}, {"unit", "ms"}},                // wrong unit
+        {{"name", "compile_time_s"}, {"value", 3.0}},                                // no unit: declared one
+        {{"name", 7}, {"value", 1.0}},                                               // wrong type: ignored
+        {{"name", "flops_per_sample"}, {"value", "many"}}}}};                        // wrong type: ignored
+  AbsorbExtras(extras, rec);
+  AbsorbExtras(extras, rec);  // twice: the warnings are not repeated
+  ASSERT_EQ(rec.metrics.size(), 1u);
+  EXPECT_EQ(rec.metrics[0].name, "compile_time_s");
+  EXPECT_EQ(rec.metrics[0].unit, "s");
+  ASSERT_TRUE(rec.extras["undeclared_metrics"].is_array());
+  EXPECT_EQ(rec.extras["undeclared_metrics"].size(), 6u);
+  ASSERT_EQ(rec.extras["warnings"].size(), 3u) << rec.extras["warnings"].dump();
+  EXPECT_NE(rec.extras["warnings"][0].get<std::string>().find("'device_peak_flops_per_s'"),
+            std::string::npos);
+  EXPECT_NE(rec.extras["warnings"][1].get<std::string>().find("orchestrator computes it"), std::string::npos);
+  EXPECT_NE(rec.extras["warnings"][2].get<std::string>().find("not the declared 's'"), std::string::npos);
+  // Without the declared peak there is no MFU: the stored figures say so by its absence.
+  measure::Outcome m;
+  m.summary.steps = 10;
+  m.summary.samples_per_s = 100;
+  AddStepMetrics(m, rec);
+  EXPECT_EQ(FindMetric(rec, "mfu_ratio"), nullptr);
+  EXPECT_EQ(rec.window, (record::MeasuredWindow{0, 10}));
+}
+
+TEST(CellMetricsTest, MemoryFieldsOutsideTheDataModelAreNotMetrics) {
+  record::CellRecord rec;
+  rec.extras["memory"].push_back({{"label", "end"}, {"device_free_bytes", 7}, {"host_rss_bytes", 8}});
+  rec.extras["memory"].push_back({{"label", 7}, {"host_rss_bytes", 9}});  // a label of the wrong type: "end"
+  measure::Outcome m;
+  AddStepMetrics(m, rec);
+  EXPECT_EQ(FindMetric(rec, "device_free_bytes"), nullptr);
+  ASSERT_NE(FindMetric(rec, "host_rss_bytes"), nullptr);
+  EXPECT_DOUBLE_EQ(FindMetric(rec, "host_rss_bytes")->value, 9);
+  ASSERT_EQ(rec.extras["warnings"].size(), 1u);
 }
 
 }  // namespace

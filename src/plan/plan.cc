@@ -368,7 +368,7 @@ Estimate EstimateCell(const Cell& cell, const config::Matrix& matrix,
       return it != cell.params.end() && it->second.is_number() ? it->second.get<double>() : fallback;
     };
     const double step_s = number("step_ms", 0.0) / 1000.0;
-    const double warmup_steps = number("warmup_steps", 0.0);
+    const double warmup_steps = number("warmup_steps", 0.0);  // names: the null runner's parameter
     const double steps_s = step_s * (static_cast<double>(m.min_warmup_steps + m.min_steps) +
                                      warmup_steps * (number("warmup_factor", 1.0) - 1.0));
     measured_s = std::max(measured_s, steps_s);

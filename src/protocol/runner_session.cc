@@ -8,20 +8,6 @@
 
 namespace dlbench::protocol {
 
-const char* ErrorKindWireName(ErrorKindWire kind) {
-  switch (kind) {
-    case ErrorKindWire::kOom:
-      return "oom";
-    case ErrorKindWire::kInvalid:
-      return "invalid";
-    case ErrorKindWire::kUnsupported:
-      return "unsupported";
-    case ErrorKindWire::kInternal:
-      return "internal";
-  }
-  return "internal";
-}
-
 const char* LoopEndName(LoopEnd end) {
   switch (end) {
     case LoopEnd::kStopped:
@@ -134,10 +120,10 @@ Status RunnerSession::SendExtras(const nlohmann::json& extras) {
   return SendJson(MessageType::kExtras, extras);
 }
 
-Status RunnerSession::SendError(ErrorKindWire kind, const std::string& message,
+Status RunnerSession::SendError(RunnerErrorKind kind, const std::string& message,
                                 const nlohmann::json& details) {
   nlohmann::json body = details.is_object() ? details : nlohmann::json::object();
-  body["kind"] = ErrorKindWireName(kind);
+  body["kind"] = record::Name(kind);
   body["message"] = message;
   return SendJson(MessageType::kError, body);
 }

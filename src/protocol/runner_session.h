@@ -21,6 +21,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "protocol/wire.h"
+#include "record/outcome.h"
 
 namespace dlbench::protocol {
 
@@ -46,8 +47,7 @@ struct CellConfig {
 Result<CellConfig> ParseConfigure(const nlohmann::json& body);
 nlohmann::json ConfigureToJson(const CellConfig& config);
 
-enum class ErrorKindWire { kOom, kInvalid, kUnsupported, kInternal };
-const char* ErrorKindWireName(ErrorKindWire kind);
+using record::RunnerErrorKind;  // ERROR's "kind"; record::Name gives the wire text
 
 class RunnerSession {
  public:
@@ -66,7 +66,7 @@ class RunnerSession {
   Status SendReady(const nlohmann::json& effective);
   Status SendMemory(const nlohmann::json& snapshot);
   Status SendExtras(const nlohmann::json& extras);
-  Status SendError(ErrorKindWire kind, const std::string& message,
+  Status SendError(RunnerErrorKind kind, const std::string& message,
                    const nlohmann::json& details = nlohmann::json::object());
   Status SendDone(const std::string& reason, std::int64_t steps);
 

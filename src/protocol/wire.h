@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "record/step.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the dlbench protocol encoder assumes a little-endian host"
@@ -38,25 +39,12 @@ enum class MessageType : std::uint16_t {
 
 const char* MessageTypeName(MessageType type);
 
-// Which optional phase fields of a StepRecord carry a value.
-enum StepFieldBits : std::uint32_t {
-  kHasDataWait = 1u << 0,
-  kHasCompute = 1u << 1,
-  kHasComm = 1u << 2,
-};
-
-// One step as the runner saw it. Times are CLOCK_MONOTONIC nanoseconds. The phase durations are
-// meaningful only when their bit is set in `present` (absent is not zero).
-struct StepRecord {
-  std::int64_t start_ns = 0;
-  std::int64_t end_ns = 0;
-  std::int64_t data_wait_ns = 0;  // time the step waited for its input
-  std::int64_t compute_ns = 0;    // time in forward/backward/optimizer
-  std::int64_t comm_ns = 0;       // exposed communication (e.g. gradient all-reduce)
-  std::uint32_t samples = 0;      // samples processed by this step (the batch size, usually)
-  std::uint32_t present = 0;      // StepFieldBits
-};
-static_assert(sizeof(StepRecord) == 48, "StepRecord is part of the wire format");
+// Step records travel byte for byte as record::StepRecord (docs/protocol.md "Step record").
+using record::kHasComm;
+using record::kHasCompute;
+using record::kHasDataWait;
+using record::StepFieldBits;
+using record::StepRecord;
 
 struct Frame {
   MessageType type = MessageType::kHello;

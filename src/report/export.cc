@@ -9,6 +9,7 @@
 
 #include "common/clock.h"
 #include "common/version.h"
+#include "record/metrics.h"
 #include "report/escape.h"
 
 namespace dlbench::report {
@@ -37,7 +38,7 @@ std::string FormatNumber(double value) {
   return fmt::format("{}", value);
 }
 
-std::int64_t CellOriginNs(const store::CellRecord& cell) {
+std::int64_t CellOriginNs(const record::CellRecord& cell) {
   if (!cell.steps.empty()) {
     std::int64_t origin = cell.steps.front().record.start_ns;
     for (const auto& s : cell.steps) origin = std::min(origin, s.record.start_ns);
@@ -51,7 +52,7 @@ std::int64_t CellOriginNs(const store::CellRecord& cell) {
   return 0;
 }
 
-nlohmann::json RunToJson(const store::RunRecord& run, const std::vector<store::CellRecord>& cells) {
+nlohmann::json RunToJson(const record::RunRecord& run, const std::vector<record::CellRecord>& cells) {
   nlohmann::json out;
   out["format"] = kExportFormat;
   out["tool"] = {{"version", kVersion}, {"git_commit", kGitCommit}, {"build_type", kBuildType}};
@@ -70,13 +71,13 @@ nlohmann::json RunToJson(const store::RunRecord& run, const std::vector<store::C
       {"tool_version", run.tool_version},
       {"git_commit", run.git_commit},
       {"total_cells", run.total_cells},
-      {"selection", store::RunSelectionToJson(run.selection)},
+      {"selection", record::RunSelectionToJson(run.selection)},
       {"tags", run.tags},
   };
   nlohmann::json cells_json = nlohmann::json::array();
-  for (const store::CellRecord& c : cells) {
+  for (const record::CellRecord& c : cells) {
     nlohmann::json metrics = nlohmann::json::object();
-    for (const store::MetricRecord& m : c.metrics) {
+    for (const record::MetricRecord& m : c.metrics) {
       // JSON has no NaN or infinity; an undefined metric is null rather than a broken file.
       metrics[m.name] = {{"value", std::isfinite(m.value) ? nlohmann::json(m.value) : nlohmann::json()},
                          {"unit", m.unit}};
@@ -91,11 +92,13 @@ nlohmann::json RunToJson(const store::RunRecord& run, const std::vector<store::C
         {"runner", c.hello},
         {"repetition", c.repetition},
         {"seed", c.seed},
-        {"outcome", c.outcome},
+        {"outcome", record::Name(c.outcome)},
         {"message", c.message},
-        {"verdict", c.verdict},
+        {"verdict", record::Name(c.verdict)},
         {"verdict_reasons", c.verdict_reasons},
-        {"warmup_steps", c.warmup_steps ? nlohmann::json(*c.warmup_steps) : nlohmann::json()},
+        // The measured window, under the names of the metrics that carry the same numbers.
+        {record::metric::kWarmupSteps, c.window ? nlohmann::json(c.window->first_step) : nlohmann::json()},
+        {record::metric::kMeasuredSteps, c.window ? nlohmann::json(c.window->steps) : nlohmann::json()},
         {"warmup_rule", c.warmup_rule},
         {"stop_reason", c.stop_reason},
         {"started_utc", OptionalUtc(c.started_wall_ns)},
@@ -110,7 +113,7 @@ nlohmann::json RunToJson(const store::RunRecord& run, const std::vector<store::C
   return out;
 }
 
-std::string CellsToCsv(const std::vector<store::CellRecord>& cells) {
+std::string CellsToCsv(const std::vector<record::CellRecord>& cells) {
   std::set<std::string> param_names;
   std::set<std::string> metric_names;
   for (const auto& c : cells) {
@@ -132,8 +135,9 @@ std::string CellsToCsv(const std::vector<store::CellRecord>& cells) {
       }
     }
     out += fmt::format("{},{},{},{},{},{},{},{},{},{},{}", c.run_id, c.index, CsvField(c.cell_id),
-                       CsvField(c.key), CsvField(c.label), c.repetition, c.seed, CsvField(c.outcome),
-                       CsvField(c.verdict), CsvField(reasons), CsvField(c.message));
+                       CsvField(c.key), CsvField(c.label), c.repetition, c.seed,
+                       CsvField(record::Name(c.outcome)), CsvField(record::Name(c.verdict)),
+                       CsvField(reasons), CsvField(c.message));
     for (const auto& p : param_names) {
       out += ',';
       if (c.params.is_object() && c.params.contains(p)) out += CsvField(ParamText(c.params[p]));
@@ -169,7 +173,7 @@ std::string SeriesUnit(const std::string& series_name) {
   return best;
 }
 
-std::string SeriesToCsv(const std::vector<store::CellRecord>& cells) {
+std::string SeriesToCsv(const std::vector<record::CellRecord>& cells) {
   std::set<std::string> names;
   for (const auto& c : cells) {
     for (const auto& p : c.series) names.insert(p.series);

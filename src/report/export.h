@@ -17,13 +17,13 @@ inline constexpr const char kExportFormat[] = "dlbench.export/1";
 // verdict_reasons, warmup_steps, warmup_rule, stop_reason, started_utc, finished_utc, extras,
 // metrics: {name: {value, unit}}}]}. Steps and series are not included (see SeriesToCsv and the
 // trace export); docs/reports.md describes every field.
-nlohmann::json RunToJson(const store::RunRecord& run, const std::vector<store::CellRecord>& cells);
+nlohmann::json RunToJson(const record::RunRecord& run, const std::vector<record::CellRecord>& cells);
 
 // One row per cell: run_id, index, cell_id, key, label, repetition, seed, outcome, verdict,
 // verdict_reasons ("; "-joined), message, then one "param.<name>" column per parameter and one
 // column per metric (the metric's name, which carries its unit), both sorted by name over the
 // union of all cells. A cell without a value leaves its field empty.
-std::string CellsToCsv(const std::vector<store::CellRecord>& cells);
+std::string CellsToCsv(const std::vector<record::CellRecord>& cells);
 
 // The unit of a series from its name's suffix ("gpu0.power_w" -> "W", "host.cpu_util_pct" -> "%"),
 // empty when the suffix names none.
@@ -33,10 +33,10 @@ std::string SeriesUnit(const std::string& series_name);
 // columns cell,cell_id,t_ns,t_s then one per series named "<series> [<unit>]", sorted. t_ns is the
 // CLOCK_MONOTONIC stamp; t_s is seconds since the cell's first step (its first sample when it
 // has no steps). Cells need their series (and steps, for t_s) loaded.
-std::string SeriesToCsv(const std::vector<store::CellRecord>& cells);
+std::string SeriesToCsv(const std::vector<record::CellRecord>& cells);
 
 // The time origin of a cell: the earliest step start, else the earliest sample, else 0.
-std::int64_t CellOriginNs(const store::CellRecord& cell);
+std::int64_t CellOriginNs(const record::CellRecord& cell);
 
 // A number as the shortest text that reads back as the same double ("0.1", "1e-09"); NaN and
 // infinities as "NaN", "+Inf", "-Inf" (the Prometheus spellings).

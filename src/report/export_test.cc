@@ -9,11 +9,11 @@ namespace {
 
 using testing::MakeCell;
 
-store::RunRecord SampleRun() {
-  store::RunRecord run;
+record::RunRecord SampleRun() {
+  record::RunRecord run;
   run.id = 7;
   run.name = "nightly";
-  run.status = "completed";
+  run.status = record::RunStatus::kCompleted;
   run.started_wall_ns = 1'700'000'000'000'000'000;
   run.environment = {{"hostname", "box"}, {"os", "Debian 12"}};
   run.environment_hash = "abc123";
@@ -25,10 +25,10 @@ TEST(RunToJson, CarriesRunEnvironmentAndEveryCellField) {
   auto a = MakeCell(7, 0, "resnet50", 32, 1200.5);
   a.metrics.push_back({"step_time_mean_ns", 2.5e7, "ns"});
   a.verdict_reasons = nlohmann::json::array({"noisy"});
-  a.warmup_steps = 5;
+  a.window = record::MeasuredWindow{5, 20};
   a.effective = {{"threads", 4}};
   auto b = MakeCell(7, 1, "resnet50", 64, 0);
-  b.outcome = "oom";
+  b.outcome = record::Outcome::kOom;
   b.metrics = {{"bad", std::nan(""), "ratio"}};
   const nlohmann::json j = RunToJson(SampleRun(), {a, b});
   EXPECT_EQ(j["format"], kExportFormat);
@@ -37,7 +37,7 @@ TEST(RunToJson, CarriesRunEnvironmentAndEveryCellField) {
   EXPECT_EQ(j["run"]["started_utc"], "2023-11-14T22:13:20Z");
   EXPECT_TRUE(j["run"]["finished_utc"].is_null());
   EXPECT_EQ(j["run"]["selection"], nlohmann::json::object()) << "the whole matrix";
-  store::RunRecord sharded = SampleRun();
+  record::RunRecord sharded = SampleRun();
   sharded.selection = {{"model=resnet50"}, "1/2"};
   EXPECT_EQ(RunToJson(sharded, {})["run"]["selection"],
             nlohmann::json::parse(R"({"only": ["model=resnet50"], "shard": "1/2"})"));
@@ -95,7 +95,7 @@ TEST(SeriesUnit, FromSuffix) {
 TEST(SeriesToCsv, OneRowPerInstantTimeFromFirstStep) {
   auto c = MakeCell(7, 3, "m", 1, 1);
   c.cell_id = "m-bs1#r0";
-  c.steps.push_back({0, protocol::StepRecord{1'000'000'000, 1'100'000'000}});
+  c.steps.push_back({0, record::StepRecord{1'000'000'000, 1'100'000'000}});
   c.series = {{1'000'000'000, "gpu0.power_w", 250},
               {1'000'000'000, "gpu0.sm_util_pct", 90},
               {1'500'000'000, "gpu0.power_w", 260}};
@@ -110,11 +110,11 @@ TEST(SeriesToCsv, OneRowPerInstantTimeFromFirstStep) {
 }
 
 TEST(CellOriginNs, StepsThenSeriesThenZero) {
-  store::CellRecord c;
+  record::CellRecord c;
   EXPECT_EQ(CellOriginNs(c), 0);
   c.series = {{50, "x", 1}, {40, "x", 1}};
   EXPECT_EQ(CellOriginNs(c), 40);
-  c.steps = {{1, protocol::StepRecord{70, 80}}, {0, protocol::StepRecord{60, 90}}};
+  c.steps = {{1, record::StepRecord{70, 80}}, {0, record::StepRecord{60, 90}}};
   EXPECT_EQ(CellOriginNs(c), 60);
 }
 

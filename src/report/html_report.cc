@@ -9,6 +9,7 @@
 
 #include "common/clock.h"
 #include "common/version.h"
+#include "record/metrics.h"
 #include "report/assets.h"
 #include "report/escape.h"
 #include "report/export.h"
@@ -24,28 +25,28 @@ std::string ParamText(const json& value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-std::string Param(const store::CellRecord& cell, const char* name) {
+std::string Param(const record::CellRecord& cell, const char* name) {
   return cell.params.is_object() && cell.params.contains(name) ? ParamText(cell.params[name]) : "";
 }
 
-std::optional<double> NumericParam(const store::CellRecord& cell, const char* name) {
+std::optional<double> NumericParam(const record::CellRecord& cell, const char* name) {
   if (!cell.params.is_object() || !cell.params.contains(name)) return std::nullopt;
   const json& v = cell.params[name];
   if (v.is_number()) return v.get<double>();
   return std::nullopt;
 }
 
-std::optional<double> Metric(const store::CellRecord& cell, const std::string& name) {
+std::optional<double> Metric(const record::CellRecord& cell, std::string_view name) {
   for (const auto& m : cell.metrics) {
     if (m.name == name && std::isfinite(m.value)) return m.value;
   }
   return std::nullopt;
 }
 
-bool IsInference(const store::CellRecord& cell) { return Param(cell, "scenario").rfind("infer", 0) == 0; }
+bool IsInference(const record::CellRecord& cell) { return Param(cell, "scenario").rfind("infer", 0) == 0; }
 
 // A configuration: every parameter but the batch size ("model=resnet50 precision=fp32 ...").
-std::string ConfigurationOf(const store::CellRecord& cell) {
+std::string ConfigurationOf(const record::CellRecord& cell) {
   std::string out;
   if (!cell.params.is_object()) return out;
   for (auto it = cell.params.begin(); it != cell.params.end(); ++it) {
@@ -56,18 +57,21 @@ std::string ConfigurationOf(const store::CellRecord& cell) {
   return out;
 }
 
-std::string CellTitle(const store::CellRecord& cell) {
+std::string CellTitle(const record::CellRecord& cell) {
   return fmt::format("cell {}: {}", cell.index, cell.label.empty() ? cell.key : cell.label);
 }
 
 // Rank 0's steps in start order (rank 0 is the one the measurement policy judges).
-std::vector<protocol::StepRecord> RankZeroSteps(const store::CellRecord& cell) {
-  std::vector<protocol::StepRecord> steps;
-  for (const auto& row : cell.steps) {
-    if (row.rank == 0) steps.push_back(row.record);
-  }
-  std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
-  return steps;
+using record::MeasuredSteps;
+using record::RankZeroSteps;
+
+// The measured window as positions in RankZeroSteps(cell): [first, end), clipped to the steps.
+std::pair<std::size_t, std::size_t> WindowBounds(const record::CellRecord& cell, std::size_t steps) {
+  const record::MeasuredWindow w = cell.window.value_or(record::MeasuredWindow{});
+  const auto n = static_cast<std::int64_t>(steps);
+  const std::int64_t first = std::clamp<std::int64_t>(w.first_step, 0, n);
+  const std::int64_t end = std::clamp<std::int64_t>(first + w.steps, first, n);
+  return {static_cast<std::size_t>(first), static_cast<std::size_t>(end)};
 }
 
 json Point(double x, double y) { return {{"x", x}, {"y", y}}; }
@@ -86,9 +90,10 @@ std::string Fmt(double v, int digits = 3) {
 }
 
 void ThroughputCharts(const ReportInput& input, const ReportOptions& options, std::vector<json>& charts) {
-  std::map<std::string, std::vector<const store::CellRecord*>> groups;
+  std::map<std::string, std::vector<const record::CellRecord*>> groups;
   for (const auto& c : input.cells) {
-    if (c.outcome == "ok" && Metric(c, "samples_per_s") && NumericParam(c, "batch_size")) {
+    if (c.outcome == record::Outcome::kOk && Metric(c, record::metric::kSamplesPerS) &&
+        NumericParam(c, "batch_size")) {
       groups[ConfigurationOf(c)].push_back(&c);
     }
   }
@@ -97,7 +102,7 @@ void ThroughputCharts(const ReportInput& input, const ReportOptions& options, st
     json raw = json::array();
     for (const auto* c : cells) {
       const double b = *NumericParam(*c, "batch_size");
-      const double t = *Metric(*c, "samples_per_s");
+      const double t = *Metric(*c, record::metric::kSamplesPerS);
       points.push_back({b, t});
       raw.push_back(Point(b, t));
     }
@@ -152,9 +157,10 @@ void ThroughputCharts(const ReportInput& input, const ReportOptions& options, st
 }
 
 void LatencyCharts(const ReportInput& input, const ReportOptions& options, std::vector<json>& charts) {
-  std::map<std::string, std::vector<const store::CellRecord*>> groups;
+  std::map<std::string, std::vector<const record::CellRecord*>> groups;
   for (const auto& c : input.cells) {
-    if (IsInference(c) && c.outcome == "ok" && !c.steps.empty()) groups[ConfigurationOf(c)].push_back(&c);
+    if (IsInference(c) && c.outcome == record::Outcome::kOk && !c.steps.empty())
+      groups[ConfigurationOf(c)].push_back(&c);
   }
   for (auto& [config, cells] : groups) {
     std::sort(cells.begin(), cells.end(), [](const auto* a, const auto* b) {
@@ -163,20 +169,16 @@ void LatencyCharts(const ReportInput& input, const ReportOptions& options, std::
     json datasets = json::array();
     std::string note;
     for (const auto* c : cells) {
-      const auto steps = RankZeroSteps(*c);
-      const std::size_t first = static_cast<std::size_t>(
-          std::clamp<std::int64_t>(c->warmup_steps.value_or(0), 0, static_cast<std::int64_t>(steps.size())));
       std::vector<double> latencies_ms;
-      for (std::size_t i = first; i < steps.size(); ++i)
-        latencies_ms.push_back(NsToMs(steps[i].end_ns - steps[i].start_ns));
+      for (const auto& step : MeasuredSteps(*c)) latencies_ms.push_back(NsToMs(step.end_ns - step.start_ns));
       if (latencies_ms.empty()) continue;
       json data = json::array();
       for (const auto& [x, y] : EmpiricalCdf(latencies_ms, options.max_points)) data.push_back(Point(x, y));
       const std::string bs = Param(*c, "batch_size");
       datasets.push_back(Dataset(bs.empty() ? CellTitle(*c) : fmt::format("batch {} (cell {})", bs, c->index),
                                  "line", data));
-      const auto p50 = Metric(*c, "step_time_p50_ns");
-      const auto p99 = Metric(*c, "step_time_p99_ns");
+      const auto p50 = Metric(*c, record::metric::kStepTimeP50Ns);
+      const auto p99 = Metric(*c, record::metric::kStepTimeP99Ns);
       if (p50 && p99)
         note += fmt::format("cell {}: P50 {} ms, P99 {} ms. ", c->index, Fmt(*p50 * 1e-6), Fmt(*p99 * 1e-6));
     }
@@ -194,8 +196,7 @@ void StepCharts(const ReportInput& input, const ReportOptions& options, std::vec
   for (const auto& c : input.cells) {
     const auto steps = RankZeroSteps(c);
     if (steps.empty()) continue;
-    const std::size_t cut = static_cast<std::size_t>(
-        std::clamp<std::int64_t>(c.warmup_steps.value_or(0), 0, static_cast<std::int64_t>(steps.size())));
+    const auto [cut, measured_end] = WindowBounds(c, steps.size());
     std::vector<double> ms(steps.size());
     double lo = 0, hi = 0;
     for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -216,9 +217,15 @@ void StepCharts(const ReportInput& input, const ReportOptions& options, std::vec
       warm["color"] = "#9e9e9e";
       datasets.push_back(std::move(warm));
     }
-    if (cut < steps.size()) datasets.push_back(Dataset("measured", "line", segment(cut, steps.size())));
+    if (cut < measured_end) datasets.push_back(Dataset("measured", "line", segment(cut, measured_end)));
+    if (measured_end < steps.size() && measured_end > cut) {
+      json after =
+          Dataset("after the stop decision (not measured)", "line", segment(measured_end, steps.size()));
+      after["color"] = "#bdbdbd";
+      datasets.push_back(std::move(after));
+    }
     std::string note = fmt::format("{} steps of rank 0", steps.size());
-    if (cut > 0 && cut < steps.size()) {
+    if (cut > 0 && cut < measured_end) {
       json line =
           Dataset(fmt::format("warm-up cut (step {})", cut), "vline",
                   json::array({Point(static_cast<double>(cut), lo), Point(static_cast<double>(cut), hi)}));
@@ -380,25 +387,28 @@ std::string CellsSection(const ReportInput& input) {
       for (const auto& r : c.verdict_reasons) reasons += (reasons.empty() ? "" : "; ") + ParamText(r);
     }
     const auto batch = NumericParam(c, "batch_size");
-    out +=
-        "<tr>" + Td(std::to_string(c.index), std::to_string(c.index)) + Td(c.label, c.label) +
-        Td(Param(c, "model"), Param(c, "model")) + Td(Param(c, "scenario"), Param(c, "scenario")) +
-        Td(Param(c, "batch_size"), batch ? FormatNumber(*batch) : Param(c, "batch_size")) +
-        Td(Param(c, "precision"), Param(c, "precision")) + Td(Param(c, "device"), Param(c, "device")) +
-        Td(Param(c, "strategy"), Param(c, "strategy")) +
-        Td(c.outcome, c.outcome, c.outcome == "ok" ? "outcome-ok" : "outcome-bad") +
-        Td(c.verdict, c.verdict, c.verdict == "invalid" ? "verdict-invalid" : "") + Td(reasons, reasons) +
-        NumTd(Metric(c, "samples_per_s")) + NumTd(Metric(c, "step_time_mean_ns"), 1e-6) +
-        NumTd(Metric(c, "step_time_p99_ns"), 1e-6) +
-        NumTd(c.warmup_steps ? std::optional<double>(static_cast<double>(*c.warmup_steps)) : std::nullopt) +
-        Td(c.message, c.message) + "</tr>\n";
+    const std::string outcome(record::Name(c.outcome));
+    const std::string verdict(record::Name(c.verdict));
+    out += "<tr>" + Td(std::to_string(c.index), std::to_string(c.index)) + Td(c.label, c.label) +
+           Td(Param(c, "model"), Param(c, "model")) + Td(Param(c, "scenario"), Param(c, "scenario")) +
+           Td(Param(c, "batch_size"), batch ? FormatNumber(*batch) : Param(c, "batch_size")) +
+           Td(Param(c, "precision"), Param(c, "precision")) + Td(Param(c, "device"), Param(c, "device")) +
+           Td(Param(c, "strategy"), Param(c, "strategy")) +
+           Td(outcome, outcome, c.outcome == record::Outcome::kOk ? "outcome-ok" : "outcome-bad") +
+           Td(verdict, verdict, c.verdict == record::Verdict::kInvalid ? "verdict-invalid" : "") +
+           Td(reasons, reasons) + NumTd(Metric(c, record::metric::kSamplesPerS)) +
+           NumTd(Metric(c, record::metric::kStepTimeMeanNs), 1e-6) +
+           NumTd(Metric(c, record::metric::kStepTimeP99Ns), 1e-6) +
+           NumTd(c.warmup_steps() ? std::optional<double>(static_cast<double>(*c.warmup_steps()))
+                                  : std::nullopt) +
+           Td(c.message, c.message) + "</tr>\n";
   }
   return out + "</tbody></table></div>\n";
 }
 
 // The baseline section from history's comparison: the same numbers `dlbench compare` prints.
 std::string ComparisonSection(const ReportInput& input, const history::Comparison& cmp) {
-  const store::RunRecord& base = *input.baseline_run;
+  const record::RunRecord& base = *input.baseline_run;
   std::string out = fmt::format(
       "<p>Baseline: run {} ({}), started {}. Ratio = this run's {} over the baseline's, with a {:g}% "
       "confidence "
@@ -457,7 +467,7 @@ std::string ComparisonSection(const ReportInput& input, const history::Compariso
 std::string BaselineSection(const ReportInput& input, const ReportOptions& options) {
   if (!input.baseline_run) return "<p class=\"empty\">No baseline given (--baseline RUN).</p>\n";
   if (input.comparison) return ComparisonSection(input, *input.comparison);
-  const store::RunRecord& base = *input.baseline_run;
+  const record::RunRecord& base = *input.baseline_run;
   std::string out = fmt::format(
       "<p>Baseline: run {} ({}), started {}. Ratio = this run's mean samples/s over the "
       "baseline's for the same cell key; beyond &plusmn;{}% it is marked. This is a plain "
@@ -486,11 +496,11 @@ std::string BaselineSection(const ReportInput& input, const ReportOptions& optio
            EscapeHtml(base.environment_hash) + " &rarr; " + EscapeHtml(input.run.environment_hash) +
            "): the comparison may not be fair.</p><ul>\n" + diffs + "</ul></div>\n";
   }
-  const auto pool = [](const std::vector<store::CellRecord>& cells) {
+  const auto pool = [](const std::vector<record::CellRecord>& cells) {
     std::map<std::string, std::pair<std::string, std::vector<double>>> by_key;
     for (const auto& c : cells) {
-      const auto t = Metric(c, "samples_per_s");
-      if (c.outcome != "ok" || !t) continue;
+      const auto t = Metric(c, record::metric::kSamplesPerS);
+      if (c.outcome != record::Outcome::kOk || !t) continue;
       auto& entry = by_key[c.key];
       entry.first = c.label;
       entry.second.push_back(*t);
@@ -584,21 +594,22 @@ std::vector<json> BuildCharts(const ReportInput& input, const ReportOptions& opt
 
 std::string RenderHtmlReport(const ReportInput& input, const ReportOptions& options) {
   const std::vector<json> charts = BuildCharts(input, options);
-  const store::RunRecord& run = input.run;
+  const record::RunRecord& run = input.run;
 
   std::vector<std::string> warnings = input.warnings;
   CollectWarnings(run.environment, warnings);
   if (std::string(kBuildType) == "Debug") warnings.push_back("This dlbench was built as Debug.");
   int not_ok = 0, invalid = 0;
   for (const auto& c : input.cells) {
-    if (c.outcome != "ok") ++not_ok;
-    if (c.verdict == "invalid") ++invalid;
+    if (c.outcome != record::Outcome::kOk) ++not_ok;
+    if (c.verdict == record::Verdict::kInvalid) ++invalid;
   }
   if (not_ok > 0)
     warnings.push_back(fmt::format("{} of {} cells did not end ok.", not_ok, input.cells.size()));
   if (invalid > 0)
     warnings.push_back(fmt::format("{} cells have the verdict invalid (see their reasons).", invalid));
-  if (run.status != "completed") warnings.push_back("The run's status is " + run.status + ".");
+  if (run.status != record::RunStatus::kCompleted)
+    warnings.push_back("The run's status is " + std::string(record::Name(run.status)) + ".");
 
   json data = {{"run_id", run.id}, {"charts", charts}};
   const std::string title = fmt::format("dlbench report: run {} {}", run.id, run.name);
@@ -617,7 +628,7 @@ std::string RenderHtmlReport(const ReportInput& input, const ReportOptions& opti
   html += fmt::format(
       "<p class=\"meta\">Status {} &middot; started {} &middot; {} cells &middot; matrix {} &middot; "
       "measured with dlbench {} ({})</p>\n",
-      EscapeHtml(run.status), EscapeHtml(FormatUtc(run.started_wall_ns)), input.cells.size(),
+      EscapeHtml(record::Name(run.status)), EscapeHtml(FormatUtc(run.started_wall_ns)), input.cells.size(),
       EscapeHtml(run.matrix_path), EscapeHtml(run.tool_version), EscapeHtml(run.git_commit));
   html +=
       "<nav><a href=\"#environment\">environment</a> &middot; <a href=\"#cells\">cells</a> &middot; "

@@ -21,10 +21,10 @@
 namespace dlbench::report {
 
 struct ReportInput {
-  store::RunRecord run;
-  std::vector<store::CellRecord> cells;  // with steps and series loaded
-  std::optional<store::RunRecord> baseline_run;
-  std::vector<store::CellRecord> baseline_cells;  // metrics are enough
+  record::RunRecord run;
+  std::vector<record::CellRecord> cells;  // with steps and series loaded
+  std::optional<record::RunRecord> baseline_run;
+  std::vector<record::CellRecord> baseline_cells;  // metrics are enough
   // The statistical comparison of this run against the baseline (history::CompareRunData: CIs
   // from the raw steps, Benjamini-Hochberg, environment changes). When absent the section falls
   // back to plain throughput ratios.

@@ -19,14 +19,14 @@ std::size_t Count(const std::string& text, const std::string& needle) {
   return n;
 }
 
-void AddSteps(store::CellRecord& cell, int n, std::int64_t step_ns, std::int64_t warmup) {
+void AddSteps(record::CellRecord& cell, int n, std::int64_t step_ns, std::int64_t warmup) {
   std::int64_t t = 1'000'000'000;
   for (int i = 0; i < n; ++i) {
     const std::int64_t d = i < warmup ? step_ns * 3 : step_ns + (i % 3) * 1000;
-    cell.steps.push_back({0, protocol::StepRecord{t, t + d, 0, 0, 0, 8, 0}});
+    cell.steps.push_back({0, record::StepRecord{t, t + d, 0, 0, 0, 8, 0}});
     t += d + 100;
   }
-  cell.warmup_steps = warmup;
+  cell.window = record::MeasuredWindow{warmup, n - warmup};
   cell.warmup_rule = "mser5";
 }
 
@@ -34,7 +34,7 @@ ReportInput SampleInput(const std::string& model) {
   ReportInput input;
   input.run.id = 5;
   input.run.name = "nightly <b>bold</b>";
-  input.run.status = "completed";
+  input.run.status = record::RunStatus::kCompleted;
   input.run.environment = {{"hostname", "host<1>"},
                            {"warnings", {"CPU frequency scaling is on: <governor>"}}};
   input.run.environment_hash = "e1";
@@ -60,7 +60,7 @@ ReportInput SampleInput(const std::string& model) {
     input.cells.push_back(c);
   }
   auto failed = MakeCell(5, index++, model, 256, 0);
-  failed.outcome = "oom";
+  failed.outcome = record::Outcome::kOom;
   failed.metrics.clear();
   failed.message = "CUDA out of memory </td><script>alert(2)</script>";
   input.cells.push_back(failed);
@@ -174,7 +174,7 @@ TEST(RenderHtmlReport, EmbeddedAssetsCannotBreakOutOfTheirScript) {
 
 TEST(RenderHtmlReport, BaselineRatiosAndEnvironmentDifferences) {
   ReportInput input = SampleInput("resnet50");
-  store::RunRecord base;
+  record::RunRecord base;
   base.id = 2;
   base.name = "last week";
   base.environment = {{"hostname", "host<1>"}, {"cudnn", "8.9"}};

@@ -11,6 +11,7 @@
 
 #include "common/files.h"
 #include "common/version.h"
+#include "record/metrics.h"
 #include "report/escape.h"
 #include "report/export.h"
 
@@ -98,7 +99,7 @@ class Exposition {
   std::map<std::string, Family> families_;
 };
 
-const store::MetricRecord* FindMetric(const store::CellRecord& cell, const std::string& name) {
+const record::MetricRecord* FindMetric(const record::CellRecord& cell, const std::string& name) {
   for (const auto& m : cell.metrics) {
     if (m.name == name) return &m;
   }
@@ -115,22 +116,22 @@ bool ProcessAlive(std::int64_t pid) {
 Result<ExpositionInput> Collect(store::ResultStore& store, std::optional<std::int64_t> only_run) {
   auto runs = store.ListRuns();
   if (!runs.ok()) return runs.error();
-  std::vector<store::RunRecord> ordered = std::move(runs).value();
+  std::vector<record::RunRecord> ordered = std::move(runs).value();
   std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a.id > b.id; });
 
   ExpositionInput input;
   std::map<std::string, std::size_t> latest_index;  // key -> position in input.cells
   std::set<std::string> has_previous;
-  for (const store::RunRecord& run : ordered) {
+  for (const record::RunRecord& run : ordered) {
     if (only_run && run.id > *only_run) continue;
     auto cells = store.GetCells(run.id, store::CellQuery{});
     if (!cells.ok()) return cells.error();
-    std::vector<store::CellRecord> list = std::move(cells).value();
+    std::vector<record::CellRecord> list = std::move(cells).value();
     std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.index > b.index; });
     const bool is_target = !only_run || run.id == *only_run;
     if (is_target && !input.environment_run) input.environment_run = run;
     std::set<std::string> keys_in_this_run;
-    for (store::CellRecord& cell : list) {
+    for (record::CellRecord& cell : list) {
       auto found = latest_index.find(cell.key);
       if (found == latest_index.end()) {
         if (!is_target) continue;
@@ -141,8 +142,8 @@ Result<ExpositionInput> Collect(store::ResultStore& store, std::optional<std::in
       }
       // An older run's (or an earlier repetition in the same run is not "previous": skip it).
       if (keys_in_this_run.count(cell.key) || has_previous.count(cell.key)) continue;
-      const store::MetricRecord* tput = FindMetric(cell, "samples_per_s");
-      if (cell.outcome == "ok" && tput != nullptr) {
+      const record::MetricRecord* tput = FindMetric(cell, record::metric::kSamplesPerS);
+      if (cell.outcome == record::Outcome::kOk && tput != nullptr) {
         input.cells[found->second].previous_samples_per_s = tput->value;
         has_previous.insert(cell.key);
       }
@@ -156,7 +157,7 @@ Result<ExpositionInput> Collect(store::ResultStore& store, std::optional<std::in
 
 }  // namespace
 
-PromGauge ToBaseUnits(const store::MetricRecord& metric) {
+PromGauge ToBaseUnits(const record::MetricRecord& metric) {
   const std::string& n = metric.name;
   const std::string& u = metric.unit;
   PromGauge g{"", metric.value};
@@ -200,8 +201,8 @@ std::string EnvironmentHost(const nlohmann::json& environment) {
   return "";
 }
 
-std::vector<std::pair<std::string, std::string>> CellLabels(const store::RunRecord& run,
-                                                            const store::CellRecord& cell) {
+std::vector<std::pair<std::string, std::string>> CellLabels(const record::RunRecord& run,
+                                                            const record::CellRecord& cell) {
   Labels labels;
   std::set<std::string> named;
   for (const char* p : kLabelParams) {
@@ -293,7 +294,7 @@ std::string RenderExposition(const ExpositionInput& input) {
           {{"version", kVersion}, {"git_commit", kGitCommit}, {"build_type", kBuildType}}, 1);
 
   if (input.environment_run) {
-    const store::RunRecord& run = *input.environment_run;
+    const record::RunRecord& run = *input.environment_run;
     const nlohmann::json& env = run.environment;
     out.Add("dlbench_environment_info",
             "The environment fingerprint of the newest run described here (value 1)",
@@ -313,23 +314,23 @@ std::string RenderExposition(const ExpositionInput& input) {
 
   for (const LatestCell& lc : input.cells) {
     const Labels labels = CellLabels(lc.run, lc.cell);
-    for (const store::MetricRecord& m : lc.cell.metrics) {
+    for (const record::MetricRecord& m : lc.cell.metrics) {
       const PromGauge g = ToBaseUnits(m);
       out.Add(g.name,
               fmt::format("dlbench metric {} ({}) in base units", m.name, m.unit.empty() ? "-" : m.unit),
               labels, g.value);
     }
     out.Add("dlbench_cell_ok", "1 when the cell's latest result ended ok", labels,
-            lc.cell.outcome == "ok" ? 1 : 0);
+            lc.cell.outcome == record::Outcome::kOk ? 1 : 0);
     out.Add("dlbench_cell_valid", "1 when the cell's latest result has the verdict valid", labels,
-            lc.cell.verdict == "valid" ? 1 : 0);
+            lc.cell.verdict == record::Verdict::kValid ? 1 : 0);
     out.Add("dlbench_cell_run_id", "The run that produced the cell's latest result", labels,
             static_cast<double>(lc.run.id));
     if (lc.cell.finished_wall_ns > 0) {
       out.Add("dlbench_cell_finished_timestamp_seconds", "When the cell's latest result finished (Unix time)",
               labels, static_cast<double>(lc.cell.finished_wall_ns) * 1e-9);
     }
-    const store::MetricRecord* tput = FindMetric(lc.cell, "samples_per_s");
+    const record::MetricRecord* tput = FindMetric(lc.cell, record::metric::kSamplesPerS);
     if (tput != nullptr && lc.previous_samples_per_s && *lc.previous_samples_per_s > 0) {
       const double ratio = tput->value / *lc.previous_samples_per_s;
       out.Add("dlbench_samples_per_second_change_ratio",

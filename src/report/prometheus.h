@@ -26,11 +26,11 @@ struct PromGauge {
   std::string name;
   double value = 0;
 };
-PromGauge ToBaseUnits(const store::MetricRecord& metric);
+PromGauge ToBaseUnits(const record::MetricRecord& metric);
 
 // The label set of a cell (see the header comment), in a fixed order.
-std::vector<std::pair<std::string, std::string>> CellLabels(const store::RunRecord& run,
-                                                            const store::CellRecord& cell);
+std::vector<std::pair<std::string, std::string>> CellLabels(const record::RunRecord& run,
+                                                            const record::CellRecord& cell);
 
 // The host name recorded in a run's environment fingerprint ("hostname", "host.hostname" or
 // "host.name"), empty when none is recorded.
@@ -58,16 +58,16 @@ std::optional<RunProgress> ReadActiveProgress(const std::string& db_path);
 // One cell key's latest result, with the throughput of the same key in the newest earlier run
 // that measured it (for the change ratio and the regression flag).
 struct LatestCell {
-  store::RunRecord run;
-  store::CellRecord cell;
+  record::RunRecord run;
+  record::CellRecord cell;
   std::optional<double> previous_samples_per_s;
 };
 
 struct ExpositionInput {
   std::vector<LatestCell> cells;
-  std::optional<store::RunRecord> environment_run;  // the run whose environment is described
-  bool with_progress = false;                       // serve: describe run activity
-  std::optional<RunProgress> progress;              // when with_progress and a run is active
+  std::optional<record::RunRecord> environment_run;  // the run whose environment is described
+  bool with_progress = false;                        // serve: describe run activity
+  std::optional<RunProgress> progress;               // when with_progress and a run is active
   // A cell is flagged as a regression when its throughput is below (1 - threshold) of the
   // previous run's. A plain ratio of two runs, not the statistical test of `dlbench compare`.
   double regression_threshold = 0.05;

@@ -18,7 +18,7 @@ using testing::MemoryStore;
 
 TEST(ToBaseUnits, ConvertsEveryKnownUnit) {
   struct Case {
-    store::MetricRecord in;
+    record::MetricRecord in;
     std::string name;
     double value;
   };
@@ -44,7 +44,7 @@ TEST(ToBaseUnits, ConvertsEveryKnownUnit) {
 }
 
 TEST(CellLabels, FixedSetWithHostAndVariant) {
-  store::RunRecord run;
+  record::RunRecord run;
   run.environment = {{"host", {{"hostname", "gpu-box-1"}}}};
   auto cell = MakeCell(1, 0, "resnet50", 32, 1);
   cell.params["compile"] = true;
@@ -91,9 +91,9 @@ TEST(ReadActiveProgress, LiveSelfPidCountsAndDeadPidDoesNot) {
   std::remove(ProgressPath(db).c_str());
 }
 
-std::int64_t AddRun(MemoryStore& store, const std::vector<store::CellRecord>& cells,
+std::int64_t AddRun(MemoryStore& store, const std::vector<record::CellRecord>& cells,
                     const std::string& host = "h") {
-  store::RunRecord run;
+  record::RunRecord run;
   run.name = "r";
   run.environment = {{"hostname", host}, {"os", "Debian"}};
   run.environment_hash = "hash-" + host;
@@ -169,12 +169,12 @@ TEST(CollectLatestCells, StoreFailureIsAnError) {
 
 TEST(RenderExposition, WellFormedFamiliesAndEscapedLabels) {
   ExpositionInput input;
-  store::RunRecord run;
+  record::RunRecord run;
   run.id = 3;
   run.environment = {{"hostname", "h\"1"}};
   auto cell = MakeCell(3, 0, "<script>\"x\"\\\n", 8, 1000);
   cell.metrics.push_back({"step_time_mean_ns", 5e6, "ns"});
-  cell.verdict = "invalid";
+  cell.verdict = record::Verdict::kInvalid;
   input.cells.push_back({run, cell, std::nullopt});
   input.environment_run = run;
   input.with_progress = true;

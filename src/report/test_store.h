@@ -11,13 +11,13 @@ namespace dlbench::report::testing {
 
 class MemoryStore final : public store::ResultStore {
  public:
-  Result<std::int64_t> BeginRun(const store::RunRecord& run) override {
-    store::RunRecord r = run;
+  Result<std::int64_t> BeginRun(const record::RunRecord& run) override {
+    record::RunRecord r = run;
     r.id = static_cast<std::int64_t>(runs_.size()) + 1;
     runs_[r.id] = r;
     return r.id;
   }
-  Status PutCell(const store::CellRecord& cell) override {
+  Status PutCell(const record::CellRecord& cell) override {
     auto& cells = cells_[cell.run_id];
     cells.erase(
         std::remove_if(cells.begin(), cells.end(), [&](const auto& c) { return c.cell_id == cell.cell_id; }),
@@ -25,26 +25,26 @@ class MemoryStore final : public store::ResultStore {
     cells.push_back(cell);
     return Status::Ok();
   }
-  Status SetRunStatus(std::int64_t run_id, const std::string& status,
+  Status SetRunStatus(std::int64_t run_id, record::RunStatus status,
                       std::optional<std::int64_t> finished) override {
     runs_[run_id].status = status;
     runs_[run_id].finished_wall_ns = finished;
     return Status::Ok();
   }
-  Result<std::vector<store::RunRecord>> ListRuns() override {
+  Result<std::vector<record::RunRecord>> ListRuns() override {
     if (fail_reads) return MakeError(ErrorKind::kStore, "test store: reads fail");
-    std::vector<store::RunRecord> out;
+    std::vector<record::RunRecord> out;
     for (const auto& [id, r] : runs_) out.push_back(r);
     return out;
   }
-  Result<store::RunRecord> GetRun(std::int64_t run_id) override {
+  Result<record::RunRecord> GetRun(std::int64_t run_id) override {
     auto it = runs_.find(run_id);
     if (it == runs_.end()) return MakeError(ErrorKind::kNotFound, "no run " + std::to_string(run_id));
     return it->second;
   }
-  Result<std::vector<store::CellRecord>> GetCells(std::int64_t run_id,
-                                                  const store::CellQuery& query) override {
-    std::vector<store::CellRecord> out;
+  Result<std::vector<record::CellRecord>> GetCells(std::int64_t run_id,
+                                                   const store::CellQuery& query) override {
+    std::vector<record::CellRecord> out;
     for (auto c : cells_[run_id]) {
       if (query.index && c.index != *query.index) continue;
       if (!query.with_steps) c.steps.clear();
@@ -68,9 +68,9 @@ class MemoryStore final : public store::ResultStore {
     if (tags_.count(ref)) return tags_[ref];
     return MakeError(ErrorKind::kNotFound, "no run " + ref);
   }
-  Result<std::vector<std::pair<store::RunRecord, store::CellRecord>>> CellHistory(
+  Result<std::vector<std::pair<record::RunRecord, record::CellRecord>>> CellHistory(
       const std::string& key) override {
-    std::vector<std::pair<store::RunRecord, store::CellRecord>> out;
+    std::vector<std::pair<record::RunRecord, record::CellRecord>> out;
     for (const auto& [id, cells] : cells_) {
       for (const auto& c : cells) {
         if (c.key == key) out.emplace_back(runs_[id], c);
@@ -83,15 +83,15 @@ class MemoryStore final : public store::ResultStore {
   bool fail_reads = false;
 
  private:
-  std::map<std::int64_t, store::RunRecord> runs_;
-  std::map<std::int64_t, std::vector<store::CellRecord>> cells_;
+  std::map<std::int64_t, record::RunRecord> runs_;
+  std::map<std::int64_t, std::vector<record::CellRecord>> cells_;
   std::map<std::string, std::int64_t> tags_;
 };
 
 // A cell with the usual parameters and one throughput metric.
-inline store::CellRecord MakeCell(std::int64_t run_id, int index, const std::string& model, int batch,
-                                  double samples_per_s, const std::string& scenario = "train") {
-  store::CellRecord c;
+inline record::CellRecord MakeCell(std::int64_t run_id, int index, const std::string& model, int batch,
+                                   double samples_per_s, const std::string& scenario = "train") {
+  record::CellRecord c;
   c.run_id = run_id;
   c.index = index;
   c.params = {{"model", model},      {"scenario", scenario}, {"batch_size", batch},
@@ -100,8 +100,8 @@ inline store::CellRecord MakeCell(std::int64_t run_id, int index, const std::str
           ",precision=fp32,scenario=" + scenario + ",strategy=none";
   c.cell_id = c.key + "#r0";
   c.label = model + " " + scenario + " bs=" + std::to_string(batch);
-  c.outcome = "ok";
-  c.verdict = "valid";
+  c.outcome = record::Outcome::kOk;
+  c.verdict = record::Verdict::kValid;
   c.metrics = {{"samples_per_s", samples_per_s, "1/s"}};
   return c;
 }

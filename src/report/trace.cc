@@ -7,6 +7,7 @@
 #include <map>
 
 #include "common/version.h"
+#include "record/metrics.h"
 #include "report/export.h"
 
 namespace dlbench::report {
@@ -45,10 +46,10 @@ Result<StepRange> ParseStepRange(const std::string& text) {
   return range;
 }
 
-nlohmann::json BuildTrace(const store::RunRecord& run, const std::vector<store::CellRecord>& cells,
+nlohmann::json BuildTrace(const record::RunRecord& run, const std::vector<record::CellRecord>& cells,
                           const TraceOptions& options) {
   nlohmann::json events = nlohmann::json::array();
-  for (const store::CellRecord& cell : cells) {
+  for (const record::CellRecord& cell : cells) {
     const int pid = cell.index + 1;
     const std::int64_t origin = CellOriginNs(cell);
     events.push_back({{"ph", "M"},
@@ -62,12 +63,12 @@ nlohmann::json BuildTrace(const store::RunRecord& run, const std::vector<store::
                       {"tid", 0},
                       {"args", {{"sort_index", cell.index}}}});
 
-    std::map<std::uint32_t, std::vector<protocol::StepRecord>> by_rank;
-    for (const store::StepRow& row : cell.steps) by_rank[row.rank].push_back(row.record);
+    std::map<std::uint32_t, std::vector<record::StepRecord>> by_rank;
+    for (const record::StepRow& row : cell.steps) by_rank[row.rank].push_back(row.record);
 
     std::optional<std::int64_t> window_begin;
     std::optional<std::int64_t> window_end;
-    const std::int64_t warmup = cell.warmup_steps.value_or(0);
+    const std::int64_t warmup = cell.warmup_steps().value_or(0);
     for (auto& [rank, steps] : by_rank) {
       std::sort(steps.begin(), steps.end(),
                 [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
@@ -83,7 +84,7 @@ nlohmann::json BuildTrace(const store::RunRecord& run, const std::vector<store::
         if (options.steps->end) end = std::min(*options.steps->end, end);
       }
       for (std::int64_t i = begin; i < end; ++i) {
-        const protocol::StepRecord& s = steps[static_cast<std::size_t>(i)];
+        const record::StepRecord& s = steps[static_cast<std::size_t>(i)];
         const std::int64_t dur_ns = std::max<std::int64_t>(0, s.end_ns - s.start_ns);
         window_begin = std::min(window_begin.value_or(s.start_ns), s.start_ns);
         window_end = std::max(window_end.value_or(s.end_ns), s.end_ns);
@@ -100,9 +101,9 @@ nlohmann::json BuildTrace(const store::RunRecord& run, const std::vector<store::
         // whose phases overlap (asynchronous communication) still draws inside its step.
         std::int64_t cursor = s.start_ns;
         const std::pair<std::uint32_t, std::pair<const char*, std::int64_t>> phases[] = {
-            {protocol::kHasDataWait, {"data_wait", s.data_wait_ns}},
-            {protocol::kHasCompute, {"compute", s.compute_ns}},
-            {protocol::kHasComm, {"comm", s.comm_ns}},
+            {record::kHasDataWait, {"data_wait", s.data_wait_ns}},
+            {record::kHasCompute, {"compute", s.compute_ns}},
+            {record::kHasComm, {"comm", s.comm_ns}},
         };
         for (const auto& [bit, phase] : phases) {
           if ((s.present & bit) == 0) continue;
@@ -125,12 +126,12 @@ nlohmann::json BuildTrace(const store::RunRecord& run, const std::vector<store::
                           {"pid", pid},
                           {"tid", rank},
                           {"ts", ToUs(steps[static_cast<std::size_t>(warmup)].start_ns - origin)},
-                          {"args", {{"warmup_steps", warmup}, {"rule", cell.warmup_rule}}}});
+                          {"args", {{record::metric::kWarmupSteps, warmup}, {"rule", cell.warmup_rule}}}});
       }
     }
 
     // Counters over the window of the chosen steps (all of them when no steps are stored).
-    for (const store::SeriesPoint& p : cell.series) {
+    for (const record::SeriesPoint& p : cell.series) {
       if (!cell.steps.empty() && (!window_begin || p.t_ns < *window_begin || p.t_ns > *window_end)) continue;
       events.push_back({{"ph", "C"},
                         {"name", p.series},

@@ -36,7 +36,7 @@ struct TraceOptions {
 
 // The trace of the given cells (steps and series loaded): {"traceEvents": [...],
 // "displayTimeUnit": "ms", "otherData": {run_id, run_name, tool_version}}.
-nlohmann::json BuildTrace(const store::RunRecord& run, const std::vector<store::CellRecord>& cells,
+nlohmann::json BuildTrace(const record::RunRecord& run, const std::vector<record::CellRecord>& cells,
                           const TraceOptions& options);
 
 }  // namespace dlbench::report

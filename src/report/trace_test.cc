@@ -26,18 +26,18 @@ TEST(ParseStepRange, Forms) {
   }
 }
 
-store::CellRecord TracedCell() {
+record::CellRecord TracedCell() {
   auto cell = testing::MakeCell(1, 2, "m", 8, 10);
-  cell.warmup_steps = 1;
+  cell.window = record::MeasuredWindow{1, 2};
   cell.warmup_rule = "minimum";
   const std::int64_t t0 = 5'000'000'000;
   // Rank 0: three 10 ms steps, 2 ms apart; the second reports data-wait 1 ms, compute 7 ms, comm 1 ms.
-  cell.steps.push_back({0, protocol::StepRecord{t0, t0 + 10'000'000, 0, 0, 0, 8, 0}});
+  cell.steps.push_back({0, record::StepRecord{t0, t0 + 10'000'000, 0, 0, 0, 8, 0}});
   cell.steps.push_back(
-      {0, protocol::StepRecord{t0 + 12'000'000, t0 + 22'000'000, 1'000'000, 7'000'000, 1'000'000, 8,
-                               protocol::kHasDataWait | protocol::kHasCompute | protocol::kHasComm}});
-  cell.steps.push_back({0, protocol::StepRecord{t0 + 24'000'000, t0 + 34'000'000, 0, 0, 0, 8, 0}});
-  cell.steps.push_back({1, protocol::StepRecord{t0 + 1'000, t0 + 9'000'000, 0, 0, 0, 8, 0}});
+      {0, record::StepRecord{t0 + 12'000'000, t0 + 22'000'000, 1'000'000, 7'000'000, 1'000'000, 8,
+                             record::kHasDataWait | record::kHasCompute | record::kHasComm}});
+  cell.steps.push_back({0, record::StepRecord{t0 + 24'000'000, t0 + 34'000'000, 0, 0, 0, 8, 0}});
+  cell.steps.push_back({1, record::StepRecord{t0 + 1'000, t0 + 9'000'000, 0, 0, 0, 8, 0}});
   cell.series = {{t0 + 5'000'000, "gpu0.sm_util_pct", 95},
                  {t0 + 11'000'000, "gpu0.sm_util_pct", 3},
                  {t0 + 90'000'000, "gpu0.sm_util_pct", 0}};
@@ -53,7 +53,7 @@ std::vector<nlohmann::json> EventsOf(const nlohmann::json& trace, const std::str
 }
 
 TEST(BuildTrace, StepsPhasesCountersAndWarmupMarker) {
-  store::RunRecord run;
+  record::RunRecord run;
   run.id = 1;
   const nlohmann::json trace = BuildTrace(run, {TracedCell()}, {});
   EXPECT_EQ(trace["displayTimeUnit"], "ms");
@@ -98,7 +98,7 @@ TEST(BuildTrace, StepsPhasesCountersAndWarmupMarker) {
 }
 
 TEST(BuildTrace, StepWindowLimitsSpansAndCounters) {
-  store::RunRecord run;
+  record::RunRecord run;
   TraceOptions options;
   options.steps = StepRange{2, 3};
   const nlohmann::json trace = BuildTrace(run, {TracedCell()}, options);
@@ -113,7 +113,7 @@ TEST(BuildTrace, StepWindowLimitsSpansAndCounters) {
 
 TEST(BuildTrace, PhasesAreClippedToTheirStep) {
   auto cell = testing::MakeCell(1, 0, "m", 1, 1);
-  cell.steps.push_back({0, protocol::StepRecord{0, 1000, 0, 5000, 0, 1, protocol::kHasCompute}});
+  cell.steps.push_back({0, record::StepRecord{0, 1000, 0, 5000, 0, 1, record::kHasCompute}});
   const nlohmann::json trace = BuildTrace({}, {cell}, {});
   const auto spans = EventsOf(trace, "X");
   ASSERT_EQ(spans.size(), 2u);

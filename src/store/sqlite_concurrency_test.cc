@@ -45,7 +45,8 @@ constexpr int kStepsPerCell = 2'000;
     if (auto ids = (*store)->FinishedCellIds(*run_id); !ids.ok()) fail("FinishedCellIds", ids.error());
     if (auto runs = (*store)->ListRuns(); !runs.ok()) fail("ListRuns", runs.error());
   }
-  if (auto st = (*store)->SetRunStatus(*run_id, "completed", 1); !st.ok()) fail("SetRunStatus", st.error());
+  if (auto st = (*store)->SetRunStatus(*run_id, record::RunStatus::kCompleted, 1); !st.ok())
+    fail("SetRunStatus", st.error());
   _exit(0);
 }
 
@@ -86,7 +87,7 @@ TEST(SqliteStoreConcurrencyTest, WriterProcessesOnOneNewFileAllFinishWithEveryCe
   std::set<std::string> names;
   for (const RunRecord& run : *runs) {
     names.insert(run.name);
-    EXPECT_EQ(run.status, "completed") << run.name;
+    EXPECT_EQ(run.status, record::RunStatus::kCompleted) << run.name;
     auto cells = (*store)->GetCells(run.id, CellQuery{true, false, std::nullopt});
     ASSERT_TRUE(cells.ok()) << cells.error().message;
     EXPECT_EQ(cells->size(), static_cast<std::size_t>(kCellsPerWriter)) << run.name;

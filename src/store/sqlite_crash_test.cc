@@ -28,11 +28,11 @@ CellRecord CrashCell(std::int64_t run_id, int index) {
   CellRecord cell = MakeCell(run_id, index, 0);
   cell.steps.resize(kStepsPerCell);
   for (int i = 0; i < kStepsPerCell; ++i) {
-    protocol::StepRecord& r = cell.steps[i].record;
+    record::StepRecord& r = cell.steps[i].record;
     r.start_ns = index * 1'000'000'000LL + i * 1000LL;
     r.end_ns = r.start_ns + 900;
     r.samples = static_cast<std::uint32_t>(index + 1);
-    r.present = protocol::kHasCompute;
+    r.present = record::kHasCompute;
     r.compute_ns = 800;
   }
   return cell;

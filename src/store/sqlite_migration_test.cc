@@ -2,8 +2,13 @@
 // to the code's version with its runs reading as the whole matrix; a database migrates in place to
 // an injected next step and keeps its data; a failed step leaves the database at its old version;
 // a newer database and a foreign one are refused with clear messages.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <map>
+
+#include "record/metrics.h"
 #include "store/sqlite_schema.h"
 #include "store/sqlite_store.h"
 #include "store/store_test_util.h"
@@ -22,6 +27,36 @@ std::vector<Migration> WithStep(Migration step) {
   step.version = sqlite::LatestVersion(migrations) + 1;
   migrations.push_back(std::move(step));
   return migrations;
+}
+
+// Inserts a finished cell the way a version 1 or 2 dlbench did (no measured_steps column): `steps`
+// rank-0 steps, the warm-up cut, and, when given, the measured_steps metric that policy wrote.
+void InsertOldCell(Database& db, std::int64_t run_id, const std::string& cell_id, int steps,
+                   std::optional<int> warmup, std::optional<int> measured_metric) {
+  auto cell = db.Prepare(
+      "INSERT INTO cells (run_id, idx, cell_id, key, label, params, effective, hello, repetition, seed, "
+      "outcome, "
+      "message, verdict, verdict_reasons, warmup_steps, warmup_rule, stop_reason, stdout_path, stderr_path, "
+      "started_wall_ns, finished_wall_ns, extras) VALUES (?1, 0, ?2, 'k', 'l', '{}', '{}', '{}', 0, '7', "
+      "'ok', "
+      "'', 'valid', '[]', ?3, 'mser5', 'ci_reached', '', '', 1, 2, '{}')");
+  ASSERT_TRUE(cell.ok()) << cell.error().message;
+  cell->Bind(1, run_id).Bind(2, std::string_view(cell_id));
+  cell->Bind(3, warmup ? std::optional<std::int64_t>(*warmup) : std::nullopt);
+  ASSERT_TRUE(cell->Run().ok());
+  const std::int64_t row = db.LastInsertRowId();
+  for (int i = 0; i < steps; ++i) {
+    ASSERT_TRUE(db.Execute(fmt::format("INSERT INTO steps (cell_id, idx, rank, start_ns, end_ns, samples) "
+                                       "VALUES ({}, {}, 0, {}, {}, 1)",
+                                       row, i, 1000 * i, 1000 * i + 500))
+                    .ok());
+  }
+  if (measured_metric) {
+    ASSERT_TRUE(db.Execute(fmt::format("INSERT INTO metrics (cell_id, name, value, unit) VALUES ({}, "
+                                       "'measured_steps', {}, 'steps')",
+                                       row, *measured_metric))
+                    .ok());
+  }
 }
 
 // Creates a store at the code's own version holding one run with one cell; returns the run id.
@@ -71,7 +106,7 @@ TEST(SqliteMigrationTest, V1DatabaseMigratesAndItsRunsReadAsTheWholeMatrix) {
                            "VALUES ('old', 'm.yaml', 'runner: null', 1700000000000000000, NULL, "
                            "'interrupted', 1, '0.1.0', 'abc', 4)")
                     .ok());
-    ASSERT_TRUE((*old)->PutCell(MakeCell(1, 0, 5)).ok());
+    InsertOldCell(db, 1, "c0", 5, 2, std::nullopt);
   }
 
   auto store = SqliteStore::Open(path);
@@ -86,13 +121,15 @@ TEST(SqliteMigrationTest, V1DatabaseMigratesAndItsRunsReadAsTheWholeMatrix) {
   auto run = (*store)->GetRun(1);
   ASSERT_TRUE(run.ok()) << run.error().message;
   EXPECT_EQ(run->name, "old");
-  EXPECT_EQ(run->status, "interrupted");
+  EXPECT_EQ(run->status, record::RunStatus::kInterrupted);
   EXPECT_EQ(run->total_cells, 4);
   EXPECT_TRUE(run->selection.empty());
   auto cells = (*store)->GetCells(1, CellQuery{true, true, std::nullopt});
   ASSERT_TRUE(cells.ok()) << cells.error().message;
   ASSERT_EQ(cells->size(), 1u);
   EXPECT_EQ((*cells)[0].steps.size(), 5u);
+  // v1 recorded no measured_steps metric: the window is every rank-0 step after the cut (v3).
+  EXPECT_EQ((*cells)[0].window, (record::MeasuredWindow{2, 3}));
 
   // New runs in the migrated file keep their selection.
   RunRecord sharded = MakeRun("new");
@@ -100,6 +137,80 @@ TEST(SqliteMigrationTest, V1DatabaseMigratesAndItsRunsReadAsTheWholeMatrix) {
   auto id = (*store)->BeginRun(sharded);
   ASSERT_TRUE(id.ok()) << id.error().message;
   EXPECT_EQ((*store)->GetRun(*id)->selection.shard, "2/2");
+}
+
+// Version 3 makes the measured window data. A v2 cell's window comes from the measured_steps
+// metric its policy wrote (a ci_reached cell stores steps after the window), else from its steps.
+TEST(SqliteMigrationTest, V2CellsGetTheirMeasuredWindow) {
+  ScratchDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string path = dir.File("v2.db");
+  std::vector<Migration> v2 = sqlite::SchemaMigrations();
+  v2.resize(2);
+  {
+    auto old = SqliteStore::Open(path, v2);
+    ASSERT_TRUE(old.ok()) << old.error().message;
+    Database& db = (*old)->database();
+    ASSERT_TRUE(db.Execute("INSERT INTO environments (hash, fingerprint) VALUES ('h1', '{}')").ok());
+    ASSERT_TRUE(db.Execute("INSERT INTO runs (name, matrix_path, matrix_text, started_wall_ns, status, "
+                           "environment_id, tool_version, git_commit, total_cells) VALUES ('v2', 'm.yaml', "
+                           "'runner: null', 1, 'completed', 1, '0.1.0', 'abc', 3)")
+                    .ok());
+    InsertOldCell(db, 1, "stopped-on-ci", 30, 4, 22);  // 4 steps arrived after the decision
+    InsertOldCell(db, 1, "no-metric", 10, 3, std::nullopt);
+    InsertOldCell(db, 1, "no-steps", 0, std::nullopt, std::nullopt);
+  }
+  auto store = SqliteStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.error().message;
+  EXPECT_EQ(*sqlite::ReadSchemaVersion((*store)->database()), 3);
+  auto cells = (*store)->GetCells(1, CellQuery{true, false, std::nullopt});
+  ASSERT_TRUE(cells.ok()) << cells.error().message;
+  ASSERT_EQ(cells->size(), 3u);
+  std::map<std::string, std::optional<record::MeasuredWindow>> windows;
+  for (const auto& c : *cells) windows[c.cell_id] = c.window;
+  EXPECT_EQ(windows["stopped-on-ci"], (record::MeasuredWindow{4, 22}));
+  EXPECT_EQ(windows["no-metric"], (record::MeasuredWindow{3, 7}));
+  EXPECT_FALSE(windows["no-steps"].has_value());
+  for (const auto& c : *cells) {
+    if (c.cell_id == "stopped-on-ci") EXPECT_EQ(record::MeasuredSteps(c).size(), 22u);
+  }
+}
+
+// A store written by the released code (commit deb7ad4, schema 2; tests/data/store-v2-deb7ad4.yaml
+// is the matrix it ran): after migration, every cell's window holds exactly the steps the old
+// policy measured, so its stored mean step time recomputes from MeasuredSteps.
+TEST(SqliteMigrationTest, AStoreWrittenByTheReleasedCodeKeepsItsMeasuredWindows) {
+  ScratchDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string path = dir.File("released.db");
+  std::filesystem::copy_file(std::string(DLBENCH_SOURCE_DIR) + "/tests/data/store-v2-deb7ad4.sqlite", path);
+  auto store = SqliteStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.error().message;
+  EXPECT_EQ(*sqlite::ReadSchemaVersion((*store)->database()),
+            sqlite::LatestVersion(sqlite::SchemaMigrations()));
+  auto cells = (*store)->GetCells(1, CellQuery{true, false, std::nullopt});
+  ASSERT_TRUE(cells.ok()) << cells.error().message;
+  ASSERT_EQ(cells->size(), 3u);
+  int compared = 0;
+  for (const auto& c : *cells) {
+    ASSERT_TRUE(c.window.has_value()) << c.cell_id;
+    const auto measured_metric = record::MetricValue(c, record::metric::kMeasuredSteps);
+    ASSERT_TRUE(measured_metric.has_value()) << c.cell_id;
+    EXPECT_EQ(c.window->steps, static_cast<std::int64_t>(*measured_metric)) << c.cell_id;
+    EXPECT_EQ(c.window->first_step, *record::MetricValue(c, record::metric::kWarmupSteps)) << c.cell_id;
+    const auto steps = record::MeasuredSteps(c);
+    ASSERT_EQ(static_cast<std::int64_t>(steps.size()), c.window->steps) << c.cell_id;
+    if (c.outcome != record::Outcome::kOk) continue;
+    // These cells stopped on ci_reached with steps stored after the window.
+    EXPECT_LT(c.window->first_step + c.window->steps, static_cast<std::int64_t>(c.steps.size())) << c.cell_id;
+    double sum = 0;
+    for (const auto& r : steps) sum += static_cast<double>(r.end_ns - r.start_ns);
+    EXPECT_NEAR(sum / static_cast<double>(steps.size()),
+                *record::MetricValue(c, record::metric::kStepTimeMeanNs), 1e-6)
+        << c.cell_id;
+    ++compared;
+  }
+  EXPECT_EQ(compared, 2);
 }
 
 TEST(SqliteMigrationTest, OldDatabaseMigratesInPlaceAndKeepsItsData) {

@@ -110,6 +110,21 @@ const std::vector<std::string>& V2Statements() {
   return kStatements;
 }
 
+// Version 3: the measured window is data (record::MeasuredWindow). cells.warmup_steps already
+// held its first step; measured_steps holds its length, decided once by the measurement policy.
+// Cells stored before get it from their measured_steps metric, which the same policy wrote, or,
+// without one, from their rank-0 steps after the cut (what every consumer derived before).
+const std::vector<std::string>& V3Statements() {
+  static const std::vector<std::string> kStatements = {
+      "ALTER TABLE cells ADD COLUMN measured_steps INTEGER",
+      R"sql(UPDATE cells SET measured_steps = coalesce(
+          (SELECT CAST(m.value AS INTEGER) FROM metrics m WHERE m.cell_id = cells.id AND m.name = 'measured_steps'),
+          max(0, (SELECT count(*) FROM steps s WHERE s.cell_id = cells.id AND s.rank = 0) - cells.warmup_steps))
+        WHERE warmup_steps IS NOT NULL)sql",
+  };
+  return kStatements;
+}
+
 Result<bool> TableExists(Database& db, const std::string& name) {
   auto stmt = db.Prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1");
   if (!stmt.ok()) return stmt.error();
@@ -127,6 +142,8 @@ const std::vector<Migration>& SchemaMigrations() {
        [](Database& db) { return ExecuteAll(db, V1Statements()); }},
       {2, "runs.selection: the --only/--shard a run was started with",
        [](Database& db) { return ExecuteAll(db, V2Statements()); }},
+      {3, "cells.measured_steps: the measured window's length, decided once by the measurement policy",
+       [](Database& db) { return ExecuteAll(db, V3Statements()); }},
   };
   return kMigrations;
 }

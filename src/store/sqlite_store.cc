@@ -17,8 +17,6 @@ using sqlite::Database;
 using sqlite::Statement;
 using sqlite::Transaction;
 
-constexpr const char* kRunStatuses[] = {"running", "completed", "interrupted", "failed"};
-
 // The column lists are constants shared by every query that reads a whole row, so a row reader
 // and its SELECT cannot disagree about positions.
 constexpr const char* kRunSelect =
@@ -29,14 +27,13 @@ constexpr const char* kRunSelect =
 constexpr const char* kCellSelect =
     "SELECT id, run_id, idx, cell_id, key, label, params, effective, hello, repetition, seed, outcome, "
     "message, verdict, verdict_reasons, warmup_steps, warmup_rule, stop_reason, stdout_path, stderr_path, "
-    "started_wall_ns, finished_wall_ns, extras FROM cells ";
+    "started_wall_ns, finished_wall_ns, extras, measured_steps FROM cells ";
 
-Status ValidateRunStatus(const std::string& status) {
-  for (const char* known : kRunStatuses) {
-    if (status == known) return Status::Ok();
-  }
-  return MakeError(ErrorKind::kInvalidInput, "unknown run status '" + status +
-                                                 "' (expected running, completed, interrupted or failed)");
+// A stored vocabulary word (outcome, verdict, run status) that this build does not know: only a
+// foreign or newer writer could have put it there.
+Error UnknownStoredName(const char* what, const std::string& text, const std::string& where) {
+  return MakeError(ErrorKind::kStore, "the stored " + std::string(what) + where + " is '" + text +
+                                          "', which this dlbench does not know");
 }
 
 Result<std::string> DumpJson(const nlohmann::json& value, const std::string& what) {
@@ -78,7 +75,10 @@ Result<RunRecord> ReadRunRow(const Statement& stmt) {
   run.matrix_text = stmt.Text(3);
   run.started_wall_ns = stmt.Int64(4);
   run.finished_wall_ns = stmt.OptionalInt64(5);
-  run.status = stmt.Text(6);
+  const std::string status = stmt.Text(6);
+  auto parsed_status = record::ParseRunStatus(status);
+  if (!parsed_status) return UnknownStoredName("status", status, " of run " + std::to_string(run.id));
+  run.status = *parsed_status;
   run.environment_hash = stmt.Text(7);
   auto fingerprint = ParseJson(stmt.Text(8), "environment fingerprint of run " + std::to_string(run.id));
   if (!fingerprint.ok()) return fingerprint.error();
@@ -88,7 +88,7 @@ Result<RunRecord> ReadRunRow(const Statement& stmt) {
   run.total_cells = static_cast<int>(stmt.Int64(11));
   auto selection_json = ParseJson(stmt.Text(12), "selection of run " + std::to_string(run.id));
   if (!selection_json.ok()) return selection_json.error();
-  auto selection = RunSelectionFromJson(*selection_json);
+  auto selection = record::RunSelectionFromJson(*selection_json);
   if (!selection.ok()) {
     return MakeError(ErrorKind::kStore, "the stored selection of run " + std::to_string(run.id) + ": " +
                                             selection.error().message);
@@ -125,10 +125,19 @@ Result<CellRecord> ReadCellRow(const Statement& stmt) {
   auto seed = ParseSeed(stmt.Text(10), cell.id);
   if (!seed.ok()) return seed.error();
   cell.seed = *seed;
-  cell.outcome = stmt.Text(11);
+  const std::string outcome = stmt.Text(11);
+  auto parsed_outcome = record::ParseOutcome(outcome);
+  if (!parsed_outcome) return UnknownStoredName("outcome", outcome, where);
+  cell.outcome = *parsed_outcome;
   cell.message = stmt.Text(12);
-  cell.verdict = stmt.Text(13);
-  cell.warmup_steps = stmt.OptionalInt64(15);
+  const std::string verdict = stmt.Text(13);
+  auto parsed_verdict = record::ParseVerdict(verdict);
+  if (!parsed_verdict) return UnknownStoredName("verdict", verdict, where);
+  cell.verdict = *parsed_verdict;
+  // The measured window: warmup_steps is its first step, measured_steps its length (schema 3);
+  // both are NULL for a cell that produced no step.
+  const std::optional<std::int64_t> first_step = stmt.OptionalInt64(15);
+  if (first_step) cell.window = record::MeasuredWindow{*first_step, stmt.OptionalInt64(23).value_or(0)};
   cell.warmup_rule = stmt.Text(16);
   cell.stop_reason = stmt.Text(17);
   cell.stdout_path = stmt.Text(18);
@@ -264,11 +273,10 @@ Status SqliteStore::StoreTag(std::int64_t run_id, const std::string& tag) {
 }
 
 Result<std::int64_t> SqliteStore::BeginRun(const RunRecord& run) {
-  DLBENCH_RETURN_IF_ERROR(ValidateRunStatus(run.status));
   for (const std::string& tag : run.tags) DLBENCH_RETURN_IF_ERROR(ValidateTagName(tag));
   auto fingerprint = DumpJson(run.environment, "the environment fingerprint");
   if (!fingerprint.ok()) return fingerprint.error();
-  auto selection = DumpJson(RunSelectionToJson(run.selection), "the run's selection");
+  auto selection = DumpJson(record::RunSelectionToJson(run.selection), "the run's selection");
   if (!selection.ok()) return selection.error();
 
   auto tx = Transaction::Begin(db_, Transaction::Mode::kImmediate);
@@ -300,7 +308,7 @@ Result<std::int64_t> SqliteStore::BeginRun(const RunRecord& run) {
       .Bind(3, std::string_view(run.matrix_text))
       .Bind(4, run.started_wall_ns)
       .Bind(5, run.finished_wall_ns)
-      .Bind(6, std::string_view(run.status))
+      .Bind(6, record::Name(run.status))
       .Bind(7, environment_id)
       .Bind(8, std::string_view(run.tool_version))
       .Bind(9, std::string_view(run.git_commit))
@@ -366,9 +374,9 @@ Status SqliteStore::PutCell(const CellRecord& cell) {
   auto insert_cell = db_.Prepare(
       "INSERT INTO cells (run_id, idx, cell_id, key, label, params, effective, hello, repetition, seed, "
       "outcome, message, verdict, verdict_reasons, warmup_steps, warmup_rule, stop_reason, stdout_path, "
-      "stderr_path, started_wall_ns, finished_wall_ns, extras) VALUES "
+      "stderr_path, started_wall_ns, finished_wall_ns, extras, measured_steps) VALUES "
       "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, "
-      "?22)");
+      "?22, ?23)");
   if (!insert_cell.ok()) return insert_cell.error();
   insert_cell->Bind(1, cell.run_id)
       .Bind(2, cell.index)
@@ -380,18 +388,19 @@ Status SqliteStore::PutCell(const CellRecord& cell) {
       .Bind(8, std::string_view(json_text[2]))
       .Bind(9, cell.repetition)
       .Bind(10, std::string_view(seed_text))
-      .Bind(11, std::string_view(cell.outcome))
+      .Bind(11, record::Name(cell.outcome))
       .Bind(12, std::string_view(cell.message))
-      .Bind(13, std::string_view(cell.verdict))
+      .Bind(13, record::Name(cell.verdict))
       .Bind(14, std::string_view(json_text[3]))
-      .Bind(15, cell.warmup_steps)
+      .Bind(15, cell.warmup_steps())
       .Bind(16, std::string_view(cell.warmup_rule))
       .Bind(17, std::string_view(cell.stop_reason))
       .Bind(18, std::string_view(cell.stdout_path))
       .Bind(19, std::string_view(cell.stderr_path))
       .Bind(20, cell.started_wall_ns)
       .Bind(21, cell.finished_wall_ns)
-      .Bind(22, std::string_view(json_text[4]));
+      .Bind(22, std::string_view(json_text[4]))
+      .Bind(23, cell.window ? std::optional<std::int64_t>(cell.window->steps) : std::nullopt);
   DLBENCH_RETURN_IF_ERROR(insert_cell->Run());
   const std::int64_t row_id = db_.LastInsertRowId();
 
@@ -411,19 +420,19 @@ Status SqliteStore::PutCell(const CellRecord& cell) {
       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
   if (!insert_step.ok()) return insert_step.error();
   insert_step->Bind(1, row_id);
-  auto phase = [](const protocol::StepRecord& r, std::uint32_t bit, std::int64_t value) {
+  auto phase = [](const record::StepRecord& r, std::uint32_t bit, std::int64_t value) {
     return (r.present & bit) != 0 ? std::optional<std::int64_t>(value) : std::nullopt;
   };
   for (std::size_t i = 0; i < cell.steps.size(); ++i) {
-    const protocol::StepRecord& r = cell.steps[i].record;
+    const record::StepRecord& r = cell.steps[i].record;
     insert_step->Bind(2, static_cast<std::int64_t>(i))
         .Bind(3, cell.steps[i].rank)
         .Bind(4, r.start_ns)
         .Bind(5, r.end_ns)
         .Bind(6, r.samples)
-        .Bind(7, phase(r, protocol::kHasDataWait, r.data_wait_ns))
-        .Bind(8, phase(r, protocol::kHasCompute, r.compute_ns))
-        .Bind(9, phase(r, protocol::kHasComm, r.comm_ns));
+        .Bind(7, phase(r, record::kHasDataWait, r.data_wait_ns))
+        .Bind(8, phase(r, record::kHasCompute, r.compute_ns))
+        .Bind(9, phase(r, record::kHasComm, r.comm_ns));
     DLBENCH_RETURN_IF_ERROR(insert_step->Run());
   }
 
@@ -438,12 +447,11 @@ Status SqliteStore::PutCell(const CellRecord& cell) {
   return tx->Commit();
 }
 
-Status SqliteStore::SetRunStatus(std::int64_t run_id, const std::string& status,
+Status SqliteStore::SetRunStatus(std::int64_t run_id, record::RunStatus status,
                                  std::optional<std::int64_t> finished_wall_ns) {
-  DLBENCH_RETURN_IF_ERROR(ValidateRunStatus(status));
   auto stmt = db_.Prepare("UPDATE runs SET status = ?1, finished_wall_ns = ?2 WHERE id = ?3");
   if (!stmt.ok()) return stmt.error();
-  stmt->Bind(1, std::string_view(status)).Bind(2, finished_wall_ns).Bind(3, run_id);
+  stmt->Bind(1, record::Name(status)).Bind(2, finished_wall_ns).Bind(3, run_id);
   DLBENCH_RETURN_IF_ERROR(stmt->Run());
   if (db_.Changes() == 0) {
     return MakeError(ErrorKind::kNotFound, "no run with id " + std::to_string(run_id) + " in " + Describe());
@@ -521,9 +529,9 @@ Status SqliteStore::LoadChildren(CellRecord& cell, const CellQuery& query) {
       step.record.end_ns = row.Int64(2);
       step.record.samples = static_cast<std::uint32_t>(row.Int64(3));
       const std::pair<std::int64_t*, std::uint32_t> phases[] = {
-          {&step.record.data_wait_ns, protocol::kHasDataWait},
-          {&step.record.compute_ns, protocol::kHasCompute},
-          {&step.record.comm_ns, protocol::kHasComm}};
+          {&step.record.data_wait_ns, record::kHasDataWait},
+          {&step.record.compute_ns, record::kHasCompute},
+          {&step.record.comm_ns, record::kHasComm}};
       for (int i = 0; i < 3; ++i) {
         if (row.IsNull(4 + i)) continue;
         *phases[i].first = row.Int64(4 + i);
@@ -572,9 +580,9 @@ Result<std::vector<CellRecord>> SqliteStore::GetCells(std::int64_t run_id, const
 }
 
 Result<std::set<std::string>> SqliteStore::FinishedCellIds(std::int64_t run_id) {
-  auto stmt = db_.Prepare("SELECT cell_id FROM cells WHERE run_id = ?1 AND outcome <> 'interrupted'");
+  auto stmt = db_.Prepare("SELECT cell_id FROM cells WHERE run_id = ?1 AND outcome <> ?2");
   if (!stmt.ok()) return stmt.error();
-  stmt->Bind(1, run_id);
+  stmt->Bind(1, run_id).Bind(2, record::Name(record::Outcome::kInterrupted));
   std::set<std::string> ids;
   DLBENCH_RETURN_IF_ERROR(ForEachRow(*stmt, [&](const Statement& row) {
     ids.insert(row.Text(0));

@@ -54,7 +54,7 @@ class SqliteStore final : public ResultStore {
   // kNotFound when cell.run_id names no run; kInvalidInput for duplicate metric names or JSON
   // that cannot be written as UTF-8 text.
   Status PutCell(const CellRecord& cell) override;
-  Status SetRunStatus(std::int64_t run_id, const std::string& status,
+  Status SetRunStatus(std::int64_t run_id, record::RunStatus status,
                       std::optional<std::int64_t> finished_wall_ns) override;
   // Newest first (by id, i.e. by creation order), each with its tags sorted by name.
   Result<std::vector<RunRecord>> ListRuns() override;

@@ -45,11 +45,11 @@ class SqliteStoreTest : public ::testing::Test {
 };
 
 // A step as it reads back: absent phases are 0 and `present` keeps only the known bits.
-protocol::StepRecord Normalised(protocol::StepRecord r) {
-  r.present &= protocol::kHasDataWait | protocol::kHasCompute | protocol::kHasComm;
-  if (!(r.present & protocol::kHasDataWait)) r.data_wait_ns = 0;
-  if (!(r.present & protocol::kHasCompute)) r.compute_ns = 0;
-  if (!(r.present & protocol::kHasComm)) r.comm_ns = 0;
+record::StepRecord Normalised(record::StepRecord r) {
+  r.present &= record::kHasDataWait | record::kHasCompute | record::kHasComm;
+  if (!(r.present & record::kHasDataWait)) r.data_wait_ns = 0;
+  if (!(r.present & record::kHasCompute)) r.compute_ns = 0;
+  if (!(r.present & record::kHasComm)) r.comm_ns = 0;
   return r;
 }
 
@@ -77,7 +77,7 @@ void ExpectSameCell(const CellRecord& want, const CellRecord& got, bool with_chi
   EXPECT_EQ(got.message, want.message);
   EXPECT_EQ(got.verdict, want.verdict);
   EXPECT_EQ(got.verdict_reasons, want.verdict_reasons);
-  EXPECT_EQ(got.warmup_steps, want.warmup_steps);
+  EXPECT_EQ(got.window, want.window);
   EXPECT_EQ(got.warmup_rule, want.warmup_rule);
   EXPECT_EQ(got.stop_reason, want.stop_reason);
   EXPECT_EQ(got.stdout_path, want.stdout_path);
@@ -98,8 +98,8 @@ void ExpectSameCell(const CellRecord& want, const CellRecord& got, bool with_chi
   }
   ASSERT_EQ(got.steps.size(), want.steps.size());
   for (std::size_t i = 0; i < want.steps.size(); ++i) {
-    const protocol::StepRecord w = Normalised(want.steps[i].record);
-    const protocol::StepRecord& g = got.steps[i].record;
+    const record::StepRecord w = Normalised(want.steps[i].record);
+    const record::StepRecord& g = got.steps[i].record;
     EXPECT_EQ(got.steps[i].rank, want.steps[i].rank) << "step " << i;
     EXPECT_EQ(g.start_ns, w.start_ns) << "step " << i;
     EXPECT_EQ(g.end_ns, w.end_ns) << "step " << i;
@@ -135,7 +135,7 @@ TEST_F(SqliteStoreTest, RunRoundTripsEveryField) {
   EXPECT_EQ(got->matrix_text, run.matrix_text);
   EXPECT_EQ(got->started_wall_ns, run.started_wall_ns);
   EXPECT_EQ(got->finished_wall_ns, std::nullopt);
-  EXPECT_EQ(got->status, "running");
+  EXPECT_EQ(got->status, record::RunStatus::kRunning);
   EXPECT_EQ(got->environment_hash, run.environment_hash);
   EXPECT_EQ(got->environment, run.environment);
   EXPECT_EQ(got->environment["gpu_uuid_bits"].get<std::uint64_t>(),
@@ -147,14 +147,22 @@ TEST_F(SqliteStoreTest, RunRoundTripsEveryField) {
   EXPECT_EQ(got->selection.shard, "2/3");
   EXPECT_EQ(got->tags, (std::vector<std::string>{"amd", "baseline"}));
 
-  ASSERT_TRUE(store_->SetRunStatus(id, "completed", 1'700'000'100'000'000'000).ok());
+  ASSERT_TRUE(store_->SetRunStatus(id, record::RunStatus::kCompleted, 1'700'000'100'000'000'000).ok());
   got = store_->GetRun(id);
-  EXPECT_EQ(got->status, "completed");
+  EXPECT_EQ(got->status, record::RunStatus::kCompleted);
+  EXPECT_EQ(*store_->database().QueryText("SELECT status FROM runs WHERE id = " + std::to_string(id)),
+            "completed");
   EXPECT_EQ(got->finished_wall_ns, 1'700'000'100'000'000'000);
 
-  Status bad = store_->SetRunStatus(id, "done", std::nullopt);
-  EXPECT_EQ(bad.error().kind, ErrorKind::kInvalidInput);
-  EXPECT_EQ(store_->SetRunStatus(id + 7, "failed", std::nullopt).error().kind, ErrorKind::kNotFound);
+  // A status only a foreign writer could store is refused on reading, naming it.
+  ASSERT_TRUE(
+      store_->database().Execute("UPDATE runs SET status = 'done' WHERE id = " + std::to_string(id)).ok());
+  auto bad = store_->GetRun(id);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().kind, ErrorKind::kStore);
+  EXPECT_NE(bad.error().message.find("'done'"), std::string::npos) << bad.error().message;
+  EXPECT_EQ(store_->SetRunStatus(id + 7, record::RunStatus::kFailed, std::nullopt).error().kind,
+            ErrorKind::kNotFound);
   EXPECT_EQ(store_->GetRun(id + 7).error().kind, ErrorKind::kNotFound);
 }
 
@@ -195,13 +203,13 @@ TEST_F(SqliteStoreTest, RunSelectionIsStoredAsJsonAndAnEmptyOneAsAnEmptyObject) 
 TEST(RunSelectionJsonTest, ReadsWhatItWritesAndRefusesOtherShapes) {
   const RunSelection cases[] = {{}, {{}, "3/4"}, {{"a", "b=1,c!=2"}, ""}, {{"x"}, "1/1"}};
   for (const RunSelection& selection : cases) {
-    auto back = RunSelectionFromJson(RunSelectionToJson(selection));
+    auto back = record::RunSelectionFromJson(record::RunSelectionToJson(selection));
     ASSERT_TRUE(back.ok()) << back.error().message;
-    EXPECT_EQ(*back, selection) << RunSelectionToJson(selection).dump();
+    EXPECT_EQ(*back, selection) << record::RunSelectionToJson(selection).dump();
   }
   for (const char* bad : {"[]", "\"2/2\"", "null", R"({"only": "a"})", R"({"only": [1]})", R"({"shard": 2})",
                           R"({"exclude": ["a"]})"}) {
-    auto read = RunSelectionFromJson(nlohmann::json::parse(bad));
+    auto read = record::RunSelectionFromJson(nlohmann::json::parse(bad));
     ASSERT_FALSE(read.ok()) << bad;
     EXPECT_EQ(read.error().kind, ErrorKind::kStore) << bad;
   }
@@ -235,15 +243,15 @@ TEST_F(SqliteStoreTest, CellRoundTripsEveryFieldIncludingNullsAndPresentBits) {
   full.steps[2].record.data_wait_ns = 999;  // absent (bit clear): stored as NULL, reads back 0
 
   CellRecord sparse = MakeCell(run_id, 1, 0);
-  sparse.warmup_steps = std::nullopt;
+  sparse.window = std::nullopt;
   sparse.seed = 0;
   sparse.params = nlohmann::json::object();
   sparse.verdict_reasons = nlohmann::json::array();
   sparse.metrics.clear();
   sparse.series.clear();
-  sparse.outcome = "crashed";
+  sparse.outcome = record::Outcome::kCrashed;
   sparse.message = "runner died with SIGSEGV";
-  sparse.verdict = "n/a";
+  sparse.verdict = record::Verdict::kNotApplicable;
 
   ASSERT_TRUE(store_->PutCell(full).ok());
   ASSERT_TRUE(store_->PutCell(sparse).ok());
@@ -256,7 +264,11 @@ TEST_F(SqliteStoreTest, CellRoundTripsEveryFieldIncludingNullsAndPresentBits) {
   // The encodings a user sees in the sqlite3 shell (docs/storage.md).
   sqlite::Database& db = store_->database();
   EXPECT_EQ(*db.QueryText("SELECT seed FROM cells WHERE cell_id = 'c0'"), "18446744073709551615");
-  EXPECT_EQ(*db.QueryText("SELECT count(*) FROM cells WHERE cell_id = 'c1' AND warmup_steps IS NULL"), "1");
+  EXPECT_EQ(*db.QueryText("SELECT count(*) FROM cells WHERE cell_id = 'c1' AND warmup_steps IS NULL AND "
+                          "measured_steps IS NULL"),
+            "1");
+  EXPECT_EQ(*db.QueryText("SELECT warmup_steps || '+' || measured_steps FROM cells WHERE cell_id = 'c0'"),
+            std::to_string(full.window->first_step) + "+" + std::to_string(full.window->steps));
   EXPECT_EQ(*db.QueryText("SELECT count(*) FROM metrics WHERE name = 'energy_j' AND value IS NULL"), "1");
   // MakeCell cycles present through 0..7, so of 16 steps exactly 8 lack each phase.
   EXPECT_EQ(*db.QueryText("SELECT count(*) FROM steps WHERE data_wait_ns IS NULL"), "8");
@@ -276,7 +288,7 @@ TEST_F(SqliteStoreTest, CellRoundTripsEveryFieldIncludingNullsAndPresentBits) {
 TEST_F(SqliteStoreTest, PutCellReplacesTheSameCellAndItsChildren) {
   const std::int64_t run_id = Begin(MakeRun("r"));
   CellRecord first = MakeCell(run_id, 0, 50);
-  first.outcome = "interrupted";
+  first.outcome = record::Outcome::kInterrupted;
   ASSERT_TRUE(store_->PutCell(first).ok());
   ASSERT_TRUE(store_->PutCell(MakeCell(run_id, 1, 5)).ok());
   EXPECT_EQ(*store_->FinishedCellIds(run_id), (std::set<std::string>{"c1"}));
@@ -438,12 +450,12 @@ TEST_F(SqliteStoreTest, AMillionStepsInOneCell) {
   CellRecord cell = MakeCell(run_id, 0, 0);
   cell.steps.resize(kSteps);
   for (int i = 0; i < kSteps; ++i) {
-    protocol::StepRecord& r = cell.steps[i].record;
+    record::StepRecord& r = cell.steps[i].record;
     r.start_ns = 5'000'000'000LL + i * 2000LL;
     r.end_ns = r.start_ns + 1500;
     r.samples = 64;
     r.compute_ns = 1400;
-    r.present = protocol::kHasCompute;
+    r.present = record::kHasCompute;
   }
   const auto start = std::chrono::steady_clock::now();
   const std::clock_t cpu_start = std::clock();
@@ -457,7 +469,7 @@ TEST_F(SqliteStoreTest, AMillionStepsInOneCell) {
   ASSERT_TRUE(cells.ok());
   ASSERT_EQ((*cells)[0].steps.size(), static_cast<std::size_t>(kSteps));
   EXPECT_EQ((*cells)[0].steps.back().record.end_ns, 5'000'000'000LL + (kSteps - 1) * 2000LL + 1500);
-  EXPECT_EQ((*cells)[0].steps.back().record.present, protocol::kHasCompute);
+  EXPECT_EQ((*cells)[0].steps.back().record.present, record::kHasCompute);
   // Reported, not asserted: machines are noisy (docs/storage.md quotes a measurement).
   std::printf("[ info ] PutCell with %d steps: %.2f s wall, %.2f s CPU; GetCells with steps: %.2f s wall\n",
               kSteps, put_s, put_cpu_s, get_s);

@@ -60,11 +60,11 @@ inline CellRecord MakeCell(std::int64_t run_id, int index, int steps = 3) {
   cell.hello = {{"runner", "null"}, {"protocol", 1}};
   cell.repetition = index % 2;
   cell.seed = 1234567 + static_cast<std::uint64_t>(index);
-  cell.outcome = "ok";
+  cell.outcome = record::Outcome::kOk;
   cell.message = "";
-  cell.verdict = "valid";
+  cell.verdict = record::Verdict::kValid;
   cell.verdict_reasons = nlohmann::json::array({"ci within target"});
-  cell.warmup_steps = 5;
+  cell.window = record::MeasuredWindow{5, std::max(0, steps - 5)};
   cell.warmup_rule = "mser5";
   cell.stop_reason = "ci_target";
   cell.stdout_path = "/logs/c" + std::to_string(index) + ".out";
@@ -80,9 +80,9 @@ inline CellRecord MakeCell(std::int64_t run_id, int index, int steps = 3) {
     row.record.end_ns = row.record.start_ns + 900'000 + i;
     row.record.samples = 32;
     row.record.present = static_cast<std::uint32_t>(i % 8);
-    if (row.record.present & protocol::kHasDataWait) row.record.data_wait_ns = 1000 + i;
-    if (row.record.present & protocol::kHasCompute) row.record.compute_ns = 800'000 + i;
-    if (row.record.present & protocol::kHasComm) row.record.comm_ns = 50'000 + i;
+    if (row.record.present & record::kHasDataWait) row.record.data_wait_ns = 1000 + i;
+    if (row.record.present & record::kHasCompute) row.record.compute_ns = 800'000 + i;
+    if (row.record.present & record::kHasComm) row.record.comm_ns = 50'000 + i;
     cell.steps.push_back(row);
   }
   cell.series = {{12'000'000'000LL, "gpu0.sm_util_pct", 87.5}, {12'100'000'000LL, "proc.rss_bytes", 1.5e9}};

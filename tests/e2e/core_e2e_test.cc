@@ -29,15 +29,15 @@ measure:
   target_rel_ci: 0.05
 )";
 
-std::vector<store::CellRecord> Cells(const std::string& db, std::int64_t run_id, bool steps = false) {
+std::vector<record::CellRecord> Cells(const std::string& db, std::int64_t run_id, bool steps = false) {
   auto s = store::OpenSqliteStore(db);
-  EXPECT_TRUE(s.ok());
+  EXPECT_TRUE(s.ok()) << s.error().message;
   if (!s.ok()) return {};
   store::CellQuery q;
   q.with_steps = steps;
   auto cells = (*s)->GetCells(run_id, q);
   EXPECT_TRUE(cells.ok());
-  return cells.ok() ? *cells : std::vector<store::CellRecord>{};
+  return cells.ok() ? *cells : std::vector<record::CellRecord>{};
 }
 
 TEST(CoreE2E, SmokeMatrixIsStoredAndShown) {
@@ -57,7 +57,7 @@ TEST(CoreE2E, SmokeMatrixIsStoredAndShown) {
   auto cells = Cells(db, 1, true);
   ASSERT_EQ(cells.size(), 4u);
   for (const auto& c : cells) {
-    EXPECT_EQ(c.outcome, "ok") << c.label << ": " << c.message;
+    EXPECT_EQ(c.outcome, record::Outcome::kOk) << c.label << ": " << c.message;
     EXPECT_FALSE(c.steps.empty());
     EXPECT_TRUE(std::filesystem::exists(c.stderr_path)) << c.stderr_path;
     bool has_throughput = false;
@@ -96,7 +96,8 @@ measure:
   auto run = Dlbench({"run", matrix, "--out", dir / "out"}, dir, db);
   EXPECT_EQ(run.exit_code, 1) << "some cells failed, so run must exit 1\n" << run.out << run.err;
   std::map<std::string, std::string> outcome_by_inject;
-  for (const auto& c : Cells(db, 1)) outcome_by_inject[c.params["inject"].get<std::string>()] = c.outcome;
+  for (const auto& c : Cells(db, 1))
+    outcome_by_inject[c.params["inject"].get<std::string>()] = std::string(record::Name(c.outcome));
   EXPECT_EQ(outcome_by_inject["none"], "ok");
   EXPECT_EQ(outcome_by_inject["crash"], "crashed");
   EXPECT_EQ(outcome_by_inject["exit"], "error");
@@ -157,7 +158,7 @@ TEST(CoreE2E, SigkillLosesNoFinishedCellAndResumeCompletes) {
   auto before = Cells(db, 1, true);
   ASSERT_GE(before.size(), 3u);
   for (const auto& c : before) {
-    EXPECT_EQ(c.outcome, "ok");
+    EXPECT_EQ(c.outcome, record::Outcome::kOk);
     EXPECT_FALSE(c.steps.empty()) << "a stored cell must be complete";
   }
 

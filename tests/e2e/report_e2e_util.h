@@ -67,9 +67,9 @@ inline bool WaitFor(const std::function<bool()>& done, double timeout_s) {
   return done();
 }
 
-inline store::CellRecord ReportCell(int index, const std::string& model, const std::string& scenario,
-                                    int batch, double samples_per_s, std::int64_t t0_ns) {
-  store::CellRecord c;
+inline record::CellRecord ReportCell(int index, const std::string& model, const std::string& scenario,
+                                     int batch, double samples_per_s, std::int64_t t0_ns) {
+  record::CellRecord c;
   c.index = index;
   c.params = {{"model", model},      {"scenario", scenario}, {"batch_size", batch},
               {"precision", "fp32"}, {"device", "cpu"},      {"strategy", "none"}};
@@ -77,9 +77,9 @@ inline store::CellRecord ReportCell(int index, const std::string& model, const s
           ",precision=fp32,scenario=" + scenario + ",strategy=none";
   c.cell_id = c.key + "#r0";
   c.label = model + " " + scenario + " bs=" + std::to_string(batch);
-  c.outcome = "ok";
-  c.verdict = "valid";
-  c.warmup_steps = 3;
+  c.outcome = record::Outcome::kOk;
+  c.verdict = record::Verdict::kValid;
+  c.window = record::MeasuredWindow{3, 37};  // 40 steps below
   c.warmup_rule = "mser5";
   c.started_wall_ns = 1'760'000'000'000'000'000;
   c.finished_wall_ns = c.started_wall_ns + 2'000'000'000;
@@ -87,13 +87,13 @@ inline store::CellRecord ReportCell(int index, const std::string& model, const s
   std::int64_t t = t0_ns;
   for (int i = 0; i < 40; ++i) {
     const auto d = static_cast<std::int64_t>(i < 3 ? step_ns * 2.5 : step_ns * (1.0 + 0.01 * (i % 5)));
-    protocol::StepRecord r{t,
-                           t + d,
-                           d / 10,
-                           d * 8 / 10,
-                           d / 20,
-                           static_cast<std::uint32_t>(batch),
-                           protocol::kHasDataWait | protocol::kHasCompute | protocol::kHasComm};
+    record::StepRecord r{t,
+                         t + d,
+                         d / 10,
+                         d * 8 / 10,
+                         d / 20,
+                         static_cast<std::uint32_t>(batch),
+                         record::kHasDataWait | record::kHasCompute | record::kHasComm};
     c.steps.push_back({0, r});
     t += d + 50'000;
   }
@@ -123,7 +123,7 @@ inline ReportDb WriteReportDb(const std::string& db_path) {
   if (!opened.ok()) return out;
   store::ResultStore& s = **opened;
   for (int r = 0; r < 2; ++r) {
-    store::RunRecord run;
+    record::RunRecord run;
     run.name = r == 0 ? "baseline" : "nightly </title><script>alert(3)</script>";
     run.matrix_path = "matrix.yaml";
     run.matrix_text = "name: report-e2e\n";
@@ -156,7 +156,8 @@ inline ReportDb WriteReportDb(const std::string& db_path) {
         EXPECT_TRUE(s.PutCell(c).ok());
       }
     }
-    EXPECT_TRUE(s.SetRunStatus(*id, "completed", run.started_wall_ns + 60'000'000'000).ok());
+    EXPECT_TRUE(
+        s.SetRunStatus(*id, record::RunStatus::kCompleted, run.started_wall_ns + 60'000'000'000).ok());
   }
   return out;
 }

@@ -53,18 +53,18 @@ std::set<std::string> CellIds(store::ResultStore& s, std::int64_t run_id) {
   EXPECT_TRUE(cells.ok()) << cells.error().message;
   if (!cells.ok()) return ids;
   for (const auto& c : *cells) {
-    EXPECT_EQ(c.outcome, "ok") << c.label << ": " << c.message;
+    EXPECT_EQ(c.outcome, record::Outcome::kOk) << c.label << ": " << c.message;
     EXPECT_TRUE(ids.insert(c.cell_id).second) << c.cell_id << " stored twice in run " << run_id;
   }
   return ids;
 }
 
-std::vector<store::CellRecord> Cells(const std::string& db, std::int64_t run_id = 1) {
+std::vector<record::CellRecord> Cells(const std::string& db, std::int64_t run_id = 1) {
   auto s = OpenStore(db);
   if (!s) return {};
   auto cells = s->GetCells(run_id, store::CellQuery{});
   EXPECT_TRUE(cells.ok()) << cells.error().message;
-  return cells.ok() ? *cells : std::vector<store::CellRecord>{};
+  return cells.ok() ? *cells : std::vector<record::CellRecord>{};
 }
 
 // The cell ids `dlbench plan ... --json` lists.
@@ -158,7 +158,7 @@ TEST(ShardE2E, TwoConcurrentShardsOnOneDatabaseRunTheMatrixOnce) {
     ASSERT_GT(run_id, 0) << spec;
     auto run = s->GetRun(run_id);
     ASSERT_TRUE(run.ok()) << run.error().message;
-    EXPECT_EQ(run->status, "completed") << spec;
+    EXPECT_EQ(run->status, record::RunStatus::kCompleted) << spec;
     EXPECT_EQ(run->total_cells, 4) << spec;
     const std::set<std::string> ids = CellIds(*s, run_id);
     EXPECT_EQ(ids, PlannedIds(matrix, dir, db, {"--shard", spec}))
@@ -245,11 +245,11 @@ measure:
   auto s = OpenStore(db);
   ASSERT_TRUE(s);
   EXPECT_EQ(CellIds(*s, 1), PlannedIds(matrix, dir, db, {"--shard", "2/2"}));
-  EXPECT_EQ(s->GetRun(1)->status, "completed");
+  EXPECT_EQ(s->GetRun(1)->status, record::RunStatus::kCompleted);
   for (const auto& before : stored) {
     const auto after = Cells(db);
     const auto same = std::find_if(after.begin(), after.end(),
-                                   [&](const store::CellRecord& c) { return c.cell_id == before.cell_id; });
+                                   [&](const record::CellRecord& c) { return c.cell_id == before.cell_id; });
     ASSERT_NE(same, after.end());
     EXPECT_EQ(same->started_wall_ns, before.started_wall_ns) << before.cell_id << " ran again";
   }

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "e2e_util.h"
+#include "record/metrics.h"
 #include "store/result_store.h"
 
 namespace dlbench::e2e {
@@ -48,19 +49,20 @@ measure:
     const std::string model = c.params["model"].get<std::string>();
     if (c.params.value("precision", std::string()) == "tf32") {
       // tf32 is a GPU matrix-unit mode: on the CPU it must be refused clearly.
-      EXPECT_EQ(c.outcome, "unsupported") << c.message;
+      EXPECT_EQ(c.outcome, record::Outcome::kUnsupported) << c.message;
       saw_unsupported = true;
       continue;
     }
-    EXPECT_EQ(c.outcome, "ok") << c.label << ": " << c.message;
-    if (c.outcome != "ok") continue;
+    EXPECT_EQ(c.outcome, record::Outcome::kOk) << c.label << ": " << c.message;
+    if (c.outcome != record::Outcome::kOk) continue;
     ++ok_by_model[model];
     double sps = 0, flops = 0;
     for (const auto& m : c.metrics) {
-      if (m.name == "samples_per_s") sps = m.value;
-      if (m.name == "achieved_flops_per_s") flops = m.value;
+      if (m.name == record::metric::kSamplesPerS) sps = m.value;
+      if (m.name == record::metric::kAchievedFlopsPerS) flops = m.value;
     }
     EXPECT_GT(sps, 0) << c.label;
+    EXPECT_FALSE(c.extras.contains("undeclared_metrics")) << c.label << ": " << c.extras.dump();
     EXPECT_GT(flops, 0) << c.label << ": FLOP/s comes from the model's FLOPs per sample";
     EXPECT_EQ(c.hello.value("runner", std::string()), "torch");
     EXPECT_TRUE(c.effective.is_object() && !c.effective.empty()) << c.label;

@@ -1,0 +1,46 @@
+"""The dlbench runner protocol for Python programs (standard library only).
+
+Any program that speaks the protocol is a dlbench runner: PyTorch, JAX, ONNX Runtime or TensorFlow
+from Python are measured, monitored and stored by the same harness as the built-in runners.
+docs/python-client.md is the guide, docs/protocol.md the normative text.
+
+The usual way is a Runner object driven by ``run``::
+
+    from dlbench_client import Hello, InvalidParameter, Runner, main
+
+    class MyRunner(Runner):
+        def hello(self):
+            return Hello(runner="my-runner", framework={"name": "jax", "version": jax.__version__})
+        def setup(self, cell):                   # cell.params, cell.seed, cell.limits
+            if cell.params.get("batch_size", 1) > 4096:
+                raise InvalidParameter("batch_size: at most 4096")
+            self.batch = cell.params.get("batch_size", 1)
+            return {"batch_size": self.batch, "samples_per_step": self.batch}   # READY's effective
+        def step(self):
+            jax.block_until_ready(self.train_step())   # synchronise before returning
+            return self.batch                          # samples in this step
+
+    if __name__ == "__main__":
+        main(MyRunner())
+
+``RunnerSession`` is the same conversation message by message, for programs that own their loop.
+"""
+
+from .runner import (Extras, Hello, InvalidParameter, OutOfMemory, Runner, RunnerError, Unsupported,
+                     last_traceback_line, main, run, run_cell)
+from .session import (FD_IN_ENV, FD_OUT_ENV, CellConfig, LoopResult, Metric, RunnerLimits, RunnerSession,
+                      StepPhases, now_ns, parse_configure)
+from .wire import (DONE_REASONS, ERROR_KINDS, HAS_COMM, HAS_COMPUTE, HAS_DATA_WAIT, MAX_PAYLOAD_BYTES,
+                   PROTOCOL_VERSION, Frame, FrameReader, MessageType, ProtocolError, StepRecord)
+
+#: The client release: the major number is the protocol version it speaks (PROTOCOL_VERSION), the
+#: rest counts releases of this package for that protocol.
+__version__ = "1.1.0"
+
+__all__ = [
+    "CellConfig", "DONE_REASONS", "ERROR_KINDS", "Extras", "FD_IN_ENV", "FD_OUT_ENV", "Frame", "FrameReader",
+    "HAS_COMM", "HAS_COMPUTE", "HAS_DATA_WAIT", "Hello", "InvalidParameter", "LoopResult", "MAX_PAYLOAD_BYTES",
+    "MessageType", "Metric", "OutOfMemory", "PROTOCOL_VERSION", "ProtocolError", "Runner", "RunnerError",
+    "RunnerLimits", "RunnerSession", "StepPhases", "StepRecord", "Unsupported", "__version__",
+    "last_traceback_line", "main", "now_ns", "parse_configure", "run", "run_cell",
+]

@@ -1,0 +1,229 @@
+"""A runner as an object with four calls, and the harness that drives it (``run``).
+
+``run(runner)`` speaks the whole protocol: HELLO from ``runner.hello()``; CONFIGURE; READY with
+what ``runner.setup(cell)`` returns; the measured loop over ``runner.step()`` with a MEMORY
+snapshot after the first ``warmup_snapshot_steps`` steps; MEMORY ``end``, EXTRAS, DONE. Any
+exception that escapes the runner's code ends the cell as ERROR: a RunnerError with its own kind,
+anything else as ``internal`` with the traceback's last line as the message (the whole traceback
+goes to stderr, whose last lines the orchestrator appends to the cell's message). The process
+then exits 0, so the matrix goes on.
+"""
+
+from __future__ import annotations
+
+import abc
+import faulthandler
+import sys
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+
+from .session import CellConfig, LoopResult, Metric, RunnerLimits, RunnerSession, StepPhases, now_ns
+from .wire import ProtocolError
+
+
+class RunnerError(Exception):
+    """An expected failure with a protocol error kind; ``details`` travel in the ERROR frame."""
+
+    kind = "internal"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class InvalidParameter(RunnerError):
+    """A cell parameter is wrong (outcome ``error``, message "invalid configuration: ...")."""
+
+    kind = "invalid"
+
+
+class Unsupported(RunnerError):
+    """A valid request this program, framework version or machine cannot do (outcome
+    ``unsupported``); the message should say what would work."""
+
+    kind = "unsupported"
+
+
+class OutOfMemory(RunnerError):
+    """An allocation failed (outcome ``oom``); pass ``requested_bytes`` when known."""
+
+    kind = "oom"
+
+
+@dataclass
+class Hello:
+    """What HELLO says about the runner (``RunnerSession.send_hello``)."""
+
+    runner: str
+    runner_version: str = ""
+    framework: Dict[str, Any] = field(default_factory=dict)
+    devices: List[Dict[str, Any]] = field(default_factory=list)
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Extras:
+    """What EXTRAS reports after the loop."""
+
+    metrics: List[Metric] = field(default_factory=list)
+    info: Dict[str, Any] = field(default_factory=dict)
+
+
+class Runner(abc.ABC):
+    """The program under measurement, called by ``run`` in this order, from one thread:
+
+    1. ``hello()`` once, first (also when dlbench only probes the runner: keep it cheap, and
+       never let it fail for a missing framework: report that from ``setup``);
+    2. ``setup(cell)`` once: validate ``cell.params``, build the model and inputs; raise
+       InvalidParameter / Unsupported / OutOfMemory for expected failures;
+    3. ``step()`` many times, each between two clock reads: do one step's work, synchronise the
+       device, return the samples processed (or StepPhases); nothing else;
+    4. ``memory(label)`` between steps ("after_warmup") and after the loop ("end");
+    5. ``extras()`` once after the loop.
+    """
+
+    #: Steps before the ``after_warmup`` memory snapshot (0: no such snapshot). By then a model's
+    #: weights, optimizer state and one step's activations are allocated.
+    warmup_snapshot_steps = 3
+
+    #: The name HELLO carries if ``hello()`` itself fails.
+    name = "python"
+
+    @abc.abstractmethod
+    def hello(self) -> Hello:
+        """Who the runner is: its name, version, framework versions and devices."""
+
+    @abc.abstractmethod
+    def setup(self, cell: CellConfig) -> Mapping[str, Any]:
+        """Builds everything the steps use; returns the effective parameters for READY."""
+
+    @abc.abstractmethod
+    def step(self) -> Union[int, StepPhases]:
+        """One step, device synchronised before returning; the samples it processed."""
+
+    def memory(self, label: str) -> Optional[Mapping[str, Any]]:
+        """A memory snapshot (``<name>_bytes`` fields), or None for none."""
+        return None
+
+    def extras(self) -> Extras:
+        """Metrics and facts for EXTRAS."""
+        return Extras()
+
+    def classify(self, error: BaseException) -> Optional[RunnerError]:
+        """A framework's own exceptions as RunnerErrors (an allocator's out-of-memory as
+        OutOfMemory); None leaves the error ``internal``."""
+        return None
+
+
+def last_traceback_line(error: BaseException) -> str:
+    """The traceback's last line, "ZeroDivisionError: division by zero"."""
+    lines = traceback.format_exception_only(type(error), error)
+    text = lines[-1].strip() if lines else type(error).__name__
+    return text or type(error).__name__
+
+
+def report_exception(session: RunnerSession, runner: Optional[Runner], error: BaseException) -> None:
+    """Sends ERROR for an exception: RunnerErrors (possibly by ``runner.classify``) with their
+    kind, everything else as ``internal``; the whole traceback goes to stderr."""
+    classified: Optional[RunnerError] = error if isinstance(error, RunnerError) else None
+    if classified is None and runner is not None:
+        try:
+            classified = runner.classify(error)
+        except Exception:  # a broken classifier must not hide the original error
+            classified = None
+    if classified is None:
+        traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
+        session.send_error("internal", last_traceback_line(error))
+    else:
+        print("%s: %s: %s" % (runner.name if runner else "runner", classified.kind, classified.message),
+              file=sys.stderr)
+        session.send_error(classified.kind, classified.message, **classified.details)
+    sys.stderr.flush()
+
+
+def _snapshot(session: RunnerSession, runner: Runner, label: str) -> None:
+    snapshot = runner.memory(label)
+    if snapshot is not None:
+        session.send_memory(label, snapshot)
+
+
+def run_cell(session: RunnerSession, runner: Runner) -> int:
+    """Drives one cell over ``session`` (see the module's docstring); returns the exit status."""
+    try:
+        hello = runner.hello()
+    except Exception as e:  # HELLO must come first whatever happens: report the failure later
+        hello_error: Optional[BaseException] = e
+        hello = Hello(runner=runner.name, extra={"hello_error": last_traceback_line(e)})
+    else:
+        hello_error = None
+    if not session.send_hello(hello.runner, hello.runner_version, hello.framework, hello.devices, **hello.extra):
+        print("%s: the orchestrator is gone before HELLO" % hello.runner, file=sys.stderr)
+        return 1
+    try:
+        cell = session.receive_configure()
+    except ProtocolError as e:
+        print("%s: %s" % (hello.runner, e), file=sys.stderr)
+        return 1
+    if cell is None:
+        return 0  # dlbench probed our HELLO
+    if hello_error is not None:
+        report_exception(session, runner, hello_error)
+        return 0
+    try:
+        effective = runner.setup(cell)
+    except Exception as e:
+        report_exception(session, runner, e)
+        return 0
+    if not session.send_ready(effective):
+        return 1
+    try:
+        loop = _measured_loop(session, runner, cell.limits)
+        _snapshot(session, runner, "end")
+        extras = runner.extras()
+        metrics = list(extras.metrics)
+        if loop.steps > 0:
+            # The client's own cost per step, outside the stamps (docs/python-client.md).
+            metrics.append(Metric("client_overhead_ns_per_step", session.loop_overhead_ns / loop.steps, "ns"))
+        session.send_extras(metrics, extras.info)
+    except Exception as e:
+        report_exception(session, runner, e)
+        return 0
+    return 0 if session.send_done(loop.reason, loop.steps) else 1
+
+
+def _measured_loop(session: RunnerSession, runner: Runner, limits: RunnerLimits) -> LoopResult:
+    """The loop in two parts with the ``after_warmup`` snapshot between them, outside any timed
+    step; the parts share the cell's ceilings."""
+    warmup = runner.warmup_snapshot_steps
+    if warmup <= 0 or limits.max_steps <= warmup:
+        return session.run_steps(runner.step, limits)
+    begin = now_ns()
+    first = session.run_steps(runner.step, RunnerLimits(warmup, limits.max_time_s))
+    if first.reason != "max_steps":
+        return first
+    _snapshot(session, runner, "after_warmup")
+    left_s = limits.max_time_s - (now_ns() - begin) * 1e-9
+    if left_s <= 0:
+        return LoopResult("max_time", first.steps)
+    second = session.run_steps(runner.step, RunnerLimits(limits.max_steps - first.steps, left_s))
+    return LoopResult(second.reason, first.steps + second.steps)
+
+
+def run(runner: Runner) -> int:
+    """Connects to the orchestrator and drives ``runner`` through one cell; returns the process's
+    exit status (0 also after an ERROR, so the matrix goes on; 2 when not started by dlbench)."""
+    faulthandler.enable()  # a native crash prints the Python stack to stderr, into the cell's message
+    try:
+        session = RunnerSession.connect()
+    except ProtocolError as e:
+        print("%s: %s" % (runner.name, e), file=sys.stderr)
+        return 2
+    return run_cell(session, runner)
+
+
+def main(runner: Runner, argv: Optional[Sequence[str]] = None) -> None:
+    """``sys.exit(run(runner))``, for a runner module's ``if __name__ == "__main__"``."""
+    del argv  # runners take their parameters from CONFIGURE, not from the command line
+    sys.exit(run(runner))

@@ -1,0 +1,225 @@
+#include "record/metrics.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "common/text.h"
+
+namespace dlbench::record {
+
+std::string_view Name(Producer producer) {
+  switch (producer) {
+    case Producer::kOrchestrator:
+      return "orchestrator";
+    case Producer::kMonitor:
+      return "monitor";
+    case Producer::kRunner:
+      return "runner";
+    case Producer::kRunnerMemory:
+      return "runner MEMORY";
+  }
+  return "?";
+}
+
+namespace {
+
+using namespace metric;  // NOLINT(google-build-using-namespace): the table reads better
+constexpr std::string_view kMeasured = "measured window";
+constexpr std::string_view kMeasuredSamples = "monitor samples inside the measured window";
+constexpr std::string_view kCell = "whole cell";
+constexpr std::string_view kSnapshot = "the snapshot's moment";
+
+const std::vector<MetricDef>& Table() {
+  static const std::vector<MetricDef> kTable = {
+      // The measured window and its step-time summary.
+      {kWarmupSteps, "steps", Producer::kOrchestrator, kCell,
+       "rank-0 steps before the measured window (the MSER-5 cut, at least min_warmup_steps)"},
+      {kMeasuredSteps, "steps", Producer::kOrchestrator, kMeasured,
+       "rank-0 steps in the measured window (steps that arrived after STOP are not measured)"},
+      {kMeasuredWindowS, "s", Producer::kOrchestrator, kMeasured,
+       "last measured step's end - first measured step's start"},
+      {kSamplesPerS, "1/s", Producer::kOrchestrator, kMeasured,
+       "sum of the measured steps' samples / measured_window_s"},
+      {kStepsPerS, "1/s", Producer::kOrchestrator, kMeasured, "measured_steps / measured_window_s"},
+      {kStepTimeMeanNs, "ns", Producer::kOrchestrator, kMeasured, "mean of end_ns - start_ns"},
+      {kStepTimeMedianNs, "ns", Producer::kOrchestrator, kMeasured, "median step time (type-7 quantile 0.5)"},
+      {kStepTimeMinNs, "ns", Producer::kOrchestrator, kMeasured, "shortest step"},
+      {kStepTimeMaxNs, "ns", Producer::kOrchestrator, kMeasured, "longest step"},
+      {kStepTimeP50Ns, "ns", Producer::kOrchestrator, kMeasured, "type-7 quantile 0.50 of step time"},
+      {kStepTimeP90Ns, "ns", Producer::kOrchestrator, kMeasured, "type-7 quantile 0.90 of step time"},
+      {kStepTimeP95Ns, "ns", Producer::kOrchestrator, kMeasured, "type-7 quantile 0.95 of step time"},
+      {kStepTimeP99Ns, "ns", Producer::kOrchestrator, kMeasured, "type-7 quantile 0.99 of step time"},
+      {kStepTimeStddevNs, "ns", Producer::kOrchestrator, kMeasured,
+       "sample standard deviation of step time (n - 1); absent with one step"},
+      {kStepTimeCv, "ratio", Producer::kOrchestrator, kMeasured, "step_time_stddev_ns / step_time_mean_ns"},
+      {kStepTimeCiLowNs, "ns", Producer::kOrchestrator, kMeasured,
+       "lower end of the batch-means confidence interval of the mean step time (ci_level); absent "
+       "below 20 steps"},
+      {kStepTimeCiHighNs, "ns", Producer::kOrchestrator, kMeasured,
+       "upper end of the batch-means confidence interval of the mean step time"},
+      {kStepTimeCiRelHalfwidth, "ratio", Producer::kOrchestrator, kMeasured,
+       "(step_time_ci_high_ns - step_time_ci_low_ns) / 2 / step_time_mean_ns"},
+
+      // FLOPs.
+      {kFlopsPerSample, "FLOP", Producer::kRunner, kCell,
+       "model FLOPs per sample counted from the built layers (multiply-add = 2; training = 3 x forward)"},
+      {kPeakFlopsPerS, "FLOP/s", Producer::kRunner, kCell,
+       "the device's datasheet peak for the cell's precision (dense tensor-core or FP32)"},
+      {kAchievedFlopsPerS, "FLOP/s", Producer::kOrchestrator, kMeasured, "flops_per_sample x samples_per_s"},
+      {kMfuRatio, "ratio", Producer::kOrchestrator, kMeasured,
+       "model FLOPs utilisation: achieved_flops_per_s / peak_flops_per_s"},
+
+      // Timeline.
+      {kTimeToHelloS, "s", Producer::kOrchestrator, kCell,
+       "runner spawn -> its HELLO (process start, libraries)"},
+      {kSetupS, "s", Producer::kOrchestrator, kCell,
+       "HELLO -> first step's start (or READY without steps): device initialisation, model build"},
+      {kWarmupS, "s", Producer::kOrchestrator, kCell,
+       "first step's start -> first measured step's start (warm-up steps, autotuning)"},
+      {kTimeToMeasureS, "s", Producer::kOrchestrator, kCell, "runner spawn -> first measured step's start"},
+      {kCellWallS, "s", Producer::kOrchestrator, kCell, "runner spawn -> runner exit"},
+
+      // Runner facts.
+      {kLossScaleFinal, "", Producer::kRunner, kCell,
+       "the dynamic loss scaler's scale after the last step (fp16)"},
+      {kSkippedOptimizerSteps, "steps", Producer::kRunner, kCell,
+       "optimizer steps the loss scaler skipped for non-finite gradients"},
+      {kCompileTimeS, "s", Producer::kRunner, kCell,
+       "time the framework spent compiling the model (torch.compile, XLA), outside the measured steps"},
+
+      // Monitor analysis.
+      {kGpuUtilMeanPct, "%", Producer::kMonitor, kMeasuredSamples,
+       "mean NVML GPU utilisation (share of time a kernel ran), the cell's GPUs pooled"},
+      {kGpuUtilP5Pct, "%", Producer::kMonitor, kMeasuredSamples, "5th percentile of GPU utilisation"},
+      {kGpuMemUtilMeanPct, "%", Producer::kMonitor, kMeasuredSamples,
+       "mean NVML memory-controller utilisation"},
+      {kSmClockMeanMhz, "MHz", Producer::kMonitor, kMeasuredSamples, "mean SM clock"},
+      {kTempMaxC, "C", Producer::kMonitor, kMeasuredSamples, "highest GPU temperature"},
+      {kPcieTxMeanBytesPerS, "bytes/s", Producer::kMonitor, kMeasuredSamples,
+       "mean PCIe transmit throughput"},
+      {kPcieRxMeanBytesPerS, "bytes/s", Producer::kMonitor, kMeasuredSamples, "mean PCIe receive throughput"},
+      {kPowerMeanW, "W", Producer::kMonitor, kMeasuredSamples,
+       "mean board power, summed over the cell's GPUs"},
+      {kPowerMaxW, "W", Producer::kMonitor, kMeasuredSamples, "highest board power sum"},
+      {kClocksThrottledFraction, "ratio", Producer::kMonitor, kMeasuredSamples,
+       "share of samples with a throttling clocks-event reason set"},
+      {kEnergyTotalJ, "J", Producer::kMonitor, kMeasured,
+       "GPU energy over the window: the driver's counter, else integrated power "
+       "(extras.monitor.energy_method)"},
+      {kEnergyPerStepJ, "J", Producer::kMonitor, kMeasured, "energy_total_j / measured_steps"},
+      {kEnergyPerSampleJ, "J", Producer::kMonitor, kMeasured, "energy_total_j / measured samples"},
+      {kIdlePowerW, "W", Producer::kMonitor, "idle baseline before the cell",
+       "mean GPU power with no runner (measure.idle_baseline_s)"},
+      {kEnergyAboveIdlePerStepJ, "J", Producer::kMonitor, kMeasured,
+       "(energy_total_j - idle_power_w x measured_window_s) / measured_steps"},
+      {kEnergyAboveIdlePerSampleJ, "J", Producer::kMonitor, kMeasured,
+       "(energy_total_j - idle_power_w x measured_window_s) / measured samples"},
+      {kCpuPackageEnergyPerStepJ, "J", Producer::kMonitor, kMeasured, "RAPL package energy / measured_steps"},
+      {kCpuPackageEnergyPerSampleJ, "J", Producer::kMonitor, kMeasured,
+       "RAPL package energy / measured samples"},
+      {kHostCpuUtilPct, "%", Producer::kMonitor, kMeasuredSamples,
+       "mean whole-host CPU utilisation (/proc/stat)"},
+      {kProcCpuUtilPct, "% of one core", Producer::kMonitor, kMeasured,
+       "CPU time of the runner's process tree / measured_window_s x 100"},
+      {kHostMemUsedPeakBytes, "bytes", Producer::kMonitor, kMeasuredSamples, "highest host memory in use"},
+      {kProcRssPeakBytes, "bytes", Producer::kMonitor, kMeasuredSamples,
+       "highest resident set of the runner's process tree"},
+      {kGpuMemUsedPeakBytes, "bytes", Producer::kMonitor, kMeasuredSamples,
+       "highest device memory in use (all processes), summed over the cell's GPUs"},
+      {kDeviceProcMemPeakBytes, "bytes", Producer::kMonitor, kMeasuredSamples,
+       "highest device memory of the runner's process tree"},
+      {kRssGrowthBytesPerStep, "bytes/step", Producer::kMonitor, kMeasuredSamples,
+       "Theil-Sen slope of the process tree's RSS against step position (the leak test)"},
+      {kRssGrowthBytesPerStepCiLow, "bytes/step", Producer::kMonitor, kMeasuredSamples,
+       "lower end of the slope's confidence interval"},
+      {kRssGrowthBytesPerStepCiHigh, "bytes/step", Producer::kMonitor, kMeasuredSamples,
+       "upper end of the slope's confidence interval"},
+      {kDeviceMemGrowthBytesPerStep, "bytes/step", Producer::kMonitor, kMeasuredSamples,
+       "Theil-Sen slope of the process tree's device memory against step position"},
+      {kDeviceMemGrowthBytesPerStepCiLow, "bytes/step", Producer::kMonitor, kMeasuredSamples,
+       "lower end of the slope's confidence interval"},
+      {kDeviceMemGrowthBytesPerStepCiHigh, "bytes/step", Producer::kMonitor, kMeasuredSamples,
+       "upper end of the slope's confidence interval"},
+
+      // MEMORY snapshot fields ("end" snapshot; other labels are prefixed).
+      {memory::kHostRssBytes, "bytes", Producer::kRunnerMemory, kSnapshot, "the runner's resident set"},
+      {memory::kHostPeakRssBytes, "bytes", Producer::kRunnerMemory, kSnapshot,
+       "the runner's peak resident set so far (VmHWM)"},
+      {memory::kDeviceAllocatedBytes, "bytes", Producer::kRunnerMemory, kSnapshot,
+       "device memory held by live tensors (caching allocator)"},
+      {memory::kDeviceAllocatedPeakBytes, "bytes", Producer::kRunnerMemory, kSnapshot,
+       "peak of device_allocated_bytes since the last reset (after warm-up for the end snapshot)"},
+      {memory::kDeviceReservedBytes, "bytes", Producer::kRunnerMemory, kSnapshot,
+       "device memory the caching allocator holds from the driver"},
+      {memory::kDeviceReservedPeakBytes, "bytes", Producer::kRunnerMemory, kSnapshot,
+       "peak of device_reserved_bytes since the last reset"},
+  };
+  return kTable;
+}
+
+}  // namespace
+
+const std::vector<MetricDef>& MetricDefinitions() { return Table(); }
+
+const MetricDef* FindMetricDef(std::string_view name) {
+  const auto& table = Table();
+  for (const auto& def : table) {
+    if (def.name == name) return &def;
+  }
+  // "<label>_<memory field>": a snapshot other than "end".
+  for (const auto& def : table) {
+    if (def.producer != Producer::kRunnerMemory) continue;
+    if (name.size() > def.name.size() + 1 && name.substr(name.size() - def.name.size()) == def.name &&
+        name[name.size() - def.name.size() - 1] == '_') {
+      return &def;
+    }
+  }
+  return nullptr;
+}
+
+std::string_view MetricUnit(std::string_view name) {
+  const MetricDef* def = FindMetricDef(name);
+  DLBENCH_CHECK(def != nullptr, "metric '" + std::string(name) + "' is not declared in record/metrics.h");
+  return def->unit;
+}
+
+std::string MemoryMetricName(std::string_view label, std::string_view field) {
+  if (label == memory::kEndLabel) return std::string(field);
+  return std::string(label) + "_" + std::string(field);
+}
+
+std::string RenderMetricsMarkdown() {
+  std::string out =
+      "# Metrics\n\n"
+      "Every metric dlbench stores, one entry each (generated from `src/record/metrics.cc` by\n"
+      "`dlbench metrics --format markdown`; do not edit by hand). A metric a cell cannot give is\n"
+      "absent, never 0. MEMORY fields are stored under their plain names for the snapshot labelled\n"
+      "`end` and as `<label>_<field>` for any other label (`after_warmup_device_allocated_peak_bytes`).\n\n"
+      "| name | unit | producer | over | definition |\n|---|---|---|---|---|\n";
+  for (const auto& d : Table()) {
+    out += fmt::format("| `{}` | {} | {} | {} | {} |\n", d.name,
+                       d.unit.empty() ? "-" : EscapeMarkdownCell(d.unit), Name(d.producer), d.window,
+                       EscapeMarkdownCell(d.formula));
+  }
+  return out;
+}
+
+std::string RenderMetricsText() {
+  std::size_t name_w = 4, unit_w = 4, prod_w = 8;
+  for (const auto& d : Table()) {
+    name_w = std::max(name_w, d.name.size());
+    unit_w = std::max(unit_w, d.unit.size());
+    prod_w = std::max(prod_w, Name(d.producer).size());
+  }
+  std::string out = fmt::format("{:<{}}  {:<{}}  {:<{}}  {}\n", "name", name_w, "unit", unit_w, "producer",
+                                prod_w, "definition (over which steps or samples)");
+  for (const auto& d : Table()) {
+    out += fmt::format("{:<{}}  {:<{}}  {:<{}}  {} ({})\n", d.name, name_w, d.unit.empty() ? "-" : d.unit,
+                       unit_w, Name(d.producer), prod_w, d.formula, d.window);
+  }
+  return out;
+}
+
+}  // namespace dlbench::record

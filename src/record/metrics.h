@@ -1,0 +1,138 @@
+// Every metric dlbench stores, declared once: its name (with the unit in it, STYLE.md rule 4),
+// unit, producer, the steps or samples it covers, and its formula. Producers (the orchestrator's
+// step summary, the monitor analysis, runners through EXTRAS and MEMORY) and consumers (console,
+// compare, trend, report, exports, Prometheus) use these constants; nothing else spells a metric
+// name. `dlbench metrics` prints the table and docs/metrics.md is generated from it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlbench::record {
+
+enum class Producer {
+  kOrchestrator,  // computed by dlbench from the step records and the measured window
+  kMonitor,       // computed by dlbench from the sampled GPU/host series over the measured window
+  kRunner,        // sent by the runner (EXTRAS metrics), checked against this table
+  kRunnerMemory,  // a field of the runner's MEMORY snapshots
+};
+std::string_view Name(Producer producer);
+
+struct MetricDef {
+  std::string_view name;
+  std::string_view unit;
+  Producer producer;
+  std::string_view window;   // which steps or samples: "measured window", "whole cell", ...
+  std::string_view formula;  // what the number is, precisely enough to recompute it
+};
+
+namespace metric {
+// The measured window and its step-time summary (measure::StepSummary; docs/measurement.md).
+inline constexpr std::string_view kWarmupSteps = "warmup_steps";
+inline constexpr std::string_view kMeasuredSteps = "measured_steps";
+inline constexpr std::string_view kMeasuredWindowS = "measured_window_s";
+inline constexpr std::string_view kSamplesPerS = "samples_per_s";
+inline constexpr std::string_view kStepsPerS = "steps_per_s";
+inline constexpr std::string_view kStepTimeMeanNs = "step_time_mean_ns";
+inline constexpr std::string_view kStepTimeMedianNs = "step_time_median_ns";
+inline constexpr std::string_view kStepTimeMinNs = "step_time_min_ns";
+inline constexpr std::string_view kStepTimeMaxNs = "step_time_max_ns";
+inline constexpr std::string_view kStepTimeP50Ns = "step_time_p50_ns";
+inline constexpr std::string_view kStepTimeP90Ns = "step_time_p90_ns";
+inline constexpr std::string_view kStepTimeP95Ns = "step_time_p95_ns";
+inline constexpr std::string_view kStepTimeP99Ns = "step_time_p99_ns";
+inline constexpr std::string_view kStepTimeStddevNs = "step_time_stddev_ns";
+inline constexpr std::string_view kStepTimeCv = "step_time_cv";
+inline constexpr std::string_view kStepTimeCiLowNs = "step_time_ci_low_ns";
+inline constexpr std::string_view kStepTimeCiHighNs = "step_time_ci_high_ns";
+inline constexpr std::string_view kStepTimeCiRelHalfwidth = "step_time_ci_rel_halfwidth";
+
+// Model FLOPs and utilisation.
+inline constexpr std::string_view kFlopsPerSample = "flops_per_sample";
+inline constexpr std::string_view kPeakFlopsPerS = "peak_flops_per_s";
+inline constexpr std::string_view kAchievedFlopsPerS = "achieved_flops_per_s";
+inline constexpr std::string_view kMfuRatio = "mfu_ratio";
+
+// Where the cell's wall time went (orchestrator::CellTimeline).
+inline constexpr std::string_view kTimeToHelloS = "time_to_hello_s";
+inline constexpr std::string_view kSetupS = "setup_s";
+inline constexpr std::string_view kWarmupS = "warmup_s";
+inline constexpr std::string_view kTimeToMeasureS = "time_to_measure_s";
+inline constexpr std::string_view kCellWallS = "cell_wall_s";
+
+// Runner-reported facts (EXTRAS).
+inline constexpr std::string_view kLossScaleFinal = "loss_scale_final";
+inline constexpr std::string_view kSkippedOptimizerSteps = "skipped_optimizer_steps";
+inline constexpr std::string_view kCompileTimeS = "compile_time_s";
+
+// The monitor analysis (monitor/analysis.h).
+inline constexpr std::string_view kGpuUtilMeanPct = "gpu_util_mean_pct";
+inline constexpr std::string_view kGpuUtilP5Pct = "gpu_util_p5_pct";
+inline constexpr std::string_view kGpuMemUtilMeanPct = "gpu_mem_util_mean_pct";
+inline constexpr std::string_view kSmClockMeanMhz = "sm_clock_mean_mhz";
+inline constexpr std::string_view kTempMaxC = "temp_max_c";
+inline constexpr std::string_view kPcieTxMeanBytesPerS = "pcie_tx_mean_bytes_per_s";
+inline constexpr std::string_view kPcieRxMeanBytesPerS = "pcie_rx_mean_bytes_per_s";
+inline constexpr std::string_view kPowerMeanW = "power_mean_w";
+inline constexpr std::string_view kPowerMaxW = "power_max_w";
+inline constexpr std::string_view kClocksThrottledFraction = "clocks_throttled_fraction";
+inline constexpr std::string_view kEnergyTotalJ = "energy_total_j";
+inline constexpr std::string_view kEnergyPerStepJ = "energy_per_step_j";
+inline constexpr std::string_view kEnergyPerSampleJ = "energy_per_sample_j";
+inline constexpr std::string_view kIdlePowerW = "idle_power_w";
+inline constexpr std::string_view kEnergyAboveIdlePerStepJ = "energy_above_idle_per_step_j";
+inline constexpr std::string_view kEnergyAboveIdlePerSampleJ = "energy_above_idle_per_sample_j";
+inline constexpr std::string_view kCpuPackageEnergyPerStepJ = "cpu_package_energy_per_step_j";
+inline constexpr std::string_view kCpuPackageEnergyPerSampleJ = "cpu_package_energy_per_sample_j";
+inline constexpr std::string_view kHostCpuUtilPct = "host_cpu_util_pct";
+inline constexpr std::string_view kProcCpuUtilPct = "proc_cpu_util_pct";
+inline constexpr std::string_view kHostMemUsedPeakBytes = "host_mem_used_peak_bytes";
+inline constexpr std::string_view kProcRssPeakBytes = "proc_rss_peak_bytes";
+inline constexpr std::string_view kGpuMemUsedPeakBytes = "gpu_mem_used_peak_bytes";
+inline constexpr std::string_view kDeviceProcMemPeakBytes = "device_proc_mem_peak_bytes";
+inline constexpr std::string_view kRssGrowthBytesPerStep = "rss_growth_bytes_per_step";
+inline constexpr std::string_view kRssGrowthBytesPerStepCiLow = "rss_growth_bytes_per_step_ci_low";
+inline constexpr std::string_view kRssGrowthBytesPerStepCiHigh = "rss_growth_bytes_per_step_ci_high";
+inline constexpr std::string_view kDeviceMemGrowthBytesPerStep = "device_mem_growth_bytes_per_step";
+inline constexpr std::string_view kDeviceMemGrowthBytesPerStepCiLow =
+    "device_mem_growth_bytes_per_step_ci_low";
+inline constexpr std::string_view kDeviceMemGrowthBytesPerStepCiHigh =
+    "device_mem_growth_bytes_per_step_ci_high";
+}  // namespace metric
+
+// The fields of a MEMORY snapshot (docs/protocol.md). The snapshot labelled "end" is stored under
+// the plain field names; any other label L under "L_<field>" (after_warmup_device_allocated_peak_bytes).
+namespace memory {
+inline constexpr std::string_view kLabel = "label";  // the snapshot's label field
+inline constexpr std::string_view kEndLabel = "end";
+inline constexpr std::string_view kAfterWarmupLabel = "after_warmup";
+inline constexpr std::string_view kHostRssBytes = "host_rss_bytes";
+inline constexpr std::string_view kHostPeakRssBytes = "host_peak_rss_bytes";
+inline constexpr std::string_view kDeviceAllocatedBytes = "device_allocated_bytes";
+inline constexpr std::string_view kDeviceAllocatedPeakBytes = "device_allocated_peak_bytes";
+inline constexpr std::string_view kDeviceReservedBytes = "device_reserved_bytes";
+inline constexpr std::string_view kDeviceReservedPeakBytes = "device_reserved_peak_bytes";
+}  // namespace memory
+
+// Every declared metric, in documented order (memory fields under their plain names).
+const std::vector<MetricDef>& MetricDefinitions();
+
+// The definition of a stored name: an exact declared name, or a memory field prefixed by a
+// snapshot label ("after_warmup_device_allocated_peak_bytes"). nullptr for anything else.
+const MetricDef* FindMetricDef(std::string_view name);
+
+// The declared unit of `name`; DLBENCH_CHECKs that it is declared.
+std::string_view MetricUnit(std::string_view name);
+
+// The stored name of a MEMORY snapshot field: the field itself for the "end" snapshot,
+// "<label>_<field>" otherwise.
+std::string MemoryMetricName(std::string_view label, std::string_view field);
+
+// The table as Markdown (docs/metrics.md is its output: `dlbench metrics --format markdown`).
+std::string RenderMetricsMarkdown();
+// The table as aligned plain text for the terminal.
+std::string RenderMetricsText();
+
+}  // namespace dlbench::record

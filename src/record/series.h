@@ -1,0 +1,43 @@
+// Names of the sampled series (record::SeriesPoint::series). A GPU reading is "gpu<N>.<field>"
+// (N the NVML index); host readings are "host.<field>", the runner's process tree "proc.<field>".
+// Samplers write these names, the analysis, the attribution and the exports read them.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace dlbench::record::series {
+
+// Per-GPU fields (NVML).
+inline constexpr std::string_view kSmUtilPct = "sm_util_pct";
+inline constexpr std::string_view kMemUtilPct = "mem_util_pct";
+inline constexpr std::string_view kSmClockMhz = "sm_clock_mhz";
+inline constexpr std::string_view kMemClockMhz = "mem_clock_mhz";
+inline constexpr std::string_view kPowerW = "power_w";
+inline constexpr std::string_view kEnergyJ = "energy_j";
+inline constexpr std::string_view kTempC = "temp_c";
+inline constexpr std::string_view kMemUsedBytes = "mem_used_bytes";
+inline constexpr std::string_view kProcMemBytes = "proc_mem_bytes";
+inline constexpr std::string_view kClocksEventReasons = "clocks_event_reasons";
+inline constexpr std::string_view kPcieTxBytesPerS = "pcie_tx_bytes_per_s";
+inline constexpr std::string_view kPcieRxBytesPerS = "pcie_rx_bytes_per_s";
+
+// Host and process-tree series (procfs, RAPL).
+inline constexpr std::string_view kHostCpuUtilPct = "host.cpu_util_pct";
+inline constexpr std::string_view kHostMemUsedBytes = "host.mem_used_bytes";
+inline constexpr std::string_view kHostRaplEnergyJ = "host.rapl_energy_j";
+inline constexpr std::string_view kProcCpuS = "proc.cpu_s";
+inline constexpr std::string_view kProcRssBytes = "proc.rss_bytes";
+
+// "gpu<index>.<field>".
+std::string GpuSeriesName(int index, std::string_view field);
+
+// A parsed "gpu<index>.<field>" name; nullopt for host/proc series or anything malformed.
+struct GpuSeriesRef {
+  int index = 0;
+  std::string_view field;
+};
+std::optional<GpuSeriesRef> ParseGpuSeriesName(std::string_view name);
+
+}  // namespace dlbench::record::series
