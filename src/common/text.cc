@@ -54,6 +54,20 @@ void AppendHexEscape(std::string& out, unsigned char c) {
 
 }  // namespace
 
+std::size_t ValidUtf8Prefix(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    const std::size_t length = Utf8SequenceLength(text, i);
+    if (length == 0) return i;
+    i += length;
+  }
+  return i;
+}
+
 std::string TerminalSafe(std::string_view text) {
   std::string out;
   out.reserve(text.size());

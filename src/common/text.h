@@ -1,6 +1,7 @@
 // Small text helpers shared by the modules that write Markdown or print to a terminal.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -17,5 +18,9 @@ std::string EscapeMarkdownCell(std::string_view text);
 // so the result is for display, not a reversible encoding. Apply it to any text that came from
 // a user, a file, a runner or the store (labels, names, messages) before it reaches a terminal.
 std::string TerminalSafe(std::string_view text);
+
+// The length of the longest prefix of `text` that is valid UTF-8 (RFC 3629: no overlong forms,
+// no surrogates, nothing above U+10FFFF); text.size() when all of it is.
+std::size_t ValidUtf8Prefix(std::string_view text);
 
 }  // namespace dlbench

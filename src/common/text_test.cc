@@ -50,5 +50,18 @@ TEST(TerminalSafeTest, ValidUtf8StaysC1ControlsAndBrokenBytesAreEscaped) {
             "\\xe2ab");
 }
 
+TEST(ValidUtf8PrefixTest, StopsAtTheFirstByteThatIsNotUtf8) {
+  EXPECT_EQ(ValidUtf8Prefix(""), 0u);
+  EXPECT_EQ(ValidUtf8Prefix("plain"), 5u);
+  EXPECT_EQ(ValidUtf8Prefix("\xef\xbb\xbf"
+                            "bom and \xc2\xb1"),
+            13u);
+  EXPECT_EQ(ValidUtf8Prefix("ab\xff"
+                            "cd"),
+            2u);
+  EXPECT_EQ(ValidUtf8Prefix("ab\xe2\x96"), 2u);  // truncated at the end
+  EXPECT_EQ(ValidUtf8Prefix("\xc0\xaf"), 0u);    // overlong '/'
+}
+
 }  // namespace
 }  // namespace dlbench

@@ -85,6 +85,35 @@ TEST(MatrixLimitsTest, LargeNumbersAreRefusedWithTheMaximum) {
   EXPECT_EQ(at_limits->repetitions, 100000);
 }
 
+TEST(MatrixLimitsTest, TextThatIsNotUtf8IsRefusedAtItsPlace) {
+  // Such a model name used to reach JSON (the progress file) and abort `dlbench run`.
+  Result<Matrix> m = ParseMatrix(
+      "runner: null\nmatrix:\n  model: a\xff"
+      "b\n",
+      "m.yaml");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().message,
+            "m.yaml:3:11: error: the file is not UTF-8 text (byte 0xff); save it as UTF-8");
+  Result<Matrix> first = ParseMatrix("\xc0", "m.yaml");
+  ASSERT_FALSE(first.ok());
+  EXPECT_EQ(first.error().message,
+            "m.yaml:1:1: error: the file is not UTF-8 text (byte 0xc0); save it as UTF-8");
+  // yaml-cpp's LoadAll never returned on this (found by fuzz_matrix; the whole input is
+  // fuzz/regressions/matrix/timeout-7d7691ba2db0690599efbb575c844be49eb5e842).
+  Result<Matrix> nul = ParseMatrix(std::string("# a comment\nmatrix:\n  measur\0\n, and\n", 35), "m.yaml");
+  ASSERT_FALSE(nul.ok());
+  EXPECT_EQ(nul.error().message,
+            "m.yaml:3:9: error: the file holds a control character (byte 0x00), which YAML does not allow");
+  Result<Matrix> eot = ParseMatrix("matrix: {batch_size: 1}\n\x04", "m.yaml");
+  ASSERT_FALSE(eot.ok());
+  EXPECT_EQ(eot.error().message,
+            "m.yaml:2:1: error: the file holds a control character (byte 0x04), which YAML does not allow");
+  // Tabs and CR LF line ends are text.
+  EXPECT_TRUE(ParseMatrix("matrix:\r\n  batch_size: 1\t# a tab\r\n", "m.yaml").ok());
+  // Valid UTF-8, a byte-order mark included, is fine.
+  EXPECT_TRUE(ParseMatrix("\xef\xbb\xbfmatrix: {model: \"r\xc3\xa9sum\xc3\xa9\"}\n", "m.yaml").ok());
+}
+
 TEST(MatrixLimitsTest, ErrorMessagesShowEscapeSequencesInsteadOfObeyingThem) {
   // A key that would clear the screen, and a value that would set the terminal's title.
   Result<Matrix> m = ParseMatrix("matrix:\n  \"\\e[2Jbatch\": 1\n  precision: \"\\e]0;x\\a\"\n", "m.yaml");

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <set>
@@ -154,6 +155,33 @@ class MatrixParser {
   }
 
   Result<Matrix> Parse() {
+    // YAML is Unicode text without control characters. Both are checked before yaml-cpp sees
+    // the bytes: its LoadAll never returns on a NUL byte (found by fuzz_matrix), and every string
+    // of a matrix ends up in JSON (the store, the progress file), which holds only UTF-8.
+    const std::string& text = matrix_.text;
+    const auto control = std::find_if(text.begin(), text.end(), [](char c) {
+      const auto b = static_cast<unsigned char>(c);
+      return (b < 0x20 && b != '\t' && b != '\n' && b != '\r') || b == 0x7f;
+    });
+    const std::size_t first_control = static_cast<std::size_t>(control - text.begin());
+    const std::size_t valid = ValidUtf8Prefix(text);
+    if (first_control < text.size() || valid < text.size()) {
+      const std::size_t at = std::min(first_control, valid);
+      YAML::Mark mark;
+      mark.pos = static_cast<int>(at);
+      mark.line =
+          static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+      const std::size_t line_start = at == 0 ? std::string::npos : text.rfind('\n', at - 1);
+      mark.column = static_cast<int>(line_start == std::string::npos ? at : at - line_start - 1);
+      char byte[8];
+      std::snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned char>(text[at]));
+      diag_.Add(mark, "",
+                at == first_control
+                    ? std::string("the file holds a control character (byte ") + byte +
+                          "), which YAML does not allow"
+                    : std::string("the file is not UTF-8 text (byte ") + byte + "); save it as UTF-8");
+      return diag_.ToError();
+    }
     YAML::Node root;
     try {
       // All documents, so that a second one is an error rather than silently ignored (YAML::Load

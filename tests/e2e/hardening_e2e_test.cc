@@ -277,6 +277,16 @@ TEST(HardeningE2E, MistakenMatrixFilesAreRefusedAtOnce) {
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_NE(run.err.find("the matrix expands to 1000000000 cells"), std::string::npos) << run.err;
 
+  // A name that is not UTF-8 aborted `run` (an uncaught JSON error writing the progress file).
+  WriteText(dir / "latin1.yaml",
+            "runner: null\nmatrix:\n  model: a\xff"
+            "b\n  step_ms: 0.2\n");
+  auto latin1 = Dlbench({"run", dir / "latin1.yaml", "--out", dir / "out"}, dir, db);
+  EXPECT_EQ(latin1.exit_code, 2) << latin1.err;
+  EXPECT_NE(latin1.err.find("latin1.yaml:3:11: error: the file is not UTF-8 text (byte 0xff)"),
+            std::string::npos)
+      << latin1.err;
+
   // Numbers that passed validation and then overflowed are refused with their maximum.
   WriteText(dir / "big.yaml", "runner: null\nmatrix: {step_ms: 1}\ntimeout_s: 1e10\n");
   auto big = Dlbench({"plan", dir / "big.yaml"}, dir, db);
