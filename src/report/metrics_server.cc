@@ -156,8 +156,9 @@ Status MetricsServer::Bind() {
   // call into the library happens on Run()'s thread.
   daemon_ = MHD_start_daemon(MHD_USE_EPOLL, 0, nullptr, nullptr, &OnRequest, this, MHD_OPTION_LISTEN_SOCKET,
                              static_cast<MHD_socket>(listen_fd_), MHD_OPTION_CONNECTION_TIMEOUT,
-                             kConnectionTimeoutS, MHD_OPTION_CONNECTION_LIMIT, kMaxConnections,
-                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, kRequestMemoryBytes, MHD_OPTION_END);
+                             std::max(options_.connection_timeout_s, 1u), MHD_OPTION_CONNECTION_LIMIT,
+                             kMaxConnections, MHD_OPTION_CONNECTION_MEMORY_LIMIT, kRequestMemoryBytes,
+                             MHD_OPTION_END);
   if (daemon_ == nullptr) {
     return MakeError(ErrorKind::kIo, fmt::format("cannot serve on {}: the HTTP server did not start", where));
   }

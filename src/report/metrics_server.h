@@ -40,6 +40,10 @@ struct ServeOptions {
   ListenAddress listen;
   std::string db_path;  // for the progress file next to it
   double regression_threshold = 0.05;
+  // Seconds of inactivity after which a connection is closed (at least 1). The fuzz target
+  // shortens it: a request libmicrohttpd neither answers nor closes on end of input (an unknown
+  // Transfer-Encoding) is let go only by this timeout.
+  unsigned connection_timeout_s = kConnectionTimeoutS;
 };
 
 class MetricsServer {
