@@ -32,7 +32,8 @@ for target in "${targets[@]}"; do
   echo "== fuzz $target for ${seconds} s"
   # -max_len: a matrix file or an HTTP request of 64 KiB exercises every path a larger one does.
   # -timeout: one input taking longer is a hang. -rss_limit_mb: a leak or a runaway allocation.
-  if ! "build-asan/bin/fuzz_$target" -max_total_time="$seconds" -max_len=65536 -timeout=25 \
+  # The outer SIGKILL bound: a fuzzer that hit its memory limit was seen never to exit.
+  if ! timeout -s KILL "$((seconds + 120))" "build-asan/bin/fuzz_$target" -max_total_time="$seconds" -max_len=65536 -timeout=25 \
       -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/" \
       "$corpus" "fuzz/corpus/$target" "fuzz/regressions/$target"; then
     echo "fuzz $target FAILED: the input is in $artifacts/; copy it to fuzz/regressions/$target/ and fix" >&2
