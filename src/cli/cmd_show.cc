@@ -69,7 +69,8 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
       std::printf("\nNotes:\n");
       header = true;
     }
-    std::printf("  #%d %s: %s", c.index, TerminalSafe(c.label).c_str(), std::string(record::Name(c.outcome)).c_str());
+    std::printf("  #%d %s: %s", c.index, TerminalSafe(c.label).c_str(),
+                std::string(record::Name(c.outcome)).c_str());
     if (failed) std::printf(": %s", TerminalSafe(c.message).c_str());
     std::printf("\n");
     for (const auto& r : c.verdict_reasons)
