@@ -37,7 +37,7 @@ int RunCompare(const CompareArgs& args, CommandContext& ctx) {
   options.ignore_params = args.ignore_params;
   options.min_matched_share = args.min_matched_pct / 100.0;
 
-  std::unique_ptr<store::ResultStore> store = OpenStoreOrReport(ctx);
+  std::unique_ptr<store::ResultStore> store = OpenStoreForReadingOrReport(ctx);
   if (!store) return ctx.exit_code;
   auto cmp = history::CompareStoredRuns(*store, args.base, args.candidate, options);
   if (!cmp.ok()) return ReportError(cmp.error());

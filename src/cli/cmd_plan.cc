@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/console.h"
+#include "common/text.h"
 #include "config/matrix.h"
 #include "plan/plan.h"
 #include "plan/selection.h"
@@ -25,7 +26,7 @@ struct PlanArgs {
 std::map<std::string, double> HistorySeconds(CommandContext& ctx, const std::vector<plan::Cell>& cells) {
   std::map<std::string, double> out;
   if (!std::filesystem::exists(ctx.db_path)) return out;
-  auto store = store::OpenSqliteStore(ctx.db_path);
+  auto store = store::OpenSqliteStoreForReading(ctx.db_path);
   if (!store.ok()) return out;
   for (const auto& c : cells) {
     if (out.count(c.key)) continue;
@@ -74,12 +75,14 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
                   {"estimate_from_history", est.from_history}});
   }
   if (args.json) {
-    std::printf("%s\n", js.dump(2).c_str());
+    // JSON escapes control characters itself; invalid UTF-8 from a matrix is replaced, not fatal.
+    std::printf("%s\n", js.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return kExitOk;
   }
+  // The table escapes its cells (TerminalSafe); so is every other string printed here.
   std::printf("%s", table.Render().c_str());
   std::printf("\n%zu cells%s (runner %s, %s order); estimated %s", cells->size(),
-              plan::ShardSummary(*selected).c_str(), matrix->runner.name.c_str(),
+              TerminalSafe(plan::ShardSummary(*selected)).c_str(), TerminalSafe(matrix->runner.name).c_str(),
               matrix->ordering == config::Ordering::kGrouped ? "grouped" : "interleaved",
               FormatSeconds(total).c_str());
   if (from_history < static_cast<int>(cells->size())) {
@@ -88,7 +91,7 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
   std::printf("\n");
   if (selected->shard && cells->empty()) {
     std::printf("%s; `run` refuses an empty shard\n",
-                plan::EmptySelectionMessage(*selected, args.matrix_path).c_str());
+                TerminalSafe(plan::EmptySelectionMessage(*selected, args.matrix_path)).c_str());
   }
   return kExitOk;
 }

@@ -36,6 +36,9 @@ struct CommandContext {
 
 // The store named by the context; prints the error and sets exit_code on failure.
 std::unique_ptr<store::ResultStore> OpenStoreOrReport(CommandContext& ctx);
+// The same for commands that only read (show, runs, export, compare, trend, report, serve): a
+// store on a read-only file or filesystem is opened read-only (store::OpenSqliteStoreForReading).
+std::unique_ptr<store::ResultStore> OpenStoreForReadingOrReport(CommandContext& ctx);
 // Prints "dlbench: <kind>: <message>" and returns the exit code that fits the error's kind.
 int ReportError(const Error& error);
 // The same for an error of plan::SelectPlan (or of a run, which starts with it): a matrix file's

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <utility>
 
@@ -124,19 +125,24 @@ std::vector<ParamSpec> BuildRegistry() {
   r.push_back(Entry("repetitions", kTop, kCore, ParamType::kInt)
                   .Default(Int(matrix_defaults.repetitions))
                   .Min(1)
-                  .Help("How many times each cell runs, each time in a fresh process.")
+                  .Max(100000)
+                  .Help("How many times each cell runs, each time in a fresh process. At most 100000, the "
+                        "cell limit of a run (docs/limits.md).")
                   .Build());
   r.push_back(Entry("seed", kTop, kCore, ParamType::kInt)
                   .Default(Int(static_cast<std::int64_t>(matrix_defaults.seed)))
                   .Min(0)
                   .Help("Base seed; each cell and repetition derives its own (see Seeds).")
                   .Build());
-  r.push_back(Entry("timeout_s", kTop, kCore, ParamType::kNumber)
-                  .Unit("s")
-                  .Default(Num(matrix_defaults.timeout_s))
-                  .Min(0, false)
-                  .Help("Per cell, from spawn to exit; a cell that exceeds it ends as timeout.")
-                  .Build());
+  r.push_back(
+      Entry("timeout_s", kTop, kCore, ParamType::kNumber)
+          .Unit("s")
+          .Default(Num(matrix_defaults.timeout_s))
+          .Min(0, false)
+          .Max(604800)
+          .Help("Per cell, from spawn to exit; a cell that exceeds it ends as timeout. At most 604800 (a "
+                "week): longer is a hung cell, and deadlines stay within 64-bit nanoseconds.")
+          .Build());
   r.push_back(Entry("ordering", kTop, kCore, ParamType::kEnum)
                   .Allowed({"grouped", "interleaved"})
                   .Default(Str(OrderingName(matrix_defaults.ordering)))
@@ -159,25 +165,32 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Unit("steps")
                   .Default(Int(measure_defaults.min_steps))
                   .Min(1)
-                  .Help("Never stop with fewer measured (post-warm-up) steps.")
+                  .Max(10000000)
+                  .Help("Never stop with fewer measured (post-warm-up) steps. At most 10000000: the driver "
+                        "keeps every step of a cell (48 bytes each) in memory and in the store.")
                   .Build());
   r.push_back(Entry("max_steps", kMeas, kCore, ParamType::kInt)
                   .Unit("steps")
                   .Default(Int(measure_defaults.max_steps))
                   .Min(1)
-                  .Help("Stop here whatever the confidence interval says; >= min_steps.")
+                  .Max(10000000)
+                  .Help("Stop here whatever the confidence interval says; >= min_steps. At most 10000000: "
+                        "the driver keeps every step of a cell (48 bytes each) in memory and in the store.")
                   .Build());
   r.push_back(Entry("min_time_s", kMeas, kCore, ParamType::kNumber)
                   .Unit("s")
                   .Default(Num(measure_defaults.min_time_s))
                   .Min(0)
-                  .Help("Never stop with less measured time.")
+                  .Max(604800)
+                  .Help("Never stop with less measured time. At most 604800 (a week), like timeout_s.")
                   .Build());
   r.push_back(Entry("max_time_s", kMeas, kCore, ParamType::kNumber)
                   .Unit("s")
                   .Default(Num(measure_defaults.max_time_s))
                   .Min(0, false)
-                  .Help("Stop here whatever the confidence interval says; >= min_time_s.")
+                  .Max(604800)
+                  .Help("Stop here whatever the confidence interval says; >= min_time_s. At most 604800 (a "
+                        "week), like timeout_s.")
                   .Build());
   r.push_back(Entry("target_rel_ci", kMeas, kCore, ParamType::kNumber)
                   .Default(Num(measure_defaults.target_rel_ci))
@@ -196,19 +209,24 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Unit("steps")
                   .Default(Int(measure_defaults.min_warmup_steps))
                   .Min(0)
-                  .Help("The warm-up cut is never earlier than this step.")
+                  .Max(10000000)
+                  .Help("The warm-up cut is never earlier than this step. At most 10000000, like max_steps.")
                   .Build());
-  r.push_back(Entry("idle_baseline_s", kMeas, kCore, ParamType::kNumber)
-                  .Unit("s")
-                  .Min(0)
-                  .Help("Seconds of device and host sampling before the cell starts, as a "
-                        "baseline; absent: none.")
-                  .Build());
+  r.push_back(
+      Entry("idle_baseline_s", kMeas, kCore, ParamType::kNumber)
+          .Unit("s")
+          .Min(0)
+          .Max(3600)
+          .Help("Seconds of device and host sampling before the cell starts, as a "
+                "baseline; absent: none. At most 3600 (an hour), so that a wrong unit is caught here.")
+          .Build());
   r.push_back(Entry("sample_interval_ms", kMeas, kCore, ParamType::kNumber)
                   .Unit("ms")
                   .Default(Num(measure_defaults.sample_interval_ms))
-                  .Min(0, false)
-                  .Help("Interval of the device and host monitor's samples.")
+                  .Min(1)
+                  .Max(60000)
+                  .Help("Interval of the device and host monitor's samples. At least 1: faster sampling "
+                        "would only spin the monitor thread and fill memory. At most 60000 (a minute).")
                   .Build());
 
   // Cell parameters every runner understands.
@@ -228,8 +246,10 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Unit("samples")
                   .Default(Int(1))
                   .Min(1)
+                  .Max(1048576)
                   .Label("bs")
-                  .Help("Samples per step (per rank with ddp).")
+                  .Help("Samples per step (per rank with ddp). At most 1048576 (2^20): no device holds a "
+                        "larger batch, and samples per step are 32-bit in the protocol.")
                   .Build());
   r.push_back(Entry("device", kCell, kCore, ParamType::kString)
                   .Format(StringFormat::kDevice)
@@ -251,13 +271,15 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Help("Distribution: `none` (one process) or `ddp` (data-parallel over "
                         "world_size ranks).")
                   .Build());
-  r.push_back(Entry("world_size", kCell, kCore, ParamType::kInt)
-                  .Unit("ranks")
-                  .Default(Int(1))
-                  .Min(1)
-                  .Label("ws")
-                  .Help("Number of ranks for ddp.")
-                  .Build());
+  r.push_back(
+      Entry("world_size", kCell, kCore, ParamType::kInt)
+          .Unit("ranks")
+          .Default(Int(1))
+          .Min(1)
+          .Max(1024)
+          .Label("ws")
+          .Help("Number of ranks for ddp. At most 1024 ranks, the scale dlbench is designed and tested for.")
+          .Build());
 
   // The null runner's knobs: it busy-waits instead of computing, so the harness can be tested
   // and its overhead measured.
@@ -265,14 +287,17 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Unit("ms")
                   .Default(Num(1.0))
                   .Min(0)
+                  .Max(3600000)
                   .Estimate(EstimateHint::kStepMs)
-                  .Help("Busy-wait per step.")
+                  .Help("Busy-wait per step. At most 3600000 (an hour), so that a wrong unit is caught here.")
                   .Build());
   r.push_back(Entry("jitter_pct", kCell, kNull, ParamType::kNumber)
                   .Unit("%")
                   .Default(Num(0.0))
                   .Min(0)
-                  .Help("Spread of the step time, as a percentage of step_ms.")
+                  .Max(1000)
+                  .Help("Spread of the step time, as a percentage of step_ms. At most 1000, so that a typo "
+                        "is caught here.")
                   .Build());
   r.push_back(Entry("jitter_dist", kCell, kNull, ParamType::kEnum)
                   .Allowed({"normal", "uniform", "lognormal"})
@@ -328,13 +353,16 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Unit("steps")
                   .Default(Int(20))
                   .Min(0)
-                  .Help("The step at which the injected failure happens.")
+                  .Max(10000000)
+                  .Help("The step at which the injected failure happens. At most 10000000, like max_steps.")
                   .Build());
   r.push_back(Entry("leak_bytes_per_step", kCell, kNull, ParamType::kInt)
                   .Unit("bytes")
                   .Default(Int(65536))
                   .Min(0)
-                  .Help("Memory kept and touched per step with inject: leak.")
+                  .Max(1073741824)
+                  .Help("Memory kept and touched per step with inject: leak. At most 1073741824 (1 GiB), so "
+                        "that a typo does not exhaust the host's memory.")
                   .Build());
   r.push_back(Entry("exit_code", kCell, kNull, ParamType::kInt)
                   .Default(Int(3))
@@ -342,33 +370,42 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Max(255)
                   .Help("Exit status with inject: exit.")
                   .Build());
-  r.push_back(Entry("samples_per_step", kCell, kNull, ParamType::kInt)
-                  .Unit("samples")
-                  .Min(1)
-                  .DefaultFrom("batch_size")
-                  .DefaultText("= batch_size")
-                  .Help("Samples the runner reports per step.")
-                  .Build());
+  r.push_back(
+      Entry("samples_per_step", kCell, kNull, ParamType::kInt)
+          .Unit("samples")
+          .Min(1)
+          .Max(4294967295)
+          .DefaultFrom("batch_size")
+          .DefaultText("= batch_size")
+          .Help(
+              "Samples the runner reports per step. At most 4294967295: the protocol carries it in 32 bits.")
+          .Build());
   r.push_back(Entry("setup_ms", kCell, kNull, ParamType::kNumber)
                   .Unit("ms")
                   .Default(Num(0.0))
                   .Min(0)
+                  .Max(3600000)
                   .Estimate(EstimateHint::kSetupMs)
-                  .Help("Time spent before READY, like building a model.")
+                  .Help("Time spent before READY, like building a model. At most 3600000 (an hour), so that "
+                        "a wrong unit is caught here.")
                   .Build());
-  r.push_back(Entry("warmup_steps", kCell, kNull, ParamType::kInt)  // names: a parameter, not the metric
-                  .Unit("steps")
-                  .Default(Int(0))
-                  .Min(0)
-                  .Estimate(EstimateHint::kWarmupSteps)
-                  .Help("That many first steps run slower, by warmup_factor.")
-                  .Build());
-  r.push_back(Entry("warmup_factor", kCell, kNull, ParamType::kNumber)
-                  .Default(Num(3.0))
-                  .Min(1)
-                  .Estimate(EstimateHint::kWarmupFactor)
-                  .Help("Step time multiplier of the warm-up steps.")
-                  .Build());
+  r.push_back(
+      Entry("warmup_steps", kCell, kNull, ParamType::kInt)  // names: a parameter, not the metric
+          .Unit("steps")
+          .Default(Int(0))
+          .Min(0)
+          .Max(10000000)
+          .Estimate(EstimateHint::kWarmupSteps)
+          .Help("That many first steps run slower, by warmup_factor. At most 10000000, like max_steps.")
+          .Build());
+  r.push_back(
+      Entry("warmup_factor", kCell, kNull, ParamType::kNumber)
+          .Default(Num(3.0))
+          .Min(1)
+          .Max(1000)
+          .Estimate(EstimateHint::kWarmupFactor)
+          .Help("Step time multiplier of the warm-up steps. At most 1000, so that a typo is caught here.")
+          .Build());
 
   // Also the null runner's, with no default, so that cells which do not set them keep their keys.
   r.push_back(
@@ -434,49 +471,67 @@ std::vector<ParamSpec> BuildRegistry() {
   r.push_back(Entry("image_size", kCell, kTorch, ParamType::kInt)
                   .Unit("px")
                   .Min(1)
+                  .Max(16384)
                   .DefaultText(kModelSize)
-                  .Help("Input height and width of vision models.")
+                  .Help("Input height and width of vision models. At most 16384, so that a typo is caught "
+                        "here rather than as an out-of-memory cell.")
                   .Build());
   r.push_back(Entry("width_mult", kCell, kTorch, ParamType::kNumber)
                   .Min(0, false)
+                  .Max(64)
                   .DefaultText(kModelSize)
-                  .Help("Channel width multiplier (MobileNet).")
+                  .Help("Channel width multiplier (MobileNet). At most 64, so that a typo is caught here "
+                        "rather than as an out-of-memory cell.")
                   .Build());
   r.push_back(Entry("base_width", kCell, kTorch, ParamType::kInt)
                   .Min(1)
+                  .Max(65536)
                   .DefaultText(kModelSize)
-                  .Help("Channels of the first stage (ResNet).")
+                  .Help("Channels of the first stage (ResNet). At most 65536, so that a typo is caught here "
+                        "rather than as an out-of-memory cell.")
                   .Build());
   r.push_back(Entry("num_classes", kCell, kTorch, ParamType::kInt)
                   .Min(1)
+                  .Max(1000000)
                   .DefaultText(kModelSize)
-                  .Help("Output classes of classifiers and detectors.")
+                  .Help("Output classes of classifiers and detectors. At most 1000000, so that a typo is "
+                        "caught here rather than as an out-of-memory cell.")
                   .Build());
   r.push_back(Entry("layers", kCell, kTorch, ParamType::kInt)
                   .Min(1)
+                  .Max(10000)
                   .DefaultText(kModelSize)
-                  .Help("Number of layers or blocks (transformer layers for BERT).")
+                  .Help("Number of layers or blocks (transformer layers for BERT). At most 10000, so that a "
+                        "typo is caught here rather than as an out-of-memory cell.")
                   .Build());
   r.push_back(Entry("hidden_size", kCell, kTorch, ParamType::kInt)
                   .Min(1)
+                  .Max(65536)
                   .DefaultText(kModelSize)
-                  .Help("Hidden size of transformer models.")
+                  .Help("Hidden size of transformer models. At most 65536, so that a typo is caught here "
+                        "rather than as an out-of-memory cell.")
                   .Build());
   r.push_back(Entry("heads", kCell, kTorch, ParamType::kInt)
                   .Min(1)
+                  .Max(1024)
                   .DefaultText(kModelSize)
-                  .Help("Attention heads of transformer models.")
+                  .Help("Attention heads of transformer models. At most 1024, so that a typo is caught here "
+                        "rather than as an out-of-memory cell.")
                   .Build());
   r.push_back(Entry("seq_len", kCell, kTorch, ParamType::kInt)
                   .Unit("tokens")
                   .Min(1)
+                  .Max(1048576)
                   .DefaultText(kModelSize)
-                  .Help("Sequence length of transformer inputs.")
+                  .Help("Sequence length of transformer inputs. At most 1048576 (2^20) tokens, so that a "
+                        "typo is caught here rather than as an out-of-memory cell.")
                   .Build());
   r.push_back(Entry("vocab_size", kCell, kTorch, ParamType::kInt)
                   .Min(1)
+                  .Max(10000000)
                   .DefaultText(kModelSize)
-                  .Help("Vocabulary size of transformer models.")
+                  .Help("Vocabulary size of transformer models. At most 10000000, so that a typo is caught "
+                        "here rather than as an out-of-memory cell.")
                   .Build());
   r.push_back(Entry("memory_format", kCell, kTorch, ParamType::kEnum)
                   .Allowed({"auto", "contiguous", "channels_last"})
@@ -500,9 +555,9 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Build());
   r.push_back(Entry("threads", kCell, kTorch, ParamType::kInt)
                   .Min(1)
-                  .Max(4096)
+                  .Max(1024)
                   .DefaultText("the library's")
-                  .Help("Intra-op CPU threads.")
+                  .Help("Intra-op CPU threads. At most 1024, more than any host has cores.")
                   .Build());
   r.push_back(Entry("model_path", kCell, kTorch, ParamType::kString)
                   .Help("TorchScript file to load, with model: torchscript.")
@@ -518,8 +573,10 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Build());
   r.push_back(Entry("lr", kCell, kTorch, ParamType::kNumber)
                   .Min(0, false)
+                  .Max(1000)
                   .DefaultText(kModelSize)
-                  .Help("Learning rate of the optimizer in train.")
+                  .Help("Learning rate of the optimizer in train. At most 1000 (larger learning rates "
+                        "diverge at once).")
                   .Build());
   return r;
 }
@@ -540,6 +597,10 @@ bool MatchesFormat(StringFormat format, const std::string& text) {
 
 // Shortest round-trip text of a bound or default: 1 -> "1", 0.5 -> "0.5".
 std::string FormatBound(double value) {
+  // Integral bounds as integers ("1048576", not the shorter "1.048576e+06").
+  if (std::abs(value) < 1e15 && value == std::trunc(value)) {
+    return std::to_string(static_cast<std::int64_t>(value));
+  }
   char buf[64];
   auto res = std::to_chars(buf, buf + sizeof(buf), value);
   return std::string(buf, res.ptr);
@@ -680,10 +741,15 @@ std::optional<std::vector<std::string>> ParseDtypes(std::string_view text) {
 }
 
 const ParamSpec* FindParam(std::string_view name, ParamSection section) {
-  for (const ParamSpec& spec : Registry()) {
-    if (spec.section == section && spec.name == name) return &spec;
-  }
-  return nullptr;
+  // An index, built once: planning looks parameters up for every parameter of every cell.
+  static const auto* const index = [] {
+    auto* map = new std::map<std::pair<ParamSection, std::string_view>, const ParamSpec*>();
+    for (const ParamSpec& spec : Registry())
+      map->emplace(std::make_pair(spec.section, std::string_view(spec.name)), &spec);
+    return map;
+  }();
+  auto it = index->find(std::make_pair(section, name));
+  return it == index->end() ? nullptr : it->second;
 }
 
 bool ScopeValidForRunner(Scope scope, const std::string& runner_name) {

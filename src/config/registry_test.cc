@@ -101,26 +101,26 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, ParseParamTextTest,
     ::testing::Values(
         ParseCase{"batch_size", "8", "8", nullptr}, ParseCase{"batch_size", "+8", "8", nullptr},
-        ParseCase{"batch_size", "-4", nullptr, "expected an integer >= 1 (got '-4')"},
-        ParseCase{"batch_size", "0", nullptr, "expected an integer >= 1 (got '0')"},
-        ParseCase{"batch_size", "1.5", nullptr, "expected an integer >= 1 (got '1.5')"},
-        ParseCase{"batch_size", "0x10", nullptr, "expected an integer >= 1 (got '0x10')"},
+        ParseCase{"batch_size", "-4", nullptr, "expected an integer between 1 and 1048576 (got '-4')"},
+        ParseCase{"batch_size", "0", nullptr, "expected an integer between 1 and 1048576 (got '0')"},
+        ParseCase{"batch_size", "1.5", nullptr, "expected an integer between 1 and 1048576 (got '1.5')"},
+        ParseCase{"batch_size", "0x10", nullptr, "expected an integer between 1 and 1048576 (got '0x10')"},
         ParseCase{"batch_size", "99999999999999999999", nullptr,
-                  "expected an integer >= 1 (got '99999999999999999999')"},
-        ParseCase{"batch_size", "", nullptr, "expected an integer >= 1 (got '')"},
+                  "expected an integer between 1 and 1048576 (got '99999999999999999999')"},
+        ParseCase{"batch_size", "", nullptr, "expected an integer between 1 and 1048576 (got '')"},
         ParseCase{"exit_code", "255", "255", nullptr},
         ParseCase{"exit_code", "256", nullptr, "expected an integer between 1 and 255 (got '256')"},
         ParseCase{"step_ms", "2", "2.0", nullptr}, ParseCase{"step_ms", "1e-3", "0.001", nullptr},
         ParseCase{"step_ms", "0", "0.0", nullptr},
-        ParseCase{"step_ms", "-0.5", nullptr, "expected a number >= 0 (got '-0.5')"},
-        ParseCase{"step_ms", "nan", nullptr, "expected a number >= 0 (got 'nan')"},
-        ParseCase{"step_ms", "inf", nullptr, "expected a number >= 0 (got 'inf')"},
-        ParseCase{"step_ms", "fast", nullptr, "expected a number >= 0 (got 'fast')"},
+        ParseCase{"step_ms", "-0.5", nullptr, "expected a number between 0 and 3600000 (got '-0.5')"},
+        ParseCase{"step_ms", "nan", nullptr, "expected a number between 0 and 3600000 (got 'nan')"},
+        ParseCase{"step_ms", "inf", nullptr, "expected a number between 0 and 3600000 (got 'inf')"},
+        ParseCase{"step_ms", "fast", nullptr, "expected a number between 0 and 3600000 (got 'fast')"},
         ParseCase{"target_rel_ci", "1", nullptr, "expected a number > 0 and < 1 (got '1')"},
         ParseCase{"target_rel_ci", "0", nullptr, "expected a number > 0 and < 1 (got '0')"},
         ParseCase{"target_rel_ci", "0.01", "0.01", nullptr},
         ParseCase{"ci_level", "0.5", nullptr, "expected a number > 0.5 and < 1 (got '0.5')"},
-        ParseCase{"timeout_s", "0", nullptr, "expected a number > 0 (got '0')"},
+        ParseCase{"timeout_s", "0", nullptr, "expected a number > 0 and <= 604800 (got '0')"},
         ParseCase{"precision", "bf16", "\"bf16\"", nullptr},
         ParseCase{"precision", "fp64", nullptr, "expected one of fp32, tf32, bf16, fp16, int8 (got 'fp64')"},
         ParseCase{"precision", "FP16", nullptr, "expected one of fp32, tf32, bf16, fp16, int8 (got 'FP16')"},
@@ -146,9 +146,12 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(RegistryTest, ValidateParamValueChecksTypedValues) {
   const ParamSpec& batch = *FindParam("batch_size", ParamSection::kCell);
   EXPECT_TRUE(ValidateParamValue(batch, Value(4)).ok());
-  EXPECT_EQ(ValidateParamValue(batch, Value(0)).error().message, "expected an integer >= 1 (got '0')");
-  EXPECT_EQ(ValidateParamValue(batch, Value(2.0)).error().message, "expected an integer >= 1 (got '2.0')");
-  EXPECT_EQ(ValidateParamValue(batch, Value("8")).error().message, "expected an integer >= 1 (got '8')");
+  EXPECT_EQ(ValidateParamValue(batch, Value(0)).error().message,
+            "expected an integer between 1 and 1048576 (got '0')");
+  EXPECT_EQ(ValidateParamValue(batch, Value(2.0)).error().message,
+            "expected an integer between 1 and 1048576 (got '2.0')");
+  EXPECT_EQ(ValidateParamValue(batch, Value("8")).error().message,
+            "expected an integer between 1 and 1048576 (got '8')");
   const ParamSpec& step = *FindParam("step_ms", ParamSection::kCell);
   EXPECT_TRUE(ValidateParamValue(step, Value(2)).ok()) << "an integer is a valid number";
   EXPECT_FALSE(ValidateParamValue(step, Value(true)).ok());
@@ -217,9 +220,10 @@ TEST(RegistryTest, NearestKeySuggestsOnlyCloseKeys) {
 }
 
 TEST(RegistryTest, DescribeExpectedNamesTheRule) {
-  EXPECT_EQ(DescribeExpected(*FindParam("world_size", ParamSection::kCell)), "an integer >= 1");
+  EXPECT_EQ(DescribeExpected(*FindParam("world_size", ParamSection::kCell)), "an integer between 1 and 1024");
   EXPECT_EQ(DescribeExpected(*FindParam("scenario", ParamSection::kCell)), "one of train, infer");
-  EXPECT_EQ(DescribeExpected(*FindParam("warmup_factor", ParamSection::kCell)), "a number >= 1");
+  EXPECT_EQ(DescribeExpected(*FindParam("warmup_factor", ParamSection::kCell)),
+            "a number between 1 and 1000");
   EXPECT_EQ(DescribeExpected(*FindParam("model", ParamSection::kCell)), "a string");
   EXPECT_EQ(DescribeExpected(*FindParam("runner", ParamSection::kTopLevel)),
             "null, torch or a mapping {command: [argv...]}");

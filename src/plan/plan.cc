@@ -1,6 +1,7 @@
 #include "plan/plan.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <utility>
 
@@ -42,8 +43,8 @@ bool Matches(const Combination& combination, const Combination& entry) {
 
 // Registry defaults for every parameter of the runner's scope that has one and is unset;
 // default_from parameters copy their source's (possibly just filled) value.
-void FillDefaults(const std::string& runner, Combination& params) {
-  const std::vector<const config::ParamSpec*> specs = config::CellParamsForRunner(runner);
+// `specs` is config::CellParamsForRunner(runner), computed once per plan.
+void FillDefaults(const std::vector<const config::ParamSpec*>& specs, Combination& params) {
   for (const config::ParamSpec* spec : specs) {
     if (spec->default_value && !params.count(spec->name)) params.emplace(spec->name, *spec->default_value);
   }
@@ -113,19 +114,33 @@ std::vector<std::string> Labels(const std::vector<Combination>& cells, const con
       }
     }
   }
-  const std::vector<std::string> order = LabelOrder(all_names);
+  // What decides each name's place in a label, looked up once rather than per cell (a plan may
+  // hold kMaxCells cells).
+  struct Shown {
+    std::string name;
+    bool always;            // the model, or an axis of several values that varies
+    bool when_not_default;  // varies across the plan (or the plan has one cell)
+  };
+  std::vector<Shown> order;
+  for (std::string& name : LabelOrder(all_names)) {
+    const bool varies = varying.count(name) > 0;
+    const bool always = name == "model" || (varies && multi_axes.count(name) > 0);
+    const bool when_not_default = varies || cells.size() == 1;
+    if (always || when_not_default) order.push_back({std::move(name), always, when_not_default});
+  }
   std::vector<std::string> labels;
+  labels.reserve(cells.size());
   for (const Combination& c : cells) {
     std::string label;
-    for (const std::string& name : order) {
-      auto it = c.find(name);
+    for (const Shown& shown : order) {
+      auto it = c.find(shown.name);
       if (it == c.end()) continue;
-      const bool non_default = !IsDefault(name, it->second, c);
-      const bool shown = name == "model" || (varying.count(name) && multi_axes.count(name)) ||
-                         (non_default && (varying.count(name) || cells.size() == 1));
-      if (shown) label += (label.empty() ? "" : " ") + LabelPiece(name, it->second);
+      // Not always shown means shown when not the default (names that are neither are not here).
+      if (!shown.always && IsDefault(shown.name, it->second, c)) continue;
+      if (!label.empty()) label += ' ';
+      label += LabelPiece(shown.name, it->second);
     }
-    labels.push_back(label.empty() ? "defaults" : label);
+    labels.push_back(label.empty() ? "defaults" : std::move(label));
   }
   return labels;
 }
@@ -200,14 +215,54 @@ std::uint64_t DeriveCellSeed(std::uint64_t matrix_seed, const std::string& key, 
   return mixed & 0x7FFFFFFFFFFFFFFFull;
 }
 
+std::uint64_t MaxCellCount(const config::Matrix& matrix) {
+  constexpr std::uint64_t kSaturated = std::numeric_limits<std::uint64_t>::max();
+  auto multiply = [](std::uint64_t a, std::uint64_t b) {
+    return b != 0 && a > kSaturated / b ? kSaturated : a * b;
+  };
+  std::uint64_t product = matrix.axes.empty() ? 0 : 1;
+  for (const config::Axis& axis : matrix.axes) product = multiply(product, axis.values.size());
+  const std::uint64_t includes = matrix.include.size();
+  const std::uint64_t combinations = product > kSaturated - includes ? kSaturated : product + includes;
+  return multiply(combinations, static_cast<std::uint64_t>(std::max(matrix.repetitions, 1)));
+}
+
+namespace {
+
+// "axes of 1000 x 1000 x 1000 values + 2 include entries, x 3 repetitions"
+std::string CellCountOrigin(const config::Matrix& matrix) {
+  std::string text;
+  for (const config::Axis& axis : matrix.axes) {
+    text += (text.empty() ? "" : " x ") + std::to_string(axis.values.size());
+  }
+  text = text.empty() ? "no axes" : "axes of " + text + " values";
+  if (!matrix.include.empty()) text += " + " + std::to_string(matrix.include.size()) + " include entries";
+  if (matrix.repetitions > 1) text += ", x " + std::to_string(matrix.repetitions) + " repetitions";
+  return text;
+}
+
+}  // namespace
+
 Result<Plan> Expand(const config::Matrix& matrix) {
+  const std::uint64_t max_cells = MaxCellCount(matrix);
+  if (max_cells > kMaxCells) {
+    const std::string count = max_cells == std::numeric_limits<std::uint64_t>::max()
+                                  ? "more than 18446744073709551615"
+                                  : std::to_string(max_cells);
+    return MakeError(ErrorKind::kInvalidInput,
+                     matrix.path + ": error: the matrix expands to " + count + " cells (" +
+                         CellCountOrigin(matrix) + "), more than the " + std::to_string(kMaxCells) +
+                         " a plan may hold (docs/limits.md); split it into several matrix files");
+  }
   const std::string& runner = matrix.runner.name;
+  const std::vector<const config::ParamSpec*> runner_specs = config::CellParamsForRunner(runner);
   std::vector<Combination> cells;
   std::vector<std::string> keys;
   std::set<std::string> seen;
-  for (Combination params : ExpandCombinations(matrix)) {
-    FillDefaults(runner, params);
-    for (const config::ParamSpec* spec : config::CellParamsForRunner(runner)) {
+  std::vector<Combination> combinations = ExpandCombinations(matrix);
+  for (Combination& params : combinations) {
+    FillDefaults(runner_specs, params);
+    for (const config::ParamSpec* spec : runner_specs) {
       if (spec->required_with == runner && !params.count(spec->name)) {
         return MakeError(ErrorKind::kInvalidInput, matrix.path + ": error: the cell '" + CellKey(params) +
                                                        "' has no '" + spec->name +
@@ -220,6 +275,7 @@ Result<Plan> Expand(const config::Matrix& matrix) {
     cells.push_back(std::move(params));
     keys.push_back(std::move(key));
   }
+  combinations = {};
   if (cells.empty()) {
     return MakeError(ErrorKind::kInvalidInput,
                      matrix.path + ": error: nothing to run: exclude removed every combination");
@@ -227,7 +283,7 @@ Result<Plan> Expand(const config::Matrix& matrix) {
   if (matrix.repetitions < 1) {
     return MakeError(ErrorKind::kInvalidInput, matrix.path + ": error: repetitions must be >= 1");
   }
-  const std::vector<std::string> labels = Labels(cells, matrix);
+  std::vector<std::string> labels = Labels(cells, matrix);
 
   // (cell, repetition) pairs in run order.
   std::vector<std::pair<std::size_t, int>> order;
@@ -255,12 +311,16 @@ Result<Plan> Expand(const config::Matrix& matrix) {
   for (const auto& [c, r] : order) {
     Cell cell;
     cell.index = static_cast<int>(plan.cells.size());
-    cell.params = cells[c];
+    // The last repetition to be placed takes the combination; the others copy it. Interleaved
+    // order places repetitions round by round, grouped order in sequence: either way the one with
+    // the highest number comes last.
+    const bool last_use = r + 1 == matrix.repetitions;
+    cell.params = last_use ? std::move(cells[c]) : cells[c];
     cell.repetition = r;
-    cell.key = keys[c];
+    cell.key = last_use ? std::move(keys[c]) : keys[c];
     cell.seed = DeriveCellSeed(matrix.seed, cell.key, r);
     cell.id = cell.key + "#r" + std::to_string(r);
-    cell.label = labels[c];
+    cell.label = last_use ? std::move(labels[c]) : labels[c];
     plan.cells.push_back(std::move(cell));
   }
   return plan;

@@ -78,6 +78,29 @@ TEST(ParseProgress, ReadsFieldsAndRejectsJunk) {
   EXPECT_FALSE(ParseProgress(R"({"run_id": "x"})").ok());
 }
 
+TEST(ParseProgress, NumbersThatDoNotFitAreRefusedNotConverted) {
+  // fuzz/corpus/progress/huge_numbers.json: converting 1e300 to int64 was undefined behaviour
+  // (UBSan: "1e+300 is outside the range of representable values of type 'long'").
+  const char* refused[] = {
+      R"({"run_id": 1e300})",
+      R"({"run_id": 1.5})",
+      R"({"run_id": 1, "cells_total": 18446744073709551615})",
+      R"({"run_id": 1, "pid": 4294967297})",  // would truncate to pid 1 in kill()
+      R"({"run_id": 1, "pid": -1})",          // kill(-1, 0) asks about every process
+      R"({"run_id": 1, "cells_done": [1]})",
+  };
+  for (const char* text : refused) {
+    auto p = ParseProgress(text);
+    ASSERT_FALSE(p.ok()) << text;
+    EXPECT_EQ(p.error().kind, ErrorKind::kInvalidInput);
+  }
+  // What `dlbench run` writes (cells counts as unsigned JSON numbers) reads back.
+  auto written = ParseProgress(R"({"run_id": 2, "cells_total": 18446744073709551, "pid": 2147483647})");
+  ASSERT_TRUE(written.ok()) << written.error().message;
+  EXPECT_EQ(written->cells_total, 18446744073709551);
+  EXPECT_EQ(written->pid, 2147483647);
+}
+
 TEST(ReadActiveProgress, LiveSelfPidCountsAndDeadPidDoesNot) {
   const std::string db = ::testing::TempDir() + "/prom_progress_test.db";
   EXPECT_FALSE(ReadActiveProgress(db).has_value());  // no file

@@ -74,5 +74,8 @@ class ResultStore {
 
 // Opens (creating and migrating as needed) a SQLite store at path.
 Result<std::unique_ptr<ResultStore>> OpenSqliteStore(const std::string& path);
+// The same for commands that only read: a store that cannot be written here (a read-only file or
+// filesystem) is opened read-only instead (SqliteStore::OpenForReading).
+Result<std::unique_ptr<ResultStore>> OpenSqliteStoreForReading(const std::string& path);
 
 }  // namespace dlbench::store

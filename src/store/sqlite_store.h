@@ -41,6 +41,14 @@ class SqliteStore final : public ResultStore {
   static Result<std::unique_ptr<SqliteStore>> Open(
       const std::string& path, const std::vector<sqlite::Migration>& migrations = sqlite::SchemaMigrations());
 
+  // For commands that only read: Open, unless the database exists and this process cannot write
+  // it or its directory (a read-only file or filesystem). Then it is opened read-only, or, where
+  // not even a -shm file can be created, immutable (sqlite_db.h, OpenMode), and nothing is
+  // migrated: a schema older than `migrations` is a kStore error saying why. Writes through such a
+  // store fail with kStore.
+  static Result<std::unique_ptr<SqliteStore>> OpenForReading(
+      const std::string& path, const std::vector<sqlite::Migration>& migrations = sqlite::SchemaMigrations());
+
   // BeginRun: stores the environment (one row per distinct (hash, fingerprint)), the run and its
   // RunRecord::tags, in one transaction. `run.id` is ignored. kInvalidInput for an unknown status.
   Result<std::int64_t> BeginRun(const RunRecord& run) override;
