@@ -31,9 +31,9 @@ int main(int argc, char** argv) {
 
   // Every subcommand, in the order --help lists them (commands.h declares each).
   using RegisterFn = void (*)(CLI::App&, CommandContext&);
-  constexpr RegisterFn kCommands[] = {RegisterRun,    RegisterPlan,   RegisterRuns,    RegisterShow,
-                                      RegisterExport, RegisterEnv,    RegisterCompare, RegisterTrend,
-                                      RegisterTag,    RegisterReport, RegisterParams,  RegisterMetrics,
+  constexpr RegisterFn kCommands[] = {RegisterRun,    RegisterPlan,     RegisterRuns,    RegisterShow,
+                                      RegisterExport, RegisterEnv,      RegisterCompare, RegisterTrend,
+                                      RegisterTag,    RegisterReport,   RegisterParams,  RegisterMetrics,
                                       RegisterNoise,  RegisterSelftest, RegisterServe};
   for (RegisterFn register_command : kCommands) register_command(app, ctx);
 

@@ -2,8 +2,8 @@
 
 #include <charconv>
 #include <cmath>
-#include <system_error>
 #include <cstddef>
+#include <system_error>
 
 namespace dlbench {
 

@@ -2,9 +2,9 @@
 // parsing, Markdown table cells, and text made safe for a terminal. Pure functions; locale-independent.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>

@@ -424,47 +424,60 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Unit("bytes")
                   .Min(0)
                   .DefaultText("83886080 (80 MiB)")
-                  .Help("What inject: stderr_flood or stdout_flood writes.")
+                  .Max(1073741824)
+                  .Help("What inject: stderr_flood or stdout_flood writes. At most 1073741824 (1 GiB), so "
+                        "that a typo does not fill the disk.")
                   .Build());
   r.push_back(Entry("virtual_time", kCell, kNull, ParamType::kBool)
                   .DefaultText("false")
                   .Help("Report the drawn step times on a virtual clock (starting at READY) instead of "
                         "busy-waiting them: exact step times, a long cell simulated in milliseconds.")
                   .Build());
-  r.push_back(Entry("virtual_speedup", kCell, kNull, ParamType::kNumber)
-                  .Min(0, false)
-                  .DefaultText("1000")
-                  .Help("With virtual_time, how much faster than real time the virtual clock may run "
-                        "(the runner sleeps to keep to it; it bounds the steps sent after STOP).")
-                  .Build());
-  r.push_back(Entry("bimodal_fraction", kCell, kNull, ParamType::kNumber)
-                  .Min(0)
-                  .Max(1)
-                  .DefaultText("0")
-                  .Help("Share of steps drawn from a second mode, bimodal_factor times step_ms.")
-                  .Build());
+  r.push_back(
+      Entry("virtual_speedup", kCell, kNull, ParamType::kNumber)
+          .Min(0, false)
+          .DefaultText("1000")
+          .Max(1e9)
+          .Help("With virtual_time, how much faster than real time the virtual clock may run "
+                "(the runner sleeps to keep to it; it bounds the steps sent after STOP). At most 1e9.")
+          .Build());
+  r.push_back(
+      Entry("bimodal_fraction", kCell, kNull, ParamType::kNumber)
+          .Min(0)
+          .Max(1)
+          .DefaultText("0")
+          .Help("Share of steps drawn from a second mode, bimodal_factor times step_ms. At most 1: a share.")
+          .Build());
   r.push_back(Entry("bimodal_factor", kCell, kNull, ParamType::kNumber)
                   .Min(0)
                   .DefaultText("2")
-                  .Help("Step time of the second mode, as a multiple of step_ms.")
+                  .Max(1000)
+                  .Help("Step time of the second mode, as a multiple of step_ms. At most 1000, so that a "
+                        "typo is caught here.")
                   .Build());
   r.push_back(Entry("drift_pct_per_s", kCell, kNull, ParamType::kNumber)
                   .Unit("%/s")
                   .DefaultText("0")
-                  .Help("Linear drift of the step time: % of step_ms per second since the first step.")
+                  .Min(-1000)
+                  .Max(1000)
+                  .Help("Linear drift of the step time: % of step_ms per second since the first step. At "
+                        "most 1000 (and at least -1000) %/s, so that a typo is caught here.")
+                  .Build());
+  r.push_back(Entry("shift_at_step", kCell, kNull, ParamType::kInt)
+                  .Unit("steps")
+                  .Min(0)
+                  .DefaultText("none")
+                  .Max(10000000)
+                  .Help("A level shift: from this step (0-based) on, step times are shift_factor times "
+                        "longer. At most 10000000, like max_steps.")
                   .Build());
   r.push_back(
-      Entry("shift_at_step", kCell, kNull, ParamType::kInt)
-          .Unit("steps")
+      Entry("shift_factor", kCell, kNull, ParamType::kNumber)
           .Min(0)
-          .DefaultText("none")
-          .Help("A level shift: from this step (0-based) on, step times are shift_factor times longer.")
+          .DefaultText("1")
+          .Max(1000)
+          .Help("The level shift's step time multiplier. At most 1000, so that a typo is caught here.")
           .Build());
-  r.push_back(Entry("shift_factor", kCell, kNull, ParamType::kNumber)
-                  .Min(0)
-                  .DefaultText("1")
-                  .Help("The level shift's step time multiplier.")
-                  .Build());
 
   // The torch runner's knobs. Size knobs have no default: absent means the model's standard
   // size, and the runner reports the effective value.
@@ -555,9 +568,9 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Build());
   r.push_back(Entry("threads", kCell, kTorch, ParamType::kInt)
                   .Min(1)
-                  .Max(1024)
+                  .Max(4096)
                   .DefaultText("the library's")
-                  .Help("Intra-op CPU threads. At most 1024, more than any host has cores.")
+                  .Help("Intra-op CPU threads. At most 4096, more than any host has cores.")
                   .Build());
   r.push_back(Entry("model_path", kCell, kTorch, ParamType::kString)
                   .Help("TorchScript file to load, with model: torchscript.")

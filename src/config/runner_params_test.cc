@@ -44,13 +44,14 @@ TEST(RunnerParamsTest, GivenValuesThenRegistryDefaults) {
 }
 
 TEST(RunnerParamsTest, MessagesNameTheParameterAndWhatItAccepts) {
-  EXPECT_EQ(ErrorOf({{"model", "m"}, {"lr", 0}}, "torch"), "parameter 'lr': expected a number > 0 (got '0')");
+  EXPECT_EQ(ErrorOf({{"model", "m"}, {"lr", 0}}, "torch"),
+            "parameter 'lr': expected a number > 0 and <= 1000 (got '0')");
   EXPECT_EQ(ErrorOf({{"model", "m"}, {"threads", 4097}}, "torch"),
             "parameter 'threads': expected an integer between 1 and 4096 (got '4097')");
   EXPECT_EQ(ErrorOf({{"model", "m"}, {"device", "cuda:1024"}}, "torch"),
             "parameter 'device': expected cpu, cuda or cuda:N (got 'cuda:1024')");
   EXPECT_EQ(ErrorOf({{"model", "m"}, {"batch_size", "8"}}, "torch"),
-            "parameter 'batch_size': expected an integer >= 1 (got '8')");
+            "parameter 'batch_size': expected an integer between 1 and 1048576 (got '8')");
   EXPECT_EQ(ErrorOf({{"model", "m"}, {"deterministic", nullptr}}, "torch"),
             "parameter 'deterministic': expected true or false (got 'null')");
   EXPECT_EQ(ErrorOf({{"stepms", 1}}, "null"),

@@ -95,10 +95,10 @@ TEST(ParseProgress, NumbersThatDoNotFitAreRefusedNotConverted) {
     EXPECT_EQ(p.error().kind, ErrorKind::kInvalidInput);
   }
   // What `dlbench run` writes (cells counts as unsigned JSON numbers) reads back.
-  auto written = ParseProgress(R"({"run_id": 2, "cells_total": 18446744073709551, "pid": 2147483647})");
+  auto written = ParseProgress(R"({"run_id": 2, "cells_total": 18446744073709551, "pid": 4194304})");
   ASSERT_TRUE(written.ok()) << written.error().message;
   EXPECT_EQ(written->cells_total, 18446744073709551);
-  EXPECT_EQ(written->pid, 2147483647);
+  EXPECT_EQ(written->pid, 4194304);  // PID_MAX_LIMIT; a larger pid is refused (record/progress.cc)
 }
 
 TEST(ReadActiveProgress, LiveSelfPidCountsAndDeadPidDoesNot) {

@@ -323,10 +323,25 @@ TEST_P(RunnerAgreesWithRegistry, OnEveryBoundValueAndType) {
   for (const Case& c : cases) {
     json params = BaseCell(key.runner);
     params[key.spec->name] = c.value;
+    // world_size other than 1 needs a distributed strategy (a rule across keys, kept in the
+    // runner): under ddp, which this build does not implement, a valid value is `unsupported`.
+    if (key.runner == "torch" && key.spec->name == "world_size") params["strategy"] = "ddp";
+    // inject: wrong_type names the field it sends with the wrong type (another rule across keys).
+    if (key.runner == "null" && key.spec->name == "inject" && c.value == "wrong_type")
+      params["fault_field"] = "READY.effective";
     // The registry's own verdict first: the cases must mean what they say.
     EXPECT_EQ(config::ValidateParamValue(*key.spec, c.value).ok(), c.valid)
         << key.spec->name << " = " << c.value.dump() << ": the case generator and the registry disagree";
+    // The null runner sleeps setup_ms before READY: its largest valid value (an hour) is judged
+    // by the registry's verdict above, not by waiting for it.
+    if (key.runner == "null" && key.spec->name == "setup_ms" && c.valid && c.value.is_number() &&
+        c.value.get<double>() > 1000)
+      continue;
     Result<Answer> answer = Ask(key.runner, params, c.valid, first_invalid);
+    // Some injected faults break the conversation before READY (no_hello, wrong_protocol, ...):
+    // the runner accepted the value and then did what it says. A rejected value still shows as
+    // ERROR invalid below.
+    if (!answer.ok() && c.valid && key.runner == "null" && key.spec->name == "inject") continue;
     ASSERT_TRUE(answer.ok()) << key.runner << " " << params.dump() << ": " << answer.error().message;
     if (c.valid) {
       EXPECT_TRUE(answer->Accepted()) << "registry accepts " << params.dump() << " but runner " << key.runner
