@@ -20,17 +20,6 @@
 namespace dlbench::e2e {
 namespace {
 
-std::vector<record::CellRecord> Cells(const std::string& db, std::int64_t run_id, bool steps = false) {
-  auto s = store::OpenSqliteStore(db);
-  EXPECT_TRUE(s.ok()) << s.error().message;
-  if (!s.ok()) return {};
-  store::CellQuery q;
-  q.with_steps = steps;
-  auto cells = (*s)->GetCells(run_id, q);
-  EXPECT_TRUE(cells.ok());
-  return cells.ok() ? *cells : std::vector<record::CellRecord>{};
-}
-
 record::RunStatus StatusOf(const std::string& db, std::int64_t run_id) {
   auto s = store::OpenSqliteStore(db);
   if (!s.ok()) return record::RunStatus::kRunning;
