@@ -27,6 +27,7 @@
 #include "common/subprocess.h"
 #include "config/matrix.h"
 #include "config/registry.h"
+#include "orchestrator/process_tree.h"
 #include "plan/plan.h"
 #include "protocol/runner_session.h"
 #include "protocol/wire.h"
@@ -64,6 +65,8 @@ Result<Answer> Configure(const std::string& binary, const json& params) {
   constexpr int kRunnerReadsFd = 4;
   constexpr int kRunnerWritesFd = 3;
   signal(SIGPIPE, SIG_IGN);  // a runner that exits early shows up as a failed write
+  // A runner's setsid child becomes this process's child when the runner exits, so it is found.
+  if (Status st = orchestrator::BecomeSubreaper(); !st.ok()) return st.error();
   auto commands = MakePipe();
   if (!commands.ok()) return commands.error();
   auto messages = MakePipe();
@@ -150,6 +153,9 @@ Result<Answer> Configure(const std::string& binary, const json& params) {
   close(from_runner);
   // A runner that answered has nothing more to say here; one that stopped by itself is reaped.
   answer.exit = answered || !failure.empty() ? child->Terminate(500) : child->Wait();
+  // What the runner left behind (inject: child_holds_pipe, setsid_child) is ended as the driver
+  // ends it: a lingering child holds this test's stdout, and CTest waits for that to close.
+  (void)orchestrator::KillLeftovers(child->pid(), 2000);
   if (!failure.empty())
     return MakeError(ErrorKind::kProtocol, failure + " (runner " + answer.exit.Describe() + ")");
   return answer;
