@@ -1078,7 +1078,7 @@ example `m.yaml:4:15: error: batch_size: expected an integer >= 1 (got '-4')` or
 `m.yaml:3:3: error: unknown key 'batchsize' (did you mean 'batch_size'?)`. Unknown keys, duplicate
 keys, wrong types, values outside the allowed set, an empty matrix, an axis with an empty list or
 a repeated value, exclude entries naming something that is not an axis value, and YAML syntax
-errors are all errors. `dlbench --help` prints the same tables in compact form.
+errors are all errors. `dlbench params` prints the same tables in compact form.
 
 ```yaml
 name: resnet-batch-sweep
