@@ -4,6 +4,7 @@
 #include <set>
 #include <utility>
 
+#include "config/load_rules.h"
 #include "config/registry.h"
 
 namespace dlbench::plan {
@@ -230,7 +231,9 @@ Result<Plan> Expand(const config::Matrix& matrix) {
   std::vector<Combination> cells;
   std::vector<std::string> keys;
   std::set<std::string> seen;
-  for (Combination params : ExpandCombinations(matrix)) {
+  const std::vector<Combination> combinations = ExpandCombinations(matrix);
+  DLBENCH_RETURN_IF_ERROR(config::CheckLoadRules(matrix, combinations));
+  for (Combination params : combinations) {
     FillDefaults(runner, params);
     for (const config::ParamSpec* spec : config::CellParamsForRunner(runner)) {
       if (spec->required_with == runner && !params.count(spec->name)) {
