@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/hash.h"
+
 namespace dlbench::load {
 namespace {
 
@@ -42,14 +44,6 @@ Result<std::optional<double>> GetNumber(const nlohmann::json& params, const char
                    nlohmann::json(hi).dump() + ", got " + v.dump());
   }
   return std::optional<double>(v.get<double>());
-}
-
-// SplitMix64 (the finaliser plan/ uses for cell seeds): independent seeds from the cell's one.
-std::uint64_t Mix(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
 }
 
 struct KeyScope {
@@ -243,8 +237,8 @@ Result<EffectiveLoadSettings> ResolveLoadSettings(const nlohmann::json& params, 
       s.max_batch = batch;
       break;
   }
-  s.schedule_seed = Mix(seed ^ 0x5343484544554C45ull);  // "SCHEDULE"
-  s.sample_seed = Mix(seed ^ 0x53414D504C455321ull);    // "SAMPLES!"
+  s.schedule_seed = SplitMix64(seed ^ 0x5343484544554C45ull);  // "SCHEDULE"
+  s.sample_seed = SplitMix64(seed ^ 0x53414D504C455321ull);    // "SAMPLES!"
   return s;
 }
 
