@@ -39,7 +39,8 @@ json Tiny(const std::string& model) {
   return p;
 }
 
-CellTranscript Run(json params, std::int64_t stop_after_queries = 60, std::int64_t max_queries = 100'000) {
+CellTranscript RunLoadCell(json params, std::int64_t stop_after_queries = 60,
+                           std::int64_t max_queries = 100'000) {
   protocol::CellConfig c;
   c.params = std::move(params);
   c.seed = 11;
@@ -76,7 +77,7 @@ TEST(TorchLoad, SingleStreamOnEveryModel) {
   for (const char* model : {"resnet50", "mobilenet_v2", "bert_base", "ssd_mobilenet"}) {
     json p = Tiny(model);
     p["load"] = "single_stream";
-    const CellTranscript t = Run(p);
+    const CellTranscript t = RunLoadCell(p);
     ExpectWellFormed(t, 1);
     ASSERT_TRUE(t.ready);
     const json& load = t.ready->at("load");
@@ -97,7 +98,7 @@ TEST(TorchLoad, MultiStreamRunsEachQueryAsOneBatch) {
   json p = Tiny("resnet50");
   p["load"] = "multi_stream";
   p["samples_per_query"] = 3;
-  const CellTranscript t = Run(p);
+  const CellTranscript t = RunLoadCell(p);
   ExpectWellFormed(t, 3);
   for (const protocol::QueryRecord& q : t.queries) EXPECT_EQ(q.batch_samples, 3u);
   EXPECT_EQ(t.ready->at("load").value("samples_per_query", 0), 3);
@@ -107,7 +108,7 @@ TEST(TorchLoad, OfflineServesAQueryInBatchesOfBatchSize) {
   json p = Tiny("mobilenet_v2");
   p["load"] = "offline";
   p["offline_samples"] = 10;  // parts of 4, 4, 2
-  const CellTranscript t = Run(p);
+  const CellTranscript t = RunLoadCell(p);
   ExpectWellFormed(t, 10);
   for (const protocol::QueryRecord& q : t.queries) EXPECT_EQ(q.batch_samples, 4u);
   const json& warmed = t.ready->at("load").at("warmed_batch_sizes");
@@ -121,7 +122,7 @@ TEST(TorchLoad, ServerArrivalsAreThePoissonScheduleOfTheCellSeed) {
   p["max_batch"] = 4;
   p["batch_timeout_us"] = 500;
   p["streams"] = 2;
-  const CellTranscript t = Run(p);
+  const CellTranscript t = RunLoadCell(p);
   ExpectWellFormed(t, 1);
   const json& load = t.ready->at("load");
   EXPECT_EQ(load.value("streams", 0), 2);
@@ -145,7 +146,7 @@ TEST(TorchLoad, DeviceResidentInputTimesComputeOnly) {
   json p = Tiny("bert_base");
   p["load"] = "single_stream";
   p["input_residency"] = "device";
-  const CellTranscript t = Run(p);
+  const CellTranscript t = RunLoadCell(p);
   ExpectWellFormed(t, 1);
   EXPECT_EQ(t.ready->at("load").value("input_residency", ""), "device");
   for (const protocol::QueryRecord& q : t.queries) EXPECT_EQ(q.present, record::kQueryHasCompute);
@@ -154,7 +155,7 @@ TEST(TorchLoad, DeviceResidentInputTimesComputeOnly) {
 TEST(TorchLoad, TheQueryCeilingEndsTheCell) {
   json p = Tiny("resnet50");
   p["load"] = "single_stream";
-  const CellTranscript t = Run(p, /*stop_after_queries=*/1'000'000, /*max_queries=*/25);
+  const CellTranscript t = RunLoadCell(p, /*stop_after_queries=*/1'000'000, /*max_queries=*/25);
   ASSERT_TRUE(t.done);
   EXPECT_EQ(t.done->value("reason", ""), "max_steps");
   EXPECT_EQ(t.queries.size(), 25u);
@@ -224,7 +225,7 @@ TEST(TorchLoad, BadLoadCellsEndWithAnError) {
   for (const Case& c : cases) {
     json p = Tiny("resnet50");
     p.update(c.change);
-    const CellTranscript t = Run(p);
+    const CellTranscript t = RunLoadCell(p);
     ASSERT_TRUE(t.error) << c.change.dump();
     EXPECT_EQ(t.error->value("kind", ""), c.kind) << c.change.dump();
     EXPECT_NE(t.error->value("message", "").find(c.message), std::string::npos) << t.error->dump();
