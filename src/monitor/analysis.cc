@@ -522,6 +522,7 @@ CellAnalysis AnalyzeCell(const AnalysisInput& input) {
       std::string busy;
       if (other && *other >= kContendedCores)
         busy = fmt::format("; {:.2f} CPU cores were busy outside the runner", *other);
+      if (!input.busiest_elsewhere.empty()) busy += "; busiest elsewhere: " + input.busiest_elsewhere;
       result.verdict_reasons.push_back(fmt::format(
           "contended: the runner waited for a CPU {:.0f}% as long as it ran (contended from {:.0f}%){}; "
           "quiet the machine or run the cell again",

@@ -31,6 +31,9 @@ struct AnalysisInput {
   // limit is in the fingerprint), so it is reported as a warning; thermal and hardware slowdowns
   // always invalidate.
   bool power_cap_invalidates = false;
+  // The processes outside the driver's tree that used the most CPU while the cell ran
+  // (busy_processes.h: DescribeBusiest); a `contended` reason names them. Empty: not known.
+  std::string busiest_elsewhere;
 };
 
 struct CellAnalysis {

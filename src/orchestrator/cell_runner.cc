@@ -20,6 +20,7 @@
 #include "common/subprocess.h"
 #include "measure/policy.h"
 #include "monitor/analysis.h"
+#include "monitor/busy_processes.h"
 #include "monitor/gpu_attribution.h"
 #include "orchestrator/cell_metrics.h"
 #include "orchestrator/process_tree.h"
@@ -77,6 +78,11 @@ int OpenPidFd(pid_t pid) {
 // window (monitor/analysis.h).
 void AddMonitorAnalysis(std::vector<record::SeriesPoint> idle_series, record::CellRecord& rec) {
   monitor::AnalysisInput in;
+  if (rec.extras.contains("monitor") && rec.extras["monitor"].is_object() &&
+      rec.extras["monitor"].contains("busiest_elsewhere") &&
+      rec.extras["monitor"]["busiest_elsewhere"].is_string()) {
+    in.busiest_elsewhere = rec.extras["monitor"]["busiest_elsewhere"].get<std::string>();
+  }
   in.series = std::move(rec.series);
   in.steps = std::move(rec.steps);
   in.window = rec.window.value_or(record::MeasuredWindow{});
@@ -667,10 +673,17 @@ record::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& o) {
     (void)KillLeftovers(spawned->process.pid(), 1000);
     return fail(st.error().message);
   }
+  // Which other processes ran meanwhile: two snapshots of /proc around the cell (a few ms each).
+  const monitor::RealProcFs procfs;
+  std::vector<monitor::ProcessCpu> before;
+  if (o.monitor != nullptr) before = monitor::SnapshotProcesses(procfs);
   if (o.monitor != nullptr) o.monitor->Start(spawned->process.pid());
   driver.Drive();
   if (o.monitor != nullptr) {
     rec.series = o.monitor->Stop();
+    const auto busiest = monitor::BusiestOthers(before, monitor::SnapshotProcesses(procfs), ::getpid(),
+                                                ::sysconf(_SC_CLK_TCK), 3, 0.1);
+    if (!busiest.empty()) rec.extras["monitor"]["busiest_elsewhere"] = monitor::DescribeBusiest(busiest);
     // Only the cell's own GPUs count towards its utilisation, power and energy.
     const nlohmann::json description = o.monitor->Describe();
     if (description.contains("nvml") && description["nvml"].value("state", std::string()) == "ok") {
