@@ -2,8 +2,26 @@
 #include <cstdlib>
 
 #include "cli/commands.h"
+#include "store/open_store.h"
 
 namespace dlbench::cli {
+namespace {
+
+std::unique_ptr<store::ResultStore> OpenOrReport(CommandContext& ctx, store::OpenMode mode) {
+  store::OpenOptions options;
+  options.mode = mode;
+  auto opened = store::OpenStore(ctx.db_path, options);
+  if (!opened.ok()) {
+    Error e = opened.error();
+    // Whatever went wrong opening it (a malformed URL included), the store is what failed: exit 3.
+    e.kind = ErrorKind::kStore;
+    ctx.exit_code = ReportError(e);
+    return nullptr;
+  }
+  return std::move(opened).value();
+}
+
+}  // namespace
 
 int ReportError(const Error& error) {
   std::fprintf(stderr, "dlbench: %s: %s\n", ErrorKindName(error.kind), error.message.c_str());
@@ -13,6 +31,7 @@ int ReportError(const Error& error) {
     case ErrorKind::kUnsupported:
       return kExitUsage;
     case ErrorKind::kStore:
+    case ErrorKind::kUnavailable:
       return kExitStore;
     default:
       return kExitIo;
@@ -20,14 +39,11 @@ int ReportError(const Error& error) {
 }
 
 std::unique_ptr<store::ResultStore> OpenStoreOrReport(CommandContext& ctx) {
-  auto opened = store::OpenSqliteStore(ctx.db_path);
-  if (!opened.ok()) {
-    Error e = opened.error();
-    if (e.kind != ErrorKind::kStore) e.kind = ErrorKind::kStore;
-    ctx.exit_code = ReportError(e);
-    return nullptr;
-  }
-  return std::move(opened).value();
+  return OpenOrReport(ctx, store::OpenMode::kCreate);
+}
+
+std::unique_ptr<store::ResultStore> OpenExistingStoreOrReport(CommandContext& ctx) {
+  return OpenOrReport(ctx, store::OpenMode::kExisting);
 }
 
 }  // namespace dlbench::cli

@@ -35,7 +35,7 @@ int RunCompare(const CompareArgs& args, CommandContext& ctx) {
   options.strict = args.strict;
   options.ignore_params = args.ignore_params;
 
-  std::unique_ptr<store::ResultStore> store = OpenStoreOrReport(ctx);
+  std::unique_ptr<store::ResultStore> store = OpenExistingStoreOrReport(ctx);
   if (!store) return ctx.exit_code;
   auto cmp = history::CompareStoredRuns(*store, args.base, args.candidate, options);
   if (!cmp.ok()) return ReportError(cmp.error());

@@ -9,6 +9,7 @@
 #include "cli/run_filter.h"
 #include "config/matrix.h"
 #include "plan/plan.h"
+#include "store/open_store.h"
 
 namespace dlbench::cli {
 
@@ -24,8 +25,8 @@ struct PlanArgs {
 // Mean stored duration of each cell key, when the database exists (estimates from history).
 std::map<std::string, double> HistorySeconds(CommandContext& ctx, const std::vector<plan::Cell>& cells) {
   std::map<std::string, double> out;
-  if (!std::filesystem::exists(ctx.db_path)) return out;
-  auto store = store::OpenSqliteStore(ctx.db_path);
+  // Only a store that exists is asked; none (or one that cannot be opened) means no history.
+  auto store = store::OpenStore(ctx.db_path, store::OpenOptions{});
   if (!store.ok()) return out;
   for (const auto& c : cells) {
     if (out.count(c.key)) continue;

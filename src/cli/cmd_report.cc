@@ -23,7 +23,7 @@ struct ReportArgs {
 
 int Report(const ReportArgs& args, CommandContext& ctx) {
   if (!args.db.empty()) ctx.db_path = args.db;
-  auto store = OpenStoreOrReport(ctx);
+  auto store = OpenExistingStoreOrReport(ctx);
   if (!store) return ctx.exit_code;
 
   report::ReportInput input;
@@ -86,7 +86,7 @@ void RegisterReport(CLI::App& app, CommandContext& ctx) {
                   "Throughput ratios beyond 1 +/- this fraction are marked faster/slower")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
-  cmd->add_option("--db", args->db, "SQLite database (overrides the global --db)");
+  cmd->add_option("--db", args->db, "The store: a SQLite file or a postgresql:// URL (overrides the global --db)");
   cmd->callback([args, &ctx] { ctx.exit_code = Report(*args, ctx); });
 }
 

@@ -21,7 +21,7 @@ std::string Field(const nlohmann::json& j, const std::string& pointer) {
 }
 
 int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
-  auto store = OpenStoreOrReport(ctx);
+  auto store = OpenExistingStoreOrReport(ctx);
   if (!store) return ctx.exit_code;
   auto id = store->ResolveRun(ref);
   if (!id.ok()) return ReportError(id.error());

@@ -28,12 +28,18 @@ inline constexpr int kExitIo = 4;
 inline constexpr int kExitInterrupted = 130;
 
 struct CommandContext {
-  std::string db_path;  // --db, else $DLBENCH_DB, else ./dlbench.db
+  // --db, else $DLBENCH_DB, else ./dlbench.db: a SQLite path or a postgresql:// URL, which may
+  // hold a password; show it only through store::DisplayLocation or the store's Describe().
+  std::string db_path;
   int exit_code = kExitOk;
 };
 
-// The store named by the context; prints the error and sets exit_code on failure.
+// The store named by the context, created when missing (`run`); prints the error (one line,
+// exit code 3) and sets exit_code on failure.
 std::unique_ptr<store::ResultStore> OpenStoreOrReport(CommandContext& ctx);
+// The same for a store that must exist already: every command but `run` (a missing SQLite file or
+// a PostgreSQL database without dlbench's tables is exit 3, and nothing is created).
+std::unique_ptr<store::ResultStore> OpenExistingStoreOrReport(CommandContext& ctx);
 // Prints "dlbench: <kind>: <message>" and returns the exit code that fits the error's kind.
 int ReportError(const Error& error);
 
@@ -51,5 +57,6 @@ void RegisterReport(CLI::App& app, CommandContext& ctx);
 void RegisterServe(CLI::App& app, CommandContext& ctx);
 void RegisterParams(CLI::App& app, CommandContext& ctx);
 void RegisterMetrics(CLI::App& app, CommandContext& ctx);
+void RegisterDb(CLI::App& app, CommandContext& ctx);
 
 }  // namespace dlbench::cli

@@ -19,9 +19,10 @@ int main(int argc, char** argv) {
       "dlbench"};
   app.set_version_flag("--version", std::string("dlbench ") + dlbench::kVersion + " (" + dlbench::kGitCommit +
                                         ", " + dlbench::kBuildType + ")");
+  // No capture_default_str: $DLBENCH_DB may be a URL with a password, and --help must not show it.
   app.add_option("--db", ctx.db_path,
-                 "SQLite database holding the results (default: $DLBENCH_DB or ./dlbench.db)")
-      ->capture_default_str();
+                 "The result store: a SQLite file, or postgresql://user@host:port/dbname for PostgreSQL "
+                 "(default: $DLBENCH_DB, else ./dlbench.db)");
   app.require_subcommand(1);
   app.footer(
       "Exit codes: 0 ok; 1 a failure the command was asked to report (a cell that did not end ok, a\n"
@@ -67,6 +68,9 @@ int main(int argc, char** argv) {
 #endif
 #ifdef DLBENCH_HAVE_CMD_SERVE
   RegisterServe(app, ctx);
+#endif
+#ifdef DLBENCH_HAVE_CMD_DB
+  RegisterDb(app, ctx);
 #endif
 
   try {

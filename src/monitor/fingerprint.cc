@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/credentials.h"
 #include "common/version.h"
 #include "monitor/nvml_sampler.h"
 
@@ -279,7 +280,8 @@ nlohmann::json CollectFingerprintFrom(const HostSources& sources, const nlohmann
     if (eq == std::string::npos) continue;
     std::string name = entry.substr(0, eq);
     if (!IsPerformanceVariable(name)) continue;
-    env[name] = LooksSecret(name) ? "<redacted>" : entry.substr(eq + 1);
+    // DLBENCH_DB may be a postgresql:// URL with a password: never recorded as given.
+    env[name] = LooksSecret(name) ? "<redacted>" : MaskPasswords(entry.substr(eq + 1));
   }
   fp["env"] = env;
 

@@ -13,6 +13,8 @@
 #include "record/metrics.h"
 #include "report/escape.h"
 #include "report/export.h"
+#include "store/open_store.h"
+#include "store/spill_store.h"
 
 namespace dlbench::report {
 namespace {
@@ -245,7 +247,12 @@ Result<RunProgress> ParseProgress(const std::string& text) {
   }
 }
 
-std::string ProgressPath(const std::string& db_path) { return db_path + ".progress.json"; }
+std::string ProgressPath(const std::string& db_path) {
+  // A server's URL is no file name (and may hold a password): its runs' progress lives in the
+  // store's local folder, which a writing `dlbench run` creates (store::DefaultSpillDir).
+  if (store::BackendOf(db_path) == store::Backend::kPostgres) return store::DefaultSpillDir(db_path) + "/progress.json";
+  return db_path + ".progress.json";
+}
 
 std::optional<RunProgress> ReadActiveProgress(const std::string& db_path) {
   auto text = ReadFile(ProgressPath(db_path));

@@ -48,7 +48,8 @@ struct RunProgress {
 };
 // kInvalidInput when the text is not a progress object.
 Result<RunProgress> ParseProgress(const std::string& text);
-// "<db_path>.progress.json".
+// "<db_path>.progress.json" for a SQLite store; for a PostgreSQL URL, progress.json in the store's
+// local folder (store::DefaultSpillDir), never a name made from the URL.
 std::string ProgressPath(const std::string& db_path);
 // The progress of the run writing to db_path, or nullopt when there is none: no file, a file that
 // does not parse (it is replaced atomically, so that means a foreign file), or a pid that is no

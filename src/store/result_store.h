@@ -33,7 +33,9 @@ struct CellQuery {
 class ResultStore {
  public:
   virtual ~ResultStore() = default;
-  // Creates the run; returns its id.
+  // Creates the run; returns its id. The run keeps `run.uuid` when given, else gets a new one; a
+  // run whose uuid is already stored is not stored again: its id is returned (so a retried
+  // BeginRun and `dlbench db copy` never duplicate a run).
   virtual Result<std::int64_t> BeginRun(const RunRecord& run) = 0;
   // Stores a finished cell with its metrics, steps and series in one transaction. A cell of the
   // same run and cell_id already stored (an interrupted one, on --resume) is replaced.
@@ -51,7 +53,8 @@ class ResultStore {
   virtual Result<std::int64_t> ResolveRun(const std::string& ref) = 0;
   // Every stored cell with this key, oldest run first, with its run (for trends and estimates).
   virtual Result<std::vector<std::pair<RunRecord, CellRecord>>> CellHistory(const std::string& key) = 0;
-  virtual std::string Describe() const = 0;  // "sqlite:/path/to/dlbench.db"
+  // "sqlite:/path/to/dlbench.db", "postgresql://user@host:5432/db": never a password.
+  virtual std::string Describe() const = 0;
 };
 
 // Opens (creating and migrating as needed) a SQLite store at path.
