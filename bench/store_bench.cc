@@ -48,7 +48,8 @@ record::CellRecord BenchCell(std::int64_t run_id, int index, int steps) {
   cell.stderr_path = "/logs/run-1/cell.err";
   cell.started_wall_ns = 1'700'000'000'000'000'000;
   cell.finished_wall_ns = cell.started_wall_ns + 100'000'000'000;
-  for (int m = 0; m < 40; ++m) cell.metrics.push_back({"metric_" + std::to_string(m), 1.5e6 + m * 0.25, "ns"});
+  for (int m = 0; m < 40; ++m)
+    cell.metrics.push_back({"metric_" + std::to_string(m), 1.5e6 + m * 0.25, "ns"});
   cell.steps.resize(static_cast<std::size_t>(steps));
   for (int i = 0; i < steps; ++i) {
     record::StepRecord& r = cell.steps[static_cast<std::size_t>(i)].record;
@@ -59,10 +60,11 @@ record::CellRecord BenchCell(std::int64_t run_id, int index, int steps) {
     r.compute_ns = 9'700'000 + i % 31;
     r.present = record::kHasDataWait | record::kHasCompute;
   }
-  const char* series[] = {"gpu0.sm_util_pct", "gpu0.mem_util_pct", "gpu0.power_w",     "gpu0.sm_clock_mhz",
+  const char* series[] = {"gpu0.sm_util_pct", "gpu0.mem_util_pct", "gpu0.power_w",        "gpu0.sm_clock_mhz",
                           "gpu0.temp_c",      "host.cpu_util_pct", "host.mem_used_bytes", "proc.rss_bytes"};
   for (int t = 0; t < 1000; ++t) {
-    for (const char* name : series) cell.series.push_back({12'000'000'000LL + t * 100'000'000LL, name, 50.0 + t % 17});
+    for (const char* name : series)
+      cell.series.push_back({12'000'000'000LL + t * 100'000'000LL, name, 50.0 + t % 17});
   }
   return cell;
 }
@@ -93,7 +95,8 @@ bool TimePut(store::ResultStore& store, const record::CellRecord& cell, Timings&
 }
 
 int Usage() {
-  std::fprintf(stderr, "usage: dlbench-bench-store [--pg URL] [--steps N (100..1000000)] [--repeat R (1..1000)]\n");
+  std::fprintf(stderr,
+               "usage: dlbench-bench-store [--pg URL] [--steps N (100..1000000)] [--repeat R (1..1000)]\n");
   return 2;
 }
 
@@ -139,7 +142,8 @@ int main(int argc, char** argv) {
   auto lite = store::OpenSqliteStore(dir.File("bench.db"));
   auto pg = store::PostgresStore::Open(database.url());
   if (!lite.ok() || !pg.ok()) {
-    std::fprintf(stderr, "dlbench-bench-store: %s\n", (!lite.ok() ? lite.error() : pg.error()).message.c_str());
+    std::fprintf(stderr, "dlbench-bench-store: %s\n",
+                 (!lite.ok() ? lite.error() : pg.error()).message.c_str());
     return 1;
   }
   record::RunRecord run;
@@ -151,7 +155,8 @@ int main(int argc, char** argv) {
 
   // One untimed cell each first: the first transaction pays for cold caches and plans.
   Timings warmup, sqlite_ms, postgres_ms;
-  if (!TimePut(**lite, BenchCell(*lite_run, 0, steps), warmup) || !TimePut(**pg, BenchCell(*pg_run, 0, steps), warmup)) {
+  if (!TimePut(**lite, BenchCell(*lite_run, 0, steps), warmup) ||
+      !TimePut(**pg, BenchCell(*pg_run, 0, steps), warmup)) {
     return 1;
   }
   for (int i = 1; i <= repeat; ++i) {
@@ -164,13 +169,15 @@ int main(int argc, char** argv) {
     return rows.ok() && rows->size() > 0 ? rows->Text(0, 0) : std::string("?");
   };
   const record::CellRecord shape = BenchCell(0, 0, steps);
-  std::printf("PutCell of one cell: %d steps, %zu series points, %zu metrics; %d repetitions after one untimed\n",
-              steps, shape.series.size(), shape.metrics.size(), repeat);
+  std::printf(
+      "PutCell of one cell: %d steps, %zu series points, %zu metrics; %d repetitions after one untimed\n",
+      steps, shape.series.size(), shape.metrics.size(), repeat);
   std::printf("sqlite      %s (WAL, synchronous=NORMAL)\n", (*lite)->Describe().c_str());
   std::printf("postgresql  %s (server %d, fsync=%s, synchronous_commit=%s)\n", (*pg)->Describe().c_str(),
-              (*pg)->connection().server_version(), setting("fsync").c_str(), setting("synchronous_commit").c_str());
-  std::printf("%-11s median %8.2f ms  min %8.2f ms  max %8.2f ms\n", "sqlite", sqlite_ms.Median(), sqlite_ms.Min(),
-              sqlite_ms.Max());
+              (*pg)->connection().server_version(), setting("fsync").c_str(),
+              setting("synchronous_commit").c_str());
+  std::printf("%-11s median %8.2f ms  min %8.2f ms  max %8.2f ms\n", "sqlite", sqlite_ms.Median(),
+              sqlite_ms.Min(), sqlite_ms.Max());
   std::printf("%-11s median %8.2f ms  min %8.2f ms  max %8.2f ms\n", "postgresql", postgres_ms.Median(),
               postgres_ms.Min(), postgres_ms.Max());
   const double ratio = sqlite_ms.Median() > 0 ? postgres_ms.Median() / sqlite_ms.Median() : 0;

@@ -2,6 +2,8 @@
 #include <cstdlib>
 
 #include "cli/commands.h"
+#include "common/text.h"
+#include "plan/selection.h"
 #include "store/open_store.h"
 
 namespace dlbench::cli {
@@ -24,7 +26,8 @@ std::unique_ptr<store::ResultStore> OpenOrReport(CommandContext& ctx, store::Ope
 }  // namespace
 
 int ReportError(const Error& error) {
-  std::fprintf(stderr, "dlbench: %s: %s\n", ErrorKindName(error.kind), error.message.c_str());
+  // Messages quote file names, keys and values from the user's input: escaped for the terminal.
+  std::fprintf(stderr, "dlbench: %s: %s\n", ErrorKindName(error.kind), TerminalSafe(error.message).c_str());
   switch (error.kind) {
     case ErrorKind::kInvalidInput:
     case ErrorKind::kNotFound:
@@ -38,12 +41,22 @@ int ReportError(const Error& error) {
   }
 }
 
+int ReportSelectionError(const Error& error, const std::string& matrix_path) {
+  if (!plan::IsMatrixDiagnostic(error, matrix_path)) return ReportError(error);
+  std::fprintf(stderr, "%s\n", TerminalSafe(error.message).c_str());
+  return kExitUsage;
+}
+
 std::unique_ptr<store::ResultStore> OpenStoreOrReport(CommandContext& ctx) {
   return OpenOrReport(ctx, store::OpenMode::kCreate);
 }
 
 std::unique_ptr<store::ResultStore> OpenExistingStoreOrReport(CommandContext& ctx) {
   return OpenOrReport(ctx, store::OpenMode::kExisting);
+}
+
+std::unique_ptr<store::ResultStore> OpenStoreForReadingOrReport(CommandContext& ctx) {
+  return OpenOrReport(ctx, store::OpenMode::kRead);
 }
 
 }  // namespace dlbench::cli

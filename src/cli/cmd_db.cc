@@ -21,7 +21,7 @@ struct CopyArgs {
 
 int Copy(const CopyArgs& args) {
   store::OpenOptions source_options;
-  source_options.mode = store::OpenMode::kExisting;
+  source_options.mode = store::OpenMode::kRead;
   auto from = store::OpenStore(args.from, source_options);
   if (!from.ok()) {
     return ReportError(MakeError(ErrorKind::kStore, "source: " + from.error().message));
@@ -41,7 +41,8 @@ int Copy(const CopyArgs& args) {
                                 [](const std::string& line) { std::printf("%s\n", line.c_str()); });
   if (!report.ok()) return ReportError(report.error());
   std::printf("copied %d cell%s of %d run%s from %s to %s (%d run%s new, %d cell%s already there)\n",
-              report->cells_copied, report->cells_copied == 1 ? "" : "s", report->runs_added + report->runs_existing,
+              report->cells_copied, report->cells_copied == 1 ? "" : "s",
+              report->runs_added + report->runs_existing,
               report->runs_added + report->runs_existing == 1 ? "" : "s", (*from)->Describe().c_str(),
               (*to)->Describe().c_str(), report->runs_added, report->runs_added == 1 ? "" : "s",
               report->cells_present, report->cells_present == 1 ? "" : "s");
@@ -59,7 +60,8 @@ void RegisterDb(CLI::App& app, CommandContext& ctx) {
       "copy", "Copy runs (all, or those given with --run) from the store SRC into the store DST");
   copy->add_option("src", args->from, "The source store: a SQLite file or a postgresql:// URL; it must exist")
       ->required();
-  copy->add_option("dst", args->to, "The destination store: a SQLite file or a postgresql:// URL; created when missing")
+  copy->add_option("dst", args->to,
+                   "The destination store: a SQLite file or a postgresql:// URL; created when missing")
       ->required();
   copy->add_option("--run", args->runs, "Copy only this run of SRC (an id, a tag or 'latest'); repeatable");
   copy->footer(

@@ -25,7 +25,8 @@ struct ExportArgs {
   std::string db;
 };
 
-// "-" is stdout; anything else is written atomically, so a reader never sees half an export.
+// "-" is stdout; a path is written by WriteOutputFile's rules (a regular file atomically, so a reader
+// never sees half an export; a FIFO, device or link written through; never replaced).
 int WriteOutput(const std::string& path, const std::string& text) {
   if (path == "-") {
     if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
@@ -33,7 +34,7 @@ int WriteOutput(const std::string& path, const std::string& text) {
     }
     return kExitOk;
   }
-  Status written = WriteFileAtomic(path, text);
+  Status written = WriteOutputFile(path, text);
   if (!written.ok()) return ReportError(written.error());
   std::fprintf(stderr, "dlbench: wrote %s\n", path.c_str());
   return kExitOk;
@@ -55,7 +56,7 @@ int Export(const ExportArgs& args, CommandContext& ctx) {
                                  "--series writes CSV; it does not combine with --format " + args.format));
   }
 
-  auto store = OpenExistingStoreOrReport(ctx);
+  auto store = OpenStoreForReadingOrReport(ctx);
   if (!store) return ctx.exit_code;
   auto id = store->ResolveRun(args.run);
   if (!id.ok()) return ReportError(id.error());
@@ -110,7 +111,8 @@ void RegisterExport(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--cell", args->cell, "Only the cell with this index (series and trace)");
   cmd->add_option("--steps", args->steps, "With --format trace: steps A:B (A to B-1), A: or :B of each rank");
   cmd->add_option("-o,--output", args->output, "Output file, '-' for stdout")->capture_default_str();
-  cmd->add_option("--db", args->db, "The store: a SQLite file or a postgresql:// URL (overrides the global --db)");
+  cmd->add_option("--db", args->db,
+                  "The store: a SQLite file or a postgresql:// URL (overrides the global --db)");
   cmd->callback([args, &ctx] { ctx.exit_code = Export(*args, ctx); });
 }
 

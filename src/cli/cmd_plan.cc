@@ -1,14 +1,14 @@
 // dlbench plan MATRIX.yaml: the cells in run order, their count and a time estimate.
 #include <fmt/core.h>
 
-#include <filesystem>
 #include <map>
 
 #include "cli/commands.h"
 #include "cli/console.h"
-#include "cli/run_filter.h"
+#include "common/text.h"
 #include "config/matrix.h"
 #include "plan/plan.h"
+#include "plan/selection.h"
 #include "store/open_store.h"
 
 namespace dlbench::cli {
@@ -25,8 +25,11 @@ struct PlanArgs {
 // Mean stored duration of each cell key, when the database exists (estimates from history).
 std::map<std::string, double> HistorySeconds(CommandContext& ctx, const std::vector<plan::Cell>& cells) {
   std::map<std::string, double> out;
-  // Only a store that exists is asked; none (or one that cannot be opened) means no history.
-  auto store = store::OpenStore(ctx.db_path, store::OpenOptions{});
+  // Only a store that exists is asked, read-only; none (or one that cannot be opened) means no
+  // history.
+  store::OpenOptions options;
+  options.mode = store::OpenMode::kRead;
+  auto store = store::OpenStore(ctx.db_path, options);
   if (!store.ok()) return out;
   for (const auto& c : cells) {
     if (out.count(c.key)) continue;
@@ -46,9 +49,8 @@ std::map<std::string, double> HistorySeconds(CommandContext& ctx, const std::vec
 }
 
 int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
-  int exit_code = kExitOk;
-  auto selected = SelectPlan(args.matrix_path, Selection{args.only, args.shard}, &exit_code);
-  if (!selected.ok()) return exit_code;
+  auto selected = plan::SelectPlan(args.matrix_path, plan::Selection{args.only, args.shard});
+  if (!selected.ok()) return ReportSelectionError(selected.error(), args.matrix_path);
   const config::Matrix* matrix = &selected->matrix;
   const std::vector<plan::Cell>* cells = &selected->cells;
   const auto history = HistorySeconds(ctx, *cells);
@@ -76,12 +78,14 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
                   {"estimate_from_history", est.from_history}});
   }
   if (args.json) {
-    std::printf("%s\n", js.dump(2).c_str());
+    // JSON escapes control characters itself; invalid UTF-8 from a matrix is replaced, not fatal.
+    std::printf("%s\n", js.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return kExitOk;
   }
+  // The table escapes its cells (TerminalSafe); so is every other string printed here.
   std::printf("%s", table.Render().c_str());
   std::printf("\n%zu cells%s (runner %s, %s order); estimated %s", cells->size(),
-              ShardSummary(*selected).c_str(), matrix->runner.name.c_str(),
+              TerminalSafe(plan::ShardSummary(*selected)).c_str(), TerminalSafe(matrix->runner.name).c_str(),
               matrix->ordering == config::Ordering::kGrouped ? "grouped" : "interleaved",
               FormatSeconds(total).c_str());
   if (from_history < static_cast<int>(cells->size())) {
@@ -90,7 +94,7 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
   std::printf("\n");
   if (selected->shard && cells->empty()) {
     std::printf("%s; `run` refuses an empty shard\n",
-                EmptySelectionMessage(*selected, args.matrix_path).c_str());
+                TerminalSafe(plan::EmptySelectionMessage(*selected, args.matrix_path)).c_str());
   }
   return kExitOk;
 }

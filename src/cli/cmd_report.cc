@@ -23,7 +23,7 @@ struct ReportArgs {
 
 int Report(const ReportArgs& args, CommandContext& ctx) {
   if (!args.db.empty()) ctx.db_path = args.db;
-  auto store = OpenExistingStoreOrReport(ctx);
+  auto store = OpenStoreForReadingOrReport(ctx);
   if (!store) return ctx.exit_code;
 
   report::ReportInput input;
@@ -63,7 +63,7 @@ int Report(const ReportArgs& args, CommandContext& ctx) {
   options.baseline_threshold = args.baseline_threshold;
   const std::string path =
       args.output.empty() ? "dlbench-report-" + std::to_string(input.run.id) + ".html" : args.output;
-  Status written = WriteFileAtomic(path, report::RenderHtmlReport(input, options));
+  Status written = WriteOutputFile(path, report::RenderHtmlReport(input, options));
   if (!written.ok()) return ReportError(written.error());
   std::printf("wrote %s (run %lld, %zu cells)\n", path.c_str(), static_cast<long long>(input.run.id),
               input.cells.size());
@@ -86,7 +86,8 @@ void RegisterReport(CLI::App& app, CommandContext& ctx) {
                   "Throughput ratios beyond 1 +/- this fraction are marked faster/slower")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
-  cmd->add_option("--db", args->db, "The store: a SQLite file or a postgresql:// URL (overrides the global --db)");
+  cmd->add_option("--db", args->db,
+                  "The store: a SQLite file or a postgresql:// URL (overrides the global --db)");
   cmd->callback([args, &ctx] { ctx.exit_code = Report(*args, ctx); });
 }
 

@@ -24,7 +24,7 @@ int Serve(const ServeArgs& args, CommandContext& ctx) {
   if (!args.db.empty()) ctx.db_path = args.db;
   auto listen = report::ParseListenAddress(args.listen);
   if (!listen.ok()) return ReportError(listen.error());
-  auto store = OpenExistingStoreOrReport(ctx);
+  auto store = OpenStoreForReadingOrReport(ctx);
   if (!store) return ctx.exit_code;
 
   report::ServeOptions options;
@@ -68,7 +68,8 @@ void RegisterServe(CLI::App& app, CommandContext& ctx) {
       app.add_subcommand("serve", "Serve the latest result of each cell as Prometheus metrics on /metrics");
   cmd->add_option("--listen", args->listen, "HOST:PORT to listen on; loopback by default")
       ->capture_default_str();
-  cmd->add_option("--db", args->db, "The store: a SQLite file or a postgresql:// URL (overrides the global --db)");
+  cmd->add_option("--db", args->db,
+                  "The store: a SQLite file or a postgresql:// URL (overrides the global --db)");
   cmd->add_option("--regression-threshold", args->regression_threshold,
                   "dlbench_cell_regression is 1 when throughput fell by more than this fraction against the "
                   "previous run")

@@ -1,14 +1,20 @@
 #include "common/credentials.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
+#include <string>
 
 namespace dlbench {
 namespace {
 
 constexpr std::string_view kPasswordKey = "password=";
 
-bool IsSpaceOrQuote(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '"' || c == '\''; }
+bool IsSpaceOrQuote(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '"' || c == '\'';
+}
 
 // The span [begin, end) of the password in the user info of the URL whose "://" is at `scheme_end`,
 // or begin == end when it has none. The authority runs to the first '?', '#', space or quote; its
@@ -107,8 +113,9 @@ std::vector<std::string> UrlPasswords(std::string_view url) {
     }
     add(value);
   }
-  std::sort(found.begin(), found.end(),
-            [](const std::string& a, const std::string& b) { return a.size() != b.size() ? a.size() > b.size() : a < b; });
+  std::sort(found.begin(), found.end(), [](const std::string& a, const std::string& b) {
+    return a.size() != b.size() ? a.size() > b.size() : a < b;
+  });
   found.erase(std::unique(found.begin(), found.end()), found.end());
   return found;
 }
@@ -123,6 +130,45 @@ std::string ScrubSecrets(std::string_view text, const std::vector<std::string>& 
     }
   }
   return MaskPasswords(out);
+}
+
+bool IsPostgresLocation(std::string_view location) {
+  auto starts_with = [location](std::string_view prefix) {
+    if (location.size() < prefix.size()) return false;
+    for (std::size_t i = 0; i < prefix.size(); ++i) {
+      if (std::tolower(static_cast<unsigned char>(location[i])) != prefix[i]) return false;
+    }
+    return true;
+  };
+  return starts_with("postgresql://") || starts_with("postgres://");
+}
+
+std::string LocalStateDir(std::string_view location) {
+  std::string root;
+  if (const char* dir = std::getenv("DLBENCH_SPILL_DIR"); dir != nullptr && *dir != '\0') {
+    root = dir;
+  } else if (const char* state = std::getenv("XDG_STATE_HOME"); state != nullptr && *state == '/') {
+    root = std::string(state) + "/dlbench/spill";
+  } else if (const char* home = std::getenv("HOME"); home != nullptr && *home == '/') {
+    root = std::string(home) + "/.local/state/dlbench/spill";
+  } else {
+    root = "/tmp/dlbench-spill-" + std::to_string(::getuid());
+  }
+  // The store's name: its location without the query and with the password taken out entirely.
+  std::string name = MaskPasswords(location.substr(0, location.find('?')));
+  const std::string masked = std::string(":") + std::string(kMaskedSecret) + "@";
+  if (auto at = name.find(masked); at != std::string::npos) name.replace(at, masked.size(), "@");
+  std::string folder;
+  for (char c : name) {
+    const bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.';
+    if (keep) {
+      folder.push_back(c);
+    } else if (folder.empty() || folder.back() != '_') {
+      folder.push_back('_');
+    }
+  }
+  while (!folder.empty() && folder.back() == '_') folder.pop_back();
+  return root + "/" + (folder.empty() ? "store" : folder);
 }
 
 }  // namespace dlbench

@@ -28,4 +28,14 @@ std::vector<std::string> UrlPasswords(std::string_view url);
 // MaskPasswords applied: for messages from libraries that may echo what they were given.
 std::string ScrubSecrets(std::string_view text, const std::vector<std::string>& secrets);
 
+// Whether a store location names a PostgreSQL server: it starts with postgresql:// or
+// postgres:// (any case). Anything else is the path of a SQLite file (store::BackendOf).
+bool IsPostgresLocation(std::string_view location);
+
+// The local folder of a server store (its spill files, the progress file of a run writing to it):
+// $DLBENCH_SPILL_DIR, else $XDG_STATE_HOME/dlbench/spill, else ~/.local/state/dlbench/spill, else
+// /tmp/dlbench-spill-<uid>; then one folder named from the location without its query and without
+// its password (never a name that holds one).
+std::string LocalStateDir(std::string_view location);
+
 }  // namespace dlbench

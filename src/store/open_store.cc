@@ -16,14 +16,6 @@
 namespace dlbench::store {
 namespace {
 
-bool StartsWithNoCase(std::string_view text, std::string_view prefix) {
-  if (text.size() < prefix.size()) return false;
-  for (std::size_t i = 0; i < prefix.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(text[i])) != prefix[i]) return false;
-  }
-  return true;
-}
-
 // A SQLite store that must exist: the file is there and is not empty. (An empty file would become
 // a new store the moment SQLite opened it.)
 Status CheckSqliteExists(const std::string& path) {
@@ -31,9 +23,10 @@ Status CheckSqliteExists(const std::string& path) {
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
   if (ec || !std::filesystem::exists(status)) {
-    return MakeError(ErrorKind::kStore, "no dlbench store at '" + path +
-                                            "': the file does not exist, and this command does not create one "
-                                            "(`dlbench run` does; --db or $DLBENCH_DB names another store)");
+    return MakeError(ErrorKind::kStore,
+                     "no dlbench store at '" + path +
+                         "': the file does not exist, and this command does not create one "
+                         "(`dlbench run` does; --db or $DLBENCH_DB names another store)");
   }
   if (std::filesystem::is_regular_file(status) && std::filesystem::file_size(path, ec) == 0 && !ec) {
     return MakeError(ErrorKind::kStore, "'" + path +
@@ -46,8 +39,7 @@ Status CheckSqliteExists(const std::string& path) {
 }  // namespace
 
 Backend BackendOf(std::string_view location) {
-  return StartsWithNoCase(location, "postgresql://") || StartsWithNoCase(location, "postgres://") ? Backend::kPostgres
-                                                                                                   : Backend::kSqlite;
+  return IsPostgresLocation(location) ? Backend::kPostgres : Backend::kSqlite;
 }
 
 std::string DisplayLocation(std::string_view location) {
@@ -70,7 +62,8 @@ Result<double> RetryWindowFromEnvironment() {
 
 Result<std::unique_ptr<ResultStore>> OpenStore(const std::string& location, const OpenOptions& options) {
   if (BackendOf(location) == Backend::kSqlite) {
-    if (options.mode == OpenMode::kExisting) DLBENCH_RETURN_IF_ERROR(CheckSqliteExists(location));
+    if (options.mode != OpenMode::kCreate) DLBENCH_RETURN_IF_ERROR(CheckSqliteExists(location));
+    if (options.mode == OpenMode::kRead) return OpenSqliteStoreForReading(location);
     return OpenSqliteStore(location);
   }
 #ifdef DLBENCH_HAVE_POSTGRES
@@ -85,7 +78,8 @@ Result<std::unique_ptr<ResultStore>> OpenStore(const std::string& location, cons
   }
   auto store = PostgresStore::Open(location, pg_options);
   if (!store.ok()) return store.error();
-  if (options.mode != OpenMode::kCreate || !options.spill) return std::unique_ptr<ResultStore>(std::move(*store));
+  if (options.mode != OpenMode::kCreate || !options.spill)
+    return std::unique_ptr<ResultStore>(std::move(*store));
   const std::string spill_dir = options.spill_dir ? *options.spill_dir : DefaultSpillDir(location);
   // Made now rather than at the first spill: a folder that cannot be made shows at the start of a
   // run, not when a finished cell needs it.
@@ -96,9 +90,10 @@ Result<std::unique_ptr<ResultStore>> OpenStore(const std::string& location, cons
   }
   return std::unique_ptr<ResultStore>(std::make_unique<SpillingStore>(std::move(*store), spill_dir));
 #else
-  return MakeError(ErrorKind::kUnsupported, "'" + DisplayLocation(location) +
-                                                "' names a PostgreSQL store, but this dlbench was built without "
-                                                "libpq (install libpq-dev, scripts/setup-debian.sh, and rebuild)");
+  return MakeError(ErrorKind::kUnsupported,
+                   "'" + DisplayLocation(location) +
+                       "' names a PostgreSQL store, but this dlbench was built without "
+                       "libpq (install libpq-dev, scripts/setup-debian.sh, and rebuild)");
 #endif
 }
 

@@ -24,9 +24,13 @@ Backend BackendOf(std::string_view location);
 std::string DisplayLocation(std::string_view location);
 
 enum class OpenMode {
-  // The store must exist already (show, runs, export, compare, trend, report, serve, tag, db copy's
-  // source): a missing or empty SQLite file, or a PostgreSQL database without dlbench's tables, is
-  // a kStore error and nothing is created.
+  // For commands that only read (show, runs, export, compare, trend, report, serve, plan's
+  // estimates, db copy's source): the store must exist, as for kExisting, and a SQLite store this
+  // process cannot write (a read-only file or filesystem) is opened read-only
+  // (OpenSqliteStoreForReading). A PostgreSQL store is opened as for kExisting.
+  kRead,
+  // The store must exist already and is written (tag): a missing or empty SQLite file, or a
+  // PostgreSQL database without dlbench's tables, is a kStore error and nothing is created.
   kExisting,
   // Created when missing (run): a new SQLite file, or the schema in an empty PostgreSQL database.
   kCreate,

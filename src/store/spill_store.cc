@@ -56,7 +56,8 @@ nlohmann::json CellToJson(const CellRecord& cell) {
   nlohmann::json steps = nlohmann::json::array();
   for (const StepRow& s : cell.steps) {
     const record::StepRecord& r = s.record;
-    steps.push_back({s.rank, r.start_ns, r.end_ns, r.samples, r.present, r.data_wait_ns, r.compute_ns, r.comm_ns});
+    steps.push_back(
+        {s.rank, r.start_ns, r.end_ns, r.samples, r.present, r.data_wait_ns, r.compute_ns, r.comm_ns});
   }
   nlohmann::json series = nlohmann::json::array();
   for (const SeriesPoint& p : cell.series) series.push_back({p.t_ns, p.series, DoubleToJson(p.value)});
@@ -113,7 +114,8 @@ Result<CellRecord> CellFromJson(const nlohmann::json& json) {
     cell.verdict = *parsed_verdict;
     cell.verdict_reasons = json.at("verdict_reasons");
     if (const auto& w = json.at("window"); !w.is_null()) {
-      cell.window = record::MeasuredWindow{w.at("first_step").get<std::int64_t>(), w.at("steps").get<std::int64_t>()};
+      cell.window =
+          record::MeasuredWindow{w.at("first_step").get<std::int64_t>(), w.at("steps").get<std::int64_t>()};
     }
     cell.warmup_rule = json.at("warmup_rule").get<std::string>();
     cell.stop_reason = json.at("stop_reason").get<std::string>();
@@ -151,35 +153,11 @@ Result<CellRecord> CellFromJson(const nlohmann::json& json) {
   }
 }
 
-std::string DefaultSpillDir(std::string_view location) {
-  std::string root;
-  if (const char* dir = std::getenv("DLBENCH_SPILL_DIR"); dir != nullptr && *dir != '\0') {
-    root = dir;
-  } else if (const char* state = std::getenv("XDG_STATE_HOME"); state != nullptr && *state == '/') {
-    root = std::string(state) + "/dlbench/spill";
-  } else if (const char* home = std::getenv("HOME"); home != nullptr && *home == '/') {
-    root = std::string(home) + "/.local/state/dlbench/spill";
-  } else {
-    root = "/tmp/dlbench-spill-" + std::to_string(::getuid());
-  }
-  // The store's name: its location without the query and with the password taken out entirely.
-  std::string name = MaskPasswords(location.substr(0, location.find('?')));
-  const std::string masked = std::string(":") + std::string(kMaskedSecret) + "@";
-  if (auto at = name.find(masked); at != std::string::npos) name.replace(at, masked.size(), "@");
-  std::string folder;
-  for (char c : name) {
-    const bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.';
-    if (keep) {
-      folder.push_back(c);
-    } else if (folder.empty() || folder.back() != '_') {
-      folder.push_back('_');
-    }
-  }
-  while (!folder.empty() && folder.back() == '_') folder.pop_back();
-  return root + "/" + (folder.empty() ? "store" : folder);
-}
+std::string DefaultSpillDir(std::string_view location) { return LocalStateDir(location); }
 
-std::string SpillingStore::RunDir(std::int64_t run_id) const { return spill_dir_ + "/run-" + std::to_string(run_id); }
+std::string SpillingStore::RunDir(std::int64_t run_id) const {
+  return spill_dir_ + "/run-" + std::to_string(run_id);
+}
 
 std::vector<std::string> SpillingStore::SpilledFiles(std::int64_t run_id) const {
   std::vector<std::string> files;
@@ -211,7 +189,8 @@ Status SpillingStore::Replay(std::int64_t run_id) {
     }
     auto cell = CellFromJson(json["cell"]);
     if (!cell.ok()) {
-      return MakeError(ErrorKind::kStore, "spill file '" + file + "': " + cell.error().message + "; it was left in place");
+      return MakeError(ErrorKind::kStore,
+                       "spill file '" + file + "': " + cell.error().message + "; it was left in place");
     }
     cells.emplace_back(std::move(*cell), file);
   }
@@ -220,8 +199,8 @@ Status SpillingStore::Replay(std::int64_t run_id) {
   for (const auto& [cell, file] : cells) {
     Status stored = inner_->PutCell(cell);
     if (!stored.ok()) {
-      return MakeError(stored.error().kind, "cannot store the spilled cell in '" + file + "' (it stays there): " +
-                                                stored.error().message);
+      return MakeError(stored.error().kind, "cannot store the spilled cell in '" + file +
+                                                "' (it stays there): " + stored.error().message);
     }
     std::error_code ec;
     std::filesystem::remove(file, ec);
@@ -242,27 +221,29 @@ Status SpillingStore::PutCell(const CellRecord& cell) {
 
   const std::string dir = RunDir(cell.run_id);
   const std::string file = dir + "/" + FileNameOf(cell);
-  nlohmann::json document = {{"format", kFormat}, {"version", kFormatVersion}, {"store", Describe()},
-                             {"cell", CellToJson(cell)}};
+  nlohmann::json document = {
+      {"format", kFormat}, {"version", kFormatVersion}, {"store", Describe()}, {"cell", CellToJson(cell)}};
   std::string text;
   try {
     text = document.dump();
   } catch (const nlohmann::json::exception& e) {
-    return MakeError(ErrorKind::kUnavailable, stored.error().message + "; the cell could not be spilled either: " + e.what());
+    return MakeError(ErrorKind::kUnavailable,
+                     stored.error().message + "; the cell could not be spilled either: " + e.what());
   }
   Status written = MakeDirs(dir);
   if (written.ok()) written = WriteFileAtomic(file, text + "\n");
   if (!written.ok()) {
-    return MakeError(ErrorKind::kUnavailable,
-                     stored.error().message + "; cell '" + cell.cell_id +
-                         "' could not be kept in a spill file either (" + written.error().message + ")");
+    return MakeError(ErrorKind::kUnavailable, stored.error().message + "; cell '" + cell.cell_id +
+                                                  "' could not be kept in a spill file either (" +
+                                                  written.error().message + ")");
   }
   const std::size_t waiting = SpilledFiles(cell.run_id).size();
-  return MakeError(ErrorKind::kUnavailable,
-                   fmt::format("{}. Cell '{}' is kept in {} ({} spilled {} of run {} wait{} there); `dlbench run "
-                               "MATRIX --resume {}` stores {} once the server is back",
-                               stored.error().message, cell.cell_id, file, waiting, Plural(waiting, "cell", "cells"),
-                               cell.run_id, waiting == 1 ? "s" : "", cell.run_id, Plural(waiting, "it", "them")));
+  return MakeError(
+      ErrorKind::kUnavailable,
+      fmt::format("{}. Cell '{}' is kept in {} ({} spilled {} of run {} wait{} there); `dlbench run "
+                  "MATRIX --resume {}` stores {} once the server is back",
+                  stored.error().message, cell.cell_id, file, waiting, Plural(waiting, "cell", "cells"),
+                  cell.run_id, waiting == 1 ? "s" : "", cell.run_id, Plural(waiting, "it", "them")));
 }
 
 Status SpillingStore::SetRunStatus(std::int64_t run_id, record::RunStatus status,

@@ -49,6 +49,10 @@ class SpillingStore final : public ResultStore {
     return inner_->CellHistory(key);
   }
   std::string Describe() const override { return inner_->Describe(); }
+  Result<std::optional<RunLockOwner>> TryLockRun(std::int64_t run_id, const RunLockOwner& owner) override {
+    return inner_->TryLockRun(run_id, owner);
+  }
+  Status UnlockRun(std::int64_t run_id) override { return inner_->UnlockRun(run_id); }
 
   // The spill files of `run_id` waiting to be stored, sorted by name.
   std::vector<std::string> SpilledFiles(std::int64_t run_id) const;

@@ -39,13 +39,19 @@ class FlakyStore final : public ResultStore {
   Result<std::vector<CellRecord>> GetCells(std::int64_t id, const CellQuery& q) override {
     return inner_->GetCells(id, q);
   }
-  Result<std::set<std::string>> FinishedCellIds(std::int64_t id) override { return inner_->FinishedCellIds(id); }
+  Result<std::set<std::string>> FinishedCellIds(std::int64_t id) override {
+    return inner_->FinishedCellIds(id);
+  }
   Status SetTag(std::int64_t id, const std::string& tag) override { return inner_->SetTag(id, tag); }
   Result<std::int64_t> ResolveRun(const std::string& ref) override { return inner_->ResolveRun(ref); }
   Result<std::vector<std::pair<RunRecord, CellRecord>>> CellHistory(const std::string& key) override {
     return inner_->CellHistory(key);
   }
   std::string Describe() const override { return "flaky:" + inner_->Describe(); }
+  Result<std::optional<RunLockOwner>> TryLockRun(std::int64_t run_id, const RunLockOwner& owner) override {
+    return inner_->TryLockRun(run_id, owner);
+  }
+  Status UnlockRun(std::int64_t run_id) override { return inner_->UnlockRun(run_id); }
   int puts = 0;
 
  private:
@@ -88,7 +94,7 @@ TEST(SpillFormatTest, ACellRoundTripsExactly) {
   cell.series.push_back({5, "gpu0.power_w", std::numeric_limits<double>::infinity()});
   cell.steps[4].record.present |= 1u << 9;
   cell.outcome = record::Outcome::kTimeout;
-  cell.verdict = record::Verdict::kInvalid;
+  cell.verdict = record::Verdict::kNoisy;
   const nlohmann::json json = CellToJson(cell);
   auto back = CellFromJson(nlohmann::json::parse(json.dump()));
   ASSERT_TRUE(back.ok()) << back.error().message;
@@ -123,13 +129,15 @@ TEST_F(SpillStoreTest, ACellTheStoreCannotTakeIsSpilledAndStoredFirstOnceItIsBac
   ASSERT_EQ(files.size(), 1u);
   EXPECT_NE(put.error().message.find("the server is away"), std::string::npos) << put.error().message;
   EXPECT_NE(put.error().message.find(files[0]), std::string::npos) << put.error().message;
-  EXPECT_NE(put.error().message.find("dlbench run MATRIX --resume " + std::to_string(run_id_)), std::string::npos)
+  EXPECT_NE(put.error().message.find("dlbench run MATRIX --resume " + std::to_string(run_id_)),
+            std::string::npos)
       << put.error().message;
   EXPECT_EQ(put.error().message.find('\n'), std::string::npos);
   ASSERT_FALSE(store_->PutCell(MakeCell(run_id_, 2, 3)).ok());
   EXPECT_EQ(store_->SpilledFiles(run_id_).size(), 2u);
   EXPECT_EQ(StoredIds(), (std::set<std::string>{"c0"}));
-  EXPECT_FALSE(store_->FinishedCellIds(run_id_).ok()) << "still away: the spilled cells cannot be counted yet";
+  EXPECT_FALSE(store_->FinishedCellIds(run_id_).ok())
+      << "still away: the spilled cells cannot be counted yet";
 
   down_ = false;
   const int puts_before = flaky_->puts;
@@ -174,7 +182,8 @@ TEST_F(SpillStoreTest, OtherFailuresAreNotSpilledAndADamagedFileStays) {
 
   const std::string damaged = dir_.File("spill/run-" + std::to_string(run_id_) + "/c9.cell.json");
   ASSERT_TRUE(MakeDirs(dir_.File("spill/run-" + std::to_string(run_id_))).ok());
-  ASSERT_TRUE(WriteFileAtomic(damaged, "{\"format\": \"dlbench-spilled-cell\", \"version\": 1, \"cell\"").ok());
+  ASSERT_TRUE(
+      WriteFileAtomic(damaged, "{\"format\": \"dlbench-spilled-cell\", \"version\": 1, \"cell\"").ok());
   Status put = store_->PutCell(MakeCell(run_id_, 1));
   ASSERT_FALSE(put.ok());
   EXPECT_EQ(put.error().kind, ErrorKind::kStore);

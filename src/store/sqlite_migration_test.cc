@@ -162,7 +162,8 @@ TEST(SqliteMigrationTest, V2CellsGetTheirMeasuredWindow) {
   }
   auto store = SqliteStore::Open(path);
   ASSERT_TRUE(store.ok()) << store.error().message;
-  EXPECT_EQ(*sqlite::ReadSchemaVersion((*store)->database()), sqlite::LatestVersion(sqlite::SchemaMigrations()));
+  EXPECT_EQ(*sqlite::ReadSchemaVersion((*store)->database()),
+            sqlite::LatestVersion(sqlite::SchemaMigrations()));
   auto cells = (*store)->GetCells(1, CellQuery{true, false, std::nullopt});
   ASSERT_TRUE(cells.ok()) << cells.error().message;
   ASSERT_EQ(cells->size(), 3u);
@@ -172,7 +173,9 @@ TEST(SqliteMigrationTest, V2CellsGetTheirMeasuredWindow) {
   EXPECT_EQ(windows["no-metric"], (record::MeasuredWindow{3, 7}));
   EXPECT_FALSE(windows["no-steps"].has_value());
   for (const auto& c : *cells) {
-    if (c.cell_id == "stopped-on-ci") EXPECT_EQ(record::MeasuredSteps(c).size(), 22u);
+    if (c.cell_id == "stopped-on-ci") {
+      EXPECT_EQ(record::MeasuredSteps(c).size(), 22u);
+    }
   }
 }
 

@@ -30,8 +30,8 @@ Result<std::uint64_t> ParseSeed(const std::string& text, std::int64_t cell_row_i
   std::uint64_t seed = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seed);
   if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
-    return MakeError(ErrorKind::kStore, "cells.seed of cell row " + std::to_string(cell_row_id) + " is '" + text +
-                                            "', not a decimal unsigned 64-bit integer");
+    return MakeError(ErrorKind::kStore, "cells.seed of cell row " + std::to_string(cell_row_id) + " is '" +
+                                            text + "', not a decimal unsigned 64-bit integer");
   }
   return seed;
 }
@@ -48,7 +48,8 @@ bool AllDigits(const std::string& text) {
 Status ValidateTagName(const std::string& tag) {
   if (tag.empty()) return MakeError(ErrorKind::kInvalidInput, "a tag name cannot be empty");
   if (AllDigits(tag)) {
-    return MakeError(ErrorKind::kInvalidInput, "tag '" + tag + "' is all digits, which would read as a run id");
+    return MakeError(ErrorKind::kInvalidInput,
+                     "tag '" + tag + "' is all digits, which would read as a run id");
   }
   if (tag == "latest") {
     return MakeError(ErrorKind::kInvalidInput, "'latest' is reserved: it always names the newest run");

@@ -81,7 +81,7 @@ Result<CopyReport> CopyRuns(ResultStore& from, ResultStore& to, const std::vecto
     for (const CellRecord& cell : *cells) {
       const auto there = present.find(cell.cell_id);
       const bool needed = there == present.end() || (there->second == record::Outcome::kInterrupted &&
-                                                      cell.outcome != record::Outcome::kInterrupted);
+                                                     cell.outcome != record::Outcome::kInterrupted);
       if (!needed) {
         ++kept;
         continue;
@@ -89,10 +89,11 @@ Result<CopyReport> CopyRuns(ResultStore& from, ResultStore& to, const std::vecto
       // One cell at a time with its steps and series: a run's cells together may not fit in memory.
       auto full = from.GetCells(id, CellQuery{true, true, cell.index});
       if (!full.ok()) return full.error();
-      auto it = std::find_if(full->begin(), full->end(), [&](const CellRecord& c) { return c.cell_id == cell.cell_id; });
+      auto it = std::find_if(full->begin(), full->end(),
+                             [&](const CellRecord& c) { return c.cell_id == cell.cell_id; });
       if (it == full->end()) {
-        return MakeError(ErrorKind::kStore,
-                         fmt::format("cell '{}' of run {} vanished from {} while copying", cell.cell_id, id, from.Describe()));
+        return MakeError(ErrorKind::kStore, fmt::format("cell '{}' of run {} vanished from {} while copying",
+                                                        cell.cell_id, id, from.Describe()));
       }
       it->run_id = to_id;
       DLBENCH_RETURN_IF_ERROR(to.PutCell(*it));

@@ -105,7 +105,8 @@ TEST(StoreCopyTest, EverythingArrivesAndASecondCopyChangesNothing) {
   EXPECT_EQ(Contents(**to), before);
   EXPECT_EQ((*to)->ListRuns()->size(), 3u);
   ASSERT_EQ(notes.size(), 3u);
-  EXPECT_NE(notes[0].find("present as run 1; 0 cells copied, 3 already there"), std::string::npos) << notes[0];
+  EXPECT_NE(notes[0].find("present as run 1; 0 cells copied, 3 already there"), std::string::npos)
+      << notes[0];
 }
 
 TEST(StoreCopyTest, SelectedRunsAPartialCopyAndTagsThatNameAnotherRun) {
@@ -127,7 +128,8 @@ TEST(StoreCopyTest, SelectedRunsAPartialCopyAndTagsThatNameAnotherRun) {
   EXPECT_EQ(picked->cells_copied, 1);
   EXPECT_EQ(*(*to)->ResolveRun("candidate"), own) << "the destination's tag is left alone";
   bool said = false;
-  for (const std::string& n : notes) said |= n.find("tag 'candidate' already names run 1") != std::string::npos;
+  for (const std::string& n : notes)
+    said |= n.find("tag 'candidate' already names run 1") != std::string::npos;
   EXPECT_TRUE(said) << "the skipped tag is reported";
   EXPECT_EQ(CopyRuns(**from, **to, {"nosuch"}, note).error().kind, ErrorKind::kNotFound);
 

@@ -123,7 +123,8 @@ class PostgresBackend final : public Backend {
   }
   std::string OrphanRows() override {
     return Query(
-        "SELECT (SELECT count(*) FROM steps s WHERE NOT EXISTS (SELECT 1 FROM cells c WHERE c.id = s.cell_id)) + "
+        "SELECT (SELECT count(*) FROM steps s WHERE NOT EXISTS (SELECT 1 FROM cells c WHERE c.id = "
+        "s.cell_id)) + "
         "(SELECT count(*) FROM metrics m WHERE NOT EXISTS (SELECT 1 FROM cells c WHERE c.id = m.cell_id)) + "
         "(SELECT count(*) FROM series x WHERE NOT EXISTS (SELECT 1 FROM cells c WHERE c.id = x.cell_id))");
   }
@@ -297,13 +298,11 @@ TEST_P(StoreTest, RunRoundTripsEveryField) {
   ASSERT_TRUE(store_->SetRunStatus(id, record::RunStatus::kCompleted, 1'700'000'100'000'000'000).ok());
   got = store_->GetRun(id);
   EXPECT_EQ(got->status, record::RunStatus::kCompleted);
-  EXPECT_EQ(Query("SELECT status FROM runs WHERE id = " + std::to_string(id)),
-            "completed");
+  EXPECT_EQ(Query("SELECT status FROM runs WHERE id = " + std::to_string(id)), "completed");
   EXPECT_EQ(got->finished_wall_ns, 1'700'000'100'000'000'000);
 
   // A status only a foreign writer could store is refused on reading, naming it.
-  ASSERT_TRUE(
-      Exec("UPDATE runs SET status = 'done' WHERE id = " + std::to_string(id)).ok());
+  ASSERT_TRUE(Exec("UPDATE runs SET status = 'done' WHERE id = " + std::to_string(id)).ok());
   auto bad = store_->GetRun(id);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().kind, ErrorKind::kStore);
@@ -337,8 +336,7 @@ TEST_P(StoreTest, RunSelectionIsStoredAsJsonAndAnEmptyOneAsAnEmptyObject) {
   EXPECT_EQ((*listed)[0].selection, filtered.selection) << "newest first";
 
   // A value no dlbench writes is a store error naming the run, not a silently empty selection.
-  ASSERT_TRUE(Exec("UPDATE runs SET selection = '{\"shard\": 2}' WHERE id = " + std::to_string(shard))
-                  .ok());
+  ASSERT_TRUE(Exec("UPDATE runs SET selection = '{\"shard\": 2}' WHERE id = " + std::to_string(shard)).ok());
   auto bad = store_->GetRun(shard);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().kind, ErrorKind::kStore);
@@ -654,11 +652,50 @@ TEST_P(StoreTest, PlainTextThatIsNotUtf8IsStoredAsTheBackendDocuments) {
   ASSERT_TRUE(cells.ok()) << cells.error().message;
   ASSERT_EQ(cells->size(), 1u);
   // SQLite keeps the bytes; PostgreSQL's TEXT cannot, and each bad byte or NUL reads as U+FFFD.
-  const std::string expected = backend_->keeps_invalid_utf8()
-                                   ? cell.message
-                                   : std::string("runner wrote \xEF\xBF\xBD and a NUL \xEF\xBF\xBD on stderr");
+  const std::string expected =
+      backend_->keeps_invalid_utf8()
+          ? cell.message
+          : std::string("runner wrote \xEF\xBF\xBD and a NUL \xEF\xBF\xBD on stderr");
   EXPECT_EQ((*cells)[0].message, expected);
   EXPECT_EQ((*cells)[0].series.back().series, "odd\tname\\x") << "tabs and backslashes survive COPY";
+}
+
+TEST_P(StoreTest, ARunLockRefusesASecondStoreObjectNamingItsHolderUntilTheFirstLetsGo) {
+  const std::int64_t run_id = Begin(MakeRun("locked"));
+  const std::int64_t other_run = Begin(MakeRun("other"));
+  const RunLockOwner first_owner{4242, "host-a", 1'700'000'000'000'000'000LL};
+  const RunLockOwner second_owner{4343, "host-b", 1'700'000'000'000'000'001LL};
+  auto taken = store_->TryLockRun(run_id, first_owner);
+  ASSERT_TRUE(taken.ok()) << taken.error().message;
+  EXPECT_FALSE(taken->has_value());
+  auto again = store_->TryLockRun(run_id, first_owner);
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_FALSE(again->has_value()) << "a lock this store object holds is taken again";
+
+  auto second = backend_->Open();
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  auto refused = (*second)->TryLockRun(run_id, second_owner);
+  ASSERT_TRUE(refused.ok()) << refused.error().message;
+  ASSERT_TRUE(refused->has_value()) << "a second store object took a held lock";
+  EXPECT_EQ((*refused)->pid, first_owner.pid);
+  EXPECT_EQ((*refused)->host, first_owner.host);
+  EXPECT_EQ((*refused)->since_wall_ns, first_owner.since_wall_ns);
+  auto other = (*second)->TryLockRun(other_run, second_owner);
+  ASSERT_TRUE(other.ok()) << other.error().message;
+  EXPECT_FALSE(other->has_value()) << "another run's lock is free";
+
+  ASSERT_TRUE(store_->UnlockRun(run_id).ok());
+  ASSERT_TRUE(store_->UnlockRun(run_id).ok()) << "unlocking a lock not held is Ok";
+  auto now_free = (*second)->TryLockRun(run_id, second_owner);
+  ASSERT_TRUE(now_free.ok()) << now_free.error().message;
+  EXPECT_FALSE(now_free->has_value()) << "UnlockRun released it";
+
+  // Destroying the holder releases its locks too.
+  second->reset();
+  auto after_close = store_->TryLockRun(run_id, first_owner);
+  ASSERT_TRUE(after_close.ok()) << after_close.error().message;
+  EXPECT_FALSE(after_close->has_value()) << "the lock of a destroyed store object is free";
+  ASSERT_TRUE(store_->UnlockRun(run_id).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, ::testing::Values("sqlite", "postgres"),

@@ -58,7 +58,9 @@ CommandResult DlbenchEnv(const std::vector<std::string>& args, const TempDir& di
   return RunCommand(argv, dir, std::move(env));
 }
 
-std::size_t Lines(const std::string& text) { return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); }
+std::size_t Lines(const std::string& text) {
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
 
 std::size_t StoredCells(const std::string& url, std::int64_t run_id) {
   auto store = store::PostgresStore::Open(url);
@@ -130,7 +132,8 @@ TEST(PostgresE2E, EveryCommandGivesTheSameResultsOnBothBackends) {
   }
 
   // Copying again changes nothing; copying back gives the same results again.
-  const std::string before = One(db.url(), "SELECT count(*) || '/' || (SELECT count(*) FROM steps) FROM cells");
+  const std::string before =
+      One(db.url(), "SELECT count(*) || '/' || (SELECT count(*) FROM steps) FROM cells");
   auto twice = RunCommand({Bin("dlbench"), "db", "copy", lite, db.url()}, dir);
   ASSERT_EQ(twice.exit_code, 0) << twice.err;
   EXPECT_NE(twice.out.find("copied 0 cells of 2 runs"), std::string::npos) << twice.out;
@@ -158,9 +161,8 @@ TEST(PostgresE2E, EveryCommandGivesTheSameResultsOnBothBackends) {
   std::ifstream file(std::string(DLBENCH_SOURCE_DIR) + "/deploy/grafana/dlbench-postgres.json");
   const auto dashboard = nlohmann::json::parse(file, nullptr, false);
   ASSERT_FALSE(dashboard.is_discarded()) << "deploy/grafana/dlbench-postgres.json does not parse";
-  const std::map<std::string, std::string> variables = {
-      {"$model", "'tiny', 'small'"},
-      {"$key", "SELECT key FROM cells"}};
+  const std::map<std::string, std::string> variables = {{"$model", "'tiny', 'small'"},
+                                                        {"$key", "SELECT key FROM cells"}};
   int queries = 0;
   auto connection = store::pg::Connection::Open(db.url());
   ASSERT_TRUE(connection.ok());
@@ -178,8 +180,10 @@ TEST(PostgresE2E, EveryCommandGivesTheSameResultsOnBothBackends) {
     ++queries;
   }
   EXPECT_GE(queries, 7);
-  std::ifstream provisioning(std::string(DLBENCH_SOURCE_DIR) + "/deploy/grafana/provisioning/datasources/dlbench.yml");
-  const std::string datasources((std::istreambuf_iterator<char>(provisioning)), std::istreambuf_iterator<char>());
+  std::ifstream provisioning(std::string(DLBENCH_SOURCE_DIR) +
+                             "/deploy/grafana/provisioning/datasources/dlbench.yml");
+  const std::string datasources((std::istreambuf_iterator<char>(provisioning)),
+                                std::istreambuf_iterator<char>());
   EXPECT_NE(datasources.find("uid: dlbench-postgres"), std::string::npos);
 }
 
@@ -197,7 +201,8 @@ TEST(PostgresE2E, BadLocationsAreOneLineExitThreeWithoutThePassword) {
   const Case cases[] = {
       {"malformed", "postgresql://dlbench:s3cret-a@127.0.0.1:notaport/postgres", "s3cret-a", "port"},
       {"unknown parameter", "postgres://dlbench:s3cret-b@127.0.0.1/postgres?nosuch=1", "s3cret-b", "nosuch"},
-      {"wrong password", WithPassword(cluster.password_url, "s3cret-c"), "s3cret-c", "password authentication failed"},
+      {"wrong password", WithPassword(cluster.password_url, "s3cret-c"), "s3cret-c",
+       "password authentication failed"},
       {"missing database", WithPassword(base + "/no_such_db", "s3cret-d"), "s3cret-d", "does not exist"},
       {"server down", "postgresql://dlbench:s3cret-e@127.0.0.1:1/postgres", "s3cret-e", "refused"},
       {"no dlbench store", WithPassword(empty.url(), "s3cret-f"), "s3cret-f", "holds no dlbench store"},
@@ -221,7 +226,8 @@ TEST(PostgresE2E, BadLocationsAreOneLineExitThreeWithoutThePassword) {
   }
   EXPECT_EQ(One(empty.url(), "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"), "0")
       << "reading commands created tables";
-  auto help = RunCommand({Bin("dlbench"), "--help"}, dir, {{"DLBENCH_DB", WithPassword(cluster.admin_url, "s3cret-g")}});
+  auto help = RunCommand({Bin("dlbench"), "--help"}, dir,
+                         {{"DLBENCH_DB", WithPassword(cluster.admin_url, "s3cret-g")}});
   EXPECT_EQ(help.out.find("s3cret-g"), std::string::npos) << "--help shows no default taken from $DLBENCH_DB";
 }
 
@@ -260,8 +266,9 @@ TEST(PostgresE2E, ANewerSchemaIsRefusedWithNothingChanged) {
   const std::string matrix = dir / "m.yaml";
   WriteText(matrix, kSmokeMatrix);
   ASSERT_EQ(Dlbench({"run", matrix, "--out", dir / "out"}, dir, db.url()).exit_code, 0);
-  ASSERT_EQ(One(db.url(), "INSERT INTO schema_version VALUES (99, 'from a newer dlbench', 1) RETURNING version"),
-            "99");
+  ASSERT_EQ(
+      One(db.url(), "INSERT INTO schema_version VALUES (99, 'from a newer dlbench', 1) RETURNING version"),
+      "99");
   const std::string snapshot =
       "SELECT (SELECT count(*) FROM runs) || '/' || (SELECT count(*) FROM cells) || '/' || "
       "(SELECT count(*) FROM steps) || '/' || (SELECT string_agg(status, ',') FROM runs) || '/' || "
@@ -338,7 +345,8 @@ TEST(PostgresE2E, AServerThatStaysAwayEndsTheRunWithItsCellSpilledAndResumeStore
   EXPECT_EQ(status.code, 3) << status.Describe() << "\n" << err;
   const std::string last_line = err.substr(err.rfind('\n', err.size() - 2) + 1);
   EXPECT_NE(last_line.find("dlbench: unavailable: "), std::string::npos) << err;
-  EXPECT_NE(last_line.find("the PostgreSQL server " + db.url() + " could not be reached for 2 s"), std::string::npos)
+  EXPECT_NE(last_line.find("the PostgreSQL server " + db.url() + " could not be reached for 2 s"),
+            std::string::npos)
       << last_line;
   EXPECT_NE(last_line.find(spill), std::string::npos) << last_line;
   EXPECT_NE(last_line.find("--resume 1"), std::string::npos) << last_line;

@@ -123,7 +123,8 @@ bool Rows::IsNull(int row, int column) const { return PQgetisnull(result_, row, 
 
 std::string Rows::Text(int row, int column) const {
   if (IsNull(row, column)) return "";
-  return std::string(PQgetvalue(result_, row, column), static_cast<std::size_t>(PQgetlength(result_, row, column)));
+  return std::string(PQgetvalue(result_, row, column),
+                     static_cast<std::size_t>(PQgetlength(result_, row, column)));
 }
 
 std::int64_t Rows::Int64(int row, int column) const {
@@ -152,20 +153,25 @@ Result<Connection> Connection::Open(const std::string& url) {
   if (parsed == nullptr) {
     std::string why = parse_error != nullptr ? OneLine(parse_error) : "libpq could not parse it";
     if (parse_error != nullptr) PQfreemem(parse_error);
-    return MakeError(ErrorKind::kInvalidInput, "invalid PostgreSQL URL '" + display + "': " +
-                                                   ScrubSecrets(why, secrets) +
-                                                   " (expected postgresql://[user[:password]@][host][:port][/dbname][?param=value...])");
+    return MakeError(
+        ErrorKind::kInvalidInput,
+        "invalid PostgreSQL URL '" + display + "': " + ScrubSecrets(why, secrets) +
+            " (expected postgresql://[user[:password]@][host][:port][/dbname][?param=value...])");
   }
   PQconninfoFree(parsed);
 
   // Defaults before "dbname" (which expands the URL): libpq keeps the last value of a keyword, so
   // the URL's own settings win. client_encoding comes after: the store writes UTF-8.
-  const char* keywords[] = {"connect_timeout",  "keepalives",        "keepalives_idle", "keepalives_interval",
-                            "keepalives_count", "tcp_user_timeout",  "fallback_application_name",
-                            "dbname",           "client_encoding",   nullptr};
+  const char* keywords[] = {"connect_timeout",           "keepalives",
+                            "keepalives_idle",           "keepalives_interval",
+                            "keepalives_count",          "tcp_user_timeout",
+                            "fallback_application_name", "dbname",
+                            "client_encoding",           nullptr};
   const char* values[] = {"10", "1", "10", "5", "3", "30000", "dlbench", url.c_str(), "UTF8", nullptr};
   PGconn* conn = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
-  if (conn == nullptr) return MakeError(ErrorKind::kUnavailable, "cannot connect to PostgreSQL at " + display + ": out of memory");
+  if (conn == nullptr)
+    return MakeError(ErrorKind::kUnavailable,
+                     "cannot connect to PostgreSQL at " + display + ": out of memory");
   if (PQstatus(conn) != CONNECTION_OK) {
     const std::string why = ScrubSecrets(OneLine(PQerrorMessage(conn)), secrets);
     PQfinish(conn);
@@ -207,16 +213,17 @@ Error Connection::MakeFailure(pg_result* result, std::string_view sql) const {
   if (why.empty()) why = "no connection";
   const bool unavailable = broken() || IsUnavailableState(sqlstate);
   return MakeError(unavailable ? ErrorKind::kUnavailable : ErrorKind::kStore,
-                   "PostgreSQL " + display_ + ": " + ScrubSecrets(OneLine(why), secrets_) + " (in: " +
-                       StatementHead(sql) + ")");
+                   "PostgreSQL " + display_ + ": " + ScrubSecrets(OneLine(why), secrets_) +
+                       " (in: " + StatementHead(sql) + ")");
 }
 
 Result<Rows> Connection::Query(std::string_view sql, const Params& params) {
   if (conn_ == nullptr) return MakeFailure(nullptr, sql);
   const std::string text(sql);
   const std::vector<const char*> values = params.Pointers();
-  PGresult* result = PQexecParams(conn_, text.c_str(), params.size(), nullptr, values.data(), nullptr, nullptr,
-                                  /*resultFormat=*/0);
+  PGresult* result =
+      PQexecParams(conn_, text.c_str(), params.size(), nullptr, values.data(), nullptr, nullptr,
+                   /*resultFormat=*/0);
   const ExecStatusType status = result != nullptr ? PQresultStatus(result) : PGRES_FATAL_ERROR;
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return Rows(result);
   Error error = MakeFailure(result, sql);

@@ -1,6 +1,5 @@
-// A small RAII layer over libpq's C API (docs/adr/0006-libpq.md): Connection (one PGconn), Rows
-// (one PGresult), Params (the values of one statement) and Transaction (rolls back unless
-// committed).
+// A small RAII layer over libpq's C API (docs/adr/0007-postgres-through-libpq.md): Connection (one PGconn),
+// Rows (one PGresult), Params (the values of one statement) and Transaction (rolls back unless committed).
 //
 // Every value reaches SQL through a parameter of PQexecParams (or as data of a COPY stream in
 // COPY's text format); the SQL text itself is always a constant of the program. Results are

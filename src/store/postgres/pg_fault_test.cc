@@ -116,12 +116,16 @@ Killed RunWriter(const std::string& url, std::int64_t run_id, int kill_after_rep
 void ExpectWholeCells(const std::string& url, std::int64_t run_id, const std::set<int>& reported) {
   auto admin = pg::Connection::Open(url);
   ASSERT_TRUE(admin.ok()) << admin.error().message;
-  EXPECT_EQ(One(*admin, "SELECT count(*) FROM cells c WHERE (SELECT count(*) FROM steps s WHERE s.cell_id = c.id) <> " +
-                            std::to_string(kStepsPerCell)),
-            "0")
+  EXPECT_EQ(
+      One(*admin,
+          "SELECT count(*) FROM cells c WHERE (SELECT count(*) FROM steps s WHERE s.cell_id = c.id) <> " +
+              std::to_string(kStepsPerCell)),
+      "0")
       << "a partial cell";
-  EXPECT_EQ(One(*admin, "SELECT count(*) FROM steps s WHERE NOT EXISTS (SELECT 1 FROM cells c WHERE c.id = s.cell_id)"),
-            "0");
+  EXPECT_EQ(
+      One(*admin,
+          "SELECT count(*) FROM steps s WHERE NOT EXISTS (SELECT 1 FROM cells c WHERE c.id = s.cell_id)"),
+      "0");
   auto store = PostgresStore::Open(url);
   ASSERT_TRUE(store.ok()) << store.error().message;
   auto cells = (*store)->GetCells(run_id, CellQuery{true, false, std::nullopt});
@@ -153,7 +157,8 @@ TEST(PgFaultTest, AWriterKilledMidTransactionLeavesNoPartialCellAndResumes) {
   std::set<int> reported;
   for (const auto& [reports, delay_us] : moments) {
     Killed child = RunWriter(db.url(), run_id, reports, delay_us);
-    ASSERT_TRUE(child.killed) << "the writer should still be running when killed (exit " << child.exit_code << ")";
+    ASSERT_TRUE(child.killed) << "the writer should still be running when killed (exit " << child.exit_code
+                              << ")";
     reported.insert(child.reported.begin(), child.reported.end());
     std::printf("[ info ] killed after %d reports + %d us: %zu cells reported so far\n", reports, delay_us,
                 reported.size());
@@ -168,6 +173,58 @@ TEST(PgFaultTest, AWriterKilledMidTransactionLeavesNoPartialCellAndResumes) {
   auto store = PostgresStore::Open(db.url());
   ASSERT_TRUE(store.ok());
   EXPECT_EQ((*store)->FinishedCellIds(run_id)->size(), static_cast<std::size_t>(kCells));
+}
+
+TEST(PgFaultTest, TheRunLockOfASigkilledHolderIsReleasedByTheServer) {
+  DLBENCH_PG_CLUSTER_OR_SKIP(cluster);
+  ScratchDatabase db(cluster, "lock");
+  ASSERT_TRUE(db.ok()) << db.error();
+  auto store = PostgresStore::Open(db.url());
+  ASSERT_TRUE(store.ok()) << store.error().message;
+  const std::int64_t run_id = *(*store)->BeginRun(MakeRun("locked"));
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    // The child's own connection: nothing of the parent's libpq state is used after fork.
+    close(fds[0]);
+    auto holder = PostgresStore::Open(db.url());
+    if (!holder.ok()) _exit(2);
+    auto taken = (*holder)->TryLockRun(run_id, RunLockOwner{getpid(), "child-host", 7});
+    if (!taken.ok() || taken->has_value()) _exit(3);
+    const char locked = 'L';
+    if (write(fds[1], &locked, 1) != 1) _exit(4);
+    for (;;) pause();
+  }
+  close(fds[1]);
+  char got = 0;
+  ssize_t n;
+  do {
+    n = read(fds[0], &got, 1);
+  } while (n < 0 && errno == EINTR);
+  close(fds[0]);
+  ASSERT_EQ(n, 1) << "the child did not take the lock";
+
+  auto refused = (*store)->TryLockRun(run_id, RunLockOwner{getpid(), "parent", 8});
+  ASSERT_TRUE(refused.ok()) << refused.error().message;
+  ASSERT_TRUE(refused->has_value()) << "the child's lock was not seen";
+  EXPECT_EQ((*refused)->pid, pid);
+  EXPECT_EQ((*refused)->host, "child-host");
+
+  kill(pid, SIGKILL);
+  const int status = WaitChild(pid);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  // The server ends the dead client's session when it reads the closed socket: at once, but not
+  // synchronously with waitpid, so poll for a bounded time.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  bool free = false;
+  while (!free && std::chrono::steady_clock::now() < deadline) {
+    auto attempt = (*store)->TryLockRun(run_id, RunLockOwner{getpid(), "parent", 8});
+    ASSERT_TRUE(attempt.ok()) << attempt.error().message;
+    free = !attempt->has_value();
+    if (!free) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(free) << "the lock of a SIGKILLed holder was not released";
 }
 
 TEST(PgFaultTest, EightConcurrentWritersLoseAndDuplicateNothing) {
@@ -236,12 +293,14 @@ TEST(PgFaultTest, EightConcurrentWritersLoseAndDuplicateNothing) {
       cell_ids.insert(cell.cell_id);
       EXPECT_EQ(cell.steps.size(), static_cast<std::size_t>(kSteps)) << run.name << " " << cell.cell_id;
     }
-    EXPECT_EQ(cell_ids.size(), static_cast<std::size_t>(kCellsPerWriter)) << "no duplicated cell in " << run.name;
+    EXPECT_EQ(cell_ids.size(), static_cast<std::size_t>(kCellsPerWriter))
+        << "no duplicated cell in " << run.name;
   }
   EXPECT_EQ(ids.size(), static_cast<std::size_t>(kWriters)) << "run ids are unique";
   EXPECT_EQ(names.size(), static_cast<std::size_t>(kWriters)) << "each writer has its own run";
   EXPECT_EQ(uuids.size(), static_cast<std::size_t>(kWriters));
-  EXPECT_EQ(One((*store)->connection(), "SELECT count(*) FROM cells"), std::to_string(kWriters * kCellsPerWriter));
+  EXPECT_EQ(One((*store)->connection(), "SELECT count(*) FROM cells"),
+            std::to_string(kWriters * kCellsPerWriter));
   EXPECT_EQ(One((*store)->connection(), "SELECT count(*) FROM steps"),
             std::to_string(kWriters * kCellsPerWriter * kSteps));
 }
@@ -302,7 +361,8 @@ TEST(PgFaultTest, AServerThatStaysAwayEndsWithTheCellSpilledAndItIsStoredOnceBac
   EXPECT_NE(put.error().message.find("the PostgreSQL server " + db.url() + " could not be reached for 1 s"),
             std::string::npos)
       << put.error().message;
-  EXPECT_NE(put.error().message.find("--resume " + std::to_string(run_id)), std::string::npos) << put.error().message;
+  EXPECT_NE(put.error().message.find("--resume " + std::to_string(run_id)), std::string::npos)
+      << put.error().message;
   EXPECT_EQ(put.error().message.find('\n'), std::string::npos) << put.error().message;
   // The window is spent: the run's last words (its status) fail at once, not after another one.
   const auto before = std::chrono::steady_clock::now();

@@ -215,9 +215,9 @@ Status Migrate(Connection& connection, const std::vector<Migration>& migrations,
   }
   const int latest = LatestVersion(migrations);
   auto refuse_newer = [&](int version) {
-    return MakeError(ErrorKind::kStore, "PostgreSQL database " + connection.display() + " has schema version " +
-                                            std::to_string(version) + ", newer than this dlbench knows (" +
-                                            std::to_string(latest) +
+    return MakeError(ErrorKind::kStore, "PostgreSQL database " + connection.display() +
+                                            " has schema version " + std::to_string(version) +
+                                            ", newer than this dlbench knows (" + std::to_string(latest) +
                                             "); use a newer dlbench, or another database");
   };
   auto current = ReadSchemaVersion(connection);

@@ -54,7 +54,8 @@ Result<RunRecord> ReadRunRow(const Rows& rows, int i) {
   if (!parsed_status) return codec::UnknownStoredName("status", status, " of run " + std::to_string(run.id));
   run.status = *parsed_status;
   run.environment_hash = rows.Text(i, 7);
-  auto fingerprint = codec::ParseJson(rows.Text(i, 8), "environment fingerprint of run " + std::to_string(run.id));
+  auto fingerprint =
+      codec::ParseJson(rows.Text(i, 8), "environment fingerprint of run " + std::to_string(run.id));
   if (!fingerprint.ok()) return fingerprint.error();
   run.environment = std::move(*fingerprint);
   run.tool_version = rows.Text(i, 9);
@@ -64,8 +65,8 @@ Result<RunRecord> ReadRunRow(const Rows& rows, int i) {
   if (!selection_json.ok()) return selection_json.error();
   auto selection = record::RunSelectionFromJson(*selection_json);
   if (!selection.ok()) {
-    return MakeError(ErrorKind::kStore,
-                     "the stored selection of run " + std::to_string(run.id) + ": " + selection.error().message);
+    return MakeError(ErrorKind::kStore, "the stored selection of run " + std::to_string(run.id) + ": " +
+                                            selection.error().message);
   }
   run.selection = std::move(*selection);
   run.uuid = rows.Text(i, 13);
@@ -167,15 +168,99 @@ Result<std::unique_ptr<PostgresStore>> PostgresStore::Open(const std::string& ur
   auto connection = Connection::Open(url);
   if (!connection.ok()) return connection.error();
   if (connection->server_version() < 110000) {
-    return MakeError(ErrorKind::kUnsupported,
-                     fmt::format("PostgreSQL {} is version {}.{}; dlbench needs 11 or newer", connection->display(),
-                                 connection->server_version() / 10000, connection->server_version() % 10000));
+    return MakeError(
+        ErrorKind::kUnsupported,
+        fmt::format("PostgreSQL {} is version {}.{}; dlbench needs 11 or newer", connection->display(),
+                    connection->server_version() / 10000, connection->server_version() % 10000));
   }
   DLBENCH_RETURN_IF_ERROR(pg::Migrate(*connection, options.migrations, options.create));
   return std::unique_ptr<PostgresStore>(new PostgresStore(url, std::move(*connection), options));
 }
 
 std::string PostgresStore::Describe() const { return display_; }
+
+namespace {
+
+// The first key of every run lock ("dlbr"); the second is the run id's low 32 bits. The two-key
+// form never meets the schema's migration lock (one bigint key: a different objsubid).
+constexpr std::int64_t kRunLockClass = 0x646C6272;
+constexpr std::string_view kLockApplicationPrefix = "dlbench-lock ";
+constexpr std::size_t kApplicationNameMax = 63;  // PostgreSQL's NAMEDATALEN - 1
+
+std::int64_t RunLockKey(std::int64_t run_id) {
+  return static_cast<std::int32_t>(
+      static_cast<std::uint32_t>(static_cast<std::uint64_t>(run_id) & 0xFFFFFFFFu));
+}
+
+std::string LockApplicationName(const RunLockOwner& owner) {
+  std::string name = std::string(kLockApplicationPrefix) + std::to_string(owner.pid) + " " +
+                     std::to_string(owner.since_wall_ns) + " ";
+  for (char c : owner.host) {
+    if (name.size() >= kApplicationNameMax) break;
+    // application_name keeps printable ASCII only; anything else would read back as '?'.
+    name.push_back(c > ' ' && c < 127 ? c : '?');
+  }
+  return name;
+}
+
+RunLockOwner ParseLockApplicationName(const std::string& name) {
+  RunLockOwner owner;
+  if (name.compare(0, kLockApplicationPrefix.size(), kLockApplicationPrefix) != 0) return owner;
+  const char* p = name.data() + kLockApplicationPrefix.size();
+  const char* end = name.data() + name.size();
+  auto pid = std::from_chars(p, end, owner.pid);
+  if (pid.ec != std::errc() || pid.ptr == end || *pid.ptr != ' ') return RunLockOwner{};
+  auto since = std::from_chars(pid.ptr + 1, end, owner.since_wall_ns);
+  if (since.ec != std::errc() || since.ptr == end || *since.ptr != ' ') return RunLockOwner{};
+  owner.host.assign(since.ptr + 1, end);
+  return owner;
+}
+
+}  // namespace
+
+Result<std::optional<RunLockOwner>> PostgresStore::TryLockRun(std::int64_t run_id,
+                                                              const RunLockOwner& owner) {
+  if (locked_runs_.count(run_id) != 0 && lock_connection_ && !lock_connection_->broken()) {
+    return std::optional<RunLockOwner>();
+  }
+  if (!lock_connection_ || lock_connection_->broken()) {
+    // A broken lock session has lost every lock it held.
+    locked_runs_.clear();
+    lock_connection_.reset();
+    auto opened = Connection::Open(url_);
+    if (!opened.ok()) return opened.error();
+    DLBENCH_RETURN_IF_ERROR(opened->Execute("SELECT set_config('application_name', $1, false)",
+                                            Params().Add(LockApplicationName(owner))));
+    lock_connection_.emplace(std::move(*opened));
+  }
+  const std::int64_t key = RunLockKey(run_id);
+  auto taken = lock_connection_->Query("SELECT pg_try_advisory_lock($1::integer, $2::integer)",
+                                       Params().Add(kRunLockClass).Add(key));
+  if (!taken.ok()) return taken.error();
+  if (taken->Text(0, 0) == "t") {
+    locked_runs_.insert(run_id);
+    return std::optional<RunLockOwner>();
+  }
+  auto holder = lock_connection_->Query(
+      "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+      "WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1::bigint::oid AND l.objid = "
+      "($2::bigint & 4294967295)::oid AND l.objsubid = 2 AND l.database = "
+      "(SELECT oid FROM pg_database WHERE datname = current_database()) LIMIT 1",
+      Params().Add(kRunLockClass).Add(key));
+  if (!holder.ok()) return holder.error();
+  return std::optional<RunLockOwner>(holder->size() > 0 ? ParseLockApplicationName(holder->Text(0, 0))
+                                                        : RunLockOwner{});
+}
+
+Status PostgresStore::UnlockRun(std::int64_t run_id) {
+  if (locked_runs_.erase(run_id) == 0 || !lock_connection_) return Status::Ok();
+  if (lock_connection_->broken()) return Status::Ok();  // the server dropped it with the session
+  auto released = lock_connection_->Query("SELECT pg_advisory_unlock($1::integer, $2::integer)",
+                                          Params().Add(kRunLockClass).Add(RunLockKey(run_id)));
+  if (!released.ok()) return released.error();
+  if (locked_runs_.empty()) lock_connection_.reset();
+  return Status::Ok();
+}
 
 template <class Op>
 auto PostgresStore::Retrying(Op&& op) -> decltype(op()) {
@@ -220,9 +305,10 @@ auto PostgresStore::Retrying(Op&& op) -> decltype(op()) {
     }
     if (elapsed >= window) {
       unreachable_ = true;
-      return R(MakeError(ErrorKind::kUnavailable,
-                         fmt::format("the PostgreSQL server {} could not be reached for {:.0f} s (retried {} times): {}",
-                                     Describe(), options_.retry_s, attempt, last->message)));
+      return R(MakeError(
+          ErrorKind::kUnavailable,
+          fmt::format("the PostgreSQL server {} could not be reached for {:.0f} s (retried {} times): {}",
+                      Describe(), options_.retry_s, attempt, last->message)));
     }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(window - elapsed);
     std::this_thread::sleep_for(std::min(RetryBackoff(attempt), left + std::chrono::milliseconds(1)));
@@ -258,17 +344,19 @@ Result<std::int64_t> PostgresStore::BeginRun(const RunRecord& run) {
       return stored->Int64(0, 0);
     }
     // Deduplicated on the whole fingerprint, as in the SQLite store (R13).
-    DLBENCH_RETURN_IF_ERROR(connection_.Execute(
-        "INSERT INTO environments (hash, fingerprint) VALUES ($1, $2) "
-        "ON CONFLICT (hash, md5(fingerprint)) DO NOTHING",
-        Params().Add(run.environment_hash).Add(*fingerprint)));
+    DLBENCH_RETURN_IF_ERROR(
+        connection_.Execute("INSERT INTO environments (hash, fingerprint) VALUES ($1, $2) "
+                            "ON CONFLICT (hash, md5(fingerprint)) DO NOTHING",
+                            Params().Add(run.environment_hash).Add(*fingerprint)));
     auto env = connection_.Query(
         "SELECT id FROM environments WHERE hash = $1 AND md5(fingerprint) = md5($2) AND fingerprint = $2",
         Params().Add(run.environment_hash).Add(*fingerprint));
     if (!env.ok()) return env.error();
     if (env->size() != 1) {
-      return MakeError(ErrorKind::kStore, "the environment row of run '" + run.name + "' was not found after "
-                                              "storing it in " + Describe());
+      return MakeError(ErrorKind::kStore, "the environment row of run '" + run.name +
+                                              "' was not found after "
+                                              "storing it in " +
+                                              Describe());
     }
     auto inserted = connection_.Query(
         "INSERT INTO runs (name, matrix_path, matrix_text, started_wall_ns, finished_wall_ns, status, "
@@ -290,9 +378,10 @@ Result<std::int64_t> PostgresStore::BeginRun(const RunRecord& run) {
     if (!inserted.ok()) return inserted.error();
     const std::int64_t run_id = inserted->Int64(0, 0);
     for (const std::string& tag : run.tags) {
-      DLBENCH_RETURN_IF_ERROR(connection_.Execute(
-          "INSERT INTO tags (name, run_id) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET run_id = excluded.run_id",
-          Params().Add(tag).Add(run_id)));
+      DLBENCH_RETURN_IF_ERROR(
+          connection_.Execute("INSERT INTO tags (name, run_id) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE "
+                              "SET run_id = excluded.run_id",
+                              Params().Add(tag).Add(run_id)));
     }
     DLBENCH_RETURN_IF_ERROR(tx->Commit());
     return run_id;
@@ -303,11 +392,12 @@ Status PostgresStore::PutCell(const CellRecord& cell) {
   const std::string what = "cell '" + cell.cell_id + "' of run " + std::to_string(cell.run_id);
   DLBENCH_RETURN_IF_ERROR(codec::CheckUniqueMetricNames(cell, what));
   std::string json_text[5];
-  const std::pair<const nlohmann::json*, const char*> json_fields[5] = {{&cell.params, "params"},
-                                                                        {&cell.effective, "effective"},
-                                                                        {&cell.hello, "hello"},
-                                                                        {&cell.verdict_reasons, "verdict_reasons"},
-                                                                        {&cell.extras, "extras"}};
+  const std::pair<const nlohmann::json*, const char*> json_fields[5] = {
+      {&cell.params, "params"},
+      {&cell.effective, "effective"},
+      {&cell.hello, "hello"},
+      {&cell.verdict_reasons, "verdict_reasons"},
+      {&cell.extras, "extras"}};
   for (int i = 0; i < 5; ++i) {
     auto text = codec::DumpJson(*json_fields[i].first, std::string(json_fields[i].second) + " of " + what);
     if (!text.ok()) return text.error();
@@ -344,7 +434,8 @@ Status PostgresStore::PutCellOnce(const CellRecord& cell, const std::string (&js
       "INSERT INTO cells (run_id, idx, cell_id, key, label, params, effective, hello, repetition, seed, "
       "outcome, message, verdict, verdict_reasons, warmup_steps, warmup_rule, stop_reason, stdout_path, "
       "stderr_path, started_wall_ns, finished_wall_ns, extras, measured_steps) VALUES "
-      "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23) "
+      "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, "
+      "$23) "
       "RETURNING id",
       Params()
           .Add(cell.run_id)
@@ -415,9 +506,10 @@ Status PostgresStore::PutCellOnce(const CellRecord& cell, const std::string (&js
       AppendOptionalInt(data, (r.present & record::kHasComm) != 0, r.comm_ns);
       data.push_back('\n');
     }
-    DLBENCH_RETURN_IF_ERROR(connection_.CopyIn(
-        "COPY steps (cell_id, idx, rank, start_ns, end_ns, samples, data_wait_ns, compute_ns, comm_ns) FROM STDIN",
-        data));
+    DLBENCH_RETURN_IF_ERROR(
+        connection_.CopyIn("COPY steps (cell_id, idx, rank, start_ns, end_ns, samples, data_wait_ns, "
+                           "compute_ns, comm_ns) FROM STDIN",
+                           data));
   }
   if (!cell.series.empty()) {
     data.clear();
@@ -430,7 +522,8 @@ Status PostgresStore::PutCellOnce(const CellRecord& cell, const std::string (&js
       AppendDouble(data, p.value);
       data.push_back('\n');
     }
-    DLBENCH_RETURN_IF_ERROR(connection_.CopyIn("COPY series (cell_id, t_ns, series, value) FROM STDIN", data));
+    DLBENCH_RETURN_IF_ERROR(
+        connection_.CopyIn("COPY series (cell_id, t_ns, series, value) FROM STDIN", data));
   }
   return tx->Commit();
 }
@@ -457,8 +550,9 @@ Status PostgresStore::LoadTags(std::vector<RunRecord>& runs) {
     ids.push_back(run.id);
     by_id[run.id].push_back(&run);
   }
-  auto rows = connection_.Query("SELECT run_id, name FROM tags WHERE run_id = ANY($1::bigint[]) ORDER BY run_id, name",
-                                Params().Add(IdArray(ids)));
+  auto rows = connection_.Query(
+      "SELECT run_id, name FROM tags WHERE run_id = ANY($1::bigint[]) ORDER BY run_id, name",
+      Params().Add(IdArray(ids)));
   if (!rows.ok()) return rows.error();
   for (int i = 0; i < rows->size(); ++i) {
     for (RunRecord* run : by_id[rows->Int64(i, 0)]) run->tags.push_back(rows->Text(i, 1));
@@ -507,19 +601,22 @@ Result<RunRecord> PostgresStore::GetRun(std::int64_t run_id) {
   return std::move(runs->front());
 }
 
-Status PostgresStore::LoadMetrics(std::vector<CellRecord>& cells, const char* where_sql, const Params& params) {
+Status PostgresStore::LoadMetrics(std::vector<CellRecord>& cells, const char* where_sql,
+                                  const Params& params) {
   if (cells.empty()) return Status::Ok();
   std::map<std::int64_t, std::size_t> position;
   for (std::size_t i = 0; i < cells.size(); ++i) position[cells[i].id] = i;
   auto rows = connection_.Query(
-      std::string("SELECT m.cell_id, m.name, m.value, m.unit FROM metrics m JOIN cells c ON c.id = m.cell_id ") +
+      std::string(
+          "SELECT m.cell_id, m.name, m.value, m.unit FROM metrics m JOIN cells c ON c.id = m.cell_id ") +
           where_sql + " ORDER BY m.cell_id, m.id",
       params);
   if (!rows.ok()) return rows.error();
   for (int i = 0; i < rows->size(); ++i) {
     auto it = position.find(rows->Int64(i, 0));
     if (it == position.end()) continue;
-    cells[it->second].metrics.push_back(MetricRecord{rows->Text(i, 1), rows->DoubleOrNan(i, 2), rows->Text(i, 3)});
+    cells[it->second].metrics.push_back(
+        MetricRecord{rows->Text(i, 1), rows->DoubleOrNan(i, 2), rows->Text(i, 3)});
   }
   return Status::Ok();
 }
@@ -538,9 +635,10 @@ Status PostgresStore::LoadSteps(CellRecord& cell) {
       step.record.start_ns = rows->Int64(i, 1);
       step.record.end_ns = rows->Int64(i, 2);
       step.record.samples = static_cast<std::uint32_t>(rows->Int64(i, 3));
-      const std::pair<std::int64_t*, std::uint32_t> phases[] = {{&step.record.data_wait_ns, record::kHasDataWait},
-                                                                {&step.record.compute_ns, record::kHasCompute},
-                                                                {&step.record.comm_ns, record::kHasComm}};
+      const std::pair<std::int64_t*, std::uint32_t> phases[] = {
+          {&step.record.data_wait_ns, record::kHasDataWait},
+          {&step.record.compute_ns, record::kHasCompute},
+          {&step.record.comm_ns, record::kHasComm}};
       for (int k = 0; k < 3; ++k) {
         if (rows->IsNull(i, 4 + k)) continue;
         *phases[k].first = rows->Int64(i, 4 + k);
@@ -576,20 +674,21 @@ Result<std::vector<CellRecord>> PostgresStore::GetCells(std::int64_t run_id, con
     auto exists = RunExists(run_id);
     if (!exists.ok()) return exists.error();
     if (!*exists) {
-      return MakeError(ErrorKind::kNotFound, "no run with id " + std::to_string(run_id) + " in " + Describe());
+      return MakeError(ErrorKind::kNotFound,
+                       "no run with id " + std::to_string(run_id) + " in " + Describe());
     }
     Params params;
     params.Add(run_id);
     if (query.index) params.Add(*query.index);
-    auto rows = connection_.Query(
-        std::string(kCellSelect) + (query.index ? "WHERE run_id = $1 AND idx = $2" : "WHERE run_id = $1") +
-            " ORDER BY idx, id",
-        params);
+    auto rows = connection_.Query(std::string(kCellSelect) +
+                                      (query.index ? "WHERE run_id = $1 AND idx = $2" : "WHERE run_id = $1") +
+                                      " ORDER BY idx, id",
+                                  params);
     if (!rows.ok()) return rows.error();
     auto read = ReadCells(*rows);
     if (!read.ok()) return read.error();
-    DLBENCH_RETURN_IF_ERROR(
-        LoadMetrics(*read, query.index ? "WHERE c.run_id = $1 AND c.idx = $2" : "WHERE c.run_id = $1", params));
+    DLBENCH_RETURN_IF_ERROR(LoadMetrics(
+        *read, query.index ? "WHERE c.run_id = $1 AND c.idx = $2" : "WHERE c.run_id = $1", params));
     for (CellRecord& cell : *read) {
       if (query.with_steps) DLBENCH_RETURN_IF_ERROR(LoadSteps(cell));
       if (query.with_series) DLBENCH_RETURN_IF_ERROR(LoadSeries(cell));
@@ -623,9 +722,10 @@ Status PostgresStore::SetTag(std::int64_t run_id, const std::string& tag) {
       return MakeError(ErrorKind::kNotFound,
                        "cannot tag run " + std::to_string(run_id) + ": no such run in " + Describe());
     }
-    DLBENCH_RETURN_IF_ERROR(connection_.Execute(
-        "INSERT INTO tags (name, run_id) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET run_id = excluded.run_id",
-        Params().Add(tag).Add(run_id)));
+    DLBENCH_RETURN_IF_ERROR(
+        connection_.Execute("INSERT INTO tags (name, run_id) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE "
+                            "SET run_id = excluded.run_id",
+                            Params().Add(tag).Add(run_id)));
     return tx->Commit();
   });
 }
@@ -661,9 +761,10 @@ Result<std::int64_t> PostgresStore::ResolveRunOnce(const std::string& ref) {
   if (!names.ok()) return names.error();
   std::string known;
   for (int i = 0; i < names->size(); ++i) known += (known.empty() ? "" : ", ") + names->Text(i, 0);
-  return MakeError(ErrorKind::kNotFound,
-                   "no run is tagged '" + ref + "' in " + Describe() +
-                       (known.empty() ? "; there are no tags yet (use a run id or 'latest')" : "; known tags: " + known));
+  return MakeError(
+      ErrorKind::kNotFound,
+      "no run is tagged '" + ref + "' in " + Describe() +
+          (known.empty() ? "; there are no tags yet (use a run id or 'latest')" : "; known tags: " + known));
 }
 
 Result<std::vector<std::pair<RunRecord, CellRecord>>> PostgresStore::CellHistory(const std::string& key) {

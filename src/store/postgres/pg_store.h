@@ -25,6 +25,8 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -66,6 +68,18 @@ class PostgresStore final : public ResultStore {
   // The URL with its password masked: "postgresql://alice:***@db:5432/bench".
   std::string Describe() const override;
 
+  // Run locks as session-level advisory locks (pg_try_advisory_lock(kRunLockClass, run id)) held
+  // by a connection of their own, opened at the first TryLockRun: the server drops them when that
+  // session ends, so a holder that exits, is SIGKILLed or loses its host releases them. The
+  // session's application_name carries the owner ("dlbench-lock <pid> <since_wall_ns> <host>",
+  // the host cut to fit 63 bytes), which a refused TryLockRun reads back from pg_stat_activity
+  // (pid 0 and an empty host when the server does not show it to this role). Locks are not
+  // retried: a lost lock connection loses the locks with it (a server restart), and TryLockRun
+  // fails with kUnavailable when the server cannot be reached. Run ids are mapped to the lock's
+  // 32-bit key by their low 32 bits.
+  Result<std::optional<RunLockOwner>> TryLockRun(std::int64_t run_id, const RunLockOwner& owner) override;
+  Status UnlockRun(std::int64_t run_id) override;
+
   // The current connection, for diagnostics and tests.
   pg::Connection& connection() { return connection_; }
 
@@ -94,6 +108,8 @@ class PostgresStore final : public ResultStore {
   pg::Connection connection_;
   Options options_;
   bool unreachable_ = false;  // the last call used up the retry window without reaching the server
+  std::optional<pg::Connection> lock_connection_;  // holds the advisory locks of locked_runs_
+  std::set<std::int64_t> locked_runs_;
 };
 
 }  // namespace dlbench::store

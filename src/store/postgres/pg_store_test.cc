@@ -3,6 +3,8 @@
 // migrated in a transaction, a newer or foreign one is refused with nothing changed, and commands
 // that must not create a store do not; every way of naming a server wrongly is one line without
 // the password; text reaches the server as valid UTF-8 and COPY fields escaped.
+#include "store/postgres/pg_store.h"
+
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,7 +13,6 @@
 
 #include "store/open_store.h"
 #include "store/postgres/pg_schema.h"
-#include "store/postgres/pg_store.h"
 #include "store/postgres/pg_test_util.h"
 #include "store/sqlite_schema.h"
 #include "store/store_codec.h"
@@ -70,13 +71,14 @@ TEST(PgTextTest, Utf8ForPostgresReplacesOnlyWhatTextCannotHold) {
   const std::string r = "\xEF\xBF\xBD";
   const Case cases[] = {
       {"plain ascii", "plain ascii"},
-      {"\xC2\xB5s \xE6\x97\xA5\xE6\x9C\xAC \xF0\x9F\x9A\x80", "\xC2\xB5s \xE6\x97\xA5\xE6\x9C\xAC \xF0\x9F\x9A\x80"},
+      {"\xC2\xB5s \xE6\x97\xA5\xE6\x9C\xAC \xF0\x9F\x9A\x80",
+       "\xC2\xB5s \xE6\x97\xA5\xE6\x9C\xAC \xF0\x9F\x9A\x80"},
       {std::string("a\0b", 3), "a" + r + "b"},
       {"\xFF\xFE", r + r},
-      {"\xC0\xAF", r + r},              // an overlong '/'
-      {"\xED\xA0\x80", r + r + r},      // a surrogate
+      {"\xC0\xAF", r + r},                  // an overlong '/'
+      {"\xED\xA0\x80", r + r + r},          // a surrogate
       {"\xF4\x90\x80\x80", r + r + r + r},  // above U+10FFFF
-      {"cut \xE6\x97", "cut " + r + r},  // a sequence cut short
+      {"cut \xE6\x97", "cut " + r + r},     // a sequence cut short
       {"", ""},
   };
   for (const Case& c : cases) EXPECT_EQ(pg::Utf8ForPostgres(c.in), c.out) << c.in;
@@ -107,14 +109,15 @@ TEST(PgConnectTest, EveryBadLocationIsOneLineWithoutThePassword) {
   };
   const std::string host_part = cluster.admin_url.substr(cluster.admin_url.find('@'));
   const Case cases[] = {
-      {"a port that is not a number", "postgresql://dlbench:s3cret-port@127.0.0.1:notaport/postgres", "s3cret-port",
-       ErrorKind::kStore, "port"},
-      {"an unknown parameter", "postgresql://dlbench:s3cret-param@127.0.0.1/postgres?nosuch=1", "s3cret-param",
-       ErrorKind::kInvalidInput, "nosuch"},
-      {"a wrong password", WithPassword(cluster.password_url, "s3cret-wrong"), "s3cret-wrong", ErrorKind::kStore,
-       "password authentication failed"},
+      {"a port that is not a number", "postgresql://dlbench:s3cret-port@127.0.0.1:notaport/postgres",
+       "s3cret-port", ErrorKind::kStore, "port"},
+      {"an unknown parameter", "postgresql://dlbench:s3cret-param@127.0.0.1/postgres?nosuch=1",
+       "s3cret-param", ErrorKind::kInvalidInput, "nosuch"},
+      {"a wrong password", WithPassword(cluster.password_url, "s3cret-wrong"), "s3cret-wrong",
+       ErrorKind::kStore, "password authentication failed"},
       {"a database that does not exist",
-       WithPassword(cluster.admin_url.substr(0, cluster.admin_url.rfind('/')) + "/no_such_database", "s3cret-db"),
+       WithPassword(cluster.admin_url.substr(0, cluster.admin_url.rfind('/')) + "/no_such_database",
+                    "s3cret-db"),
        "s3cret-db", ErrorKind::kStore, "does not exist"},
       {"a server that is down", "postgresql://dlbench:s3cret-down@127.0.0.1:1/postgres", "s3cret-down",
        ErrorKind::kUnavailable, "refused"},
@@ -138,7 +141,8 @@ TEST(PgConnectTest, EveryBadLocationIsOneLineWithoutThePassword) {
     ASSERT_TRUE(admin.ok());
     ASSERT_TRUE(admin->Execute("ALTER SCHEMA public OWNER TO dlbench_pw").ok());
   }
-  const std::string own_url = cluster.password_url.substr(0, cluster.password_url.rfind('/') + 1) + own.name();
+  const std::string own_url =
+      cluster.password_url.substr(0, cluster.password_url.rfind('/') + 1) + own.name();
   auto store = PostgresStore::Open(WithPassword(own_url, cluster.password));
   ASSERT_TRUE(store.ok()) << store.error().message;
   const std::string shown = (*store)->Describe();
@@ -159,7 +163,8 @@ TEST(PgMigrationTest, AFreshDatabaseGetsTheSchemaOnceAndAnEmptyOneIsNotCreatedBy
   auto refused = OpenStore(db.url(), reading);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().kind, ErrorKind::kStore);
-  EXPECT_NE(refused.error().message.find("holds no dlbench store"), std::string::npos) << refused.error().message;
+  EXPECT_NE(refused.error().message.find("holds no dlbench store"), std::string::npos)
+      << refused.error().message;
   EXPECT_EQ(One(*admin, "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"), "0")
       << "a reading command created tables";
 
@@ -169,7 +174,8 @@ TEST(PgMigrationTest, AFreshDatabaseGetsTheSchemaOnceAndAnEmptyOneIsNotCreatedBy
   store->reset();
   auto again = OpenStore(db.url(), reading);
   ASSERT_TRUE(again.ok()) << again.error().message;
-  EXPECT_EQ(One(*admin, "SELECT count(*) FROM schema_version"), std::to_string(pg::SchemaMigrations().size()));
+  EXPECT_EQ(One(*admin, "SELECT count(*) FROM schema_version"),
+            std::to_string(pg::SchemaMigrations().size()));
   EXPECT_EQ(One(*admin, "SELECT description FROM schema_version WHERE version = 4"),
             "runs.uuid: a key that names a run in every store (db copy)");
 }
@@ -185,7 +191,8 @@ TEST(PgSchemaTest, ACellDeletedByHandTakesItsStepsAndSeriesWithIt) {
   ASSERT_TRUE((*store)->PutCell(MakeCell(run_id, 1, 20)).ok());
   pg::Connection& c = (*store)->connection();
   ASSERT_EQ(One(c, "SELECT count(*) FROM steps"), "50");
-  ASSERT_TRUE(c.Execute("DELETE FROM metrics WHERE cell_id = (SELECT id FROM cells WHERE cell_id = 'c0')").ok());
+  ASSERT_TRUE(
+      c.Execute("DELETE FROM metrics WHERE cell_id = (SELECT id FROM cells WHERE cell_id = 'c0')").ok());
   ASSERT_TRUE(c.Execute("DELETE FROM cells WHERE cell_id = 'c0'").ok());
   EXPECT_EQ(One(c, "SELECT count(*) FROM steps"), "20");
   EXPECT_EQ(One(c, "SELECT count(*) FROM series"), "2");
@@ -210,13 +217,20 @@ TEST(PgMigrationTest, AnOlderStoreIsMigratedAndKeepsItsRuns) {
     // Rows as a version-3 dlbench wrote them: no uuid column yet.
     for (const char* sql :
          {"INSERT INTO environments (hash, fingerprint) VALUES ('h1', '{}')",
-          "INSERT INTO runs (name, matrix_path, matrix_text, started_wall_ns, status, environment_id, tool_version, "
-          "git_commit, total_cells) VALUES ('old-a', 'm.yaml', 'runner: null', 1, 'completed', 1, '0.1.0', 'abc', 1)",
-          "INSERT INTO runs (name, matrix_path, matrix_text, started_wall_ns, status, environment_id, tool_version, "
-          "git_commit, total_cells) VALUES ('old-b', 'm.yaml', 'runner: null', 2, 'interrupted', 1, '0.1.0', 'abc', 1)",
-          "INSERT INTO cells (run_id, idx, cell_id, key, label, params, effective, hello, repetition, seed, outcome, "
-          "message, verdict, verdict_reasons, warmup_steps, warmup_rule, stop_reason, stdout_path, stderr_path, "
-          "started_wall_ns, finished_wall_ns, extras, measured_steps) VALUES (1, 0, 'c0', 'k', 'l', '{}', '{}', '{}', "
+          "INSERT INTO runs (name, matrix_path, matrix_text, started_wall_ns, status, environment_id, "
+          "tool_version, "
+          "git_commit, total_cells) VALUES ('old-a', 'm.yaml', 'runner: null', 1, 'completed', 1, '0.1.0', "
+          "'abc', 1)",
+          "INSERT INTO runs (name, matrix_path, matrix_text, started_wall_ns, status, environment_id, "
+          "tool_version, "
+          "git_commit, total_cells) VALUES ('old-b', 'm.yaml', 'runner: null', 2, 'interrupted', 1, '0.1.0', "
+          "'abc', 1)",
+          "INSERT INTO cells (run_id, idx, cell_id, key, label, params, effective, hello, repetition, seed, "
+          "outcome, "
+          "message, verdict, verdict_reasons, warmup_steps, warmup_rule, stop_reason, stdout_path, "
+          "stderr_path, "
+          "started_wall_ns, finished_wall_ns, extras, measured_steps) VALUES (1, 0, 'c0', 'k', 'l', '{}', "
+          "'{}', '{}', "
           "0, '7', 'ok', '', 'valid', '[]', 2, 'mser5', 'ci_target', '', '', 1, 2, '{}', 3)"}) {
       ASSERT_TRUE(c.Execute(sql).ok()) << sql;
     }
@@ -249,7 +263,8 @@ TEST(PgMigrationTest, ANewerStoreIsRefusedWithNothingChanged) {
     auto run = (*store)->BeginRun(MakeRun("r"));
     ASSERT_TRUE(run.ok());
     ASSERT_TRUE((*store)->PutCell(MakeCell(*run, 0, 10)).ok());
-    ASSERT_TRUE((*store)->connection()
+    ASSERT_TRUE((*store)
+                    ->connection()
                     .Execute("INSERT INTO schema_version (version, description, applied_wall_ns) VALUES "
                              "(5, 'from a newer dlbench', 1)")
                     .ok());
@@ -264,7 +279,8 @@ TEST(PgMigrationTest, ANewerStoreIsRefusedWithNothingChanged) {
     auto refused = OpenStore(db.url(), options);
     ASSERT_FALSE(refused.ok());
     EXPECT_EQ(refused.error().kind, ErrorKind::kStore);
-    EXPECT_NE(refused.error().message.find("schema version 5, newer than this dlbench knows (4)"), std::string::npos)
+    EXPECT_NE(refused.error().message.find("schema version 5, newer than this dlbench knows (4)"),
+              std::string::npos)
         << refused.error().message;
   }
   EXPECT_EQ(Snapshot(*admin), before);
@@ -282,7 +298,8 @@ TEST(PgMigrationTest, AForeignDatabaseIsRefusedAndAFailedStepLeavesTheOldVersion
   auto refused = PostgresStore::Open(foreign.url());
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().kind, ErrorKind::kStore);
-  EXPECT_NE(refused.error().message.find("is not a dlbench store"), std::string::npos) << refused.error().message;
+  EXPECT_NE(refused.error().message.find("is not a dlbench store"), std::string::npos)
+      << refused.error().message;
   EXPECT_NE(refused.error().message.find("accounts"), std::string::npos) << refused.error().message;
 
   ScratchDatabase db(cluster);
@@ -296,7 +313,8 @@ TEST(PgMigrationTest, AForeignDatabaseIsRefusedAndAFailedStepLeavesTheOldVersion
                                 }});
   auto failed = PostgresStore::Open(db.url(), failing);
   ASSERT_FALSE(failed.ok());
-  EXPECT_NE(failed.error().message.find("to schema version 5 failed"), std::string::npos) << failed.error().message;
+  EXPECT_NE(failed.error().message.find("to schema version 5 failed"), std::string::npos)
+      << failed.error().message;
   auto admin = pg::Connection::Open(db.url());
   ASSERT_TRUE(admin.ok());
   EXPECT_EQ(*pg::ReadSchemaVersion(*admin), 4);
@@ -340,7 +358,8 @@ TEST(PgMigrationTest, ProcessesOpeningOneNewDatabaseTogetherApplyEachStepOnce) {
   }
   auto admin = pg::Connection::Open(db.url());
   ASSERT_TRUE(admin.ok());
-  EXPECT_EQ(One(*admin, "SELECT count(*) FROM schema_version"), std::to_string(pg::SchemaMigrations().size()));
+  EXPECT_EQ(One(*admin, "SELECT count(*) FROM schema_version"),
+            std::to_string(pg::SchemaMigrations().size()));
   EXPECT_EQ(One(*admin, "SELECT count(DISTINCT id) FROM runs"), std::to_string(kProcesses));
 }
 

@@ -85,15 +85,16 @@ inline std::variant<PgCluster, std::string> TestCluster() {
 }
 
 // Declares `const PgCluster& name` in a test body, or skips (fails when PostgreSQL is required).
-#define DLBENCH_PG_CLUSTER_OR_SKIP(name)                                            \
-  auto name##_found = ::dlbench::store::testing::TestCluster();                     \
-  if (std::holds_alternative<std::string>(name##_found)) {                          \
-    if (::dlbench::store::testing::PostgresRequired()) {                            \
+#define DLBENCH_PG_CLUSTER_OR_SKIP(name)                                                \
+  auto name##_found = ::dlbench::store::testing::TestCluster();                         \
+  if (std::holds_alternative<std::string>(name##_found)) {                              \
+    if (::dlbench::store::testing::PostgresRequired()) {                                \
       FAIL() << std::get<std::string>(name##_found) << " (DLBENCH_REQUIRE_POSTGRES=1)"; \
-    }                                                                               \
-    GTEST_SKIP() << std::get<std::string>(name##_found);                            \
-  }                                                                                 \
-  const ::dlbench::store::testing::PgCluster& name = std::get<::dlbench::store::testing::PgCluster>(name##_found)
+    }                                                                                   \
+    GTEST_SKIP() << std::get<std::string>(name##_found);                                \
+  }                                                                                     \
+  const ::dlbench::store::testing::PgCluster& name =                                    \
+      std::get<::dlbench::store::testing::PgCluster>(name##_found)
 
 // A database of its own for one test, dropped (with its connections) when destroyed.
 class ScratchDatabase {
@@ -146,7 +147,8 @@ class PrivateCluster {
       return;
     }
     if (rc != 0) {
-      error_ = "scripts/pg-test-cluster.sh start failed with " + std::to_string(rc) + ": " + TailLines(log_, 20);
+      error_ =
+          "scripts/pg-test-cluster.sh start failed with " + std::to_string(rc) + ": " + TailLines(log_, 20);
       return;
     }
     auto env = ReadClusterEnv(state_dir_);
@@ -193,14 +195,14 @@ class PrivateCluster {
 };
 
 // Declares `PrivateCluster name` in a test body that has started, or skips/fails as above.
-#define DLBENCH_PRIVATE_PG_CLUSTER_OR_SKIP(name)                                        \
-  ::dlbench::store::testing::PrivateCluster name;                                      \
-  if (!name.skip_reason().empty()) {                                                   \
-    if (::dlbench::store::testing::PostgresRequired()) {                               \
-      FAIL() << name.skip_reason() << " (DLBENCH_REQUIRE_POSTGRES=1)";                 \
-    }                                                                                  \
-    GTEST_SKIP() << name.skip_reason();                                                \
-  }                                                                                    \
+#define DLBENCH_PRIVATE_PG_CLUSTER_OR_SKIP(name)                       \
+  ::dlbench::store::testing::PrivateCluster name;                      \
+  if (!name.skip_reason().empty()) {                                   \
+    if (::dlbench::store::testing::PostgresRequired()) {               \
+      FAIL() << name.skip_reason() << " (DLBENCH_REQUIRE_POSTGRES=1)"; \
+    }                                                                  \
+    GTEST_SKIP() << name.skip_reason();                                \
+  }                                                                    \
   ASSERT_TRUE(name.error().empty()) << name.error()
 
 }  // namespace dlbench::store::testing
