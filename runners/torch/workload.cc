@@ -54,6 +54,15 @@ class ZooWorkload final : public Workload {
   std::string OptimizerName() const override {
     return "model default (SGD momentum 0.9 for CNNs, AdamW for BERT)";
   }
+  std::vector<torch::Tensor> MakeInputs(std::int64_t samples, torch::Device device,
+                                        std::uint64_t seed) override {
+    return model_->MakeBatch(samples, device, seed).inputs;
+  }
+  std::vector<torch::Tensor> ForwardInputs(const std::vector<torch::Tensor>& inputs) override {
+    Batch batch;
+    batch.inputs = inputs;
+    return model_->Forward(batch);
+  }
 
  private:
   std::shared_ptr<ZooModel> model_;
@@ -186,6 +195,14 @@ class TorchScriptWorkload final : public Workload {
                                                torch::optim::SGDOptions(lr.value_or(0.01)).momentum(0.9));
   }
   std::string OptimizerName() const override { return "SGD momentum 0.9 (lr 0.01 unless lr is set)"; }
+  std::vector<torch::Tensor> MakeInputs(std::int64_t, torch::Device, std::uint64_t) override {
+    throw UnsupportedError(
+        "unsupported: load scenarios need a zoo model; a TorchScript model's input_shapes do not say which "
+        "dimension is the batch");
+  }
+  std::vector<torch::Tensor> ForwardInputs(const std::vector<torch::Tensor>&) override {
+    throw UnsupportedError("unsupported: load scenarios need a zoo model");
+  }
 
  private:
   std::vector<torch::Tensor> Parameters() const {

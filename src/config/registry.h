@@ -80,6 +80,7 @@ struct ParamSpec {
   // takes batch_size's); empty for none.
   std::string default_from;
   std::vector<std::string> allowed;          // kEnum: the allowed values, in documented order
+  std::vector<std::string> keywords;         // kInt/kNumber: words taken as themselves (target_qps: max)
   std::optional<Bound> min;                  // kInt/kNumber
   std::optional<Bound> max;                  // kInt/kNumber
   StringFormat format = StringFormat::kAny;  // kString only

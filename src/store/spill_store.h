@@ -44,7 +44,9 @@ class SpillingStore final : public ResultStore {
   }
   Result<std::set<std::string>> FinishedCellIds(std::int64_t run_id) override;
   Status SetTag(std::int64_t run_id, const std::string& tag) override { return inner_->SetTag(run_id, tag); }
-  Result<std::int64_t> ResolveRun(const std::string& ref) override { return inner_->ResolveRun(ref); }
+  Result<std::int64_t> ResolveRunName(const std::string& name) override {
+    return inner_->ResolveRunName(name);
+  }
   Result<std::vector<std::pair<RunRecord, CellRecord>>> CellHistory(const std::string& key) override {
     return inner_->CellHistory(key);
   }

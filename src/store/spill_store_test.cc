@@ -43,7 +43,9 @@ class FlakyStore final : public ResultStore {
     return inner_->FinishedCellIds(id);
   }
   Status SetTag(std::int64_t id, const std::string& tag) override { return inner_->SetTag(id, tag); }
-  Result<std::int64_t> ResolveRun(const std::string& ref) override { return inner_->ResolveRun(ref); }
+  Result<std::int64_t> ResolveRunName(const std::string& name) override {
+    return inner_->ResolveRunName(name);
+  }
   Result<std::vector<std::pair<RunRecord, CellRecord>>> CellHistory(const std::string& key) override {
     return inner_->CellHistory(key);
   }

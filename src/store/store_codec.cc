@@ -51,8 +51,13 @@ Status ValidateTagName(const std::string& tag) {
     return MakeError(ErrorKind::kInvalidInput,
                      "tag '" + tag + "' is all digits, which would read as a run id");
   }
-  if (tag == "latest") {
-    return MakeError(ErrorKind::kInvalidInput, "'latest' is reserved: it always names the newest run");
+  if (tag == "latest" || tag == "previous") {
+    return MakeError(ErrorKind::kInvalidInput,
+                     "'" + tag + "' is reserved: it always names the " +
+                         (tag == "latest" ? "newest run" : "run before the newest"));
+  }
+  if (tag.find('~') != std::string::npos) {
+    return MakeError(ErrorKind::kInvalidInput, "tag '" + tag + "' holds '~', which would read as RUN~N");
   }
   return Status::Ok();
 }

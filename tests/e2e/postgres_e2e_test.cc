@@ -215,7 +215,7 @@ TEST(PostgresE2E, BadLocationsAreOneLineExitThreeWithoutThePassword) {
       auto r = Dlbench(command, dir, c.url);
       EXPECT_EQ(r.exit_code, 3) << c.what << " " << command[0] << ": " << r.err;
       EXPECT_EQ(Lines(r.err), 1u) << c.what << " " << command[0] << ": " << r.err;
-      EXPECT_EQ(r.err.rfind("dlbench: store error: ", 0), 0u) << c.what << ": " << r.err;
+      EXPECT_EQ(r.err.rfind("dlbench " + command[0] + ": store error: ", 0), 0u) << c.what << ": " << r.err;
       EXPECT_NE(r.err.find(c.says), std::string::npos) << c.what << ": " << r.err;
       EXPECT_EQ(r.err.find(c.secret), std::string::npos) << c.what << ": " << r.err;
       EXPECT_EQ(r.out.find(c.secret), std::string::npos) << c.what << ": " << r.out;
@@ -344,7 +344,7 @@ TEST(PostgresE2E, AServerThatStaysAwayEndsTheRunWithItsCellSpilledAndResumeStore
   const std::string err = *ReadFile(dir / "run.err");
   EXPECT_EQ(status.code, 3) << status.Describe() << "\n" << err;
   const std::string last_line = err.substr(err.rfind('\n', err.size() - 2) + 1);
-  EXPECT_NE(last_line.find("dlbench: unavailable: "), std::string::npos) << err;
+  EXPECT_EQ(last_line.rfind("dlbench run: unavailable: ", 0), 0u) << err;
   EXPECT_NE(last_line.find("the PostgreSQL server " + db.url() + " could not be reached for 2 s"),
             std::string::npos)
       << last_line;

@@ -730,7 +730,7 @@ Status PostgresStore::SetTag(std::int64_t run_id, const std::string& tag) {
   });
 }
 
-Result<std::int64_t> PostgresStore::ResolveRun(const std::string& ref) {
+Result<std::int64_t> PostgresStore::ResolveRunName(const std::string& ref) {
   if (ref.empty()) {
     return MakeError(ErrorKind::kInvalidInput, "an empty run reference (expected an id, a tag or 'latest')");
   }
