@@ -18,13 +18,15 @@ function(dlbench_add_library name)
   set_target_properties(dlbench_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
 endfunction()
 
-# dlbench_add_test(NAME SOURCES ... DEPS ... [LABELS ...]): a GoogleTest binary registered with CTest.
-# Each TEST() becomes its own CTest entry (gtest_discover_tests), so failures are named.
+# dlbench_add_test(NAME SOURCES ... DEPS ... [LABELS ...] [FIXTURES ...]): a GoogleTest binary
+# registered with CTest. Each TEST() becomes its own CTest entry (gtest_discover_tests), so failures
+# are named. FIXTURES are CTest fixtures every entry requires (e.g. "postgres", the throwaway
+# PostgreSQL cluster of tests/e2e/postgres.cmake), so `ctest -R` of one test still sets them up.
 function(dlbench_add_test name)
   if(NOT DLBENCH_BUILD_TESTS)
     return()
   endif()
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS;FIXTURES" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock dlbench::warnings)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
@@ -43,5 +45,11 @@ function(dlbench_add_test name)
   if("e2e" IN_LIST labels OR "torch" IN_LIST labels)
     set(serial TRUE)
   endif()
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${labels_escaped}" RUN_SERIAL ${serial})
+  set(fixture_properties "")
+  if(ARG_FIXTURES)
+    string(REPLACE ";" "\\;" fixtures_escaped "${ARG_FIXTURES}")
+    set(fixture_properties FIXTURES_REQUIRED "${fixtures_escaped}")
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
+    PROPERTIES LABELS "${labels_escaped}" RUN_SERIAL ${serial} ${fixture_properties})
 endfunction()

@@ -11,6 +11,9 @@ packages=(
   g++ cmake ninja-build pkg-config git
   # libraries the dlbench binary uses
   libyaml-cpp-dev nlohmann-json3-dev libfmt-dev libcli11-dev libsqlite3-dev libboost-dev sqlite3
+  # the PostgreSQL store (libpq), and the server its tests start as a throwaway cluster
+  # (scripts/pg-test-cluster.sh; the package also creates the `postgres` user it runs as)
+  libpq-dev postgresql
   # `dlbench serve`'s HTTP server (libmicrohttpd), the HTTP client of its tests (cpp-httplib) and
   # the HTML report's chart library, embedded at build time
   libmicrohttpd-dev libcpp-httplib-dev libjs-chart.js

@@ -3,7 +3,9 @@
 # runs every CTest test (unit, end-to-end, torch on the CPU, browser and Prometheus tests), then
 # the hardening stages (docs/testing.md): ASan+UBSan over the unit and null-runner e2e tests, each
 # fuzz target for a bounded time, TSan over the threaded tests. GPU-only tests carry the label
-# "gpu" and skip themselves without a GPU.
+# "gpu" and skip themselves without a GPU. The PostgreSQL tests start a throwaway cluster
+# (scripts/pg-test-cluster.sh, the CTest fixture "postgres"); the setup installs the server, so
+# here they must run rather than skip (DLBENCH_REQUIRE_POSTGRES=1).
 #
 # Arguments go to the first stage's ctest. DLBENCH_STAGES picks
 # stages; every stage runs even when an earlier one failed, and the exit status is non-zero if any
@@ -11,6 +13,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-debian.sh --with-browser-tests || exit 1
+export DLBENCH_REQUIRE_POSTGRES=1
 
 # The default is the suite alone until the hardening stages have passed on main as merged (they
 # passed on their branch; the matrix fuzz target has an open out-of-memory finding, docs/testing.md).

@@ -6,8 +6,26 @@
 #include "cli/commands.h"
 #include "common/text.h"
 #include "plan/selection.h"
+#include "store/open_store.h"
 
 namespace dlbench::cli {
+namespace {
+
+std::unique_ptr<store::ResultStore> OpenOrReport(CommandContext& ctx, store::OpenMode mode) {
+  store::OpenOptions options;
+  options.mode = mode;
+  auto opened = store::OpenStore(ctx.db_path, options);
+  if (!opened.ok()) {
+    Error e = opened.error();
+    // Whatever went wrong opening it (a malformed URL included), the store is what failed: exit 3.
+    e.kind = ErrorKind::kStore;
+    ctx.exit_code = ReportError(e);
+    return nullptr;
+  }
+  return std::move(opened).value();
+}
+
+}  // namespace
 
 namespace {
 std::string& CommandWords() {
@@ -29,6 +47,7 @@ int ReportError(const Error& error) {
     case ErrorKind::kUnsupported:
       return kExitUsage;
     case ErrorKind::kStore:
+    case ErrorKind::kUnavailable:
       return kExitStore;
     default:
       return kExitIo;
@@ -48,27 +67,16 @@ int ReportSelectionError(const Error& error, const std::string& matrix_path) {
   return kExitUsage;
 }
 
-namespace {
-
-std::unique_ptr<store::ResultStore> OrReport(Result<std::unique_ptr<store::ResultStore>> opened,
-                                             CommandContext& ctx) {
-  if (!opened.ok()) {
-    Error e = opened.error();
-    if (e.kind != ErrorKind::kStore) e.kind = ErrorKind::kStore;
-    ctx.exit_code = ReportError(e);
-    return nullptr;
-  }
-  return std::move(opened).value();
+std::unique_ptr<store::ResultStore> OpenStoreOrReport(CommandContext& ctx) {
+  return OpenOrReport(ctx, store::OpenMode::kCreate);
 }
 
-}  // namespace
-
-std::unique_ptr<store::ResultStore> OpenStoreOrReport(CommandContext& ctx) {
-  return OrReport(store::OpenSqliteStore(ctx.db_path), ctx);
+std::unique_ptr<store::ResultStore> OpenExistingStoreOrReport(CommandContext& ctx) {
+  return OpenOrReport(ctx, store::OpenMode::kExisting);
 }
 
 std::unique_ptr<store::ResultStore> OpenStoreForReadingOrReport(CommandContext& ctx) {
-  return OrReport(store::OpenSqliteStoreForReading(ctx.db_path), ctx);
+  return OpenOrReport(ctx, store::OpenMode::kRead);
 }
 
 }  // namespace dlbench::cli

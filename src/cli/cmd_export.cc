@@ -111,7 +111,8 @@ void RegisterExport(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--cell", args->cell, "Only the cell with this index (series and trace)");
   cmd->add_option("--steps", args->steps, "With --format trace: steps A:B (A to B-1), A: or :B of each rank");
   cmd->add_option("-o,--output", args->output, "Output file, '-' for stdout")->capture_default_str();
-  cmd->add_option("--db", args->db, "SQLite database (overrides the global --db)");
+  cmd->add_option("--db", args->db,
+                  "The store: a SQLite file or a postgresql:// URL (overrides the global --db)");
   cmd->callback([args, &ctx] { ctx.exit_code = Export(*args, ctx); });
 }
 

@@ -17,6 +17,7 @@
 #include "plan/plan.h"
 #include "plan/selection.h"
 #include "stats/early_stopping.h"
+#include "store/open_store.h"
 
 namespace dlbench::cli {
 
@@ -32,8 +33,11 @@ struct PlanArgs {
 // Mean stored duration of each cell key, when the database exists (estimates from history).
 std::map<std::string, double> HistorySeconds(CommandContext& ctx, const std::vector<plan::Cell>& cells) {
   std::map<std::string, double> out;
-  if (!std::filesystem::exists(ctx.db_path)) return out;
-  auto store = store::OpenSqliteStoreForReading(ctx.db_path);
+  // Only a store that exists is asked, read-only; none (or one that cannot be opened) means no
+  // history.
+  store::OpenOptions options;
+  options.mode = store::OpenMode::kRead;
+  auto store = store::OpenStore(ctx.db_path, options);
   if (!store.ok()) return out;
   for (const auto& c : cells) {
     if (out.count(c.key)) continue;

@@ -89,7 +89,8 @@ void RegisterReport(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   RetireOption(cmd, "--saturation-gain", "write --min-gain in percent (0.05 is --min-gain 5)");
   RetireOption(cmd, "--baseline-threshold", "write --threshold in percent (0.05 is --threshold 5)");
-  cmd->add_option("--db", args->db, "SQLite database (overrides the global --db)");
+  cmd->add_option("--db", args->db,
+                  "The store: a SQLite file or a postgresql:// URL (overrides the global --db)");
   cmd->callback([args, &ctx] { ctx.exit_code = Report(*args, ctx); });
 }
 

@@ -18,6 +18,7 @@
 #include "orchestrator/progress_file.h"
 #include "orchestrator/run.h"
 #include "plan/selection.h"
+#include "store/open_store.h"
 
 namespace dlbench::cli {
 
@@ -62,7 +63,8 @@ std::string ResumeCommand(const std::string& db_words, const std::string& matrix
 
 // " --db PATH" for a store other than ./dlbench.db; empty for the default.
 std::string DbWords(const std::string& db_path) {
-  return db_path == "dlbench.db" ? "" : " --db " + plan::ShellWord(db_path);
+  // A URL's password is never printed: the hint shows it as *** (store::DisplayLocation).
+  return db_path == "dlbench.db" ? "" : " --db " + plan::ShellWord(store::DisplayLocation(db_path));
 }
 
 // The terminal side of a run: a line when it starts, a results row per finished cell on stdout,
@@ -178,17 +180,23 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
   orchestrator::RunRequest request;
   request.matrix_path = args.matrix_path;
   request.out_dir = args.out_dir;
-  // The database file's canonical path names its log folder; a URL is its own name.
+  // The database file's canonical path names its log folder; a URL is its own name, without its
+  // password (store::DisplayLocation).
   std::error_code ec;
   const std::filesystem::path canonical = std::filesystem::weakly_canonical(ctx.db_path, ec);
-  request.store_key = ctx.db_path.find("://") != std::string::npos || ec ? ctx.db_path : canonical.string();
+  request.store_key = ctx.db_path.find("://") != std::string::npos || ec ? store::DisplayLocation(ctx.db_path)
+                                                                         : canonical.string();
   request.selection = plan::Selection{args.only, args.shard};
   request.resume = args.resume;
   request.monitor = !args.no_monitor;
   request.bin_dir = ExecutableDir();
   request.interrupts = &g_interrupts;
   request.open_store = [&ctx]() -> Result<std::unique_ptr<store::ResultStore>> {
-    auto opened = store::OpenSqliteStore(ctx.db_path);
+    // Created when missing; a PostgreSQL store is wrapped so that cells a lost server could not
+    // take are spilled and replayed (store/open_store.h).
+    store::OpenOptions options;
+    options.mode = store::OpenMode::kCreate;
+    auto opened = store::OpenStore(ctx.db_path, options);
     if (!opened.ok()) return MakeError(ErrorKind::kStore, opened.error().message);
     return std::move(opened).value();
   };

@@ -21,7 +21,7 @@ void RegisterRuns(CLI::App& app, CommandContext& ctx) {
     }
     if (runs->empty()) {
       std::printf("no runs in %s yet (start one: dlbench run examples/quickstart.yaml)\n",
-                  ctx.db_path.c_str());
+                  store->Describe().c_str());
       return;
     }
     Table table({{"run", true},

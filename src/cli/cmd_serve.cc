@@ -68,7 +68,8 @@ void RegisterServe(CLI::App& app, CommandContext& ctx) {
       app.add_subcommand("serve", "Serve the latest result of each cell as Prometheus metrics on /metrics");
   cmd->add_option("--listen", args->listen, "HOST:PORT to listen on; loopback by default")
       ->capture_default_str();
-  cmd->add_option("--db", args->db, "SQLite database (overrides the global --db)");
+  cmd->add_option("--db", args->db,
+                  "The store: a SQLite file or a postgresql:// URL (overrides the global --db)");
   cmd->add_option("--threshold", args->threshold_pct,
                   "dlbench_cell_regression is 1 when throughput fell by more than this many percent against "
                   "the previous run")

@@ -14,7 +14,7 @@ struct TagArgs {
 };
 
 int RunTag(const TagArgs& args, CommandContext& ctx) {
-  std::unique_ptr<store::ResultStore> store = OpenStoreOrReport(ctx);
+  std::unique_ptr<store::ResultStore> store = OpenExistingStoreOrReport(ctx);
   if (!store) return ctx.exit_code;
   auto id = store->ResolveRun(args.run);
   if (!id.ok()) return ReportError(id.error());

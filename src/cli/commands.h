@@ -30,14 +30,21 @@ inline constexpr int kExitTooFewMatched = 5;
 inline constexpr int kExitInterrupted = 130;
 
 struct CommandContext {
-  std::string db_path;  // --db, else $DLBENCH_DB, else ./dlbench.db
+  // --db, else $DLBENCH_DB, else ./dlbench.db: a SQLite path or a postgresql:// URL, which may
+  // hold a password; show it only through store::DisplayLocation or the store's Describe().
+  std::string db_path;
   int exit_code = kExitOk;
 };
 
-// The store named by the context; prints the error and sets exit_code on failure.
+// The store named by the context, created when missing (`run`); prints the error (one line,
+// exit code 3) and sets exit_code on failure.
 std::unique_ptr<store::ResultStore> OpenStoreOrReport(CommandContext& ctx);
-// The same for commands that only read (show, runs, export, compare, trend, report, serve): a
-// store on a read-only file or filesystem is opened read-only (store::OpenSqliteStoreForReading).
+// The same for a store that must exist already and is written (`tag`): a missing SQLite file or a
+// PostgreSQL database without dlbench's tables is exit 3, and nothing is created.
+std::unique_ptr<store::ResultStore> OpenExistingStoreOrReport(CommandContext& ctx);
+// The same for commands that only read (show, runs, export, compare, trend, report, serve): the
+// store must exist (nothing is created), and a SQLite store on a read-only file or filesystem is
+// opened read-only (store::OpenSqliteStoreForReading).
 std::unique_ptr<store::ResultStore> OpenStoreForReadingOrReport(CommandContext& ctx);
 // The words that start every error line: "dlbench" and the subcommand being run ("dlbench
 // show"). main() sets them when a subcommand is parsed.
@@ -71,5 +78,6 @@ void RegisterMetrics(CLI::App& app, CommandContext& ctx);
 void RegisterNoise(CLI::App& app, CommandContext& ctx);
 void RegisterSelftest(CLI::App& app, CommandContext& ctx);
 void RegisterModels(CLI::App& app, CommandContext& ctx);
+void RegisterDb(CLI::App& app, CommandContext& ctx);
 
 }  // namespace dlbench::cli

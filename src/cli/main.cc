@@ -20,9 +20,10 @@ int main(int argc, char** argv) {
       "dlbench"};
   app.set_version_flag("--version", std::string("dlbench ") + dlbench::kVersion + " (" + dlbench::kGitCommit +
                                         ", " + dlbench::kBuildType + ")");
+  // No capture_default_str: $DLBENCH_DB may be a URL with a password, and --help must not show it.
   app.add_option("--db", ctx.db_path,
-                 "SQLite database holding the results (default: $DLBENCH_DB or ./dlbench.db)")
-      ->capture_default_str();
+                 "The result store: a SQLite file, or postgresql://user@host:port/dbname for PostgreSQL "
+                 "(default: $DLBENCH_DB, else ./dlbench.db)");
   app.require_subcommand(1);
   app.footer(
       "Exit codes: 0 ok; 1 a failure the command was asked to report (a cell that did not end ok, a\n"
@@ -36,10 +37,10 @@ int main(int argc, char** argv) {
 
   // Every subcommand, in the order --help lists them (commands.h declares each).
   using RegisterFn = void (*)(CLI::App&, CommandContext&);
-  constexpr RegisterFn kCommands[] = {RegisterRun,     RegisterPlan,   RegisterRuns,     RegisterShow,
-                                      RegisterExport,  RegisterEnv,    RegisterCompare,  RegisterTrend,
-                                      RegisterTag,     RegisterReport, RegisterParams,   RegisterModels,
-                                      RegisterMetrics, RegisterNoise,  RegisterSelftest, RegisterServe};
+  constexpr RegisterFn kCommands[] = {
+      RegisterRun,     RegisterPlan,  RegisterRuns,     RegisterShow,   RegisterExport, RegisterEnv,
+      RegisterCompare, RegisterTrend, RegisterTag,      RegisterReport, RegisterParams, RegisterModels,
+      RegisterMetrics, RegisterNoise, RegisterSelftest, RegisterServe,  RegisterDb};
   for (RegisterFn register_command : kCommands) register_command(app, ctx);
   for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
     sub->preparse_callback([sub](std::size_t) { SetCommandWords("dlbench " + sub->get_name()); });

@@ -16,6 +16,8 @@ const char* ErrorKindName(ErrorKind kind) {
       return "protocol error";
     case ErrorKind::kStore:
       return "store error";
+    case ErrorKind::kUnavailable:
+      return "unavailable";
     case ErrorKind::kInternal:
       return "internal error";
   }

@@ -22,6 +22,7 @@ enum class ErrorKind {
   kUnsupported,   // valid, but this build or machine cannot do it
   kProtocol,      // a peer broke the runner protocol
   kStore,         // the database refused
+  kUnavailable,   // a server the command needs (the database) cannot be reached now; later may work
   kInternal,      // a bug reached as a value (should not happen)
 };
 

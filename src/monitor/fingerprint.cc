@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/credentials.h"
 #include "common/hash.h"
 #include "common/text.h"
 #include "common/version.h"
@@ -300,7 +301,8 @@ nlohmann::json CollectFingerprintFrom(const HostSources& sources, const nlohmann
     if (eq == std::string::npos) continue;
     std::string name = entry.substr(0, eq);
     if (!IsPerformanceVariable(name)) continue;
-    env[name] = LooksSecret(name) ? "<redacted>" : entry.substr(eq + 1);
+    // DLBENCH_DB may be a postgresql:// URL with a password: never recorded as given.
+    env[name] = LooksSecret(name) ? "<redacted>" : MaskPasswords(entry.substr(eq + 1));
   }
   fp["env"] = env;
 

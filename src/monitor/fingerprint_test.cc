@@ -32,7 +32,11 @@ HostSources FakeHost(const std::string& loadavg = "") {
              {"release", "6.1.0-18-amd64"},
              {"version", "#1 SMP Debian"},
              {"machine", "x86_64"}};
-  s.environment = {"OMP_NUM_THREADS=8", "HOME=/root", "DLBENCH_PG_PASSWORD=hunter2", "NCCL_DEBUG=INFO",
+  s.environment = {"OMP_NUM_THREADS=8",
+                   "HOME=/root",
+                   "DLBENCH_PG_PASSWORD=hunter2",
+                   "NCCL_DEBUG=INFO",
+                   "DLBENCH_DB=postgresql://bench:hunter3@db.example:5432/results",
                    "PATH=/usr/bin"};
   s.blas_path = "/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3";
   return s;
@@ -73,6 +77,9 @@ TEST(FingerprintTest, CollectsHostLibrariesEnvironmentGpuAndRunner) {
   EXPECT_EQ(fp["env"]["OMP_NUM_THREADS"], "8");
   EXPECT_EQ(fp["env"]["NCCL_DEBUG"], "INFO");
   EXPECT_EQ(fp["env"]["DLBENCH_PG_PASSWORD"], "<redacted>");
+  EXPECT_EQ(fp["env"]["DLBENCH_DB"], "postgresql://bench:***@db.example:5432/results")
+      << "a store URL's password";
+  EXPECT_EQ(fp.dump().find("hunter"), std::string::npos) << fp.dump();
   EXPECT_FALSE(fp["env"].contains("HOME"));
   EXPECT_FALSE(fp["env"].contains("PATH"));
   EXPECT_EQ(fp["gpu"]["driver_version"], "580.159.04");

@@ -5,6 +5,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "common/credentials.h"
+
 namespace dlbench::record {
 namespace {
 
@@ -73,6 +75,11 @@ Result<RunProgress> ParseProgress(std::string_view text) {
   return p;
 }
 
-std::string ProgressPath(const std::string& db_path) { return db_path + ".progress.json"; }
+std::string ProgressPath(const std::string& db_path) {
+  // A server's URL is no file name (and may hold a password): the progress of a run writing to one
+  // lives in the store's local folder, which a writing `dlbench run` creates (store::OpenStore).
+  if (IsPostgresLocation(db_path)) return LocalStateDir(db_path) + "/progress.json";
+  return db_path + ".progress.json";
+}
 
 }  // namespace dlbench::record

@@ -36,7 +36,8 @@ std::string EncodeProgress(const RunProgress& progress);
 // an absent current_cell as "". Unknown keys are ignored (a newer writer may add some).
 Result<RunProgress> ParseProgress(std::string_view text);
 
-// "<db_path>.progress.json".
+// "<db_path>.progress.json" for a SQLite store; for a PostgreSQL URL, progress.json in the
+// store's local folder (LocalStateDir, common/credentials.h), never a name made from the URL.
 std::string ProgressPath(const std::string& db_path);
 
 }  // namespace dlbench::record

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 namespace dlbench::record {
@@ -55,6 +56,22 @@ TEST(ProgressCodecTest, WrongTypesAndRangesAreRefusedWithTheField) {
 
 TEST(ProgressCodecTest, PathIsNextToTheDatabase) {
   EXPECT_EQ(ProgressPath("/a/r.db"), "/a/r.db.progress.json");
+}
+
+TEST(ProgressPathTest, APostgresStoreKeepsItInItsLocalFolderWithoutThePassword) {
+  const char* old = std::getenv("DLBENCH_SPILL_DIR");
+  const std::string saved = old != nullptr ? old : "";
+  setenv("DLBENCH_SPILL_DIR", "/var/tmp/state", 1);
+  EXPECT_EQ(ProgressPath("postgresql://alice:s3cret@db.example:5432/bench?sslmode=require"),
+            "/var/tmp/state/postgresql_alice_db.example_5432_bench/progress.json");
+  EXPECT_EQ(ProgressPath("POSTGRES://db/x"), "/var/tmp/state/POSTGRES_db_x/progress.json");
+  // Anything else is a SQLite path, a file named like a URL included.
+  EXPECT_EQ(ProgressPath("postgresql:/x.db"), "postgresql:/x.db.progress.json");
+  if (old != nullptr) {
+    setenv("DLBENCH_SPILL_DIR", saved.c_str(), 1);
+  } else {
+    unsetenv("DLBENCH_SPILL_DIR");
+  }
 }
 
 }  // namespace

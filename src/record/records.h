@@ -37,6 +37,9 @@ Result<RunSelection> RunSelectionFromJson(const nlohmann::json& json);
 
 struct RunRecord {
   std::int64_t id = 0;
+  // A key that names the run in every store (`dlbench db copy` matches runs by it): a random UUID
+  // that ResultStore::BeginRun gives the run when this is empty.
+  std::string uuid;
   std::string name;  // the matrix's name, or its file name
   std::string matrix_path;
   std::string matrix_text;

@@ -15,6 +15,8 @@
 #include "record/metrics.h"
 #include "report/escape.h"
 #include "report/export.h"
+#include "store/open_store.h"
+#include "store/spill_store.h"
 
 namespace dlbench::report {
 namespace {

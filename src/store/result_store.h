@@ -40,7 +40,9 @@ struct CellQuery {
 class ResultStore {
  public:
   virtual ~ResultStore() = default;
-  // Creates the run; returns its id.
+  // Creates the run; returns its id. The run keeps `run.uuid` when given, else gets a new one; a
+  // run whose uuid is already stored is not stored again: its id is returned (so a retried
+  // BeginRun and `dlbench db copy` never duplicate a run).
   virtual Result<std::int64_t> BeginRun(const RunRecord& run) = 0;
   // Stores a finished cell with its metrics, steps and series in one transaction. A cell of the
   // same run and cell_id already stored (an interrupted one, on --resume) is replaced.
@@ -63,7 +65,8 @@ class ResultStore {
   virtual Result<std::int64_t> ResolveRunName(const std::string& name) = 0;
   // Every stored cell with this key, oldest run first, with its run (for trends and estimates).
   virtual Result<std::vector<std::pair<RunRecord, CellRecord>>> CellHistory(const std::string& key) = 0;
-  virtual std::string Describe() const = 0;  // "sqlite:/path/to/dlbench.db"
+  // "sqlite:/path/to/dlbench.db", "postgresql://user@host:5432/db": never a password.
+  virtual std::string Describe() const = 0;
 
   // Run locks: one process at a time runs a run's cells, so that two resumes of one run (or a
   // resume while the run is alive) never run a cell twice. TryLockRun takes the lock of `run_id`

@@ -162,7 +162,8 @@ TEST(SqliteMigrationTest, V2CellsGetTheirMeasuredWindow) {
   }
   auto store = SqliteStore::Open(path);
   ASSERT_TRUE(store.ok()) << store.error().message;
-  EXPECT_EQ(*sqlite::ReadSchemaVersion((*store)->database()), 3);
+  EXPECT_EQ(*sqlite::ReadSchemaVersion((*store)->database()),
+            sqlite::LatestVersion(sqlite::SchemaMigrations()));
   auto cells = (*store)->GetCells(1, CellQuery{true, false, std::nullopt});
   ASSERT_TRUE(cells.ok()) << cells.error().message;
   ASSERT_EQ(cells->size(), 3u);

@@ -1,6 +1,7 @@
 #include "store/sqlite_schema.h"
 
 #include "common/clock.h"
+#include "store/store_codec.h"
 
 namespace dlbench::store::sqlite {
 namespace {
@@ -125,6 +126,32 @@ const std::vector<std::string>& V3Statements() {
   return kStatements;
 }
 
+// Version 4: runs.uuid, the key `dlbench db copy` matches runs by (the same step as PostgreSQL's).
+// Runs stored before get a fresh UUID each; dlbench writes one with every new run, so the column
+// is never NULL after this step although SQLite cannot add it as NOT NULL without a default.
+Status ApplyV4(Database& db) {
+  DLBENCH_RETURN_IF_ERROR(db.Execute("ALTER TABLE runs ADD COLUMN uuid TEXT"));
+  std::vector<std::int64_t> ids;
+  {
+    auto select = db.Prepare("SELECT id FROM runs WHERE uuid IS NULL ORDER BY id");
+    if (!select.ok()) return select.error();
+    for (;;) {
+      auto row = select->Step();
+      if (!row.ok()) return row.error();
+      if (!*row) break;
+      ids.push_back(select->Int64(0));
+    }
+  }
+  auto update = db.Prepare("UPDATE runs SET uuid = ?1 WHERE id = ?2");
+  if (!update.ok()) return update.error();
+  for (std::int64_t id : ids) {
+    const std::string uuid = codec::NewRunUuid();
+    update->Bind(1, std::string_view(uuid)).Bind(2, id);
+    DLBENCH_RETURN_IF_ERROR(update->Run());
+  }
+  return db.Execute("CREATE UNIQUE INDEX runs_by_uuid ON runs (uuid)");
+}
+
 Result<bool> TableExists(Database& db, const std::string& name) {
   auto stmt = db.Prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1");
   if (!stmt.ok()) return stmt.error();
@@ -144,6 +171,7 @@ const std::vector<Migration>& SchemaMigrations() {
        [](Database& db) { return ExecuteAll(db, V2Statements()); }},
       {3, "cells.measured_steps: the measured window's length, decided once by the measurement policy",
        [](Database& db) { return ExecuteAll(db, V3Statements()); }},
+      {4, "runs.uuid: a key that names a run in every store (db copy)", ApplyV4},
   };
   return kMigrations;
 }

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "common/log.h"
+#include "store/store_codec.h"
 
 namespace dlbench::store {
 namespace {
@@ -21,7 +22,7 @@ using sqlite::Transaction;
 // and its SELECT cannot disagree about positions.
 constexpr const char* kRunSelect =
     "SELECT r.id, r.name, r.matrix_path, r.matrix_text, r.started_wall_ns, r.finished_wall_ns, "
-    "r.status, e.hash, e.fingerprint, r.tool_version, r.git_commit, r.total_cells, r.selection "
+    "r.status, e.hash, e.fingerprint, r.tool_version, r.git_commit, r.total_cells, r.selection, r.uuid "
     "FROM runs r JOIN environments e ON e.id = r.environment_id ";
 
 constexpr const char* kCellSelect =
@@ -94,6 +95,7 @@ Result<RunRecord> ReadRunRow(const Statement& stmt) {
                                             selection.error().message);
   }
   run.selection = std::move(*selection);
+  run.uuid = stmt.Text(13);
   return run;
 }
 
@@ -289,9 +291,25 @@ Result<std::int64_t> SqliteStore::BeginRun(const RunRecord& run) {
   if (!fingerprint.ok()) return fingerprint.error();
   auto selection = DumpJson(record::RunSelectionToJson(run.selection), "the run's selection");
   if (!selection.ok()) return selection.error();
+  if (!run.uuid.empty() && !codec::IsRunUuid(run.uuid)) {
+    return MakeError(ErrorKind::kInvalidInput, "run uuid '" + run.uuid + "' is not a lower-case UUID");
+  }
+  const std::string uuid = run.uuid.empty() ? codec::NewRunUuid() : run.uuid;
 
   auto tx = Transaction::Begin(db_, Transaction::Mode::kImmediate);
   if (!tx.ok()) return tx.error();
+  // A run is stored once: the same uuid again (db copy, a retried BeginRun) names the stored run.
+  auto find_run = db_.Prepare("SELECT id FROM runs WHERE uuid = ?1");
+  if (!find_run.ok()) return find_run.error();
+  find_run->Bind(1, std::string_view(uuid));
+  auto stored = find_run->Step();
+  if (!stored.ok()) return stored.error();
+  if (*stored) {
+    const std::int64_t existing = find_run->Int64(0);
+    find_run->Reset();
+    DLBENCH_RETURN_IF_ERROR(tx->Commit());
+    return existing;
+  }
   // Deduplicated on the whole fingerprint, not the hash alone: two machines whose comparable
   // fields agree (one hash) still differ in what was recorded (host name, ...), and R13 wants
   // every result's own environment kept.
@@ -311,8 +329,8 @@ Result<std::int64_t> SqliteStore::BeginRun(const RunRecord& run) {
 
   auto insert_run = db_.Prepare(
       "INSERT INTO runs (name, matrix_path, matrix_text, started_wall_ns, finished_wall_ns, status, "
-      "environment_id, tool_version, git_commit, total_cells, selection) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+      "environment_id, tool_version, git_commit, total_cells, selection, uuid) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
   if (!insert_run.ok()) return insert_run.error();
   insert_run->Bind(1, std::string_view(run.name))
       .Bind(2, std::string_view(run.matrix_path))
@@ -324,7 +342,8 @@ Result<std::int64_t> SqliteStore::BeginRun(const RunRecord& run) {
       .Bind(8, std::string_view(run.tool_version))
       .Bind(9, std::string_view(run.git_commit))
       .Bind(10, run.total_cells)
-      .Bind(11, std::string_view(*selection));
+      .Bind(11, std::string_view(*selection))
+      .Bind(12, std::string_view(uuid));
   DLBENCH_RETURN_IF_ERROR(insert_run->Run());
   const std::int64_t run_id = db_.LastInsertRowId();
   for (const std::string& tag : run.tags) DLBENCH_RETURN_IF_ERROR(StoreTag(run_id, tag));

@@ -50,7 +50,9 @@ class SqliteStore final : public ResultStore {
       const std::string& path, const std::vector<sqlite::Migration>& migrations = sqlite::SchemaMigrations());
 
   // BeginRun: stores the environment (one row per distinct (hash, fingerprint)), the run and its
-  // RunRecord::tags, in one transaction. `run.id` is ignored. kInvalidInput for an unknown status.
+  // RunRecord::tags, in one transaction. `run.id` is ignored; `run.uuid` is kept (kInvalidInput
+  // unless a lower-case UUID) or, when empty, a new one is made; a uuid already stored returns that
+  // run's id and stores nothing. kInvalidInput for an unknown status.
   Result<std::int64_t> BeginRun(const RunRecord& run) override;
   // kNotFound when cell.run_id names no run; kInvalidInput for duplicate metric names or JSON
   // that cannot be written as UTF-8 text.

@@ -1,9 +1,9 @@
-// The SQLite ResultStore: every field round-trips (NULLs, present bits, JSON with unicode and
-// 64-bit integers, uint64 seeds, NaN), PutCell replaces atomically, runs resolve by id/tag/latest,
-// history is oldest first, a reader works while a writer holds the lock, and a million steps fit
-// in one transaction.
-#include "store/sqlite_store.h"
-
+// Every ResultStore backend, one suite (StoreTest, instantiated for "sqlite" and "postgres"):
+// every field round-trips (NULLs, present bits, JSON with unicode and 64-bit integers, uint64
+// seeds, NaN), PutCell replaces atomically, runs resolve by id/tag/latest and keep their uuid,
+// history is oldest first, a reader works while a writer holds its transaction open, and a million
+// steps fit in one transaction. The PostgreSQL instances run against the test cluster
+// (store/postgres/pg_test_util.h) and skip without one.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -11,7 +11,13 @@
 #include <ctime>
 #include <limits>
 
+#include "store/sqlite_store.h"
+#include "store/store_codec.h"
 #include "store/store_test_util.h"
+#ifdef DLBENCH_HAVE_POSTGRES
+#include "store/postgres/pg_store.h"
+#include "store/postgres/pg_test_util.h"
+#endif
 
 namespace dlbench::store {
 namespace {
@@ -22,13 +28,153 @@ using testing::ScratchDir;
 
 constexpr CellQuery kEverything{true, true, std::nullopt};
 
-class SqliteStoreTest : public ::testing::Test {
+// What the suite needs of a backend besides the ResultStore: opening the test's store again (a
+// second connection), raw SQL for what a user sees in the database's own shell, and a write
+// transaction held open.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // Empty when ready; else why not (the test is skipped, or fails when it must run).
+  virtual std::string Prepare() = 0;
+  virtual Result<std::unique_ptr<ResultStore>> Open() = 0;
+  // The first column of the first row of `sql` as text ("" for NULL); a failure fails the test.
+  virtual std::string Query(const std::string& sql) = 0;
+  virtual Status Execute(const std::string& sql) = 0;
+  // Runs `sql` in a write transaction that stays open (uncommitted) until the handle dies.
+  virtual std::shared_ptr<void> HoldUncommitted(const std::string& sql) = 0;
+  // Child rows whose cell row is gone (the foreign keys should make this 0).
+  virtual std::string OrphanRows() = 0;
+  // The SQL that reads params.model of a cell, in this backend's JSON functions.
+  virtual std::string ModelOfParams() const = 0;
+  virtual bool keeps_invalid_utf8() const = 0;
+};
+
+class SqliteBackend final : public Backend {
+ public:
+  std::string Prepare() override { return dir_.ok() ? "" : "cannot make a scratch directory"; }
+  Result<std::unique_ptr<ResultStore>> Open() override { return OpenSqliteStore(dir_.File("results.db")); }
+  std::string Query(const std::string& sql) override {
+    auto text = Db().QueryText(sql);
+    EXPECT_TRUE(text.ok()) << sql << ": " << text.error().message;
+    return text.ok() ? *text : "";
+  }
+  Status Execute(const std::string& sql) override { return Db().Execute(sql); }
+  std::shared_ptr<void> HoldUncommitted(const std::string& sql) override {
+    struct Held {
+      sqlite::Database db;
+      std::optional<sqlite::Transaction> tx;
+    };
+    auto held = std::make_shared<Held>();
+    auto db = sqlite::Database::Open(dir_.File("results.db"));
+    EXPECT_TRUE(db.ok());
+    held->db = std::move(*db);
+    auto tx = sqlite::Transaction::Begin(held->db, sqlite::Transaction::Mode::kImmediate);
+    EXPECT_TRUE(tx.ok());
+    held->tx.emplace(std::move(*tx));
+    EXPECT_TRUE(held->db.Execute(sql).ok()) << sql;
+    return held;
+  }
+  std::string OrphanRows() override { return Query("SELECT count(*) FROM pragma_foreign_key_check"); }
+  std::string ModelOfParams() const override { return "json_extract(params, '$.model')"; }
+  bool keeps_invalid_utf8() const override { return true; }
+
+ private:
+  sqlite::Database& Db() {
+    if (!db_) {
+      auto db = sqlite::Database::Open(dir_.File("results.db"));
+      EXPECT_TRUE(db.ok()) << db.error().message;
+      db_.emplace(std::move(*db));
+    }
+    return *db_;
+  }
+  ScratchDir dir_;
+  std::optional<sqlite::Database> db_;
+};
+
+#ifdef DLBENCH_HAVE_POSTGRES
+class PostgresBackend final : public Backend {
+ public:
+  std::string Prepare() override {
+    auto cluster = testing::TestCluster();
+    if (std::holds_alternative<std::string>(cluster)) return std::get<std::string>(cluster);
+    database_.emplace(std::get<testing::PgCluster>(cluster), "suite");
+    return database_->ok() ? "" : "cannot create a test database: " + database_->error();
+  }
+  Result<std::unique_ptr<ResultStore>> Open() override {
+    auto store = PostgresStore::Open(database_->url());
+    if (!store.ok()) return store.error();
+    return std::unique_ptr<ResultStore>(std::move(*store));
+  }
+  std::string Query(const std::string& sql) override {
+    auto rows = Connection().Query(sql);
+    EXPECT_TRUE(rows.ok()) << sql << ": " << rows.error().message;
+    if (!rows.ok() || rows->size() == 0) return "";
+    return rows->Text(0, 0);
+  }
+  Status Execute(const std::string& sql) override { return Connection().Execute(sql); }
+  std::shared_ptr<void> HoldUncommitted(const std::string& sql) override {
+    auto held = std::make_shared<pg::Connection>();
+    auto connection = pg::Connection::Open(database_->url());
+    EXPECT_TRUE(connection.ok());
+    *held = std::move(*connection);
+    EXPECT_TRUE(held->Execute("BEGIN").ok());
+    EXPECT_TRUE(held->Execute(sql).ok()) << sql;
+    return held;
+  }
+  std::string OrphanRows() override {
+    return Query(
+        "SELECT (SELECT count(*) FROM steps s WHERE NOT EXISTS (SELECT 1 FROM cells c WHERE c.id = "
+        "s.cell_id)) + "
+        "(SELECT count(*) FROM metrics m WHERE NOT EXISTS (SELECT 1 FROM cells c WHERE c.id = m.cell_id)) + "
+        "(SELECT count(*) FROM series x WHERE NOT EXISTS (SELECT 1 FROM cells c WHERE c.id = x.cell_id))");
+  }
+  std::string ModelOfParams() const override { return "params::jsonb ->> 'model'"; }
+  bool keeps_invalid_utf8() const override { return false; }
+
+ private:
+  pg::Connection& Connection() {
+    if (!connection_) {
+      auto connection = pg::Connection::Open(database_->url());
+      EXPECT_TRUE(connection.ok()) << connection.error().message;
+      connection_.emplace(std::move(*connection));
+    }
+    return *connection_;
+  }
+  std::optional<testing::ScratchDatabase> database_;
+  std::optional<pg::Connection> connection_;
+};
+#endif
+
+std::unique_ptr<Backend> MakeBackend(const std::string& name) {
+#ifdef DLBENCH_HAVE_POSTGRES
+  if (name == "postgres") return std::make_unique<PostgresBackend>();
+#endif
+  if (name == "sqlite") return std::make_unique<SqliteBackend>();
+  return nullptr;
+}
+
+class StoreTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(dir_.ok());
-    auto store = SqliteStore::Open(dir_.File("results.db"));
+    backend_ = MakeBackend(GetParam());
+    if (!backend_) {
+      if (GetParam() == "postgres" && !RequirePostgres()) {
+        GTEST_SKIP() << "this build has no PostgreSQL store (libpq was not found)";
+      }
+      FAIL() << "no backend " << GetParam();
+    }
+    const std::string why = backend_->Prepare();
+    if (!why.empty()) {
+      if (!RequirePostgres()) GTEST_SKIP() << why;
+      FAIL() << why << " (DLBENCH_REQUIRE_POSTGRES=1)";
+    }
+    auto store = backend_->Open();
     ASSERT_TRUE(store.ok()) << store.error().message;
     store_ = std::move(*store);
+  }
+  static bool RequirePostgres() {
+    const char* required = std::getenv("DLBENCH_REQUIRE_POSTGRES");
+    return required != nullptr && std::string(required) == "1";
   }
   std::int64_t Begin(const RunRecord& run) {
     auto id = store_->BeginRun(run);
@@ -37,11 +183,13 @@ class SqliteStoreTest : public ::testing::Test {
   }
   std::string Count(const std::string& table) {
     // Table names come from the test's own constants, never from data.
-    return *store_->database().QueryText("SELECT count(*) FROM " + table);
+    return backend_->Query("SELECT count(*) FROM " + table);
   }
+  std::string Query(const std::string& sql) { return backend_->Query(sql); }
+  Status Exec(const std::string& sql) { return backend_->Execute(sql); }
 
-  ScratchDir dir_;
-  std::unique_ptr<SqliteStore> store_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<ResultStore> store_;
 };
 
 // A step as it reads back: absent phases are 0 and `present` keeps only the known bits.
@@ -117,7 +265,7 @@ void ExpectSameCell(const CellRecord& want, const CellRecord& got, bool with_chi
   }
 }
 
-TEST_F(SqliteStoreTest, RunRoundTripsEveryField) {
+TEST_P(StoreTest, RunRoundTripsEveryField) {
   RunRecord run = MakeRun("nightly \xE2\x80\x94 \xE6\x97\xA5\xE6\x9C\xAC");
   run.environment["driver"] = "550.54.15";
   run.environment["gpu_uuid_bits"] = std::numeric_limits<std::uint64_t>::max();
@@ -150,13 +298,11 @@ TEST_F(SqliteStoreTest, RunRoundTripsEveryField) {
   ASSERT_TRUE(store_->SetRunStatus(id, record::RunStatus::kCompleted, 1'700'000'100'000'000'000).ok());
   got = store_->GetRun(id);
   EXPECT_EQ(got->status, record::RunStatus::kCompleted);
-  EXPECT_EQ(*store_->database().QueryText("SELECT status FROM runs WHERE id = " + std::to_string(id)),
-            "completed");
+  EXPECT_EQ(Query("SELECT status FROM runs WHERE id = " + std::to_string(id)), "completed");
   EXPECT_EQ(got->finished_wall_ns, 1'700'000'100'000'000'000);
 
   // A status only a foreign writer could store is refused on reading, naming it.
-  ASSERT_TRUE(
-      store_->database().Execute("UPDATE runs SET status = 'done' WHERE id = " + std::to_string(id)).ok());
+  ASSERT_TRUE(Exec("UPDATE runs SET status = 'done' WHERE id = " + std::to_string(id)).ok());
   auto bad = store_->GetRun(id);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().kind, ErrorKind::kStore);
@@ -166,7 +312,7 @@ TEST_F(SqliteStoreTest, RunRoundTripsEveryField) {
   EXPECT_EQ(store_->GetRun(id + 7).error().kind, ErrorKind::kNotFound);
 }
 
-TEST_F(SqliteStoreTest, RunSelectionIsStoredAsJsonAndAnEmptyOneAsAnEmptyObject) {
+TEST_P(StoreTest, RunSelectionIsStoredAsJsonAndAnEmptyOneAsAnEmptyObject) {
   const std::int64_t whole = Begin(MakeRun("whole"));
   RunRecord sharded = MakeRun("sharded");
   sharded.selection.shard = "1/2";
@@ -177,7 +323,7 @@ TEST_F(SqliteStoreTest, RunSelectionIsStoredAsJsonAndAnEmptyOneAsAnEmptyObject) 
 
   // The column is what the docs promise to `json_extract`: keys only when set.
   auto selection_of = [&](std::int64_t id) {
-    return *store_->database().QueryText("SELECT selection FROM runs WHERE id = " + std::to_string(id));
+    return Query("SELECT selection FROM runs WHERE id = " + std::to_string(id));
   };
   EXPECT_EQ(selection_of(whole), "{}");
   EXPECT_EQ(selection_of(shard), R"({"shard":"1/2"})");
@@ -190,9 +336,7 @@ TEST_F(SqliteStoreTest, RunSelectionIsStoredAsJsonAndAnEmptyOneAsAnEmptyObject) 
   EXPECT_EQ((*listed)[0].selection, filtered.selection) << "newest first";
 
   // A value no dlbench writes is a store error naming the run, not a silently empty selection.
-  ASSERT_TRUE(store_->database()
-                  .Execute("UPDATE runs SET selection = '{\"shard\": 2}' WHERE id = " + std::to_string(shard))
-                  .ok());
+  ASSERT_TRUE(Exec("UPDATE runs SET selection = '{\"shard\": 2}' WHERE id = " + std::to_string(shard)).ok());
   auto bad = store_->GetRun(shard);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().kind, ErrorKind::kStore);
@@ -215,7 +359,7 @@ TEST(RunSelectionJsonTest, ReadsWhatItWritesAndRefusesOtherShapes) {
   }
 }
 
-TEST_F(SqliteStoreTest, EnvironmentsAreSharedOnlyWhenTheWholeFingerprintMatches) {
+TEST_P(StoreTest, EnvironmentsAreSharedOnlyWhenTheWholeFingerprintMatches) {
   Begin(MakeRun("a"));
   Begin(MakeRun("b"));
   EXPECT_EQ(Count("environments"), "1");
@@ -227,7 +371,7 @@ TEST_F(SqliteStoreTest, EnvironmentsAreSharedOnlyWhenTheWholeFingerprintMatches)
   EXPECT_EQ(store_->GetRun(c)->environment["hostname"], "node7");
 }
 
-TEST_F(SqliteStoreTest, CellRoundTripsEveryFieldIncludingNullsAndPresentBits) {
+TEST_P(StoreTest, CellRoundTripsEveryFieldIncludingNullsAndPresentBits) {
   const std::int64_t run_id = Begin(MakeRun("r"));
   CellRecord full = MakeCell(run_id, 0, 16);
   full.seed = std::numeric_limits<std::uint64_t>::max();
@@ -261,20 +405,18 @@ TEST_F(SqliteStoreTest, CellRoundTripsEveryFieldIncludingNullsAndPresentBits) {
   ExpectSameCell(full, (*cells)[0], true);
   ExpectSameCell(sparse, (*cells)[1], true);
 
-  // The encodings a user sees in the sqlite3 shell (docs/storage.md).
-  sqlite::Database& db = store_->database();
-  EXPECT_EQ(*db.QueryText("SELECT seed FROM cells WHERE cell_id = 'c0'"), "18446744073709551615");
-  EXPECT_EQ(*db.QueryText("SELECT count(*) FROM cells WHERE cell_id = 'c1' AND warmup_steps IS NULL AND "
-                          "measured_steps IS NULL"),
+  // The encodings a user sees in the database's own shell (docs/storage.md).
+  EXPECT_EQ(Query("SELECT seed FROM cells WHERE cell_id = 'c0'"), "18446744073709551615");
+  EXPECT_EQ(Query("SELECT count(*) FROM cells WHERE cell_id = 'c1' AND warmup_steps IS NULL AND "
+                  "measured_steps IS NULL"),
             "1");
-  EXPECT_EQ(*db.QueryText("SELECT warmup_steps || '+' || measured_steps FROM cells WHERE cell_id = 'c0'"),
+  EXPECT_EQ(Query("SELECT warmup_steps || '+' || measured_steps FROM cells WHERE cell_id = 'c0'"),
             std::to_string(full.window->first_step) + "+" + std::to_string(full.window->steps));
-  EXPECT_EQ(*db.QueryText("SELECT count(*) FROM metrics WHERE name = 'energy_j' AND value IS NULL"), "1");
+  EXPECT_EQ(Query("SELECT count(*) FROM metrics WHERE name = 'energy_j' AND value IS NULL"), "1");
   // MakeCell cycles present through 0..7, so of 16 steps exactly 8 lack each phase.
-  EXPECT_EQ(*db.QueryText("SELECT count(*) FROM steps WHERE data_wait_ns IS NULL"), "8");
-  EXPECT_EQ(*db.QueryText("SELECT count(*) FROM steps WHERE comm_ns IS NULL"), "8");
-  EXPECT_EQ(*db.QueryText("SELECT json_extract(params, '$.model') FROM cells WHERE cell_id = 'c0'"),
-            "resnet50");
+  EXPECT_EQ(Query("SELECT count(*) FROM steps WHERE data_wait_ns IS NULL"), "8");
+  EXPECT_EQ(Query("SELECT count(*) FROM steps WHERE comm_ns IS NULL"), "8");
+  EXPECT_EQ(Query("SELECT " + backend_->ModelOfParams() + " FROM cells WHERE cell_id = 'c0'"), "resnet50");
 
   auto only_second = store_->GetCells(run_id, CellQuery{false, false, 1});
   ASSERT_TRUE(only_second.ok());
@@ -285,7 +427,7 @@ TEST_F(SqliteStoreTest, CellRoundTripsEveryFieldIncludingNullsAndPresentBits) {
   ExpectSameCell(full, (*without_children)[0], false);
 }
 
-TEST_F(SqliteStoreTest, PutCellReplacesTheSameCellAndItsChildren) {
+TEST_P(StoreTest, PutCellReplacesTheSameCellAndItsChildren) {
   const std::int64_t run_id = Begin(MakeRun("r"));
   CellRecord first = MakeCell(run_id, 0, 50);
   first.outcome = record::Outcome::kInterrupted;
@@ -307,11 +449,10 @@ TEST_F(SqliteStoreTest, PutCellReplacesTheSameCellAndItsChildren) {
   ASSERT_EQ(cells->size(), 2u);
   ExpectSameCell(again, (*cells)[0], true);
   EXPECT_EQ(*store_->FinishedCellIds(run_id), (std::set<std::string>{"c0", "c1"}));
-  EXPECT_EQ(*store_->database().QueryText("SELECT count(*) FROM pragma_foreign_key_check"), "0")
-      << "no orphan rows";
+  EXPECT_EQ(backend_->OrphanRows(), "0") << "no orphan rows";
 }
 
-TEST_F(SqliteStoreTest, RejectedCellsLeaveNothingBehind) {
+TEST_P(StoreTest, RejectedCellsLeaveNothingBehind) {
   const std::int64_t run_id = Begin(MakeRun("r"));
   CellRecord duplicate_metric = MakeCell(run_id, 0);
   duplicate_metric.metrics.push_back({"samples_per_s", 1.0, "1/s"});
@@ -335,7 +476,7 @@ TEST_F(SqliteStoreTest, RejectedCellsLeaveNothingBehind) {
   EXPECT_EQ(store_->GetCells(run_id + 1, CellQuery{}).error().kind, ErrorKind::kNotFound);
 }
 
-TEST_F(SqliteStoreTest, ResolveRunCountsBackWithTildeAndPrevious) {
+TEST_P(StoreTest, ResolveRunCountsBackWithTildeAndPrevious) {
   const std::int64_t a = Begin(MakeRun("a"));
   const std::int64_t b = Begin(MakeRun("b"));
   const std::int64_t c = Begin(MakeRun("c"));
@@ -371,7 +512,7 @@ TEST_F(SqliteStoreTest, ResolveRunCountsBackWithTildeAndPrevious) {
   }
 }
 
-TEST_F(SqliteStoreTest, ResolveRunByIdTagAndLatest) {
+TEST_P(StoreTest, ResolveRunByIdTagAndLatest) {
   auto none = store_->ResolveRun("latest");
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.error().kind, ErrorKind::kNotFound);
@@ -415,7 +556,7 @@ TEST_F(SqliteStoreTest, ResolveRunByIdTagAndLatest) {
   EXPECT_EQ(store_->SetTag(b + 1, "ghost").error().kind, ErrorKind::kNotFound);
 }
 
-TEST_F(SqliteStoreTest, ListRunsNewestFirstWithTags) {
+TEST_P(StoreTest, ListRunsNewestFirstWithTags) {
   const std::int64_t a = Begin(MakeRun("a"));
   const std::int64_t b = Begin(MakeRun("b"));
   const std::int64_t c = Begin(MakeRun("c"));
@@ -433,7 +574,7 @@ TEST_F(SqliteStoreTest, ListRunsNewestFirstWithTags) {
   EXPECT_EQ((*runs)[2].tags, (std::vector<std::string>{"old"}));
 }
 
-TEST_F(SqliteStoreTest, CellHistoryIsOldestRunFirstAndOnlyThatKey) {
+TEST_P(StoreTest, CellHistoryIsOldestRunFirstAndOnlyThatKey) {
   std::vector<std::int64_t> runs;
   for (int i = 0; i < 3; ++i) {
     RunRecord run = MakeRun("run" + std::to_string(i));
@@ -463,24 +604,22 @@ TEST_F(SqliteStoreTest, CellHistoryIsOldestRunFirstAndOnlyThatKey) {
   EXPECT_TRUE(store_->CellHistory("no/such/key")->empty());
 }
 
-TEST_F(SqliteStoreTest, ReaderSeesCommittedDataWhileAWriterHoldsTheLock) {
+TEST_P(StoreTest, ReaderSeesCommittedDataWhileAWriterHoldsTheLock) {
   const std::int64_t run_id = Begin(MakeRun("r"));
   ASSERT_TRUE(store_->PutCell(MakeCell(run_id, 0)).ok());
-  auto reader = OpenSqliteStore(dir_.File("results.db"));
+  auto reader = backend_->Open();
   ASSERT_TRUE(reader.ok()) << reader.error().message;
 
-  auto tx = sqlite::Transaction::Begin(store_->database(), sqlite::Transaction::Mode::kImmediate);
-  ASSERT_TRUE(tx.ok());
-  ASSERT_TRUE(store_->database().Execute("DELETE FROM metrics").ok());
+  auto held = backend_->HoldUncommitted("DELETE FROM metrics");
   auto runs = (*reader)->ListRuns();
-  ASSERT_TRUE(runs.ok()) << "WAL: a reader does not wait for the writer: " << runs.error().message;
+  ASSERT_TRUE(runs.ok()) << "a reader does not wait for the writer: " << runs.error().message;
   auto cells = (*reader)->GetCells(run_id, CellQuery{});
   ASSERT_TRUE(cells.ok());
   ASSERT_EQ(cells->size(), 1u);
   EXPECT_EQ((*cells)[0].metrics.size(), 2u) << "the uncommitted delete is invisible";
 }
 
-TEST_F(SqliteStoreTest, AMillionStepsInOneCell) {
+TEST_P(StoreTest, AMillionStepsInOneCell) {
   constexpr int kSteps = 1'000'000;
   const std::int64_t run_id = Begin(MakeRun("big"));
   CellRecord cell = MakeCell(run_id, 0, 0);
@@ -510,6 +649,93 @@ TEST_F(SqliteStoreTest, AMillionStepsInOneCell) {
   std::printf("[ info ] PutCell with %d steps: %.2f s wall, %.2f s CPU; GetCells with steps: %.2f s wall\n",
               kSteps, put_s, put_cpu_s, get_s);
 }
+
+TEST_P(StoreTest, RunsKeepTheirUuidAndAStoredUuidIsNotStoredTwice) {
+  const std::int64_t fresh = Begin(MakeRun("fresh"));
+  auto got = store_->GetRun(fresh);
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  EXPECT_TRUE(codec::IsRunUuid(got->uuid)) << got->uuid;
+
+  RunRecord copied = MakeRun("copied");
+  copied.uuid = "0f8fad5b-d9cb-469f-a165-70867728950e";
+  const std::int64_t first = Begin(copied);
+  EXPECT_EQ(store_->GetRun(first)->uuid, copied.uuid);
+  // The same uuid again (a retried BeginRun, a second `db copy`) names the stored run.
+  copied.name = "copied again";
+  EXPECT_EQ(Begin(copied), first);
+  EXPECT_EQ(Count("runs"), "2");
+  EXPECT_EQ(store_->GetRun(first)->name, "copied");
+  EXPECT_NE(store_->GetRun(fresh)->uuid, copied.uuid);
+
+  RunRecord bad = MakeRun("bad");
+  for (const char* uuid : {"not-a-uuid", "0F8FAD5B-D9CB-469F-A165-70867728950E"}) {
+    bad.uuid = uuid;
+    auto refused = store_->BeginRun(bad);
+    ASSERT_FALSE(refused.ok()) << uuid;
+    EXPECT_EQ(refused.error().kind, ErrorKind::kInvalidInput) << uuid;
+  }
+  EXPECT_EQ(Count("runs"), "2");
+}
+
+TEST_P(StoreTest, PlainTextThatIsNotUtf8IsStoredAsTheBackendDocuments) {
+  const std::int64_t run_id = Begin(MakeRun("r"));
+  CellRecord cell = MakeCell(run_id, 0);
+  static constexpr char kMessage[] = "runner wrote \xFF and a NUL \0 on stderr";
+  cell.message = std::string(kMessage, sizeof kMessage - 1);
+  cell.series.push_back({12'300'000'000LL, "odd\tname\\x", 1.0});
+  ASSERT_TRUE(store_->PutCell(cell).ok());
+  auto cells = store_->GetCells(run_id, kEverything);
+  ASSERT_TRUE(cells.ok()) << cells.error().message;
+  ASSERT_EQ(cells->size(), 1u);
+  // SQLite keeps the bytes; PostgreSQL's TEXT cannot, and each bad byte or NUL reads as U+FFFD.
+  const std::string expected =
+      backend_->keeps_invalid_utf8()
+          ? cell.message
+          : std::string("runner wrote \xEF\xBF\xBD and a NUL \xEF\xBF\xBD on stderr");
+  EXPECT_EQ((*cells)[0].message, expected);
+  EXPECT_EQ((*cells)[0].series.back().series, "odd\tname\\x") << "tabs and backslashes survive COPY";
+}
+
+TEST_P(StoreTest, ARunLockRefusesASecondStoreObjectNamingItsHolderUntilTheFirstLetsGo) {
+  const std::int64_t run_id = Begin(MakeRun("locked"));
+  const std::int64_t other_run = Begin(MakeRun("other"));
+  const RunLockOwner first_owner{4242, "host-a", 1'700'000'000'000'000'000LL};
+  const RunLockOwner second_owner{4343, "host-b", 1'700'000'000'000'000'001LL};
+  auto taken = store_->TryLockRun(run_id, first_owner);
+  ASSERT_TRUE(taken.ok()) << taken.error().message;
+  EXPECT_FALSE(taken->has_value());
+  auto again = store_->TryLockRun(run_id, first_owner);
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_FALSE(again->has_value()) << "a lock this store object holds is taken again";
+
+  auto second = backend_->Open();
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  auto refused = (*second)->TryLockRun(run_id, second_owner);
+  ASSERT_TRUE(refused.ok()) << refused.error().message;
+  ASSERT_TRUE(refused->has_value()) << "a second store object took a held lock";
+  EXPECT_EQ((*refused)->pid, first_owner.pid);
+  EXPECT_EQ((*refused)->host, first_owner.host);
+  EXPECT_EQ((*refused)->since_wall_ns, first_owner.since_wall_ns);
+  auto other = (*second)->TryLockRun(other_run, second_owner);
+  ASSERT_TRUE(other.ok()) << other.error().message;
+  EXPECT_FALSE(other->has_value()) << "another run's lock is free";
+
+  ASSERT_TRUE(store_->UnlockRun(run_id).ok());
+  ASSERT_TRUE(store_->UnlockRun(run_id).ok()) << "unlocking a lock not held is Ok";
+  auto now_free = (*second)->TryLockRun(run_id, second_owner);
+  ASSERT_TRUE(now_free.ok()) << now_free.error().message;
+  EXPECT_FALSE(now_free->has_value()) << "UnlockRun released it";
+
+  // Destroying the holder releases its locks too.
+  second->reset();
+  auto after_close = store_->TryLockRun(run_id, first_owner);
+  ASSERT_TRUE(after_close.ok()) << after_close.error().message;
+  EXPECT_FALSE(after_close->has_value()) << "the lock of a destroyed store object is free";
+  ASSERT_TRUE(store_->UnlockRun(run_id).ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, ::testing::Values("sqlite", "postgres"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace
 }  // namespace dlbench::store

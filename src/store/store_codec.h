@@ -1,0 +1,38 @@
+// What every ResultStore backend encodes and checks the same way (docs/storage.md, "Value
+// encodings"): JSON fields as text, seeds as decimal text, tag names, run UUIDs. The PostgreSQL
+// store and the spill files use these; SQLite keeps its own copies in sqlite_store.cc, which say
+// the same.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "common/error.h"
+#include "record/records.h"
+
+namespace dlbench::store::codec {
+
+// value.dump(); kInvalidInput naming `what` for a string that is not valid UTF-8.
+Result<std::string> DumpJson(const nlohmann::json& value, const std::string& what);
+// The stored JSON text `text`; kStore naming `what` when it does not parse.
+Result<nlohmann::json> ParseJson(const std::string& text, const std::string& what);
+// cells.seed: decimal unsigned 64-bit text; kStore otherwise.
+Result<std::uint64_t> ParseSeed(const std::string& text, std::int64_t cell_row_id);
+// A stored outcome, verdict or status word this build does not know.
+Error UnknownStoredName(const char* what, const std::string& text, const std::string& where);
+
+bool AllDigits(const std::string& text);
+// Tag names are non-empty, not all digits (those are run ids) and not "latest": kInvalidInput.
+Status ValidateTagName(const std::string& tag);
+// kInvalidInput when a metric name appears twice in the cell (`what` names the cell).
+Status CheckUniqueMetricNames(const record::CellRecord& cell, const std::string& what);
+
+// A new random (version 4) UUID in its 36-character lower-case text form, from the kernel's
+// random source (getrandom): unique across machines without coordination.
+std::string NewRunUuid();
+// True for the 36-character form 8-4-4-4-12 of lower-case hex digits.
+bool IsRunUuid(std::string_view text);
+
+}  // namespace dlbench::store::codec
