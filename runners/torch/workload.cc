@@ -54,6 +54,18 @@ class ZooWorkload final : public Workload {
   std::string OptimizerName() const override {
     return "model default (SGD momentum 0.9 for CNNs, AdamW for BERT)";
   }
+  std::vector<torch::Tensor> FeedTensors() override {
+    std::vector<torch::Tensor> tensors = batch_.inputs;
+    if (batch_.target.defined()) tensors.push_back(batch_.target);
+    return tensors;
+  }
+  std::optional<std::int64_t> NumClasses() const override {
+    const nlohmann::json options = model_->EffectiveOptions();
+    if (!batch_.target.defined() || batch_.target.dim() != 1 || !options.contains("num_classes")) {
+      return std::nullopt;
+    }
+    return options.at("num_classes").get<std::int64_t>();
+  }
 
  private:
   std::shared_ptr<ZooModel> model_;
@@ -178,6 +190,12 @@ class TorchScriptWorkload final : public Workload {
                                                torch::optim::SGDOptions(lr.value_or(0.01)).momentum(0.9));
   }
   std::string OptimizerName() const override { return "SGD momentum 0.9 (lr 0.01 unless lr is set)"; }
+  std::vector<torch::Tensor> FeedTensors() override {
+    std::vector<torch::Tensor> tensors;
+    for (const c10::IValue& v : inputs_) tensors.push_back(v.toTensor());
+    return tensors;
+  }
+  std::optional<std::int64_t> NumClasses() const override { return std::nullopt; }
 
  private:
   std::vector<torch::Tensor> Parameters() const {

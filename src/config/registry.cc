@@ -50,6 +50,10 @@ class Entry {
     spec_.max = Bound{value, inclusive};
     return *this;
   }
+  Entry& Keyword(std::string word) {
+    spec_.keyword = std::move(word);
+    return *this;
+  }
   Entry& Format(StringFormat format) {
     spec_.format = format;
     return *this;
@@ -417,6 +421,72 @@ std::vector<ParamSpec> BuildRegistry() {
                   .DefaultText(kModelSize)
                   .Help("Learning rate of the optimizer in train.")
                   .Build());
+  // The input pipeline (runners/torch/data; docs/input-pipeline.md). No constant defaults: a
+  // cell that names none of these keeps the key it had before they existed.
+  r.push_back(Entry("data", kCell, kTorch, ParamType::kEnum)
+                  .Allowed({"device", "host", "jpeg_dir", "tfrecord"})
+                  .DefaultText("device")
+                  .Help("Where each step's batch comes from: `device` the fixed batch already on the "
+                        "device (the compute-only control); `host` the same synthetic tensors copied "
+                        "from the host every step (isolates the copy); `jpeg_dir` JPEG files under "
+                        "data_path; `tfrecord` TFRecord files of tf.train.Example matching data_path.")
+                  .Build());
+  r.push_back(Entry("data_path", kCell, kTorch, ParamType::kString)
+                  .Help("With data: jpeg_dir, the folder (ImageFolder layout: one sub-folder per class, "
+                        "searched recursively; labels are the sorted sub-folder names' indices); with "
+                        "data: tfrecord, a glob of files (`/data/train-*`). Ignored by device and host.")
+                  .Build());
+  r.push_back(Entry("data_workers", kCell, kTorch, ParamType::kInt)
+                  .Min(1)
+                  .Max(256)
+                  .Keyword("auto")
+                  .DefaultText("auto")
+                  .Help("Decode threads of jpeg_dir and tfrecord; `auto` takes the cores this process "
+                        "may use, less one for the training loop, and the effective cell records it.")
+                  .Build());
+  r.push_back(Entry("prefetch", kCell, kTorch, ParamType::kInt)
+                  .Unit("batches")
+                  .Min(1)
+                  .Max(1024)
+                  .DefaultText("2")
+                  .Help("Finished batches the pipeline may hold ready ahead of the step (each worker "
+                        "also holds the one it is making).")
+                  .Build());
+  r.push_back(Entry("pin_memory", kCell, kTorch, ParamType::kBool)
+                  .DefaultText("false")
+                  .Help("Host batches in page-locked memory, so the host-to-device copy is DMA (CUDA "
+                        "only; on the CPU the cell is unsupported).")
+                  .Build());
+  r.push_back(Entry("async_copy", kCell, kTorch, ParamType::kBool)
+                  .DefaultText("false")
+                  .Help("Copy the next batch to the device on a side stream while the current step "
+                        "computes (CUDA only; on the CPU the cell is unsupported).")
+                  .Build());
+  r.push_back(Entry("cache", kCell, kTorch, ParamType::kBool)
+                  .DefaultText("false")
+                  .Help("Keep decoded images in memory after the first pass (as tf.data's cache), up to "
+                        "half the memory available when the cell starts.")
+                  .Build());
+  r.push_back(Entry("shuffle_buffer", kCell, kTorch, ParamType::kInt)
+                  .Unit("samples")
+                  .Min(0)
+                  .Max(1e9)
+                  .DefaultText("10000")
+                  .Help("tf.data's shuffle buffer over the file order, reshuffled every epoch from the "
+                        "cell's seed; 0 keeps the file order; at least the data set's size is a "
+                        "uniform permutation.")
+                  .Build());
+  r.push_back(Entry("skip_corrupt", kCell, kTorch, ParamType::kBool)
+                  .DefaultText("false")
+                  .Help("Count and report corrupt inputs (a JPEG that does not decode, a record with "
+                        "a bad CRC or a missing key) and use the next good sample, instead of ending "
+                        "the cell with an error naming the file and offset.")
+                  .Build());
+  r.push_back(Entry("pipeline_only", kCell, kTorch, ParamType::kBool)
+                  .DefaultText("false")
+                  .Help("Run the input pipeline (and the copy to the device) without the model: the "
+                        "cell's samples_per_s is what the pipeline alone delivers.")
+                  .Build());
   return r;
 }
 
@@ -517,7 +587,8 @@ std::string AllowedText(const ParamSpec& spec, bool brief) {
     case ParamType::kInt:
     case ParamType::kNumber: {
       std::string range = RangeText(spec);
-      return range.empty() ? "any" : range;
+      if (range.empty()) range = "any";
+      return spec.keyword.empty() ? range : range + ", or " + spec.keyword;
     }
     case ParamType::kBool:
       return "true, false";
@@ -666,8 +737,10 @@ std::string DescribeExpected(const ParamSpec& spec) {
       std::string format = FormatText(spec.format);
       return format.empty() ? "a string" : format;
     }
-    case ParamType::kInt:
-      return range.empty() ? "an integer" : "an integer " + range;
+    case ParamType::kInt: {
+      std::string text = range.empty() ? "an integer" : "an integer " + range;
+      return spec.keyword.empty() ? text : text + " or " + spec.keyword;
+    }
     case ParamType::kNumber:
       return range.empty() ? "a number" : "a number " + range;
     case ParamType::kBool:
@@ -693,6 +766,7 @@ Result<Value> ParseParamText(const ParamSpec& spec, const std::string& text) {
       return v;
     }
     case ParamType::kInt: {
+      if (!spec.keyword.empty() && text == spec.keyword) return Value(text);
       std::optional<std::int64_t> v = ParseInt(text);
       if (!v) return ValueError(spec, text).error();
       DLBENCH_RETURN_IF_ERROR(CheckRange(spec, static_cast<double>(*v), text));
@@ -732,6 +806,9 @@ Status ValidateParamValue(const ParamSpec& spec, const Value& value) {
       }
       return Status::Ok();
     case ParamType::kInt:
+      if (!spec.keyword.empty() && value.is_string() && value.get<std::string>() == spec.keyword) {
+        return Status::Ok();
+      }
       if (!value.is_number_integer()) return ValueError(spec, got);
       if (value.is_number_unsigned() &&
           value.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
