@@ -1,11 +1,20 @@
+# dlbench::warnings: the compiler warnings every dlbench target is built with, in one place. Link
+# it PRIVATE (dlbench_add_library and dlbench_add_test do); it adds no flags to dependants.
+# -DDLBENCH_WERROR=ON turns every warning into an error (off by default: GCC 12 warns
+# -Wmaybe-uninitialized inside nlohmann/json's headers at -O2).
+option(DLBENCH_WERROR "Treat compiler warnings in dlbench's own code as errors" OFF)
+add_library(dlbench_warnings INTERFACE)
+add_library(dlbench::warnings ALIAS dlbench_warnings)
+target_compile_options(dlbench_warnings INTERFACE -Wall -Wextra -Wno-missing-field-initializers
+                       $<$<BOOL:${DLBENCH_WERROR}>:-Werror>)
+
 # dlbench_add_library(NAME SOURCES ... DEPS ...): the library dlbench_NAME with alias dlbench::NAME.
 function(dlbench_add_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
   add_library(dlbench_${name} STATIC ${ARG_SOURCES})
   add_library(dlbench::${name} ALIAS dlbench_${name})
   target_include_directories(dlbench_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
-  target_link_libraries(dlbench_${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
-  target_compile_options(dlbench_${name} PRIVATE -Wall -Wextra -Wno-missing-field-initializers)
+  target_link_libraries(dlbench_${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS} dlbench::warnings)
   set_target_properties(dlbench_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
 endfunction()
 
@@ -17,8 +26,7 @@ function(dlbench_add_test name)
   endif()
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
-  target_compile_options(${name} PRIVATE -Wall -Wextra -Wno-missing-field-initializers)
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock dlbench::warnings)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
   target_compile_definitions(${name} PRIVATE
     DLBENCH_SOURCE_DIR="${PROJECT_SOURCE_DIR}" DLBENCH_BIN_DIR="${CMAKE_BINARY_DIR}/bin")

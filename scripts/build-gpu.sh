@@ -40,6 +40,7 @@ groups=(
   "libbenchmark-dev libbenchmark1debian:benchmark/benchmark.h"
   "libjs-chart.js:/usr/share/javascript/chart.js/chart.min.js"
   "libcpp-httplib-dev libcpp-httplib0.11:httplib.h"
+  "libmicrohttpd-dev libmicrohttpd12:microhttpd.h"
   "libbrotli-dev:brotli/decode.h"
   "libssl-dev:openssl/ssl.h"
   "zlib1g-dev:zlib.h"

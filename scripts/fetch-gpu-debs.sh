@@ -22,7 +22,8 @@ packages=(
   libgtest-dev libgmock-dev
   libbenchmark-dev libbenchmark1debian
   libjs-chart.js                          # embedded into HTML reports (src/report)
-  libcpp-httplib-dev libcpp-httplib0.11   # the Prometheus endpoint (src/report)
+  libcpp-httplib-dev libcpp-httplib0.11   # the HTTP client of the server tests (src/report)
+  libmicrohttpd-dev libmicrohttpd12       # the Prometheus endpoint (src/report), event-driven
   libbrotli-dev libssl-dev zlib1g-dev     # headers that Debian's httplib.h includes (its .pc enables brotli, TLS, zlib)
   pkgconf pkgconf-bin libpkgconf3         # pkg-config, which finds cpp-httplib
   libturbojpeg0-dev libturbojpeg0        # JPEG decode of the input pipeline (runners/torch/data)

@@ -11,10 +11,19 @@ packages=(
   g++ cmake ninja-build pkg-config git
   # libraries the dlbench binary uses
   libyaml-cpp-dev nlohmann-json3-dev libfmt-dev libcli11-dev libsqlite3-dev libboost-dev sqlite3
-  # `dlbench serve` (HTTP) and the HTML report's chart library, embedded at build time
-  libcpp-httplib-dev libjs-chart.js
+  # `dlbench serve`'s HTTP server (libmicrohttpd), the HTTP client of its tests (cpp-httplib) and
+  # the HTML report's chart library, embedded at build time
+  libmicrohttpd-dev libcpp-httplib-dev libjs-chart.js
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev python3
+  # validating exports against docs/schema (ExportSchema CTest)
+  python3-jsonschema
+  # the house rules scripts/test.sh enforces: format drift and clang-tidy in changed code
+  # (docs/development.md; both are pinned to Debian 12's LLVM 14)
+  clang-format clang-tidy
+  # the sanitizer and fuzzing stages (docs/testing.md): clang with libFuzzer and the sanitizer
+  # runtimes, llvm-symbolizer for readable reports
+  clang libclang-rt-14-dev llvm-14
   # the LibTorch runner: Debian's LibTorch 1.13, OpenBLAS so it does not fall back to the
   # reference BLAS (30x slower), Gloo headers for c10d
   libtorch-dev libopenblas0-pthread libgloo-dev

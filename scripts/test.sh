@@ -1,10 +1,59 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh Debian 12 machine: installs what it needs (apt), builds,
-# and runs every CTest test (unit, end-to-end, torch on the CPU, browser and Prometheus tests).
-# GPU-only tests carry the label "gpu" and skip themselves without a GPU.
-set -euo pipefail
+# The whole test suite, from a fresh Debian 12 machine: installs what it needs (apt), builds, and
+# runs every CTest test (unit, end-to-end, torch on the CPU, browser and Prometheus tests), then
+# the hardening stages (docs/testing.md): ASan+UBSan over the unit and null-runner e2e tests, each
+# fuzz target for a bounded time, TSan over the threaded tests. GPU-only tests carry the label
+# "gpu" and skip themselves without a GPU.
+#
+# Arguments go to the first stage's ctest. DLBENCH_STAGES picks
+# stages; every stage runs even when an earlier one failed, and the exit status is non-zero if any
+# did. DLBENCH_FUZZ_SECONDS sets the time per fuzz target (scripts/fuzz.sh).
+set -uo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup-debian.sh --with-browser-tests
-scripts/build.sh
-cd build
-ctest --output-on-failure --timeout 900 -j "${DLBENCH_TEST_JOBS:-2}" "$@"
+scripts/setup-debian.sh --with-browser-tests || exit 1
+
+# The default is the suite alone until the hardening stages have passed on main as merged (they
+# passed on their branch; the matrix fuzz target has an open out-of-memory finding, docs/testing.md).
+# DLBENCH_STAGES="suite asan fuzz tsan" runs them all.
+stages="${DLBENCH_STAGES:-suite}"
+failed=()
+summary=()
+run_stage() {
+  local name="$1"
+  shift
+  local start
+  start=$(date +%s)
+  echo "=== stage $name: $*"
+  if "$@"; then
+    summary+=("$name: passed in $(( $(date +%s) - start )) s")
+  else
+    summary+=("$name: FAILED after $(( $(date +%s) - start )) s")
+    failed+=("$name")
+  fi
+}
+suite() {
+  # House rules (docs/development.md): clang-tidy on the lines changed since scripts/tidy-base.txt;
+  # clang-format drift is the CTest test SourcesMatchClangFormat.
+  # A clone too shallow to hold the base commit cannot be judged (check-tidy exit 2): say so loudly
+  # and go on; findings (exit 1) fail the stage.
+  scripts/build.sh || return 1
+  local tidy=0
+  python3 scripts/check-tidy.py --build build -j "${DLBENCH_JOBS:-$(nproc)}" || tidy=$?
+  if [ "$tidy" = 2 ]; then
+    echo "test.sh: WARNING: clang-tidy could not check this clone (see the line above); not judged" >&2
+  elif [ "$tidy" != 0 ]; then
+    return 1
+  fi
+  (cd build && ctest --output-on-failure --timeout 900 -j "${DLBENCH_TEST_JOBS:-2}" "$@")
+}
+for stage in $stages; do
+  case "$stage" in
+    suite) run_stage suite suite "$@" ;;
+    asan) run_stage asan scripts/sanitize.sh address ;;
+    fuzz) run_stage fuzz scripts/fuzz.sh ;;
+    tsan) run_stage tsan scripts/sanitize.sh thread ;;
+    *) echo "unknown stage '$stage' (expected suite, asan, fuzz, tsan)" >&2; exit 2 ;;
+  esac
+done
+printf '%s\n' "${summary[@]}"
+[ ${#failed[@]} -eq 0 ]

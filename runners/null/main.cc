@@ -1,34 +1,49 @@
-// dlbench-null: a runner that does no model work. It busy-waits a configured time per step so the
-// harness can be measured (its own overhead) and every failure path can be provoked on purpose
-// (inject: crash, hang, exit, garbage, leak, oom). It speaks the protocol exactly like the torch
-// runner, through protocol::RunnerSession.
+// dlbench-null: a runner that does no model work. Its steps take a configured time drawn from a
+// configured distribution (runners/null/synthetic_steps.h), either busy-waited in real time, so the
+// harness can be measured (its own overhead), or reported on a virtual clock (virtual_time: true),
+// so a long cell is simulated in milliseconds and tests get exact step times. Every way a runner
+// can fail is injectable on purpose (inject: runners/null/faults.h). It speaks the protocol
+// exactly like the torch runner, through protocol::RunnerSession.
+//
+// Usage: dlbench-null [--inject FAULT [--fault-field FRAME.field]]
+// The options inject a fault from the very start, before HELLO (faults of HELLO itself: no_hello,
+// wrong_protocol, wrong_type with a HELLO field), since cell parameters arrive only after HELLO.
+#include <errno.h>
 #include <signal.h>
+#include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <random>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/clock.h"
 #include "common/version.h"
+#include "config/runner_params.h"
 #include "protocol/runner_session.h"
+#include "record/metrics.h"
+#include "runners/null/faults.h"
+#include "runners/null/synthetic_steps.h"
 
 namespace dlbench::nullrunner {
 namespace {
 
+using protocol::MessageType;
 using protocol::RunnerSession;
 using record::RunnerErrorKind;
-
-enum class Inject { kNone, kCrash, kHang, kExit, kGarbage, kLeak, kOom };
 
 struct Params {
   double step_ms = 1.0;
   double jitter_pct = 0.0;
   std::string jitter_dist = "normal";
-  Inject inject = Inject::kNone;
+  Fault inject = Fault::kNone;
   std::int64_t inject_at_step = 20;
   std::int64_t leak_bytes_per_step = 65536;
   int exit_code = 3;
@@ -36,74 +51,118 @@ struct Params {
   double setup_ms = 0.0;
   std::int64_t warmup_steps = 0;
   double warmup_factor = 3.0;
+  // Read by ParseShapeAndFaultParams.
+  bool virtual_time = false;
+  double virtual_speedup = 1000.0;
+  double bimodal_fraction = 0.0;
+  double bimodal_factor = 2.0;
+  double drift_pct_per_s = 0.0;
+  std::optional<std::int64_t> shift_at_step;
+  double shift_factor = 1.0;
+  std::string fault_field;
+  std::int64_t flood_bytes = std::int64_t{80} << 20;
 };
 
-// Reads the parameters this runner knows; the orchestrator validated them against the registry,
-// but a runner must not trust its input either.
+// Reads the parameters this runner knows. The registry validates them here too (a runner must
+// not trust its input) with the same specs that validated the matrix, and supplies the defaults.
 bool ParseParams(const nlohmann::json& p, Params& out, std::string& error) {
+  auto parsed = config::RunnerParams::Parse(p, "null");
+  if (!parsed.ok()) {
+    error = parsed.error().message;
+    return false;
+  }
+  const config::RunnerParams& params = *parsed;
+  const std::string inject = params.Text("inject").value();
+  const std::optional<Fault> fault = ParseFault(inject);
+  if (fault) out.inject = *fault;
+  if (!fault) {
+    // The registry allows a failure this runner cannot inject: a drift runner_params_test finds.
+    error = "parameter 'inject': '" + inject + "' is not implemented by this runner";
+    return false;
+  }
+  out.step_ms = params.Number("step_ms").value();
+  out.jitter_pct = params.Number("jitter_pct").value();
+  out.jitter_dist = params.Text("jitter_dist").value();
+  if (out.jitter_dist != "normal" && out.jitter_dist != "uniform" && out.jitter_dist != "lognormal") {
+    error = "parameter 'jitter_dist': '" + out.jitter_dist + "' is not implemented by this runner";
+    return false;
+  }
+  out.inject_at_step = params.Int("inject_at_step").value();
+  out.leak_bytes_per_step = params.Int("leak_bytes_per_step").value();
+  out.exit_code = static_cast<int>(params.Int("exit_code").value());  // 1..255
+  out.samples_per_step = params.Int("samples_per_step").value();      // defaults to batch_size
+  out.setup_ms = params.Number("setup_ms").value();
+  out.warmup_steps = params.Int("warmup_steps").value();  // names: a parameter, not the metric
+  out.warmup_factor = params.Number("warmup_factor").value();
+  return true;
+}
+
+// The parameters of the step-time shape beyond ParseParams', the virtual clock and the faults'
+// arguments. Absent keys keep their defaults (none of them has a registry default, so cells that do
+// not use them keep their keys).
+bool ParseShapeAndFaultParams(const nlohmann::json& p, Params& out, std::string& error) {
   try {
-    out.step_ms = p.value("step_ms", out.step_ms);
-    out.jitter_pct = p.value("jitter_pct", out.jitter_pct);
-    out.jitter_dist = p.value("jitter_dist", out.jitter_dist);
-    const std::string inject = p.value("inject", std::string("none"));
-    static const std::pair<const char*, Inject> kInjects[] = {
-        {"none", Inject::kNone}, {"crash", Inject::kCrash},     {"hang", Inject::kHang},
-        {"exit", Inject::kExit}, {"garbage", Inject::kGarbage}, {"leak", Inject::kLeak},
-        {"oom", Inject::kOom}};
-    bool known = false;
-    for (const auto& [name, value] : kInjects) {
-      if (inject == name) {
-        out.inject = value;
-        known = true;
-      }
-    }
-    if (!known) {
-      error = "unknown inject '" + inject + "' (none, crash, hang, exit, garbage, leak, oom)";
-      return false;
-    }
-    out.inject_at_step = p.value("inject_at_step", out.inject_at_step);
-    out.leak_bytes_per_step = p.value("leak_bytes_per_step", out.leak_bytes_per_step);
-    out.exit_code = p.value("exit_code", out.exit_code);
-    out.samples_per_step = p.value("samples_per_step", p.value("batch_size", std::int64_t{1}));
-    out.setup_ms = p.value("setup_ms", out.setup_ms);
-    out.warmup_steps = p.value("warmup_steps", out.warmup_steps);  // names: a parameter, not the metric
-    out.warmup_factor = p.value("warmup_factor", out.warmup_factor);
+    out.virtual_time = p.value("virtual_time", out.virtual_time);
+    out.virtual_speedup = p.value("virtual_speedup", out.virtual_speedup);
+    out.bimodal_fraction = p.value("bimodal_fraction", out.bimodal_fraction);
+    out.bimodal_factor = p.value("bimodal_factor", out.bimodal_factor);
+    out.drift_pct_per_s = p.value("drift_pct_per_s", out.drift_pct_per_s);
+    if (p.contains("shift_at_step")) out.shift_at_step = p.at("shift_at_step").get<std::int64_t>();
+    out.shift_factor = p.value("shift_factor", out.shift_factor);
+    out.fault_field = p.value("fault_field", out.fault_field);
+    out.flood_bytes = p.value("flood_bytes", out.flood_bytes);
   } catch (const nlohmann::json::exception& e) {
     error = std::string("bad parameter type: ") + e.what();
     return false;
   }
-  if (out.step_ms < 0 || out.jitter_pct < 0 || out.samples_per_step < 1 || out.setup_ms < 0 ||
-      out.warmup_factor < 1) {
-    error = "step_ms, jitter_pct, setup_ms must be >= 0, samples_per_step >= 1, warmup_factor >= 1";
+  if (!(out.virtual_speedup > 0) || !std::isfinite(out.virtual_speedup)) {
+    error = "virtual_speedup must be a finite number > 0";
     return false;
   }
-  if (out.jitter_dist != "normal" && out.jitter_dist != "uniform" && out.jitter_dist != "lognormal") {
-    error = "unknown jitter_dist '" + out.jitter_dist + "' (normal, uniform, lognormal)";
+  if (out.flood_bytes < 0) {
+    error = "flood_bytes must be >= 0";
     return false;
+  }
+  if (out.inject == Fault::kWrongType) {
+    const auto& fields = WrongTypeFields();
+    if (std::find(fields.begin(), fields.end(), out.fault_field) == fields.end()) {
+      error = "inject: wrong_type needs fault_field, one of the FRAME.field names (got '" + out.fault_field +
+              "')";
+      return false;
+    }
   }
   return true;
 }
 
-// Step durations drawn ahead of the loop, so the timed region does nothing but wait. A multiplier
-// m has mean 1 and standard deviation jitter_pct/100 whatever the distribution.
-std::vector<std::int64_t> DrawDurations(const Params& p, std::uint64_t seed, std::size_t count) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::uniform_real_distribution<double> uniform(-std::sqrt(3.0), std::sqrt(3.0));
-  const double sd = p.jitter_pct / 100.0;
-  const double sigma = std::sqrt(std::log1p(sd * sd));  // lognormal with mean 1, sd `sd`
-  std::vector<std::int64_t> out(count);
+synthetic::StepShape ShapeOf(const Params& p) {
+  synthetic::StepShape s;
+  s.step_ms = p.step_ms;
+  s.jitter_pct = p.jitter_pct;
+  s.jitter_dist = synthetic::ParseJitterDist(p.jitter_dist).value_or(synthetic::JitterDist::kNormal);
+  s.warmup_steps = p.warmup_steps;
+  s.warmup_factor = p.warmup_factor;
+  s.bimodal_fraction = p.bimodal_fraction;
+  s.bimodal_factor = p.bimodal_factor;
+  s.drift_pct_per_s = p.drift_pct_per_s;
+  s.shift_at_step = p.shift_at_step;
+  s.shift_factor = p.shift_factor;
+  s.samples_per_step = static_cast<std::uint32_t>(std::min<std::int64_t>(p.samples_per_step, UINT32_MAX));
+  return s;
+}
+
+// Real time draws its durations ahead of the loop, so the timed region does nothing but wait; the
+// drift reads the nominal elapsed time, and the series repeats after kRealDurations steps.
+constexpr std::size_t kRealDurations = 1 << 16;
+
+std::vector<std::int64_t> DrawDurations(const synthetic::StepShape& shape, std::uint64_t seed,
+                                        std::int64_t max_steps) {
+  synthetic::StepTimeGenerator generator(shape, seed);
+  std::vector<std::int64_t> out(static_cast<std::size_t>(
+      std::clamp<std::int64_t>(max_steps, 1, static_cast<std::int64_t>(kRealDurations))));
+  std::int64_t elapsed = 0;
   for (auto& d : out) {
-    double m = 1.0;
-    if (sd > 0) {
-      if (p.jitter_dist == "normal")
-        m = 1.0 + sd * normal(rng);
-      else if (p.jitter_dist == "uniform")
-        m = 1.0 + sd * uniform(rng);
-      else
-        m = std::exp(sigma * normal(rng) - sigma * sigma / 2);
-    }
-    d = static_cast<std::int64_t>(std::max(0.0, p.step_ms * 1e6 * m));
+    d = generator.NextDurationNs(elapsed);
+    elapsed += d;
   }
   return out;
 }
@@ -115,17 +174,302 @@ inline void BusyWaitNs(std::int64_t ns) {
   }
 }
 
-int Main() {
+void SleepNs(std::int64_t ns) {
+  if (ns <= 0) return;
+  timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+// The fds of the protocol, for faults that write frames the session would never write.
+int OutFd() { return std::atoi(std::getenv(protocol::kFdOutEnv)); }
+int InFd() { return std::atoi(std::getenv(protocol::kFdInEnv)); }
+
+void SendRawJson(MessageType type, const nlohmann::json& body) {
+  std::string bytes;
+  protocol::AppendJsonFrame(bytes, type, body);
+  (void)protocol::WriteAll(OutFd(), bytes);
+}
+
+void SendRawSteps(const protocol::StepRecord* records, std::size_t count) {
+  std::string bytes;
+  protocol::AppendStepsFrame(bytes, 0, records, count);
+  (void)protocol::WriteAll(OutFd(), bytes);
+}
+
+void Say(const char* what, std::int64_t step) {
+  std::fprintf(stderr, "dlbench-null: %s on purpose at step %lld\n", what, static_cast<long long>(step));
+  std::fflush(stderr);
+}
+
+[[noreturn]] void HangForever(bool ignore_sigterm) {
+  if (ignore_sigterm) signal(SIGTERM, SIG_IGN);  // a real hang often ignores polite requests too
+  for (;;) pause();
+}
+
+// The fields a wrong_type fault breaks, frame by frame: `body` is the frame that would be sent.
+void BreakField(const std::string& field, nlohmann::json& body) {
+  if (field == "HELLO.protocol") body["protocol"] = "1";
+  if (field == "HELLO.pid") body["pid"] = "me";
+  if (field == "HELLO.runner") body["runner"] = 7;
+  if (field == "HELLO.framework") body["framework"] = "none";
+  if (field == "HELLO.devices") body["devices"] = {{"type", "cpu"}};
+  if (field == "READY.effective") body["effective"] = {1, 2};
+  if (field == "READY.samples_per_step") body["effective"]["samples_per_step"] = "8";
+  if (field == "READY.device_uuids") body["effective"]["device_uuids"] = "GPU-1";
+  if (field == "READY.virtual_time") body["effective"]["virtual_time"] = "yes";
+  if (field == "MEMORY.label") body["label"] = 7;
+  if (field == "MEMORY.bytes") body[std::string(record::memory::kHostRssBytes)] = "lots";
+  if (field == "EXTRAS.metrics") body["metrics"] = "many";
+  if (field == "EXTRAS.metric") body["metrics"] = {5};
+  const std::string compile_time(record::metric::kCompileTimeS);
+  if (field == "EXTRAS.name") body["metrics"] = {{{"name", 7}, {"value", 1.0}}};
+  if (field == "EXTRAS.value") body["metrics"] = {{{"name", compile_time}, {"value", "fast"}}};
+  if (field == "EXTRAS.unit") body["metrics"] = {{{"name", compile_time}, {"value", 1.0}, {"unit", 5}}};
+  if (field == "EXTRAS.info") body["info"] = "x";
+  if (field == "ERROR.kind") body["kind"] = 5;
+  if (field == "ERROR.message") body["message"] = {"x"};
+  if (field == "ERROR.requested_bytes") body["requested_bytes"] = "80G";
+  if (field == "DONE.reason") body["reason"] = {"x"};
+  if (field == "DONE.steps") body["steps"] = "200";
+}
+
+bool BreaksFrame(const Params& p, const char* frame) {
+  return p.inject == Fault::kWrongType && p.fault_field.rfind(std::string(frame) + ".", 0) == 0;
+}
+
+// Starts a process that keeps every fd it inherited (the protocol pipes, stdout, stderr) open
+// for an hour, as a data-loader worker left behind would; in a new session with `setsid`.
+pid_t ForkLingeringChild(bool new_session) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (new_session) (void)setsid();
+    for (int i = 0; i < 3600; ++i) sleep(1);
+    _exit(0);
+  }
+  return pid;
+}
+
+void Flood(int fd, std::int64_t bytes) {
+  std::string line(1023, 'x');
+  line += '\n';
+  while (bytes > 0) {
+    const std::size_t n =
+        static_cast<std::size_t>(std::min<std::int64_t>(bytes, static_cast<std::int64_t>(line.size())));
+    if (::write(fd, line.data(), n) < 0 && errno != EINTR) return;
+    bytes -= static_cast<std::int64_t>(n);
+  }
+}
+
+enum class StepAction { kContinue, kEndLoop };
+
+// What a fault does at step `step` (1-based, after that step was recorded). `last` is the record
+// just made. Faults that end the loop are concluded after it (Main).
+StepAction OnStep(const Params& p, RunnerSession& session, std::int64_t step,
+                  const protocol::StepRecord& last, std::vector<std::vector<char>>& leaked) {
+  if (p.inject == Fault::kLeak) {
+    // Touch every page so the growth shows in RSS, as a real leak would.
+    leaked.emplace_back(static_cast<std::size_t>(p.leak_bytes_per_step), '\1');
+  }
+  if (step != p.inject_at_step) return StepAction::kContinue;
+  switch (p.inject) {
+    case Fault::kCrash:
+    case Fault::kSigtermSelf:
+    case Fault::kHang:
+    case Fault::kExit:
+    case Fault::kGarbage:
+    case Fault::kOom:
+    case Fault::kFrameAfterError:
+    case Fault::kCloseProtocol:
+    case Fault::kCloseProtocolExit:
+      return StepAction::kEndLoop;
+    case Fault::kWrongType:
+      return BreaksFrame(p, "ERROR") ? StepAction::kEndLoop : StepAction::kContinue;
+    case Fault::kUnknownFrame: {
+      session.FlushSteps(last.end_ns);
+      const char header[8] = {0, 0, 0, 0, 77, 0, 0, 0};
+      (void)protocol::WriteAll(OutFd(), header, sizeof header);
+      return StepAction::kContinue;
+    }
+    case Fault::kOversizedFrame: {
+      session.FlushSteps(last.end_ns);
+      const std::uint32_t length = protocol::kMaxPayloadBytes + 1;
+      char header[8] = {0, 0, 0, 0, static_cast<char>(MessageType::kMemory), 0, 0, 0};
+      std::memcpy(header, &length, 4);
+      (void)protocol::WriteAll(OutFd(), header, sizeof header);
+      return StepAction::kContinue;
+    }
+    case Fault::kBadJson: {
+      session.FlushSteps(last.end_ns);
+      std::string bytes;
+      const std::string junk = "{not json";
+      const std::uint32_t length = static_cast<std::uint32_t>(junk.size());
+      char header[8] = {0, 0, 0, 0, static_cast<char>(MessageType::kMemory), 0, 0, 0};
+      std::memcpy(header, &length, 4);
+      bytes.append(header, sizeof header);
+      bytes += junk;
+      (void)protocol::WriteAll(OutFd(), bytes);
+      return StepAction::kContinue;
+    }
+    case Fault::kRunnerStop:
+      session.FlushSteps(last.end_ns);
+      SendRawJson(MessageType::kStop, {{"reason", "the runner says so"}});
+      return StepAction::kContinue;
+    case Fault::kStepBackwards:
+    case Fault::kStepOverlap: {
+      session.FlushSteps(last.end_ns);
+      protocol::StepRecord bad = last;
+      if (p.inject == Fault::kStepBackwards) {
+        bad.start_ns = last.end_ns;
+        bad.end_ns = last.end_ns - 1;
+      } else {
+        bad.start_ns = last.end_ns - 1;  // one nanosecond before the previous step ended
+        bad.end_ns = last.end_ns + 1;
+      }
+      SendRawSteps(&bad, 1);
+      return StepAction::kContinue;
+    }
+    case Fault::kCloseCommands:
+      ::close(InFd());
+      return StepAction::kContinue;
+    case Fault::kStderrFlood:
+      Flood(STDERR_FILENO, p.flood_bytes);
+      return StepAction::kContinue;
+    case Fault::kStdoutFlood:
+      Flood(STDOUT_FILENO, p.flood_bytes);
+      return StepAction::kContinue;
+    case Fault::kJsonFlood: {
+      session.FlushSteps(last.end_ns);
+      const std::string pad(512 << 10, 'm');
+      for (int i = 0; i < 64; ++i) SendRawJson(MessageType::kMemory, {{"label", "flood"}, {"pad", pad}});
+      return StepAction::kContinue;
+    }
+    default:
+      return StepAction::kContinue;
+  }
+}
+
+// The loop on a virtual clock: records start at the real CLOCK_MONOTONIC of READY and advance by
+// the drawn durations; the loop sleeps (never spins) so that virtual time runs at most
+// virtual_speedup times faster than real time, which bounds how far it runs past a STOP. The same
+// ceilings as RunStepLoop, on the virtual clock.
+protocol::LoopResult RunVirtualLoop(
+    RunnerSession& session, const protocol::RunnerLimits& limits, synthetic::VirtualClockSteps& steps,
+    double speedup, const std::function<StepAction(std::int64_t, const protocol::StepRecord&)>& on_step) {
+  const std::int64_t virtual_begin = steps.now_ns();
+  const std::int64_t real_begin = MonotonicNowNs();
+  const std::int64_t max_time_ns = static_cast<std::int64_t>(std::min(limits.max_time_s * 1e9, 9e18));
+  // Batches close on virtual time only (RunnerSession flushes by the records' end), so the frames,
+  // and the policy's decisions made per frame, are the same on every run.
+  session.FlushSteps(virtual_begin);
+  protocol::LoopResult result;
+  for (;;) {
+    const protocol::StepRecord r = steps.Next();
+    session.Record(r);
+    ++result.steps;
+    if (on_step(result.steps, r) == StepAction::kEndLoop) {
+      result.end = protocol::LoopEnd::kStepFailed;
+      break;
+    }
+    if (session.stop_requested()) {
+      result.end = protocol::LoopEnd::kStopped;
+      break;
+    }
+    if (result.steps >= limits.max_steps) {
+      result.end = protocol::LoopEnd::kMaxSteps;
+      break;
+    }
+    if (r.end_ns - virtual_begin >= max_time_ns) {
+      result.end = protocol::LoopEnd::kMaxTime;
+      break;
+    }
+    const std::int64_t ahead =
+        real_begin + static_cast<std::int64_t>(static_cast<double>(r.end_ns - virtual_begin) / speedup) -
+        MonotonicNowNs();
+    if (ahead > 200'000) SleepNs(ahead);
+  }
+  session.FlushSteps(steps.now_ns());
+  return result;
+}
+
+// After STOP, a step_flood runner goes on sending full STEPS frames as fast as it can.
+[[noreturn]] void FloodSteps(std::int64_t start_ns, std::uint32_t samples) {
+  std::vector<protocol::StepRecord> batch(RunnerSession::kBatchRecords);
+  std::int64_t t = start_ns;
+  for (;;) {
+    for (auto& r : batch) {
+      r.start_ns = t;
+      r.end_ns = ++t;
+      r.samples = samples;
+    }
+    std::string bytes;
+    protocol::AppendStepsFrame(bytes, 0, batch.data(), batch.size());
+    if (!protocol::WriteAll(OutFd(), bytes).ok()) _exit(0);
+  }
+}
+
+struct Options {
+  std::optional<Fault> inject;
+  std::string fault_field;
+};
+
+// Parses argv; nullopt (with a message on stderr) on anything unknown.
+std::optional<Options> ParseOptions(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if ((arg == "--inject" || arg == "--fault-field") && i + 1 < argc) {
+      const std::string value = argv[++i];
+      if (arg == "--fault-field") {
+        o.fault_field = value;
+        continue;
+      }
+      o.inject = ParseFault(value);
+      if (!o.inject) {
+        std::fprintf(stderr, "dlbench-null: unknown --inject '%s' (%s)\n", value.c_str(),
+                     FaultNames().c_str());
+        return std::nullopt;
+      }
+      continue;
+    }
+    std::fprintf(stderr, "usage: dlbench-null [--inject FAULT [--fault-field FRAME.field]]\n");
+    return std::nullopt;
+  }
+  return o;
+}
+
+int Main(int argc, char** argv) {
+  const std::optional<Options> options = ParseOptions(argc, argv);
+  if (!options) return 2;
   auto connected = RunnerSession::Connect();
   if (!connected.ok()) {
     std::fprintf(stderr, "dlbench-null: %s\n", connected.error().message.c_str());
     return 2;
   }
   RunnerSession& session = **connected;
-  (void)session.SendHello({{"runner", "null"},
-                           {"runner_version", kVersion},
-                           {"framework", {{"name", "none"}}},
-                           {"devices", nlohmann::json::array({{{"type", "cpu"}}})}});
+  Params early;  // what the options inject before the cell's parameters arrive
+  if (options->inject) early.inject = *options->inject;
+  early.fault_field = options->fault_field;
+
+  nlohmann::json hello = {{"runner", "null"},
+                          {"runner_version", kVersion},
+                          {"framework", {{"name", "none"}}},
+                          {"devices", nlohmann::json::array({{{"type", "cpu"}}})}};
+  if (early.inject == Fault::kNoHello) {
+    SendRawJson(MessageType::kReady, {{"effective", nlohmann::json::object()}});
+    HangForever(false);
+  }
+  if (early.inject == Fault::kWrongProtocol || BreaksFrame(early, "HELLO")) {
+    hello["protocol"] = protocol::kProtocolVersion + 1;
+    hello["pid"] = static_cast<long>(getpid());
+    if (BreaksFrame(early, "HELLO")) {
+      hello["protocol"] = protocol::kProtocolVersion;
+      BreakField(early.fault_field, hello);
+    }
+    SendRawJson(MessageType::kHello, hello);
+  } else {
+    (void)session.SendHello(hello);
+  }
   auto cell = session.ReceiveConfigure();
   if (!cell.ok()) {
     // EOF before CONFIGURE is how the orchestrator probes a runner's HELLO: not an error.
@@ -136,85 +480,183 @@ int Main() {
   session.set_rank(static_cast<std::uint32_t>(cell->rank));
   Params p;
   std::string error;
-  if (!ParseParams(cell->params, p, error)) {
+  if (!ParseParams(cell->params, p, error) || !ParseShapeAndFaultParams(cell->params, p, error)) {
     (void)session.SendError(RunnerErrorKind::kInvalid, error);
     return 0;
   }
+  if (options->inject) {
+    p.inject = early.inject;
+    if (!early.fault_field.empty()) p.fault_field = early.fault_field;
+  }
+  const synthetic::StepShape shape = ShapeOf(p);
+  if (auto st = synthetic::ValidateShape(shape); !st.ok()) {
+    (void)session.SendError(RunnerErrorKind::kInvalid, st.error().message);
+    return 0;
+  }
+  if (p.inject == Fault::kHelloTwice) (void)session.SendHello(hello);
   BusyWaitNs(static_cast<std::int64_t>(p.setup_ms * 1e6));
-  constexpr std::size_t kDurations = 4096;
-  const std::vector<std::int64_t> durations = DrawDurations(p, cell->seed, kDurations);
   std::vector<std::vector<char>> leaked;
-  if (p.inject == Inject::kLeak) leaked.reserve(1 << 16);
+  if (p.inject == Fault::kLeak) leaked.reserve(1 << 16);
+  pid_t child = 0;
+  if (p.inject == Fault::kChildHoldsPipe || p.inject == Fault::kSetsidChild) {
+    child = ForkLingeringChild(p.inject == Fault::kSetsidChild);
+  }
+  if (p.inject == Fault::kStepsBeforeReady) {
+    protocol::StepRecord early_step;
+    early_step.start_ns = MonotonicNowNs();
+    early_step.end_ns = early_step.start_ns + 1;
+    SendRawSteps(&early_step, 1);
+  }
 
   nlohmann::json effective = cell->params;
   effective["samples_per_step"] = p.samples_per_step;
   effective["seed"] = cell->seed;
-  (void)session.SendReady(effective);
+  // The orchestrator reads this to know the step times are simulated (docs/protocol.md, READY).
+  if (p.virtual_time) effective["virtual_time"] = true;
+  nlohmann::json ready = {{"effective", effective}};
+  if (BreaksFrame(p, "READY")) {
+    BreakField(p.fault_field, ready);
+    SendRawJson(MessageType::kReady, ready);
+  } else {
+    (void)session.SendReady(effective);
+  }
+  if (p.inject == Fault::kReadyTwice) (void)session.SendReady(effective);
 
-  const auto samples = static_cast<std::uint32_t>(p.samples_per_step);
-  std::int64_t step = 0;
-  bool failed = false;
-  auto result = protocol::RunStepLoop(session, cell->limits, [&](protocol::StepRecord& r) {
-    std::int64_t d = durations[static_cast<std::size_t>(step) % kDurations];
-    if (step < p.warmup_steps) d = static_cast<std::int64_t>(static_cast<double>(d) * p.warmup_factor);
-    BusyWaitNs(d);
-    if (p.inject == Inject::kLeak) {
-      // Touch every page so the growth shows in RSS, as a real leak would.
-      leaked.emplace_back(static_cast<std::size_t>(p.leak_bytes_per_step), '\1');
-    }
-    r.samples = samples;
-    ++step;
-    if (p.inject != Inject::kNone && p.inject != Inject::kLeak && step == p.inject_at_step) {
-      failed = true;
-      return false;
-    }
-    return true;
-  });
+  const auto samples = static_cast<std::uint32_t>(shape.samples_per_step);
+  std::int64_t last_end = 0;
+  protocol::LoopResult result;
+  auto on_step = [&](std::int64_t step, const protocol::StepRecord& last) {
+    last_end = last.end_ns;
+    return OnStep(p, session, step, last, leaked);
+  };
+  if (p.virtual_time) {
+    synthetic::VirtualClockSteps steps(shape, cell->seed, MonotonicNowNs());
+    result = RunVirtualLoop(session, cell->limits, steps, p.virtual_speedup, on_step);
+  } else {
+    const std::vector<std::int64_t> durations = DrawDurations(shape, cell->seed, cell->limits.max_steps);
+    std::int64_t step = 0;
+    bool end_loop = false;
+    result = protocol::RunStepLoop(session, cell->limits, [&](protocol::StepRecord& r) {
+      BusyWaitNs(durations[static_cast<std::size_t>(step) % durations.size()]);
+      r.samples = samples;
+      ++step;
+      if (p.inject == Fault::kNone) return true;
+      protocol::StepRecord last;  // faults that shape a record take "now" as the last step's end
+      last.start_ns = MonotonicNowNs() - 1'000'000'000;
+      last.end_ns = MonotonicNowNs();
+      last.samples = samples;
+      end_loop = on_step(step, last) == StepAction::kEndLoop;
+      return !end_loop;
+    });
+    last_end = MonotonicNowNs();
+  }
+  const std::int64_t step = result.steps;
 
-  if (failed) {
+  if (result.end == protocol::LoopEnd::kStepFailed) {
     switch (p.inject) {
-      case Inject::kCrash:
-        std::fprintf(stderr, "dlbench-null: crashing on purpose at step %lld\n",
-                     static_cast<long long>(step));
-        std::fflush(stderr);
+      case Fault::kCrash:
+        Say("crashing", step);
         signal(SIGSEGV, SIG_DFL);
         raise(SIGSEGV);
         break;
-      case Inject::kHang:
-        std::fprintf(stderr, "dlbench-null: hanging on purpose at step %lld\n", static_cast<long long>(step));
-        std::fflush(stderr);
-        signal(SIGTERM, SIG_IGN);  // a real hang often ignores polite requests too
-        for (;;) pause();
-      case Inject::kExit:
+      case Fault::kSigtermSelf:
+        Say("raising SIGTERM", step);
+        signal(SIGTERM, SIG_DFL);
+        raise(SIGTERM);
+        break;
+      case Fault::kHang:
+        Say("hanging", step);
+        HangForever(true);
+      case Fault::kExit:
         std::fprintf(stderr, "dlbench-null: exiting with code %d on purpose at step %lld\n", p.exit_code,
                      static_cast<long long>(step));
         std::fflush(stderr);
         _exit(p.exit_code);
-      case Inject::kGarbage: {
+      case Fault::kGarbage: {
         const char junk[] = "\xff\xff\xff\x7f garbage on the protocol pipe";
-        const char* fd_text = std::getenv(protocol::kFdOutEnv);
-        (void)protocol::WriteAll(std::atoi(fd_text), junk, sizeof junk);
+        (void)protocol::WriteAll(OutFd(), junk, sizeof junk);
         // Keep running so the orchestrator, not our exit, has to notice.
         for (int i = 0; i < 1000; ++i) usleep(10'000);
         return 0;
       }
-      case Inject::kOom: {
+      case Fault::kOom: {
         const std::int64_t requested = std::int64_t{80} << 30;
         (void)session.SendError(RunnerErrorKind::kOom,
                                 "out of memory (injected): tried to allocate 80.00 GiB",
                                 {{"requested_bytes", requested}});
         return 0;
       }
+      case Fault::kWrongType: {
+        nlohmann::json body = {
+            {"kind", "oom"}, {"message", "out of memory (injected)"}, {"requested_bytes", 1}};
+        BreakField(p.fault_field, body);
+        SendRawJson(MessageType::kError, body);
+        return 0;
+      }
+      case Fault::kFrameAfterError: {
+        (void)session.SendError(RunnerErrorKind::kInternal, "failed (injected), then goes on talking");
+        protocol::StepRecord more;
+        more.start_ns = last_end;
+        more.end_ns = last_end + 1;
+        SendRawSteps(&more, 1);
+        return 0;
+      }
+      case Fault::kCloseProtocol:
+        Say("closing the protocol pipe", step);
+        ::close(OutFd());
+        HangForever(false);
+      case Fault::kCloseProtocolExit:
+        Say("closing the protocol pipe, then exiting 0", step);
+        ::close(OutFd());
+        usleep(500'000);
+        return 0;
       default:
         break;
     }
   }
-  (void)session.SendExtras({{"info", {{"steps_run", result.steps}, {"leaked_blocks", leaked.size()}}}});
+  if (result.end == protocol::LoopEnd::kStopped) {
+    if (p.inject == Fault::kHangAfterStop) {
+      Say("ignoring STOP and hanging", step);
+      HangForever(true);
+    }
+    if (p.inject == Fault::kStepFlood) FloodSteps(last_end, samples);
+  }
+
+  nlohmann::json memory = {{std::string(record::memory::kLabel), std::string(record::memory::kEndLabel)},
+                           {std::string(record::memory::kHostRssBytes), 0}};
+  if (BreaksFrame(p, "MEMORY")) {
+    BreakField(p.fault_field, memory);
+    SendRawJson(MessageType::kMemory, memory);
+  }
+  nlohmann::json extras = {{"info", {{"steps_run", result.steps}, {"leaked_blocks", leaked.size()}}}};
+  if (child > 0) extras["info"]["child_pid"] = child;
+  if (BreaksFrame(p, "EXTRAS")) {
+    extras["metrics"] = nlohmann::json::array();
+    BreakField(p.fault_field, extras);
+    SendRawJson(MessageType::kExtras, extras);
+  } else {
+    (void)session.SendExtras(extras);
+  }
+  if (p.inject == Fault::kExitWithoutDone) return 0;
+  nlohmann::json done = {{"reason", protocol::LoopEndName(result.end)}, {"steps", result.steps}};
+  if (BreaksFrame(p, "DONE")) {
+    BreakField(p.fault_field, done);
+    SendRawJson(MessageType::kDone, done);
+    return 0;
+  }
   (void)session.SendDone(protocol::LoopEndName(result.end), result.steps);
+  if (p.inject == Fault::kDoneTwice) (void)session.SendDone(protocol::LoopEndName(result.end), result.steps);
+  if (p.inject == Fault::kStepsAfterDone) {
+    protocol::StepRecord more;
+    more.start_ns = last_end;
+    more.end_ns = last_end + 1;
+    more.samples = samples;
+    SendRawSteps(&more, 1);
+  }
   return 0;
 }
 
 }  // namespace
 }  // namespace dlbench::nullrunner
 
-int main() { return dlbench::nullrunner::Main(); }
+int main(int argc, char** argv) { return dlbench::nullrunner::Main(argc, argv); }

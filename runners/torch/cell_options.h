@@ -3,7 +3,8 @@
 // This file has no LibTorch in it on purpose: the parsing and the "can this combination run here"
 // rules are pure functions of the params and of a Capabilities value, so they are unit-tested in
 // milliseconds, and the runner only has to turn an Error into the protocol's ERROR message.
-// Parameter names are the config registry's (docs/torch-runner.md lists them).
+// Parameter names, types, ranges and defaults are the config registry's (docs/torch-runner.md
+// lists them; runner_params_test checks that this parser agrees with the registry).
 #pragma once
 
 #include <cstdint>
@@ -34,8 +35,20 @@ struct DeviceSpec {
   std::string ToString() const;  // "cpu", "cuda:0"
 };
 
-// Element types a TorchScript model's declared inputs may have.
-enum class InputDtype { kFloat32, kFloat16, kBFloat16, kInt64, kInt32, kBool };
+// Element types a TorchScript model's declared inputs may have: one per name of the registry's
+// config::KnownDtypes().
+enum class InputDtype {
+  kFloat32,
+  kFloat16,
+  kBFloat16,
+  kFloat64,
+  kInt64,
+  kInt32,
+  kInt16,
+  kInt8,
+  kUInt8,
+  kBool
+};
 const char* InputDtypeName(InputDtype dtype);
 
 // The model "torchscript": a user's scripted module and the inputs it takes.
@@ -68,15 +81,16 @@ struct TorchCell {
 
 inline constexpr char kTorchScriptModel[] = "torchscript";
 
-// Reads CONFIGURE's params. kInvalidInput names the parameter and what it accepts;
-// kUnsupported for valid requests this runner does not implement (strategy ddp, world_size > 1).
+// Reads CONFIGURE's params, validated against the config registry (config::RunnerParams: types,
+// ranges, allowed values, formats, defaults). kInvalidInput names the parameter and what it
+// accepts; kUnsupported for valid requests this runner does not implement (strategy ddp).
 Result<TorchCell> ParseTorchCell(const nlohmann::json& params);
 
-// "B,3,224,224;B,16" with B = batch size -> {{batch,3,224,224},{batch,16}}.
+// "B,3,224,224;B,16" with B = batch size -> {{batch,3,224,224},{batch,16}} (the registry's
+// shapes format: config::ParseShapes).
 Result<std::vector<std::vector<std::int64_t>>> ParseInputShapes(const std::string& text,
                                                                 std::int64_t batch_size);
-// "float32;int64" -> {kFloat32, kInt64}. Accepted names: float32/float, float16/half,
-// bfloat16, int64/long, int32/int, bool.
+// "float32;int64" -> {kFloat32, kInt64}: the registry's dtype names (config::KnownDtypes).
 Result<std::vector<InputDtype>> ParseInputDtypes(const std::string& text);
 
 // What this process's LibTorch and machine can do; filled by the runner from LibTorch at run time.

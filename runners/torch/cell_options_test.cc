@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "config/registry.h"
 #include "peak_flops.h"
 
 namespace dlbench::torchrunner {
@@ -64,15 +65,18 @@ struct BadCase {
 TEST(ParseTorchCell, RejectsBadParamsWithClearMessages) {
   const std::vector<BadCase> cases = {
       {"no model", json::object(), ErrorKind::kInvalidInput, "'model' is required"},
-      {"bad scenario", {{"model", "m"}, {"scenario", "serve"}}, ErrorKind::kInvalidInput, "train or infer"},
+      {"bad scenario",
+       {{"model", "m"}, {"scenario", "serve"}},
+       ErrorKind::kInvalidInput,
+       "one of train, infer"},
       {"zero batch",
        {{"model", "m"}, {"batch_size", 0}},
        ErrorKind::kInvalidInput,
-       "'batch_size' must be positive"},
+       "'batch_size': expected an integer between 1 and 1048576"},
       {"text batch",
        {{"model", "m"}, {"batch_size", "many"}},
        ErrorKind::kInvalidInput,
-       "must be an integer"},
+       "expected an integer"},
       {"bad device", {{"model", "m"}, {"device", "tpu"}}, ErrorKind::kInvalidInput, "cpu, cuda or cuda:N"},
       {"bad ordinal",
        {{"model", "m"}, {"device", "cuda:x"}},
@@ -85,7 +89,18 @@ TEST(ParseTorchCell, RejectsBadParamsWithClearMessages) {
       {"bad format", {{"model", "m"}, {"memory_format", "nhwc"}}, ErrorKind::kInvalidInput, "channels_last"},
       {"bad bool", {{"model", "m"}, {"deterministic", 3}}, ErrorKind::kInvalidInput, "true or false"},
       {"zero threads", {{"model", "m"}, {"threads", 0}}, ErrorKind::kInvalidInput, "'threads'"},
-      {"negative lr", {{"model", "m"}, {"lr", -1.0}}, ErrorKind::kInvalidInput, "'lr' must be positive"},
+      {"negative lr",
+       {{"model", "m"}, {"lr", -1.0}},
+       ErrorKind::kInvalidInput,
+       "'lr': expected a number > 0"},
+      // The registry is the one definition: lr: 0 passed the matrix and failed the runner before.
+      {"zero lr", {{"model", "m"}, {"lr", 0}}, ErrorKind::kInvalidInput, "'lr': expected a number > 0"},
+      {"too many threads",
+       {{"model", "m"}, {"threads", 4097}},
+       ErrorKind::kInvalidInput,
+       "between 1 and 4096"},
+      {"ordinal too large", {{"model", "m"}, {"device", "cuda:1024"}}, ErrorKind::kInvalidInput, "cuda:N"},
+      {"unknown key", {{"model", "m"}, {"step_ms", 1}}, ErrorKind::kInvalidInput, "'step_ms'"},
       {"ddp", {{"model", "m"}, {"strategy", "ddp"}}, ErrorKind::kUnsupported, "ddp is not implemented"},
       {"world size", {{"model", "m"}, {"world_size", 2}}, ErrorKind::kInvalidInput, "world_size"},
       {"ts no path",
@@ -125,14 +140,27 @@ TEST(ParseInputShapes, ReplacesBatchAndRejectsBadDims) {
   EXPECT_FALSE(ParseInputShapes("", 2).ok());
 }
 
-TEST(ParseInputDtypes, KnownNamesAndAliases) {
-  auto dtypes = ParseInputDtypes("float32;long;bfloat16;int;half;bool");
+// The registry's dtype names, each mapped; torch's aliases (long, int, half) are not names of
+// the registry, so the matrix could never send them, and the runner does not take them either.
+TEST(ParseInputDtypes, TheRegistrysNames) {
+  auto dtypes = ParseInputDtypes("float32;int64;bfloat16;int32;float16;bool");
   ASSERT_TRUE(dtypes.ok()) << dtypes.error().message;
   EXPECT_EQ(*dtypes, (std::vector<InputDtype>{InputDtype::kFloat32, InputDtype::kInt64, InputDtype::kBFloat16,
                                               InputDtype::kInt32, InputDtype::kFloat16, InputDtype::kBool}));
+  dtypes = ParseInputDtypes("float64;int16;int8;uint8");
+  ASSERT_TRUE(dtypes.ok()) << dtypes.error().message;
+  EXPECT_EQ(*dtypes, (std::vector<InputDtype>{InputDtype::kFloat64, InputDtype::kInt16, InputDtype::kInt8,
+                                              InputDtype::kUInt8}));
+  for (const std::string& name : config::KnownDtypes()) {
+    auto one = ParseInputDtypes(name);
+    ASSERT_TRUE(one.ok()) << name;
+    EXPECT_EQ(InputDtypeName(one->at(0)), name);
+  }
   auto bad = ParseInputDtypes("float32;complex64");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("complex64"), std::string::npos);
+  for (const char* alias : {"long", "int", "half", "float"})
+    EXPECT_FALSE(ParseInputDtypes(alias).ok()) << alias;
 }
 
 struct SupportCase {

@@ -306,6 +306,10 @@ int RunTorchCell(RunnerSession& session) {
   if (!supported.ok())
     return Report(session,
                   {WireKind(supported.error().kind), supported.error().message, nlohmann::json::object()});
+  // Building a model can take minutes; an orchestrator that already sent STOP or went away (a
+  // probe, a cancelled run, a harness that only wanted the cell validated) does not wait for it.
+  session.FlushSteps(MonotonicNowNs());
+  if (session.stop_requested()) return 0;
 
   CellState state;
   state.cell = std::move(*cell);

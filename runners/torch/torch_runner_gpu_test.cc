@@ -103,7 +103,9 @@ TEST_P(OnCudaPrecision, TrainsWithTheRightSwitchesAndReportsDeviceMemory) {
   }
   EXPECT_EQ(has_scale, c.loss_scaling);
   // The device's peak is what turns achieved FLOP/s into mfu_ratio (known for H100/H200/A100...).
-  if (device_.value("name", "").find("H200") != std::string::npos) EXPECT_TRUE(has_peak);
+  if (device_.value("name", "").find("H200") != std::string::npos) {
+    EXPECT_TRUE(has_peak);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

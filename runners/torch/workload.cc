@@ -80,10 +80,18 @@ torch::ScalarType ToScalarType(InputDtype dtype) {
       return torch::kHalf;
     case InputDtype::kBFloat16:
       return torch::kBFloat16;
+    case InputDtype::kFloat64:
+      return torch::kDouble;
     case InputDtype::kInt64:
       return torch::kLong;
     case InputDtype::kInt32:
       return torch::kInt;
+    case InputDtype::kInt16:
+      return torch::kShort;
+    case InputDtype::kInt8:
+      return torch::kChar;
+    case InputDtype::kUInt8:
+      return torch::kByte;
     case InputDtype::kBool:
       return torch::kBool;
   }

@@ -2,11 +2,14 @@
 #include <cstdlib>
 
 #include "cli/commands.h"
+#include "common/text.h"
+#include "plan/selection.h"
 
 namespace dlbench::cli {
 
 int ReportError(const Error& error) {
-  std::fprintf(stderr, "dlbench: %s: %s\n", ErrorKindName(error.kind), error.message.c_str());
+  // Messages quote file names, keys and values from the user's input: escaped for the terminal.
+  std::fprintf(stderr, "dlbench: %s: %s\n", ErrorKindName(error.kind), TerminalSafe(error.message).c_str());
   switch (error.kind) {
     case ErrorKind::kInvalidInput:
     case ErrorKind::kNotFound:
@@ -19,8 +22,16 @@ int ReportError(const Error& error) {
   }
 }
 
-std::unique_ptr<store::ResultStore> OpenStoreOrReport(CommandContext& ctx) {
-  auto opened = store::OpenSqliteStore(ctx.db_path);
+int ReportSelectionError(const Error& error, const std::string& matrix_path) {
+  if (!plan::IsMatrixDiagnostic(error, matrix_path)) return ReportError(error);
+  std::fprintf(stderr, "%s\n", TerminalSafe(error.message).c_str());
+  return kExitUsage;
+}
+
+namespace {
+
+std::unique_ptr<store::ResultStore> OrReport(Result<std::unique_ptr<store::ResultStore>> opened,
+                                             CommandContext& ctx) {
   if (!opened.ok()) {
     Error e = opened.error();
     if (e.kind != ErrorKind::kStore) e.kind = ErrorKind::kStore;
@@ -28,6 +39,16 @@ std::unique_ptr<store::ResultStore> OpenStoreOrReport(CommandContext& ctx) {
     return nullptr;
   }
   return std::move(opened).value();
+}
+
+}  // namespace
+
+std::unique_ptr<store::ResultStore> OpenStoreOrReport(CommandContext& ctx) {
+  return OrReport(store::OpenSqliteStore(ctx.db_path), ctx);
+}
+
+std::unique_ptr<store::ResultStore> OpenStoreForReadingOrReport(CommandContext& ctx) {
+  return OrReport(store::OpenSqliteStoreForReading(ctx.db_path), ctx);
 }
 
 }  // namespace dlbench::cli

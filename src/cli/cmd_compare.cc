@@ -21,6 +21,7 @@ struct CompareArgs {
   bool fail_on_regression = false;
   bool strict = false;
   std::vector<std::string> ignore_params;
+  double min_matched_pct = 50.0;
 };
 
 int RunCompare(const CompareArgs& args, CommandContext& ctx) {
@@ -34,14 +35,27 @@ int RunCompare(const CompareArgs& args, CommandContext& ctx) {
   options.alpha = args.alpha;
   options.strict = args.strict;
   options.ignore_params = args.ignore_params;
+  options.min_matched_share = args.min_matched_pct / 100.0;
 
-  std::unique_ptr<store::ResultStore> store = OpenStoreOrReport(ctx);
+  std::unique_ptr<store::ResultStore> store = OpenStoreForReadingOrReport(ctx);
   if (!store) return ctx.exit_code;
   auto cmp = history::CompareStoredRuns(*store, args.base, args.candidate, options);
   if (!cmp.ok()) return ReportError(cmp.error());
   const std::string text = history::FormatComparison(*cmp, *format);
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
+  if (args.fail_on_regression && cmp->MatchedShare() < options.min_matched_share) {
+    // A gate that compared (almost) nothing must not pass.
+    std::string why = cmp->differing_params.empty() ? "" : "; the cells differ in ";
+    for (std::size_t i = 0; i < cmp->differing_params.size(); ++i)
+      why += (i ? "; " : "") + cmp->differing_params[i];
+    std::fprintf(stderr,
+                 "dlbench compare: only %zu of %zu base cells matched a candidate cell (%.0f%%, below the "
+                 "--min-matched %.0f%%): nothing to gate on%s\n",
+                 cmp->cells.size(), cmp->cells.size() + cmp->only_in_base.size(), 100 * cmp->MatchedShare(),
+                 100 * options.min_matched_share, why.c_str());
+    return kExitTooFewMatched;
+  }
   if (args.fail_on_regression && cmp->Regressions() > 0) {
     std::fprintf(stderr, "dlbench: compare: %d regression%s (--fail-on-regression)\n", cmp->Regressions(),
                  cmp->Regressions() == 1 ? "" : "s");
@@ -76,7 +90,13 @@ void RegisterCompare(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str()
       ->check(CLI::IsMember({"table", "json", "markdown"}));
   sub->add_flag("--fail-on-regression", args->fail_on_regression,
-                "Exit with code 1 when any cell is slower (for CI pipelines)");
+                "Exit with code 1 when any cell is slower (for CI pipelines); with code 5 when fewer than "
+                "--min-matched percent of the base's cells found a match, so a gate never passes by "
+                "comparing nothing");
+  sub->add_option("--min-matched", args->min_matched_pct,
+                  "With --fail-on-regression: the percent of the base's cells that must be matched")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 100.0));
   sub->add_flag("--strict", args->strict,
                 "Refuse (exit 2) when an environment field that decides comparability differs");
   sub->add_option(

@@ -1,9 +1,13 @@
 // dlbench env: this machine's environment fingerprint, as it would be stored with a run.
+#include <fmt/core.h>
+
 #include "cli/commands.h"
 #include "common/clock.h"
 #include "common/subprocess.h"
 #include "config/matrix.h"
+#include "monitor/analysis.h"
 #include "monitor/fingerprint.h"
+#include "monitor/procfs_sampler.h"
 #include "monitor/sampler.h"
 #include "orchestrator/cell_runner.h"
 
@@ -34,8 +38,18 @@ void RegisterEnv(CLI::App& app, CommandContext& ctx) {
     MonotonicClock clock;
     monitor::Monitor probe(monitor::DefaultSamplers(), clock, 1000);
     nlohmann::json fp = monitor::CollectFingerprint(hello, probe.Describe());
+    std::vector<std::string> warnings = monitor::FingerprintWarnings(fp);
+    // A busy host makes every cell measured now contended (docs/verdicts.md): say so up front.
+    const auto busy = monitor::SampleHostBusyCores(monitor::RealProcFs(), 500);
+    if (busy && *busy >= monitor::kContendedCores) {
+      warnings.push_back(fmt::format(
+          "the host is busy: {:.1f} CPU cores in use while dlbench itself is idle; cells measured now will "
+          "likely be contended",
+          *busy));
+    }
     nlohmann::json out = {{"comparability_hash", monitor::ComparabilityHash(fp)},
-                          {"warnings", monitor::FingerprintWarnings(fp)},
+                          {"warnings", warnings},
+                          {"host_busy_cores", busy ? nlohmann::json(*busy) : nlohmann::json()},
                           {"fingerprint", fp}};
     std::printf("%s\n", out.dump(2).c_str());
   });

@@ -25,7 +25,8 @@ struct ExportArgs {
   std::string db;
 };
 
-// "-" is stdout; anything else is written atomically, so a reader never sees half an export.
+// "-" is stdout; a path is written by WriteOutputFile's rules (a regular file atomically, so a reader
+// never sees half an export; a FIFO, device or link written through; never replaced).
 int WriteOutput(const std::string& path, const std::string& text) {
   if (path == "-") {
     if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
@@ -33,7 +34,7 @@ int WriteOutput(const std::string& path, const std::string& text) {
     }
     return kExitOk;
   }
-  Status written = WriteFileAtomic(path, text);
+  Status written = WriteOutputFile(path, text);
   if (!written.ok()) return ReportError(written.error());
   std::fprintf(stderr, "dlbench: wrote %s\n", path.c_str());
   return kExitOk;
@@ -55,7 +56,7 @@ int Export(const ExportArgs& args, CommandContext& ctx) {
                                  "--series writes CSV; it does not combine with --format " + args.format));
   }
 
-  auto store = OpenStoreOrReport(ctx);
+  auto store = OpenStoreForReadingOrReport(ctx);
   if (!store) return ctx.exit_code;
   auto id = store->ResolveRun(args.run);
   if (!id.ok()) return ReportError(id.error());

@@ -6,9 +6,10 @@
 
 #include "cli/commands.h"
 #include "cli/console.h"
-#include "cli/run_filter.h"
+#include "common/text.h"
 #include "config/matrix.h"
 #include "plan/plan.h"
+#include "plan/selection.h"
 
 namespace dlbench::cli {
 
@@ -25,7 +26,7 @@ struct PlanArgs {
 std::map<std::string, double> HistorySeconds(CommandContext& ctx, const std::vector<plan::Cell>& cells) {
   std::map<std::string, double> out;
   if (!std::filesystem::exists(ctx.db_path)) return out;
-  auto store = store::OpenSqliteStore(ctx.db_path);
+  auto store = store::OpenSqliteStoreForReading(ctx.db_path);
   if (!store.ok()) return out;
   for (const auto& c : cells) {
     if (out.count(c.key)) continue;
@@ -45,9 +46,8 @@ std::map<std::string, double> HistorySeconds(CommandContext& ctx, const std::vec
 }
 
 int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
-  int exit_code = kExitOk;
-  auto selected = SelectPlan(args.matrix_path, Selection{args.only, args.shard}, &exit_code);
-  if (!selected.ok()) return exit_code;
+  auto selected = plan::SelectPlan(args.matrix_path, plan::Selection{args.only, args.shard});
+  if (!selected.ok()) return ReportSelectionError(selected.error(), args.matrix_path);
   const config::Matrix* matrix = &selected->matrix;
   const std::vector<plan::Cell>* cells = &selected->cells;
   const auto history = HistorySeconds(ctx, *cells);
@@ -75,12 +75,14 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
                   {"estimate_from_history", est.from_history}});
   }
   if (args.json) {
-    std::printf("%s\n", js.dump(2).c_str());
+    // JSON escapes control characters itself; invalid UTF-8 from a matrix is replaced, not fatal.
+    std::printf("%s\n", js.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return kExitOk;
   }
+  // The table escapes its cells (TerminalSafe); so is every other string printed here.
   std::printf("%s", table.Render().c_str());
   std::printf("\n%zu cells%s (runner %s, %s order); estimated %s", cells->size(),
-              ShardSummary(*selected).c_str(), matrix->runner.name.c_str(),
+              TerminalSafe(plan::ShardSummary(*selected)).c_str(), TerminalSafe(matrix->runner.name).c_str(),
               matrix->ordering == config::Ordering::kGrouped ? "grouped" : "interleaved",
               FormatSeconds(total).c_str());
   if (from_history < static_cast<int>(cells->size())) {
@@ -89,7 +91,7 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
   std::printf("\n");
   if (selected->shard && cells->empty()) {
     std::printf("%s; `run` refuses an empty shard\n",
-                EmptySelectionMessage(*selected, args.matrix_path).c_str());
+                TerminalSafe(plan::EmptySelectionMessage(*selected, args.matrix_path)).c_str());
   }
   return kExitOk;
 }

@@ -23,7 +23,7 @@ struct ReportArgs {
 
 int Report(const ReportArgs& args, CommandContext& ctx) {
   if (!args.db.empty()) ctx.db_path = args.db;
-  auto store = OpenStoreOrReport(ctx);
+  auto store = OpenStoreForReadingOrReport(ctx);
   if (!store) return ctx.exit_code;
 
   report::ReportInput input;
@@ -63,7 +63,7 @@ int Report(const ReportArgs& args, CommandContext& ctx) {
   options.baseline_threshold = args.baseline_threshold;
   const std::string path =
       args.output.empty() ? "dlbench-report-" + std::to_string(input.run.id) + ".html" : args.output;
-  Status written = WriteFileAtomic(path, report::RenderHtmlReport(input, options));
+  Status written = WriteOutputFile(path, report::RenderHtmlReport(input, options));
   if (!written.ok()) return ReportError(written.error());
   std::printf("wrote %s (run %lld, %zu cells)\n", path.c_str(), static_cast<long long>(input.run.id),
               input.cells.size());

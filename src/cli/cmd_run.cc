@@ -1,40 +1,33 @@
-// dlbench run MATRIX.yaml: every cell in its own runner process, each finished cell stored in one
-// transaction as soon as it ends, progress and a results table on the terminal.
+// dlbench run MATRIX.yaml: arguments, printing and the exit code of an orchestrator::RunMatrix.
+// The results table and the progress line are a run observer (RunConsole); the progress file that
+// `serve` reads is another (orchestrator::ProgressFileObserver).
 #include <fmt/core.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <filesystem>
-#include <map>
 #include <optional>
-#include <set>
 
 #include "cli/commands.h"
 #include "cli/console.h"
-#include "cli/run_filter.h"
 #include "common/clock.h"
-#include "common/files.h"
 #include "common/subprocess.h"
-#include "common/version.h"
-#include "config/matrix.h"
-#include "monitor/fingerprint.h"
-#include "monitor/sampler.h"
-#include "orchestrator/cell_runner.h"
-#include "plan/plan.h"
-#include "report/prometheus.h"
+#include "orchestrator/progress_file.h"
+#include "orchestrator/run.h"
+#include "plan/selection.h"
 
 namespace dlbench::cli {
 
 namespace {
 
-std::atomic<bool> g_interrupted{false};
+std::atomic<int> g_interrupts{0};
 
-void OnSigint(int) { g_interrupted.store(true); }
+void OnSigint(int) { g_interrupts.fetch_add(1); }
 
-// Ctrl-C must interrupt poll() (no SA_RESTART) and only set a flag: the orchestrator stops the
-// cell in flight, stores what finished and marks the run interrupted.
+// Ctrl-C (or SIGTERM) must interrupt poll() (no SA_RESTART) and only count: the run stops the
+// cell in flight, stores what finished and marks the run interrupted; a second press kills the
+// cell's runner at once.
 void InstallSigint() {
   struct sigaction sa {};
   sa.sa_handler = OnSigint;
@@ -53,255 +46,128 @@ struct RunArgs {
   bool no_monitor = false;
 };
 
-// The file `dlbench serve` reads to expose the progress of an active run (report::ProgressPath).
-void WriteProgress(const std::string& db_path, std::int64_t run_id, std::size_t total, std::size_t done,
-                   const std::string& current, std::int64_t started_wall_ns) {
-  nlohmann::json p = {{"run_id", run_id},
-                      {"cells_total", total},
-                      {"cells_done", done},
-                      {"current_cell", current},
-                      {"started_wall_ns", started_wall_ns},
-                      {"updated_wall_ns", WallNowNs()},
-                      {"pid", static_cast<long>(getpid())}};
-  (void)WriteFileAtomic(report::ProgressPath(db_path), p.dump(2) + "\n");
-}
-
-// Removes the progress file if this process wrote it last. Several runs may share a database
-// (one per --shard); the file is then whichever wrote last, and another live run's must stay.
-void RemoveOwnProgress(const std::string& db_path) {
-  const std::string path = report::ProgressPath(db_path);
-  auto text = ReadFile(path);
-  if (!text.ok()) return;
-  auto progress = report::ParseProgress(*text);
-  if (!progress.ok() || progress->pid != static_cast<std::int64_t>(getpid())) return;
-  std::remove(path.c_str());
-}
-
 // The shell words of `dlbench run` that resume this run. `selection` is what must be given again:
 // nothing when the run stored its own, the options used when it has none stored.
-std::string ResumeCommand(const std::string& matrix_path, const Selection& selection, std::int64_t run_id) {
-  const std::string options = SelectionArgs(selection);
-  return fmt::format("dlbench run {}{}{} --resume {}", ShellWord(matrix_path), options.empty() ? "" : " ",
-                     options, run_id);
+std::string ResumeCommand(const std::string& matrix_path, const plan::Selection& selection,
+                          std::int64_t run_id) {
+  const std::string options = plan::SelectionArgs(selection);
+  return fmt::format("dlbench run {}{}{} --resume {}", plan::ShellWord(matrix_path),
+                     options.empty() ? "" : " ", options, run_id);
 }
 
-// --resume re-expands the matrix and applies the selection again (ResumeSelection picked it).
-// A second guard, and the only one for runs stored before runs recorded their selection: the
-// selection must keep the run's cells, i.e. its cell count and every cell it already finished.
-Status CheckResumeSelection(const record::RunRecord& run, const std::set<std::string>& finished,
-                            const SelectedPlan& selected) {
-  std::set<std::string> ids;
-  for (const auto& c : selected.cells) ids.insert(c.id);
-  const bool same_count = static_cast<std::size_t>(run.total_cells) == selected.cells.size();
-  const auto stray = std::find_if(finished.begin(), finished.end(),
-                                  [&](const std::string& id) { return ids.count(id) == 0; });
-  if (same_count && stray == finished.end()) return Status::Ok();
-  const std::string kept = fmt::format("{} cells{}", selected.cells.size(), ShardSummary(selected));
-  return MakeError(
-      ErrorKind::kInvalidInput,
-      fmt::format(
-          "run {} has {} cells, but this selection keeps {}{}; resume with the --only and "
-          "--shard options run {} was started with",
-          run.id, run.total_cells, kept,
-          stray == finished.end() ? "" : fmt::format(", not including its finished cell '{}'", *stray),
-          run.id));
-}
+// The terminal side of a run: a line when it starts, a results row per finished cell on stdout,
+// a progress line on stderr (rewritten in place on a terminal), a summary when it ends.
+class RunConsole final : public orchestrator::RunObserver {
+ public:
+  RunConsole(std::string matrix_path, bool tty) : matrix_path_(std::move(matrix_path)), tty_(tty) {}
 
-int RunMatrix(const RunArgs& args, CommandContext& ctx) {
-  auto given = NormalizeSelection(Selection{args.only, args.shard});
-  if (!given.ok()) return ReportError(given.error());
-
-  // A resumed run decides the selection: it stored the one it was started with.
-  std::unique_ptr<store::ResultStore> store;
-  std::optional<record::RunRecord> resumed;
-  Selection selection = *given;
-  if (!args.resume.empty()) {
-    store = OpenStoreOrReport(ctx);
-    if (!store) return ctx.exit_code;
-    auto id = store->ResolveRun(args.resume);
-    if (!id.ok()) return ReportError(id.error());
-    auto existing = store->GetRun(*id);
-    if (!existing.ok()) return ReportError(existing.error());
-    auto chosen = ResumeSelection(*id, existing->selection, *given);
-    if (!chosen.ok()) return ReportError(chosen.error());
-    if (given->empty() && !chosen->empty()) {
-      std::fprintf(stderr, "dlbench: resuming run %lld with its selection: %s\n", static_cast<long long>(*id),
-                   SelectionArgs(*chosen).c_str());
+  void OnRunStart(const orchestrator::RunStart& s) override {
+    if (s.reapplied_selection) {
+      std::fprintf(stderr, "dlbench: resuming run %lld with its selection: %s\n",
+                   static_cast<long long>(s.run_id), plan::SelectionArgs(*s.reapplied_selection).c_str());
     }
-    selection = *chosen;
-    resumed = std::move(existing).value();
+    std::fprintf(
+        stderr, "dlbench: run %lld (%s): %zu cells%s%s, runner %s, store %s, logs in %s\n",
+        static_cast<long long>(s.run_id), s.run.name.c_str(), s.to_run,
+        s.already_finished == 0 ? "" : fmt::format(" ({} already finished)", s.already_finished).c_str(),
+        plan::ShardSummary(s.plan).c_str(), s.runner_name.c_str(), s.store_description.c_str(),
+        s.run_dir.c_str());
+    for (const auto& w : s.warnings) std::fprintf(stderr, "dlbench: warning: %s\n", w.c_str());
+    std::size_t label_width = 0, max_index = 0;
+    for (const auto& c : s.plan.cells) {
+      label_width = std::max(label_width, c.label.size());
+      max_index = std::max<std::size_t>(max_index, static_cast<std::size_t>(c.index));
+    }
+    widths_ = ResultMinWidths(label_width, max_index);
+    Table header(ResultColumns());
+    header.SetMinWidths(widths_);
+    std::printf("%s", header.Render().c_str());
+    std::fflush(stdout);
   }
 
-  int exit_code = kExitOk;
-  auto selected = SelectPlan(args.matrix_path, selection, &exit_code);
-  if (!selected.ok()) return exit_code;
-  const config::Matrix* matrix = &selected->matrix;
-  const std::vector<plan::Cell>* cells = &selected->cells;
-  if (cells->empty()) {
-    std::fprintf(stderr, "dlbench: %s\n", EmptySelectionMessage(*selected, args.matrix_path).c_str());
-    return kExitUsage;
-  }
-  auto runner = orchestrator::ResolveRunner(matrix->runner, ExecutableDir());
-  if (!runner.ok()) return ReportError(runner.error());
-
-  if (!store) store = OpenStoreOrReport(ctx);
-  if (!store) return ctx.exit_code;
-
-  std::int64_t run_id = 0;
-  std::set<std::string> finished;
-  record::RunRecord run;
-  if (resumed) {
-    const std::int64_t id = resumed->id;
-    if (resumed->matrix_text != matrix->text) {
-      return ReportError(
-          MakeError(ErrorKind::kInvalidInput,
-                    fmt::format("{} differs from the matrix run {} was started with; resume "
-                                "needs the same file (dlbench export {} --format json shows it)",
-                                args.matrix_path, id, id)));
-    }
-    auto done = store->FinishedCellIds(id);
-    if (!done.ok()) return ReportError(done.error());
-    if (auto st = CheckResumeSelection(*resumed, *done, *selected); !st.ok()) return ReportError(st.error());
-    run_id = id;
-    run = *resumed;
-    finished = *done;
-  } else {
-    // The runner introduces itself once so the stored fingerprint has its framework versions.
-    auto hello = orchestrator::ProbeRunner(*runner, std::max(30.0, std::min(matrix->timeout_s, 120.0)));
-    if (!hello.ok()) return ReportError(hello.error());
-    hello->erase("pid");         // differs every run and decides nothing
-    MonotonicClock probe_clock;  // Monitor keeps a reference: it must outlive the monitor
-    monitor::Monitor probe_monitor(monitor::DefaultSamplers(), probe_clock, 1000);
-    run.environment = monitor::CollectFingerprint(*hello, probe_monitor.Describe());
-    run.environment_hash = monitor::ComparabilityHash(run.environment);
-    run.name = matrix->name.empty() ? std::filesystem::path(args.matrix_path).stem().string() : matrix->name;
-    run.matrix_path = args.matrix_path;
-    run.matrix_text = matrix->text;
-    run.started_wall_ns = WallNowNs();
-    run.tool_version = kVersion;
-    run.git_commit = kGitCommit;
-    run.total_cells = static_cast<int>(cells->size());
-    run.selection = selection;
-    auto id = store->BeginRun(run);
-    if (!id.ok()) return ReportError(id.error());
-    run_id = *id;
-    for (const auto& w : monitor::FingerprintWarnings(run.environment)) {
-      std::fprintf(stderr, "dlbench: warning: %s\n", w.c_str());
-    }
+  void OnCellStart(const orchestrator::CellStart& s) override {
+    status_ = fmt::format("[{}/{}] {}  elapsed {}  ETA {}", s.position, s.to_run, s.cell.label,
+                          FormatSeconds(s.elapsed_s), s.eta_s ? FormatSeconds(*s.eta_s) : "-");
+    std::fprintf(stderr, "%s%s", status_.c_str(), tty_ ? "" : "\n");
   }
 
-  const std::string run_dir = fmt::format("{}/run-{}", args.out_dir, run_id);
-  if (auto st = MakeDirs(run_dir); !st.ok()) return ReportError(st.error());
-  (void)WriteFileAtomic(run_dir + "/matrix.yaml", matrix->text);
-
-  std::unique_ptr<monitor::Monitor> monitor;
-  MonotonicClock clock;
-  if (!args.no_monitor) {
-    monitor = std::make_unique<monitor::Monitor>(monitor::DefaultSamplers(), clock,
-                                                 matrix->measure.sample_interval_ms);
+  void OnCellProgress(const plan::Cell&, const orchestrator::CellProgress& p) override {
+    if (!tty_) return;
+    std::fprintf(stderr, "\r\033[K%s  (%lld steps, %.0f s)", status_.c_str(), static_cast<long long>(p.steps),
+                 p.elapsed_s);
   }
 
-  std::size_t todo = 0;
-  for (const auto& c : *cells) todo += finished.count(c.id) ? 0 : 1;
-  std::fprintf(stderr, "dlbench: run %lld (%s): %zu cells%s%s, runner %s, store %s, logs in %s\n",
-               static_cast<long long>(run_id), run.name.c_str(), todo,
-               finished.empty() ? "" : fmt::format(" ({} already finished)", cells->size() - todo).c_str(),
-               ShardSummary(*selected).c_str(), runner->name.c_str(), store->Describe().c_str(),
-               run_dir.c_str());
-
-  InstallSigint();
-  const bool tty = isatty(STDERR_FILENO) != 0;
-  const std::int64_t t0 = MonotonicNowNs();
-  const std::int64_t started_wall = WallNowNs();
-  std::size_t done_now = 0;
-  int not_ok = 0;
-  bool interrupted = false;
-  std::map<std::string, int> outcome_counts;
-  std::size_t label_width = 0, max_index = 0;
-  for (const auto& c : *cells) {
-    label_width = std::max(label_width, c.label.size());
-    max_index = std::max<std::size_t>(max_index, static_cast<std::size_t>(c.index));
-  }
-  const auto widths = ResultMinWidths(label_width, max_index);
-  Table header(ResultColumns());
-  header.SetMinWidths(widths);
-  std::printf("%s", header.Render().c_str());
-  std::fflush(stdout);
-
-  for (const auto& cell : *cells) {
-    if (finished.count(cell.id)) continue;
-    if (g_interrupted.load()) {
-      interrupted = true;
-      break;
-    }
-    const double elapsed = NsToSeconds(MonotonicNowNs() - t0);
-    const std::string eta = done_now == 0 ? "-" : FormatSeconds(elapsed / done_now * (todo - done_now));
-    const std::string status = fmt::format("[{}/{}] {}  elapsed {}  ETA {}", done_now + 1, todo, cell.label,
-                                           FormatSeconds(elapsed), eta);
-    std::fprintf(stderr, "%s%s", status.c_str(), tty ? "" : "\n");
-    WriteProgress(ctx.db_path, run_id, todo, done_now, cell.label, started_wall);
-
-    orchestrator::CellRunOptions options;
-    options.runner = *runner;
-    options.log_dir = run_dir;
-    options.timeout_s = matrix->timeout_s;
-    options.measure = matrix->measure;
-    options.monitor = monitor.get();
-    options.interrupted = &g_interrupted;
-    if (tty) {
-      options.on_progress = [&](const std::string& line) {
-        std::fprintf(stderr, "\r\033[K%s  (%s)", status.c_str(), line.c_str());
-      };
-    }
-    record::CellRecord rec = orchestrator::RunCell(cell, options);
-    if (tty) std::fprintf(stderr, "\r\033[K");
-    if (rec.outcome == record::Outcome::kInterrupted) {
-      interrupted = true;
-      break;
-    }
-    rec.run_id = run_id;
-    if (auto st = store->PutCell(rec); !st.ok()) {
-      (void)store->SetRunStatus(run_id, record::RunStatus::kFailed, WallNowNs());
-      RemoveOwnProgress(ctx.db_path);
-      return ReportError(st.error());
-    }
-    ++done_now;
-    ++outcome_counts[std::string(record::Name(rec.outcome))];
-    if (rec.outcome != record::Outcome::kOk) ++not_ok;
+  void OnCellEnd(const orchestrator::CellEnd& e) override {
+    if (tty_) std::fprintf(stderr, "\r\033[K");
+    const record::CellRecord& rec = e.cell;
     Table row(ResultColumns());
-    row.SetMinWidths(widths);
+    row.SetMinWidths(widths_);
     row.AddRow(ResultRow(rec));
     std::printf("%s", row.Render(/*with_header=*/false).c_str());
     if (rec.outcome != record::Outcome::kOk) {
       std::printf("    %s: %s\n", std::string(record::Name(rec.outcome)).c_str(),
                   rec.message.substr(0, rec.message.find('\n')).c_str());
     }
+    // A log that could not be written (a full disk) is said at once, whatever the outcome.
+    if (rec.extras.contains("logs") && rec.extras["logs"].is_object()) {
+      for (const auto& [stream, facts] : rec.extras["logs"].items()) {
+        if (facts.contains("error") && facts["error"].is_string()) {
+          std::printf("    warning: the runner's %s could not be logged to %s: %s\n", stream.c_str(),
+                      facts.value("path", std::string("?")).c_str(),
+                      facts["error"].get<std::string>().c_str());
+        }
+      }
+    }
     std::fflush(stdout);
   }
 
-  RemoveOwnProgress(ctx.db_path);
-  auto remaining = store->FinishedCellIds(run_id);
-  const bool complete = remaining.ok() && !interrupted &&
-                        std::all_of(cells->begin(), cells->end(),
-                                    [&](const plan::Cell& c) { return remaining->count(c.id) > 0; });
-  (void)store->SetRunStatus(
-      run_id, complete ? record::RunStatus::kCompleted : record::RunStatus::kInterrupted, WallNowNs());
-
-  std::string counts;
-  for (const auto& [outcome, n] : outcome_counts)
-    counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, outcome);
-  std::fprintf(stderr, "dlbench: run %lld %s in %s: %s. Details: dlbench show %lld\n",
-               static_cast<long long>(run_id), complete ? "completed" : "interrupted",
-               FormatSeconds(NsToSeconds(MonotonicNowNs() - t0)).c_str(),
-               counts.empty() ? "no cells run" : counts.c_str(), static_cast<long long>(run_id));
-  if (interrupted) {
-    // A run that stored its selection reapplies it; one stored without (older) needs it again.
-    const Selection again = run.selection.empty() ? selection : Selection{};
-    std::fprintf(stderr, "dlbench: finished cells are stored; continue with: %s\n",
-                 ResumeCommand(args.matrix_path, again, run_id).c_str());
-    return kExitInterrupted;
+  void OnRunEnd(const orchestrator::RunEnd& e) override {
+    if (tty_) std::fprintf(stderr, "\r\033[K");
+    std::string counts;
+    for (const auto& [outcome, n] : e.outcomes) {
+      counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, record::Name(outcome));
+    }
+    const char* how = e.status == record::RunStatus::kCompleted ? "completed"
+                      : e.status == record::RunStatus::kFailed  ? "failed"
+                                                                : "interrupted";
+    std::fprintf(stderr, "dlbench: run %lld %s in %s: %s. Details: dlbench show %lld\n",
+                 static_cast<long long>(e.run_id), how, FormatSeconds(e.elapsed_s).c_str(),
+                 counts.empty() ? "no cells run" : counts.c_str(), static_cast<long long>(e.run_id));
+    if (e.status != record::RunStatus::kCompleted) {
+      std::fprintf(stderr, "dlbench: finished cells are stored; continue with: %s\n",
+                   ResumeCommand(matrix_path_, e.resume_selection, e.run_id).c_str());
+    }
   }
-  return not_ok > 0 ? kExitFailureFound : kExitOk;
+
+ private:
+  std::string matrix_path_;
+  bool tty_;
+  std::vector<std::size_t> widths_;
+  std::string status_;
+};
+
+int RunMatrix(const RunArgs& args, CommandContext& ctx) {
+  orchestrator::RunRequest request;
+  request.matrix_path = args.matrix_path;
+  request.out_dir = args.out_dir;
+  request.selection = plan::Selection{args.only, args.shard};
+  request.resume = args.resume;
+  request.monitor = !args.no_monitor;
+  request.bin_dir = ExecutableDir();
+  request.interrupts = &g_interrupts;
+  request.open_store = [&ctx]() -> Result<std::unique_ptr<store::ResultStore>> {
+    auto opened = store::OpenSqliteStore(ctx.db_path);
+    if (!opened.ok()) return MakeError(ErrorKind::kStore, opened.error().message);
+    return std::move(opened).value();
+  };
+
+  InstallSigint();
+  RunConsole console(args.matrix_path, isatty(STDERR_FILENO) != 0);
+  orchestrator::ProgressFileObserver progress(ctx.db_path);
+  auto end = orchestrator::RunMatrix(request, {&console, &progress});
+  if (!end.ok()) return ReportSelectionError(end.error(), args.matrix_path);
+  if (end->interrupted) return kExitInterrupted;
+  return end->not_ok > 0 ? kExitFailureFound : kExitOk;
 }
 
 }  // namespace
@@ -327,7 +193,8 @@ void RegisterRun(CLI::App& app, CommandContext& ctx) {
   cmd->footer(
       "Each cell runs in its own runner process. A cell that crashes, hangs, runs out of memory or\n"
       "breaks the protocol ends with that outcome and the matrix goes on. Ctrl-C stops the current\n"
-      "cell; finished cells stay stored and 'run --resume ID' runs the rest.\n"
+      "cell within about 2 s (a second Ctrl-C at once); finished cells stay stored and\n"
+      "'run --resume ID' runs the rest. One process at a time runs a run's cells.\n"
       "Several GPUs: one process per GPU, each its own run in one database, e.g.\n"
       "  CUDA_VISIBLE_DEVICES=0 dlbench --db r.db run m.yaml --shard 1/2 &\n"
       "  CUDA_VISIBLE_DEVICES=1 dlbench --db r.db run m.yaml --shard 2/2\n"

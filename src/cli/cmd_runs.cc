@@ -12,7 +12,7 @@ void RegisterRuns(CLI::App& app, CommandContext& ctx) {
   CLI::App* cmd = app.add_subcommand("runs", "List stored runs, newest first");
   cmd->add_option("-n,--limit", *limit, "Show at most this many runs")->capture_default_str();
   cmd->callback([limit, &ctx] {
-    auto store = OpenStoreOrReport(ctx);
+    auto store = OpenStoreForReadingOrReport(ctx);
     if (!store) return;
     auto runs = store->ListRuns();
     if (!runs.ok()) {

@@ -24,7 +24,7 @@ int Serve(const ServeArgs& args, CommandContext& ctx) {
   if (!args.db.empty()) ctx.db_path = args.db;
   auto listen = report::ParseListenAddress(args.listen);
   if (!listen.ok()) return ReportError(listen.error());
-  auto store = OpenStoreOrReport(ctx);
+  auto store = OpenStoreForReadingOrReport(ctx);
   if (!store) return ctx.exit_code;
 
   report::ServeOptions options;

@@ -3,9 +3,10 @@
 
 #include "cli/commands.h"
 #include "cli/console.h"
-#include "cli/run_filter.h"
 #include "common/clock.h"
+#include "common/text.h"
 #include "monitor/fingerprint.h"
+#include "plan/selection.h"
 
 namespace dlbench::cli {
 
@@ -20,8 +21,10 @@ std::string Field(const nlohmann::json& j, const std::string& pointer) {
   }
 }
 
+// Every string printed here came from the store, so from matrix files and runners: it goes
+// through TerminalSafe (an escape sequence in a name must not reach the terminal).
 int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
-  auto store = OpenStoreOrReport(ctx);
+  auto store = OpenStoreForReadingOrReport(ctx);
   if (!store) return ctx.exit_code;
   auto id = store->ResolveRun(ref);
   if (!id.ok()) return ReportError(id.error());
@@ -33,20 +36,25 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
   std::string tags;
   for (const auto& t : run->tags) tags += (tags.empty() ? " [" : ", ") + t;
   if (!tags.empty()) tags += "]";
-  std::printf("run %lld%s: %s (%s)\n", static_cast<long long>(run->id), tags.c_str(), run->name.c_str(),
-              run->matrix_path.c_str());
+  std::printf("run %lld%s: %s (%s)\n", static_cast<long long>(run->id), TerminalSafe(tags).c_str(),
+              TerminalSafe(run->name).c_str(), TerminalSafe(run->matrix_path).c_str());
   std::printf("  started %s, status %s, %zu of %d cells stored\n", FormatUtc(run->started_wall_ns).c_str(),
               std::string(record::Name(run->status)).c_str(), cells->size(), run->total_cells);
-  if (!run->selection.empty()) std::printf("  selection: %s\n", SelectionArgs(run->selection).c_str());
-  std::printf("  dlbench %s (%s)\n", run->tool_version.c_str(), run->git_commit.c_str());
+  if (!run->selection.empty())
+    std::printf("  selection: %s\n", TerminalSafe(plan::SelectionArgs(run->selection)).c_str());
+  std::printf("  dlbench %s (%s)\n", TerminalSafe(run->tool_version).c_str(),
+              TerminalSafe(run->git_commit).c_str());
   const auto& env = run->environment;
-  std::printf("  environment %s: %s", run->environment_hash.substr(0, 12).c_str(),
-              Field(env, "/host/cpu_model").c_str());
+  std::printf("  environment %s: %s", TerminalSafe(run->environment_hash.substr(0, 12)).c_str(),
+              TerminalSafe(Field(env, "/host/cpu_model")).c_str());
   const std::string gpu = Field(env, "/runner/devices/0/name");
-  if (!gpu.empty()) std::printf(", %s", gpu.c_str());
+  if (!gpu.empty()) std::printf(", %s", TerminalSafe(gpu).c_str());
   std::printf("\n");
-  for (const auto& w : monitor::FingerprintWarnings(env)) std::printf("  warning: %s\n", w.c_str());
-  if (verbose) std::printf("%s\n", env.dump(2).c_str());
+  for (const auto& w : monitor::FingerprintWarnings(env))
+    std::printf("  warning: %s\n", TerminalSafe(w).c_str());
+  if (verbose)
+    std::printf("%s\n",
+                TerminalSafe(env.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)).c_str());
   std::printf("\n");
 
   Table table(ResultColumns());
@@ -61,23 +69,28 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
       std::printf("\nNotes:\n");
       header = true;
     }
-    std::printf("  #%d %s: %s", c.index, c.label.c_str(), std::string(record::Name(c.outcome)).c_str());
-    if (failed) std::printf(": %s", c.message.c_str());
+    std::printf("  #%d %s: %s", c.index, TerminalSafe(c.label).c_str(),
+                std::string(record::Name(c.outcome)).c_str());
+    if (failed) std::printf(": %s", TerminalSafe(c.message).c_str());
     std::printf("\n");
-    for (const auto& r : c.verdict_reasons) std::printf("      invalid: %s\n", r.get<std::string>().c_str());
+    for (const auto& r : c.verdict_reasons)
+      std::printf("      invalid: %s\n",
+                  TerminalSafe(r.is_string() ? r.get<std::string>() : r.dump()).c_str());
     if (c.extras.contains("warnings")) {
       for (const auto& w : c.extras["warnings"])
-        std::printf("      warning: %s\n", w.get<std::string>().c_str());
+        std::printf("      warning: %s\n",
+                    TerminalSafe(w.is_string() ? w.get<std::string>() : w.dump()).c_str());
     }
-    if (failed) std::printf("      logs: %s\n", c.stderr_path.c_str());
+    if (failed) std::printf("      logs: %s\n", TerminalSafe(c.stderr_path).c_str());
   }
   if (verbose) {
     for (const auto& c : *cells) {
-      std::printf("\n#%d %s  warm-up %s steps (%s), stopped: %s\n", c.index, c.label.c_str(),
-                  c.warmup_steps() ? std::to_string(*c.warmup_steps()).c_str() : "-", c.warmup_rule.c_str(),
-                  c.stop_reason.c_str());
+      std::printf("\n#%d %s  warm-up %s steps (%s), stopped: %s\n", c.index, TerminalSafe(c.label).c_str(),
+                  c.warmup_steps() ? std::to_string(*c.warmup_steps()).c_str() : "-",
+                  TerminalSafe(c.warmup_rule).c_str(), TerminalSafe(c.stop_reason).c_str());
       for (const auto& m : c.metrics)
-        std::printf("    %-40s %16.6g %s\n", m.name.c_str(), m.value, m.unit.c_str());
+        std::printf("    %-40s %16.6g %s\n", TerminalSafe(m.name).c_str(), m.value,
+                    TerminalSafe(m.unit).c_str());
     }
   }
   return kExitOk;

@@ -32,7 +32,7 @@ int RunTrend(const TrendArgs& args, CommandContext& ctx) {
   options.alpha = args.alpha;
   options.ignore_params = args.ignore_params;
 
-  std::unique_ptr<store::ResultStore> store = OpenStoreOrReport(ctx);
+  std::unique_ptr<store::ResultStore> store = OpenStoreForReadingOrReport(ctx);
   if (!store) return ctx.exit_code;
   auto trends = history::LoadTrends(*store, *filter, options);
   if (!trends.ok()) return ReportError(trends.error());

@@ -25,6 +25,8 @@ inline constexpr int kExitFailureFound = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitStore = 3;
 inline constexpr int kExitIo = 4;
+// compare --fail-on-regression matched too few of the base's cells to judge anything.
+inline constexpr int kExitTooFewMatched = 5;
 inline constexpr int kExitInterrupted = 130;
 
 struct CommandContext {
@@ -34,8 +36,14 @@ struct CommandContext {
 
 // The store named by the context; prints the error and sets exit_code on failure.
 std::unique_ptr<store::ResultStore> OpenStoreOrReport(CommandContext& ctx);
+// The same for commands that only read (show, runs, export, compare, trend, report, serve): a
+// store on a read-only file or filesystem is opened read-only (store::OpenSqliteStoreForReading).
+std::unique_ptr<store::ResultStore> OpenStoreForReadingOrReport(CommandContext& ctx);
 // Prints "dlbench: <kind>: <message>" and returns the exit code that fits the error's kind.
 int ReportError(const Error& error);
+// The same for an error of plan::SelectPlan (or of a run, which starts with it): a matrix file's
+// diagnostics are printed as they are, one "file:line:col: error: ..." per line, and exit 2.
+int ReportSelectionError(const Error& error, const std::string& matrix_path);
 
 // Each adds one subcommand to app. Defined in cmd_<name>.cc.
 void RegisterRun(CLI::App& app, CommandContext& ctx);
@@ -51,5 +59,7 @@ void RegisterReport(CLI::App& app, CommandContext& ctx);
 void RegisterServe(CLI::App& app, CommandContext& ctx);
 void RegisterParams(CLI::App& app, CommandContext& ctx);
 void RegisterMetrics(CLI::App& app, CommandContext& ctx);
+void RegisterNoise(CLI::App& app, CommandContext& ctx);
+void RegisterSelftest(CLI::App& app, CommandContext& ctx);
 
 }  // namespace dlbench::cli

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/text.h"
 #include "record/metrics.h"
 
 namespace dlbench::cli {
@@ -21,11 +22,24 @@ std::size_t DisplayWidth(const std::string& s) {
 }  // namespace
 
 std::string Table::Render(bool with_header) const {
+  // Cells hold labels, keys and messages that came from matrix files, runners and the store:
+  // escaped here, once, so no table prints a terminal escape sequence and widths are measured on
+  // what is printed.
+  std::vector<std::string> titles;
+  for (const auto& c : columns_) titles.push_back(TerminalSafe(c.title));
+  std::vector<std::vector<std::string>> rows;
+  rows.reserve(rows_.size());
+  for (const auto& row : rows_) {
+    std::vector<std::string> safe;
+    safe.reserve(row.size());
+    for (const auto& cell : row) safe.push_back(TerminalSafe(cell));
+    rows.push_back(std::move(safe));
+  }
   std::vector<std::size_t> widths(columns_.size());
   for (std::size_t i = 0; i < columns_.size(); ++i) {
-    widths[i] = std::max(DisplayWidth(columns_[i].title), i < min_widths_.size() ? min_widths_[i] : 0);
+    widths[i] = std::max(DisplayWidth(titles[i]), i < min_widths_.size() ? min_widths_[i] : 0);
   }
-  for (const auto& row : rows_) {
+  for (const auto& row : rows) {
     for (std::size_t i = 0; i < row.size() && i < widths.size(); ++i) {
       widths[i] = std::max(widths[i], DisplayWidth(row[i]));
     }
@@ -41,10 +55,8 @@ std::string Table::Render(bool with_header) const {
     while (!line.empty() && line.back() == ' ') line.pop_back();
     return line + "\n";
   };
-  std::vector<std::string> titles;
-  for (const auto& c : columns_) titles.push_back(c.title);
   std::string out = with_header ? render_row(titles) : "";
-  for (const auto& row : rows_) out += render_row(row);
+  for (const auto& row : rows) out += render_row(row);
   return out;
 }
 
@@ -78,6 +90,9 @@ std::string FormatRate(std::optional<double> per_s) {
 std::string FormatSeconds(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "-";
   if (seconds < 60) return fmt::format("{:.1f} s", seconds);
+  // Beyond about 30,000 years the H:MM:SS form means nothing and the integer conversion below
+  // would overflow.
+  if (seconds >= 1e12) return fmt::format("{:.3g} s", seconds);
   const auto total = static_cast<long long>(seconds + 0.5);
   if (total < 3600) return fmt::format("{}:{:02d}", total / 60, total % 60);
   return fmt::format("{}:{:02d}:{:02d}", total / 3600, (total / 60) % 60, total % 60);

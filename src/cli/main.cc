@@ -1,4 +1,4 @@
-// dlbench: a thin shell over the subcommands (src/cli/cmd_*.cc).
+// dlbench: a thin shell over the subcommands (src/cli/cmd_<name>.cc, listed in CMakeLists.txt).
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <string>
@@ -29,45 +29,13 @@ int main(int argc, char** argv) {
       "error; 130 interrupted (finished cells are kept; continue with run --resume).\n"
       "Run 'dlbench SUBCOMMAND --help' for a subcommand's options.");
 
-#ifdef DLBENCH_HAVE_CMD_RUN
-  RegisterRun(app, ctx);
-#endif
-#ifdef DLBENCH_HAVE_CMD_PLAN
-  RegisterPlan(app, ctx);
-#endif
-#ifdef DLBENCH_HAVE_CMD_RUNS
-  RegisterRuns(app, ctx);
-#endif
-#ifdef DLBENCH_HAVE_CMD_SHOW
-  RegisterShow(app, ctx);
-#endif
-#ifdef DLBENCH_HAVE_CMD_EXPORT
-  RegisterExport(app, ctx);
-#endif
-#ifdef DLBENCH_HAVE_CMD_ENV
-  RegisterEnv(app, ctx);
-#endif
-#ifdef DLBENCH_HAVE_CMD_COMPARE
-  RegisterCompare(app, ctx);
-#endif
-#ifdef DLBENCH_HAVE_CMD_TREND
-  RegisterTrend(app, ctx);
-#endif
-#ifdef DLBENCH_HAVE_CMD_TAG
-  RegisterTag(app, ctx);
-#endif
-#ifdef DLBENCH_HAVE_CMD_REPORT
-  RegisterReport(app, ctx);
-#endif
-#ifdef DLBENCH_HAVE_CMD_PARAMS
-  RegisterParams(app, ctx);
-#endif
-#ifdef DLBENCH_HAVE_CMD_METRICS
-  RegisterMetrics(app, ctx);
-#endif
-#ifdef DLBENCH_HAVE_CMD_SERVE
-  RegisterServe(app, ctx);
-#endif
+  // Every subcommand, in the order --help lists them (commands.h declares each).
+  using RegisterFn = void (*)(CLI::App&, CommandContext&);
+  constexpr RegisterFn kCommands[] = {RegisterRun,    RegisterPlan,     RegisterRuns,    RegisterShow,
+                                      RegisterExport, RegisterEnv,      RegisterCompare, RegisterTrend,
+                                      RegisterTag,    RegisterReport,   RegisterParams,  RegisterMetrics,
+                                      RegisterNoise,  RegisterSelftest, RegisterServe};
+  for (RegisterFn register_command : kCommands) register_command(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -52,7 +53,18 @@ class SimulatedClock final : public Clock {
 
 inline double NsToSeconds(std::int64_t ns) { return static_cast<double>(ns) * 1e-9; }
 inline double NsToMs(std::int64_t ns) { return static_cast<double>(ns) * 1e-6; }
-inline std::int64_t SecondsToNs(double s) { return static_cast<std::int64_t>(s * 1e9); }
+// The largest duration SecondsToNs returns: 2^62 ns, about 146 years. Adding it to any clock
+// reading of this century stays inside int64.
+inline constexpr std::int64_t kMaxDurationNs = std::int64_t{1} << 62;
+// Seconds -> nanoseconds, truncated toward zero and saturated at +-kMaxDurationNs, so that
+// `now + SecondsToNs(timeout)` cannot overflow whatever the configuration holds; NaN gives 0.
+inline std::int64_t SecondsToNs(double s) {
+  if (std::isnan(s)) return 0;
+  const double ns = s * 1e9;
+  if (ns >= static_cast<double>(kMaxDurationNs)) return kMaxDurationNs;
+  if (ns <= -static_cast<double>(kMaxDurationNs)) return -kMaxDurationNs;
+  return static_cast<std::int64_t>(ns);
+}
 
 // ISO-8601 UTC text for a wall-clock time in ns ("2026-11-29T18:52:35Z").
 std::string FormatUtc(std::int64_t wall_ns);

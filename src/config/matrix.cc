@@ -1,16 +1,22 @@
 #include "config/matrix.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <map>
 #include <set>
 #include <utility>
 
 #include "common/files.h"
+#include "common/text.h"
 #include "config/registry.h"
 
 namespace dlbench::config {
@@ -27,7 +33,10 @@ class Diagnostics {
     int column = mark.is_null() ? 1 : mark.column + 1;
     std::string text = file_ + ":" + std::to_string(line) + ":" + std::to_string(column) + ": error: ";
     if (!key.empty()) text += key + ": ";
-    entries_.push_back({line, column, text + message});
+    // Messages quote keys and values from the file, and whoever prints them prints to a terminal:
+    // escape sequences in them are shown, not obeyed (TerminalSafe is idempotent, so a printer
+    // that escapes again changes nothing).
+    entries_.push_back({line, column, TerminalSafe(text + message)});
   }
   bool empty() const { return entries_.empty(); }
 
@@ -78,12 +87,6 @@ std::string Describe(const YAML::Node& node) {
 
 std::string MarkText(const YAML::Mark& mark) {
   return std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
-}
-
-std::string Join(const std::vector<std::string>& parts, const std::string& sep) {
-  std::string out;
-  for (std::size_t i = 0; i < parts.size(); ++i) out += (i > 0 ? sep : "") + parts[i];
-  return out;
 }
 
 std::string UnknownKeyMessage(const std::string& key, const std::vector<std::string>& candidates) {
@@ -147,9 +150,45 @@ class MatrixParser {
   }
 
   Result<Matrix> Parse() {
+    // YAML is Unicode text without control characters. Both are checked before yaml-cpp sees
+    // the bytes: its LoadAll never returns on a NUL byte (found by fuzz_matrix), and every string
+    // of a matrix ends up in JSON (the store, the progress file), which holds only UTF-8.
+    const std::string& text = matrix_.text;
+    const auto control = std::find_if(text.begin(), text.end(), [](char c) {
+      const auto b = static_cast<unsigned char>(c);
+      return (b < 0x20 && b != '\t' && b != '\n' && b != '\r') || b == 0x7f;
+    });
+    const std::size_t first_control = static_cast<std::size_t>(control - text.begin());
+    const std::size_t valid = ValidUtf8Prefix(text);
+    if (first_control < text.size() || valid < text.size()) {
+      const std::size_t at = std::min(first_control, valid);
+      YAML::Mark mark;
+      mark.pos = static_cast<int>(at);
+      mark.line =
+          static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+      const std::size_t line_start = at == 0 ? std::string::npos : text.rfind('\n', at - 1);
+      mark.column = static_cast<int>(line_start == std::string::npos ? at : at - line_start - 1);
+      char byte[8];
+      std::snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned char>(text[at]));
+      diag_.Add(mark, "",
+                at == first_control
+                    ? std::string("the file holds a control character (byte ") + byte +
+                          "), which YAML does not allow"
+                    : std::string("the file is not UTF-8 text (byte ") + byte + "); save it as UTF-8");
+      return diag_.ToError();
+    }
     YAML::Node root;
     try {
-      root = YAML::Load(matrix_.text);
+      // All documents, so that a second one is an error rather than silently ignored (YAML::Load
+      // reads the first only).
+      std::vector<YAML::Node> documents = YAML::LoadAll(matrix_.text);
+      if (documents.size() > 1) {
+        diag_.Add(DocumentStart(documents[0], documents[1]), "",
+                  "a second YAML document starts here; a matrix file holds one document (remove the '---' "
+                  "and merge the documents, or split them into files)");
+        return diag_.ToError();
+      }
+      if (!documents.empty()) root = documents.front();
     } catch (const YAML::Exception& e) {
       diag_.Add(e.mark, "", "YAML syntax error: " + e.msg);
       return diag_.ToError();
@@ -203,6 +242,38 @@ class MatrixParser {
 
  private:
   const std::string& RunnerName() const { return matrix_.runner.name; }
+
+  // Where the second document begins: the line of the nearest '---' at or above its first node
+  // and below the first document's first node; the node itself when there is none (a bare
+  // document after '...'). An empty document has no node position: the search starts at the end.
+  YAML::Mark DocumentStart(const YAML::Node& first, const YAML::Node& second) const {
+    const std::string& text = matrix_.text;
+    std::vector<std::size_t> line_starts = {0};
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      if (text[i] == '\n' && i + 1 < text.size()) line_starts.push_back(i + 1);
+    }
+    auto is_marker = [&](std::size_t line) {
+      const std::size_t begin = line_starts[line];
+      if (text.compare(begin, 3, "---") != 0) return false;
+      const char next = begin + 3 < text.size() ? text[begin + 3] : '\n';
+      return next == ' ' || next == '\t' || next == '\n' || next == '\r';
+    };
+    const YAML::Mark mark = second.Mark();
+    std::size_t from = line_starts.size() - 1;
+    if (!mark.is_null() && static_cast<std::size_t>(mark.line) < line_starts.size()) {
+      from = static_cast<std::size_t>(mark.line);
+    }
+    const std::size_t floor = first.Mark().is_null() ? 0 : static_cast<std::size_t>(first.Mark().line);
+    for (std::size_t line = from; line > floor; --line) {
+      if (!is_marker(line)) continue;
+      YAML::Mark at;
+      at.pos = static_cast<int>(line_starts[line]);
+      at.line = static_cast<int>(line);
+      at.column = 0;
+      return at;
+    }
+    return mark;
+  }
 
   void ParseRunner(const Pair& pair) {
     const YAML::Node& node = pair.value;
@@ -432,10 +503,7 @@ class MatrixParser {
     if (pair.key == "name") {
       matrix_.name = v.get<std::string>();
     } else if (pair.key == "repetitions") {
-      if (v.get<std::int64_t>() > 1'000'000) {
-        diag_.Add(where, pair.key, "expected at most 1000000 (got '" + pair.value.Scalar() + "')");
-        return;
-      }
+      // The registry bounds it (at most kMaxCells), so it fits an int.
       matrix_.repetitions = static_cast<int>(v.get<std::int64_t>());
     } else if (pair.key == "seed") {
       matrix_.seed = static_cast<std::uint64_t>(v.get<std::int64_t>());
@@ -562,13 +630,59 @@ Result<Matrix> ParseMatrix(const std::string& text, const std::string& path) {
 }
 
 Result<Matrix> LoadMatrix(const std::string& path) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer before it is refused below.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    const int err = errno;
+    return MakeError(err == ENOENT ? ErrorKind::kNotFound : ErrorKind::kIo,
+                     path + ": error: cannot read '" + path + "': " + std::strerror(err));
+  }
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) {
+    return MakeError(ErrorKind::kIo, path + ": error: cannot read '" + path + "': " + std::strerror(errno));
+  }
+  if (S_ISDIR(st.st_mode)) {
     return MakeError(ErrorKind::kIo, path + ": error: cannot read '" + path + "': it is a directory");
   }
-  Result<std::string> text = ReadFile(path);
-  if (!text.ok()) return MakeError(text.error().kind, path + ": error: " + text.error().message);
-  return ParseMatrix(*text, path);
+  if (!S_ISREG(st.st_mode)) {
+    const char* kind = S_ISFIFO(st.st_mode)   ? "a FIFO"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "not a regular file";
+    return MakeError(ErrorKind::kInvalidInput,
+                     path + ": error: it is " + kind + "; a matrix must be a regular file");
+  }
+  auto too_large = [&](const std::string& size) {
+    return MakeError(ErrorKind::kInvalidInput, path + ": error: the file holds " + size +
+                                                   " bytes; a matrix file may hold at most " +
+                                                   std::to_string(kMaxMatrixFileBytes) + " (4 MiB)");
+  };
+  if (st.st_size > static_cast<off_t>(kMaxMatrixFileBytes)) return too_large(std::to_string(st.st_size));
+  // Read at most one byte past the limit, so a file that grows while it is read is still bounded.
+  std::string text;
+  text.resize(static_cast<std::size_t>(st.st_size) + 1);
+  std::size_t used = 0;
+  for (;;) {
+    if (used == text.size()) {
+      if (text.size() > kMaxMatrixFileBytes) break;
+      text.resize(std::min(text.size() * 2 + 4096, kMaxMatrixFileBytes + 1));
+    }
+    const ssize_t n = ::read(fd, text.data() + used, text.size() - used);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return MakeError(ErrorKind::kIo, path + ": error: cannot read '" + path + "': " + std::strerror(errno));
+    }
+    if (n == 0) break;
+    used += static_cast<std::size_t>(n);
+  }
+  if (used > kMaxMatrixFileBytes) return too_large("more than " + std::to_string(kMaxMatrixFileBytes));
+  text.resize(used);
+  return ParseMatrix(text, path);
 }
 
 }  // namespace dlbench::config

@@ -69,7 +69,13 @@ struct Matrix {
   MeasureSettings measure;
 };
 
+// The largest matrix file LoadMatrix reads (docs/limits.md): far above any real matrix, and a
+// bound on what a mistaken path (a log file, /dev/zero) can make the driver hold.
+inline constexpr std::size_t kMaxMatrixFileBytes = 4u << 20;
+
 // Reads and validates a matrix file. Errors name file:line:col, the key, and what was expected.
+// The file must be a regular file of at most kMaxMatrixFileBytes (kInvalidInput otherwise,
+// without reading it: a FIFO or a device is never read), holding one YAML document.
 Result<Matrix> LoadMatrix(const std::string& path);
 // The same for text already in memory; `path` is used in messages.
 Result<Matrix> ParseMatrix(const std::string& text, const std::string& path);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <utility>
 
@@ -70,6 +71,10 @@ class Entry {
     spec_.help = std::move(help);
     return *this;
   }
+  Entry& Estimate(EstimateHint hint) {
+    spec_.estimate = hint;
+    return *this;
+  }
   ParamSpec Build() { return std::move(spec_); }
 
  private:
@@ -124,19 +129,24 @@ std::vector<ParamSpec> BuildRegistry() {
   r.push_back(Entry("repetitions", kTop, kCore, ParamType::kInt)
                   .Default(Int(matrix_defaults.repetitions))
                   .Min(1)
-                  .Help("How many times each cell runs, each time in a fresh process.")
+                  .Max(100000)
+                  .Help("How many times each cell runs, each time in a fresh process. At most 100000, the "
+                        "cell limit of a run (docs/limits.md).")
                   .Build());
   r.push_back(Entry("seed", kTop, kCore, ParamType::kInt)
                   .Default(Int(static_cast<std::int64_t>(matrix_defaults.seed)))
                   .Min(0)
                   .Help("Base seed; each cell and repetition derives its own (see Seeds).")
                   .Build());
-  r.push_back(Entry("timeout_s", kTop, kCore, ParamType::kNumber)
-                  .Unit("s")
-                  .Default(Num(matrix_defaults.timeout_s))
-                  .Min(0, false)
-                  .Help("Per cell, from spawn to exit; a cell that exceeds it ends as timeout.")
-                  .Build());
+  r.push_back(
+      Entry("timeout_s", kTop, kCore, ParamType::kNumber)
+          .Unit("s")
+          .Default(Num(matrix_defaults.timeout_s))
+          .Min(0, false)
+          .Max(604800)
+          .Help("Per cell, from spawn to exit; a cell that exceeds it ends as timeout. At most 604800 (a "
+                "week): longer is a hung cell, and deadlines stay within 64-bit nanoseconds.")
+          .Build());
   r.push_back(Entry("ordering", kTop, kCore, ParamType::kEnum)
                   .Allowed({"grouped", "interleaved"})
                   .Default(Str(OrderingName(matrix_defaults.ordering)))
@@ -159,25 +169,32 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Unit("steps")
                   .Default(Int(measure_defaults.min_steps))
                   .Min(1)
-                  .Help("Never stop with fewer measured (post-warm-up) steps.")
+                  .Max(10000000)
+                  .Help("Never stop with fewer measured (post-warm-up) steps. At most 10000000: the driver "
+                        "keeps every step of a cell (48 bytes each) in memory and in the store.")
                   .Build());
   r.push_back(Entry("max_steps", kMeas, kCore, ParamType::kInt)
                   .Unit("steps")
                   .Default(Int(measure_defaults.max_steps))
                   .Min(1)
-                  .Help("Stop here whatever the confidence interval says; >= min_steps.")
+                  .Max(10000000)
+                  .Help("Stop here whatever the confidence interval says; >= min_steps. At most 10000000: "
+                        "the driver keeps every step of a cell (48 bytes each) in memory and in the store.")
                   .Build());
   r.push_back(Entry("min_time_s", kMeas, kCore, ParamType::kNumber)
                   .Unit("s")
                   .Default(Num(measure_defaults.min_time_s))
                   .Min(0)
-                  .Help("Never stop with less measured time.")
+                  .Max(604800)
+                  .Help("Never stop with less measured time. At most 604800 (a week), like timeout_s.")
                   .Build());
   r.push_back(Entry("max_time_s", kMeas, kCore, ParamType::kNumber)
                   .Unit("s")
                   .Default(Num(measure_defaults.max_time_s))
                   .Min(0, false)
-                  .Help("Stop here whatever the confidence interval says; >= min_time_s.")
+                  .Max(604800)
+                  .Help("Stop here whatever the confidence interval says; >= min_time_s. At most 604800 (a "
+                        "week), like timeout_s.")
                   .Build());
   r.push_back(Entry("target_rel_ci", kMeas, kCore, ParamType::kNumber)
                   .Default(Num(measure_defaults.target_rel_ci))
@@ -196,19 +213,24 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Unit("steps")
                   .Default(Int(measure_defaults.min_warmup_steps))
                   .Min(0)
-                  .Help("The warm-up cut is never earlier than this step.")
+                  .Max(10000000)
+                  .Help("The warm-up cut is never earlier than this step. At most 10000000, like max_steps.")
                   .Build());
-  r.push_back(Entry("idle_baseline_s", kMeas, kCore, ParamType::kNumber)
-                  .Unit("s")
-                  .Min(0)
-                  .Help("Seconds of device and host sampling before the cell starts, as a "
-                        "baseline; absent: none.")
-                  .Build());
+  r.push_back(
+      Entry("idle_baseline_s", kMeas, kCore, ParamType::kNumber)
+          .Unit("s")
+          .Min(0)
+          .Max(3600)
+          .Help("Seconds of device and host sampling before the cell starts, as a "
+                "baseline; absent: none. At most 3600 (an hour), so that a wrong unit is caught here.")
+          .Build());
   r.push_back(Entry("sample_interval_ms", kMeas, kCore, ParamType::kNumber)
                   .Unit("ms")
                   .Default(Num(measure_defaults.sample_interval_ms))
-                  .Min(0, false)
-                  .Help("Interval of the device and host monitor's samples.")
+                  .Min(1)
+                  .Max(60000)
+                  .Help("Interval of the device and host monitor's samples. At least 1: faster sampling "
+                        "would only spin the monitor thread and fill memory. At most 60000 (a minute).")
                   .Build());
 
   // Cell parameters every runner understands.
@@ -228,14 +250,16 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Unit("samples")
                   .Default(Int(1))
                   .Min(1)
+                  .Max(1048576)
                   .Label("bs")
-                  .Help("Samples per step (per rank with ddp).")
+                  .Help("Samples per step (per rank with ddp). At most 1048576 (2^20): no device holds a "
+                        "larger batch, and samples per step are 32-bit in the protocol.")
                   .Build());
   r.push_back(Entry("device", kCell, kCore, ParamType::kString)
                   .Format(StringFormat::kDevice)
                   .Default(Str("cpu"))
                   .Label("=")
-                  .Help("Where the model runs; `cuda` is `cuda:0`.")
+                  .Help("Where the model runs; `cuda` is `cuda:0`; N is at most 1023.")
                   .Build());
   r.push_back(Entry("precision", kCell, kCore, ParamType::kEnum)
                   .Allowed({"fp32", "tf32", "bf16", "fp16", "int8"})
@@ -251,13 +275,15 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Help("Distribution: `none` (one process) or `ddp` (data-parallel over "
                         "world_size ranks).")
                   .Build());
-  r.push_back(Entry("world_size", kCell, kCore, ParamType::kInt)
-                  .Unit("ranks")
-                  .Default(Int(1))
-                  .Min(1)
-                  .Label("ws")
-                  .Help("Number of ranks for ddp.")
-                  .Build());
+  r.push_back(
+      Entry("world_size", kCell, kCore, ParamType::kInt)
+          .Unit("ranks")
+          .Default(Int(1))
+          .Min(1)
+          .Max(1024)
+          .Label("ws")
+          .Help("Number of ranks for ddp. At most 1024 ranks, the scale dlbench is designed and tested for.")
+          .Build());
 
   // The null runner's knobs: it busy-waits instead of computing, so the harness can be tested
   // and its overhead measured.
@@ -265,39 +291,82 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Unit("ms")
                   .Default(Num(1.0))
                   .Min(0)
-                  .Help("Busy-wait per step.")
+                  .Max(3600000)
+                  .Estimate(EstimateHint::kStepMs)
+                  .Help("Busy-wait per step. At most 3600000 (an hour), so that a wrong unit is caught here.")
                   .Build());
   r.push_back(Entry("jitter_pct", kCell, kNull, ParamType::kNumber)
                   .Unit("%")
                   .Default(Num(0.0))
                   .Min(0)
-                  .Help("Spread of the step time, as a percentage of step_ms.")
+                  .Max(1000)
+                  .Help("Spread of the step time, as a percentage of step_ms. At most 1000, so that a typo "
+                        "is caught here.")
                   .Build());
   r.push_back(Entry("jitter_dist", kCell, kNull, ParamType::kEnum)
                   .Allowed({"normal", "uniform", "lognormal"})
                   .Default(Str("normal"))
                   .Help("Distribution of the jitter.")
                   .Build());
-  r.push_back(Entry("inject", kCell, kNull, ParamType::kEnum)
-                  .Allowed({"none", "crash", "hang", "exit", "garbage", "leak", "oom"})
-                  .Default(Str("none"))
-                  .Help("Failure to inject at step inject_at_step: `crash` (a fatal signal), "
-                        "`hang` (stop stepping and answering), `exit` (exit with exit_code), "
-                        "`garbage` (bytes that are not protocol frames), `leak` (keep "
-                        "leak_bytes_per_step more memory every step from then on), `oom` (fail as "
-                        "out of memory).")
-                  .Build());
+  r.push_back(
+      Entry("inject", kCell, kNull, ParamType::kEnum)
+          .Allowed({"none",
+                    "crash",
+                    "hang",
+                    "exit",
+                    "garbage",
+                    "leak",
+                    "oom",
+                    "sigterm_self",
+                    "no_hello",
+                    "wrong_protocol",
+                    "hello_twice",
+                    "steps_before_ready",
+                    "ready_twice",
+                    "unknown_frame",
+                    "oversized_frame",
+                    "bad_json",
+                    "runner_stop",
+                    "wrong_type",
+                    "step_backwards",
+                    "step_overlap",
+                    "steps_after_done",
+                    "done_twice",
+                    "frame_after_error",
+                    "exit_without_done",
+                    "close_protocol",
+                    "close_protocol_exit",
+                    "close_commands",
+                    "child_holds_pipe",
+                    "setsid_child",
+                    "stderr_flood",
+                    "stdout_flood",
+                    "step_flood",
+                    "hang_after_stop",
+                    "json_flood"})
+          .Default(Str("none"))
+          .Help("Failure to inject (at step inject_at_step where it happens during the steps): `crash` "
+                "(a fatal signal), `hang` (stop stepping and answering), `exit` (exit with "
+                "exit_code), `garbage` (bytes that are not protocol frames), `leak` (keep "
+                "leak_bytes_per_step more memory every step from then on), `oom` (fail as "
+                "out of memory); and every protocol fault of docs/protocol.md's fault table "
+                "(`wrong_type` sends the field fault_field with the wrong JSON type; the faults "
+                "of HELLO itself are given as `dlbench-null --inject NAME`).")
+          .Build());
   r.push_back(Entry("inject_at_step", kCell, kNull, ParamType::kInt)
                   .Unit("steps")
                   .Default(Int(20))
                   .Min(0)
-                  .Help("The step at which the injected failure happens.")
+                  .Max(10000000)
+                  .Help("The step at which the injected failure happens. At most 10000000, like max_steps.")
                   .Build());
   r.push_back(Entry("leak_bytes_per_step", kCell, kNull, ParamType::kInt)
                   .Unit("bytes")
                   .Default(Int(65536))
                   .Min(0)
-                  .Help("Memory kept and touched per step with inject: leak.")
+                  .Max(1073741824)
+                  .Help("Memory kept and touched per step with inject: leak. At most 1073741824 (1 GiB), so "
+                        "that a typo does not exhaust the host's memory.")
                   .Build());
   r.push_back(Entry("exit_code", kCell, kNull, ParamType::kInt)
                   .Default(Int(3))
@@ -305,79 +374,181 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Max(255)
                   .Help("Exit status with inject: exit.")
                   .Build());
-  r.push_back(Entry("samples_per_step", kCell, kNull, ParamType::kInt)
-                  .Unit("samples")
-                  .Min(1)
-                  .DefaultFrom("batch_size")
-                  .DefaultText("= batch_size")
-                  .Help("Samples the runner reports per step.")
-                  .Build());
+  r.push_back(
+      Entry("samples_per_step", kCell, kNull, ParamType::kInt)
+          .Unit("samples")
+          .Min(1)
+          .Max(4294967295)
+          .DefaultFrom("batch_size")
+          .DefaultText("= batch_size")
+          .Help(
+              "Samples the runner reports per step. At most 4294967295: the protocol carries it in 32 bits.")
+          .Build());
   r.push_back(Entry("setup_ms", kCell, kNull, ParamType::kNumber)
                   .Unit("ms")
                   .Default(Num(0.0))
                   .Min(0)
-                  .Help("Time spent before READY, like building a model.")
+                  .Max(3600000)
+                  .Estimate(EstimateHint::kSetupMs)
+                  .Help("Time spent before READY, like building a model. At most 3600000 (an hour), so that "
+                        "a wrong unit is caught here.")
                   .Build());
-  r.push_back(Entry("warmup_steps", kCell, kNull, ParamType::kInt)  // names: a parameter, not the metric
-                  .Unit("steps")
-                  .Default(Int(0))
+  r.push_back(
+      Entry("warmup_steps", kCell, kNull, ParamType::kInt)  // names: a parameter, not the metric
+          .Unit("steps")
+          .Default(Int(0))
+          .Min(0)
+          .Max(10000000)
+          .Estimate(EstimateHint::kWarmupSteps)
+          .Help("That many first steps run slower, by warmup_factor. At most 10000000, like max_steps.")
+          .Build());
+  r.push_back(
+      Entry("warmup_factor", kCell, kNull, ParamType::kNumber)
+          .Default(Num(3.0))
+          .Min(1)
+          .Max(1000)
+          .Estimate(EstimateHint::kWarmupFactor)
+          .Help("Step time multiplier of the warm-up steps. At most 1000, so that a typo is caught here.")
+          .Build());
+
+  // Also the null runner's, with no default, so that cells which do not set them keep their keys.
+  r.push_back(
+      Entry("fault_field", kCell, kNull, ParamType::kEnum)
+          .Allowed(
+              {"HELLO.protocol",     "HELLO.pid",       "HELLO.runner",           "HELLO.framework",
+               "HELLO.devices",      "READY.effective", "READY.samples_per_step", "READY.device_uuids",
+               "READY.virtual_time", "MEMORY.label",    "MEMORY.bytes",           "EXTRAS.metrics",
+               "EXTRAS.metric",      "EXTRAS.name",     "EXTRAS.value",           "EXTRAS.unit",
+               "EXTRAS.info",        "ERROR.kind",      "ERROR.message",          "ERROR.requested_bytes",
+               "DONE.reason",        "DONE.steps"})
+          .DefaultText("none")
+          .Help("With inject: wrong_type, the protocol field sent with the wrong JSON type.")
+          .Build());
+  r.push_back(Entry("flood_bytes", kCell, kNull, ParamType::kInt)
+                  .Unit("bytes")
                   .Min(0)
-                  .Help("That many first steps run slower, by warmup_factor.")
+                  .DefaultText("83886080 (80 MiB)")
+                  .Max(1073741824)
+                  .Help("What inject: stderr_flood or stdout_flood writes. At most 1073741824 (1 GiB), so "
+                        "that a typo does not fill the disk.")
                   .Build());
-  r.push_back(Entry("warmup_factor", kCell, kNull, ParamType::kNumber)
-                  .Default(Num(3.0))
-                  .Min(1)
-                  .Help("Step time multiplier of the warm-up steps.")
+  r.push_back(Entry("virtual_time", kCell, kNull, ParamType::kBool)
+                  .DefaultText("false")
+                  .Help("Report the drawn step times on a virtual clock (starting at READY) instead of "
+                        "busy-waiting them: exact step times, a long cell simulated in milliseconds.")
                   .Build());
+  r.push_back(
+      Entry("virtual_speedup", kCell, kNull, ParamType::kNumber)
+          .Min(0, false)
+          .DefaultText("1000")
+          .Max(1e9)
+          .Help("With virtual_time, how much faster than real time the virtual clock may run "
+                "(the runner sleeps to keep to it; it bounds the steps sent after STOP). At most 1e9.")
+          .Build());
+  r.push_back(
+      Entry("bimodal_fraction", kCell, kNull, ParamType::kNumber)
+          .Min(0)
+          .Max(1)
+          .DefaultText("0")
+          .Help("Share of steps drawn from a second mode, bimodal_factor times step_ms. At most 1: a share.")
+          .Build());
+  r.push_back(Entry("bimodal_factor", kCell, kNull, ParamType::kNumber)
+                  .Min(0)
+                  .DefaultText("2")
+                  .Max(1000)
+                  .Help("Step time of the second mode, as a multiple of step_ms. At most 1000, so that a "
+                        "typo is caught here.")
+                  .Build());
+  r.push_back(Entry("drift_pct_per_s", kCell, kNull, ParamType::kNumber)
+                  .Unit("%/s")
+                  .DefaultText("0")
+                  .Min(-1000)
+                  .Max(1000)
+                  .Help("Linear drift of the step time: % of step_ms per second since the first step. At "
+                        "most 1000 (and at least -1000) %/s, so that a typo is caught here.")
+                  .Build());
+  r.push_back(Entry("shift_at_step", kCell, kNull, ParamType::kInt)
+                  .Unit("steps")
+                  .Min(0)
+                  .DefaultText("none")
+                  .Max(10000000)
+                  .Help("A level shift: from this step (0-based) on, step times are shift_factor times "
+                        "longer. At most 10000000, like max_steps.")
+                  .Build());
+  r.push_back(
+      Entry("shift_factor", kCell, kNull, ParamType::kNumber)
+          .Min(0)
+          .DefaultText("1")
+          .Max(1000)
+          .Help("The level shift's step time multiplier. At most 1000, so that a typo is caught here.")
+          .Build());
 
   // The torch runner's knobs. Size knobs have no default: absent means the model's standard
   // size, and the runner reports the effective value.
   r.push_back(Entry("image_size", kCell, kTorch, ParamType::kInt)
                   .Unit("px")
                   .Min(1)
+                  .Max(16384)
                   .DefaultText(kModelSize)
-                  .Help("Input height and width of vision models.")
+                  .Help("Input height and width of vision models. At most 16384, so that a typo is caught "
+                        "here rather than as an out-of-memory cell.")
                   .Build());
   r.push_back(Entry("width_mult", kCell, kTorch, ParamType::kNumber)
                   .Min(0, false)
+                  .Max(64)
                   .DefaultText(kModelSize)
-                  .Help("Channel width multiplier (MobileNet).")
+                  .Help("Channel width multiplier (MobileNet). At most 64, so that a typo is caught here "
+                        "rather than as an out-of-memory cell.")
                   .Build());
   r.push_back(Entry("base_width", kCell, kTorch, ParamType::kInt)
                   .Min(1)
+                  .Max(65536)
                   .DefaultText(kModelSize)
-                  .Help("Channels of the first stage (ResNet).")
+                  .Help("Channels of the first stage (ResNet). At most 65536, so that a typo is caught here "
+                        "rather than as an out-of-memory cell.")
                   .Build());
   r.push_back(Entry("num_classes", kCell, kTorch, ParamType::kInt)
                   .Min(1)
+                  .Max(1000000)
                   .DefaultText(kModelSize)
-                  .Help("Output classes of classifiers and detectors.")
+                  .Help("Output classes of classifiers and detectors. At most 1000000, so that a typo is "
+                        "caught here rather than as an out-of-memory cell.")
                   .Build());
   r.push_back(Entry("layers", kCell, kTorch, ParamType::kInt)
                   .Min(1)
+                  .Max(10000)
                   .DefaultText(kModelSize)
-                  .Help("Number of layers or blocks (transformer layers for BERT).")
+                  .Help("Number of layers or blocks (transformer layers for BERT). At most 10000, so that a "
+                        "typo is caught here rather than as an out-of-memory cell.")
                   .Build());
   r.push_back(Entry("hidden_size", kCell, kTorch, ParamType::kInt)
                   .Min(1)
+                  .Max(65536)
                   .DefaultText(kModelSize)
-                  .Help("Hidden size of transformer models.")
+                  .Help("Hidden size of transformer models. At most 65536, so that a typo is caught here "
+                        "rather than as an out-of-memory cell.")
                   .Build());
   r.push_back(Entry("heads", kCell, kTorch, ParamType::kInt)
                   .Min(1)
+                  .Max(1024)
                   .DefaultText(kModelSize)
-                  .Help("Attention heads of transformer models.")
+                  .Help("Attention heads of transformer models. At most 1024, so that a typo is caught here "
+                        "rather than as an out-of-memory cell.")
                   .Build());
   r.push_back(Entry("seq_len", kCell, kTorch, ParamType::kInt)
                   .Unit("tokens")
                   .Min(1)
+                  .Max(1048576)
                   .DefaultText(kModelSize)
-                  .Help("Sequence length of transformer inputs.")
+                  .Help("Sequence length of transformer inputs. At most 1048576 (2^20) tokens, so that a "
+                        "typo is caught here rather than as an out-of-memory cell.")
                   .Build());
   r.push_back(Entry("vocab_size", kCell, kTorch, ParamType::kInt)
                   .Min(1)
+                  .Max(10000000)
                   .DefaultText(kModelSize)
-                  .Help("Vocabulary size of transformer models.")
+                  .Help("Vocabulary size of transformer models. At most 10000000, so that a typo is caught "
+                        "here rather than as an out-of-memory cell.")
                   .Build());
   r.push_back(Entry("memory_format", kCell, kTorch, ParamType::kEnum)
                   .Allowed({"auto", "contiguous", "channels_last"})
@@ -401,8 +572,9 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Build());
   r.push_back(Entry("threads", kCell, kTorch, ParamType::kInt)
                   .Min(1)
+                  .Max(4096)
                   .DefaultText("the library's")
-                  .Help("Intra-op CPU threads.")
+                  .Help("Intra-op CPU threads. At most 4096, more than any host has cores.")
                   .Build());
   r.push_back(Entry("model_path", kCell, kTorch, ParamType::kString)
                   .Help("TorchScript file to load, with model: torchscript.")
@@ -417,9 +589,11 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Help("Input dtypes, one per input shape: `float32;int64`.")
                   .Build());
   r.push_back(Entry("lr", kCell, kTorch, ParamType::kNumber)
-                  .Min(0)
+                  .Min(0, false)
+                  .Max(1000)
                   .DefaultText(kModelSize)
-                  .Help("Learning rate of the optimizer in train.")
+                  .Help("Learning rate of the optimizer in train. At most 1000 (larger learning rates "
+                        "diverge at once).")
                   .Build());
   // The input pipeline (runners/torch/data; docs/input-pipeline.md). No constant defaults: a
   // cell that names none of these keeps the key it had before they existed.
@@ -436,21 +610,24 @@ std::vector<ParamSpec> BuildRegistry() {
                         "searched recursively; labels are the sorted sub-folder names' indices); with "
                         "data: tfrecord, a glob of files (`/data/train-*`). Ignored by device and host.")
                   .Build());
-  r.push_back(Entry("data_workers", kCell, kTorch, ParamType::kInt)
-                  .Min(1)
-                  .Max(256)
-                  .Keyword("auto")
-                  .DefaultText("auto")
-                  .Help("Decode threads of jpeg_dir and tfrecord; `auto` takes the cores this process "
-                        "may use, less one for the training loop, and the effective cell records it.")
-                  .Build());
+  r.push_back(
+      Entry("data_workers", kCell, kTorch, ParamType::kInt)
+          .Min(1)
+          .Max(256)
+          .Keyword("auto")
+          .DefaultText("auto")
+          .Help("Decode threads of jpeg_dir and tfrecord; `auto` takes the cores this process "
+                "may use, less one for the training loop, and the effective cell records it. At most 256 "
+                "(each worker holds a batch; more threads than a host's cores only contend).")
+          .Build());
   r.push_back(Entry("prefetch", kCell, kTorch, ParamType::kInt)
                   .Unit("batches")
                   .Min(1)
                   .Max(1024)
                   .DefaultText("2")
                   .Help("Finished batches the pipeline may hold ready ahead of the step (each worker "
-                        "also holds the one it is making).")
+                        "also holds the one it is making). At most 1024 (each is a whole batch in host "
+                        "memory).")
                   .Build());
   r.push_back(Entry("pin_memory", kCell, kTorch, ParamType::kBool)
                   .DefaultText("false")
@@ -474,7 +651,7 @@ std::vector<ParamSpec> BuildRegistry() {
                   .DefaultText("10000")
                   .Help("tf.data's shuffle buffer over the file order, reshuffled every epoch from the "
                         "cell's seed; 0 keeps the file order; at least the data set's size is a "
-                        "uniform permutation.")
+                        "uniform permutation. At most 1e9 (8 bytes of index per sample).")
                   .Build());
   r.push_back(Entry("skip_corrupt", kCell, kTorch, ParamType::kBool)
                   .DefaultText("false")
@@ -490,64 +667,26 @@ std::vector<ParamSpec> BuildRegistry() {
   return r;
 }
 
-const std::vector<std::string>& KnownDtypes() {
-  static const std::vector<std::string> dtypes = {"float32", "float16", "bfloat16", "float64", "int64",
-                                                  "int32",   "int16",   "int8",     "uint8",   "bool"};
-  return dtypes;
-}
-
-std::vector<std::string> Split(const std::string& text, char sep) {
-  std::vector<std::string> parts;
-  std::string::size_type begin = 0;
-  while (true) {
-    auto end = text.find(sep, begin);
-    parts.push_back(text.substr(begin, end == std::string::npos ? std::string::npos : end - begin));
-    if (end == std::string::npos) break;
-    begin = end + 1;
-  }
-  return parts;
-}
-
-bool IsDigits(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
 bool MatchesFormat(StringFormat format, const std::string& text) {
   switch (format) {
     case StringFormat::kAny:
       return true;
     case StringFormat::kDevice:
-      if (text == "cpu" || text == "cuda") return true;
-      return text.rfind("cuda:", 0) == 0 && IsDigits(text.substr(5)) && text.size() <= 5 + 6;
+      return ParseDeviceName(text).has_value();
     case StringFormat::kShapes:
-      for (const std::string& shape : Split(text, ';')) {
-        for (const std::string& dim : Split(shape, ',')) {
-          if (dim == "B") continue;
-          if (!IsDigits(dim) || dim.size() > 9 || std::stoll(dim) < 1) return false;
-        }
-      }
-      return true;
+      return ParseShapes(text).has_value();
     case StringFormat::kDtypes:
-      for (const std::string& dtype : Split(text, ';')) {
-        const auto& known = KnownDtypes();
-        if (std::find(known.begin(), known.end(), dtype) == known.end()) return false;
-      }
-      return true;
+      return ParseDtypes(text).has_value();
   }
   return false;
 }
 
-std::string Join(const std::vector<std::string>& parts, const std::string& sep) {
-  std::string out;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    if (i > 0) out += sep;
-    out += parts[i];
-  }
-  return out;
-}
-
 // Shortest round-trip text of a bound or default: 1 -> "1", 0.5 -> "0.5".
 std::string FormatBound(double value) {
+  // Integral bounds as integers ("1048576", not the shorter "1.048576e+06").
+  if (std::abs(value) < 1e15 && value == std::trunc(value)) {
+    return std::to_string(static_cast<std::int64_t>(value));
+  }
   char buf[64];
   auto res = std::to_chars(buf, buf + sizeof(buf), value);
   return std::string(buf, res.ptr);
@@ -630,30 +769,6 @@ Status CheckRange(const ParamSpec& spec, double v, const std::string& got) {
   return Status::Ok();
 }
 
-// Strict decimal integer: optional sign and digits only (no hex, no "1.0", no spaces).
-std::optional<std::int64_t> ParseInt(const std::string& text) {
-  const char* begin = text.data();
-  const char* end = text.data() + text.size();
-  if (begin != end && *begin == '+') ++begin;
-  if (begin == end) return std::nullopt;
-  std::int64_t v = 0;
-  auto res = std::from_chars(begin, end, v);
-  if (res.ec != std::errc() || res.ptr != end) return std::nullopt;
-  return v;
-}
-
-// A finite decimal number; locale-independent (from_chars), unlike strtod.
-std::optional<double> ParseNumber(const std::string& text) {
-  const char* begin = text.data();
-  const char* end = text.data() + text.size();
-  if (begin != end && *begin == '+') ++begin;
-  if (begin == end) return std::nullopt;
-  double v = 0;
-  auto res = std::from_chars(begin, end, v, std::chars_format::general);
-  if (res.ec != std::errc() || res.ptr != end || !std::isfinite(v)) return std::nullopt;
-  return v;
-}
-
 std::optional<bool> ParseBool(const std::string& text) {
   if (text == "true" || text == "True" || text == "TRUE") return true;
   if (text == "false" || text == "False" || text == "FALSE") return false;
@@ -667,11 +782,61 @@ const std::vector<ParamSpec>& Registry() {
   return registry;
 }
 
-const ParamSpec* FindParam(std::string_view name, ParamSection section) {
-  for (const ParamSpec& spec : Registry()) {
-    if (spec.section == section && spec.name == name) return &spec;
+const std::vector<std::string>& KnownDtypes() {
+  static const std::vector<std::string> dtypes = {"float32", "float16", "bfloat16", "float64", "int64",
+                                                  "int32",   "int16",   "int8",     "uint8",   "bool"};
+  return dtypes;
+}
+
+std::optional<DeviceName> ParseDeviceName(std::string_view text) {
+  if (text == "cpu") return DeviceName{};
+  if (text == "cuda") return DeviceName{true, 0};
+  if (!StartsWith(text, "cuda:")) return std::nullopt;
+  const std::optional<std::uint64_t> index = ParseUint(text.substr(5));
+  if (!index || *index > static_cast<std::uint64_t>(kMaxCudaIndex)) return std::nullopt;
+  return DeviceName{true, static_cast<int>(*index)};
+}
+
+std::optional<std::vector<std::vector<std::int64_t>>> ParseShapes(std::string_view text) {
+  std::vector<std::vector<std::int64_t>> shapes;
+  for (const std::string& one : Split(text, ';')) {
+    std::vector<std::int64_t> shape;
+    for (const std::string& piece : Split(one, ',')) {
+      const std::string dim = Trim(piece);
+      if (dim == "B") {
+        shape.push_back(kBatchDim);
+        continue;
+      }
+      const std::optional<std::uint64_t> n = ParseUint(dim);
+      if (!n || *n < 1 || *n > static_cast<std::uint64_t>(kMaxShapeDim)) return std::nullopt;
+      shape.push_back(static_cast<std::int64_t>(*n));
+    }
+    shapes.push_back(std::move(shape));
   }
-  return nullptr;
+  return shapes;
+}
+
+std::optional<std::vector<std::string>> ParseDtypes(std::string_view text) {
+  std::vector<std::string> dtypes;
+  const std::vector<std::string>& known = KnownDtypes();
+  for (const std::string& piece : Split(text, ';')) {
+    std::string name = Trim(piece);
+    if (std::find(known.begin(), known.end(), name) == known.end()) return std::nullopt;
+    dtypes.push_back(std::move(name));
+  }
+  return dtypes;
+}
+
+const ParamSpec* FindParam(std::string_view name, ParamSection section) {
+  // An index, built once: planning looks parameters up for every parameter of every cell.
+  static const auto* const index = [] {
+    auto* map = new std::map<std::pair<ParamSection, std::string_view>, const ParamSpec*>();
+    for (const ParamSpec& spec : Registry())
+      map->emplace(std::make_pair(spec.section, std::string_view(spec.name)), &spec);
+    return map;
+  }();
+  auto it = index->find(std::make_pair(section, name));
+  return it == index->end() ? nullptr : it->second;
 }
 
 bool ScopeValidForRunner(Scope scope, const std::string& runner_name) {
@@ -944,15 +1109,33 @@ std::string MarkdownTable(ParamSection section, std::optional<Scope> scope) {
   out << "|---|---|---|---|---|---|\n";
   for (const ParamSpec& spec : Registry()) {
     if (spec.section != section || (scope && spec.scope != *scope)) continue;
-    std::string def = spec.default_value ? "`" + DefaultText(spec) + "`" : DefaultText(spec);
-    std::string allowed = AllowedText(spec, /*brief=*/false);
     std::string help = spec.help;
     if (!spec.required_with.empty()) help += " Required with runner " + spec.required_with + ".";
-    out << "| `" << spec.name << "` | " << ParamTypeName(spec.type) << " | " << spec.unit << " | "
-        << EscapeMarkdownCell(def) << " | " << EscapeMarkdownCell(allowed) << " | "
-        << EscapeMarkdownCell(help) << " |\n";
+    out << RenderParamRowPrefix(spec) << " " << EscapeMarkdownCell(help) << " |\n";
   }
   return out.str();
+}
+
+// The cells of a Markdown table row, trimmed; a '|' escaped as "\|" stays inside its cell.
+std::vector<std::string> TableCells(const std::string& line) {
+  std::vector<std::string> cells;
+  std::string cell;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    if (line[i] == '\\' && i + 1 < line.size() && line[i + 1] == '|') {
+      cell += "\\|";
+      ++i;
+    } else if (line[i] == '|') {
+      cells.push_back(Trim(cell));
+      cell.clear();
+    } else {
+      cell += line[i];
+    }
+  }
+  cells.push_back(Trim(cell));
+  // The text before the first '|' and after the last one is not a cell.
+  if (!cells.empty()) cells.erase(cells.begin());
+  if (!cells.empty()) cells.pop_back();
+  return cells;
 }
 
 // The prose of the reference. It lives here, beside the tables it introduces, so the whole file
@@ -1031,7 +1214,14 @@ constexpr const char* kReferenceNull = R"md(
 ### Null runner (`runner: null`)
 
 The null runner does no work: it busy-waits `step_ms` per step, so dlbench's own overhead can be
-measured and every failure path tested without a GPU.
+measured and every failure path tested without a GPU. With `virtual_time: true` it busy-waits
+nothing: it reports the drawn step times on a virtual clock that starts at READY, so step times
+are exact and a long cell is simulated in milliseconds (the monitor analysis of such a cell is
+skipped, with a note). The step time is `step_ms` times independent factors: the jitter
+(`jitter_pct`, `jitter_dist`), a warm-up transient (`warmup_steps`, `warmup_factor`), a second mode
+(`bimodal_fraction`, `bimodal_factor`), a linear drift (`drift_pct_per_s`) and a level shift
+(`shift_at_step`, `shift_factor`); `runners/null/synthetic_steps.h` has the formula.
+`inject` provokes one failure each, the rows of docs/protocol.md's fault table.
 
 )md";
 
@@ -1107,6 +1297,63 @@ adding a cell to the matrix changes no other cell's seed.
 )md";
 
 }  // namespace
+
+std::string RenderParamRowPrefix(const ParamSpec& spec) {
+  const std::string def = spec.default_value ? "`" + DefaultText(spec) + "`" : DefaultText(spec);
+  return "| `" + spec.name + "` | " + ParamTypeName(spec.type) + " | " + spec.unit + " | " +
+         EscapeMarkdownCell(def) + " | " + EscapeMarkdownCell(AllowedText(spec, /*brief=*/false)) + " |";
+}
+
+std::string CheckRunnerDocTable(const std::string& markdown, const std::string& runner) {
+  const std::string marker = "<!-- registry-table: " + runner + " -->";
+  std::istringstream in(markdown);
+  std::string line;
+  bool found = false;
+  while (std::getline(in, line)) {
+    if (Trim(line) == marker) {
+      found = true;
+      break;
+    }
+  }
+  if (!found) return "no line '" + marker + "'\n";
+  std::vector<std::string> rows;
+  while (std::getline(in, line)) {
+    if (Trim(line).empty() && rows.empty()) continue;
+    if (!StartsWith(Trim(line), "|")) break;
+    rows.push_back(line);
+  }
+  // rows[0] is the header, rows[1] the |---| line.
+  const std::vector<const ParamSpec*> specs = CellParamsForRunner(runner);
+  std::string problems;
+  if (rows.size() < 2) return "no table after '" + marker + "'\n";
+  const std::vector<std::string> header = TableCells(rows[0]);
+  const std::vector<std::string> want_header = {"parameter", "type", "unit", "default", "allowed"};
+  if (header.size() <= want_header.size() ||
+      !std::equal(want_header.begin(), want_header.end(), header.begin())) {
+    problems += "header: want '| " + Join(want_header, " | ") + " | <notes...> |', have '" + rows[0] + "'\n";
+  }
+  const std::size_t have = rows.size() - 2;
+  for (std::size_t i = 0; i < std::max(have, specs.size()); ++i) {
+    if (i >= specs.size()) {
+      problems += "row " + std::to_string(i + 1) + ": not a parameter of runner " + runner + ": '" +
+                  rows[i + 2] + "'\n";
+      continue;
+    }
+    const std::string want = RenderParamRowPrefix(*specs[i]);
+    if (i >= have) {
+      problems += "row " + std::to_string(i + 1) + ": missing, want '" + want + " <notes> |'\n";
+      continue;
+    }
+    const std::vector<std::string> want_cells = TableCells(want + " x |");
+    const std::vector<std::string> have_cells = TableCells(rows[i + 2]);
+    if (have_cells.size() < want_cells.size() ||
+        !std::equal(want_cells.begin(), want_cells.end() - 1, have_cells.begin())) {
+      problems +=
+          "row " + std::to_string(i + 1) + ": want '" + want + " <notes> |', have '" + rows[i + 2] + "'\n";
+    }
+  }
+  return problems;
+}
 
 std::string RenderConfigReference() {
   std::string out = kReferenceIntro;

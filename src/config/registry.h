@@ -6,6 +6,7 @@
 // docs/config-reference.md) and cell labels all read this list; nothing else spells a key.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -49,6 +50,17 @@ enum class StringFormat {
   kDtypes,  // input dtypes: "float32;int64" (torch dtype names)
 };
 
+// What a cell parameter says about how long its cell takes, for plan's estimate without history.
+// A runner's knob that shapes its time declares it here, so plan reads the registry, not the
+// runner's parameter names.
+enum class EstimateHint {
+  kNone,
+  kStepMs,        // milliseconds per step (kNumber)
+  kSetupMs,       // milliseconds before READY (kNumber)
+  kWarmupSteps,   // the first this many steps are slower (kInt) ...
+  kWarmupFactor,  // ... by this factor (kNumber)
+};
+
 // One end of a numeric range.
 struct Bound {
   double value = 0.0;
@@ -79,7 +91,29 @@ struct ParamSpec {
   // value alone ("resnet50", "fp16").
   std::string label;
   std::string help;
+  EstimateHint estimate = EstimateHint::kNone;
 };
+
+// Limits of the string formats, part of what ValidateParamValue checks.
+inline constexpr int kMaxCudaIndex = 1023;                 // cuda:N with 0 <= N <= this
+inline constexpr std::int64_t kMaxShapeDim = 999'999'999;  // an input shape's dimension
+
+// The dtype names kDtypes accepts, in documented order (torch's names).
+const std::vector<std::string>& KnownDtypes();
+
+// The parsed forms of the string formats, for runners that use the values. Each returns nullopt
+// exactly when ValidateParamValue rejects the text for a parameter of that format.
+struct DeviceName {
+  bool cuda = false;
+  int index = 0;  // CUDA ordinal; 0 for "cuda" and for "cpu"
+};
+std::optional<DeviceName> ParseDeviceName(std::string_view text);
+// Shapes separated by ';', dimensions by ','; spaces around either are allowed. A dimension is
+// 1..kMaxShapeDim or "B" (the batch size), returned as kBatchDim.
+inline constexpr std::int64_t kBatchDim = -1;
+std::optional<std::vector<std::vector<std::int64_t>>> ParseShapes(std::string_view text);
+// Names from KnownDtypes separated by ';' (spaces around them allowed), in order.
+std::optional<std::vector<std::string>> ParseDtypes(std::string_view text);
 
 // Every entry, in documented order (top-level keys, measure keys, then cell parameters by scope).
 const std::vector<ParamSpec>& Registry();
@@ -122,6 +156,15 @@ std::optional<std::string> NearestKey(std::string_view key, const std::vector<st
 
 // Compact table of every key for `--help` (plain text, about 100 columns).
 std::string RenderParamHelp();
+
+// A runner's own documentation keeps a parameter table whose first columns come from the
+// registry: "| `name` | type | unit | default | allowed |", as the config reference renders them,
+// then the runner's notes. RenderParamRowPrefix is that start of one row (up to and including the
+// fifth '|'); CheckRunnerDocTable compares the table that follows the line
+// "<!-- registry-table: RUNNER -->" in `markdown` with the registry (one row per cell parameter
+// of the runner, in registry order) and returns the differences, one per line; empty: they agree.
+std::string RenderParamRowPrefix(const ParamSpec& spec);
+std::string CheckRunnerDocTable(const std::string& markdown, const std::string& runner);
 
 // The Markdown reference of the matrix file format; docs/config-reference.md is its output
 // (regenerate with `build/bin/dlbench-config-reference > docs/config-reference.md`).

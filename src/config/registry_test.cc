@@ -4,9 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <ostream>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "common/files.h"
 
@@ -99,26 +101,26 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, ParseParamTextTest,
     ::testing::Values(
         ParseCase{"batch_size", "8", "8", nullptr}, ParseCase{"batch_size", "+8", "8", nullptr},
-        ParseCase{"batch_size", "-4", nullptr, "expected an integer >= 1 (got '-4')"},
-        ParseCase{"batch_size", "0", nullptr, "expected an integer >= 1 (got '0')"},
-        ParseCase{"batch_size", "1.5", nullptr, "expected an integer >= 1 (got '1.5')"},
-        ParseCase{"batch_size", "0x10", nullptr, "expected an integer >= 1 (got '0x10')"},
+        ParseCase{"batch_size", "-4", nullptr, "expected an integer between 1 and 1048576 (got '-4')"},
+        ParseCase{"batch_size", "0", nullptr, "expected an integer between 1 and 1048576 (got '0')"},
+        ParseCase{"batch_size", "1.5", nullptr, "expected an integer between 1 and 1048576 (got '1.5')"},
+        ParseCase{"batch_size", "0x10", nullptr, "expected an integer between 1 and 1048576 (got '0x10')"},
         ParseCase{"batch_size", "99999999999999999999", nullptr,
-                  "expected an integer >= 1 (got '99999999999999999999')"},
-        ParseCase{"batch_size", "", nullptr, "expected an integer >= 1 (got '')"},
+                  "expected an integer between 1 and 1048576 (got '99999999999999999999')"},
+        ParseCase{"batch_size", "", nullptr, "expected an integer between 1 and 1048576 (got '')"},
         ParseCase{"exit_code", "255", "255", nullptr},
         ParseCase{"exit_code", "256", nullptr, "expected an integer between 1 and 255 (got '256')"},
         ParseCase{"step_ms", "2", "2.0", nullptr}, ParseCase{"step_ms", "1e-3", "0.001", nullptr},
         ParseCase{"step_ms", "0", "0.0", nullptr},
-        ParseCase{"step_ms", "-0.5", nullptr, "expected a number >= 0 (got '-0.5')"},
-        ParseCase{"step_ms", "nan", nullptr, "expected a number >= 0 (got 'nan')"},
-        ParseCase{"step_ms", "inf", nullptr, "expected a number >= 0 (got 'inf')"},
-        ParseCase{"step_ms", "fast", nullptr, "expected a number >= 0 (got 'fast')"},
+        ParseCase{"step_ms", "-0.5", nullptr, "expected a number between 0 and 3600000 (got '-0.5')"},
+        ParseCase{"step_ms", "nan", nullptr, "expected a number between 0 and 3600000 (got 'nan')"},
+        ParseCase{"step_ms", "inf", nullptr, "expected a number between 0 and 3600000 (got 'inf')"},
+        ParseCase{"step_ms", "fast", nullptr, "expected a number between 0 and 3600000 (got 'fast')"},
         ParseCase{"target_rel_ci", "1", nullptr, "expected a number > 0 and < 1 (got '1')"},
         ParseCase{"target_rel_ci", "0", nullptr, "expected a number > 0 and < 1 (got '0')"},
         ParseCase{"target_rel_ci", "0.01", "0.01", nullptr},
         ParseCase{"ci_level", "0.5", nullptr, "expected a number > 0.5 and < 1 (got '0.5')"},
-        ParseCase{"timeout_s", "0", nullptr, "expected a number > 0 (got '0')"},
+        ParseCase{"timeout_s", "0", nullptr, "expected a number > 0 and <= 604800 (got '0')"},
         ParseCase{"precision", "bf16", "\"bf16\"", nullptr},
         ParseCase{"precision", "fp64", nullptr, "expected one of fp32, tf32, bf16, fp16, int8 (got 'fp64')"},
         ParseCase{"precision", "FP16", nullptr, "expected one of fp32, tf32, bf16, fp16, int8 (got 'FP16')"},
@@ -144,9 +146,12 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(RegistryTest, ValidateParamValueChecksTypedValues) {
   const ParamSpec& batch = *FindParam("batch_size", ParamSection::kCell);
   EXPECT_TRUE(ValidateParamValue(batch, Value(4)).ok());
-  EXPECT_EQ(ValidateParamValue(batch, Value(0)).error().message, "expected an integer >= 1 (got '0')");
-  EXPECT_EQ(ValidateParamValue(batch, Value(2.0)).error().message, "expected an integer >= 1 (got '2.0')");
-  EXPECT_EQ(ValidateParamValue(batch, Value("8")).error().message, "expected an integer >= 1 (got '8')");
+  EXPECT_EQ(ValidateParamValue(batch, Value(0)).error().message,
+            "expected an integer between 1 and 1048576 (got '0')");
+  EXPECT_EQ(ValidateParamValue(batch, Value(2.0)).error().message,
+            "expected an integer between 1 and 1048576 (got '2.0')");
+  EXPECT_EQ(ValidateParamValue(batch, Value("8")).error().message,
+            "expected an integer between 1 and 1048576 (got '8')");
   const ParamSpec& step = *FindParam("step_ms", ParamSection::kCell);
   EXPECT_TRUE(ValidateParamValue(step, Value(2)).ok()) << "an integer is a valid number";
   EXPECT_FALSE(ValidateParamValue(step, Value(true)).ok());
@@ -236,9 +241,10 @@ TEST(RegistryTest, NearestKeySuggestsOnlyCloseKeys) {
 }
 
 TEST(RegistryTest, DescribeExpectedNamesTheRule) {
-  EXPECT_EQ(DescribeExpected(*FindParam("world_size", ParamSection::kCell)), "an integer >= 1");
+  EXPECT_EQ(DescribeExpected(*FindParam("world_size", ParamSection::kCell)), "an integer between 1 and 1024");
   EXPECT_EQ(DescribeExpected(*FindParam("scenario", ParamSection::kCell)), "one of train, infer");
-  EXPECT_EQ(DescribeExpected(*FindParam("warmup_factor", ParamSection::kCell)), "a number >= 1");
+  EXPECT_EQ(DescribeExpected(*FindParam("warmup_factor", ParamSection::kCell)),
+            "a number between 1 and 1000");
   EXPECT_EQ(DescribeExpected(*FindParam("model", ParamSection::kCell)), "a string");
   EXPECT_EQ(DescribeExpected(*FindParam("runner", ParamSection::kTopLevel)),
             "null, torch or a mapping {command: [argv...]}");
@@ -267,6 +273,102 @@ TEST(RegistryTest, ConfigReferenceDocIsUpToDate) {
       << "docs/config-reference.md is stale. Regenerate it from the registry:\n"
       << "  cmake --build BUILD --target dlbench-config-reference && "
          "BUILD/bin/dlbench-config-reference > docs/config-reference.md";
+}
+
+// The string formats' parsers accept exactly what validation accepts, and return the parts.
+TEST(RegistryTest, FormatParsersAndTheirLimits) {
+  EXPECT_EQ(ParseDeviceName("cpu")->cuda, false);
+  EXPECT_EQ(ParseDeviceName("cuda")->index, 0);
+  EXPECT_EQ(ParseDeviceName("cuda:1023")->index, kMaxCudaIndex);
+  for (const char* bad : {"cuda:1024", "cuda:", "cuda:-1", "cuda:+1", "cuda: 1", "gpu", "CPU", ""}) {
+    EXPECT_FALSE(ParseDeviceName(bad)) << bad;
+    EXPECT_FALSE(ValidateParamValue(*FindParam("device", ParamSection::kCell), Value(bad)).ok()) << bad;
+  }
+  const auto shapes = ParseShapes("B,3,224,224; B , 16");
+  ASSERT_TRUE(shapes);
+  EXPECT_EQ(*shapes, (std::vector<std::vector<std::int64_t>>{{kBatchDim, 3, 224, 224}, {kBatchDim, 16}}));
+  EXPECT_TRUE(ParseShapes("999999999"));
+  for (const char* bad : {"1000000000", "B,0", "", "B,3;", "b", "B,-1"})
+    EXPECT_FALSE(ParseShapes(bad)) << bad;
+  EXPECT_EQ(*ParseDtypes("float32; int64"), (std::vector<std::string>{"float32", "int64"}));
+  for (const char* bad : {"float", "float32;", "", "half"}) EXPECT_FALSE(ParseDtypes(bad)) << bad;
+  EXPECT_EQ(KnownDtypes().size(), 10u);
+}
+
+// Bounds that the torch runner enforces are the registry's own: lr > 0, threads 1..4096.
+TEST(RegistryTest, RunnerBoundsLiveHere) {
+  const ParamSpec& lr = *FindParam("lr", ParamSection::kCell);
+  EXPECT_FALSE(ValidateParamValue(lr, Value(0.0)).ok());
+  EXPECT_TRUE(ValidateParamValue(lr, Value(1e-9)).ok());
+  const ParamSpec& threads = *FindParam("threads", ParamSection::kCell);
+  EXPECT_TRUE(ValidateParamValue(threads, Value(4096)).ok());
+  EXPECT_FALSE(ValidateParamValue(threads, Value(4097)).ok());
+}
+
+// plan's estimate reads these hints instead of the null runner's parameter names.
+TEST(RegistryTest, EstimateHintsAreOnNumbersOfTheNullRunner) {
+  std::set<EstimateHint> hints;
+  for (const ParamSpec& spec : Registry()) {
+    if (spec.estimate == EstimateHint::kNone) continue;
+    SCOPED_TRACE(spec.name);
+    EXPECT_TRUE(hints.insert(spec.estimate).second) << "one parameter per hint and scope";
+    EXPECT_EQ(spec.scope, Scope::kNull);
+    EXPECT_TRUE(spec.type == ParamType::kNumber || spec.type == ParamType::kInt);
+    EXPECT_TRUE(spec.default_value.has_value());
+  }
+  EXPECT_EQ(hints.size(), 4u);
+}
+
+std::string ReadDoc(const std::string& name) {
+  Result<std::string> text = ReadFile(std::string(DLBENCH_SOURCE_DIR) + "/docs/" + name);
+  EXPECT_TRUE(text.ok()) << text.error().message;
+  return text.ok() ? *text : "";
+}
+
+// docs/torch-runner.md's parameter table starts every row with the registry's columns (name, type,
+// unit, default, allowed) and lists every parameter of the runner, in registry order; the notes
+// after them are the runner's own.
+TEST(RegistryTest, RunnerDocTablesMatchTheRegistry) {
+  EXPECT_EQ(CheckRunnerDocTable(ReadDoc("torch-runner.md"), "torch"), "")
+      << "docs/torch-runner.md's parameter table differs from the registry (want the rows shown)";
+}
+
+TEST(RegistryTest, CheckRunnerDocTableFindsDrift) {
+  std::string table =
+      "<!-- registry-table: null -->\n| parameter | type | unit | default | allowed | notes |\n|---|\n";
+  for (const ParamSpec* spec : CellParamsForRunner("null"))
+    table += RenderParamRowPrefix(*spec) + " note |\n";
+  EXPECT_EQ(CheckRunnerDocTable(table, "null"), "");
+  std::string stale = table;
+  const std::string row = RenderParamRowPrefix(*FindParam("step_ms", ParamSection::kCell));
+  stale.replace(stale.find(row), row.size(), "| `step_ms` | number | ms | `2.0` | >= 0 |");
+  EXPECT_NE(CheckRunnerDocTable(stale, "null").find("want '" + row), std::string::npos);
+  EXPECT_NE(CheckRunnerDocTable(table.substr(0, table.rfind("\n| `") + 1), "null").find("missing"),
+            std::string::npos);
+  EXPECT_NE(CheckRunnerDocTable("no marker", "null"), "");
+}
+
+// docs/models.md names each model's size options; each is a torch parameter of the registry, and
+// every size knob of the registry (default: the model's standard size) appears there.
+TEST(RegistryTest, ModelDocNamesRegistryOptions) {
+  const std::string doc = ReadDoc("models.md");
+  std::set<std::string> named;
+  std::size_t at = 0;
+  while ((at = doc.find("| `", at)) != std::string::npos) {
+    const std::size_t end = doc.find('`', at + 3);
+    named.insert(doc.substr(at + 3, end - at - 3));
+    at = end;
+  }
+  ASSERT_FALSE(named.empty());
+  for (const std::string& name : named) {
+    const ParamSpec* spec = FindParam(name, ParamSection::kCell);
+    EXPECT_TRUE(spec != nullptr && spec->scope == Scope::kTorch) << name << " in docs/models.md";
+  }
+  for (const ParamSpec* spec : CellParamsForRunner("torch")) {
+    if (spec->default_text == "model's standard" && spec->name != "lr") {
+      EXPECT_TRUE(named.count(spec->name)) << spec->name << " is missing from docs/models.md";
+    }
+  }
 }
 
 }  // namespace

@@ -7,10 +7,13 @@
 #include <map>
 #include <set>
 
+#include "common/hash.h"
+#include "common/text.h"
 #include "history/samples.h"
 #include "plan/plan.h"
 #include "record/metrics.h"
 #include "stats/descriptive.h"
+#include "stats/distributions.h"
 #include "stats/inference.h"
 #include "stats/random.h"
 
@@ -93,6 +96,11 @@ int Comparison::CountVerdict(Verdict verdict) const {
                                         [&](const CellComparison& c) { return c.verdict == verdict; }));
 }
 
+double Comparison::MatchedShare() const {
+  const std::size_t base_cells = cells.size() + only_in_base.size();
+  return base_cells == 0 ? 1.0 : static_cast<double>(cells.size()) / static_cast<double>(base_cells);
+}
+
 bool Comparison::EnvironmentDecisive() const {
   return std::any_of(environment_changes.begin(), environment_changes.end(),
                      [](const EnvironmentChange& c) { return c.decides_comparability; });
@@ -106,13 +114,16 @@ constexpr double kP99 = 0.99;
 struct Side {
   std::vector<const record::CellRecord*> cells;  // every stored repetition
   int ok_repetitions = 0;
-  std::vector<double> step_ns;        // measured step times of the ok repetitions, in order
-  std::vector<double> ns_per_sample;  // the same steps' time per sample
-  double total_ns = 0;
-  double total_samples = 0;
+  std::vector<double> step_ns;  // measured step times of the ok repetitions, in order
+  // Each measured step's period per sample: from its start to the next step's start (the last:
+  // to its end), so the periods of a repetition add up to its measured window and throughput
+  // here is samples / window, the stored samples_per_s's definition (record/metrics.h).
+  std::vector<double> period_ns_per_sample;
+  std::vector<double> rep_values;            // the metric of each ok repetition, in MetricUnit()
+  std::string contended;                     // the reason of a contended repetition, if any
   std::vector<StepBatch> batches;            // the same steps cut per repetition (p99's blocks)
   std::vector<std::string> outcomes;         // of the repetitions that did not
-  std::vector<std::string> invalid_reasons;  // of ok repetitions the measurement marked invalid
+  std::vector<std::string> invalid_reasons;  // of ok repetitions whose verdict is not usable
   std::vector<double> stored_values;         // the stored metric of ok repetitions (energy)
   std::int64_t steps = 0;
 };
@@ -126,7 +137,7 @@ Side Pool(const std::vector<const record::CellRecord*>& cells, Metric metric) {
       continue;
     }
     ++side.ok_repetitions;
-    if (cell->verdict == record::Verdict::kInvalid) {
+    if (record::IsUnreliable(cell->verdict)) {
       std::string reasons;
       for (const auto& r : cell->verdict_reasons) {
         if (!reasons.empty()) reasons += ", ";
@@ -134,15 +145,26 @@ Side Pool(const std::vector<const record::CellRecord*>& cells, Metric metric) {
       }
       side.invalid_reasons.push_back(reasons.empty() ? std::string(record::Name(cell->verdict)) : reasons);
     }
+    if (cell->verdict == record::Verdict::kContended && side.contended.empty()) {
+      for (const auto& r : cell->verdict_reasons) {
+        if (r.is_string() && record::VerdictOfReason(r.get<std::string>()) == record::Verdict::kContended)
+          side.contended = r.get<std::string>();
+      }
+    }
     // Each repetition is cut on its own: a batch never spans two processes.
     const std::vector<record::StepRecord> steps = MeasuredSteps(*cell);
     side.steps += static_cast<std::int64_t>(steps.size());
-    for (const record::StepRecord& r : steps) {
+    double rep_ns = 0, rep_samples = 0;
+    std::vector<double> rep_step_ns;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      const record::StepRecord& r = steps[i];
       const auto ns = static_cast<double>(r.end_ns - r.start_ns);
+      const auto period = static_cast<double>(i + 1 < steps.size() ? steps[i + 1].start_ns - r.start_ns : ns);
       side.step_ns.push_back(ns);
-      side.ns_per_sample.push_back(r.samples > 0 ? ns / r.samples : ns);
-      side.total_ns += ns;
-      side.total_samples += r.samples;
+      rep_step_ns.push_back(ns);
+      side.period_ns_per_sample.push_back(r.samples > 0 ? period / r.samples : period);
+      rep_ns += ns;
+      rep_samples += r.samples;
     }
     std::vector<StepBatch> batches = CutBatches(steps);
     side.batches.insert(side.batches.end(), std::make_move_iterator(batches.begin()),
@@ -151,17 +173,20 @@ Side Pool(const std::vector<const record::CellRecord*>& cells, Metric metric) {
       if (m.name == StoredMetricName(metric))
         side.stored_values.push_back(m.value * StoredMetricScale(metric));
     }
+    // The repetition's own figure, by the stored metric's definition.
+    if (metric == Metric::kEnergy) continue;
+    if (steps.empty()) continue;
+    if (metric == Metric::kThroughput) {
+      const double window_s = static_cast<double>(steps.back().end_ns - steps.front().start_ns) * 1e-9;
+      if (window_s > 0) side.rep_values.push_back(rep_samples / window_s);
+    } else if (metric == Metric::kStepTime) {
+      side.rep_values.push_back(rep_ns / static_cast<double>(steps.size()) * 1e-6);
+    } else {
+      side.rep_values.push_back(stats::Quantile(rep_step_ns, kP99) * 1e-6);
+    }
   }
+  if (metric == Metric::kEnergy) side.rep_values = side.stored_values;
   return side;
-}
-
-std::string Join(const std::vector<std::string>& items, const char* separator) {
-  std::string out;
-  for (const auto& item : items) {
-    if (!out.empty()) out += separator;
-    out += item;
-  }
-  return out;
 }
 
 // Why a side cannot be compared, or empty when it can.
@@ -183,14 +208,12 @@ std::string Unusable(const Side& side, const char* name, Metric metric) {
   return "";
 }
 
-// FNV-1a: a seed per key that does not depend on the standard library's hash.
+// A seed per key that does not depend on the standard library's hash: FNV-1a from a basis that
+// mixes in the comparison's seed. The basis is the one compare has always used (not FNV's offset
+// basis); keeping it keeps every bootstrap interval's draws what they were.
 std::uint64_t KeySeed(std::uint64_t seed, const std::string& key) {
-  std::uint64_t h = 1469598103934665603ull ^ seed;
-  for (unsigned char c : key) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
+  constexpr std::uint64_t kKeySeedBasis = 1469598103934665603ull;
+  return Fnv1a64(key, kKeySeedBasis ^ seed);
 }
 
 double Mean(const std::vector<double>& v) { return stats::ComputeMoments(v).mean; }
@@ -247,7 +270,7 @@ stats::RatioEstimate BootstrapP99Ratio(const std::vector<StepBatch>& base,
 }
 
 void Decide(CellComparison& cell, const CompareOptions& options) {
-  if (!cell.q_value || !cell.ci_low || !cell.ci_high) return;
+  if (!cell.q_value || !cell.ci_low || !cell.ci_high || cell.contended) return;
   const bool significant = *cell.q_value < options.alpha;
   const bool above = *cell.ci_low > 1 + options.threshold;
   const bool below = *cell.ci_high < 1 - options.threshold;
@@ -257,8 +280,49 @@ void Decide(CellComparison& cell, const CompareOptions& options) {
   cell.verdict = better ? Verdict::kFaster : Verdict::kSlower;
 }
 
+// The within-run bootstrap sees only the noise inside one process; runs differ by more (clocks,
+// placement, autotuning choices). With two or more repetitions a side, the t-interval across
+// repetitions is computed and the wider of the two intervals used; with fewer, a noise floor
+// learned from history (the between-run CV of this key) widens the bootstrap's interval in log
+// space: half-width' = sqrt(half-width^2 + (z cv sqrt 2)^2), and the p-value follows.
+void WidenForProcessNoise(const Side& base, const Side& candidate, const std::string& key,
+                          const CompareOptions& options, const NoiseFloors& noise, CellComparison& out) {
+  const double r = *out.ratio;
+  const double z = stats::NormalQuantile((1 + options.confidence_level) / 2);
+  const double lo = std::log(r / *out.ci_low), hi = std::log(*out.ci_high / r);
+  if (base.rep_values.size() >= 2 && candidate.rep_values.size() >= 2) {
+    stats::RatioEstimate between =
+        stats::RatioOfMeansTInterval(base.rep_values, candidate.rep_values, options.confidence_level);
+    if (!std::isfinite(between.ratio)) return;
+    out.between_ci_low = between.ci.low;
+    out.between_ci_high = between.ci.high;
+    if (between.ci.high - between.ci.low > *out.ci_high - *out.ci_low) {
+      out.ci_low = between.ci.low;
+      out.ci_high = between.ci.high;
+      out.p_value = std::max(*out.p_value, between.p_value);
+      out.interval_method =
+          fmt::format("t-interval across {} and {} repetitions (wider than the within-run one)",
+                      base.rep_values.size(), candidate.rep_values.size());
+    } else {
+      out.interval_method += fmt::format(" (wider than the t-interval across {} and {} repetitions)",
+                                         base.rep_values.size(), candidate.rep_values.size());
+    }
+    return;
+  }
+  auto it = noise.find(key);
+  if (!options.use_history_noise || it == noise.end() || !(it->second > 0)) return;
+  const double e = z * it->second * std::sqrt(2.0);
+  out.noise_floor_cv = it->second;
+  out.ci_low = r * std::exp(-std::sqrt(lo * lo + e * e));
+  out.ci_high = r * std::exp(std::sqrt(hi * hi + e * e));
+  const double se = (std::sqrt(lo * lo + e * e) + std::sqrt(hi * hi + e * e)) / (2 * z);
+  out.p_value = std::max(*out.p_value, std::min(1.0, 2 * (1 - stats::NormalCdf(std::abs(std::log(r)) / se))));
+  out.interval_method +=
+      fmt::format(" widened by the history noise floor (between-run CV {:.2f}%)", 100 * it->second);
+}
+
 CellComparison CompareCell(const std::string& key, const Side& base, const Side& candidate,
-                           const CompareOptions& options) {
+                           const CompareOptions& options, const NoiseFloors& noise) {
   CellComparison out;
   out.key = key;
   const record::CellRecord& first = *base.cells.front();
@@ -270,10 +334,9 @@ CellComparison CompareCell(const std::string& key, const Side& base, const Side&
   out.candidate_steps = candidate.steps;
 
   std::vector<std::string> notes;
-  if (!base.invalid_reasons.empty())
-    notes.push_back("base marked invalid: " + Join(base.invalid_reasons, "; "));
+  if (!base.invalid_reasons.empty()) notes.push_back("base not valid: " + Join(base.invalid_reasons, "; "));
   if (!candidate.invalid_reasons.empty()) {
-    notes.push_back("candidate marked invalid: " + Join(candidate.invalid_reasons, "; "));
+    notes.push_back("candidate not valid: " + Join(candidate.invalid_reasons, "; "));
   }
   const Metric metric = options.metric;
   const std::string base_why = Unusable(base, "base", metric);
@@ -289,9 +352,10 @@ CellComparison CompareCell(const std::string& key, const Side& base, const Side&
   }
 
   const std::uint64_t seed = KeySeed(options.seed, key);
+  // A cell's figure is the mean over its repetitions, each by the stored metric's definition.
+  out.base_value = Mean(base.rep_values);
+  out.candidate_value = Mean(candidate.rep_values);
   if (metric == Metric::kEnergy) {
-    out.base_value = Mean(base.stored_values);
-    out.candidate_value = Mean(candidate.stored_values);
     if (*out.base_value > 0) {
       out.ratio = *out.candidate_value / *out.base_value;
       out.verdict = std::abs(*out.ratio - 1) > options.threshold ? Verdict::kChanged : Verdict::kNoChange;
@@ -303,45 +367,96 @@ CellComparison CompareCell(const std::string& key, const Side& base, const Side&
       double candidate_p99 = 0;
       est = BootstrapP99Ratio(base.batches, candidate.batches, options.confidence_level,
                               options.bootstrap_iterations, seed, base_p99, candidate_p99);
-      out.base_value = base_p99 * 1e-6;
-      out.candidate_value = candidate_p99 * 1e-6;
     } else if (metric == Metric::kStepTime) {
       est = stats::BootstrapRatioOfMeans(base.step_ns, candidate.step_ns, options.confidence_level,
                                          options.bootstrap_iterations, seed);
-      out.base_value = base.total_ns / static_cast<double>(base.step_ns.size()) * 1e-6;
-      out.candidate_value = candidate.total_ns / static_cast<double>(candidate.step_ns.size()) * 1e-6;
     } else {
-      // Throughput is the reciprocal of the time per sample, so its ratio and interval are the
-      // reciprocals of the time-per-sample ones (exact when every step has the same batch).
+      // Throughput is the reciprocal of the period per sample, so its ratio and interval are the
+      // reciprocals of the period-per-sample ones (exact when every step has the same batch).
       const stats::RatioEstimate time =
-          stats::BootstrapRatioOfMeans(base.ns_per_sample, candidate.ns_per_sample, options.confidence_level,
-                                       options.bootstrap_iterations, seed);
+          stats::BootstrapRatioOfMeans(base.period_ns_per_sample, candidate.period_ns_per_sample,
+                                       options.confidence_level, options.bootstrap_iterations, seed);
       est.ratio = 1 / time.ratio;
       est.ci.low = 1 / time.ci.high;
       est.ci.high = 1 / time.ci.low;
       est.p_value = time.p_value;
-      out.base_value = base.total_samples / (base.total_ns * 1e-9);
-      out.candidate_value = candidate.total_samples / (candidate.total_ns * 1e-9);
+    }
+    // The point estimate is the ratio of the cells' figures; the bootstrap gives its spread.
+    if (*out.base_value > 0 && std::isfinite(est.ratio) && est.ratio > 0) {
+      const double r = *out.candidate_value / *out.base_value;
+      est.ci.low *= r / est.ratio;
+      est.ci.high *= r / est.ratio;
+      est.ratio = r;
     }
     if (std::isfinite(est.ratio) && std::isfinite(est.ci.low) && std::isfinite(est.ci.high)) {
       out.ratio = est.ratio;
+      out.within_ci_low = est.ci.low;
+      out.within_ci_high = est.ci.high;
       out.ci_low = est.ci.low;
       out.ci_high = est.ci.high;
       out.p_value = est.p_value;
+      out.interval_method = "within-run block bootstrap";
+      WidenForProcessNoise(base, candidate, key, options, noise, out);
     }
   }
   if (!out.ratio) {
     out.verdict = Verdict::kNotComparable;
     notes.insert(notes.begin(), "no finite ratio (the base value is 0)");
   }
+  if (!base.contended.empty() || !candidate.contended.empty()) {
+    out.contended = true;
+    notes.insert(notes.begin(), "not judged: a side was contended (" +
+                                    (base.contended.empty() ? candidate.contended : base.contended) + ")");
+  }
   out.note = Join(notes, "; ");
   return out;
 }
 
-std::map<std::string, std::vector<const record::CellRecord*>> ByKey(
-    const std::vector<record::CellRecord>& cells, const std::vector<std::string>& ignore) {
+// The run's cells by matching key. Repetitions of one cell share a key and are pooled; distinct
+// cells that share one only because parameters were ignored would blend two configurations into
+// one figure, so that is refused, naming them.
+Result<std::map<std::string, std::vector<const record::CellRecord*>>> ByKey(
+    const RunData& data, const std::vector<std::string>& ignore) {
   std::map<std::string, std::vector<const record::CellRecord*>> out;
-  for (const record::CellRecord& c : cells) out[MatchKey(c, ignore)].push_back(&c);
+  for (const record::CellRecord& c : data.cells) out[MatchKey(c, ignore)].push_back(&c);
+  std::vector<std::string> blended;
+  for (const auto& [key, cells] : out) {
+    std::vector<std::string> labels;
+    std::set<std::string> distinct;
+    for (const auto* c : cells) {
+      if (distinct.insert(c->key).second) labels.push_back(c->label.empty() ? c->key : c->label);
+    }
+    if (distinct.size() > 1 && blended.size() < 3) blended.push_back(Join(labels, " and "));
+  }
+  if (!blended.empty()) {
+    return MakeError(
+        ErrorKind::kInvalidInput,
+        fmt::format("--ignore-param {} would pool distinct cells of run {} into one: {}; ignore fewer "
+                    "parameters, or select cells with --only so each key stands for one cell",
+                    Join(ignore, ","), data.run.id, Join(blended, "; ")));
+  }
+  return out;
+}
+
+// The parameters whose values differ between the two sides' cells: "precision: fp32 -> bf16".
+std::vector<std::string> DifferingParams(const RunData& base, const RunData& candidate) {
+  std::map<std::string, std::pair<std::set<std::string>, std::set<std::string>>> values;
+  for (const auto& c : base.cells) {
+    if (!c.params.is_object()) continue;
+    for (const auto& [k, v] : c.params.items()) values[k].first.insert(v.dump());
+  }
+  for (const auto& c : candidate.cells) {
+    if (!c.params.is_object()) continue;
+    for (const auto& [k, v] : c.params.items()) values[k].second.insert(v.dump());
+  }
+  std::vector<std::string> out;
+  for (const auto& [name, sides] : values) {
+    if (sides.first == sides.second) continue;
+    auto list = [](const std::set<std::string>& s) {
+      return s.empty() ? std::string("(absent)") : Join(std::vector<std::string>(s.begin(), s.end()), ", ");
+    };
+    out.push_back(fmt::format("{}: {} -> {}", name, list(sides.first), list(sides.second)));
+  }
   return out;
 }
 
@@ -356,7 +471,8 @@ std::string MatchKey(const record::CellRecord& cell, const std::vector<std::stri
   return plan::CellKey(params);
 }
 
-Comparison CompareRunData(const RunData& base, const RunData& candidate, const CompareOptions& options) {
+Result<Comparison> CompareRunData(const RunData& base, const RunData& candidate,
+                                  const CompareOptions& options, const NoiseFloors& noise) {
   Comparison cmp;
   cmp.base_run_id = base.run.id;
   cmp.candidate_run_id = candidate.run.id;
@@ -367,8 +483,12 @@ Comparison CompareRunData(const RunData& base, const RunData& candidate, const C
   cmp.options = options;
   cmp.environment_changes = DiffEnvironments(base.run.environment, candidate.run.environment);
 
-  const auto base_keys = ByKey(base.cells, options.ignore_params);
-  const auto candidate_keys = ByKey(candidate.cells, options.ignore_params);
+  auto base_by_key = ByKey(base, options.ignore_params);
+  if (!base_by_key.ok()) return base_by_key.error();
+  auto candidate_by_key = ByKey(candidate, options.ignore_params);
+  if (!candidate_by_key.ok()) return candidate_by_key.error();
+  const auto& base_keys = *base_by_key;
+  const auto& candidate_keys = *candidate_by_key;
   for (const auto& [key, cells] : base_keys) {
     const auto match = candidate_keys.find(key);
     if (match == candidate_keys.end()) {
@@ -376,11 +496,13 @@ Comparison CompareRunData(const RunData& base, const RunData& candidate, const C
       continue;
     }
     cmp.cells.push_back(
-        CompareCell(key, Pool(cells, options.metric), Pool(match->second, options.metric), options));
+        CompareCell(key, Pool(cells, options.metric), Pool(match->second, options.metric), options, noise));
   }
   for (const auto& [key, cells] : candidate_keys) {
     if (base_keys.count(key) == 0) cmp.only_in_candidate.push_back({key, cells.front()->label});
   }
+  if (!cmp.only_in_base.empty() || !cmp.only_in_candidate.empty())
+    cmp.differing_params = DifferingParams(base, candidate);
 
   // One family of tests: the whole matrix. Controlling the false-discovery rate over it is what
   // keeps a 40-cell matrix from producing two "regressions" by chance on every run.
@@ -416,6 +538,36 @@ Result<RunData> LoadRun(store::ResultStore& store, const std::string& ref) {
   return RunData{std::move(run).value(), std::move(cells).value()};
 }
 
+// The between-run CV of each of the base's keys: the stored metric of every earlier run of that
+// key in the base's environment (ok and valid; the two compared runs left out), a run's
+// repetitions averaged, once at least kNoiseFloorMinRuns runs are there.
+Result<NoiseFloors> LearnNoiseFloors(store::ResultStore& store, const RunData& base,
+                                     std::int64_t candidate_id, Metric metric) {
+  NoiseFloors out;
+  std::set<std::string> keys;
+  for (const auto& c : base.cells) keys.insert(c.key);
+  for (const std::string& key : keys) {
+    auto history = store.CellHistory(key);
+    if (!history.ok()) return history.error();
+    std::map<std::int64_t, std::vector<double>> by_run;
+    for (const auto& [run, cell] : *history) {
+      if (run.id == base.run.id || run.id == candidate_id ||
+          run.environment_hash != base.run.environment_hash)
+        continue;
+      if (cell.outcome != record::Outcome::kOk || !record::IsUsable(cell.verdict)) continue;
+      if (auto v = record::MetricValue(cell, StoredMetricName(metric)); v && std::isfinite(*v)) {
+        by_run[run.id].push_back(*v);
+      }
+    }
+    if (by_run.size() < static_cast<std::size_t>(kNoiseFloorMinRuns)) continue;
+    std::vector<double> run_means;
+    for (const auto& [id, values] : by_run) run_means.push_back(Mean(values));
+    const stats::Moments m = stats::ComputeMoments(run_means);
+    if (m.mean > 0 && std::isfinite(m.stddev)) out[key] = m.stddev / m.mean;
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<Comparison> CompareStoredRuns(store::ResultStore& store, const std::string& base_ref,
@@ -433,7 +585,15 @@ Result<Comparison> CompareStoredRuns(store::ResultStore& store, const std::strin
   if (!base.ok()) return base.error();
   auto candidate = LoadRun(store, candidate_ref);
   if (!candidate.ok()) return candidate.error();
-  Comparison cmp = CompareRunData(*base, *candidate, options);
+  NoiseFloors noise;
+  if (options.use_history_noise) {
+    auto floors = LearnNoiseFloors(store, *base, candidate->run.id, options.metric);
+    if (!floors.ok()) return floors.error();
+    noise = std::move(*floors);
+  }
+  auto compared = CompareRunData(*base, *candidate, options, noise);
+  if (!compared.ok()) return compared.error();
+  Comparison cmp = std::move(*compared);
   if (options.strict && cmp.EnvironmentDecisive()) {
     std::vector<std::string> named;
     for (const EnvironmentChange& c : cmp.environment_changes) {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -61,8 +62,18 @@ struct CompareOptions {
   bool strict = false;
   // Parameters left out when matching cells, to compare across a deliberate change ("what did
   // batch_size 64 cost against 32", or a version recorded as a parameter). Empty: match by
-  // CellRecord::key. Two cells of one run that then match are pooled as repetitions.
+  // CellRecord::key. Only repetitions of one cell are pooled: when leaving a parameter out makes
+  // distinct cells of one run match, CompareStoredRuns refuses, naming them.
   std::vector<std::string> ignore_params;
+  // With --fail-on-regression, the share of the base's cells that must find a match for the
+  // comparison to count as a gate (Comparison::MatchedShare); below it the CLI exits
+  // kExitTooFewMatched, so a gate cannot pass because nothing was compared.
+  double min_matched_share = 0.5;
+  // Between-run noise learned from history when a side has fewer than 2 repetitions
+  // (NoiseFloor): the relative spread of this cell's stored metric across earlier runs in the
+  // same environment widens the ratio's interval. Off in CompareRunData's unit tests' default
+  // data, which has no history; CompareStoredRuns fills it from the store.
+  bool use_history_noise = true;
 };
 
 // The data behind one side of a comparison: a run and its cells with their steps.
@@ -86,8 +97,15 @@ struct CellComparison {
   std::optional<double> ci_high;
   std::optional<double> p_value;  // two-sided, of "the ratio is 1"
   std::optional<double> q_value;  // Benjamini-Hochberg adjusted over the matrix
+  // How the interval was made: "within-run bootstrap", "between-repetition t-interval (wider than
+  // the within-run one)", or "within-run bootstrap widened by the history noise floor (CV x%)".
+  std::string interval_method;
+  std::optional<double> within_ci_low, within_ci_high;    // the block bootstrap's interval
+  std::optional<double> between_ci_low, between_ci_high;  // across repetitions, when both have >= 2
+  std::optional<double> noise_floor_cv;                   // from history, when used
   Verdict verdict = Verdict::kNotComparable;
-  std::string note;  // why not comparable, or a caveat ("base cell invalid: ...")
+  bool contended = false;  // a side's repetition had the verdict contended: never faster or slower
+  std::string note;        // why not comparable, or a caveat ("base cell invalid: ...")
 };
 
 // A cell found on one side only.
@@ -108,6 +126,12 @@ struct Comparison {
   std::vector<CellComparison> cells;                   // matched keys, in key order
   std::vector<UnmatchedCell> only_in_base;
   std::vector<UnmatchedCell> only_in_candidate;
+  // The parameters whose values tell the unmatched cells apart ("precision: fp32 -> bf16"), so a
+  // comparison that matched little says why.
+  std::vector<std::string> differing_params;
+
+  // Matched cells / the base's cells (1 when the base has none).
+  double MatchedShare() const;
 
   int CountVerdict(Verdict verdict) const;
   // A regression is a "slower" verdict (energy's "changed" is reported, not failed on).
@@ -120,9 +144,17 @@ struct Comparison {
 // (plan::CellKey) of the cell's parameters without the ignored ones.
 std::string MatchKey(const record::CellRecord& cell, const std::vector<std::string>& ignore);
 
-// Compares two runs already loaded (cells with their steps). Never fails: a cell that cannot be
-// compared gets kNotComparable and a note. The strict option is not applied here.
-Comparison CompareRunData(const RunData& base, const RunData& candidate, const CompareOptions& options);
+// Relative between-run spread (coefficient of variation) of each cell key's metric, learned from
+// earlier runs: key -> CV. Filled by CompareStoredRuns; empty for none.
+using NoiseFloors = std::map<std::string, double>;
+// Earlier runs of a key that NoiseFloor needs before it trusts a spread.
+inline constexpr int kNoiseFloorMinRuns = 3;
+
+// Compares two runs already loaded (cells with their steps). A cell that cannot be compared gets
+// kNotComparable and a note. kInvalidInput when ignore_params makes distinct cells of one run
+// match (naming them). The strict option is not applied here.
+Result<Comparison> CompareRunData(const RunData& base, const RunData& candidate,
+                                  const CompareOptions& options, const NoiseFloors& noise = {});
 
 // Resolves both references (ids, tags, "latest"), loads the runs with their steps and compares.
 // kNotFound for an unknown reference; with options.strict, kInvalidInput naming each decisive

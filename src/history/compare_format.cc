@@ -46,6 +46,12 @@ std::string Probability(const std::optional<double>& p) {
   return fmt::format("{:.3f}", *p);
 }
 
+std::string Join(const std::vector<std::string>& items, const char* separator) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : separator) + item;
+  return out;
+}
+
 std::string CellName(const CellComparison& c) { return c.label.empty() ? c.key : c.label; }
 
 std::string MethodLine(const Comparison& cmp) {
@@ -56,10 +62,23 @@ std::string MethodLine(const Comparison& cmp) {
         "'changed' when it moves beyond the threshold",
         o.threshold * 100);
   }
+  // Which intervals the cells used: within-run only, across repetitions, or a history noise floor.
+  int between = 0, floor = 0;
+  for (const CellComparison& c : cmp.cells) {
+    between += c.between_ci_low.has_value();
+    floor += c.noise_floor_cv.has_value();
+  }
+  std::string process = "no between-run noise known (no repetitions, no history in this environment)";
+  if (between > 0 || floor > 0) {
+    process = fmt::format(
+        "between-run noise from repetitions for {} cell(s) (the wider interval used) and from a history "
+        "noise floor for {}",
+        between, floor);
+  }
   return fmt::format(
       "threshold {:.1f}%, false-discovery rate {:.0f}% (Benjamini-Hochberg over the matrix), "
-      "{:.0f}% CI by moving-block bootstrap of the steps",
-      o.threshold * 100, o.alpha * 100, o.confidence_level * 100);
+      "{:.0f}% CI by moving-block bootstrap of the steps; {}; contended cells are not judged",
+      o.threshold * 100, o.alpha * 100, o.confidence_level * 100, process);
 }
 
 std::string IgnoredLine(const Comparison& cmp) {
@@ -81,8 +100,8 @@ std::string Summary(const Comparison& cmp) {
     out += fmt::format(", {} changed", cmp.CountVerdict(Verdict::kChanged));
   out += fmt::format(", {} not comparable", cmp.CountVerdict(Verdict::kNotComparable));
   if (!cmp.only_in_base.empty() || !cmp.only_in_candidate.empty()) {
-    out += fmt::format("; {} only in base, {} only in candidate", cmp.only_in_base.size(),
-                       cmp.only_in_candidate.size());
+    out += fmt::format("; {} only in base, {} only in candidate ({:.0f}% of the base's cells matched)",
+                       cmp.only_in_base.size(), cmp.only_in_candidate.size(), 100 * cmp.MatchedShare());
   }
   return out;
 }
@@ -128,6 +147,9 @@ std::string FormatCompareTable(const Comparison& cmp) {
     out += "only in base: " + (u.label.empty() ? u.key : u.label) + "\n";
   for (const UnmatchedCell& u : cmp.only_in_candidate) {
     out += "only in candidate: " + (u.label.empty() ? u.key : u.label) + "\n";
+  }
+  if (!cmp.differing_params.empty()) {
+    out += "the unmatched cells differ in: " + Join(cmp.differing_params, "; ") + "\n";
   }
   out += "\n" + Summary(cmp) + "\n";
   return out;
@@ -178,6 +200,13 @@ nlohmann::json CompareToJson(const Comparison& cmp) {
                           {"p_value", optional(c.p_value)},
                           {"q_value", optional(c.q_value)},
                           {"verdict", VerdictName(c.verdict)},
+                          {"contended", c.contended},
+                          {"interval_method", c.interval_method},
+                          {"within_ci_low", optional(c.within_ci_low)},
+                          {"within_ci_high", optional(c.within_ci_high)},
+                          {"between_ci_low", optional(c.between_ci_low)},
+                          {"between_ci_high", optional(c.between_ci_high)},
+                          {"noise_floor_cv", optional(c.noise_floor_cv)},
                           {"note", c.note}});
   }
   auto unmatched = [](const std::vector<UnmatchedCell>& cells) {
@@ -187,6 +216,8 @@ nlohmann::json CompareToJson(const Comparison& cmp) {
   };
   j["only_in_base"] = unmatched(cmp.only_in_base);
   j["only_in_candidate"] = unmatched(cmp.only_in_candidate);
+  j["matched_share"] = cmp.MatchedShare();
+  j["differing_params"] = cmp.differing_params;
   j["summary"] = {{"slower", cmp.CountVerdict(Verdict::kSlower)},
                   {"faster", cmp.CountVerdict(Verdict::kFaster)},
                   {"no_change", cmp.CountVerdict(Verdict::kNoChange)},

@@ -296,6 +296,161 @@ TEST(HistoryCompare, EnergyComparesStoredValuesAgainstTheThreshold) {
   EXPECT_FALSE(cmp.cells[0].p_value.has_value());
 }
 
+// Issue 18: one cell's throughput read 31.8/s in show, 32.42 in compare, 31.81 in trend. compare's
+// figures are now the stored metrics' definitions (samples over the measured window).
+TEST(HistoryCompare, FiguresAreTheStoredMetrics) {
+  TempStore db;
+  const auto base = db.AddRun(Matrix(3, 2.0, 1.0, 1));
+  const auto candidate = db.AddRun(Matrix(3, 2.2, 1.0, 2));
+  store::CellQuery query;
+  const auto stored = db.store().GetCells(base, query);
+  ASSERT_TRUE(stored.ok());
+  for (Metric metric : {Metric::kThroughput, Metric::kStepTime}) {
+    CompareOptions options;
+    options.metric = metric;
+    const Comparison cmp = MustCompare(db, std::to_string(base), std::to_string(candidate), options);
+    ASSERT_EQ(cmp.cells.size(), 3u);
+    for (std::size_t i = 0; i < 3; ++i) {
+      const double want =
+          *record::MetricValue((*stored)[i], StoredMetricName(metric)) * StoredMetricScale(metric);
+      EXPECT_NEAR(*cmp.cells[i].base_value / want, 1.0, 1e-12)
+          << MetricName(metric) << " " << cmp.cells[i].key;
+      EXPECT_NEAR(*cmp.cells[i].ratio, *cmp.cells[i].candidate_value / *cmp.cells[i].base_value, 1e-12);
+      EXPECT_LE(*cmp.cells[i].ci_low, *cmp.cells[i].ratio);
+      EXPECT_GE(*cmp.cells[i].ci_high, *cmp.cells[i].ratio);
+    }
+  }
+}
+
+// Issue 18: --ignore-param precision over runs holding fp32 and bf16 cells printed one row whose
+// base was a blend of both. Pooling distinct cells of one run is refused, naming them.
+TEST(HistoryCompare, IgnoringAParameterThatWouldBlendDistinctCellsIsRefused) {
+  TempStore db;
+  std::vector<CellSpec> cells = Matrix(2, 2.0, 1.0, 1);
+  for (auto& c : cells) {
+    c.model = "same";
+    c.step_ms_in_params = true;
+  }
+  cells[1].step_ms = 4.0;
+  const auto base = db.AddRun(cells);
+  const auto candidate = db.AddRun(cells);
+  CompareOptions options;
+  options.ignore_params = {"step_ms"};
+  auto cmp = CompareStoredRuns(db.store(), std::to_string(base), std::to_string(candidate), options);
+  ASSERT_FALSE(cmp.ok());
+  EXPECT_EQ(cmp.error().kind, ErrorKind::kInvalidInput);
+  EXPECT_THAT(cmp.error().message, HasSubstr("would pool distinct cells of run " + std::to_string(base)));
+  EXPECT_THAT(cmp.error().message, HasSubstr("same and same"));
+  // Repetitions of one cell still pool.
+  options.ignore_params = {};
+  EXPECT_TRUE(CompareStoredRuns(db.store(), std::to_string(base), std::to_string(candidate), options).ok());
+}
+
+// Issue 17: runs differ by more than a within-run interval sees. With repetitions on both sides the
+// t-interval across them is used when wider, so a 1% run-to-run difference is not called a change.
+TEST(HistoryCompare, RepetitionsGiveABetweenProcessIntervalAndTheWiderOneDecides) {
+  TempStore db;
+  auto reps = [](double step_ms, std::uint64_t seed, std::vector<double> offsets) {
+    std::vector<CellSpec> out;
+    for (std::size_t r = 0; r < offsets.size(); ++r) {
+      CellSpec c;
+      c.model = "m";
+      c.step_ms = step_ms * offsets[r];
+      c.jitter_pct = 0.2;
+      c.repetition = static_cast<int>(r);
+      c.seed = seed + r;
+      out.push_back(c);
+    }
+    return out;
+  };
+  // Each process lands 1.5% apart; the candidate's mean is 1% slower.
+  const auto base = db.AddRun(reps(2.0, 10, {0.985, 1.0, 1.015}));
+  const auto candidate = db.AddRun(reps(2.02, 20, {0.985, 1.0, 1.015}));
+  CompareOptions options;
+  options.threshold = 0.005;
+  const Comparison cmp = MustCompare(db, std::to_string(base), std::to_string(candidate), options);
+  ASSERT_EQ(cmp.cells.size(), 1u);
+  const CellComparison& c = cmp.cells[0];
+  ASSERT_TRUE(c.between_ci_low && c.between_ci_high && c.within_ci_low && c.within_ci_high);
+  EXPECT_GT(*c.between_ci_high - *c.between_ci_low, *c.within_ci_high - *c.within_ci_low);
+  EXPECT_DOUBLE_EQ(*c.ci_low, *c.between_ci_low);
+  EXPECT_THAT(c.interval_method, HasSubstr("t-interval across 3 and 3 repetitions"));
+  EXPECT_EQ(c.verdict, Verdict::kNoChange);
+  EXPECT_NEAR(*c.ratio, 1 / 1.01, 0.003);
+}
+
+// Issue 17: without repetitions, earlier runs of the cell in the same environment teach compare the
+// between-run noise. Two back-to-back runs 1.7% apart with +-0.04% intervals were a "regression"
+// at --threshold 1; with the history's 1.2% spread they are not.
+TEST(HistoryCompare, AHistoryNoiseFloorWidensSingleRunComparisons) {
+  TempStore db;
+  auto run = [&](double factor, std::uint64_t seed) {
+    std::vector<CellSpec> cells = Matrix(1, 2.0 * factor, 0.1, seed);
+    return db.AddRun(cells);
+  };
+  for (double f : {0.988, 1.0, 1.012, 0.994, 1.006}) run(f, static_cast<std::uint64_t>(f * 1000));
+  const auto base = run(1.0, 1);
+  const auto candidate = run(1.017, 2);
+  CompareOptions options;
+  options.threshold = 0.01;
+  options.use_history_noise = false;
+  const Comparison bare = MustCompare(db, std::to_string(base), std::to_string(candidate), options);
+  ASSERT_EQ(bare.cells.size(), 1u);
+  EXPECT_EQ(bare.cells[0].verdict, Verdict::kSlower) << "the within-run interval alone cries wolf";
+  options.use_history_noise = true;
+  const Comparison floored = MustCompare(db, std::to_string(base), std::to_string(candidate), options);
+  ASSERT_EQ(floored.cells.size(), 1u);
+  ASSERT_TRUE(floored.cells[0].noise_floor_cv.has_value());
+  EXPECT_NEAR(*floored.cells[0].noise_floor_cv, 0.0095, 0.002);
+  EXPECT_EQ(floored.cells[0].verdict, Verdict::kNoChange) << floored.cells[0].interval_method;
+  EXPECT_THAT(floored.cells[0].interval_method, HasSubstr("history noise floor"));
+  // Another environment's history does not count.
+  TempStore other;
+  const auto b2 = other.AddRun(Matrix(1, 2.0, 0.1, 1));
+  for (double f : {0.988, 1.0, 1.012}) other.AddRun(Matrix(1, 2.0 * f, 0.1, 7), {{"os", "other"}});
+  const auto c2 = other.AddRun(Matrix(1, 2.0 * 1.017, 0.1, 2));
+  const Comparison alone = MustCompare(other, std::to_string(b2), std::to_string(c2), options);
+  EXPECT_FALSE(alone.cells[0].noise_floor_cv.has_value());
+}
+
+// Issue 17: a run measured while another job loaded the machine read 305% "faster". A contended
+// side is never judged faster or slower; the note says why.
+TEST(HistoryCompare, ContendedCellsAreNotJudged) {
+  TempStore db;
+  const auto base = db.AddRun(Matrix(2, 8.0, 0.5, 1));
+  std::vector<CellSpec> candidate_cells = Matrix(2, 2.0, 0.5, 2);  // 4x "faster"
+  candidate_cells[0].verdict = record::Verdict::kContended;
+  candidate_cells[0].verdict_reasons = {"contended: 1.30 CPU cores were busy outside the runner"};
+  const auto candidate = db.AddRun(candidate_cells);
+  const Comparison cmp = MustCompare(db, std::to_string(base), std::to_string(candidate));
+  ASSERT_EQ(cmp.cells.size(), 2u);
+  EXPECT_EQ(cmp.cells[0].verdict, Verdict::kNotComparable);
+  EXPECT_TRUE(cmp.cells[0].contended);
+  EXPECT_THAT(cmp.cells[0].note, HasSubstr("not judged: a side was contended (contended: 1.30 CPU cores"));
+  EXPECT_EQ(cmp.cells[1].verdict, Verdict::kFaster);
+}
+
+// Issue 17: two runs sharing no cell printed "0 slower" and a gate passed. The share matched and
+// what tells the cells apart are part of the comparison.
+TEST(HistoryCompare, MatchedShareAndTheParametersThatDiffer) {
+  TempStore db;
+  std::vector<CellSpec> a = Matrix(4, 2.0, 1.0, 1), b = Matrix(4, 2.0, 1.0, 2);
+  for (auto& c : a) c.step_ms_in_params = true;
+  for (auto& c : b) {
+    c.step_ms_in_params = true;
+    c.step_ms *= 2;  // a parameter changed: no key matches
+  }
+  const auto base = db.AddRun(a);
+  const auto candidate = db.AddRun(b);
+  const Comparison cmp = MustCompare(db, std::to_string(base), std::to_string(candidate));
+  EXPECT_TRUE(cmp.cells.empty());
+  EXPECT_DOUBLE_EQ(cmp.MatchedShare(), 0.0);
+  ASSERT_EQ(cmp.differing_params.size(), 1u);
+  EXPECT_THAT(cmp.differing_params[0], HasSubstr("step_ms: "));
+  EXPECT_THAT(FormatCompareTable(cmp), HasSubstr("the unmatched cells differ in: step_ms"));
+  EXPECT_DOUBLE_EQ(MustCompare(db, std::to_string(base), std::to_string(base)).MatchedShare(), 1.0);
+}
+
 TEST(HistoryCompare, TagsAndLatestResolveAndUnknownReferencesAreNamed) {
   TempStore db;
   const auto first = db.AddRun(Matrix(2, 2.0, 1.0, 1));

@@ -34,6 +34,8 @@ struct CellSpec {
   record::Outcome outcome = record::Outcome::kOk;
   double energy_per_sample_j = 0;  // stored as a metric when > 0
   bool step_ms_in_params = false;  // step_ms as a cell parameter (part of the key), as the null runner's
+  record::Verdict verdict = record::Verdict::kValid;
+  std::vector<std::string> verdict_reasons;
 };
 
 inline nlohmann::json ParamsOf(const CellSpec& spec) {
@@ -58,13 +60,15 @@ inline record::CellRecord MakeCell(const CellSpec& spec) {
   cell.repetition = spec.repetition;
   cell.seed = spec.seed;
   cell.outcome = spec.outcome;
-  cell.verdict = record::Verdict::kValid;
+  cell.verdict = spec.verdict;
+  for (const auto& r : spec.verdict_reasons) cell.verdict_reasons.push_back(r);
   cell.window = record::MeasuredWindow{spec.warmup_steps, spec.measured_steps};
   stats::Random rng(spec.seed);
   // A large CLOCK_MONOTONIC-like offset, as real records have.
   std::int64_t t = std::int64_t{1'200'000'000'000} + static_cast<std::int64_t>(spec.seed % 1000) * 1'000'000;
   const int total = spec.outcome == record::Outcome::kOk ? spec.warmup_steps + spec.measured_steps : 3;
   double sum_ns = 0;
+  std::int64_t window_start = 0, window_end = 0;
   for (int i = 0; i < total; ++i) {
     double m = 1.0 + spec.jitter_pct / 100.0 * rng.Normal();
     if (i < spec.warmup_steps) m *= 3.0;
@@ -75,12 +79,17 @@ inline record::CellRecord MakeCell(const CellSpec& spec) {
     row.record.samples = spec.samples;
     cell.steps.push_back(row);
     if (i >= spec.warmup_steps) sum_ns += static_cast<double>(d);
+    if (i == spec.warmup_steps) window_start = t;
+    window_end = t + d;
     t += d + 1000;
   }
   if (spec.outcome == record::Outcome::kOk) {
     const double mean_ns = sum_ns / spec.measured_steps;
     record::SetMetric(cell, record::metric::kStepTimeMeanNs, mean_ns);
-    record::SetMetric(cell, record::metric::kSamplesPerS, spec.samples / (mean_ns * 1e-9));
+    // As the orchestrator stores it: samples over the measured window (first start to last end).
+    record::SetMetric(cell, record::metric::kSamplesPerS,
+                      static_cast<double>(spec.samples) * spec.measured_steps /
+                          (static_cast<double>(window_end - window_start) * 1e-9));
     if (spec.energy_per_sample_j > 0)
       record::SetMetric(cell, record::metric::kEnergyPerSampleJ, spec.energy_per_sample_j);
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "common/text.h"
 
 namespace dlbench::history {
 
@@ -11,8 +12,18 @@ std::size_t DisplayWidth(const std::string& text) {
       text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
-std::string RenderTextTable(const std::vector<std::vector<std::string>>& rows,
+std::string RenderTextTable(const std::vector<std::vector<std::string>>& raw_rows,
                             const std::vector<Align>& aligns) {
+  // Cells hold labels from matrix files and stores: escaped for the terminal, and measured as
+  // printed.
+  std::vector<std::vector<std::string>> rows;
+  rows.reserve(raw_rows.size());
+  for (const auto& raw : raw_rows) {
+    std::vector<std::string> row;
+    row.reserve(raw.size());
+    for (const auto& cell : raw) row.push_back(TerminalSafe(cell));
+    rows.push_back(std::move(row));
+  }
   std::vector<std::size_t> widths(aligns.size(), 0);
   for (const auto& row : rows) {
     DLBENCH_CHECK(row.size() == aligns.size(), "a table row has the wrong number of cells");

@@ -10,6 +10,7 @@ namespace dlbench::history {
 enum class Align { kLeft, kRight };
 
 // rows[0] is the header; a rule of '-' follows it. Every row must have as many cells as aligns.
+// Cells are printed through TerminalSafe (common/text.h).
 std::string RenderTextTable(const std::vector<std::vector<std::string>>& rows,
                             const std::vector<Align>& aligns);
 

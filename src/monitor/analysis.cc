@@ -241,8 +241,8 @@ std::string Growth(const Series& s, const Window& w, const std::vector<StepRecor
   detail["leak"] = leak;
   info[metric] = detail;
   if (!leak) return "";
-  return fmt::format("memory leak: {} grows {:.0f} B/step [CI {:.3g}, {:.3g}]", label, ts.slope,
-                     ts.slope_ci.low, ts.slope_ci.high);
+  return fmt::format("leaking: {} grows {:.0f} B/step [CI {:.3g}, {:.3g}]", label, ts.slope, ts.slope_ci.low,
+                     ts.slope_ci.high);
 }
 
 struct ThrottleBit {
@@ -355,6 +355,30 @@ std::string LowBusyCause(const std::vector<StepRecord>& steps, const Window& w) 
   return "cause not visible in the step records (no phase times, no gaps): small kernels or launch overhead "
          "are "
          "likely; profile a window of steps";
+}
+
+// Host CPU cores busy outside the runner's process tree over [start, end]: the whole host's busy
+// share times its cores, less the tree's CPU seconds over the span. nullopt without both series.
+std::optional<double> OtherCores(const SeriesMap& map, const Window& w) {
+  auto host = map.find(std::string(series::kHostCpuBusyCores));
+  auto proc = map.find(std::string(series::kProcCpuS));
+  if (host == map.end() || proc == map.end() || w.seconds() <= 0) return std::nullopt;
+  const double host_busy = Mean(ValuesIn(host->second, w));
+  const auto tree_s = CounterDelta(proc->second, w);
+  if (!std::isfinite(host_busy) || !tree_s) return std::nullopt;
+  return std::max(0.0, host_busy - *tree_s / w.seconds());
+}
+
+// Run-queue wait of the runner tree over its CPU time in the window; nullopt without both series
+// or without CPU time.
+std::optional<double> RunqueueWaitRatio(const SeriesMap& map, const Window& w) {
+  auto wait = map.find(std::string(series::kProcRunqueueWaitS));
+  auto proc = map.find(std::string(series::kProcCpuS));
+  if (wait == map.end() || proc == map.end()) return std::nullopt;
+  const auto wait_s = CounterDelta(wait->second, w);
+  const auto cpu_s = CounterDelta(proc->second, w);
+  if (!wait_s || !cpu_s || !(*cpu_s > 0)) return std::nullopt;
+  return std::max(0.0, *wait_s) / *cpu_s;
 }
 
 }  // namespace
@@ -490,6 +514,35 @@ CellAnalysis AnalyzeCell(const AnalysisInput& input) {
     if (auto cpu_s = CounterDelta(it->second, w))
       metrics.Add(metric::kProcCpuUtilPct, 100 * *cpu_s / w.seconds());
   }
+  const auto other = OtherCores(map, w);
+  if (other) metrics.Add(metric::kHostCpuOtherCores, *other);
+  if (const auto wait = RunqueueWaitRatio(map, w)) {
+    metrics.Add(metric::kRunnerCpuWaitRatio, *wait);
+    if (*wait >= kContendedWaitRatio) {
+      std::string busy;
+      if (other && *other >= kContendedCores)
+        busy = fmt::format("; {:.2f} CPU cores were busy outside the runner", *other);
+      result.verdict_reasons.push_back(fmt::format(
+          "contended: the runner waited for a CPU {:.0f}% as long as it ran (contended from {:.0f}%){}; "
+          "quiet the machine or run the cell again",
+          100 * *wait, 100 * kContendedWaitRatio, busy));
+    }
+  }
+  double other_procs = -1;
+  std::string other_gpus;
+  for (const auto& [index, s] : GpuSeries(map, series::kOtherProcs)) {
+    const double most = MaxOf(ValuesIn(*s, w));
+    if (!std::isfinite(most)) continue;
+    other_procs = std::max(other_procs, most);
+    if (most >= 1) other_gpus += (other_gpus.empty() ? "gpu" : ", gpu") + std::to_string(index);
+  }
+  if (other_procs >= 0) metrics.Add(metric::kGpuOtherProcsMax, other_procs);
+  if (!other_gpus.empty()) {
+    result.verdict_reasons.push_back(fmt::format(
+        "contended: up to {:.0f} other process(es) computed on {} during the measured window; several "
+        "processes sharing a GPU slow each other",
+        other_procs, other_gpus));
+  }
   if (auto it = map.find(std::string(series::kHostMemUsedBytes)); it != map.end()) {
     metrics.Add(metric::kHostMemUsedPeakBytes, MaxOf(ValuesIn(it->second, w)));
   }
@@ -526,6 +579,45 @@ CellAnalysis AnalyzeCell(const AnalysisInput& input) {
                     kTrainingMinGpuBusyPct, LowBusyCause(steps, w)));
   }
   return result;
+}
+
+std::vector<std::string> ExplainChange(const std::vector<record::SeriesPoint>& points,
+                                       std::int64_t a_start_ns, std::int64_t a_end_ns,
+                                       std::int64_t b_start_ns, std::int64_t b_end_ns) {
+  const SeriesMap map = GroupSeries(points);
+  const Window a{a_start_ns, a_end_ns}, b{b_start_ns, b_end_ns};
+  struct Change {
+    double rel;
+    std::string text;
+  };
+  std::vector<Change> changes;
+  auto compare = [&](std::string_view field, const char* what, const char* unit, int digits) {
+    for (const auto& [index, s] : GpuSeries(map, field)) {
+      const double before = Mean(ValuesIn(*s, a));
+      const double after = Mean(ValuesIn(*s, b));
+      if (!std::isfinite(before) || !std::isfinite(after) || before <= 0) continue;
+      const double rel = (after - before) / before;
+      if (std::abs(rel) < kCauseMinRelChange) continue;
+      changes.push_back({std::abs(rel),
+                         fmt::format("{} {} from {:.{}f} to {:.{}f} {} (gpu{})", what,
+                                     rel < 0 ? "fell" : "rose", before, digits, after, digits, unit, index)});
+    }
+  };
+  compare(series::kSmClockMhz, "the SM clock", "MHz", 0);
+  compare(series::kPowerW, "board power", "W", 0);
+  compare(series::kTempC, "the GPU temperature", "C", 0);
+  const auto other_a = OtherCores(map, a);
+  const auto other_b = OtherCores(map, b);
+  if (other_a && other_b && std::abs(*other_b - *other_a) >= kCauseMinCores) {
+    changes.push_back({std::abs(*other_b - *other_a),
+                       fmt::format("host CPU used outside the runner {} from {:.1f} to {:.1f} cores",
+                                   *other_b > *other_a ? "rose" : "fell", *other_a, *other_b)});
+  }
+  std::stable_sort(changes.begin(), changes.end(),
+                   [](const Change& x, const Change& y) { return x.rel > y.rel; });
+  std::vector<std::string> out;
+  for (auto& c : changes) out.push_back(std::move(c.text));
+  return out;
 }
 
 }  // namespace dlbench::monitor

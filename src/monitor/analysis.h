@@ -45,7 +45,8 @@ struct CellAnalysis {
   // absent (no GPU, no RAPL) is absent, never 0.
   std::vector<record::MetricRecord> metrics;
   // Each makes the cell invalid: "throttled: hw_thermal_slowdown during 35% of samples (gpu0)",
-  // "memory leak: host RSS grows 65536 B/step [CI 6.4e+04, 6.7e+04]".
+  // "leaking: host RSS grows 65536 B/step [CI 6.4e+04, 6.7e+04]", "contended: 1.30 CPU cores were
+  // busy outside the runner ...". Each starts with its verdict's name (record::VerdictOfReason).
   std::vector<std::string> verdict_reasons;
   // Worth a look, not invalidating: low GPU busy time in training with its likely cause, power cap.
   std::vector<std::string> warnings;
@@ -61,12 +62,33 @@ struct CellAnalysis {
 // CPU seconds) are interpolated at the window's edges.
 CellAnalysis AnalyzeCell(const AnalysisInput& input);
 
+// What the samples say changed between two spans of a cell's window (the first and last tenth of
+// a drifting window, or before and after a level shift), for the verdict to name a likely cause:
+// "the SM clock fell from 1980 to 1755 MHz (gpu0)", "board power rose from 410 to 690 W",
+// "host CPU outside the runner rose from 0.1 to 1.2 cores". A reading counts when its mean moved
+// by at least kCauseMinRelChange (clocks, power) or by kCauseMinCores (host CPU outside the
+// runner's process tree); the largest change comes first. Empty when nothing moved or the series
+// are absent.
+std::vector<std::string> ExplainChange(const std::vector<record::SeriesPoint>& series,
+                                       std::int64_t a_start_ns, std::int64_t a_end_ns,
+                                       std::int64_t b_start_ns, std::int64_t b_end_ns);
+inline constexpr double kCauseMinRelChange = 0.03;
+inline constexpr double kCauseMinCores = 0.25;
+
 // Leak rule constants (documented in docs/monitoring.md).
 inline constexpr double kLeakMaxPValue = 0.01;
 inline constexpr double kLeakFloorBytesPerStep = 4096;     // one page per step
 inline constexpr double kLeakFloorFractionPerStep = 1e-5;  // 0.1% of the level per 100 steps
 inline constexpr std::size_t kLeakMinSamples = 10;
 inline constexpr double kTrainingMinGpuBusyPct = 70;
+// A cell is contended when, during its measured window, this many CPU cores on average were busy
+// outside the runner's process tree (the dlbench driver and its monitor included, which use a
+// few percent of one core), or when any other process computed on one of its GPUs.
+inline constexpr double kContendedCores = 0.5;
+// A cell is contended when its runner's threads spent at least this long runnable but waiting for
+// a CPU, relative to the time they ran: other work took CPUs the runner wanted. (Busy cores
+// outside the runner alone are not contention: on a machine with spare cores they cost nothing.)
+inline constexpr double kContendedWaitRatio = 0.05;
 inline constexpr double kThrottleMinFraction = 0.01;
 
 }  // namespace dlbench::monitor

@@ -233,7 +233,7 @@ TEST(AnalysisTest, LeakOf64KiBPerStepIsCaughtWithItsSlope) {
     EXPECT_LT(Metric(a, "rss_growth_bytes_per_step_ci_low"), slope);
     EXPECT_GT(Metric(a, "rss_growth_bytes_per_step_ci_high"), slope);
     ASSERT_EQ(a.verdict_reasons.size(), 1u) << "seed " << seed;
-    EXPECT_EQ(a.verdict_reasons[0].rfind("memory leak: host RSS grows ", 0), 0u) << a.verdict_reasons[0];
+    EXPECT_EQ(a.verdict_reasons[0].rfind("leaking: host RSS grows ", 0), 0u) << a.verdict_reasons[0];
   }
 }
 
@@ -259,7 +259,7 @@ TEST(AnalysisTest, DeviceMemoryGrowingInAllocatorSegmentsIsALeak) {
   auto a = AnalyzeCell(in);
   EXPECT_NEAR(Metric(a, "device_mem_growth_bytes_per_step"), 65536, 0.1 * 65536);
   ASSERT_EQ(a.verdict_reasons.size(), 1u);
-  EXPECT_EQ(a.verdict_reasons[0].rfind("memory leak: device memory grows ", 0), 0u);
+  EXPECT_EQ(a.verdict_reasons[0].rfind("leaking: device memory grows ", 0), 0u);
   EXPECT_GE(Metric(a, "device_proc_mem_peak_bytes"), 4.0 * (1 << 30));
 }
 
@@ -315,6 +315,67 @@ TEST(AnalysisTest, LowGpuBusyIsNotAWarningForInferenceOrABusyGpu) {
   in.scenario = Scenario::kTrain;
   for (auto& p : in.series) p.value = 95;
   EXPECT_TRUE(AnalyzeCell(in).warnings.empty());
+}
+
+// Issue 17: other work that takes the CPUs the runner wants makes the cell contended: its threads
+// wait on the run queue. Busy cores elsewhere alone (a spare core) are a figure, not contention.
+TEST(AnalysisTest, RunqueueWaitOfTheRunnerIsContention) {
+  struct Case {
+    double others;      // busy cores outside the runner
+    double wait_ratio;  // run-queue wait per CPU second of the runner
+    bool contended;
+  };
+  for (const Case c :
+       {Case{1.3, 0.0, false}, Case{0.2, 0.03, false}, Case{1.3, 0.12, true}, Case{0.1, 0.12, true}}) {
+    auto in = BaseInput();
+    // The runner's tree uses 1 core throughout; the host is busy with 1 + others cores.
+    AddSeries(in.series, "host.cpu_busy_cores", 0, 13 * kSecond, 100'000'000,
+              [=](std::int64_t) { return 1.0 + c.others; });
+    AddSeries(in.series, "proc.cpu_s", 0, 13 * kSecond, 100'000'000,
+              [](std::int64_t t) { return static_cast<double>(t) * 1e-9; });
+    AddSeries(in.series, "proc.runqueue_wait_s", 0, 13 * kSecond, 100'000'000,
+              [=](std::int64_t t) { return c.wait_ratio * static_cast<double>(t) * 1e-9; });
+    auto a = AnalyzeCell(in);
+    EXPECT_NEAR(Metric(a, "host_cpu_other_cores"), c.others, 1e-9);
+    EXPECT_NEAR(Metric(a, "runner_cpu_wait_ratio"), c.wait_ratio, 1e-9);
+    EXPECT_EQ(!a.verdict_reasons.empty(), c.contended) << c.others << " " << c.wait_ratio;
+    if (!a.verdict_reasons.empty()) {
+      EXPECT_EQ(a.verdict_reasons[0].rfind("contended: the runner waited for a CPU 12% as long as it ran", 0),
+                0u)
+          << a.verdict_reasons[0];
+      // The busy cores are named when they are a likely cause.
+      EXPECT_EQ(a.verdict_reasons[0].find("1.30 CPU cores were busy outside the runner") != std::string::npos,
+                c.others >= kContendedCores)
+          << a.verdict_reasons[0];
+    }
+  }
+}
+
+TEST(AnalysisTest, AnotherProcessOnTheCellsGpuIsContention) {
+  auto in = BaseInput();
+  AddSeries(in.series, "gpu0.other_procs", 0, 13 * kSecond, 100'000'000,
+            [](std::int64_t t) { return t > 6 * kSecond ? 2.0 : 0.0; });
+  auto a = AnalyzeCell(in);
+  EXPECT_DOUBLE_EQ(Metric(a, "gpu_other_procs_max"), 2.0);
+  ASSERT_EQ(a.verdict_reasons.size(), 1u);
+  EXPECT_EQ(a.verdict_reasons[0].rfind("contended: up to 2 other process(es) computed on gpu0", 0), 0u)
+      << a.verdict_reasons[0];
+}
+
+// What ExplainChange names for a drift or shift: readings whose mean moved between the spans.
+TEST(AnalysisTest, ExplainChangeNamesWhatMovedBetweenTwoSpans) {
+  std::vector<SeriesPoint> s;
+  AddSeries(s, "gpu0.sm_clock_mhz", 0, 10 * kSecond, 100'000'000,
+            [](std::int64_t t) { return t < 5 * kSecond ? 1980.0 : 1755.0; });
+  AddSeries(s, "gpu0.power_w", 0, 10 * kSecond, 100'000'000, [](std::int64_t) { return 700.0; });
+  AddSeries(s, "host.cpu_busy_cores", 0, 10 * kSecond, 100'000'000,
+            [](std::int64_t t) { return t < 5 * kSecond ? 1.0 : 1.1; });
+  AddSeries(s, "proc.cpu_s", 0, 10 * kSecond, 100'000'000,
+            [](std::int64_t t) { return static_cast<double>(t) * 1e-9; });
+  const auto causes = ExplainChange(s, 0, 4 * kSecond, 6 * kSecond, 10 * kSecond);
+  ASSERT_EQ(causes.size(), 1u) << "power did not move; 0.1 extra cores is below the floor";
+  EXPECT_EQ(causes[0], "the SM clock fell from 1980 to 1755 MHz (gpu0)");
+  EXPECT_TRUE(ExplainChange({}, 0, 1, 2, 3).empty());
 }
 
 TEST(AnalysisTest, NoMeasuredStepsGivesAWarningAndNoMetrics) {

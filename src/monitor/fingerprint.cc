@@ -13,6 +13,8 @@
 #include <set>
 #include <sstream>
 
+#include "common/hash.h"
+#include "common/text.h"
 #include "common/version.h"
 #include "monitor/nvml_sampler.h"
 
@@ -57,12 +59,8 @@ constexpr const char* kEnvPrefixes[] = {"OMP_",
 constexpr const char* kSecretMarkers[] = {"PASSWORD", "PASSWD", "SECRET", "TOKEN",
                                           "KEY",      "DSN",    "URL",    "CREDENTIAL"};
 
-std::string Trim(const std::string& s) {
-  std::size_t b = s.find_first_not_of(" \t\r\n\"");
-  if (b == std::string::npos) return "";
-  std::size_t e = s.find_last_not_of(" \t\r\n\"");
-  return s.substr(b, e - b + 1);
-}
+// Trimmed from values of os-release (which may be quoted), cpuinfo and sysfs.
+constexpr std::string_view kTrimmed = " \t\r\n\"";
 
 std::map<std::string, std::string> ParseOsRelease(const std::string& text) {
   std::map<std::string, std::string> out;
@@ -71,7 +69,7 @@ std::map<std::string, std::string> ParseOsRelease(const std::string& text) {
   while (std::getline(in, line)) {
     std::size_t eq = line.find('=');
     if (eq == std::string::npos || line[0] == '#') continue;
-    out[line.substr(0, eq)] = Trim(line.substr(eq + 1));
+    out[line.substr(0, eq)] = Trim(line.substr(eq + 1), kTrimmed);
   }
   return out;
 }
@@ -86,8 +84,8 @@ void CpuFacts(const ProcFs& files, nlohmann::json& host) {
     while (std::getline(in, line)) {
       std::size_t colon = line.find(':');
       if (colon == std::string::npos) continue;
-      std::string key = Trim(line.substr(0, colon));
-      std::string value = Trim(line.substr(colon + 1));
+      std::string key = Trim(line.substr(0, colon), kTrimmed);
+      std::string value = Trim(line.substr(colon + 1), kTrimmed);
       if (key == "processor") ++processors;
       // x86 says "model name"; arm64 kernels say "Model" (device tree) or only "CPU part".
       if (!have_model && (key == "model name" || key == "Model" || key == "Hardware")) {
@@ -106,7 +104,7 @@ void CpuFacts(const ProcFs& files, nlohmann::json& host) {
         continue;
       }
       if (auto g = files.Read("/sys/devices/system/cpu/" + e + "/cpufreq/scaling_governor"); g.ok()) {
-        governors.insert(Trim(*g));
+        governors.insert(Trim(*g, kTrimmed));
       }
     }
   }
@@ -297,10 +295,19 @@ nlohmann::json CollectFingerprintFrom(const HostSources& sources, const nlohmann
     gpu["nvml_version"] = facts.value("nvml_version", "unknown");
     nlohmann::json models = nlohmann::json::array(), limits = nlohmann::json::array();
     nlohmann::json devices = facts.value("devices", nlohmann::json::array());
-    for (const auto& d : devices) {
+    nlohmann::json start_state = nlohmann::json::array();
+    for (auto& d : devices) {
       models.push_back(d.value("name", "unknown"));
       limits.push_back(d.contains("power_limit_w") ? d["power_limit_w"] : nlohmann::json());
+      // The clocks' event reasons at this instant are the device's state, not its environment:
+      // kept apart (compare's environment diff skips them; the cell's own series has them).
+      if (d.contains(kTransientClocksEventReasons)) {
+        start_state.push_back({{"index", d.value("index", -1)},
+                               {kTransientClocksEventReasons, d[kTransientClocksEventReasons]}});
+        d.erase(kTransientClocksEventReasons);
+      }
     }
+    if (!start_state.empty()) fp[kStartStateKey] = {{"gpu", start_state}};
     gpu["models"] = models;
     gpu["power_limits_w"] = limits;
     gpu["devices"] = devices;
@@ -351,15 +358,6 @@ nlohmann::json ComparabilitySubset(const nlohmann::json& fingerprint) {
   return subset;
 }
 
-std::uint64_t Fnv1a64(const std::string& text) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
 std::string ComparabilityHash(const nlohmann::json& fingerprint) {
   return fmt::format("{:016x}", Fnv1a64(ComparabilitySubset(fingerprint).dump()));
 }
@@ -378,6 +376,7 @@ std::vector<FieldChange> DiffFingerprints(const nlohmann::json& a, const nlohman
     nlohmann::json before = l == left.end() ? nlohmann::json() : l->second;
     nlohmann::json after = r == right.end() ? nlohmann::json() : r->second;
     if (before == after) continue;
+    if (path.rfind("/" + std::string(kStartStateKey), 0) == 0) continue;  // state, not environment
     changes.push_back({path, before, after, Decides(path)});
   }
   return changes;
@@ -409,11 +408,11 @@ std::vector<std::string> FingerprintWarnings(const nlohmann::json& fp) {
     warnings.push_back(
         "CUDA_LAUNCH_BLOCKING=1 serialises every kernel launch: GPU timings are not representative");
   }
-  nlohmann::json::json_pointer devices_ptr("/gpu/devices");
+  nlohmann::json::json_pointer devices_ptr("/" + std::string(kStartStateKey) + "/gpu");
   if (fp.contains(devices_ptr) && fp.at(devices_ptr).is_array()) {
     for (const auto& d : fp.at(devices_ptr)) {
-      if (!d.contains("clocks_event_reasons") || !d["clocks_event_reasons"].is_number()) continue;
-      std::string names = EnvironmentalThrottle(d["clocks_event_reasons"].get<std::uint64_t>());
+      if (!d.contains(kTransientClocksEventReasons) || !d[kTransientClocksEventReasons].is_number()) continue;
+      std::string names = EnvironmentalThrottle(d[kTransientClocksEventReasons].get<std::uint64_t>());
       if (!names.empty()) {
         warnings.push_back(
             fmt::format("gpu{} clocks are limited before the run: {}", d.value("index", -1), names));

@@ -37,6 +37,12 @@ struct HostSources {
 // nothing (dlopen'ing a BLAS would start its thread pool).
 HostSources RealHostSources();
 
+// Where the fingerprint keeps the devices' state at the moment it was taken (each GPU's clocks
+// event reasons): read for FingerprintWarnings, but not part of the environment, so
+// DiffFingerprints skips it and it never decides comparability.
+inline constexpr const char* kStartStateKey = "start_state";
+inline constexpr const char* kTransientClocksEventReasons = "clocks_event_reasons";
+
 nlohmann::json CollectFingerprint(const nlohmann::json& runner_hello,
                                   const nlohmann::json& monitor_description);
 nlohmann::json CollectFingerprintFrom(const HostSources& sources, const nlohmann::json& runner_hello,
@@ -52,10 +58,8 @@ std::string BlasNameFromPath(const std::string& path);
 const std::vector<std::string>& ComparabilityFields();
 // {pointer: value or null} over ComparabilityFields().
 nlohmann::json ComparabilitySubset(const nlohmann::json& fingerprint);
-// FNV-1a, 64-bit (offset basis 0xcbf29ce484222325, prime 0x100000001b3).
-std::uint64_t Fnv1a64(const std::string& text);
-// FNV-1a 64 over ComparabilitySubset(fp).dump() (keys sorted, so canonical), as 16 hex digits.
-// Two runs are comparable exactly when their hashes match.
+// FNV-1a 64 (common/hash.h, the standard offset basis) over ComparabilitySubset(fp).dump() (keys sorted, so
+// canonical), as 16 hex digits. Two runs are comparable exactly when their hashes match.
 std::string ComparabilityHash(const nlohmann::json& fingerprint);
 
 struct FieldChange {

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/hash.h"
+#include "monitor/fake_procfs.h"
 #include "monitor/nvml_sampler.h"
 
 namespace dlbench::monitor {
@@ -105,6 +107,7 @@ TEST(FingerprintTest, BlasNamesFromPaths) {
   }
 }
 
+// The environment id is this hash (common/hash.h): stored ids depend on its values.
 TEST(FingerprintTest, Fnv1aKnownValues) {
   EXPECT_EQ(Fnv1a64(""), 0xcbf29ce484222325ull);
   EXPECT_EQ(Fnv1a64("a"), 0xaf63dc4c8601ec8cull);
@@ -166,7 +169,7 @@ TEST(FingerprintTest, WarningsForDebugGovernorReferenceBlasAndThrottledGpu) {
   fp["dlbench"]["build_type"] = "Debug";
   fp["host"]["cpu_governor"] = "powersave";
   fp["blas"] = {{"path", "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3"}, {"name", "reference"}};
-  fp["gpu"]["devices"][0]["clocks_event_reasons"] = kClocksEventSwThermal | kClocksEventGpuIdle;
+  fp["start_state"]["gpu"][0]["clocks_event_reasons"] = kClocksEventSwThermal | kClocksEventGpuIdle;
   fp["env"]["CUDA_LAUNCH_BLOCKING"] = "1";
   auto warnings = FingerprintWarnings(fp);
   ASSERT_EQ(warnings.size(), 5u);
@@ -175,6 +178,20 @@ TEST(FingerprintTest, WarningsForDebugGovernorReferenceBlasAndThrottledGpu) {
   EXPECT_NE(warnings[2].find("reference BLAS"), std::string::npos);
   EXPECT_NE(warnings[3].find("CUDA_LAUNCH_BLOCKING"), std::string::npos);
   EXPECT_EQ(warnings[4], "gpu0 clocks are limited before the run: sw_thermal_slowdown");
+}
+
+// Issue 17: a compare once named "/gpu/devices/0/clocks_event_reasons: 1 -> 0" as an environment
+// change. The instant's event reasons are device state: kept apart and never diffed.
+TEST(FingerprintTest, ClocksEventReasonsAreStateNotEnvironment) {
+  auto host = FakeHost();
+  auto a = CollectFingerprintFrom(host, Hello("9.1.0"), MonitorDescription());
+  ASSERT_TRUE(a.contains("start_state")) << a.dump();
+  EXPECT_FALSE(a["gpu"]["devices"][0].contains("clocks_event_reasons"));
+  EXPECT_EQ(a["start_state"]["gpu"][0]["index"], a["gpu"]["devices"][0]["index"]);
+  auto b = a;
+  b["start_state"]["gpu"][0]["clocks_event_reasons"] = kClocksEventSwThermal;
+  EXPECT_TRUE(DiffFingerprints(a, b).empty());
+  EXPECT_EQ(ComparabilityHash(a), ComparabilityHash(b));
 }
 
 TEST(FingerprintTest, ThisMachineHasTheBasics) {

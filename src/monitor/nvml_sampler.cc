@@ -298,7 +298,11 @@ void NvmlSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
 void NvmlSampler::SampleProcesses(Device& d, std::int64_t t_ns, std::vector<SeriesPoint>& out) {
   unsigned int count = 0;
   NvmlReturn rc = api_.device_get_compute_running_processes(d.handle, &count, nullptr);
-  if (rc == kNvmlSuccess) return;  // no compute process on this GPU
+  const std::string other_series = record::series::GpuSeriesName(d.index, record::series::kOtherProcs);
+  if (rc == kNvmlSuccess) {  // no compute process on this GPU
+    out.push_back({t_ns, other_series, 0.0});
+    return;
+  }
   if (rc != kNvmlErrorInsufficientSize) {
     Ok(d, Reading::kProcMem, rc);
     return;
@@ -312,15 +316,18 @@ void NvmlSampler::SampleProcesses(Device& d, std::int64_t t_ns, std::vector<Seri
   if (!Ok(d, Reading::kProcMem, rc)) return;
   double bytes = 0;
   bool known = false;
+  int others = 0;
   for (unsigned int i = 0; i < count && i < process_buffer_.size(); ++i) {
     const NvmlProcessInfo& p = process_buffer_[i];
+    const bool in_tree = procfs_ && IsInTree(*procfs_, static_cast<pid_t>(p.pid), target_);
+    if (!in_tree) ++others;  // another process computing on the cell's GPU (issue 17's contention)
     // Without permission NVML reports the process with NVML_VALUE_NOT_AVAILABLE: unknown, not 0.
-    if (p.used_gpu_memory == kNvmlValueNotAvailable) continue;
-    if (!procfs_ || !IsInTree(*procfs_, static_cast<pid_t>(p.pid), target_)) continue;
+    if (p.used_gpu_memory == kNvmlValueNotAvailable || !in_tree) continue;
     known = true;
     bytes += static_cast<double>(p.used_gpu_memory);
   }
   if (known) out.push_back({t_ns, d.series[static_cast<int>(Reading::kProcMem)], bytes});
+  if (procfs_) out.push_back({t_ns, other_series, static_cast<double>(others)});
 }
 
 nlohmann::json NvmlSampler::Describe() const {

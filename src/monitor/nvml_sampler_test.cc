@@ -8,6 +8,7 @@
 #include <set>
 
 #include "monitor/fake_nvml.h"
+#include "monitor/fake_procfs.h"
 
 namespace dlbench::monitor {
 namespace {

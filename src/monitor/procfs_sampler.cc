@@ -12,6 +12,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "common/text.h"
 #include "record/series.h"
 
 namespace dlbench::monitor {
@@ -22,14 +23,11 @@ Error IoError(const std::string& what, const std::string& path, int err) {
                    what + " '" + path + "': " + strerror(err));
 }
 
-bool ParseUint(const std::string& token, std::uint64_t& out) {
-  if (token.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = std::strtoull(token.c_str(), &end, 10);
-  if (errno != 0 || end != token.c_str() + token.size()) return false;
-  out = v;
-  return true;
+// A procfs number (digits only) into `out`; false, leaving `out` alone, for anything else.
+bool ReadUint(const std::string& token, std::uint64_t& out) {
+  const std::optional<std::uint64_t> value = ParseUint(token);
+  if (value) out = *value;
+  return value.has_value();
 }
 
 bool IsNumber(const std::string& s) {
@@ -38,13 +36,6 @@ bool IsNumber(const std::string& s) {
     if (c < '0' || c > '9') return false;
   }
   return true;
-}
-
-std::string Trim(const std::string& s) {
-  std::size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  std::size_t e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
 }
 
 std::string ProcPath(pid_t pid, const char* leaf) { return "/proc/" + std::to_string(pid) + leaf; }
@@ -102,46 +93,6 @@ Result<std::vector<std::string>> RealProcFs::List(const std::string& path) const
 }
 
 // ---------------------------------------------------------------------------------------------
-// FakeProcFs
-
-void FakeProcFs::Set(const std::string& path, std::string contents) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  files_[path] = std::move(contents);
-}
-
-void FakeProcFs::SetUnreadable(const std::string& path) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  files_[path] = std::nullopt;
-}
-
-void FakeProcFs::Remove(const std::string& path) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  files_.erase(path);
-}
-
-Result<std::string> FakeProcFs::Read(const std::string& path) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = files_.find(path);
-  if (it == files_.end()) return IoError("cannot open", path, ENOENT);
-  if (!it->second) return IoError("cannot open", path, EACCES);
-  return *it->second;
-}
-
-Result<std::vector<std::string>> FakeProcFs::List(const std::string& path) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::string prefix = path;
-  if (prefix.empty() || prefix.back() != '/') prefix += '/';
-  std::set<std::string> names;
-  for (auto it = files_.lower_bound(prefix); it != files_.end(); ++it) {
-    if (it->first.compare(0, prefix.size(), prefix) != 0) break;
-    std::string rest = it->first.substr(prefix.size());
-    names.insert(rest.substr(0, rest.find('/')));
-  }
-  if (names.empty()) return IoError("cannot list", path, ENOENT);
-  return std::vector<std::string>(names.begin(), names.end());
-}
-
-// ---------------------------------------------------------------------------------------------
 // Parsers
 
 Result<ProcStat> ParseProcStat(const std::string& text) {
@@ -152,7 +103,7 @@ Result<ProcStat> ParseProcStat(const std::string& text) {
   }
   ProcStat stat;
   std::uint64_t pid = 0;
-  if (!ParseUint(text.substr(0, open), pid)) {
+  if (!ReadUint(text.substr(0, open), pid)) {
     return MakeError(ErrorKind::kInvalidInput, "malformed pid in /proc/<pid>/stat");
   }
   stat.pid = static_cast<pid_t>(pid);
@@ -162,7 +113,7 @@ Result<ProcStat> ParseProcStat(const std::string& text) {
   std::string token;
   while (rest >> token && tokens.size() < 22) tokens.push_back(token);
   if (tokens.size() < 22) return MakeError(ErrorKind::kInvalidInput, "short /proc/<pid>/stat line");
-  auto field = [&](int number, std::uint64_t& out) { return ParseUint(tokens[number - 3], out); };
+  auto field = [&](int number, std::uint64_t& out) { return ReadUint(tokens[number - 3], out); };
   std::uint64_t ppid = 0;
   if (!field(4, ppid) || !field(14, stat.utime) || !field(15, stat.stime) || !field(16, stat.cutime) ||
       !field(17, stat.cstime) || !field(24, stat.rss_pages)) {
@@ -182,7 +133,7 @@ Result<CpuTimes> ParseCpuTimes(const std::string& proc_stat) {
   std::uint64_t v[8] = {};
   for (int i = 0; i < 8; ++i) {
     std::string token;
-    if (!(in >> token) || !ParseUint(token, v[i])) {
+    if (!(in >> token) || !ReadUint(token, v[i])) {
       // Kernels before 2.6.11 lack steal; anything shorter than idle is malformed.
       if (i >= 4) break;
       return MakeError(ErrorKind::kInvalidInput, "malformed cpu line in /proc/stat");
@@ -191,6 +142,11 @@ Result<CpuTimes> ParseCpuTimes(const std::string& proc_stat) {
   CpuTimes times;
   for (std::uint64_t x : v) times.total += x;
   times.busy = times.total - v[3] - v[4];
+  std::string line;
+  std::getline(in, line);  // the rest of the aggregate line
+  while (std::getline(in, line)) {
+    if (line.size() > 3 && line.compare(0, 3, "cpu") == 0 && line[3] >= '0' && line[3] <= '9') ++times.cpus;
+  }
   return times;
 }
 
@@ -199,6 +155,25 @@ std::optional<double> CpuUtilPct(const CpuTimes& before, const CpuTimes& after) 
   double total = static_cast<double>(after.total - before.total);
   double busy = static_cast<double>(after.busy - before.busy);
   return 100.0 * busy / total;
+}
+
+std::optional<double> CpuBusyCores(const CpuTimes& before, const CpuTimes& after) {
+  auto pct = CpuUtilPct(before, after);
+  if (!pct || after.cpus <= 0) return std::nullopt;
+  return *pct / 100.0 * after.cpus;
+}
+
+std::optional<double> SampleHostBusyCores(const ProcFs& fs, int span_ms) {
+  auto first = fs.Read("/proc/stat");
+  if (!first.ok()) return std::nullopt;
+  auto before = ParseCpuTimes(*first);
+  if (!before.ok()) return std::nullopt;
+  usleep(static_cast<useconds_t>(std::max(1, span_ms)) * 1000);
+  auto second = fs.Read("/proc/stat");
+  if (!second.ok()) return std::nullopt;
+  auto after = ParseCpuTimes(*second);
+  if (!after.ok()) return std::nullopt;
+  return CpuBusyCores(*before, *after);
 }
 
 Result<MemInfo> ParseMemInfo(const std::string& text) {
@@ -210,7 +185,7 @@ Result<MemInfo> ParseMemInfo(const std::string& text) {
     std::string key, value;
     fields >> key >> value;
     std::uint64_t kib = 0;
-    if (!ParseUint(value, kib)) continue;
+    if (!ReadUint(value, kib)) continue;
     if (key == "MemTotal:") total = kib * 1024;
     if (key == "MemAvailable:") available = kib * 1024;
   }
@@ -252,7 +227,7 @@ std::vector<pid_t> ProcessTree(const ProcFs& fs, pid_t root) {
         std::uint64_t child = 0;
         std::string token;
         while (in >> token) {
-          if (ParseUint(token, child)) children.push_back(static_cast<pid_t>(child));
+          if (ReadUint(token, child)) children.push_back(static_cast<pid_t>(child));
         }
       }
       if (!has_children_file) scanned = ChildrenByScan(fs);
@@ -304,6 +279,19 @@ void ProcFsSampler::SetTargetPid(pid_t pid) {
   last_cpu_.reset();
 }
 
+Result<std::uint64_t> ParseSchedStatWaitNs(const std::string& text) {
+  // "<run ns> <wait ns> <timeslices>\n"
+  const char* p = text.c_str();
+  char* end = nullptr;
+  errno = 0;
+  std::strtoull(p, &end, 10);
+  if (end == p || errno != 0) return Error{ErrorKind::kInvalidInput, "schedstat: no run time"};
+  p = end;
+  const unsigned long long wait = std::strtoull(p, &end, 10);
+  if (end == p || errno != 0) return Error{ErrorKind::kInvalidInput, "schedstat: no wait time"};
+  return static_cast<std::uint64_t>(wait);
+}
+
 void ProcFsSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
   if (state_ != "ok") return;
   if (auto text = fs_->Read("/proc/stat"); text.ok()) {
@@ -311,6 +299,8 @@ void ProcFsSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
       if (last_cpu_) {
         if (auto pct = CpuUtilPct(*last_cpu_, *cpu))
           out.push_back({t_ns, std::string(record::series::kHostCpuUtilPct), *pct});
+        if (auto cores = CpuBusyCores(*last_cpu_, *cpu))
+          out.push_back({t_ns, std::string(record::series::kHostCpuBusyCores), *cores});
       }
       last_cpu_ = *cpu;
     }
@@ -322,8 +312,8 @@ void ProcFsSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
     }
   }
   if (target_ <= 0) return;
-  std::uint64_t ticks = 0, rss_pages = 0;
-  bool any = false;
+  std::uint64_t ticks = 0, rss_pages = 0, wait_ns = 0;
+  bool any = false, any_wait = false;
   for (pid_t pid : ProcessTree(*fs_, target_)) {
     auto text = fs_->Read(ProcPath(pid, "/stat"));
     if (!text.ok()) continue;  // ended meanwhile; its time moves to its parent's cutime when reaped
@@ -334,11 +324,24 @@ void ProcFsSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
     ticks += stat->utime + stat->stime + stat->cutime + stat->cstime;
     rss_pages += stat->rss_pages;
     any = true;
+    if (auto tasks = fs_->List(ProcPath(pid, "/task")); tasks.ok()) {
+      for (const std::string& tid : *tasks) {
+        auto sched = fs_->Read(ProcPath(pid, "/task/") + tid + "/schedstat");
+        if (!sched.ok()) continue;
+        if (auto w = ParseSchedStatWaitNs(*sched); w.ok()) {
+          wait_ns += *w;
+          any_wait = true;
+        }
+      }
+    }
   }
   if (!any) return;
   out.push_back({t_ns, std::string(record::series::kProcCpuS), static_cast<double>(ticks) / ticks_per_s_});
   out.push_back(
       {t_ns, std::string(record::series::kProcRssBytes), static_cast<double>(rss_pages) * page_bytes_});
+  if (any_wait)
+    out.push_back(
+        {t_ns, std::string(record::series::kProcRunqueueWaitS), static_cast<double>(wait_ns) * 1e-9});
 }
 
 nlohmann::json ProcFsSampler::Describe() const {
@@ -372,7 +375,7 @@ RaplSampler::RaplSampler(std::shared_ptr<const ProcFs> fs, std::string powercap_
       domain.name = name.ok() ? Trim(*name) : entry;
       std::uint64_t range = 0;
       if (auto text = fs_->Read(domain.dir + "/max_energy_range_uj");
-          text.ok() && ParseUint(Trim(*text), range)) {
+          text.ok() && ReadUint(Trim(*text), range)) {
         domain.max_range_uj = static_cast<double>(range);
       }
       domains_.push_back(std::move(domain));
@@ -392,7 +395,7 @@ void RaplSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
   for (auto& domain : domains_) {
     auto text = fs_->Read(domain.dir + "/energy_uj");
     std::uint64_t raw = 0;
-    if (!text.ok() || !ParseUint(Trim(*text), raw)) continue;
+    if (!text.ok() || !ReadUint(Trim(*text), raw)) continue;
     double now = static_cast<double>(raw);
     if (domain.last_uj) {
       double delta = now - *domain.last_uj;

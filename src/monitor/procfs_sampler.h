@@ -1,6 +1,6 @@
 // Host samplers: the runner's process tree and the whole machine through procfs, and CPU package
 // energy through the powercap (RAPL) interface. All OS reads go through the ProcFs seam so tests
-// feed canned files.
+// feed canned files (FakeProcFs, monitor/fake_procfs.h, in the test-only dlbench::monitor_fakes).
 #pragma once
 
 #include <sys/types.h>
@@ -38,22 +38,6 @@ class RealProcFs final : public ProcFs {
   Result<std::vector<std::string>> List(const std::string& path) const override;
 };
 
-// Canned files for tests. Directories exist implicitly: List("/proc") names the first path
-// component below /proc of every file set. Thread-safe.
-class FakeProcFs final : public ProcFs {
- public:
-  void Set(const std::string& path, std::string contents);
-  // Makes Read(path) fail with kIo (a file that exists but is not readable).
-  void SetUnreadable(const std::string& path);
-  void Remove(const std::string& path);
-  Result<std::string> Read(const std::string& path) const override;
-  Result<std::vector<std::string>> List(const std::string& path) const override;
-
- private:
-  mutable std::mutex mutex_;
-  std::map<std::string, std::optional<std::string>> files_;  // nullopt: unreadable
-};
-
 // --- parsers (pure; exposed for tests) ---
 
 // The fields of /proc/<pid>/stat that the sampler uses. Times in clock ticks, rss in pages.
@@ -73,11 +57,20 @@ Result<ProcStat> ParseProcStat(const std::string& text);
 struct CpuTimes {
   std::uint64_t busy = 0;
   std::uint64_t total = 0;
+  int cpus = 0;  // the per-CPU "cpuN" lines that follow (0 when the text has none)
 };
 Result<CpuTimes> ParseCpuTimes(const std::string& proc_stat);
 // Whole-machine utilisation between two readings in percent of all CPUs; nullopt when no tick
 // elapsed (or the counters went backwards).
 std::optional<double> CpuUtilPct(const CpuTimes& before, const CpuTimes& after);
+// The same share in CPUs: busy ticks over the elapsed ticks of one CPU (total / cpus), so 2.0 is
+// two cores fully busy. nullopt as CpuUtilPct, or without a cpu count.
+std::optional<double> CpuBusyCores(const CpuTimes& before, const CpuTimes& after);
+
+// How many CPUs the whole host keeps busy over `span_ms` (two /proc/stat readings around a
+// sleep): `dlbench env` and `run` warn before measuring on a busy host (issue 17). nullopt when
+// /proc/stat cannot be read twice.
+std::optional<double> SampleHostBusyCores(const ProcFs& fs, int span_ms);
 
 // /proc/meminfo: MemTotal and MemAvailable in bytes (the file says "kB" and means KiB).
 struct MemInfo {
@@ -88,6 +81,10 @@ Result<MemInfo> ParseMemInfo(const std::string& text);
 
 // The process tree rooted at root (root first). Uses /proc/<pid>/task/<tid>/children (every
 // thread's children); on kernels without it (CONFIG_PROC_CHILDREN off) falls back to scanning
+// The run-queue wait of one task: the second field of /proc/<pid>/task/<tid>/schedstat (ns spent
+// runnable but not running). kInvalidInput on a malformed line.
+Result<std::uint64_t> ParseSchedStatWaitNs(const std::string& text);
+
 // every /proc/<pid>/stat for its ppid. Empty when root does not exist.
 std::vector<pid_t> ProcessTree(const ProcFs& fs, pid_t root);
 // Whether pid is root or descends from it (walks the ppid chain; cheap for a few pids).
@@ -96,7 +93,9 @@ bool IsInTree(const ProcFs& fs, pid_t pid, pid_t root);
 // Series: "proc.cpu_s" (user+system CPU seconds of the runner's tree, counter; includes reaped
 // children), "proc.rss_bytes" (sum of the tree's RSS: shared pages count once per process),
 // "host.cpu_util_pct" (all CPUs, since the previous round; absent on the first round),
-// "host.mem_used_bytes" (MemTotal - MemAvailable).
+// "host.mem_used_bytes" (MemTotal - MemAvailable), "proc.runqueue_wait_s" (the tree's live
+// threads' run-queue wait, summed; a thread that ends takes its share with it, and the analysis
+// ignores a counter that went backwards).
 class ProcFsSampler final : public Sampler {
  public:
   // ticks_per_s and page_bytes default to sysconf(_SC_CLK_TCK) and sysconf(_SC_PAGESIZE).

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <map>
 
+#include "monitor/fake_procfs.h"
+
 namespace dlbench::monitor {
 namespace {
 
@@ -66,6 +68,13 @@ TEST(ProcParseTest, CpuTimesAndUtilisationByHand) {
   EXPECT_FALSE(CpuUtilPct(*b, *a).has_value());
   EXPECT_FALSE(ParseCpuTimes("intr 1 2 3").ok());
   EXPECT_FALSE(ParseCpuTimes("cpu 1 2").ok());
+  // Busy CPUs: 50% of a 4-CPU host is 2 cores (the cpuN lines are counted; "cpufreq" is not one).
+  auto c = ParseCpuTimes("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1\ncpu1 1\ncpu2 1\ncpu3 1\ncpufreq 9\n");
+  auto d = ParseCpuTimes("cpu  160 0 70 880 60 5 5 0 0 0\ncpu0 1\ncpu1 1\ncpu2 1\ncpu3 1\n");
+  ASSERT_TRUE(c.ok() && d.ok());
+  EXPECT_EQ(c->cpus, 4);
+  EXPECT_DOUBLE_EQ(*CpuBusyCores(*c, *d), 2.0);
+  EXPECT_FALSE(CpuBusyCores(*a, *b).has_value()) << "b has no per-CPU lines: the count is unknown";
 }
 
 TEST(ProcParseTest, MemInfoInKibibytes) {
@@ -150,6 +159,29 @@ TEST(ProcFsSamplerTest, SamplesTreeAndHostWithUnits) {
   ASSERT_EQ(b["host.cpu_util_pct"].size(), 1u);
   EXPECT_DOUBLE_EQ(b["host.cpu_util_pct"][0], 50.0);
   for (const auto& p : second) EXPECT_EQ(p.t_ns, 20);
+}
+
+TEST(ProcFsSamplerTest, RunqueueWaitIsSummedOverEveryThreadOfTheTree) {
+  auto fs = TreeFs(true);
+  fs->Set("/proc/100/task/100/schedstat", "5000000000 250000000 40\n");
+  fs->Set("/proc/100/task/101/schedstat", "1000000000 50000000 7\n");  // a second thread of 100
+  fs->Set("/proc/200/task/200/schedstat", "2000000000 100000000 9\n");
+  fs->Set("/proc/300/task/300/schedstat", "garbage\n");                 // skipped, not fatal
+  fs->Set("/proc/400/task/400/schedstat", "9000000000 900000000 1\n");  // not in the tree
+  ProcFsSampler sampler(fs, 100, 4096);
+  sampler.SetTargetPid(100);
+  std::vector<SeriesPoint> out;
+  sampler.Sample(1, out);
+  auto m = ByName(out);
+  ASSERT_EQ(m["proc.runqueue_wait_s"].size(), 1u);
+  EXPECT_DOUBLE_EQ(m["proc.runqueue_wait_s"][0], 0.4);
+}
+
+TEST(ProcFsSamplerTest, SchedStatParser) {
+  EXPECT_EQ(*ParseSchedStatWaitNs("23203761559 53376947687 6419\n"), 53376947687u);
+  EXPECT_FALSE(ParseSchedStatWaitNs("").ok());
+  EXPECT_FALSE(ParseSchedStatWaitNs("17").ok());
+  EXPECT_FALSE(ParseSchedStatWaitNs("x y z").ok());
 }
 
 TEST(ProcFsSamplerTest, NoTargetMeansHostSeriesOnly) {

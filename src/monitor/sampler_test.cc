@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -119,12 +121,54 @@ TEST(MonitorTest, RestartsCleanAfterStopAndStopWithoutStartIsEmpty) {
   EXPECT_EQ(first.size(), second.size());
 }
 
+// What a sampler saw of its life, kept outside it so it can be read after the monitor is gone.
+struct SamplerLife {
+  std::mutex mutex;
+  int rounds = 0;
+  bool destroyed = false;
+  bool sampled_after_destroyed = false;
+  std::thread::id last_thread;
+};
+
+class LifeSampler final : public Sampler {
+ public:
+  explicit LifeSampler(std::shared_ptr<SamplerLife> life) : life_(std::move(life)) {}
+  ~LifeSampler() override {
+    std::lock_guard<std::mutex> lock(life_->mutex);
+    life_->destroyed = true;
+  }
+  std::string name() const override { return "life"; }
+  std::string state() const override { return "ok"; }
+  void SetTargetPid(pid_t) override {}
+  void Sample(std::int64_t, std::vector<SeriesPoint>&) override {
+    std::lock_guard<std::mutex> lock(life_->mutex);
+    if (life_->destroyed) life_->sampled_after_destroyed = true;
+    ++life_->rounds;
+    life_->last_thread = std::this_thread::get_id();
+  }
+  nlohmann::json Describe() const override { return nlohmann::json::object(); }
+
+ private:
+  std::shared_ptr<SamplerLife> life_;
+};
+
 TEST(MonitorTest, DestructorStopsARunningMonitor) {
   SimulatedClock clock(0);
-  auto monitor = MakeMonitor(clock, 60'000);
+  auto life = std::make_shared<SamplerLife>();
+  std::vector<std::unique_ptr<Sampler>> samplers;
+  samplers.push_back(std::make_unique<LifeSampler>(life));
+  // An hour's interval: no scheduled round can fall between Start and the destructor.
+  auto monitor = std::make_unique<Monitor>(std::move(samplers), clock, /*interval_ms=*/3'600'000.0);
   monitor->Start(1);
-  monitor.reset();  // must join, not terminate
-  SUCCEED();
+  monitor.reset();  // must stop the thread (a joinable std::thread would terminate the process)
+  std::lock_guard<std::mutex> lock(life->mutex);
+  // The round at Start and the final round that only Stop() takes: the destructor stopped it.
+  EXPECT_EQ(life->rounds, 2);
+  EXPECT_TRUE(life->destroyed);
+  EXPECT_FALSE(life->sampled_after_destroyed);
+  // Every round ran on the monitor's thread, which the destructor joined.
+  EXPECT_NE(life->last_thread, std::this_thread::get_id());
+  EXPECT_NE(life->last_thread, std::thread::id());
 }
 
 TEST(MonitorTest, DescribeNamesEachSamplerWithItsStateAndFacts) {

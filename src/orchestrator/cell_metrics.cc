@@ -1,10 +1,13 @@
 #include "orchestrator/cell_metrics.h"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 
+#include "monitor/analysis.h"
 #include "record/metrics.h"
+#include "stats/stability.h"
 
 namespace dlbench::orchestrator {
 
@@ -162,19 +165,100 @@ void AddFlopsMetrics(record::CellRecord& rec) {
   }
 }
 
+namespace {
+
+std::string Ms(double ns) { return fmt::format("{:.3g} ms", ns * 1e-6); }
+
+// The stability verdict of the measured window (stats/stability.h), with the monitor's view of
+// what changed between the spans it compares. Stores the figures in extras.stability; returns a
+// reason, or "" when the window is stable or too short to judge (noted in extras).
+std::string StabilityReason(const config::MeasureSettings& settings, record::CellRecord& rec) {
+  const std::vector<record::StepRecord> steps = record::MeasuredSteps(rec);
+  std::vector<double> values, times;
+  values.reserve(steps.size());
+  times.reserve(steps.size());
+  for (const auto& r : steps) {
+    values.push_back(static_cast<double>(r.end_ns - r.start_ns));
+    times.push_back(static_cast<double>(r.start_ns) * 1e-9);
+  }
+  stats::StabilitySettings ss;
+  ss.min_rel_change = std::max(kMinStabilityChange, 2 * settings.target_rel_ci);
+  const stats::StabilityResult st = stats::AssessStability(values, times, ss);
+  nlohmann::json& info = rec.extras["stability"];
+  info = {{"batches", st.batches},
+          {"trend_p", st.trend_p},
+          {"shift_p", st.shift_p},
+          {"min_rel_change", ss.min_rel_change}};
+  if (st.kind == stats::Stability::kTooShort) {
+    info["skipped"] =
+        fmt::format("fewer than {} batches of 5 measured steps ({} steps)", ss.min_batches, steps.size());
+    return "";
+  }
+  if (st.kind == stats::Stability::kStable) return "";
+  const std::int64_t start = steps.front().start_ns, end = steps.back().end_ns;
+  std::vector<std::string> causes;
+  std::string what;
+  if (st.kind == stats::Stability::kDrifting) {
+    const std::int64_t tenth = std::max<std::int64_t>(1, (end - start) / 10);
+    causes = monitor::ExplainChange(rec.series, start, start + tenth, end - tenth, end);
+    info["slope_rel_per_s"] = st.slope_rel_per_s;
+    info["first_tenth_mean_ns"] = st.first_tenth_mean;
+    info["last_tenth_mean_ns"] = st.last_tenth_mean;
+    what = fmt::format(
+        "drifting: step time moved {:+.2f} %/s over the {:.1f} s window (first tenth {}, last tenth {})",
+        100 * st.slope_rel_per_s, (end - start) * 1e-9, Ms(st.first_tenth_mean), Ms(st.last_tenth_mean));
+  } else {
+    const std::int64_t at = steps[st.shift_step].start_ns;
+    causes = monitor::ExplainChange(rec.series, start, at, at, end);
+    info["shift_step"] = st.shift_step;
+    info["level_before_ns"] = st.level_before;
+    info["level_after_ns"] = st.level_after;
+    what = fmt::format("shifted: step time changed at measured step {} ({:.1f} s in) from {} to {}",
+                       st.shift_step, (at - start) * 1e-9, Ms(st.level_before), Ms(st.level_after));
+  }
+  what += causes.empty() ? "; no clock, power or host-load change explains it (a framework effect: "
+                           "allocator, autotuning, host-bound launches?)"
+                         : "; likely cause: " + fmt::format("{}", fmt::join(causes, ", "));
+  return what;
+}
+
+// How long max_time_s would have to be for `needed` measured steps, from the pace so far.
+double SecondsFor(double needed_steps, const measure::StepSummary& s) {
+  return s.steps > 0 && s.window_s > 0 ? s.window_s / static_cast<double>(s.steps) * needed_steps : NAN;
+}
+
+}  // namespace
+
 void ApplyVerdict(const measure::Outcome& measured, const config::MeasureSettings& settings,
                   record::CellRecord& rec) {
-  nlohmann::json reasons = nlohmann::json::array();
-  const double rel = measured.summary.ci_rel_halfwidth;
+  std::vector<std::string> reasons;
+  const measure::StepSummary& s = measured.summary;
+  const double rel = s.ci_rel_halfwidth;
   if (!std::isfinite(rel)) {
-    reasons.push_back("noisy: too few steps for a confidence interval of the mean");
+    const double needed = std::max<double>(kMinStepsForInterval, static_cast<double>(settings.min_steps));
+    const double seconds = SecondsFor(needed * 1.25, s);
+    reasons.push_back(fmt::format(
+        "too_short: {} measured steps; a confidence interval needs {} (batch means){}", s.steps,
+        kMinStepsForInterval,
+        std::isfinite(seconds) ? fmt::format("; raise max_time_s to about {:.0f} s", std::ceil(seconds + 1))
+                               : ""));
   } else if (rel > settings.target_rel_ci) {
-    reasons.push_back(fmt::format("noisy: CI half-width {:.2f}% of the mean > target {:.2f}% (stopped: {})",
-                                  100 * rel, 100 * settings.target_rel_ci, measured.stop_reason));
+    // The half-width shrinks with the square root of the measured time.
+    const double seconds = s.window_s * (rel / settings.target_rel_ci) * (rel / settings.target_rel_ci);
+    reasons.push_back(fmt::format(
+        "noisy: CI half-width {:.2f}% of the mean > target {:.2f}% (stopped: {}); at this noise about {:.0f} "
+        "s "
+        "of measurement would reach it: raise max_time_s, add repetitions, loosen target_rel_ci, or quiet "
+        "the machine",
+        100 * rel, 100 * settings.target_rel_ci, measured.stop_reason, std::ceil(seconds)));
   }
-  for (const auto& r : rec.verdict_reasons) reasons.push_back(r);  // e.g. from the monitor analysis
+  if (std::string stability = StabilityReason(settings, rec); !stability.empty())
+    reasons.push_back(stability);
+  for (const auto& r : rec.verdict_reasons) {  // from the monitor analysis
+    if (r.is_string()) reasons.push_back(r.get<std::string>());
+  }
   rec.verdict_reasons = reasons;
-  rec.verdict = reasons.empty() ? record::Verdict::kValid : record::Verdict::kInvalid;
+  rec.verdict = record::HeadlineVerdict(reasons);
 }
 
 }  // namespace dlbench::orchestrator

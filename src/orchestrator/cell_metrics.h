@@ -26,8 +26,17 @@ void AddStepMetrics(const measure::Outcome& measured, record::CellRecord& rec);
 // peak_flops_per_s when the runner sent the device's peak. Nothing without flops_per_sample.
 void AddFlopsMetrics(record::CellRecord& rec);
 
-// Sets verdict and verdict_reasons for a cell that ran to completion: noisy (CI target not met),
-// plus whatever the monitor analysis of its series finds (throttling, leaks) and its warnings.
+// Sets verdict and verdict_reasons for a cell that ran to completion (docs/verdicts.md): too_short
+// (no interval: fewer than kMinStepsForInterval measured steps) or noisy (the interval missed its
+// target), each with the max_time_s that would have reached it; drifting or shifted (the measured
+// window's stability test, with the monitor's likely cause; figures in extras.stability, or why it
+// was skipped); plus whatever the monitor analysis found (throttled, leaking, contended), already
+// in rec.verdict_reasons. Every reason starts with its verdict's name; the cell's verdict is
+// record::HeadlineVerdict of them. Reads rec.steps and rec.series (still loaded in the orchestrator).
+inline constexpr int kMinStepsForInterval = 20;
+// The smallest drift or shift the verdict reports: 1% of the mean, or the interval's full width
+// (2 x target_rel_ci) when that is wider, so a movement the interval would absorb is not called one.
+inline constexpr double kMinStabilityChange = 0.01;
 void ApplyVerdict(const measure::Outcome& measured, const config::MeasureSettings& settings,
                   record::CellRecord& rec);
 

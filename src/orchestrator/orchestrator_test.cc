@@ -1,7 +1,9 @@
 // RunCell against the real dlbench-null runner: every way a cell can end becomes its outcome.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "common/clock.h"
 #include "orchestrator/cell_metrics.h"
@@ -44,14 +46,15 @@ class CellRunnerTest : public ::testing::Test {
 };
 
 TEST_F(CellRunnerTest, HealthyCellIsOkWithStepsMetricsAndVerdict) {
-  auto rec = Run({{"step_ms", 0.2}, {"batch_size", 8}});
+  // Virtual time: the step times are the configured ones whatever the machine's load.
+  auto rec = Run({{"step_ms", 0.2}, {"batch_size", 8}, {"virtual_time", true}});
   ASSERT_EQ(rec.outcome, record::Outcome::kOk) << rec.message;
   EXPECT_GE(rec.steps.size(), 20u);
   ASSERT_TRUE(rec.window.has_value());
   EXPECT_FALSE(rec.stop_reason.empty());
   const auto* sps = FindMetric(rec, "samples_per_s");
   ASSERT_NE(sps, nullptr);
-  // 8 samples per ~0.2 ms step: tens of thousands per second, far from zero or infinity.
+  // 8 samples per 0.2 ms step: tens of thousands per second, far from zero or infinity.
   EXPECT_GT(sps->value, 8 / 0.2e-3 / 3);
   EXPECT_LT(sps->value, 8 / 0.2e-3 * 1.1);
   const auto* mean = FindMetric(rec, "step_time_mean_ns");
@@ -59,7 +62,7 @@ TEST_F(CellRunnerTest, HealthyCellIsOkWithStepsMetricsAndVerdict) {
   EXPECT_GE(mean->value, 0.2e6);
   EXPECT_EQ(rec.hello["runner"], "null");
   EXPECT_EQ(rec.effective["samples_per_step"], 8);
-  EXPECT_TRUE(rec.verdict == record::Verdict::kValid || rec.verdict == record::Verdict::kInvalid);
+  EXPECT_NE(rec.verdict, record::Verdict::kNotApplicable);
 }
 
 TEST_F(CellRunnerTest, TimelineSplitsTheCellsWallTime) {
@@ -170,10 +173,66 @@ TEST_F(CellRunnerTest, TooLittleDataIsInvalid) {
 }
 
 TEST_F(CellRunnerTest, InterruptStopsTheCell) {
-  std::atomic<bool> flag{true};
-  options_.interrupted = &flag;
+  std::atomic<int> pressed{1};
+  options_.interrupts = &pressed;
   auto rec = Run({{"step_ms", 0.5}});
   EXPECT_EQ(rec.outcome, record::Outcome::kInterrupted);
+}
+
+// Presses Ctrl-C `times` times, `after_ms` apart, while the cell runs.
+class Presser {
+ public:
+  Presser(std::atomic<int>& pressed, int times, int after_ms)
+      : thread_([&pressed, times, after_ms] {
+          for (int i = 0; i < times; ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
+            pressed.fetch_add(1);
+          }
+        }) {}
+  ~Presser() { thread_.join(); }
+
+ private:
+  std::thread thread_;
+};
+
+// A runner that ignores STOP and SIGTERM: the first Ctrl-C still ends the cell within the
+// interrupt grace (2 s: STOP, SIGTERM at 1 s, SIGKILL at 2 s), not after the 10 s STOP grace
+// and more (13 s before).
+TEST_F(CellRunnerTest, CtrlCEndsAHungRunnerWithinTheInterruptGrace) {
+  std::atomic<int> pressed{0};
+  options_.interrupts = &pressed;
+  options_.timeout_s = 60;
+  record::CellRecord rec;
+  std::int64_t pressed_ns = 0;
+  {
+    Presser presser(pressed, 1, 300);
+    const auto t0 = MonotonicNowNs();
+    rec = Run({{"step_ms", 0.1}, {"inject", "hang_after_stop"}, {"virtual_time", true}});
+    pressed_ns = MonotonicNowNs() - t0;
+  }
+  EXPECT_EQ(rec.outcome, record::Outcome::kInterrupted) << rec.message;
+  EXPECT_EQ(rec.message, "stopped by Ctrl-C");
+  EXPECT_LT(NsToSeconds(pressed_ns), 8.0) << "the interrupt grace is 2 s";
+}
+
+// The second Ctrl-C does not wait for any grace: with a grace of 60 s, only it can end the cell.
+TEST_F(CellRunnerTest, ASecondCtrlCKillsAtOnce) {
+  std::atomic<int> pressed{0};
+  options_.interrupts = &pressed;
+  options_.timeout_s = 120;
+  options_.interrupt_grace_s = 60;
+  record::CellRecord rec;
+  std::int64_t took_ns = 0;
+  {
+    Presser presser(pressed, 2, 300);
+    const auto t0 = MonotonicNowNs();
+    rec = Run({{"step_ms", 0.1}, {"inject", "hang"}, {"inject_at_step", 3}});
+    took_ns = MonotonicNowNs() - t0;
+  }
+  EXPECT_EQ(rec.outcome, record::Outcome::kInterrupted) << rec.message;
+  EXPECT_EQ(rec.message, "stopped by a second Ctrl-C (its process group was killed at once)");
+  EXPECT_LT(NsToSeconds(took_ns), 30.0)
+      << "half the grace, when SIGTERM would go out: the second press did it";
 }
 
 TEST_F(CellRunnerTest, MissingRunnerIsNamed) {
@@ -196,14 +255,65 @@ TEST(CellMetricsTest, NoisyCellIsInvalidAndNamesTheTarget) {
   config::MeasureSettings s;
   s.target_rel_ci = 0.02;
   record::CellRecord rec;
+  m.summary.window_s = 2.0;
   ApplyVerdict(m, s, rec);
-  EXPECT_EQ(rec.verdict, record::Verdict::kInvalid);
+  EXPECT_EQ(rec.verdict, record::Verdict::kNoisy);
   ASSERT_EQ(rec.verdict_reasons.size(), 1u);
   EXPECT_NE(rec.verdict_reasons[0].get<std::string>().find("8.00%"), std::string::npos);
+  // The advice: (8% / 2%)^2 x 2 s of measurement would reach the target.
+  EXPECT_NE(rec.verdict_reasons[0].get<std::string>().find("about 32 s"), std::string::npos)
+      << rec.verdict_reasons[0];
   m.summary.ci_rel_halfwidth = 0.01;
   record::CellRecord ok;
   ApplyVerdict(m, s, ok);
   EXPECT_EQ(ok.verdict, record::Verdict::kValid);
+}
+
+TEST(CellMetricsTest, TooFewStepsIsTooShortWithTheTimeThatWouldDo) {
+  measure::Outcome m;
+  m.summary.steps = 8;
+  m.summary.window_s = 2.0;  // 0.25 s a step: 20 steps x 1.25 margin -> 6.25 s, +1 s -> 8 s
+  m.summary.ci_rel_halfwidth = NAN;
+  config::MeasureSettings s;
+  record::CellRecord rec;
+  ApplyVerdict(m, s, rec);
+  EXPECT_EQ(rec.verdict, record::Verdict::kTooShort);
+  ASSERT_EQ(rec.verdict_reasons.size(), 1u);
+  const std::string reason = rec.verdict_reasons[0].get<std::string>();
+  EXPECT_EQ(reason.rfind("too_short: 8 measured steps; a confidence interval needs 20", 0), 0u) << reason;
+  EXPECT_NE(reason.find("raise max_time_s to about 8 s"), std::string::npos) << reason;
+}
+
+// The measured window's stability decides drifting/shifted, and its figures are kept; a monitor
+// reason (contended) outranks them as the cause.
+TEST(CellMetricsTest, ADriftingWindowIsDriftingAndContentionComesFirst) {
+  record::CellRecord rec;
+  std::int64_t t = 5'000'000'000;
+  for (int i = 0; i < 400; ++i) {
+    const auto d = static_cast<std::int64_t>(10'000'000 * (1.0 + 0.4 * i / 400.0));  // +40% over the window
+    rec.steps.push_back({0, record::StepRecord{t, t + d, 0, 0, 0, 1, 0}});
+    t += d;
+  }
+  rec.window = record::MeasuredWindow{0, 400};
+  measure::Outcome m;
+  m.summary.steps = 400;
+  m.summary.window_s = 4.8;
+  m.summary.ci_rel_halfwidth = 0.01;
+  config::MeasureSettings s;
+  ApplyVerdict(m, s, rec);
+  EXPECT_EQ(rec.verdict, record::Verdict::kDrifting) << rec.verdict_reasons.dump();
+  ASSERT_EQ(rec.verdict_reasons.size(), 1u);
+  const std::string reason = rec.verdict_reasons[0].get<std::string>();
+  EXPECT_EQ(reason.rfind("drifting: step time moved +", 0), 0u) << reason;
+  EXPECT_NE(reason.find("no clock, power or host-load change explains it"), std::string::npos) << reason;
+  EXPECT_TRUE(rec.extras["stability"].contains("slope_rel_per_s"));
+
+  record::CellRecord contended = rec;
+  contended.verdict_reasons =
+      nlohmann::json::array({"contended: 1.30 CPU cores were busy outside the runner"});
+  ApplyVerdict(m, s, contended);
+  EXPECT_EQ(contended.verdict, record::Verdict::kContended);
+  EXPECT_EQ(contended.verdict_reasons.size(), 2u);
 }
 
 TEST(CellMetricsTest, ExtrasAndMemoryBecomeMetrics) {

@@ -1,9 +1,11 @@
 #include "plan/plan.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <utility>
 
+#include "common/hash.h"
 #include "config/registry.h"
 
 namespace dlbench::plan {
@@ -12,38 +14,12 @@ namespace {
 using config::Combination;
 using config::Value;
 
-constexpr std::uint64_t kFnvOffset = 14695981039346656037ull;
-constexpr std::uint64_t kFnvPrime = 1099511628211ull;
-constexpr std::uint64_t kGoldenGamma = 0x9E3779B97F4A7C15ull;
-
-std::uint64_t Fnv1a64(const std::string& text) {
-  std::uint64_t h = kFnvOffset;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= kFnvPrime;
-  }
-  return h;
-}
-
-// The SplitMix64 finaliser of x + gamma: a bijection that spreads every input bit over the output.
-std::uint64_t SplitMix64(std::uint64_t x) {
-  std::uint64_t z = x + kGoldenGamma;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// The SplitMix64 generator. Written out (not std::mt19937 + std::uniform_int_distribution, whose
-// output differs between standard libraries) so an order seed means the same order everywhere.
+// The SplitMix64 generator (common/hash.h), not std::mt19937 + std::uniform_int_distribution,
+// whose output differs between standard libraries: an order seed means the same order everywhere.
 class SplitMixStream {
  public:
   explicit SplitMixStream(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t Next() {
-    std::uint64_t z = state_ += kGoldenGamma;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
+  std::uint64_t Next() { return SplitMix64Next(state_); }
   // Uniform in [0, n), n > 0: draws below 2^64 mod n are rejected so no index is favoured.
   std::uint64_t Below(std::uint64_t n) {
     const std::uint64_t threshold = (0 - n) % n;
@@ -67,8 +43,8 @@ bool Matches(const Combination& combination, const Combination& entry) {
 
 // Registry defaults for every parameter of the runner's scope that has one and is unset;
 // default_from parameters copy their source's (possibly just filled) value.
-void FillDefaults(const std::string& runner, Combination& params) {
-  const std::vector<const config::ParamSpec*> specs = config::CellParamsForRunner(runner);
+// `specs` is config::CellParamsForRunner(runner), computed once per plan.
+void FillDefaults(const std::vector<const config::ParamSpec*>& specs, Combination& params) {
   for (const config::ParamSpec* spec : specs) {
     if (spec->default_value && !params.count(spec->name)) params.emplace(spec->name, *spec->default_value);
   }
@@ -138,19 +114,33 @@ std::vector<std::string> Labels(const std::vector<Combination>& cells, const con
       }
     }
   }
-  const std::vector<std::string> order = LabelOrder(all_names);
+  // What decides each name's place in a label, looked up once rather than per cell (a plan may
+  // hold kMaxCells cells).
+  struct Shown {
+    std::string name;
+    bool always;            // the model, or an axis of several values that varies
+    bool when_not_default;  // varies across the plan (or the plan has one cell)
+  };
+  std::vector<Shown> order;
+  for (std::string& name : LabelOrder(all_names)) {
+    const bool varies = varying.count(name) > 0;
+    const bool always = name == "model" || (varies && multi_axes.count(name) > 0);
+    const bool when_not_default = varies || cells.size() == 1;
+    if (always || when_not_default) order.push_back({std::move(name), always, when_not_default});
+  }
   std::vector<std::string> labels;
+  labels.reserve(cells.size());
   for (const Combination& c : cells) {
     std::string label;
-    for (const std::string& name : order) {
-      auto it = c.find(name);
+    for (const Shown& shown : order) {
+      auto it = c.find(shown.name);
       if (it == c.end()) continue;
-      const bool non_default = !IsDefault(name, it->second, c);
-      const bool shown = name == "model" || (varying.count(name) && multi_axes.count(name)) ||
-                         (non_default && (varying.count(name) || cells.size() == 1));
-      if (shown) label += (label.empty() ? "" : " ") + LabelPiece(name, it->second);
+      // Not always shown means shown when not the default (names that are neither are not here).
+      if (!shown.always && IsDefault(shown.name, it->second, c)) continue;
+      if (!label.empty()) label += ' ';
+      label += LabelPiece(shown.name, it->second);
     }
-    labels.push_back(label.empty() ? "defaults" : label);
+    labels.push_back(label.empty() ? "defaults" : std::move(label));
   }
   return labels;
 }
@@ -225,14 +215,54 @@ std::uint64_t DeriveCellSeed(std::uint64_t matrix_seed, const std::string& key, 
   return mixed & 0x7FFFFFFFFFFFFFFFull;
 }
 
+std::uint64_t MaxCellCount(const config::Matrix& matrix) {
+  constexpr std::uint64_t kSaturated = std::numeric_limits<std::uint64_t>::max();
+  auto multiply = [](std::uint64_t a, std::uint64_t b) {
+    return b != 0 && a > kSaturated / b ? kSaturated : a * b;
+  };
+  std::uint64_t product = matrix.axes.empty() ? 0 : 1;
+  for (const config::Axis& axis : matrix.axes) product = multiply(product, axis.values.size());
+  const std::uint64_t includes = matrix.include.size();
+  const std::uint64_t combinations = product > kSaturated - includes ? kSaturated : product + includes;
+  return multiply(combinations, static_cast<std::uint64_t>(std::max(matrix.repetitions, 1)));
+}
+
+namespace {
+
+// "axes of 1000 x 1000 x 1000 values + 2 include entries, x 3 repetitions"
+std::string CellCountOrigin(const config::Matrix& matrix) {
+  std::string text;
+  for (const config::Axis& axis : matrix.axes) {
+    text += (text.empty() ? "" : " x ") + std::to_string(axis.values.size());
+  }
+  text = text.empty() ? "no axes" : "axes of " + text + " values";
+  if (!matrix.include.empty()) text += " + " + std::to_string(matrix.include.size()) + " include entries";
+  if (matrix.repetitions > 1) text += ", x " + std::to_string(matrix.repetitions) + " repetitions";
+  return text;
+}
+
+}  // namespace
+
 Result<Plan> Expand(const config::Matrix& matrix) {
+  const std::uint64_t max_cells = MaxCellCount(matrix);
+  if (max_cells > kMaxCells) {
+    const std::string count = max_cells == std::numeric_limits<std::uint64_t>::max()
+                                  ? "more than 18446744073709551615"
+                                  : std::to_string(max_cells);
+    return MakeError(ErrorKind::kInvalidInput,
+                     matrix.path + ": error: the matrix expands to " + count + " cells (" +
+                         CellCountOrigin(matrix) + "), more than the " + std::to_string(kMaxCells) +
+                         " a plan may hold (docs/limits.md); split it into several matrix files");
+  }
   const std::string& runner = matrix.runner.name;
+  const std::vector<const config::ParamSpec*> runner_specs = config::CellParamsForRunner(runner);
   std::vector<Combination> cells;
   std::vector<std::string> keys;
   std::set<std::string> seen;
-  for (Combination params : ExpandCombinations(matrix)) {
-    FillDefaults(runner, params);
-    for (const config::ParamSpec* spec : config::CellParamsForRunner(runner)) {
+  std::vector<Combination> combinations = ExpandCombinations(matrix);
+  for (Combination& params : combinations) {
+    FillDefaults(runner_specs, params);
+    for (const config::ParamSpec* spec : runner_specs) {
       if (spec->required_with == runner && !params.count(spec->name)) {
         return MakeError(ErrorKind::kInvalidInput, matrix.path + ": error: the cell '" + CellKey(params) +
                                                        "' has no '" + spec->name +
@@ -245,6 +275,7 @@ Result<Plan> Expand(const config::Matrix& matrix) {
     cells.push_back(std::move(params));
     keys.push_back(std::move(key));
   }
+  combinations = {};
   if (cells.empty()) {
     return MakeError(ErrorKind::kInvalidInput,
                      matrix.path + ": error: nothing to run: exclude removed every combination");
@@ -252,7 +283,7 @@ Result<Plan> Expand(const config::Matrix& matrix) {
   if (matrix.repetitions < 1) {
     return MakeError(ErrorKind::kInvalidInput, matrix.path + ": error: repetitions must be >= 1");
   }
-  const std::vector<std::string> labels = Labels(cells, matrix);
+  std::vector<std::string> labels = Labels(cells, matrix);
 
   // (cell, repetition) pairs in run order.
   std::vector<std::pair<std::size_t, int>> order;
@@ -280,12 +311,16 @@ Result<Plan> Expand(const config::Matrix& matrix) {
   for (const auto& [c, r] : order) {
     Cell cell;
     cell.index = static_cast<int>(plan.cells.size());
-    cell.params = cells[c];
+    // The last repetition to be placed takes the combination; the others copy it. Interleaved
+    // order places repetitions round by round, grouped order in sequence: either way the one with
+    // the highest number comes last.
+    const bool last_use = r + 1 == matrix.repetitions;
+    cell.params = last_use ? std::move(cells[c]) : cells[c];
     cell.repetition = r;
-    cell.key = keys[c];
+    cell.key = last_use ? std::move(keys[c]) : keys[c];
     cell.seed = DeriveCellSeed(matrix.seed, cell.key, r);
     cell.id = cell.key + "#r" + std::to_string(r);
-    cell.label = labels[c];
+    cell.label = last_use ? std::move(labels[c]) : labels[c];
     plan.cells.push_back(std::move(cell));
   }
   return plan;
@@ -299,21 +334,40 @@ Estimate EstimateCell(const Cell& cell, const config::Matrix& matrix,
   // Without history: the least the measurement policy will take (min_time_s, or min_steps at a
   // declared step time when that is longer), capped by max_time_s, plus the idle baseline and
   // the declared setup time; never more than the cell's timeout.
+  // The runner's parameters that shape its time say so in the registry (EstimateHint); a
+  // runner without them (torch, a command) is estimated from the measure settings alone.
   const config::MeasureSettings& m = matrix.measure;
-  double measured_s = m.min_time_s;
-  double setup_s = 0.0;
-  if (matrix.runner.name == "null") {
-    auto number = [&](const char* name, double fallback) {
-      auto it = cell.params.find(name);
-      return it != cell.params.end() && it->second.is_number() ? it->second.get<double>() : fallback;
-    };
-    const double step_s = number("step_ms", 0.0) / 1000.0;
-    const double warmup_steps = number("warmup_steps", 0.0);  // names: the null runner's parameter
-    const double steps_s = step_s * (static_cast<double>(m.min_warmup_steps + m.min_steps) +
-                                     warmup_steps * (number("warmup_factor", 1.0) - 1.0));
-    measured_s = std::max(measured_s, steps_s);
-    setup_s = number("setup_ms", 0.0) / 1000.0;
+  double step_ms = 0.0;
+  double setup_ms = 0.0;
+  double warmup_steps = 0.0;
+  double warmup_factor = 1.0;
+  for (const config::ParamSpec* spec : config::CellParamsForRunner(matrix.runner.name)) {
+    if (spec->estimate == config::EstimateHint::kNone) continue;
+    auto it = cell.params.find(spec->name);
+    if (it == cell.params.end() || !it->second.is_number()) continue;
+    const double value = it->second.get<double>();
+    switch (spec->estimate) {
+      case config::EstimateHint::kStepMs:
+        step_ms = value;
+        break;
+      case config::EstimateHint::kSetupMs:
+        setup_ms = value;
+        break;
+      case config::EstimateHint::kWarmupSteps:
+        warmup_steps = value;
+        break;
+      case config::EstimateHint::kWarmupFactor:
+        warmup_factor = value;
+        break;
+      case config::EstimateHint::kNone:
+        break;
+    }
   }
+  const double steps_s =
+      step_ms / 1000.0 *
+      (static_cast<double>(m.min_warmup_steps + m.min_steps) + warmup_steps * (warmup_factor - 1.0));
+  const double measured_s = std::max(m.min_time_s, steps_s);
+  const double setup_s = setup_ms / 1000.0;
   double seconds = m.idle_baseline_s.value_or(0.0) + setup_s + std::min(measured_s, m.max_time_s);
   return Estimate{std::min(seconds, matrix.timeout_s), false};
 }

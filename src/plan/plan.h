@@ -26,8 +26,19 @@ struct Plan {
   std::vector<Cell> cells;
 };
 
+// The most cells one plan may hold (docs/limits.md). A run of more cells than this is beyond what
+// one matrix should describe, and refusing it up front keeps `plan` and `run` fast and bounded in
+// memory (a cell costs a few KiB while planned).
+inline constexpr std::uint64_t kMaxCells = 100'000;
+
+// The most cells `matrix` can expand to, computed without expanding it: (the product of the axis
+// sizes + one per include entry) x repetitions, before exclude and before identical combinations
+// merge. Saturates at UINT64_MAX.
+std::uint64_t MaxCellCount(const config::Matrix& matrix);
+
 // Cartesian product of the axes, minus exclude, plus include; repeated; ordered by policy.
-// kInvalidInput when nothing is left to run.
+// kInvalidInput when nothing is left to run, or, before anything is expanded, when MaxCellCount
+// exceeds kMaxCells (the message gives the count and how it arises).
 Result<Plan> Expand(const config::Matrix& matrix);
 
 // Canonical key of a parameter set (sorted "name=value" joined by ',').
@@ -35,7 +46,8 @@ std::string CellKey(const std::map<std::string, config::Value>& params);
 
 // The parameter combinations of a matrix before defaults: the cartesian product of the axes in
 // file order (last axis fastest), minus exclude, then include with GitHub Actions semantics
-// (docs/config-reference.md, "How a matrix becomes cells"). Expand builds on this.
+// (docs/config-reference.md, "How a matrix becomes cells"). Expand builds on this; it materialises
+// every combination, so a caller checks MaxCellCount first, as Expand does.
 std::vector<config::Combination> ExpandCombinations(const config::Matrix& matrix);
 
 // The seed of one repetition of a cell (docs/config-reference.md, "Seeds"):

@@ -89,6 +89,14 @@ const std::vector<MetricDef>& Table() {
        "optimizer steps the loss scaler skipped for non-finite gradients"},
       {kCompileTimeS, "s", Producer::kRunner, kCell,
        "time the framework spent compiling the model (torch.compile, XLA), outside the measured steps"},
+      {kCompileSecondCallS, "s", Producer::kRunner, kCell,
+       "the second call of a compiled step (Python torch runner): shows whether compilation finished"},
+      {kJaxLowerS, "s", Producer::kRunner, kCell,
+       "JAX tracing and lowering of the step, outside the measured steps"},
+      {kXlaCompileS, "s", Producer::kRunner, kCell,
+       "XLA's compilation of the lowered step (autotuning included), outside the measured steps"},
+      {kClientOverheadNsPerStep, "ns", Producer::kRunner, kMeasured,
+       "the Python client's own time per step in its loop, outside the step function (clients/python)"},
 
       // The torch runner's input pipeline. The runner cannot see the measured window; it counts
       // from its warm-up memory snapshot (after 3 steps) to the end of its loop.
@@ -145,6 +153,12 @@ const std::vector<MetricDef>& Table() {
        "RAPL package energy / measured samples"},
       {kHostCpuUtilPct, "%", Producer::kMonitor, kMeasuredSamples,
        "mean whole-host CPU utilisation (/proc/stat)"},
+      {kHostCpuOtherCores, "cores", Producer::kMonitor, kMeasuredSamples,
+       "mean busy CPUs of the whole host less the runner tree's CPU seconds / window: what else ran"},
+      {kRunnerCpuWaitRatio, "ratio", Producer::kMonitor, kMeasuredSamples,
+       "seconds the runner's threads were runnable but waiting for a CPU / seconds they ran (schedstat)"},
+      {kGpuOtherProcsMax, "processes", Producer::kMonitor, kMeasuredSamples,
+       "most compute processes outside the runner's tree seen on the cell's GPUs at once"},
       {kProcCpuUtilPct, "% of one core", Producer::kMonitor, kMeasured,
        "CPU time of the runner's process tree / measured_window_s x 100"},
       {kHostMemUsedPeakBytes, "bytes", Producer::kMonitor, kMeasuredSamples, "highest host memory in use"},

@@ -66,6 +66,11 @@ inline constexpr std::string_view kCellWallS = "cell_wall_s";
 inline constexpr std::string_view kLossScaleFinal = "loss_scale_final";
 inline constexpr std::string_view kSkippedOptimizerSteps = "skipped_optimizer_steps";
 inline constexpr std::string_view kCompileTimeS = "compile_time_s";
+inline constexpr std::string_view kCompileSecondCallS = "compile_second_call_s";
+inline constexpr std::string_view kJaxLowerS = "jax_lower_s";
+inline constexpr std::string_view kXlaCompileS = "xla_compile_s";
+// The Python client's own cost per step (clients/python): time in its loop outside the step.
+inline constexpr std::string_view kClientOverheadNsPerStep = "client_overhead_ns_per_step";
 
 // The torch runner's input pipeline (data: jpeg_dir | tfrecord; docs/input-pipeline.md), from
 // its decode workers' counters (EXTRAS).
@@ -99,6 +104,9 @@ inline constexpr std::string_view kEnergyAboveIdlePerSampleJ = "energy_above_idl
 inline constexpr std::string_view kCpuPackageEnergyPerStepJ = "cpu_package_energy_per_step_j";
 inline constexpr std::string_view kCpuPackageEnergyPerSampleJ = "cpu_package_energy_per_sample_j";
 inline constexpr std::string_view kHostCpuUtilPct = "host_cpu_util_pct";
+inline constexpr std::string_view kHostCpuOtherCores = "host_cpu_other_cores";
+inline constexpr std::string_view kGpuOtherProcsMax = "gpu_other_procs_max";
+inline constexpr std::string_view kRunnerCpuWaitRatio = "runner_cpu_wait_ratio";
 inline constexpr std::string_view kProcCpuUtilPct = "proc_cpu_util_pct";
 inline constexpr std::string_view kHostMemUsedPeakBytes = "host_mem_used_peak_bytes";
 inline constexpr std::string_view kProcRssPeakBytes = "proc_rss_peak_bytes";

@@ -6,8 +6,11 @@
 #pragma once
 
 #include <iosfwd>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace dlbench::record {
 
@@ -27,13 +30,39 @@ inline constexpr Outcome kAllOutcomes[] = {Outcome::kOk,          Outcome::kErro
                                            Outcome::kTimeout,     Outcome::kInvalid,    Outcome::kOom,
                                            Outcome::kUnsupported, Outcome::kInterrupted};
 
-// Whether an ok cell's numbers can be used. Cells that did not end ok have kNotApplicable.
+// Whether an ok cell's numbers can be used, and if not, the main reason why (docs/verdicts.md).
+// Every verdict reason stored with a cell starts with the name of the verdict it stands for
+// ("drifting: +0.8 %/s ..."); the cell's verdict is the reason that ranks first in
+// kVerdictPrecedence. Cells that did not end ok have kNotApplicable. The names are distinct from
+// the outcomes': an outcome says how the runner ended, a verdict whether its numbers hold.
 enum class Verdict {
   kValid,
-  kInvalid,        // noisy, throttled, leaking, ... (the reasons say which)
+  kNoisy,          // the confidence interval did not reach its target
+  kTooShort,       // too few measured steps for a confidence interval
+  kDrifting,       // step times trend across the window
+  kShifted,        // step times changed level within the window
+  kThrottled,      // the GPU slowed its clocks (thermal, hardware slowdown, power brake)
+  kLeaking,        // memory grows step after step
+  kContended,      // something else used the host or the cell's GPU during the window
+  kUnreliable,     // any other reason (and stores from before these names: "invalid")
   kNotApplicable,  // the cell did not end ok
 };
-inline constexpr Verdict kAllVerdicts[] = {Verdict::kValid, Verdict::kInvalid, Verdict::kNotApplicable};
+inline constexpr Verdict kAllVerdicts[] = {Verdict::kValid,        Verdict::kNoisy,     Verdict::kTooShort,
+                                           Verdict::kDrifting,     Verdict::kShifted,   Verdict::kThrottled,
+                                           Verdict::kLeaking,      Verdict::kContended, Verdict::kUnreliable,
+                                           Verdict::kNotApplicable};
+// Which reason names a cell's verdict when it has several: the cause that explains the others
+// first (contention and throttling make steps noisy and drifting), then the shape of the movement.
+inline constexpr Verdict kVerdictPrecedence[] = {Verdict::kContended, Verdict::kThrottled, Verdict::kShifted,
+                                                 Verdict::kDrifting,  Verdict::kLeaking,   Verdict::kTooShort,
+                                                 Verdict::kNoisy,     Verdict::kUnreliable};
+
+// Whether the numbers of a cell with this verdict may be used (only kValid).
+inline bool IsUsable(Verdict verdict) { return verdict == Verdict::kValid; }
+// Whether an ok cell was judged and failed: any verdict but kValid and kNotApplicable.
+inline bool IsUnreliable(Verdict verdict) {
+  return verdict != Verdict::kValid && verdict != Verdict::kNotApplicable;
+}
 
 enum class RunStatus { kRunning, kCompleted, kInterrupted, kFailed };
 inline constexpr RunStatus kAllRunStatuses[] = {RunStatus::kRunning, RunStatus::kCompleted,
@@ -62,11 +91,25 @@ std::optional<Verdict> ParseVerdict(std::string_view text);
 std::optional<RunStatus> ParseRunStatus(std::string_view text);
 std::optional<RunnerErrorKind> ParseRunnerErrorKind(std::string_view text);
 
+// JSON holds the names, never the enumerators' numbers: any json value assigned one of these
+// enums gets its Name (nlohmann's default would silently write an integer).
+void to_json(nlohmann::json& j, Outcome v);
+void to_json(nlohmann::json& j, Verdict v);
+void to_json(nlohmann::json& j, RunStatus v);
+void to_json(nlohmann::json& j, RunnerErrorKind v);
+
 // The names, for test failure messages and logs.
 std::ostream& operator<<(std::ostream& out, Outcome outcome);
 std::ostream& operator<<(std::ostream& out, Verdict verdict);
 std::ostream& operator<<(std::ostream& out, RunStatus status);
 std::ostream& operator<<(std::ostream& out, RunnerErrorKind kind);
+
+// The verdict a stored reason stands for: the name before its first ':' ("drifting: ..." ->
+// kDrifting); kUnreliable for text that starts with no verdict name.
+Verdict VerdictOfReason(std::string_view reason);
+// The verdict of a cell with these reasons (strings, in any order): kValid for none, else the
+// reason that ranks first in kVerdictPrecedence.
+Verdict HeadlineVerdict(const std::vector<std::string>& reasons);
 
 // The outcome a runner's ERROR of this kind gives the cell.
 Outcome OutcomeOf(RunnerErrorKind kind);

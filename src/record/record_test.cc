@@ -44,6 +44,36 @@ TEST(Outcome, StoredNamesAreTheOnesOlderStoresHold) {
   EXPECT_EQ(Name(RunnerErrorKind::kInternal), "internal");
 }
 
+TEST(Outcome, VerdictNamesAreNotOutcomeNames) {
+  // An outcome says how the runner ended, a verdict whether its numbers hold: no word means both.
+  for (Verdict v : kAllVerdicts) EXPECT_FALSE(ParseOutcome(Name(v)).has_value()) << Name(v);
+  // Stores from before the split hold "invalid" for every unusable verdict.
+  EXPECT_EQ(ParseVerdict("invalid"), Verdict::kUnreliable);
+}
+
+TEST(Outcome, TheHeadlineVerdictIsTheReasonThatRanksFirst) {
+  EXPECT_EQ(HeadlineVerdict({}), Verdict::kValid);
+  EXPECT_EQ(HeadlineVerdict({"noisy: CI 3.4% > 2%"}), Verdict::kNoisy);
+  EXPECT_EQ(HeadlineVerdict({"noisy: CI 3.4% > 2%", "drifting: +0.8 %/s"}), Verdict::kDrifting);
+  EXPECT_EQ(HeadlineVerdict({"drifting: +0.8 %/s", "contended: 1.3 cores used by others"}),
+            Verdict::kContended);
+  EXPECT_EQ(HeadlineVerdict({"something odd"}), Verdict::kUnreliable);
+  EXPECT_EQ(VerdictOfReason("valid: fine"), Verdict::kUnreliable);  // not a reason's name
+  EXPECT_EQ(VerdictOfReason("leaking: host RSS grows"), Verdict::kLeaking);
+  EXPECT_TRUE(IsUsable(Verdict::kValid));
+  EXPECT_FALSE(IsUsable(Verdict::kNotApplicable));
+  EXPECT_TRUE(IsUnreliable(Verdict::kShifted));
+  EXPECT_FALSE(IsUnreliable(Verdict::kNotApplicable));
+}
+
+TEST(Outcome, JsonHoldsTheNames) {
+  const nlohmann::json j = {{"outcome", Outcome::kTimeout},
+                            {"verdict", Verdict::kNotApplicable},
+                            {"status", RunStatus::kCompleted},
+                            {"kind", RunnerErrorKind::kOom}};
+  EXPECT_EQ(j.dump(), R"({"kind":"oom","outcome":"timeout","status":"completed","verdict":"n/a"})");
+}
+
 TEST(Outcome, RunnerErrorKindsMapToOutcomes) {
   EXPECT_EQ(OutcomeOf(RunnerErrorKind::kOom), Outcome::kOom);
   EXPECT_EQ(OutcomeOf(RunnerErrorKind::kUnsupported), Outcome::kUnsupported);

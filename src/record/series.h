@@ -19,16 +19,21 @@ inline constexpr std::string_view kEnergyJ = "energy_j";
 inline constexpr std::string_view kTempC = "temp_c";
 inline constexpr std::string_view kMemUsedBytes = "mem_used_bytes";
 inline constexpr std::string_view kProcMemBytes = "proc_mem_bytes";
+inline constexpr std::string_view kOtherProcs = "other_procs";  // compute processes outside the runner's tree
 inline constexpr std::string_view kClocksEventReasons = "clocks_event_reasons";
 inline constexpr std::string_view kPcieTxBytesPerS = "pcie_tx_bytes_per_s";
 inline constexpr std::string_view kPcieRxBytesPerS = "pcie_rx_bytes_per_s";
 
 // Host and process-tree series (procfs, RAPL).
 inline constexpr std::string_view kHostCpuUtilPct = "host.cpu_util_pct";
+inline constexpr std::string_view kHostCpuBusyCores = "host.cpu_busy_cores";  // busy CPUs, all processes
 inline constexpr std::string_view kHostMemUsedBytes = "host.mem_used_bytes";
 inline constexpr std::string_view kHostRaplEnergyJ = "host.rapl_energy_j";
 inline constexpr std::string_view kProcCpuS = "proc.cpu_s";
 inline constexpr std::string_view kProcRssBytes = "proc.rss_bytes";
+// Seconds the runner tree's threads were runnable but waiting for a CPU (/proc/<pid>/task/<tid>/
+// schedstat, second field), summed; a counter.
+inline constexpr std::string_view kProcRunqueueWaitS = "proc.runqueue_wait_s";
 
 // "gpu<index>.<field>".
 std::string GpuSeriesName(int index, std::string_view field);

@@ -8,17 +8,13 @@
 #include <set>
 
 #include "common/clock.h"
+#include "common/text.h"
 #include "common/version.h"
 #include "record/metrics.h"
 #include "report/escape.h"
 
 namespace dlbench::report {
 namespace {
-
-bool EndsWith(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 std::string ParamText(const nlohmann::json& value) {
   if (value.is_string()) return value.get<std::string>();
@@ -55,13 +51,14 @@ std::int64_t CellOriginNs(const record::CellRecord& cell) {
 nlohmann::json RunToJson(const record::RunRecord& run, const std::vector<record::CellRecord>& cells) {
   nlohmann::json out;
   out["format"] = kExportFormat;
+  out["schema"] = kExportSchema;
   out["tool"] = {{"version", kVersion}, {"git_commit", kGitCommit}, {"build_type", kBuildType}};
   out["run"] = {
       {"id", run.id},
       {"name", run.name},
       {"matrix_path", run.matrix_path},
       {"matrix_text", run.matrix_text},
-      {"status", run.status},
+      {"status", record::Name(run.status)},
       {"started_wall_ns", run.started_wall_ns},
       {"started_utc", OptionalUtc(run.started_wall_ns)},
       {"finished_wall_ns", run.finished_wall_ns ? nlohmann::json(*run.finished_wall_ns) : nlohmann::json()},
@@ -110,6 +107,20 @@ nlohmann::json RunToJson(const record::RunRecord& run, const std::vector<record:
     });
   }
   out["cells"] = std::move(cells_json);
+  // Every metric name in the file with its definition, so the file explains itself.
+  nlohmann::json definitions = nlohmann::json::object();
+  for (const record::CellRecord& c : cells) {
+    for (const record::MetricRecord& m : c.metrics) {
+      if (definitions.contains(m.name)) continue;
+      if (const record::MetricDef* d = record::FindMetricDef(m.name)) {
+        definitions[m.name] = {{"unit", d->unit},
+                               {"producer", record::Name(d->producer)},
+                               {"window", d->window},
+                               {"formula", d->formula}};
+      }
+    }
+  }
+  out["metric_definitions"] = std::move(definitions);
   return out;
 }
 

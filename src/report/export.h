@@ -10,7 +10,12 @@
 
 namespace dlbench::report {
 
-inline constexpr const char kExportFormat[] = "dlbench.export/1";
+// Version 2: the verdict vocabulary split (valid, noisy, too_short, drifting, shifted, throttled,
+// leaking, contended, unreliable, n/a; version 1 had valid/invalid/n/a), measured_steps beside
+// warmup_steps, and metric_definitions. docs/schema/export-v2.schema.json is its JSON Schema
+// (checked against real exports by the ExportSchema CTest).
+inline constexpr const char kExportFormat[] = "dlbench.export/2";
+inline constexpr const char kExportSchema[] = "docs/schema/export-v2.schema.json";
 
 // {"format", "tool": {version, git_commit}, "run": {...with environment...}, "cells": [{index,
 // cell_id, key, label, params, effective, repetition, seed, outcome, message, verdict,

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/clock.h"
+#include "common/text.h"
 #include "common/version.h"
 #include "record/metrics.h"
 #include "report/assets.h"
@@ -244,11 +245,6 @@ void StepCharts(const ReportInput& input, const ReportOptions& options, std::vec
   }
 }
 
-bool EndsWith(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 void MonitorCharts(const ReportInput& input, const ReportOptions& options, std::vector<json>& charts) {
   struct Quantity {
     const char* name;
@@ -395,7 +391,7 @@ std::string CellsSection(const ReportInput& input) {
            Td(Param(c, "precision"), Param(c, "precision")) + Td(Param(c, "device"), Param(c, "device")) +
            Td(Param(c, "strategy"), Param(c, "strategy")) +
            Td(outcome, outcome, c.outcome == record::Outcome::kOk ? "outcome-ok" : "outcome-bad") +
-           Td(verdict, verdict, c.verdict == record::Verdict::kInvalid ? "verdict-invalid" : "") +
+           Td(verdict, verdict, record::IsUnreliable(c.verdict) ? "verdict-invalid" : "") +
            Td(reasons, reasons) + NumTd(Metric(c, record::metric::kSamplesPerS)) +
            NumTd(Metric(c, record::metric::kStepTimeMeanNs), 1e-6) +
            NumTd(Metric(c, record::metric::kStepTimeP99Ns), 1e-6) +
@@ -602,12 +598,13 @@ std::string RenderHtmlReport(const ReportInput& input, const ReportOptions& opti
   int not_ok = 0, invalid = 0;
   for (const auto& c : input.cells) {
     if (c.outcome != record::Outcome::kOk) ++not_ok;
-    if (c.verdict == record::Verdict::kInvalid) ++invalid;
+    if (record::IsUnreliable(c.verdict)) ++invalid;
   }
   if (not_ok > 0)
     warnings.push_back(fmt::format("{} of {} cells did not end ok.", not_ok, input.cells.size()));
   if (invalid > 0)
-    warnings.push_back(fmt::format("{} cells have the verdict invalid (see their reasons).", invalid));
+    warnings.push_back(
+        fmt::format("{} ok cells have a verdict other than valid (see their reasons).", invalid));
   if (run.status != record::RunStatus::kCompleted)
     warnings.push_back("The run's status is " + std::string(record::Name(run.status)) + ".");
 

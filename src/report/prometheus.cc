@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <limits>
 #include <map>
 #include <set>
 
 #include "common/files.h"
+#include "common/text.h"
 #include "common/version.h"
 #include "record/metrics.h"
 #include "report/escape.h"
@@ -21,11 +23,6 @@ using Labels = std::vector<std::pair<std::string, std::string>>;
 
 // The labels named in the header comment; everything else in params goes into "variant".
 constexpr const char* kLabelParams[] = {"model", "scenario", "batch_size", "precision", "device", "strategy"};
-
-bool EndsWith(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 std::string StripSuffix(const std::string& text, const std::string& suffix) {
   return EndsWith(text, suffix) ? text.substr(0, text.size() - suffix.size()) : text;
@@ -97,13 +94,6 @@ class Exposition {
  private:
   std::map<std::string, Family> families_;
 };
-
-const record::MetricRecord* FindMetric(const record::CellRecord& cell, const std::string& name) {
-  for (const auto& m : cell.metrics) {
-    if (m.name == name) return &m;
-  }
-  return nullptr;
-}
 
 bool ProcessAlive(std::int64_t pid) {
   if (pid <= 0) return false;
@@ -222,30 +212,6 @@ std::vector<std::pair<std::string, std::string>> CellLabels(const record::RunRec
   labels.emplace_back("variant", variant);
   return labels;
 }
-
-Result<RunProgress> ParseProgress(const std::string& text) {
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("run_id")) {
-    return MakeError(ErrorKind::kInvalidInput, "progress file is not a JSON object with run_id");
-  }
-  try {
-    RunProgress p;
-    p.run_id = j.at("run_id").get<std::int64_t>();
-    p.cells_total = j.value("cells_total", std::int64_t{0});
-    p.cells_done = j.value("cells_done", std::int64_t{0});
-    p.current_cell = j.contains("current_cell") && j["current_cell"].is_string()
-                         ? j["current_cell"].get<std::string>()
-                         : "";
-    p.started_wall_ns = j.value("started_wall_ns", std::int64_t{0});
-    p.updated_wall_ns = j.value("updated_wall_ns", std::int64_t{0});
-    p.pid = j.value("pid", std::int64_t{0});
-    return p;
-  } catch (const nlohmann::json::exception& e) {
-    return MakeError(ErrorKind::kInvalidInput, std::string("progress file: ") + e.what());
-  }
-}
-
-std::string ProgressPath(const std::string& db_path) { return db_path + ".progress.json"; }
 
 std::optional<RunProgress> ReadActiveProgress(const std::string& db_path) {
   auto text = ReadFile(ProgressPath(db_path));

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "record/progress.h"
 #include "store/result_store.h"
 
 namespace dlbench::report {
@@ -36,20 +37,11 @@ std::vector<std::pair<std::string, std::string>> CellLabels(const record::RunRec
 // "host.name"), empty when none is recorded.
 std::string EnvironmentHost(const nlohmann::json& environment);
 
-// What `dlbench run` writes next to the database while it runs (<db>.progress.json).
-struct RunProgress {
-  std::int64_t run_id = 0;
-  std::int64_t cells_total = 0;
-  std::int64_t cells_done = 0;
-  std::string current_cell;
-  std::int64_t started_wall_ns = 0;
-  std::int64_t updated_wall_ns = 0;
-  std::int64_t pid = 0;
-};
-// kInvalidInput when the text is not a progress object.
-Result<RunProgress> ParseProgress(const std::string& text);
-// "<db_path>.progress.json".
-std::string ProgressPath(const std::string& db_path);
+// The progress file `dlbench run` writes next to the database while it runs; its codec is the
+// data model's (record/progress.h).
+using record::ParseProgress;
+using record::ProgressPath;
+using record::RunProgress;
 // The progress of the run writing to db_path, or nullopt when there is none: no file, a file that
 // does not parse (it is replaced atomically, so that means a foreign file), or a pid that is no
 // longer alive (a run that was killed before it could remove its file).

@@ -78,6 +78,29 @@ TEST(ParseProgress, ReadsFieldsAndRejectsJunk) {
   EXPECT_FALSE(ParseProgress(R"({"run_id": "x"})").ok());
 }
 
+TEST(ParseProgress, NumbersThatDoNotFitAreRefusedNotConverted) {
+  // fuzz/corpus/progress/huge_numbers.json: converting 1e300 to int64 was undefined behaviour
+  // (UBSan: "1e+300 is outside the range of representable values of type 'long'").
+  const char* refused[] = {
+      R"({"run_id": 1e300})",
+      R"({"run_id": 1.5})",
+      R"({"run_id": 1, "cells_total": 18446744073709551615})",
+      R"({"run_id": 1, "pid": 4294967297})",  // would truncate to pid 1 in kill()
+      R"({"run_id": 1, "pid": -1})",          // kill(-1, 0) asks about every process
+      R"({"run_id": 1, "cells_done": [1]})",
+  };
+  for (const char* text : refused) {
+    auto p = ParseProgress(text);
+    ASSERT_FALSE(p.ok()) << text;
+    EXPECT_EQ(p.error().kind, ErrorKind::kInvalidInput);
+  }
+  // What `dlbench run` writes (cells counts as unsigned JSON numbers) reads back.
+  auto written = ParseProgress(R"({"run_id": 2, "cells_total": 18446744073709551, "pid": 4194304})");
+  ASSERT_TRUE(written.ok()) << written.error().message;
+  EXPECT_EQ(written->cells_total, 18446744073709551);
+  EXPECT_EQ(written->pid, 4194304);  // PID_MAX_LIMIT; a larger pid is refused (record/progress.cc)
+}
+
 TEST(ReadActiveProgress, LiveSelfPidCountsAndDeadPidDoesNot) {
   const std::string db = ::testing::TempDir() + "/prom_progress_test.db";
   EXPECT_FALSE(ReadActiveProgress(db).has_value());  // no file
@@ -174,7 +197,7 @@ TEST(RenderExposition, WellFormedFamiliesAndEscapedLabels) {
   run.environment = {{"hostname", "h\"1"}};
   auto cell = MakeCell(3, 0, "<script>\"x\"\\\n", 8, 1000);
   cell.metrics.push_back({"step_time_mean_ns", 5e6, "ns"});
-  cell.verdict = record::Verdict::kInvalid;
+  cell.verdict = record::Verdict::kNoisy;
   input.cells.push_back({run, cell, std::nullopt});
   input.environment_run = run;
   input.with_progress = true;

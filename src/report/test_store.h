@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "store/result_store.h"
 
@@ -54,6 +55,15 @@ class MemoryStore final : public store::ResultStore {
     std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
     return out;
   }
+  Result<std::optional<store::RunLockOwner>> TryLockRun(std::int64_t run_id,
+                                                        const store::RunLockOwner&) override {
+    locked_.insert(run_id);
+    return std::optional<store::RunLockOwner>();
+  }
+  Status UnlockRun(std::int64_t run_id) override {
+    locked_.erase(run_id);
+    return Status::Ok();
+  }
   Result<std::set<std::string>> FinishedCellIds(std::int64_t run_id) override {
     std::set<std::string> out;
     for (const auto& c : cells_[run_id]) out.insert(c.cell_id);
@@ -86,6 +96,7 @@ class MemoryStore final : public store::ResultStore {
   std::map<std::int64_t, record::RunRecord> runs_;
   std::map<std::int64_t, std::vector<record::CellRecord>> cells_;
   std::map<std::string, std::int64_t> tags_;
+  std::set<std::int64_t> locked_;
 };
 
 // A cell with the usual parameters and one throughput metric.

@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
+#include <cstdint>
+#include <limits>
 #include <map>
+#include <optional>
 
+#include "common/text.h"
 #include "common/version.h"
 #include "record/metrics.h"
 #include "report/export.h"
@@ -15,10 +18,11 @@ namespace {
 
 double ToUs(std::int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 
+// A step number: digits only, within int64_t.
 bool ParseIndex(const std::string& text, std::int64_t& out) {
-  if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos)
-    return false;
-  out = std::strtoll(text.c_str(), nullptr, 10);
+  const std::optional<std::uint64_t> value = ParseUint(text);
+  if (!value || *value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return false;
+  out = static_cast<std::int64_t>(*value);
   return true;
 }
 

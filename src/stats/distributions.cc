@@ -28,4 +28,11 @@ double StudentTQuantile(double p, double dof) {
   return boost::math::quantile(boost::math::students_t_distribution<double>(dof), p);
 }
 
+double StudentTCdf(double t, double dof) {
+  if (std::isnan(t) || !(dof > 0.0)) return NAN;
+  if (std::isinf(dof)) return NormalCdf(t);
+  if (std::isinf(t)) return t > 0 ? 1.0 : 0.0;
+  return boost::math::cdf(boost::math::students_t_distribution<double>(dof), t);
+}
+
 }  // namespace dlbench::stats

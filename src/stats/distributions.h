@@ -11,5 +11,7 @@ double NormalQuantile(double p);
 // Student's t quantile with `dof` degrees of freedom (Boost.Math). dof must be > 0 (an infinite
 // dof gives the normal quantile); p == 0 / 1 -> -inf / +inf; otherwise out of domain -> NaN.
 double StudentTQuantile(double p, double dof);
+// Student's t CDF with `dof` degrees of freedom; dof <= 0 or NaN -> NaN, infinite dof -> Phi(t).
+double StudentTCdf(double t, double dof);
 
 }  // namespace dlbench::stats

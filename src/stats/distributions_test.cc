@@ -51,5 +51,23 @@ TEST(StudentTTest, OutOfDomainIsNaN) {
   EXPECT_EQ(StudentTQuantile(1, 5), INFINITY);
 }
 
+TEST(StudentTTest, CdfKnownValues) {
+  // Closed forms: dof 1 is Cauchy, cdf(1) = 3/4; dof 2: 1/2 + t / (2 sqrt(2 + t^2)); dof 4:
+  // 1/2 + (3/8) u (1 - t^2 / (12 (1 + t^2/4))) with u = t / sqrt(1 + t^2/4). Upper tail at dof 7 by
+  // Simpson integration of the density (2.5 -> 0.0204961).
+  EXPECT_NEAR(StudentTCdf(1, 1), 0.75, 1e-12);
+  EXPECT_NEAR(StudentTCdf(1, 2), 0.5 + 1 / (2 * std::sqrt(3.0)), 1e-12);
+  EXPECT_NEAR(StudentTCdf(8.489, 4), 0.9994721029689216, 1e-10);
+  EXPECT_NEAR(StudentTCdf(-2.5, 7), 0.02049610929286816, 1e-9);
+  EXPECT_EQ(StudentTCdf(0, 3), 0.5);
+  EXPECT_NEAR(StudentTCdf(1.959963984540054, INFINITY), 0.975, 1e-12);
+  EXPECT_EQ(StudentTCdf(INFINITY, 3), 1.0);
+  EXPECT_EQ(StudentTCdf(-INFINITY, 3), 0.0);
+  EXPECT_TRUE(std::isnan(StudentTCdf(NAN, 3)));
+  EXPECT_TRUE(std::isnan(StudentTCdf(1, 0)));
+  // The quantile inverts the cdf.
+  EXPECT_NEAR(StudentTCdf(StudentTQuantile(0.9, 5.5), 5.5), 0.9, 1e-12);
+}
+
 }  // namespace
 }  // namespace dlbench::stats

@@ -159,6 +159,29 @@ RatioEstimate BootstrapRatioOfMeans(const std::vector<double>& a, const std::vec
   return result;
 }
 
+RatioEstimate RatioOfMeansTInterval(const std::vector<double>& a, const std::vector<double>& b,
+                                    double level) {
+  RatioEstimate out;
+  const Moments ma = ComputeMoments(a), mb = ComputeMoments(b);
+  if (ma.n < 2 || mb.n < 2 || !(ma.mean > 0) || !(mb.mean > 0)) return out;
+  out.ratio = mb.mean / ma.mean;
+  const double va = ma.variance / (static_cast<double>(ma.n) * ma.mean * ma.mean);
+  const double vb = mb.variance / (static_cast<double>(mb.n) * mb.mean * mb.mean);
+  const double log_ratio = std::log(out.ratio);
+  if (va + vb == 0) {
+    out.ci = {out.ratio, out.ratio};
+    out.p_value = log_ratio == 0 ? 1.0 : 0.0;
+    return out;
+  }
+  const double df = (va + vb) * (va + vb) /
+                    (va * va / static_cast<double>(ma.n - 1) + vb * vb / static_cast<double>(mb.n - 1));
+  const double se = std::sqrt(va + vb);
+  const double t = StudentTQuantile((1 + level) / 2, df);
+  out.ci = {std::exp(log_ratio - t * se), std::exp(log_ratio + t * se)};
+  out.p_value = std::min(1.0, 2 * (1 - StudentTCdf(std::abs(log_ratio) / se, df)));
+  return out;
+}
+
 std::vector<double> BenjaminiHochberg(const std::vector<double>& p_values) {
   std::vector<double> q(p_values.size(), NAN);
   std::vector<std::size_t> order;

@@ -59,6 +59,14 @@ struct RatioEstimate {
 RatioEstimate BootstrapRatioOfMeans(const std::vector<double>& a, const std::vector<double>& b, double level,
                                     int iterations, std::uint64_t seed);
 
+// The ratio mean(b) / mean(a) of two small samples of independent values (one per process: a
+// cell's repetitions), with a t-interval on the log ratio by the delta method: with n, m, s^2 of
+// each side, v_a = s_a^2 / (n_a m_a^2) and v_b likewise, log r +- t_{(1+level)/2, df} sqrt(v_a + v_b),
+// df by Welch-Satterthwaite: (v_a + v_b)^2 / (v_a^2 / (n_a - 1) + v_b^2 / (n_b - 1)). p_value:
+// two-sided t-test of log r == 0 with the same df. Fewer than 2 values on a side, a mean <= 0 ->
+// NaN ratio; both variances 0 -> the ratio with a zero-width interval and p 0 (or 1 when r == 1).
+RatioEstimate RatioOfMeansTInterval(const std::vector<double>& a, const std::vector<double>& b, double level);
+
 // Benjamini-Hochberg (1995) adjusted p-values (q-values), in the input's order:
 // q_(i) = min_{j >= i} min(1, m p_(j) / j) over the ascending p-values. NaN entries stay NaN and
 // are not counted in m.

@@ -159,5 +159,37 @@ TEST(BenjaminiHochbergTest, DegenerateInputs) {
   EXPECT_EQ(q[2], 0.9);
 }
 
+TEST(RatioOfMeansTIntervalTest, HandComputedWelchLogRatio) {
+  // a = {9, 10, 11}: mean 10, variance 1; b = {18, 20, 22}: mean 20, variance 4. Relative variances
+  // of the means: 1/(3*100) = 4/(3*400) = 1/300 each, so se = sqrt(2/300), Welch dof = 4, and with
+  // t(0.975, 4) = 2.7764451: ratio 2, interval 2 exp(-+2.7764451 se) = [1.5943265, 2.5088964]; the
+  // two-sided p of ln 2 / se = 8.489 at dof 4 is 0.00105566 (closed-form cdf for dof 4).
+  const RatioEstimate r = RatioOfMeansTInterval({9, 10, 11}, {18, 20, 22}, 0.95);
+  EXPECT_DOUBLE_EQ(r.ratio, 2.0);
+  EXPECT_NEAR(r.ci.low, 1.594326495215889, 1e-9);
+  EXPECT_NEAR(r.ci.high, 2.5088963973206484, 1e-9);
+  EXPECT_NEAR(r.p_value, 0.0010556587326413513, 1e-8);
+}
+
+TEST(RatioOfMeansTIntervalTest, DegenerateInputs) {
+  // Fewer than two values on a side, or a non-positive mean: no estimate.
+  EXPECT_TRUE(std::isnan(RatioOfMeansTInterval({1}, {1, 2}, 0.95).ratio));
+  EXPECT_TRUE(std::isnan(RatioOfMeansTInterval({}, {}, 0.95).ratio));
+  EXPECT_TRUE(std::isnan(RatioOfMeansTInterval({-1, 1}, {1, 2}, 0.95).ratio));
+  // No spread at all: a point interval; equal means are p = 1, different ones p = 0.
+  const RatioEstimate same = RatioOfMeansTInterval({5, 5}, {5, 5, 5}, 0.95);
+  EXPECT_EQ(same.ratio, 1.0);
+  EXPECT_EQ(same.ci.low, 1.0);
+  EXPECT_EQ(same.ci.high, 1.0);
+  EXPECT_EQ(same.p_value, 1.0);
+  EXPECT_EQ(RatioOfMeansTInterval({5, 5}, {10, 10}, 0.95).p_value, 0.0);
+  // Large offsets: the relative spread, not the level, sets the width.
+  const RatioEstimate big =
+      RatioOfMeansTInterval({1e12 + 9e9, 1e12 + 1e10, 1e12 + 1.1e10}, {9.081e12, 9.09e12, 9.099e12}, 0.95);
+  EXPECT_NEAR(big.ratio, 9.0, 1e-9);
+  EXPECT_LT(big.ci.low, 9.0);
+  EXPECT_GT(big.ci.high, 9.0);
+}
+
 }  // namespace
 }  // namespace dlbench::stats

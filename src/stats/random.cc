@@ -2,15 +2,10 @@
 
 #include <cmath>
 
+#include "common/hash.h"
+
 namespace dlbench::stats {
 namespace {
-
-std::uint64_t SplitMix64(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 std::uint64_t Rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
@@ -19,7 +14,7 @@ constexpr double kTwoPi = 6.283185307179586476925286766559;
 }  // namespace
 
 Random::Random(std::uint64_t seed) {
-  for (std::uint64_t& word : s_) word = SplitMix64(seed);
+  for (std::uint64_t& word : s_) word = SplitMix64Next(seed);
 }
 
 std::uint64_t Random::Next() {

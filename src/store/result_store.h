@@ -24,6 +24,13 @@ using record::RunSelection;
 using record::SeriesPoint;
 using record::StepRow;
 
+// Who runs a run's cells now: the `dlbench run` that started it, or one that resumes it.
+struct RunLockOwner {
+  std::int64_t pid = 0;
+  std::string host;
+  std::int64_t since_wall_ns = 0;
+};
+
 struct CellQuery {
   bool with_steps = false;
   bool with_series = false;
@@ -52,9 +59,23 @@ class ResultStore {
   // Every stored cell with this key, oldest run first, with its run (for trends and estimates).
   virtual Result<std::vector<std::pair<RunRecord, CellRecord>>> CellHistory(const std::string& key) = 0;
   virtual std::string Describe() const = 0;  // "sqlite:/path/to/dlbench.db"
+
+  // Run locks: one process at a time runs a run's cells, so that two resumes of one run (or a
+  // resume while the run is alive) never run a cell twice. TryLockRun takes the lock of `run_id`
+  // for `owner` and returns nullopt; when another live process holds it, it returns that holder
+  // and takes nothing; an error when the store cannot tell. A holder that died (even by SIGKILL,
+  // even on another host when the store is shared) must not block for long: an implementation
+  // ties the lock to its holder's life (a file lock, a database session) or checks its liveness.
+  // The lock is held until UnlockRun, the store object's destruction or the holder's death.
+  // Taking a lock this store object already holds succeeds. Unlocking one it does not hold is Ok.
+  virtual Result<std::optional<RunLockOwner>> TryLockRun(std::int64_t run_id, const RunLockOwner& owner) = 0;
+  virtual Status UnlockRun(std::int64_t run_id) = 0;
 };
 
 // Opens (creating and migrating as needed) a SQLite store at path.
 Result<std::unique_ptr<ResultStore>> OpenSqliteStore(const std::string& path);
+// The same for commands that only read: a store that cannot be written here (a read-only file or
+// filesystem) is opened read-only instead (SqliteStore::OpenForReading).
+Result<std::unique_ptr<ResultStore>> OpenSqliteStoreForReading(const std::string& path);
 
 }  // namespace dlbench::store

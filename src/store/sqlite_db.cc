@@ -150,7 +150,36 @@ const char* Statement::sql() const {
 
 // ---- Database --------------------------------------------------------------------------------
 
-Result<Database> Database::Open(const std::string& path, int busy_timeout_ms) {
+namespace {
+
+// A file: URI for `path` (https://sqlite.org/uri.html): absolute, with the characters a URI gives a
+// meaning percent-encoded.
+std::string FileUri(const std::string& path, const char* query) {
+  std::error_code ec;
+  std::string absolute = std::filesystem::absolute(path, ec).string();
+  if (ec) absolute = path;
+  std::string uri = "file://";
+  for (char c : absolute) {
+    switch (c) {
+      case '%':
+        uri += "%25";
+        break;
+      case '?':
+        uri += "%3f";
+        break;
+      case '#':
+        uri += "%23";
+        break;
+      default:
+        uri += c;
+    }
+  }
+  return uri + "?" + query;
+}
+
+}  // namespace
+
+Result<Database> Database::Open(const std::string& path, int busy_timeout_ms, OpenMode mode) {
   if (path.empty()) return MakeError(ErrorKind::kStore, "the SQLite database path is empty");
   if (path != ":memory:") {
     std::filesystem::path parent = std::filesystem::path(path).parent_path();
@@ -165,8 +194,15 @@ Result<Database> Database::Open(const std::string& path, int busy_timeout_ms) {
   sqlite3* raw = nullptr;
   // NOMUTEX: a connection is used by one thread at a time (sqlite_db.h), so SQLite's per-call
   // mutex would be pure overhead on the million-row step inserts.
-  int rc = sqlite3_open_v2(path.c_str(), &raw,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  int rc = SQLITE_OK;
+  if (mode == OpenMode::kReadWrite || path == ":memory:") {
+    rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                         nullptr);
+  } else {
+    const std::string uri = FileUri(path, mode == OpenMode::kImmutable ? "immutable=1" : "mode=ro");
+    rc = sqlite3_open_v2(uri.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
+                         nullptr);
+  }
   // sqlite3_open_v2 allocates a handle even when it fails; the Database owns it either way.
   Database db(raw, path, busy_timeout_ms);
   if (rc != SQLITE_OK) return StoreError(path, "cannot open it: " + ErrorText(raw, rc));
@@ -263,6 +299,8 @@ Result<std::string> Database::QueryTextWaitingForLocks(std::string_view sql) {
     pause = std::min(pause * 2, std::chrono::milliseconds(50));
   }
 }
+
+bool Database::ReadOnly() const { return sqlite3_db_readonly(db_, "main") == 1; }
 
 std::int64_t Database::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
 

@@ -69,12 +69,27 @@ class Statement {
   std::optional<Error> bind_error_;
 };
 
+// How Database::Open opens a file.
+enum class OpenMode {
+  kReadWrite,  // creates the file when absent
+  // Never writes: SQLITE_OPEN_READONLY. A WAL database is read with its -wal file, which needs a
+  // -shm file that SQLite can create or that exists already.
+  kReadOnly,
+  // `immutable=1`: SQLite takes the file as unchangeable: no locks, no -wal or -shm, so it can be
+  // read where nothing can be created (a read-only filesystem). Commits still in a -wal file are
+  // not seen, and a process writing the file meanwhile would be read inconsistently: only for a
+  // file nobody can write.
+  kImmutable,
+};
+
 class Database {
  public:
-  // Opens (creating if absent) the database file at `path`. A missing directory or a file that is
-  // not a SQLite database is a kStore error saying so. A statement that finds the database locked
-  // retries for up to `busy_timeout_ms` before failing. No pragma is set here; the caller decides.
-  static Result<Database> Open(const std::string& path, int busy_timeout_ms = 10'000);
+  // Opens the database file at `path` (kReadWrite creates it when absent). A missing directory or a
+  // file that is not a SQLite database is a kStore error saying so. A statement that finds the
+  // database locked retries for up to `busy_timeout_ms` before failing. No pragma is set here; the
+  // caller decides.
+  static Result<Database> Open(const std::string& path, int busy_timeout_ms = 10'000,
+                               OpenMode mode = OpenMode::kReadWrite);
 
   Database() = default;
   Database(Database&& other) noexcept;
@@ -94,6 +109,10 @@ class Database {
   // busy timeout, while another connection holds a lock (processes opening a new file together).
   // Retries with growing pauses for up to the busy timeout given to Open.
   Result<std::string> QueryTextWaitingForLocks(std::string_view sql);
+
+  // Whether the connection cannot write (opened read-only or immutable, or SQLite fell back to
+  // read-only because the file could not be opened for writing).
+  bool ReadOnly() const;
 
   std::int64_t LastInsertRowId() const;
   int Changes() const;  // rows changed by the last INSERT/UPDATE/DELETE

@@ -172,7 +172,9 @@ TEST(SqliteMigrationTest, V2CellsGetTheirMeasuredWindow) {
   EXPECT_EQ(windows["no-metric"], (record::MeasuredWindow{3, 7}));
   EXPECT_FALSE(windows["no-steps"].has_value());
   for (const auto& c : *cells) {
-    if (c.cell_id == "stopped-on-ci") EXPECT_EQ(record::MeasuredSteps(c).size(), 22u);
+    if (c.cell_id == "stopped-on-ci") {
+      EXPECT_EQ(record::MeasuredSteps(c).size(), 22u);
+    }
   }
 }
 

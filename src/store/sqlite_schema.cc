@@ -157,7 +157,23 @@ Status ExecuteAll(Database& db, const std::vector<std::string>& statements) {
   return Status::Ok();
 }
 
-Result<int> ReadSchemaVersion(Database& db) {
+namespace {
+
+Error NotAStore(Database& db, const std::string& why) {
+  return MakeError(ErrorKind::kStore, "SQLite database '" + db.path() + "' is not a dlbench store: " + why);
+}
+
+Error NewerThanKnown(Database& db, std::int64_t version, int latest) {
+  return MakeError(ErrorKind::kStore, "SQLite database '" + db.path() + "' has schema version " +
+                                          std::to_string(version) + ", newer than this dlbench knows (" +
+                                          std::to_string(latest) +
+                                          "): it was created by a newer dlbench; use that one or a newer "
+                                          "one, or another database file");
+}
+
+}  // namespace
+
+Result<std::int64_t> ReadSchemaVersion(Database& db) {
   auto has_version = TableExists(db, "schema_version");
   if (!has_version.ok()) return has_version.error();
   if (!*has_version) {
@@ -170,17 +186,50 @@ Result<int> ReadSchemaVersion(Database& db) {
       if (!*row) break;
       names += (names.empty() ? "" : ", ") + tables->Text(0);
     }
-    if (names.empty()) return 0;
-    return MakeError(ErrorKind::kStore, "SQLite database '" + db.path() +
-                                            "' is not a dlbench store: it has no schema_version table "
-                                            "(its tables: " +
-                                            names + ")");
+    if (names.empty()) return std::int64_t{0};
+    return NotAStore(db, "it has no schema_version table (its tables: " + names + ")");
   }
-  auto stmt = db.Prepare("SELECT coalesce(max(version), 0) FROM schema_version");
+  // Another program may name a table schema_version too: ours has exactly these columns.
+  auto shape = db.Prepare(
+      "SELECT group_concat(name, ',') FROM (SELECT name FROM pragma_table_info('schema_version') ORDER BY "
+      "cid)");
+  if (!shape.ok()) return shape.error();
+  auto shape_row = shape->Step();
+  if (!shape_row.ok()) return shape_row.error();
+  if (shape->Text(0) != "version,description,applied_wall_ns") {
+    return NotAStore(db, "its schema_version table has the columns (" + shape->Text(0) +
+                             "), not dlbench's (version, description, applied_wall_ns)");
+  }
+  auto stmt = db.Prepare(
+      "SELECT count(*), coalesce(sum(typeof(version) <> 'integer'), 0), max(version), min(version) "
+      "FROM schema_version");
   if (!stmt.ok()) return stmt.error();
   auto row = stmt->Step();
   if (!row.ok()) return row.error();
-  return static_cast<int>(stmt->Int64(0));
+  if (stmt->Int64(0) == 0) return NotAStore(db, "its schema_version table is empty");
+  if (stmt->Int64(1) != 0)
+    return NotAStore(db, "its schema_version table holds versions that are not integers");
+  const std::int64_t newest = stmt->Int64(2);
+  const std::int64_t oldest = stmt->Int64(3);
+  if (oldest < 1) {
+    return MakeError(ErrorKind::kStore, "SQLite database '" + db.path() +
+                                            "' has an invalid schema version (" + std::to_string(oldest) +
+                                            "); it is damaged or not a dlbench store");
+  }
+  return newest;
+}
+
+Result<std::int64_t> CheckSchema(Database& db, const std::vector<Migration>& migrations) {
+  // One snapshot: another process may be creating the schema right now, and two separate reads
+  // could see no schema_version table and then every table (and call it a foreign database).
+  auto read = Transaction::Begin(db, Transaction::Mode::kDeferred);
+  if (!read.ok()) return read.error();
+  auto current = ReadSchemaVersion(db);
+  if (!current.ok()) return current.error();
+  DLBENCH_RETURN_IF_ERROR(read->Commit());
+  const int latest = LatestVersion(migrations);
+  if (*current > latest) return NewerThanKnown(db, *current, latest);
+  return current;
 }
 
 Status Migrate(Database& db, const std::vector<Migration>& migrations) {
@@ -189,23 +238,8 @@ Status Migrate(Database& db, const std::vector<Migration>& migrations) {
                   "schema migrations must be numbered 1, 2, 3, ... and each must have a step");
   }
   const int latest = LatestVersion(migrations);
-  Result<int> current = 0;
-  {
-    // One snapshot: another process may be creating the schema right now, and two separate reads
-    // could see no schema_version table and then every table (and call it a foreign database).
-    auto read = Transaction::Begin(db, Transaction::Mode::kDeferred);
-    if (!read.ok()) return read.error();
-    current = ReadSchemaVersion(db);
-    if (!current.ok()) return current.error();
-    DLBENCH_RETURN_IF_ERROR(read->Commit());
-  }
-  auto refuse_newer = [&](int version) {
-    return MakeError(ErrorKind::kStore, "SQLite database '" + db.path() + "' has schema version " +
-                                            std::to_string(version) + ", newer than this dlbench knows (" +
-                                            std::to_string(latest) +
-                                            "); use a newer dlbench, or another database file");
-  };
-  if (*current > latest) return refuse_newer(*current);
+  Result<std::int64_t> current = CheckSchema(db, migrations);
+  if (!current.ok()) return current.error();
 
   for (const Migration& step : migrations) {
     if (step.version <= *current) continue;
@@ -214,7 +248,7 @@ Status Migrate(Database& db, const std::vector<Migration>& migrations) {
     // Another process may have migrated between our read and our write lock; re-read under it.
     current = ReadSchemaVersion(db);
     if (!current.ok()) return current.error();
-    if (*current > latest) return refuse_newer(*current);
+    if (*current > latest) return NewerThanKnown(db, *current, latest);
     if (step.version <= *current) continue;
     Status applied = step.apply(db);
     if (!applied.ok()) {

@@ -28,15 +28,21 @@ const std::vector<Migration>& SchemaMigrations();
 // The version of the newest step in `migrations` (0 when empty).
 int LatestVersion(const std::vector<Migration>& migrations);
 
-// The database's schema version: 0 for an empty database. kStore when the database holds tables
-// but no schema_version table (it is some other program's database).
-Result<int> ReadSchemaVersion(Database& db);
+// The database's schema version: 0 for an empty database (no tables). kStore when the database
+// holds tables but is not a dlbench store (no schema_version table, or one of another shape, as
+// Flyway's), or when its version is damaged (no row, not an integer, below 1). Reads only.
+Result<std::int64_t> ReadSchemaVersion(Database& db);
 
-// Applies the steps of `migrations` newer than the database's version, one transaction each.
-// Refuses (kStore, naming both versions) a database newer than the newest step: old code must not
-// write into a schema it does not know. Several processes may migrate at once; the version is
-// re-read under the write lock, so each step is applied exactly once. `migrations` being
-// misnumbered is a programmer error (checked).
+// Reads the version in one snapshot and refuses (kStore) a database this build must not write: one
+// ReadSchemaVersion refuses, or one newer than the newest step of `migrations` ("has schema
+// version N, newer than this dlbench knows (M): it was created by a newer dlbench"). Reads
+// only, so a refused file is left byte for byte as it was. Returns the version.
+Result<std::int64_t> CheckSchema(Database& db, const std::vector<Migration>& migrations);
+
+// Applies the steps of `migrations` newer than the database's version, one transaction each,
+// after CheckSchema: old code must not write into a schema it does not know. Several processes
+// may migrate at once; the version is re-read under the write lock, so each step is applied
+// exactly once. `migrations` being misnumbered is a programmer error (checked).
 Status Migrate(Database& db, const std::vector<Migration>& migrations);
 
 // Runs constant SQL statements one after another (for migration steps).

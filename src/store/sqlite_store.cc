@@ -1,7 +1,10 @@
 #include "store/sqlite_store.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <map>
 #include <utility>
 
@@ -173,6 +176,10 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path,
                                                        const std::vector<sqlite::Migration>& migrations) {
   auto db = Database::Open(path, kBusyTimeoutMs);
   if (!db.ok()) return db.error();
+  // Before anything writes to the file: a foreign database, a damaged or newer schema is refused
+  // and left byte for byte as it was (the switch to WAL below rewrites the header).
+  auto version = sqlite::CheckSchema(*db, migrations);
+  if (!version.ok()) return version.error();
   // Several processes may open a new file at once (`dlbench run --shard` per GPU); the switch to
   // WAL is the one step that does not wait through the busy timeout by itself.
   auto mode = db->QueryTextWaitingForLocks("PRAGMA journal_mode = WAL");
@@ -193,13 +200,66 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path,
   return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(*db)));
 }
 
+namespace {
+
+// Whether this process could write the database and the journal files next to it. access()
+// answers for the real user (root passes whatever the mode bits say) and says EROFS on a
+// read-only filesystem.
+bool CanWrite(const std::string& path) {
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  return ::access(path.c_str(), W_OK) == 0 && ::access(dir.c_str(), W_OK) == 0;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SqliteStore>> SqliteStore::OpenForReading(
+    const std::string& path, const std::vector<sqlite::Migration>& migrations) {
+  std::error_code ec;
+  if (path == ":memory:" || !std::filesystem::exists(path, ec) || CanWrite(path))
+    return Open(path, migrations);
+  auto db = Database::Open(path, kBusyTimeoutMs, sqlite::OpenMode::kReadOnly);
+  if (!db.ok()) {
+    // A WAL database read-only needs a -shm file; where none exists and none can be created (a
+    // read-only directory or filesystem), nobody can be writing it either: read it as immutable.
+    std::string dir = std::filesystem::path(path).parent_path().string();
+    if (::access(dir.empty() ? "." : dir.c_str(), W_OK) == 0) return db.error();
+    db = Database::Open(path, kBusyTimeoutMs, sqlite::OpenMode::kImmutable);
+    if (!db.ok()) return db.error();
+  }
+  auto version = sqlite::CheckSchema(*db, migrations);
+  if (!version.ok()) return version.error();
+  const int latest = sqlite::LatestVersion(migrations);
+  if (*version < latest) {
+    return MakeError(ErrorKind::kStore,
+                     "SQLite database '" + path + "' has schema version " + std::to_string(*version) +
+                         ", older than this dlbench's " + std::to_string(latest) +
+                         ", and cannot be migrated: it is read-only here. Open it once with this dlbench "
+                         "where it can be written (any command migrates it)");
+  }
+  DLBENCH_RETURN_IF_ERROR(db->Execute("PRAGMA foreign_keys = ON"));
+  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(*db)));
+}
+
 Result<std::unique_ptr<ResultStore>> OpenSqliteStore(const std::string& path) {
   auto store = SqliteStore::Open(path);
   if (!store.ok()) return store.error();
   return std::unique_ptr<ResultStore>(std::move(*store));
 }
 
+Result<std::unique_ptr<ResultStore>> OpenSqliteStoreForReading(const std::string& path) {
+  auto store = SqliteStore::OpenForReading(path);
+  if (!store.ok()) return store.error();
+  return std::unique_ptr<ResultStore>(std::move(*store));
+}
+
 std::string SqliteStore::Describe() const { return "sqlite:" + db_.path(); }
+
+Result<std::optional<RunLockOwner>> SqliteStore::TryLockRun(std::int64_t run_id, const RunLockOwner& owner) {
+  return locks_.TryLock(run_id, owner);
+}
+
+Status SqliteStore::UnlockRun(std::int64_t run_id) { return locks_.Unlock(run_id); }
 
 Result<bool> SqliteStore::RunExists(std::int64_t run_id) {
   auto stmt = db_.Prepare("SELECT 1 FROM runs WHERE id = ?1");

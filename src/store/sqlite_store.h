@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "store/result_store.h"
+#include "store/run_lock_file.h"
 #include "store/sqlite_db.h"
 #include "store/sqlite_schema.h"
 
@@ -38,6 +39,14 @@ class SqliteStore final : public ResultStore {
   // kStore when the directory is missing, the file is not a SQLite database or not a dlbench
   // store, or its schema is newer than `migrations` knows.
   static Result<std::unique_ptr<SqliteStore>> Open(
+      const std::string& path, const std::vector<sqlite::Migration>& migrations = sqlite::SchemaMigrations());
+
+  // For commands that only read: Open, unless the database exists and this process cannot write
+  // it or its directory (a read-only file or filesystem). Then it is opened read-only, or, where
+  // not even a -shm file can be created, immutable (sqlite_db.h, OpenMode), and nothing is
+  // migrated: a schema older than `migrations` is a kStore error saying why. Writes through such a
+  // store fail with kStore.
+  static Result<std::unique_ptr<SqliteStore>> OpenForReading(
       const std::string& path, const std::vector<sqlite::Migration>& migrations = sqlite::SchemaMigrations());
 
   // BeginRun: stores the environment (one row per distinct (hash, fingerprint)), the run and its
@@ -61,12 +70,15 @@ class SqliteStore final : public ResultStore {
   // Cells carry their metrics, not their steps or series.
   Result<std::vector<std::pair<RunRecord, CellRecord>>> CellHistory(const std::string& key) override;
   std::string Describe() const override;
+  // A lock file per run next to the database (store/run_lock_file.h).
+  Result<std::optional<RunLockOwner>> TryLockRun(std::int64_t run_id, const RunLockOwner& owner) override;
+  Status UnlockRun(std::int64_t run_id) override;
 
   // The underlying connection, for diagnostics and tests (PRAGMA integrity_check).
   sqlite::Database& database() { return db_; }
 
  private:
-  explicit SqliteStore(sqlite::Database db) : db_(std::move(db)) {}
+  explicit SqliteStore(sqlite::Database db) : db_(std::move(db)), locks_(db_.path()) {}
   Result<std::vector<RunRecord>> QueryRuns(const char* where_sql, std::optional<std::int64_t> run_id);
   Status LoadTags(RunRecord& run);
   Status LoadChildren(CellRecord& cell, const CellQuery& query);
@@ -74,6 +86,7 @@ class SqliteStore final : public ResultStore {
   Status StoreTag(std::int64_t run_id, const std::string& tag);
 
   sqlite::Database db_;
+  RunLockFiles locks_;
 };
 
 }  // namespace dlbench::store

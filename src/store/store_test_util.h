@@ -53,9 +53,12 @@ inline CellRecord MakeCell(std::int64_t run_id, int index, int steps = 3) {
   cell.run_id = run_id;
   cell.index = index;
   cell.cell_id = "c" + std::to_string(index);
-  cell.key = "resnet50/bs" + std::to_string(32 << index) + "/cpu/fp32";
-  cell.label = "resnet50 bs=" + std::to_string(32 << index);
-  cell.params = {{"model", "resnet50"}, {"batch_size", 32 << index}};
+  // Distinct for the first 32 indices; the shift stays defined for any index (the crash test
+  // stores more than 26 cells, and 32 << 27 overflowed int: UBSan).
+  const std::int64_t batch = std::int64_t{32} << (index % 32);
+  cell.key = "resnet50/bs" + std::to_string(batch) + "/cpu/fp32";
+  cell.label = "resnet50 bs=" + std::to_string(batch);
+  cell.params = {{"model", "resnet50"}, {"batch_size", batch}};
   cell.effective = {{"device", "cpu"}, {"threads", 16}};
   cell.hello = {{"runner", "null"}, {"protocol", 1}};
   cell.repetition = index % 2;

@@ -29,17 +29,6 @@ measure:
   target_rel_ci: 0.05
 )";
 
-std::vector<record::CellRecord> Cells(const std::string& db, std::int64_t run_id, bool steps = false) {
-  auto s = store::OpenSqliteStore(db);
-  EXPECT_TRUE(s.ok()) << s.error().message;
-  if (!s.ok()) return {};
-  store::CellQuery q;
-  q.with_steps = steps;
-  auto cells = (*s)->GetCells(run_id, q);
-  EXPECT_TRUE(cells.ok());
-  return cells.ok() ? *cells : std::vector<record::CellRecord>{};
-}
-
 TEST(CoreE2E, SmokeMatrixIsStoredAndShown) {
   TempDir dir("smoke");
   const std::string matrix = dir / "smoke.yaml", db = dir / "r.db";

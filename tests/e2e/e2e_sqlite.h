@@ -1,6 +1,7 @@
 // Checks the end-to-end tests make on a store the real binary wrote (or is writing).
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 
 #include <chrono>
@@ -8,6 +9,7 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "store/result_store.h"
 
@@ -66,6 +68,19 @@ inline std::size_t WaitForStoredCells(const std::string& db, std::int64_t run_id
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return n;
+}
+
+// The cells of a stored run (with their steps when asked); an empty list, and a test failure, when
+// the store or the run cannot be read.
+inline std::vector<record::CellRecord> Cells(const std::string& db, std::int64_t run_id, bool steps = false) {
+  auto s = store::OpenSqliteStore(db);
+  EXPECT_TRUE(s.ok()) << s.error().message;
+  if (!s.ok()) return {};
+  store::CellQuery q;
+  q.with_steps = steps;
+  auto cells = (*s)->GetCells(run_id, q);
+  EXPECT_TRUE(cells.ok());
+  return cells.ok() ? *cells : std::vector<record::CellRecord>{};
 }
 
 }  // namespace dlbench::e2e

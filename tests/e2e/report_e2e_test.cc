@@ -25,7 +25,7 @@ TEST(ReportE2E, ExportJsonCarriesEveryCellAndTheEnvironment) {
   auto r = Dlbench({"export", std::to_string(ids.run), "--format", "json"}, dir, db);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["format"], "dlbench.export/1");
+  EXPECT_EQ(j["format"], "dlbench.export/2");
   EXPECT_EQ(j["run"]["id"], ids.run);
   EXPECT_EQ(j["run"]["environment"]["host"]["hostname"], "e2e-host");
   ASSERT_EQ(j["cells"].size(), 12u);

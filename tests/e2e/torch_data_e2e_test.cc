@@ -90,13 +90,17 @@ measure:
     const std::string data = c.params.value("data", std::string());
     const std::string path = c.params.value("data_path", std::string());
     SCOPED_TRACE(c.label + ": " + c.message);
+    // A runner's ERROR invalid is the cell's outcome error, "invalid configuration: ..."
+    // (record/outcome.h).
     if (path == dir / "empty") {
-      EXPECT_EQ(c.outcome, record::Outcome::kInvalid);
+      EXPECT_EQ(c.outcome, record::Outcome::kError);
+      EXPECT_EQ(c.message.rfind("invalid configuration: ", 0), 0u);
       EXPECT_NE(c.message.find(dir / "empty"), std::string::npos);
       continue;
     }
     if (path == dir / "corrupt" && !c.params.value("skip_corrupt", false)) {
-      EXPECT_EQ(c.outcome, record::Outcome::kInvalid);
+      EXPECT_EQ(c.outcome, record::Outcome::kError);
+      EXPECT_EQ(c.message.rfind("invalid configuration: ", 0), 0u);
       EXPECT_NE(c.message.find(bad), std::string::npos) << "the message names the corrupt file";
       continue;
     }
@@ -123,7 +127,7 @@ measure:
     }
   }
   EXPECT_EQ(ok, 7);
-  EXPECT_EQ(run.exit_code, 1) << "two invalid cells make run exit 1\n" << run.out << run.err;
+  EXPECT_EQ(run.exit_code, 1) << "two failed cells make run exit 1\n" << run.out << run.err;
 }
 
 }  // namespace

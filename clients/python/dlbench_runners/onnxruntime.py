@@ -170,7 +170,7 @@ class OnnxRuntimeRunner(Runner):
         return host_memory("cpu" if self.kind == "cpu" else "cuda:%d" % self.index)
 
     def extras(self) -> Extras:
-        return Extras([Metric("onnx_inputs", float(len(self.info.get("inputs", []))), "")], dict(self.info))
+        return Extras([], dict(self.info))
 
     def classify(self, error: BaseException) -> Optional[RunnerError]:
         text = str(error)

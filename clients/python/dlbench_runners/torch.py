@@ -467,7 +467,7 @@ class TorchRunner(Runner):
             info["flop_convention"] = ("3 x counted forward FLOPs (multiply-add = 2)" if self.p["scenario"] == "train"
                                        else "counted forward FLOPs (multiply-add = 2)")
         if self.compile_s is not None:
-            metrics.append(Metric("compile_s", self.compile_s, "s"))
+            metrics.append(Metric("compile_time_s", self.compile_s, "s"))
             metrics.append(Metric("compile_second_call_s", self.compile_second_call_s or 0.0, "s"))
             info["compile_note"] = ("compile_s: the first call of the compiled step (compilation plus one step), "
                                     "before READY; the measured steps exclude it")

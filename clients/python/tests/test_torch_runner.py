@@ -100,7 +100,7 @@ def test_failures_in_the_users_code_and_refusals_are_recorded_outcomes(dlbench):
         "invalid configuration: unknown parameter 'imagesize' for runner python-torch (did you mean 'image_size'?)")
     if hasattr(torch, "compile"):
         assert got[6][0] == "ok", got[6]
-        assert cells[6]["metrics"]["compile_s"]["value"] > 0
+        assert cells[6]["metrics"]["compile_time_s"]["value"] > 0
     else:
         assert got[6] == ("unsupported", "compile: true needs torch.compile (PyTorch >= 2.0); this is torch %s"
                           % torch.__version__)

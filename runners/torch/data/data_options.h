@@ -1,6 +1,7 @@
 // What a torch cell asks of its input (the `data` keys of the registry; docs/input-pipeline.md),
-// parsed from CONFIGURE's params. No LibTorch here, as in cell_options.h: the rules are tested in
-// milliseconds and the runner turns an Error into the protocol's ERROR.
+// read from CONFIGURE's params as the registry validated them (config::RunnerParams). No LibTorch
+// here, as in cell_options.h: the rules are tested in milliseconds and the runner turns an Error
+// into the protocol's ERROR.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "config/runner_params.h"
 
 namespace dlbench::torchrunner {
 
@@ -38,10 +40,10 @@ struct DataOptions {
   bool decodes() const { return source == DataSource::kJpegDir || source == DataSource::kTfRecord; }
 };
 
-// Reads the data keys of `params` (absent keys keep their defaults). kInvalidInput names the key
-// and what it accepts: an unknown source, jpeg_dir or tfrecord without data_path, a count out of
-// range, pipeline_only with data: device (there is no pipeline to run).
-Result<DataOptions> ParseDataOptions(const nlohmann::json& params);
+// Reads the data keys of params the registry has checked (absent keys keep their defaults).
+// kInvalidInput for what one value alone cannot say: jpeg_dir or tfrecord without data_path,
+// pipeline_only with data: device (there is no pipeline to run).
+Result<DataOptions> ParseDataOptions(const config::RunnerParams& p);
 
 // kUnsupported, saying it does not apply, for pin_memory or async_copy on a CPU device: there is
 // no host-to-device copy there to pin for or to overlap.

@@ -1,15 +1,13 @@
-#include "cli/run_filter.h"
+#include "plan/selection.h"
 
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <charconv>
-#include <cstdio>
+#include <set>
 #include <sstream>
 
-#include "cli/commands.h"
-
-namespace dlbench::cli {
+namespace dlbench::plan {
 
 namespace {
 
@@ -44,7 +42,7 @@ Result<std::vector<Term>> ParseFilter(const std::string& filter) {
   return terms;
 }
 
-bool Matches(const plan::Cell& cell, const std::vector<Term>& terms) {
+bool Matches(const Cell& cell, const std::vector<Term>& terms) {
   for (const auto& t : terms) {
     if (t.op == Term::Op::kLabel) {
       if (cell.label.find(t.value) == std::string::npos && cell.key.find(t.value) == std::string::npos)
@@ -60,8 +58,8 @@ bool Matches(const plan::Cell& cell, const std::vector<Term>& terms) {
 
 }  // namespace
 
-Result<std::vector<plan::Cell>> FilterCells(const std::vector<plan::Cell>& cells,
-                                            const std::vector<std::string>& filters) {
+Result<std::vector<Cell>> FilterCells(const std::vector<Cell>& cells,
+                                      const std::vector<std::string>& filters) {
   if (filters.empty()) return cells;
   std::vector<std::vector<Term>> parsed;
   for (const auto& f : filters) {
@@ -69,7 +67,7 @@ Result<std::vector<plan::Cell>> FilterCells(const std::vector<plan::Cell>& cells
     if (!terms.ok()) return terms.error();
     parsed.push_back(*terms);
   }
-  std::vector<plan::Cell> kept;
+  std::vector<Cell> kept;
   for (const auto& c : cells) {
     for (const auto& terms : parsed) {
       if (Matches(c, terms)) {
@@ -114,10 +112,10 @@ Result<Shard> ParseShard(const std::string& text) {
 
 std::string ShardText(const Shard& shard) { return fmt::format("{}/{}", shard.index, shard.count); }
 
-std::vector<plan::Cell> ShardCells(const std::vector<plan::Cell>& cells, const Shard& shard) {
+std::vector<Cell> ShardCells(const std::vector<Cell>& cells, const Shard& shard) {
   DLBENCH_CHECK(shard.count >= 1 && shard.index >= 1 && shard.index <= shard.count,
                 "a shard comes from ParseShard");
-  std::vector<plan::Cell> kept;
+  std::vector<Cell> kept;
   const auto n = static_cast<std::size_t>(shard.count);
   for (std::size_t p = static_cast<std::size_t>(shard.index - 1); p < cells.size(); p += n) {
     kept.push_back(cells[p]);
@@ -168,32 +166,21 @@ Result<Selection> ResumeSelection(std::int64_t run_id, const Selection& stored, 
                                run_id, SelectionArgs(stored), SelectionArgs(given)));
 }
 
-Result<SelectedPlan> SelectPlan(const std::string& matrix_path, const Selection& selection, int* exit_code) {
+Result<SelectedPlan> SelectPlan(const std::string& matrix_path, const Selection& selection) {
   std::optional<Shard> shard;
   if (!selection.shard.empty()) {
     auto parsed = ParseShard(selection.shard);
-    if (!parsed.ok()) {
-      *exit_code = ReportError(parsed.error());
-      return parsed.error();
-    }
+    if (!parsed.ok()) return parsed.error();
     shard = *parsed;
   }
   auto matrix = config::LoadMatrix(matrix_path);
-  if (!matrix.ok()) {
-    std::fprintf(stderr, "%s\n", matrix.error().message.c_str());
-    *exit_code = kExitUsage;
-    return matrix.error();
-  }
-  auto expanded = plan::Expand(*matrix);
-  if (!expanded.ok()) {
-    *exit_code = ReportError(expanded.error());
-    return expanded.error();
-  }
+  // Whatever stopped the file from becoming a matrix (missing, a directory, unreadable, invalid)
+  // is the user's to fix, and its message already names the file.
+  if (!matrix.ok()) return MakeError(ErrorKind::kInvalidInput, matrix.error().message);
+  auto expanded = Expand(*matrix);
+  if (!expanded.ok()) return expanded.error();
   auto cells = FilterCells(expanded->cells, selection.only);
-  if (!cells.ok()) {
-    *exit_code = ReportError(cells.error());
-    return cells.error();
-  }
+  if (!cells.ok()) return cells.error();
   SelectedPlan selected;
   selected.matrix = std::move(matrix).value();
   selected.planned = expanded->cells.size();
@@ -201,6 +188,10 @@ Result<SelectedPlan> SelectPlan(const std::string& matrix_path, const Selection&
   selected.shard = shard;
   selected.cells = shard ? ShardCells(*cells, *shard) : std::move(cells).value();
   return selected;
+}
+
+bool IsMatrixDiagnostic(const Error& error, const std::string& matrix_path) {
+  return error.kind == ErrorKind::kInvalidInput && error.message.rfind(matrix_path + ":", 0) == 0;
 }
 
 std::string EmptySelectionMessage(const SelectedPlan& selected, const std::string& matrix_path) {
@@ -223,4 +214,23 @@ std::string ShardSummary(const SelectedPlan& selected) {
   return fmt::format(", shard {} of {}", ShardText(*selected.shard), selected.matched);
 }
 
-}  // namespace dlbench::cli
+Status CheckResumedCells(const record::RunRecord& run, const std::set<std::string>& finished,
+                         const SelectedPlan& selected) {
+  std::set<std::string> ids;
+  for (const auto& c : selected.cells) ids.insert(c.id);
+  const bool same_count = static_cast<std::size_t>(run.total_cells) == selected.cells.size();
+  const auto stray = std::find_if(finished.begin(), finished.end(),
+                                  [&](const std::string& id) { return ids.count(id) == 0; });
+  if (same_count && stray == finished.end()) return Status::Ok();
+  const std::string kept = fmt::format("{} cells{}", selected.cells.size(), ShardSummary(selected));
+  return MakeError(
+      ErrorKind::kInvalidInput,
+      fmt::format(
+          "run {} has {} cells, but this selection keeps {}{}; resume with the --only and "
+          "--shard options run {} was started with",
+          run.id, run.total_cells, kept,
+          stray == finished.end() ? "" : fmt::format(", not including its finished cell '{}'", *stray),
+          run.id));
+}
+
+}  // namespace dlbench::plan

@@ -1,22 +1,26 @@
-// Which cells of a plan `run` and `plan` keep: --only FILTER, then --shard K/N.
+// Which cells of a plan `run` and `plan` keep: --only FILTER, then --shard K/N, and which selection
+// a resumed run applies. Every function returns a value or an Error (kInvalidInput for anything the
+// user must change); none prints or exits: the CLI maps errors to messages and exit codes.
 #pragma once
 
+#include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "common/error.h"
 #include "config/matrix.h"
 #include "plan/plan.h"
-#include "store/result_store.h"
+#include "record/records.h"
 
-namespace dlbench::cli {
+namespace dlbench::plan {
 
 // FILTER is a comma-separated list of terms that must all match a cell: `name=value` compares a
 // parameter's value as text (`batch_size=32`, `model=resnet50`), `name!=value` excludes, and a
 // bare word matches a substring of the cell's label. Repeating --only keeps cells matching any.
-Result<std::vector<plan::Cell>> FilterCells(const std::vector<plan::Cell>& cells,
-                                            const std::vector<std::string>& filters);
+Result<std::vector<Cell>> FilterCells(const std::vector<Cell>& cells,
+                                      const std::vector<std::string>& filters);
 
 // --shard K/N: part K (1-based) of N disjoint parts of a plan, so that N processes (one per GPU)
 // together run the whole matrix once.
@@ -34,10 +38,10 @@ std::string ShardText(const Shard& shard);  // "K/N"
 // rather than contiguous blocks, so that the slow cells of a grouped plan (a big model, the large
 // batch sizes) spread over the shards instead of landing on one. Keeps the order of `cells`;
 // empty when K exceeds the number of cells.
-std::vector<plan::Cell> ShardCells(const std::vector<plan::Cell>& cells, const Shard& shard);
+std::vector<Cell> ShardCells(const std::vector<Cell>& cells, const Shard& shard);
 
 // What the user asked to run of a matrix (--only filters, OR of them; --shard K/N or empty). The
-// run stores it, so it is the store's record type.
+// run stores it, so it is the data model's record type.
 using Selection = record::RunSelection;
 
 // `selection` with its shard rewritten as ShardText writes it ("2/2"), the form a run stores and
@@ -57,22 +61,28 @@ std::string ShellWord(const std::string& word);
 // Given ones must equal the stored ones (the same --only filters, in any order, and the same
 // shard), else kInvalidInput naming both. A run with an empty stored selection (started on the
 // whole matrix, or stored before runs recorded their selection) gets the given one; the caller
-// still checks that it keeps the run's cells.
+// still checks that it keeps the run's cells (CheckResumedCells).
 Result<Selection> ResumeSelection(std::int64_t run_id, const Selection& stored, const Selection& given);
 
 // A matrix read, validated and expanded, with the cells the selection keeps.
 struct SelectedPlan {
   config::Matrix matrix;
-  std::size_t planned = 0;        // cells before --only
-  std::size_t matched = 0;        // cells after --only, before --shard
-  std::optional<Shard> shard;     // --shard, when given
-  std::vector<plan::Cell> cells;  // the cells to run, in run order (plan::Cell::index unchanged)
+  std::size_t planned = 0;     // cells before --only
+  std::size_t matched = 0;     // cells after --only, before --shard
+  std::optional<Shard> shard;  // --shard, when given
+  std::vector<Cell> cells;     // the cells to run, in run order (Cell::index unchanged)
 };
 
 // Parses --shard first (a bad value fails before the matrix is read), then loads the matrix,
-// expands it and applies --only and --shard. On failure prints the error (a matrix's
-// file:line:col list as is) and returns the exit code to use.
-Result<SelectedPlan> SelectPlan(const std::string& matrix_path, const Selection& selection, int* exit_code);
+// expands it and applies --only and --shard. Errors are kInvalidInput; a matrix file that cannot
+// be read or is wrong gives config::LoadMatrix's message unchanged, which starts with
+// "<matrix_path>:" and lists one diagnostic per line ("m.yaml:3:5: error: ..."), so a caller can
+// print it as a compiler's diagnostics. An empty selection is a value (see EmptySelectionMessage).
+Result<SelectedPlan> SelectPlan(const std::string& matrix_path, const Selection& selection);
+
+// Whether `error` came from reading or validating the matrix file at `matrix_path` (its message is
+// that file's diagnostics, see SelectPlan).
+bool IsMatrixDiagnostic(const Error& error, const std::string& matrix_path);
 
 // Why a selection that kept no cell is empty, for `run` to refuse it: "--only matched none of
 // the 8 cells ..." or "--shard 5/6 has no cells: ...". Empty when `selected` has cells.
@@ -82,4 +92,10 @@ std::string EmptySelectionMessage(const SelectedPlan& selected, const std::strin
 // M counts the cells before sharding.
 std::string ShardSummary(const SelectedPlan& selected);
 
-}  // namespace dlbench::cli
+// The second guard of a resume, and the only one for runs stored before runs recorded their
+// selection: the selection must keep the run's cells, i.e. its cell count (`total_cells`) and
+// every cell it already finished. kInvalidInput naming the first finished cell it drops.
+Status CheckResumedCells(const record::RunRecord& run, const std::set<std::string>& finished,
+                         const SelectedPlan& selected);
+
+}  // namespace dlbench::plan

@@ -2,7 +2,7 @@
 // text and what was expected), the round-robin split (disjoint, complete, order kept, for any
 // number of cells and shards), --only then --shard on a real matrix file, and which selection a
 // resumed run applies.
-#include "cli/run_filter.h"
+#include "plan/selection.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -14,14 +14,13 @@
 #include <string>
 #include <vector>
 
-#include "cli/commands.h"
 #include "common/files.h"
 
-namespace dlbench::cli {
+namespace dlbench::plan {
 namespace {
 
-std::vector<plan::Cell> MakeCells(int n) {
-  std::vector<plan::Cell> cells(static_cast<std::size_t>(n));
+std::vector<Cell> MakeCells(int n) {
+  std::vector<Cell> cells(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {
     cells[i].index = i;
     cells[i].id = "c" + std::to_string(i) + "#r0";
@@ -30,13 +29,13 @@ std::vector<plan::Cell> MakeCells(int n) {
   return cells;
 }
 
-std::vector<int> Indices(const std::vector<plan::Cell>& cells) {
+std::vector<int> Indices(const std::vector<Cell>& cells) {
   std::vector<int> out;
   for (const auto& c : cells) out.push_back(c.index);
   return out;
 }
 
-TEST(CliShardTest, ParsesKOverN) {
+TEST(ShardTest, ParsesKOverN) {
   const struct {
     const char* text;
     int k, n;
@@ -51,7 +50,7 @@ TEST(CliShardTest, ParsesKOverN) {
   EXPECT_EQ(ShardText(Shard{3, 8}), "3/8");
 }
 
-TEST(CliShardTest, RefusesMalformedShardsNamingTheTextAndWhatWasExpected) {
+TEST(ShardTest, RefusesMalformedShardsNamingTheTextAndWhatWasExpected) {
   const struct {
     const char* text;
     const char* why;
@@ -85,19 +84,19 @@ TEST(CliShardTest, RefusesMalformedShardsNamingTheTextAndWhatWasExpected) {
   }
 }
 
-TEST(CliShardTest, RoundRobinOverPositions) {
+TEST(ShardTest, RoundRobinOverPositions) {
   const auto cells = MakeCells(8);
   EXPECT_EQ(Indices(ShardCells(cells, {1, 3})), (std::vector<int>{0, 3, 6}));
   EXPECT_EQ(Indices(ShardCells(cells, {2, 3})), (std::vector<int>{1, 4, 7}));
   EXPECT_EQ(Indices(ShardCells(cells, {3, 3})), (std::vector<int>{2, 5}));
   EXPECT_EQ(Indices(ShardCells(cells, {1, 1})), Indices(cells));
   // Positions, not plan indices: after --only the kept cells' indices have gaps.
-  std::vector<plan::Cell> filtered = {cells[1], cells[2], cells[5], cells[7]};
+  std::vector<Cell> filtered = {cells[1], cells[2], cells[5], cells[7]};
   EXPECT_EQ(Indices(ShardCells(filtered, {1, 2})), (std::vector<int>{1, 5}));
   EXPECT_EQ(Indices(ShardCells(filtered, {2, 2})), (std::vector<int>{2, 7}));
 }
 
-TEST(CliShardTest, ShardsAreDisjointAndCompleteForAnySizes) {
+TEST(ShardTest, ShardsAreDisjointAndCompleteForAnySizes) {
   for (int n_cells = 0; n_cells <= 9; ++n_cells) {
     const auto cells = MakeCells(n_cells);
     for (int n = 1; n <= 11; ++n) {
@@ -118,7 +117,7 @@ TEST(CliShardTest, ShardsAreDisjointAndCompleteForAnySizes) {
   }
 }
 
-TEST(CliSelectionTest, NormalizesTheShardAndWritesShellWords) {
+TEST(SelectionTest, NormalizesTheShardAndWritesShellWords) {
   auto normalized = NormalizeSelection({{"model=a"}, "01/02"});
   ASSERT_TRUE(normalized.ok()) << normalized.error().message;
   EXPECT_EQ(normalized->shard, "1/2");
@@ -135,7 +134,7 @@ TEST(CliSelectionTest, NormalizesTheShardAndWritesShellWords) {
   EXPECT_EQ(ShellWord(""), "''");
 }
 
-TEST(CliSelectionTest, ResumeReusesTheStoredSelectionAndRefusesAnother) {
+TEST(SelectionTest, ResumeReusesTheStoredSelectionAndRefusesAnother) {
   const Selection none;
   const Selection shard{{}, "2/2"};
   const Selection both{{"model=a", "model=b"}, "1/2"};
@@ -173,10 +172,11 @@ TEST(CliSelectionTest, ResumeReusesTheStoredSelectionAndRefusesAnother) {
   }
 }
 
-class CliSelectPlanTest : public ::testing::Test {
+class SelectPlanTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = (std::filesystem::temp_directory_path() / ("dlbench_cli_test_" + std::to_string(::getpid())))
+    dir_ = (std::filesystem::temp_directory_path() /
+            ("dlbench_plan_selection_test_" + std::to_string(::getpid())))
                .string();
     std::filesystem::create_directories(dir_);
     matrix_ = dir_ + "/m.yaml";
@@ -188,17 +188,15 @@ class CliSelectPlanTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
   SelectedPlan Select(const Selection& selection) {
-    int exit_code = kExitOk;
-    auto selected = SelectPlan(matrix_, selection, &exit_code);
+    auto selected = SelectPlan(matrix_, selection);
     EXPECT_TRUE(selected.ok()) << selected.error().message;
-    EXPECT_EQ(exit_code, kExitOk);
     return selected.ok() ? std::move(selected).value() : SelectedPlan{};
   }
 
   std::string dir_, matrix_;
 };
 
-TEST_F(CliSelectPlanTest, ShardAppliesToTheCellsOnlyKeeps) {
+TEST_F(SelectPlanTest, ShardAppliesToTheCellsOnlyKeeps) {
   const SelectedPlan all = Select({});
   ASSERT_EQ(all.cells.size(), 8u);
   EXPECT_FALSE(all.shard);
@@ -217,7 +215,7 @@ TEST_F(CliSelectPlanTest, ShardAppliesToTheCellsOnlyKeeps) {
   EXPECT_EQ(EmptySelectionMessage(b, matrix_), "");
 }
 
-TEST_F(CliSelectPlanTest, EmptySelectionsSayWhy) {
+TEST_F(SelectPlanTest, EmptySelectionsSayWhy) {
   const SelectedPlan nothing = Select({{"model=nosuch"}, "1/2"});
   EXPECT_TRUE(nothing.cells.empty());
   EXPECT_EQ(EmptySelectionMessage(nothing, matrix_),
@@ -233,13 +231,64 @@ TEST_F(CliSelectPlanTest, EmptySelectionsSayWhy) {
   EXPECT_NE(message.find("at most 2 shards"), std::string::npos) << message;
 }
 
-TEST_F(CliSelectPlanTest, BadShardFailsBeforeTheMatrixIsRead) {
-  int exit_code = kExitOk;
-  auto selected = SelectPlan(dir_ + "/missing.yaml", {{}, "3/2"}, &exit_code);
+TEST_F(SelectPlanTest, BadShardFailsBeforeTheMatrixIsRead) {
+  auto selected = SelectPlan(dir_ + "/missing.yaml", {{}, "3/2"});
   ASSERT_FALSE(selected.ok());
-  EXPECT_EQ(exit_code, kExitUsage);
+  EXPECT_EQ(selected.error().kind, ErrorKind::kInvalidInput);  // `run` and `plan` exit 2
   EXPECT_NE(selected.error().message.find("--shard '3/2'"), std::string::npos) << selected.error().message;
 }
 
+TEST_F(SelectPlanTest, MatrixProblemsAreTheFilesDiagnostics) {
+  const std::string bad = dir_ + "/bad.yaml";
+  ASSERT_TRUE(WriteFileAtomic(bad, "runner: null\nmatrix:\n  batch_size: [1, -4]\n").ok());
+  auto invalid = SelectPlan(bad, {});
+  ASSERT_FALSE(invalid.ok());
+  EXPECT_EQ(invalid.error().kind, ErrorKind::kInvalidInput);
+  EXPECT_EQ(invalid.error().message.rfind(bad + ":3:", 0), 0u) << invalid.error().message;
+  EXPECT_TRUE(IsMatrixDiagnostic(invalid.error(), bad));
+
+  const std::string missing = dir_ + "/missing.yaml";
+  auto absent = SelectPlan(missing, {});
+  ASSERT_FALSE(absent.ok());
+  EXPECT_EQ(absent.error().kind, ErrorKind::kInvalidInput);
+  EXPECT_TRUE(IsMatrixDiagnostic(absent.error(), missing)) << absent.error().message;
+
+  // Not the file's: a bad --only term, or a bad shard (refused before the file is read).
+  auto filter = SelectPlan(matrix_, {{"=a"}, ""});
+  ASSERT_FALSE(filter.ok());
+  EXPECT_FALSE(IsMatrixDiagnostic(filter.error(), matrix_)) << filter.error().message;
+  auto shard = SelectPlan(missing, {{}, "0/1"});
+  ASSERT_FALSE(shard.ok());
+  EXPECT_FALSE(IsMatrixDiagnostic(shard.error(), missing)) << shard.error().message;
+}
+
+TEST_F(SelectPlanTest, AResumeMustKeepTheRunsCellsAndEveryFinishedOne) {
+  const SelectedPlan first = Select({{}, "1/2"});
+  ASSERT_EQ(first.cells.size(), 4u);
+  record::RunRecord run;
+  run.id = 7;
+  run.total_cells = 4;
+  std::set<std::string> finished = {first.cells[0].id, first.cells[2].id};
+  EXPECT_TRUE(CheckResumedCells(run, finished, first).ok());
+  EXPECT_TRUE(CheckResumedCells(run, {}, first).ok());
+
+  const SelectedPlan second = Select({{}, "2/2"});  // as many cells, not the finished ones
+  auto stray = CheckResumedCells(run, finished, second);
+  ASSERT_FALSE(stray.ok());
+  EXPECT_EQ(stray.error().kind, ErrorKind::kInvalidInput);
+  EXPECT_NE(stray.error().message.find("run 7 has 4 cells, but this selection keeps 4 cells, shard 2/2 of 8, "
+                                       "not including its finished cell '" +
+                                       *finished.begin() + "'"),
+            std::string::npos)
+      << stray.error().message;
+
+  const SelectedPlan all = Select({});  // the whole matrix: a different count
+  auto count = CheckResumedCells(run, {}, all);
+  ASSERT_FALSE(count.ok());
+  EXPECT_NE(count.error().message.find("run 7 has 4 cells, but this selection keeps 8 cells;"),
+            std::string::npos)
+      << count.error().message;
+}
+
 }  // namespace
-}  // namespace dlbench::cli
+}  // namespace dlbench::plan

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Configures build-asan/: clang with ASan+UBSan and libFuzzer coverage, no LibTorch runner and no
+# benchmarks. Shared by scripts/sanitize.sh address (tests) and scripts/fuzz.sh (fuzzers), so the
+# libraries are compiled once for both. Extra cmake arguments: DLBENCH_CMAKE_ARGS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+  -DDLBENCH_FUZZ=ON -DDLBENCH_SANITIZE=address,undefined \
+  -DDLBENCH_WITH_TORCH=OFF -DDLBENCH_BUILD_BENCH=OFF ${DLBENCH_CMAKE_ARGS:-}

@@ -1,0 +1,272 @@
+#include "orchestrator/run.h"
+
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <filesystem>
+#include <set>
+
+#include "common/clock.h"
+#include "common/files.h"
+#include "common/version.h"
+#include "monitor/fingerprint.h"
+#include "monitor/sampler.h"
+
+namespace dlbench::orchestrator {
+namespace {
+
+std::string HostName() {
+  char name[HOST_NAME_MAX + 1] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "";
+  return name;
+}
+
+std::string Holder(const store::RunLockOwner& owner) {
+  std::string who = owner.pid > 0 ? fmt::format("pid {}", owner.pid) : "another process";
+  if (!owner.host.empty()) who += " on host " + owner.host;
+  if (owner.since_wall_ns > 0) {
+    who +=
+        fmt::format(" (since {:.0f} s ago)", std::max(0.0, NsToSeconds(WallNowNs() - owner.since_wall_ns)));
+  }
+  return who;
+}
+
+// The run's part after it exists: its status when the invocation ends, its lock, and the
+// observers' last call, whichever way the invocation ends.
+class OpenRun {
+ public:
+  OpenRun(store::ResultStore& store, std::int64_t run_id, const std::vector<RunObserver*>& observers)
+      : store_(store), observers_(observers) {
+    end_.run_id = run_id;
+  }
+  ~OpenRun() {
+    if (!ended_) (void)Fail();
+  }
+  void Started() { started_ = true; }
+  RunEnd& end() { return end_; }
+
+  // Marks the run failed and returns `error`.
+  Error Fail(Error error = MakeError(ErrorKind::kInternal, "the run ended early")) {
+    End(record::RunStatus::kFailed);
+    return error;
+  }
+  void End(record::RunStatus status) {
+    if (ended_) return;
+    ended_ = true;
+    end_.status = status;
+    (void)store_.SetRunStatus(end_.run_id, status, WallNowNs());
+    (void)store_.UnlockRun(end_.run_id);
+    if (started_) {
+      for (RunObserver* o : observers_) o->OnRunEnd(end_);
+    }
+  }
+
+ private:
+  store::ResultStore& store_;
+  const std::vector<RunObserver*>& observers_;
+  RunEnd end_;
+  bool started_ = false;
+  bool ended_ = false;
+};
+
+}  // namespace
+
+Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserver*>& observers) {
+  PrepareDriverProcess();
+  auto given = plan::NormalizeSelection(request.selection);
+  if (!given.ok()) return given.error();
+
+  // A resumed run decides the selection: it stored the one it was started with.
+  std::unique_ptr<store::ResultStore> store;
+  std::optional<record::RunRecord> resumed;
+  plan::Selection selection = *given;
+  std::optional<plan::Selection> reapplied;
+  if (!request.resume.empty()) {
+    auto opened = request.open_store();
+    if (!opened.ok()) return opened.error();
+    store = std::move(opened).value();
+    auto id = store->ResolveRun(request.resume);
+    if (!id.ok()) return id.error();
+    auto existing = store->GetRun(*id);
+    if (!existing.ok()) return existing.error();
+    auto chosen = plan::ResumeSelection(*id, existing->selection, *given);
+    if (!chosen.ok()) return chosen.error();
+    if (given->empty() && !chosen->empty()) reapplied = *chosen;
+    selection = *chosen;
+    resumed = std::move(existing).value();
+  }
+
+  auto selected = plan::SelectPlan(request.matrix_path, selection);
+  if (!selected.ok()) return selected.error();
+  const config::Matrix& matrix = selected->matrix;
+  const std::vector<plan::Cell>& cells = selected->cells;
+  if (cells.empty()) {
+    return MakeError(ErrorKind::kInvalidInput, plan::EmptySelectionMessage(*selected, request.matrix_path));
+  }
+  auto runner = ResolveRunner(matrix.runner, request.bin_dir);
+  if (!runner.ok()) return runner.error();
+  if (!store) {
+    auto opened = request.open_store();
+    if (!opened.ok()) return opened.error();
+    store = std::move(opened).value();
+  }
+
+  const store::RunLockOwner me{static_cast<std::int64_t>(getpid()), HostName(), WallNowNs()};
+  auto lock = [&](std::int64_t run_id) -> Status {
+    auto held = store->TryLockRun(run_id, me);
+    if (!held.ok()) return held.error();
+    if (held->has_value()) {
+      return MakeError(
+          ErrorKind::kInvalidInput,
+          fmt::format("run {} is being run by {}; a second `run --resume {}` would run its cells "
+                      "twice: wait for it, or stop it (Ctrl-C) first",
+                      run_id, Holder(**held), run_id));
+    }
+    return Status::Ok();
+  };
+
+  record::RunRecord run;
+  std::set<std::string> finished;
+  std::vector<std::string> warnings;
+  if (resumed) {
+    const std::int64_t id = resumed->id;
+    if (resumed->matrix_text != matrix.text) {
+      return MakeError(
+          ErrorKind::kInvalidInput,
+          fmt::format("{} differs from the matrix run {} was started with; resume needs the same "
+                      "file (dlbench export {} --format json shows it)",
+                      request.matrix_path, id, id));
+    }
+    // The lock first: what is finished cannot change under a resume that holds it.
+    if (auto st = lock(id); !st.ok()) return st.error();
+    auto done = store->FinishedCellIds(id);
+    if (!done.ok()) {
+      (void)store->UnlockRun(id);
+      return done.error();
+    }
+    if (auto st = plan::CheckResumedCells(*resumed, *done, *selected); !st.ok()) {
+      (void)store->UnlockRun(id);
+      return st.error();
+    }
+    run = *resumed;
+    finished = *done;
+  } else {
+    // The runner introduces itself once so the stored fingerprint has its framework versions.
+    auto hello = ProbeRunner(*runner, std::max(30.0, std::min(matrix.timeout_s, 120.0)));
+    if (!hello.ok()) return hello.error();
+    hello->erase("pid");         // differs every run and decides nothing
+    MonotonicClock probe_clock;  // Monitor keeps a reference: it must outlive the monitor
+    monitor::Monitor probe_monitor(monitor::DefaultSamplers(), probe_clock, 1000);
+    run.environment = monitor::CollectFingerprint(*hello, probe_monitor.Describe());
+    run.environment_hash = monitor::ComparabilityHash(run.environment);
+    run.name = matrix.name.empty() ? std::filesystem::path(request.matrix_path).stem().string() : matrix.name;
+    run.matrix_path = request.matrix_path;
+    run.matrix_text = matrix.text;
+    run.started_wall_ns = WallNowNs();
+    run.tool_version = kVersion;
+    run.git_commit = kGitCommit;
+    run.total_cells = static_cast<int>(cells.size());
+    run.selection = selection;
+    auto id = store->BeginRun(run);
+    if (!id.ok()) return id.error();
+    run.id = *id;
+    warnings = monitor::FingerprintWarnings(run.environment);
+  }
+
+  OpenRun open(*store, run.id, observers);
+  if (!resumed) {
+    // A resume that took the run between BeginRun and here would be refused now: the run is
+    // then marked failed by `open`, and the message says who has it.
+    if (auto st = lock(run.id); !st.ok()) return open.Fail(st.error());
+  } else {
+    (void)store->SetRunStatus(run.id, record::RunStatus::kRunning, std::nullopt);
+  }
+  RunEnd& end = open.end();
+  // A run that stored its selection reapplies it; one stored without (older) needs it again.
+  end.resume_selection = run.selection.empty() ? selection : plan::Selection{};
+
+  const std::string run_dir = fmt::format("{}/run-{}", request.out_dir, run.id);
+  if (auto st = MakeDirs(run_dir); !st.ok()) {
+    return open.Fail(MakeError(st.error().kind,
+                               st.error().message + "; run " + std::to_string(run.id) + " is marked failed"));
+  }
+  if (auto st = WriteFileAtomic(run_dir + "/matrix.yaml", matrix.text); !st.ok()) {
+    return open.Fail(MakeError(st.error().kind,
+                               st.error().message + "; run " + std::to_string(run.id) + " is marked failed"));
+  }
+
+  std::unique_ptr<monitor::Monitor> monitor;
+  MonotonicClock clock;
+  if (request.monitor) {
+    monitor = std::make_unique<monitor::Monitor>(monitor::DefaultSamplers(), clock,
+                                                 matrix.measure.sample_interval_ms);
+  }
+
+  std::size_t to_run = 0;
+  for (const auto& c : cells) to_run += finished.count(c.id) ? 0 : 1;
+  const RunStart start{run.id,
+                       run,
+                       *selected,
+                       to_run,
+                       cells.size() - to_run,
+                       resumed.has_value(),
+                       reapplied,
+                       runner->name,
+                       store->Describe(),
+                       run_dir,
+                       warnings};
+  open.Started();
+  for (RunObserver* o : observers) o->OnRunStart(start);
+
+  const std::int64_t t0 = MonotonicNowNs();
+  std::size_t done = 0;
+  bool interrupted = false;
+  auto pressed = [&] { return request.interrupts != nullptr && request.interrupts->load() > 0; };
+  for (const auto& cell : cells) {
+    if (finished.count(cell.id)) continue;
+    if (pressed()) {
+      interrupted = true;
+      break;
+    }
+    const double elapsed = NsToSeconds(MonotonicNowNs() - t0);
+    CellStart cell_start{cell, done + 1, to_run, elapsed, std::nullopt};
+    if (done > 0) cell_start.eta_s = elapsed / static_cast<double>(done) * static_cast<double>(to_run - done);
+    for (RunObserver* o : observers) o->OnCellStart(cell_start);
+
+    CellRunOptions options;
+    options.runner = *runner;
+    options.log_dir = run_dir;
+    options.timeout_s = matrix.timeout_s;
+    options.measure = matrix.measure;
+    options.monitor = monitor.get();
+    options.interrupts = request.interrupts;
+    options.on_progress = [&](const CellProgress& progress) {
+      for (RunObserver* o : observers) o->OnCellProgress(cell, progress);
+    };
+    if (request.adjust_cell) request.adjust_cell(options);
+    record::CellRecord rec = RunCell(cell, options);
+    if (rec.outcome == record::Outcome::kInterrupted) {
+      interrupted = true;
+      break;
+    }
+    rec.run_id = run.id;
+    if (auto st = store->PutCell(rec); !st.ok()) return open.Fail(st.error());
+    ++done;
+    ++end.outcomes[rec.outcome];
+    if (rec.outcome != record::Outcome::kOk) ++end.not_ok;
+    for (RunObserver* o : observers) o->OnCellEnd(CellEnd{rec, done, to_run});
+  }
+
+  auto stored = store->FinishedCellIds(run.id);
+  const bool complete =
+      stored.ok() && !interrupted &&
+      std::all_of(cells.begin(), cells.end(), [&](const plan::Cell& c) { return stored->count(c.id) > 0; });
+  end.interrupted = interrupted;
+  end.elapsed_s = NsToSeconds(MonotonicNowNs() - t0);
+  open.End(complete ? record::RunStatus::kCompleted : record::RunStatus::kInterrupted);
+  return end;
+}
+
+}  // namespace dlbench::orchestrator
