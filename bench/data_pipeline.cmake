@@ -3,6 +3,5 @@
 # ImageNet-like JPEGs. Run: build/bin/dlbench-bench-data (figures in docs/benchmarks.md).
 if(TARGET dlbench::torch_data)
   add_executable(dlbench-bench-data ${CMAKE_CURRENT_LIST_DIR}/data_pipeline_bench.cc)
-  target_link_libraries(dlbench-bench-data PRIVATE dlbench::torch_data benchmark::benchmark)
-  target_compile_options(dlbench-bench-data PRIVATE -Wall -Wextra)
+  target_link_libraries(dlbench-bench-data PRIVATE dlbench::warnings dlbench::torch_data benchmark::benchmark)
 endif()

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -80,6 +81,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  (void)std::system(("rm -rf '" + DataDir() + "'").c_str());
+  std::error_code ignored;
+  std::filesystem::remove_all(DataDir(), ignored);
   return 0;
 }

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -53,7 +54,10 @@ class DataCells : public ::testing::Test {
     std::ofstream(dir_ + "/nokey.tfrecord", std::ios::binary) << tfrecord::FrameRecord(
         tfrecord::EncodeImageExample("x", 0, tfrecord::ImageKeys{"img", "image/class/label"}));
   }
-  static void TearDownTestSuite() { (void)std::system(("rm -rf '" + dir_ + "'").c_str()); }
+  static void TearDownTestSuite() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
 
   // A tiny ResNet that trains on 32x32 images in well under a second per step.
   static json Tiny(const std::string& data) {

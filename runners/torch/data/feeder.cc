@@ -74,7 +74,8 @@ Feeder::Feeder(const TorchCell& cell, Workload& workload, torch::Device device, 
                       : OpenTfRecords(options_.path, options_.skip_corrupt);
     if (!opened.ok()) throw DataError(opened.error().message);
     source_ = std::move(*opened);
-    const std::optional<std::int64_t> classes = labels ? workload.NumClasses() : std::nullopt;
+    std::optional<std::int64_t> classes;
+    if (labels) classes = workload.NumClasses();
     if (classes && source_->num_classes() > *classes) {
       throw DataError(
           fmt::format("jpeg_dir '{}' has {} classes but {} has num_classes {}; set num_classes: {}",

@@ -228,11 +228,12 @@ void Pipeline::RunWorker(int w) {
       std::unique_lock<std::mutex> lock(mutex_);
       room_cv_.wait(lock, [this, b] { return stop_ || b < next_batch_ + options_.prefetch; });
       if (stop_) return;
-      slot->state = SlotState::kReady;
       worker.blocked_ns += MonotonicNowNs() - t0;
+      // Counted before it is published: a consumer that has the batch sees it counted.
+      ++worker.batches;
+      slot->state = SlotState::kReady;
     }
     ready_cv_.notify_all();
-    ++worker.batches;
     if (slot->error) return;  // the step rethrows it; this worker has nothing more to add
   }
 }
