@@ -5,7 +5,8 @@
 # the pipeline alone (pipeline_only) at 8 and 16 workers, all through `dlbench run`; then
 # PyTorch's DataLoader on the same folder for comparison, in the time left.
 #
-# Usage (on the GPU machine, after scripts/build-gpu.sh): bench/gpu/input_pipeline.sh
+# Usage (on the GPU machine; builds with scripts/build-gpu.sh when BUILD lacks the programs):
+#   bench/gpu/input_pipeline.sh
 #   env: OUT (default /tmp/dlbench-input-pipeline: logs, matrix, database, summary), WORK (default
 #   /tmp/dlbench-input-pipeline-work: the images, ~0.6 GB, kept out of OUT), BUILD (default
 #   build-gpu), PYTHON (default python3), IMAGES (default 4000, in 4 classes), MAX_TIME_S (per
@@ -26,9 +27,22 @@ for v in "$IMAGES" "$MAX_TIME_S" "$DEADLINE_S" "$TOTAL_S"; do
 done
 DL="$BUILD/bin/dlbench"
 MAKE="$BUILD/bin/dlbench-make-images"
+# A bare machine builds what it needs first (scripts/build-gpu.sh: the installed PyTorch's
+# LibTorch and CUDA; missing Debian packages from .gpu-deps, carried from scripts/fetch-gpu-debs.sh).
+# The build's time is not part of the run's TOTAL_S.
+need_build=0
+for b in "$DL" "$MAKE" "$BUILD/bin/dlbench-torch"; do [ -x "$b" ] || need_build=1; done
+if [ "$need_build" = 1 ]; then
+  echo "== building dlbench, dlbench-torch and dlbench-make-images into $BUILD (scripts/build-gpu.sh)"
+  if ! BUILD_DIR="$BUILD" PYTHON="$PYTHON" BUILD_TARGETS="dlbench dlbench-torch dlbench-make-images" \
+    "$ROOT/scripts/build-gpu.sh"; then
+    echo "input_pipeline: scripts/build-gpu.sh failed" >&2
+    exit 2
+  fi
+fi
 for b in "$DL" "$MAKE" "$BUILD/bin/dlbench-torch"; do
   if [ ! -x "$b" ]; then
-    echo "input_pipeline: no $b: run scripts/build-gpu.sh first (or set BUILD)" >&2
+    echo "input_pipeline: no $b after scripts/build-gpu.sh (BUILD=$BUILD)" >&2
     exit 2
   fi
 done
@@ -70,6 +84,9 @@ matrix:
   batch_size: 256
   precision: bf16
   device: cuda
+  # cuDNN's autotuning takes 6-55 s in each training cell's first step (docs/torch-runner.md):
+  # nine cells would not fit the ~6 minutes. Every cell, the control included, runs without it.
+  cudnn_benchmark: false
   data: [device, host, jpeg_dir]
   data_path: $IMAGES_DIR
   data_workers: [1, 2, 4, 8, 16]
