@@ -90,6 +90,26 @@ int FuzzFrames(const std::uint8_t* data, std::size_t size) {
                       "a decoded STEPS frame re-encodes to its own bytes");
         continue;
       }
+      if (frame.type == protocol::MessageType::kQueries) {
+        auto batch = protocol::DecodeQueries(frame);
+        if (!batch.ok()) continue;
+        protocol::AppendQueriesFrame(again, batch->rank, batch->records.data(), batch->records.size());
+        // Records longer than version 1's are read as their prefix, so only a payload of
+        // version-1-sized records re-encodes to its own bytes; any decoded batch re-decodes equal.
+        const bool own_size =
+            frame.payload.size() ==
+            protocol::kQueriesHeaderBytes + batch->records.size() * sizeof(protocol::QueryRecord);
+        DLBENCH_CHECK(
+            !own_size || again.compare(protocol::kFrameHeaderBytes, std::string::npos, frame.payload) == 0,
+            "a decoded QUERIES frame of version-1 records re-encodes to its own bytes");
+        auto again_batch = protocol::DecodeQueries(
+            protocol::Frame{protocol::MessageType::kQueries, again.substr(protocol::kFrameHeaderBytes)});
+        DLBENCH_CHECK(again_batch.ok() && again_batch->records.size() == batch->records.size() &&
+                          std::memcmp(again_batch->records.data(), batch->records.data(),
+                                      batch->records.size() * sizeof(protocol::QueryRecord)) == 0,
+                      "a re-encoded QUERIES frame decodes to the same records");
+        continue;
+      }
       auto body = protocol::DecodeJson(frame);
       if (!body.ok()) continue;
       protocol::AppendJsonFrame(again, frame.type, *body);

@@ -16,7 +16,7 @@ namespace dlbench::fuzz {
 // (plan::Expand) and its cells estimated and labelled.
 int FuzzMatrix(const std::uint8_t* data, std::size_t size);
 // protocol::FrameReader fed the bytes in pieces (sizes drawn from the first byte), every frame
-// decoded with DecodeSteps or DecodeJson and re-encoded.
+// decoded with DecodeSteps, DecodeQueries or DecodeJson and re-encoded.
 int FuzzFrames(const std::uint8_t* data, std::size_t size);
 // report::ParseProgress over the bytes as a progress file.
 int FuzzProgress(const std::uint8_t* data, std::size_t size);

@@ -85,6 +85,16 @@ Result<CellTranscript> RunCell(const std::string& runner_binary, const protocol:
         }
         continue;
       }
+      if (f.type == protocol::MessageType::kQueries) {
+        auto batch = protocol::DecodeQueries(f);
+        if (!batch.ok()) return fail(ErrorKind::kProtocol, batch.error().message);
+        t.queries.insert(t.queries.end(), batch->records.begin(), batch->records.end());
+        if (!stop_sent && static_cast<std::int64_t>(t.queries.size()) >= options.stop_after_queries) {
+          (void)SendFrame(s.to_runner, protocol::MessageType::kStop, nlohmann::json::object());
+          stop_sent = true;
+        }
+        continue;
+      }
       auto body = protocol::DecodeJson(f);
       if (!body.ok()) return fail(ErrorKind::kProtocol, body.error().message);
       switch (f.type) {

@@ -18,8 +18,9 @@
 namespace dlbench::torchrunner::testing {
 
 struct HarnessOptions {
-  std::int64_t stop_after_steps = 5;  // STOP once this many step records arrived
-  double timeout_s = 300.0;           // the whole cell; then the runner is killed and an error returned
+  std::int64_t stop_after_steps = 5;      // STOP once this many step records arrived
+  std::int64_t stop_after_queries = 100;  // or this many query records (load cells)
+  double timeout_s = 300.0;               // the whole cell; then the runner is killed and an error returned
   std::vector<std::pair<std::string, std::string>> extra_env;
 };
 
@@ -32,6 +33,7 @@ struct CellTranscript {
   std::vector<nlohmann::json> memory;
   std::vector<nlohmann::json> extras;
   std::vector<protocol::StepRecord> steps;
+  std::vector<protocol::QueryRecord> queries;  // QUERIES records, in arrival order
   ExitStatus exit;
 };
 

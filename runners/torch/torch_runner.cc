@@ -16,6 +16,8 @@
 #include "device_info.h"
 #include "failure.h"
 #include "foreach_optim.h"
+#include "load/settings.h"
+#include "load_scenario.h"
 #include "peak_flops.h"
 #include "precision.h"
 #include "record/metrics.h"
@@ -285,6 +287,21 @@ LoopResult RunMeasured(RunnerSession& session, const RunnerLimits& limits, CellS
   return result;
 }
 
+// A load cell's measured part (load_scenario.h): queries instead of steps, then the same reports.
+int RunLoadCell(RunnerSession& session, const RunnerLimits& limits, CellState& s, LoadCell& load_cell) {
+  const LoadOutcome outcome = load_cell.Run(session, limits);
+  if (outcome.failure) return Report(session, *outcome.failure);
+  try {
+    (void)session.SendMemory(MemorySnapshot(std::string(record::memory::kEndLabel), s.cell.device));
+    nlohmann::json extras = Extras(s);
+    if (!outcome.info.empty()) extras["info"]["load"] = outcome.info;
+    (void)session.SendExtras(extras);
+  } catch (...) {
+    return Report(session, ClassifyException(std::current_exception()));
+  }
+  return session.SendDone(outcome.reason, outcome.queries).ok() ? 0 : 1;
+}
+
 }  // namespace
 
 int RunTorchCell(RunnerSession& session) {
@@ -311,14 +328,40 @@ int RunTorchCell(RunnerSession& session) {
   session.FlushSteps(MonotonicNowNs());
   if (session.stop_requested()) return 0;
 
+  std::optional<load::EffectiveLoadSettings> load_settings;
+  if (load::LoadRequested(config->params)) {
+    auto resolved = load::ResolveLoadSettings(config->params, config->seed);
+    if (!resolved.ok())
+      return Report(session,
+                    {WireKind(resolved.error().kind), resolved.error().message, nlohmann::json::object()});
+    load_settings = *resolved;
+    // The input pipeline feeds the step loop; a load cell's queries make their own inputs.
+    if (cell->data.source != DataSource::kDevice) {
+      return Report(session, {RunnerErrorKind::kUnsupported,
+                              fmt::format("unsupported: data: {} feeds train and infer steps, not load "
+                                          "scenarios (use data: device with a load scenario)",
+                                          DataSourceName(cell->data.source)),
+                              nlohmann::json::object()});
+    }
+  }
+
   CellState state;
   state.cell = std::move(*cell);
+  std::unique_ptr<LoadCell> load_cell;
   try {
     Build(state, config->seed);
+    if (load_settings) {
+      load_cell = MakeLoadCell(
+          *load_settings, {state.workload.get(), state.device, state.memory_format, state.autocast_dtype},
+          config->seed, static_cast<std::uint32_t>(config->rank));
+    }
   } catch (...) {
     return Report(session, ClassifyException(std::current_exception()));
   }
-  if (!session.SendReady(Effective(state, config->seed)).ok()) return 1;
+  nlohmann::json effective = Effective(state, config->seed);
+  if (load_cell) effective["load"] = load_cell->Effective();
+  if (!session.SendReady(effective).ok()) return 1;
+  if (load_cell) return RunLoadCell(session, config->limits, state, *load_cell);
 
   std::exception_ptr step_error;
   const LoopResult loop = RunMeasured(session, config->limits, state, step_error);

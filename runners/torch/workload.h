@@ -39,6 +39,13 @@ class Workload {
   virtual std::optional<double> ForwardFlopsPerSample() const = 0;
   virtual nlohmann::json EffectiveOptions() const = 0;
   virtual std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(std::optional<double> lr) = 0;
+  // Inference under load (load_scenario.h): `samples` synthetic samples from `seed` on `device`,
+  // each input with the sample on dimension 0, and the forward of such inputs (any number of
+  // samples). Throws UnsupportedError for a workload whose batch dimension is not known
+  // (TorchScript: its declared shapes have the batch size already substituted).
+  virtual std::vector<torch::Tensor> MakeInputs(std::int64_t samples, torch::Device device,
+                                                std::uint64_t seed) = 0;
+  virtual std::vector<torch::Tensor> ForwardInputs(const std::vector<torch::Tensor>& inputs) = 0;
   // A one-line description of the optimizer MakeOptimizer builds, for the effective cell.
   virtual std::string OptimizerName() const = 0;
   // The tensors every step reads as its input, after Prepare: the inputs in forward order, then

@@ -1,5 +1,7 @@
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <utility>
 
 #include "cli/commands.h"
 #include "common/text.h"
@@ -7,9 +9,20 @@
 
 namespace dlbench::cli {
 
+namespace {
+std::string& CommandWords() {
+  static std::string words = "dlbench";
+  return words;
+}
+}  // namespace
+
+void SetCommandWords(std::string words) { CommandWords() = std::move(words); }
+const std::string& CommandWordsForErrors() { return CommandWords(); }
+
 int ReportError(const Error& error) {
   // Messages quote file names, keys and values from the user's input: escaped for the terminal.
-  std::fprintf(stderr, "dlbench: %s: %s\n", ErrorKindName(error.kind), TerminalSafe(error.message).c_str());
+  std::fprintf(stderr, "%s: %s: %s\n", CommandWords().c_str(), ErrorKindName(error.kind),
+               TerminalSafe(error.message).c_str());
   switch (error.kind) {
     case ErrorKind::kInvalidInput:
     case ErrorKind::kNotFound:
@@ -20,6 +33,13 @@ int ReportError(const Error& error) {
     default:
       return kExitIo;
   }
+}
+
+void RetireOption(CLI::App* cmd, const std::string& name, const std::string& instead) {
+  cmd->add_option(name)
+      ->check(CLI::Validator([name, instead](const std::string&) { return name + " is gone: " + instead; },
+                             "", "retired"))
+      ->group("");
 }
 
 int ReportSelectionError(const Error& error, const std::string& matrix_path) {

@@ -39,7 +39,10 @@ int RunCompare(const CompareArgs& args, CommandContext& ctx) {
 
   std::unique_ptr<store::ResultStore> store = OpenStoreForReadingOrReport(ctx);
   if (!store) return ctx.exit_code;
-  auto cmp = history::CompareStoredRuns(*store, args.base, args.candidate, options);
+  // One run: against the run before it (`compare latest` is `compare latest~1 latest`).
+  const std::string base = args.candidate.empty() ? args.base + "~1" : args.base;
+  const std::string candidate = args.candidate.empty() ? args.base : args.candidate;
+  auto cmp = history::CompareStoredRuns(*store, base, candidate, options);
   if (!cmp.ok()) return ReportError(cmp.error());
   const std::string text = history::FormatComparison(*cmp, *format);
   std::fwrite(text.data(), 1, text.size(), stdout);
@@ -57,7 +60,7 @@ int RunCompare(const CompareArgs& args, CommandContext& ctx) {
     return kExitTooFewMatched;
   }
   if (args.fail_on_regression && cmp->Regressions() > 0) {
-    std::fprintf(stderr, "dlbench: compare: %d regression%s (--fail-on-regression)\n", cmp->Regressions(),
+    std::fprintf(stderr, "dlbench compare: %d regression%s (--fail-on-regression)\n", cmp->Regressions(),
                  cmp->Regressions() == 1 ? "" : "s");
     return kExitFailureFound;
   }
@@ -72,9 +75,13 @@ void RegisterCompare(CLI::App& app, CommandContext& ctx) {
       "compare",
       "Compare two runs cell by cell: the ratio candidate/base with a confidence interval, a p-value\n"
       "adjusted over the matrix (Benjamini-Hochberg) and a verdict (faster, slower, no change, not\n"
-      "comparable); environment differences are named. Runs are ids, tags or 'latest'.");
-  sub->add_option("base", args->base, "The base run: an id, a tag, or 'latest'")->required();
-  sub->add_option("candidate", args->candidate, "The candidate run: an id, a tag, or 'latest'")->required();
+      "comparable); environment differences are named. Runs are ids, tags, 'latest', 'previous' or RUN~N;\n"
+      "'compare RUN' compares RUN with the run before it.");
+  sub->add_option("base", args->base,
+                  "The base run: an id, a tag, 'latest', 'previous' or RUN~N (N runs before RUN); given "
+                  "alone, the candidate, compared with the run before it")
+      ->required();
+  sub->add_option("candidate", args->candidate, "The candidate run (same forms)");
   sub->add_option("--metric", args->metric, "throughput | step_time | latency_p99 | energy")
       ->capture_default_str()
       ->check(CLI::IsMember({"throughput", "step_time", "latency_p99", "energy"}));

@@ -1,6 +1,8 @@
 // dlbench env: this machine's environment fingerprint, as it would be stored with a run.
 #include <fmt/core.h>
 
+#include <algorithm>
+
 #include "cli/commands.h"
 #include "common/clock.h"
 #include "common/subprocess.h"
@@ -41,7 +43,9 @@ void RegisterEnv(CLI::App& app, CommandContext& ctx) {
     std::vector<std::string> warnings = monitor::FingerprintWarnings(fp);
     // A busy host makes every cell measured now contended (docs/verdicts.md): say so up front.
     const auto busy = monitor::SampleHostBusyCores(monitor::RealProcFs(), 500);
-    if (busy && *busy >= monitor::kContendedCores) {
+    const bool said = std::any_of(warnings.begin(), warnings.end(),
+                                  [](const std::string& w) { return w.rfind("the host is busy", 0) == 0; });
+    if (busy && *busy >= monitor::kContendedCores && !said) {
       warnings.push_back(fmt::format(
           "the host is busy: {:.1f} CPU cores in use while dlbench itself is idle; cells measured now will "
           "likely be contended",

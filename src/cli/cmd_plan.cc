@@ -1,15 +1,22 @@
-// dlbench plan MATRIX.yaml: the cells in run order, their count and a time estimate.
+// dlbench plan MATRIX.yaml: the cells in run order, their count and a time estimate; for cells
+// with `load`, the queries their latency claim needs (docs/load.md "Early stopping").
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/console.h"
 #include "common/text.h"
 #include "config/matrix.h"
+#include "load/settings.h"
 #include "plan/plan.h"
 #include "plan/selection.h"
+#include "stats/early_stopping.h"
 
 namespace dlbench::cli {
 
@@ -45,6 +52,23 @@ std::map<std::string, double> HistorySeconds(CommandContext& ctx, const std::vec
   return out;
 }
 
+// The least number of queries a load cell measures: the early-stopping minimum of its percentile
+// claim (h(0) with a latency bound, h(1) + 1 for an estimate) or its min_queries, whichever is
+// larger. Absent for a cell without `load`, and for offline, which claims no latency percentile.
+std::optional<std::int64_t> MinQueries(const plan::Cell& cell) {
+  nlohmann::json params = nlohmann::json::object();
+  for (const auto& [k, v] : cell.params) params[k] = v;
+  if (!load::LoadRequested(params)) return std::nullopt;
+  // plan::Expand checked the load rules, so the settings resolve.
+  auto settings = load::ResolveLoadSettings(params, cell.seed);
+  if (!settings.ok() || settings->scenario == load::Scenario::kOffline) return std::nullopt;
+  stats::EarlyStoppingParams es;
+  es.percentile = settings->latency_percentile;
+  es.confidence = settings->confidence;
+  return std::max(stats::MinQueriesForClaim(es, settings->latency_bound_ns.has_value()),
+                  settings->min_queries.value_or(1));
+}
+
 int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
   auto selected = plan::SelectPlan(args.matrix_path, plan::Selection{args.only, args.shard});
   if (!selected.ok()) return ReportSelectionError(selected.error(), args.matrix_path);
@@ -53,26 +77,40 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
   const auto history = HistorySeconds(ctx, *cells);
   double total = 0;
   int from_history = 0;
-  Table table(
-      {{"#", true}, {"cell", false}, {"rep", true}, {"seed", true}, {"estimate", true}, {"key", false}});
+  // A matrix with load cells gets a "min queries" column; others print as they always did.
+  bool any_load = false;
+  for (const auto& c : *cells) any_load = any_load || c.params.count("load") > 0;
+  std::vector<Table::Column> columns = {{"#", true},    {"cell", false},    {"rep", true},
+                                        {"seed", true}, {"estimate", true}, {"key", false}};
+  if (any_load) columns.insert(columns.begin() + 5, {"min queries", true});
+  Table table(columns);
   nlohmann::json js = nlohmann::json::array();
   for (const auto& c : *cells) {
     const auto est = plan::EstimateCell(c, *matrix, history);
     total += est.seconds;
     from_history += est.from_history ? 1 : 0;
-    table.AddRow({std::to_string(c.index), c.label, std::to_string(c.repetition), std::to_string(c.seed),
-                  FormatSeconds(est.seconds) + (est.from_history ? "" : "*"), c.key});
+    const std::optional<std::int64_t> min_queries = MinQueries(c);
+    std::vector<std::string> row = {std::to_string(c.index),
+                                    c.label,
+                                    std::to_string(c.repetition),
+                                    std::to_string(c.seed),
+                                    FormatSeconds(est.seconds) + (est.from_history ? "" : "*"),
+                                    c.key};
+    if (any_load) row.insert(row.begin() + 5, min_queries ? std::to_string(*min_queries) : "-");
+    table.AddRow(row);
     nlohmann::json params = nlohmann::json::object();
     for (const auto& [k, v] : c.params) params[k] = v;
-    js.push_back({{"index", c.index},
-                  {"id", c.id},
-                  {"key", c.key},
-                  {"label", c.label},
-                  {"repetition", c.repetition},
-                  {"seed", c.seed},
-                  {"params", params},
-                  {"estimate_s", est.seconds},
-                  {"estimate_from_history", est.from_history}});
+    nlohmann::json entry = {{"index", c.index},
+                            {"id", c.id},
+                            {"key", c.key},
+                            {"label", c.label},
+                            {"repetition", c.repetition},
+                            {"seed", c.seed},
+                            {"params", params},
+                            {"estimate_s", est.seconds},
+                            {"estimate_from_history", est.from_history}};
+    if (min_queries) entry["min_queries"] = *min_queries;
+    js.push_back(std::move(entry));
   }
   if (args.json) {
     // JSON escapes control characters itself; invalid UTF-8 from a matrix is replaced, not fatal.

@@ -17,8 +17,8 @@ struct ReportArgs {
   std::string baseline;
   std::string output;
   std::string db;
-  double saturation_gain = 0.05;
-  double baseline_threshold = 0.05;
+  double min_gain_pct = 5.0;
+  double threshold_pct = 2.0;  // compare's default, so the report's verdicts are compare's
 };
 
 int Report(const ReportArgs& args, CommandContext& ctx) {
@@ -51,7 +51,7 @@ int Report(const ReportArgs& args, CommandContext& ctx) {
     input.baseline_cells = std::move(base_cells).value();
     // The statistical comparison needs the baseline's raw steps; it is the one `compare` prints.
     history::CompareOptions compare_options;
-    compare_options.threshold = args.baseline_threshold;
+    compare_options.threshold = args.threshold_pct / 100.0;
     auto comparison =
         history::CompareStoredRuns(*store, std::to_string(*base_id), std::to_string(*id), compare_options);
     if (!comparison.ok()) return ReportError(comparison.error());
@@ -59,8 +59,8 @@ int Report(const ReportArgs& args, CommandContext& ctx) {
   }
 
   report::ReportOptions options;
-  options.saturation.min_gain_per_doubling = args.saturation_gain;
-  options.baseline_threshold = args.baseline_threshold;
+  options.saturation.min_gain_per_doubling = args.min_gain_pct / 100.0;
+  options.baseline_threshold = args.threshold_pct / 100.0;
   const std::string path =
       args.output.empty() ? "dlbench-report-" + std::to_string(input.run.id) + ".html" : args.output;
   Status written = WriteOutputFile(path, report::RenderHtmlReport(input, options));
@@ -78,14 +78,17 @@ void RegisterReport(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("run", args->run, "Run id, tag, or 'latest'")->capture_default_str();
   cmd->add_option("--baseline", args->baseline, "Compare against this run (id, tag or 'latest')");
   cmd->add_option("-o,--output", args->output, "The HTML file (default: dlbench-report-<run id>.html)");
-  cmd->add_option("--saturation-gain", args->saturation_gain,
-                  "A batch doubling pays when throughput grows by at least this fraction")
-      ->check(CLI::Range(0.0, 10.0))
+  cmd->add_option("--min-gain", args->min_gain_pct,
+                  "A batch doubling pays when throughput grows by at least this many percent")
+      ->check(CLI::Range(0.0, 1000.0))
       ->capture_default_str();
-  cmd->add_option("--baseline-threshold", args->baseline_threshold,
-                  "Throughput ratios beyond 1 +/- this fraction are marked faster/slower")
-      ->check(CLI::Range(0.0, 1.0))
+  cmd->add_option("--threshold", args->threshold_pct,
+                  "With --baseline: smallest change in percent worth a faster/slower verdict, as in "
+                  "'dlbench compare' (the same default)")
+      ->check(CLI::Range(0.0, 99.0))
       ->capture_default_str();
+  RetireOption(cmd, "--saturation-gain", "write --min-gain in percent (0.05 is --min-gain 5)");
+  RetireOption(cmd, "--baseline-threshold", "write --threshold in percent (0.05 is --threshold 5)");
   cmd->add_option("--db", args->db, "SQLite database (overrides the global --db)");
   cmd->callback([args, &ctx] { ctx.exit_code = Report(*args, ctx); });
 }

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
+#include <map>
 #include <optional>
 
 #include "cli/commands.h"
@@ -44,22 +46,33 @@ struct RunArgs {
   std::string shard;
   std::string resume;
   bool no_monitor = false;
+  bool fail_on_invalid = false;
 };
 
 // The shell words of `dlbench run` that resume this run. `selection` is what must be given again:
 // nothing when the run stored its own, the options used when it has none stored.
-std::string ResumeCommand(const std::string& matrix_path, const plan::Selection& selection,
-                          std::int64_t run_id) {
+// `db_words` is " --db PATH" when the store is not the default one, so that the hint works
+// pasted as it is.
+std::string ResumeCommand(const std::string& db_words, const std::string& matrix_path,
+                          const plan::Selection& selection, std::int64_t run_id) {
   const std::string options = plan::SelectionArgs(selection);
-  return fmt::format("dlbench run {}{}{} --resume {}", plan::ShellWord(matrix_path),
+  return fmt::format("dlbench{} run {}{}{} --resume {}", db_words, plan::ShellWord(matrix_path),
                      options.empty() ? "" : " ", options, run_id);
+}
+
+// " --db PATH" for a store other than ./dlbench.db; empty for the default.
+std::string DbWords(const std::string& db_path) {
+  return db_path == "dlbench.db" ? "" : " --db " + plan::ShellWord(db_path);
 }
 
 // The terminal side of a run: a line when it starts, a results row per finished cell on stdout,
 // a progress line on stderr (rewritten in place on a terminal), a summary when it ends.
 class RunConsole final : public orchestrator::RunObserver {
  public:
-  RunConsole(std::string matrix_path, bool tty) : matrix_path_(std::move(matrix_path)), tty_(tty) {}
+  RunConsole(std::string matrix_path, std::string db_words, bool tty)
+      : matrix_path_(std::move(matrix_path)), db_words_(std::move(db_words)), tty_(tty) {}
+
+  int not_valid() const { return not_valid_; }
 
   void OnRunStart(const orchestrator::RunStart& s) override {
     if (s.reapplied_selection) {
@@ -100,6 +113,10 @@ class RunConsole final : public orchestrator::RunObserver {
   void OnCellEnd(const orchestrator::CellEnd& e) override {
     if (tty_) std::fprintf(stderr, "\r\033[K");
     const record::CellRecord& rec = e.cell;
+    if (rec.outcome == record::Outcome::kOk) {
+      ++verdicts_[rec.verdict];
+      if (rec.verdict != record::Verdict::kValid) ++not_valid_;
+    }
     Table row(ResultColumns());
     row.SetMinWidths(widths_);
     row.AddRow(ResultRow(rec));
@@ -126,30 +143,45 @@ class RunConsole final : public orchestrator::RunObserver {
     std::string counts;
     for (const auto& [outcome, n] : e.outcomes) {
       counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, record::Name(outcome));
+      // The ok cells by verdict: "16 ok (12 valid, 3 noisy, 1 too_short)".
+      if (outcome != record::Outcome::kOk || verdicts_.empty()) continue;
+      std::string by_verdict;
+      for (const auto& [verdict, count] : verdicts_) {
+        by_verdict += fmt::format("{}{} {}", by_verdict.empty() ? "" : ", ", count, record::Name(verdict));
+      }
+      counts += " (" + by_verdict + ")";
     }
     const char* how = e.status == record::RunStatus::kCompleted ? "completed"
                       : e.status == record::RunStatus::kFailed  ? "failed"
                                                                 : "interrupted";
-    std::fprintf(stderr, "dlbench: run %lld %s in %s: %s. Details: dlbench show %lld\n",
+    std::fprintf(stderr, "dlbench: run %lld %s in %s: %s. Details: dlbench%s show %lld\n",
                  static_cast<long long>(e.run_id), how, FormatSeconds(e.elapsed_s).c_str(),
-                 counts.empty() ? "no cells run" : counts.c_str(), static_cast<long long>(e.run_id));
+                 counts.empty() ? "no cells run" : counts.c_str(), db_words_.c_str(),
+                 static_cast<long long>(e.run_id));
     if (e.status != record::RunStatus::kCompleted) {
       std::fprintf(stderr, "dlbench: finished cells are stored; continue with: %s\n",
-                   ResumeCommand(matrix_path_, e.resume_selection, e.run_id).c_str());
+                   ResumeCommand(db_words_, matrix_path_, e.resume_selection, e.run_id).c_str());
     }
   }
 
  private:
   std::string matrix_path_;
+  std::string db_words_;
   bool tty_;
   std::vector<std::size_t> widths_;
   std::string status_;
+  std::map<record::Verdict, int> verdicts_;  // of the ok cells this invocation ran
+  int not_valid_ = 0;                        // of those, cells whose verdict is not valid
 };
 
 int RunMatrix(const RunArgs& args, CommandContext& ctx) {
   orchestrator::RunRequest request;
   request.matrix_path = args.matrix_path;
   request.out_dir = args.out_dir;
+  // The database file's canonical path names its log folder; a URL is its own name.
+  std::error_code ec;
+  const std::filesystem::path canonical = std::filesystem::weakly_canonical(ctx.db_path, ec);
+  request.store_key = ctx.db_path.find("://") != std::string::npos || ec ? ctx.db_path : canonical.string();
   request.selection = plan::Selection{args.only, args.shard};
   request.resume = args.resume;
   request.monitor = !args.no_monitor;
@@ -162,12 +194,20 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
   };
 
   InstallSigint();
-  RunConsole console(args.matrix_path, isatty(STDERR_FILENO) != 0);
+  RunConsole console(args.matrix_path, DbWords(ctx.db_path), isatty(STDERR_FILENO) != 0);
   orchestrator::ProgressFileObserver progress(ctx.db_path);
   auto end = orchestrator::RunMatrix(request, {&console, &progress});
   if (!end.ok()) return ReportSelectionError(end.error(), args.matrix_path);
   if (end->interrupted) return kExitInterrupted;
-  return end->not_ok > 0 ? kExitFailureFound : kExitOk;
+  if (end->not_ok > 0) return kExitFailureFound;
+  if (args.fail_on_invalid && console.not_valid() > 0) {
+    std::fprintf(stderr,
+                 "dlbench run: %d ok cell%s not valid (--fail-on-invalid); 'dlbench%s show %lld' says why\n",
+                 console.not_valid(), console.not_valid() == 1 ? " is" : "s are",
+                 DbWords(ctx.db_path).c_str(), static_cast<long long>(end->run_id));
+    return kExitFailureFound;
+  }
+  return kExitOk;
 }
 
 }  // namespace
@@ -190,6 +230,9 @@ void RegisterRun(CLI::App& app, CommandContext& ctx) {
                   "Continue an interrupted run (id or tag): runs only its cells that have no final result, "
                   "selected by the --only and --shard it was started with (give none, or the same ones)");
   cmd->add_flag("--no-monitor", args->no_monitor, "Do not sample the GPU and host while cells run");
+  cmd->add_flag("--fail-on-invalid", args->fail_on_invalid,
+                "Exit 1 also when a cell ended ok but its verdict is not valid (noisy, too_short, drifting, "
+                "...): for CI jobs that must not publish untrustworthy numbers");
   cmd->footer(
       "Each cell runs in its own runner process. A cell that crashes, hangs, runs out of memory or\n"
       "breaks the protocol ends with that outcome and the matrix goes on. Ctrl-C stops the current\n"
@@ -199,7 +242,8 @@ void RegisterRun(CLI::App& app, CommandContext& ctx) {
       "  CUDA_VISIBLE_DEVICES=0 dlbench --db r.db run m.yaml --shard 1/2 &\n"
       "  CUDA_VISIBLE_DEVICES=1 dlbench --db r.db run m.yaml --shard 2/2\n"
       "Every matrix key: dlbench params (or docs/config-reference.md).\n"
-      "Exit: 0 every cell ok; 1 some cell not ok; 2 bad matrix or options; 3 store; 4 I/O; 130 interrupted.");
+      "Exit: 0 every cell ok; 1 some cell not ok (or, with --fail-on-invalid, not valid); 2 bad matrix or\n"
+      "options; 3 store; 4 I/O; 130 interrupted.");
   cmd->callback([args, &ctx] { ctx.exit_code = RunMatrix(*args, ctx); });
 }
 

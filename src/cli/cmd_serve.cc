@@ -17,7 +17,7 @@ namespace {
 struct ServeArgs {
   std::string listen = "127.0.0.1:9464";
   std::string db;
-  double regression_threshold = 0.05;
+  double threshold_pct = 5.0;
 };
 
 int Serve(const ServeArgs& args, CommandContext& ctx) {
@@ -30,7 +30,7 @@ int Serve(const ServeArgs& args, CommandContext& ctx) {
   report::ServeOptions options;
   options.listen = *listen;
   options.db_path = ctx.db_path;
-  options.regression_threshold = args.regression_threshold;
+  options.regression_threshold = args.threshold_pct / 100.0;
   report::MetricsServer server(*store, options);
   Status bound = server.Bind();
   if (!bound.ok()) return ReportError(bound.error());
@@ -69,11 +69,12 @@ void RegisterServe(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--listen", args->listen, "HOST:PORT to listen on; loopback by default")
       ->capture_default_str();
   cmd->add_option("--db", args->db, "SQLite database (overrides the global --db)");
-  cmd->add_option("--regression-threshold", args->regression_threshold,
-                  "dlbench_cell_regression is 1 when throughput fell by more than this fraction against the "
-                  "previous run")
-      ->check(CLI::Range(0.0, 1.0))
+  cmd->add_option("--threshold", args->threshold_pct,
+                  "dlbench_cell_regression is 1 when throughput fell by more than this many percent against "
+                  "the previous run")
+      ->check(CLI::Range(0.0, 99.0))
       ->capture_default_str();
+  RetireOption(cmd, "--regression-threshold", "write --threshold in percent (0.05 is --threshold 5)");
   cmd->callback([args, &ctx] { ctx.exit_code = Serve(*args, ctx); });
 }
 

@@ -1,12 +1,19 @@
 // dlbench show RUN: a run's environment, warnings and results table, and why cells failed.
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
 #include "cli/commands.h"
 #include "cli/console.h"
 #include "common/clock.h"
 #include "common/text.h"
 #include "monitor/fingerprint.h"
 #include "plan/selection.h"
+#include "record/metrics.h"
+#include "stats/descriptive.h"
 
 namespace dlbench::cli {
 
@@ -19,6 +26,42 @@ std::string Field(const nlohmann::json& j, const std::string& pointer) {
   } catch (const nlohmann::json::exception&) {
     return "";
   }
+}
+
+// Cells measured more than once (`repetitions`): the spread of their throughput across the
+// repetitions, as Google Benchmark's _mean/_stddev/_cv rows. Only cells that ended ok count.
+void PrintRepetitions(const std::vector<record::CellRecord>& cells) {
+  std::map<std::string, std::vector<const record::CellRecord*>> by_key;
+  std::vector<std::string> order;
+  for (const auto& c : cells) {
+    if (c.outcome != record::Outcome::kOk || !MetricValue(c, record::metric::kSamplesPerS)) continue;
+    auto& group = by_key[c.key];
+    if (group.empty()) order.push_back(c.key);
+    group.push_back(&c);
+  }
+  Table table({{"cell", false},
+               {"repetitions", true},
+               {"samples/s mean", true},
+               {"stddev", true},
+               {"CV", true},
+               {"min", true},
+               {"max", true}});
+  for (const std::string& key : order) {
+    const auto& group = by_key[key];
+    if (group.size() < 2) continue;
+    std::vector<double> rates;
+    for (const record::CellRecord* c : group) rates.push_back(*MetricValue(*c, record::metric::kSamplesPerS));
+    const stats::Moments m = stats::ComputeMoments(rates);
+    const auto [lo, hi] = std::minmax_element(rates.begin(), rates.end());
+    table.AddRow({group.front()->label, std::to_string(group.size()), FormatRate(m.mean),
+                  FormatRate(m.stddev), m.mean > 0 ? fmt::format("{:.2f}%", 100 * m.stddev / m.mean) : "-",
+                  FormatRate(*lo), FormatRate(*hi)});
+  }
+  if (table.empty()) return;
+  std::printf(
+      "\nRepetitions (ok cells of one key; 'dlbench noise' sets the spread against each cell's "
+      "interval):\n%s",
+      table.Render().c_str());
 }
 
 // Every string printed here came from the store, so from matrix files and runners: it goes
@@ -60,6 +103,7 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
   Table table(ResultColumns());
   for (const auto& c : *cells) table.AddRow(ResultRow(c));
   std::printf("%s", table.Render().c_str());
+  PrintRepetitions(*cells);
 
   bool header = false;
   for (const auto& c : *cells) {

@@ -39,11 +39,20 @@ std::unique_ptr<store::ResultStore> OpenStoreOrReport(CommandContext& ctx);
 // The same for commands that only read (show, runs, export, compare, trend, report, serve): a
 // store on a read-only file or filesystem is opened read-only (store::OpenSqliteStoreForReading).
 std::unique_ptr<store::ResultStore> OpenStoreForReadingOrReport(CommandContext& ctx);
-// Prints "dlbench: <kind>: <message>" and returns the exit code that fits the error's kind.
+// The words that start every error line: "dlbench" and the subcommand being run ("dlbench
+// show"). main() sets them when a subcommand is parsed.
+void SetCommandWords(std::string words);
+const std::string& CommandWordsForErrors();
+// Prints "dlbench <subcommand>: <kind>: <message>" and returns the exit code that fits the
+// error's kind.
 int ReportError(const Error& error);
 // The same for an error of plan::SelectPlan (or of a run, which starts with it): a matrix file's
 // diagnostics are printed as they are, one "file:line:col: error: ..." per line, and exit 2.
 int ReportSelectionError(const Error& error, const std::string& matrix_path);
+
+// An option that no longer exists, kept so that a script using it fails with what to write
+// instead, never with a value read in another unit. Hidden from --help.
+void RetireOption(CLI::App* cmd, const std::string& name, const std::string& instead);
 
 // Each adds one subcommand to app. Defined in cmd_<name>.cc.
 void RegisterRun(CLI::App& app, CommandContext& ctx);
@@ -61,5 +70,6 @@ void RegisterParams(CLI::App& app, CommandContext& ctx);
 void RegisterMetrics(CLI::App& app, CommandContext& ctx);
 void RegisterNoise(CLI::App& app, CommandContext& ctx);
 void RegisterSelftest(CLI::App& app, CommandContext& ctx);
+void RegisterModels(CLI::App& app, CommandContext& ctx);
 
 }  // namespace dlbench::cli

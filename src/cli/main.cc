@@ -1,5 +1,6 @@
 // dlbench: a thin shell over the subcommands (src/cli/cmd_<name>.cc, listed in CMakeLists.txt).
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -29,19 +30,30 @@ int main(int argc, char** argv) {
       "error; 130 interrupted (finished cells are kept; continue with run --resume).\n"
       "Run 'dlbench SUBCOMMAND --help' for a subcommand's options.");
 
+  // Global options (--db) may come before or after the subcommand: an option a subcommand does
+  // not know falls through to this app. Set before the subcommands are added, which inherit it.
+  app.fallthrough();
+
   // Every subcommand, in the order --help lists them (commands.h declares each).
   using RegisterFn = void (*)(CLI::App&, CommandContext&);
-  constexpr RegisterFn kCommands[] = {RegisterRun,    RegisterPlan,     RegisterRuns,    RegisterShow,
-                                      RegisterExport, RegisterEnv,      RegisterCompare, RegisterTrend,
-                                      RegisterTag,    RegisterReport,   RegisterParams,  RegisterMetrics,
-                                      RegisterNoise,  RegisterSelftest, RegisterServe};
+  constexpr RegisterFn kCommands[] = {RegisterRun,     RegisterPlan,   RegisterRuns,     RegisterShow,
+                                      RegisterExport,  RegisterEnv,    RegisterCompare,  RegisterTrend,
+                                      RegisterTag,     RegisterReport, RegisterParams,   RegisterModels,
+                                      RegisterMetrics, RegisterNoise,  RegisterSelftest, RegisterServe};
   for (RegisterFn register_command : kCommands) register_command(app, ctx);
+  for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    sub->preparse_callback([sub](std::size_t) { SetCommandWords("dlbench " + sub->get_name()); });
+  }
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? kExitOk : kExitUsage;
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
+      return app.exit(e);  // --help, --version
+    // Every error names the subcommand it is about, as the subcommands' own errors do.
+    const std::string& who = CommandWordsForErrors();
+    std::fprintf(stderr, "%s: %s\nRun '%s --help' for the options.\n", who.c_str(), e.what(), who.c_str());
+    return kExitUsage;
   }
   return ctx.exit_code;
 }

@@ -50,6 +50,28 @@ TEST(MatrixLimitsTest, ASecondYamlDocumentIsAnErrorAtItsMarker) {
   }
 }
 
+// yaml-cpp's own YAML::LoadAll never returns on these (its parser starts empty documents at the
+// comma forever): each is a syntax error at the comma, at once.
+TEST(MatrixLimitsTest, AStrayCommaIsASyntaxErrorNotAnEndlessParse) {
+  const char* message =
+      "error: YAML syntax error: a ',' outside [ ] or { }; separate items of a list with new lines "
+      "starting '- ', or write the list in brackets";
+  struct Case {
+    const char* yaml;
+    const char* where;
+  };
+  const Case cases[] = {
+      {",\n", "m.yaml:1:1: "},
+      {", 8]\nmatrix:\n  step_ms: [0.5, 1.5]\n", "m.yaml:1:1: "},
+      {"- 1\n,\n", "m.yaml:2:1: "},
+  };
+  for (const Case& c : cases) {
+    Result<Matrix> m = ParseMatrix(c.yaml, "m.yaml");
+    ASSERT_FALSE(m.ok()) << c.yaml;
+    EXPECT_EQ(m.error().message, std::string(c.where) + message) << c.yaml;
+  }
+}
+
 TEST(MatrixLimitsTest, LargeNumbersAreRefusedWithTheMaximum) {
   struct Case {
     const char* yaml;

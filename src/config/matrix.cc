@@ -18,6 +18,7 @@
 #include "common/files.h"
 #include "common/text.h"
 #include "config/registry.h"
+#include "config/yaml_documents.h"
 
 namespace dlbench::config {
 namespace {
@@ -179,16 +180,20 @@ class MatrixParser {
     }
     YAML::Node root;
     try {
-      // All documents, so that a second one is an error rather than silently ignored (YAML::Load
-      // reads the first only).
-      std::vector<YAML::Node> documents = YAML::LoadAll(matrix_.text);
-      if (documents.size() > 1) {
-        diag_.Add(DocumentStart(documents[0], documents[1]), "",
+      // Two documents at most, so that a second one is an error rather than silently ignored
+      // (YAML::Load reads the first only); not YAML::LoadAll, which can loop forever.
+      const YamlDocuments documents = ScanYamlDocuments(matrix_.text, 2);
+      if (documents.stuck_at) {
+        diag_.Add(*documents.stuck_at, "", StuckParserMessage(matrix_.text, *documents.stuck_at));
+        return diag_.ToError();
+      }
+      if (documents.first_nodes.size() > 1) {
+        diag_.Add(DocumentStart(documents.first_nodes[0], documents.first_nodes[1]), "",
                   "a second YAML document starts here; a matrix file holds one document (remove the '---' "
                   "and merge the documents, or split them into files)");
         return diag_.ToError();
       }
-      if (!documents.empty()) root = documents.front();
+      if (!documents.first_nodes.empty()) root = YAML::Load(matrix_.text);
     } catch (const YAML::Exception& e) {
       diag_.Add(e.mark, "", "YAML syntax error: " + e.msg);
       return diag_.ToError();
@@ -246,7 +251,7 @@ class MatrixParser {
   // Where the second document begins: the line of the nearest '---' at or above its first node
   // and below the first document's first node; the node itself when there is none (a bare
   // document after '...'). An empty document has no node position: the search starts at the end.
-  YAML::Mark DocumentStart(const YAML::Node& first, const YAML::Node& second) const {
+  YAML::Mark DocumentStart(const YAML::Mark& first, const YAML::Mark& second) const {
     const std::string& text = matrix_.text;
     std::vector<std::size_t> line_starts = {0};
     for (std::size_t i = 0; i < text.size(); ++i) {
@@ -258,12 +263,12 @@ class MatrixParser {
       const char next = begin + 3 < text.size() ? text[begin + 3] : '\n';
       return next == ' ' || next == '\t' || next == '\n' || next == '\r';
     };
-    const YAML::Mark mark = second.Mark();
+    const YAML::Mark& mark = second;
     std::size_t from = line_starts.size() - 1;
     if (!mark.is_null() && static_cast<std::size_t>(mark.line) < line_starts.size()) {
       from = static_cast<std::size_t>(mark.line);
     }
-    const std::size_t floor = first.Mark().is_null() ? 0 : static_cast<std::size_t>(first.Mark().line);
+    const std::size_t floor = first.is_null() ? 0 : static_cast<std::size_t>(first.line);
     for (std::size_t line = from; line > floor; --line) {
       if (!is_marker(line)) continue;
       YAML::Mark at;

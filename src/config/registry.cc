@@ -43,16 +43,16 @@ class Entry {
     spec_.allowed = std::move(values);
     return *this;
   }
+  Entry& Keywords(std::vector<std::string> words) {
+    spec_.keywords = std::move(words);
+    return *this;
+  }
   Entry& Min(double value, bool inclusive = true) {
     spec_.min = Bound{value, inclusive};
     return *this;
   }
   Entry& Max(double value, bool inclusive = true) {
     spec_.max = Bound{value, inclusive};
-    return *this;
-  }
-  Entry& Keyword(std::string word) {
-    spec_.keyword = std::move(word);
     return *this;
   }
   Entry& Format(StringFormat format) {
@@ -284,6 +284,136 @@ std::vector<ParamSpec> BuildRegistry() {
           .Label("ws")
           .Help("Number of ranks for ddp. At most 1024 ranks, the scale dlbench is designed and tested for.")
           .Build());
+
+  // Inference under load (docs/load.md): LoadGen's scenarios. Every key but `load` applies only
+  // with `load`, and some only with one scenario (config/load_rules.h checks each cell). None has
+  // a constant default, so cells without `load` keep their keys; the runner reports the values it
+  // used in the effective cell. Torch-only while dlbench-torch is the one runner that serves
+  // queries: a null-runner cell with `load` would otherwise measure steps under a load label.
+  r.push_back(Entry("load", kCell, kTorch, ParamType::kEnum)
+                  .Allowed({"single_stream", "multi_stream", "server", "offline"})
+                  .DefaultText("none: back-to-back steps")
+                  .Label("=")
+                  .Help("Inference under load with scenario: infer, as MLPerf LoadGen: `single_stream` (one "
+                        "sample per query, the next when it completes), `multi_stream` (samples_per_query "
+                        "per query), `server` (Poisson arrivals at target_qps; latency from the scheduled "
+                        "arrival), `offline` (offline_samples in one query). Absent: steps back to back.")
+                  .Build());
+  r.push_back(
+      Entry("target_qps", kCell, kTorch, ParamType::kNumber)
+          .Unit("1/s")
+          .Min(0, false)
+          .Max(1e9)
+          .Keywords({"max"})
+          .DefaultText("required with load: server")
+          .Label("qps")
+          .Help("load: server: the Poisson arrival rate, or `max` to search for the highest rate whose "
+                "latency percentile stays within latency_bound_ms. At most 1e9 queries/s, so that a typo is "
+                "caught here.")
+          .Build());
+  r.push_back(
+      Entry("latency_bound_ms", kCell, kTorch, ParamType::kNumber)
+          .Unit("ms")
+          .Min(0, false)
+          .Max(1e7)
+          .DefaultText("none (required with target_qps: max)")
+          .Label("bound_ms")
+          .Help("load: server: the cell is valid only when its latency percentile is within this. At most "
+                "10000000 (about 3 hours), so that a wrong unit is caught here.")
+          .Build());
+  r.push_back(
+      Entry("latency_percentile", kCell, kTorch, ParamType::kNumber)
+          .Min(0, false)
+          .Max(1, false)
+          .DefaultText("0.9 single_stream; 0.99 multi_stream, server")
+          .Help("The latency percentile a load cell claims (early stopping, the bound). At most just below "
+                "1: a percentile is a fraction, and early stopping needs about 4.6 / (1 - p) queries.")
+          .Build());
+  r.push_back(Entry("samples_per_query", kCell, kTorch, ParamType::kInt)
+                  .Unit("samples")
+                  .Min(1)
+                  .Max(65536)
+                  .DefaultText("8")
+                  .Help("load: multi_stream: samples in each query (LoadGen's default 8). At most 65536, so "
+                        "that a typo "
+                        "is caught here.")
+                  .Build());
+  r.push_back(Entry("query_interval_ms", kCell, kTorch, ParamType::kNumber)
+                  .Unit("ms")
+                  .Min(0, false)
+                  .Max(1e7)
+                  .DefaultText("none: on completion")
+                  .Help("load: multi_stream: issue a query every this many ms (latency then counts from the "
+                        "tick); absent: the next query when the previous completes. At most 10000000 (about "
+                        "3 hours), so "
+                        "that a wrong unit is caught here.")
+                  .Build());
+  r.push_back(
+      Entry("max_batch", kCell, kTorch, ParamType::kInt)
+          .Unit("samples")
+          .Min(1)
+          .Max(65536)
+          .DefaultText("= batch_size")
+          .Help("load: server: the dynamic batcher's largest batch. At most 65536 samples, so that a typo is "
+                "caught here.")
+          .Build());
+  r.push_back(Entry("batch_timeout_us", kCell, kTorch, ParamType::kInt)
+                  .Unit("us")
+                  .Min(0)
+                  .Max(1'000'000'000)
+                  .DefaultText("0")
+                  .Help("load: server: the longest the oldest queued query waits for a fuller batch; 0 runs "
+                        "what is queued as soon as a stream is free. At most 1000000000 (about 17 minutes), "
+                        "so that a wrong "
+                        "unit is caught here.")
+                  .Build());
+  r.push_back(Entry("streams", kCell, kTorch, ParamType::kInt)
+                  .Min(1)
+                  .Max(64)
+                  .DefaultText("1")
+                  .Help("load: server: batches in flight at once (CUDA streams on a GPU). At most 64, one "
+                        "worker thread "
+                        "each.")
+                  .Build());
+  r.push_back(
+      Entry("offline_samples", kCell, kTorch, ParamType::kInt)
+          .Unit("samples")
+          .Min(1)
+          .Max(100'000'000)
+          .DefaultText("24576")
+          .Help("load: offline: samples in each query, run in batches of batch_size. At most 100000000, so "
+                "that a typo is caught here.")
+          .Build());
+  r.push_back(Entry("min_queries", kCell, kTorch, ParamType::kInt)
+                  .Unit("queries")
+                  .Min(1)
+                  .Max(1'000'000'000)
+                  .DefaultText("the early-stopping minimum")
+                  .Help("A load cell measures at least this many queries (and at least what early stopping "
+                        "needs). At most 1000000000, so that a typo is caught here.")
+                  .Build());
+  r.push_back(Entry("early_stopping_confidence", kCell, kTorch, ParamType::kNumber)
+                  .Min(0.5, false)
+                  .Max(1, false)
+                  .DefaultText("0.99")
+                  .Help("Confidence of LoadGen's early-stopping bound on the latency percentile. At most "
+                        "just below 1: a "
+                        "confidence is a probability.")
+                  .Build());
+  r.push_back(Entry("sample_library_size", kCell, kTorch, ParamType::kInt)
+                  .Unit("samples")
+                  .Min(1)
+                  .Max(1 << 20)
+                  .DefaultText("64")
+                  .Help("Pre-made input samples that load queries draw from (LoadGen's performance sample "
+                        "count). At most 1048576 (2^20), so that the library fits in memory.")
+                  .Build());
+  r.push_back(Entry("input_residency", kCell, kTorch, ParamType::kEnum)
+                  .Allowed({"host", "device"})
+                  .DefaultText("host")
+                  .Help("Where a load query's input starts: `host` (pinned memory, copied to the device per "
+                        "query, as in a server) or `device` (pre-made there: pure compute latency).")
+                  .Build());
 
   // The null runner's knobs: it busy-waits instead of computing, so the harness can be tested
   // and its overhead measured.
@@ -614,7 +744,7 @@ std::vector<ParamSpec> BuildRegistry() {
       Entry("data_workers", kCell, kTorch, ParamType::kInt)
           .Min(1)
           .Max(256)
-          .Keyword("auto")
+          .Keywords({"auto"})
           .DefaultText("auto")
           .Help("Decode threads of jpeg_dir and tfrecord; `auto` takes the cores this process "
                 "may use, less one for the training loop, and the effective cell records it. At most 256 "
@@ -726,8 +856,8 @@ std::string AllowedText(const ParamSpec& spec, bool brief) {
     case ParamType::kInt:
     case ParamType::kNumber: {
       std::string range = RangeText(spec);
-      if (range.empty()) range = "any";
-      return spec.keyword.empty() ? range : range + ", or " + spec.keyword;
+      return (range.empty() ? "any" : range) +
+             (spec.keywords.empty() ? "" : ", or " + Join(spec.keywords, ", "));
     }
     case ParamType::kBool:
       return "true, false";
@@ -895,17 +1025,33 @@ const char* ScopeName(Scope scope) {
   return "?";
 }
 
+namespace {
+
+bool IsKeyword(const ParamSpec& spec, const std::string& text) {
+  return std::find(spec.keywords.begin(), spec.keywords.end(), text) != spec.keywords.end();
+}
+
+// " or max" for a number that also accepts words; empty otherwise.
+std::string KeywordsText(const ParamSpec& spec) {
+  return spec.keywords.empty() ? "" : " or " + Join(spec.keywords, ", ");
+}
+
+}  // namespace
+
 std::string DescribeExpected(const ParamSpec& spec) {
+  if (!spec.keywords.empty() && (spec.type == ParamType::kInt || spec.type == ParamType::kNumber)) {
+    ParamSpec plain = spec;
+    plain.keywords.clear();
+    return DescribeExpected(plain) + KeywordsText(spec);
+  }
   std::string range = RangeText(spec);
   switch (spec.type) {
     case ParamType::kString: {
       std::string format = FormatText(spec.format);
       return format.empty() ? "a string" : format;
     }
-    case ParamType::kInt: {
-      std::string text = range.empty() ? "an integer" : "an integer " + range;
-      return spec.keyword.empty() ? text : text + " or " + spec.keyword;
-    }
+    case ParamType::kInt:
+      return range.empty() ? "an integer" : "an integer " + range;
     case ParamType::kNumber:
       return range.empty() ? "a number" : "a number " + range;
     case ParamType::kBool:
@@ -931,13 +1077,14 @@ Result<Value> ParseParamText(const ParamSpec& spec, const std::string& text) {
       return v;
     }
     case ParamType::kInt: {
-      if (!spec.keyword.empty() && text == spec.keyword) return Value(text);
+      if (IsKeyword(spec, text)) return Value(text);
       std::optional<std::int64_t> v = ParseInt(text);
       if (!v) return ValueError(spec, text).error();
       DLBENCH_RETURN_IF_ERROR(CheckRange(spec, static_cast<double>(*v), text));
       return Value(*v);
     }
     case ParamType::kNumber: {
+      if (IsKeyword(spec, text)) return Value(text);
       std::optional<double> v = ParseNumber(text);
       if (!v) return ValueError(spec, text).error();
       DLBENCH_RETURN_IF_ERROR(CheckRange(spec, *v, text));
@@ -971,9 +1118,7 @@ Status ValidateParamValue(const ParamSpec& spec, const Value& value) {
       }
       return Status::Ok();
     case ParamType::kInt:
-      if (!spec.keyword.empty() && value.is_string() && value.get<std::string>() == spec.keyword) {
-        return Status::Ok();
-      }
+      if (value.is_string() && IsKeyword(spec, value.get<std::string>())) return Status::Ok();
       if (!value.is_number_integer()) return ValueError(spec, got);
       if (value.is_number_unsigned() &&
           value.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
@@ -981,6 +1126,7 @@ Status ValidateParamValue(const ParamSpec& spec, const Value& value) {
       }
       return CheckRange(spec, static_cast<double>(value.get<std::int64_t>()), got);
     case ParamType::kNumber:
+      if (value.is_string() && IsKeyword(spec, value.get<std::string>())) return Status::Ok();
       if (!value.is_number() || !std::isfinite(value.get<double>())) return ValueError(spec, got);
       return CheckRange(spec, value.get<double>(), got);
     case ParamType::kBool:
@@ -1158,7 +1304,7 @@ example `m.yaml:4:15: error: batch_size: expected an integer >= 1 (got '-4')` or
 `m.yaml:3:3: error: unknown key 'batchsize' (did you mean 'batch_size'?)`. Unknown keys, duplicate
 keys, wrong types, values outside the allowed set, an empty matrix, an axis with an empty list or
 a repeated value, exclude entries naming something that is not an axis value, and YAML syntax
-errors are all errors. `dlbench --help` prints the same tables in compact form.
+errors are all errors. `dlbench params` prints the same tables in compact form.
 
 ```yaml
 name: resnet-batch-sweep
@@ -1205,6 +1351,9 @@ always, null-runner parameters only with `runner: null`, torch-runner parameters
 `runner: torch`. A `runner: {command: [argv...]}` accepts the core parameters (validated) and
 passes any other key to the program unvalidated, since dlbench cannot know its parameters.
 Numbers accept integers (`step_ms: 2` is 2.0); integers do not accept fractions.
+The inference-under-load keys (`load` to `input_residency`) apply only to cells with `load`, some
+only to one scenario; every cell of the expanded matrix is checked and a key that does not apply
+is an error at the key ([load.md](load.md), "Parameters").
 
 ### Every runner (core)
 

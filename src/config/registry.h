@@ -79,11 +79,10 @@ struct ParamSpec {
   // A cell parameter whose value is this one's default when this one is absent (samples_per_step
   // takes batch_size's); empty for none.
   std::string default_from;
-  std::vector<std::string> allowed;  // kEnum: the allowed values, in documented order
-  std::optional<Bound> min;          // kInt/kNumber
-  std::optional<Bound> max;          // kInt/kNumber
-  // kInt only: a word accepted in place of an integer ("auto"), kept as that string; empty: none.
-  std::string keyword;
+  std::vector<std::string> allowed;          // kEnum: the allowed values, in documented order
+  std::vector<std::string> keywords;         // kInt/kNumber: words taken as themselves (target_qps: max)
+  std::optional<Bound> min;                  // kInt/kNumber
+  std::optional<Bound> max;                  // kInt/kNumber
   StringFormat format = StringFormat::kAny;  // kString only
   // A runner ("torch") with which every cell must set this parameter; empty: never required.
   std::string required_with;

@@ -163,7 +163,7 @@ TEST(RegistryTest, ValidateParamValueChecksTypedValues) {
 // data_workers takes an integer or the keyword auto (kept as the string, unquoted in keys).
 TEST(RegistryTest, AnIntegerWithAKeywordTakesEither) {
   const ParamSpec& workers = *FindParam("data_workers", ParamSection::kCell);
-  EXPECT_EQ(workers.keyword, "auto");
+  EXPECT_EQ(workers.keywords, std::vector<std::string>{"auto"});
   auto four = ParseParamText(workers, "4");
   ASSERT_TRUE(four.ok());
   EXPECT_EQ(*four, Value(4));

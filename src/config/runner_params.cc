@@ -75,7 +75,7 @@ const nlohmann::json* RunnerParams::Lookup(std::string_view name, ParamType type
 
 std::optional<std::int64_t> RunnerParams::Int(std::string_view name) const {
   const nlohmann::json* v = Lookup(name, ParamType::kInt, ParamType::kInt);
-  // A validated string is the spec's keyword (data_workers: auto).
+  // A validated string is one of the spec's keywords (data_workers: auto).
   if (v == nullptr || v->is_string()) return std::nullopt;
   return v->get<std::int64_t>();
 }

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cctype>
 #include <climits>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -77,6 +79,8 @@ std::map<std::string, std::string> ParseOsRelease(const std::string& text) {
 void CpuFacts(const ProcFs& files, nlohmann::json& host) {
   host["cpu_model"] = "unknown";
   int processors = 0;
+  bool have_flags = false;
+  nlohmann::json low_precision = nlohmann::json::array();
   if (auto text = files.Read("/proc/cpuinfo"); text.ok()) {
     std::istringstream in(*text);
     std::string line;
@@ -92,9 +96,21 @@ void CpuFacts(const ProcFs& files, nlohmann::json& host) {
         host["cpu_model"] = value;
         have_model = true;
       }
+      // x86 "flags", arm64 "Features": which low-precision matrix instructions the CPU has.
+      if (!have_flags && (key == "flags" || key == "Features")) {
+        have_flags = true;
+        std::istringstream words(value);
+        std::string word;
+        while (words >> word) {
+          for (const char* wanted : kLowPrecisionCpuFlags) {
+            if (word == wanted) low_precision.push_back(word);
+          }
+        }
+      }
     }
   }
   host["cpu_logical_cores"] = processors;
+  if (have_flags) host[kCpuLowPrecisionFlags] = low_precision;
   std::set<std::string> governors;
   if (auto entries = files.List("/sys/devices/system/cpu"); entries.ok()) {
     for (const auto& e : *entries) {
@@ -260,6 +276,13 @@ nlohmann::json CollectFingerprintFrom(const HostSources& sources, const nlohmann
     if (auto text = sources.files->Read("/proc/meminfo"); text.ok()) {
       if (auto mem = ParseMemInfo(*text); mem.ok()) host["memory_total_bytes"] = mem->total_bytes;
     }
+    // How busy the host is as the run starts: state, not environment (kStartStateKey).
+    if (auto text = sources.files->Read("/proc/loadavg"); text.ok()) {
+      double load_1m = 0;
+      if (std::sscanf(text->c_str(), "%lf", &load_1m) == 1 && std::isfinite(load_1m) && load_1m >= 0) {
+        fp[kStartStateKey]["host"] = {{kStartLoadAverage1m, load_1m}};
+      }
+    }
   }
   fp["host"] = host;
 
@@ -307,7 +330,7 @@ nlohmann::json CollectFingerprintFrom(const HostSources& sources, const nlohmann
         d.erase(kTransientClocksEventReasons);
       }
     }
-    if (!start_state.empty()) fp[kStartStateKey] = {{"gpu", start_state}};
+    if (!start_state.empty()) fp[kStartStateKey]["gpu"] = start_state;
     gpu["models"] = models;
     gpu["power_limits_w"] = limits;
     gpu["devices"] = devices;
@@ -382,6 +405,30 @@ std::vector<FieldChange> DiffFingerprints(const nlohmann::json& a, const nlohman
   return changes;
 }
 
+std::optional<std::string> EmulatedPrecisionWarning(const nlohmann::json& fp, const std::string& precision,
+                                                    std::size_t cells) {
+  const nlohmann::json::json_pointer flags_ptr("/host/" + std::string(kCpuLowPrecisionFlags));
+  const nlohmann::json::json_pointer arch_ptr("/host/arch");
+  if (cells == 0 || !fp.contains(flags_ptr) || !fp.at(flags_ptr).is_array()) return std::nullopt;
+  // The x86 names only: other architectures spell their half-precision features differently.
+  if (!fp.contains(arch_ptr) || fp.at(arch_ptr) != "x86_64") return std::nullopt;
+  std::vector<std::string> native;
+  if (precision == "bf16") native = {"avx512_bf16", "amx_bf16"};
+  if (precision == "fp16") native = {"avx512_fp16", "amx_fp16"};
+  if (native.empty()) return std::nullopt;
+  for (const auto& flag : fp.at(flags_ptr)) {
+    if (flag.is_string() &&
+        std::find(native.begin(), native.end(), flag.get<std::string>()) != native.end()) {
+      return std::nullopt;
+    }
+  }
+  return fmt::format(
+      "{} cell{} run{} {} on the CPU, which has no {} instructions (no {} or {} in /proc/cpuinfo): LibTorch "
+      "emulates it, so expect {} slower than fp32; the figures measure the emulation, not {} hardware",
+      cells, cells == 1 ? "" : "s", cells == 1 ? "s" : "", precision, precision, native[0], native[1],
+      cells == 1 ? "it" : "them", precision);
+}
+
 std::vector<std::string> FingerprintWarnings(const nlohmann::json& fp) {
   std::vector<std::string> warnings;
   auto text = [&](const char* pointer) -> std::string {
@@ -407,6 +454,24 @@ std::vector<std::string> FingerprintWarnings(const nlohmann::json& fp) {
       fp["env"]["CUDA_LAUNCH_BLOCKING"] == "1") {
     warnings.push_back(
         "CUDA_LAUNCH_BLOCKING=1 serialises every kernel launch: GPU timings are not representative");
+  }
+  // More runnable threads than cores when the run starts: its cells will likely share the CPU
+  // (the run-queue wait of each cell's runner decides its `contended` verdict; this is the
+  // warning before anything ran).
+  const nlohmann::json::json_pointer load_ptr("/" + std::string(kStartStateKey) + "/host/" +
+                                              kStartLoadAverage1m);
+  const nlohmann::json::json_pointer cores_ptr("/host/cpu_logical_cores");
+  if (fp.contains(load_ptr) && fp.at(load_ptr).is_number() && fp.contains(cores_ptr) &&
+      fp.at(cores_ptr).is_number_integer() && fp.at(cores_ptr).get<int>() > 0) {
+    const double load = fp.at(load_ptr).get<double>();
+    const int cores = fp.at(cores_ptr).get<int>();
+    if (load > 1.5 * cores) {
+      warnings.push_back(fmt::format(
+          "the host is busy: load average {:.1f} over the last minute on {} logical cores; cells may be "
+          "contended (their verdicts say so) and their intervals wider: quiet the machine for numbers to "
+          "keep",
+          load, cores));
+    }
   }
   nlohmann::json::json_pointer devices_ptr("/" + std::string(kStartStateKey) + "/gpu");
   if (fp.contains(devices_ptr) && fp.at(devices_ptr).is_array()) {

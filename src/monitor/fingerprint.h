@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,10 +39,21 @@ struct HostSources {
 HostSources RealHostSources();
 
 // Where the fingerprint keeps the devices' state at the moment it was taken (each GPU's clocks
-// event reasons): read for FingerprintWarnings, but not part of the environment, so
+// event reasons, the host's load average): read for FingerprintWarnings, but not part of the environment, so
 // DiffFingerprints skips it and it never decides comparability.
 inline constexpr const char* kStartStateKey = "start_state";
 inline constexpr const char* kTransientClocksEventReasons = "clocks_event_reasons";
+// host.cpu_low_precision_flags: which of these /proc/cpuinfo lists (x86 bf16/fp16 dot products
+// and AMX tiles; arm64 bf16): without them LibTorch emulates bf16/fp16 on the CPU, slower than fp32.
+inline constexpr const char* kCpuLowPrecisionFlags = "cpu_low_precision_flags";
+inline constexpr const char* kLowPrecisionCpuFlags[] = {"avx512_bf16", "amx_bf16", "avx512_fp16", "amx_fp16",
+                                                        "bf16"};
+// The warning for cells that ask the CPU for `precision` (bf16, fp16) it has no instructions for,
+// or nullopt: it has them, or the fingerprint does not know the CPU's flags. `cells` is how many.
+std::optional<std::string> EmulatedPrecisionWarning(const nlohmann::json& fingerprint,
+                                                    const std::string& precision, std::size_t cells);
+// start_state.host.load_average_1m: /proc/loadavg's first figure as the fingerprint was taken.
+inline constexpr const char* kStartLoadAverage1m = "load_average_1m";
 
 nlohmann::json CollectFingerprint(const nlohmann::json& runner_hello,
                                   const nlohmann::json& monitor_description);

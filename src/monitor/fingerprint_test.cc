@@ -10,13 +10,17 @@
 namespace dlbench::monitor {
 namespace {
 
-HostSources FakeHost() {
+// `loadavg`: the contents of /proc/loadavg; none when empty.
+HostSources FakeHost(const std::string& loadavg = "") {
   auto fs = std::make_shared<FakeProcFs>();
+  if (!loadavg.empty()) fs->Set("/proc/loadavg", loadavg);
   fs->Set("/etc/os-release",
           "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\nVERSION_ID=\"12\"\n");
   fs->Set("/proc/cpuinfo",
-          "processor\t: 0\nmodel name\t: AMD EPYC 9654 96-Core Processor\n\n"
-          "processor\t: 1\nmodel name\t: AMD EPYC 9654 96-Core Processor\n");
+          "processor\t: 0\nmodel name\t: AMD EPYC 9654 96-Core Processor\nflags\t\t: fpu sse2 avx512f "
+          "avx512_bf16\n\n"
+          "processor\t: 1\nmodel name\t: AMD EPYC 9654 96-Core Processor\nflags\t\t: fpu sse2 avx512f "
+          "avx512_bf16\n");
   fs->Set("/proc/meminfo", "MemTotal: 1048576 kB\nMemAvailable: 524288 kB\n");
   fs->Set("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "performance\n");
   fs->Set("/sys/devices/system/cpu/cpu1/cpufreq/scaling_governor", "performance\n");
@@ -192,6 +196,48 @@ TEST(FingerprintTest, ClocksEventReasonsAreStateNotEnvironment) {
   b["start_state"]["gpu"][0]["clocks_event_reasons"] = kClocksEventSwThermal;
   EXPECT_TRUE(DiffFingerprints(a, b).empty());
   EXPECT_EQ(ComparabilityHash(a), ComparabilityHash(b));
+}
+
+// Issue 17: a run started on a busy host says so before its first cell, and the load is state:
+// two runs that differ only in it stay comparable.
+TEST(FingerprintTest, ABusyHostAtTheStartIsWarnedAboutAndIsStateNotEnvironment) {
+  auto busy = CollectFingerprintFrom(FakeHost("7.50 3.20 1.00 9/300 4242\n"), Hello("9.1.0"), {});
+  busy["dlbench"]["build_type"] = "Release";
+  ASSERT_EQ(busy["host"]["cpu_logical_cores"], 2) << busy["host"].dump();
+  EXPECT_DOUBLE_EQ(busy["start_state"]["host"]["load_average_1m"].get<double>(), 7.5);
+  const auto warnings = FingerprintWarnings(busy);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(
+      warnings[0].rfind("the host is busy: load average 7.5 over the last minute on 2 logical cores", 0), 0u)
+      << warnings[0];
+  auto quiet = busy;
+  quiet["start_state"]["host"]["load_average_1m"] = 2.9;  // below 1.5 x 2 cores
+  EXPECT_TRUE(FingerprintWarnings(quiet).empty());
+  EXPECT_TRUE(DiffFingerprints(busy, quiet).empty());
+  EXPECT_EQ(ComparabilityHash(busy), ComparabilityHash(quiet));
+  EXPECT_FALSE(CollectFingerprintFrom(FakeHost("garbage\n"), {}, {}).contains("start_state"))
+      << "unreadable: left out";
+}
+
+// Issue 18: BERT bs1 bf16 took 30.9 ms on a CPU without bf16 instructions, fp32 1.46 ms.
+TEST(FingerprintTest, LowPrecisionOnACpuWithoutItsInstructionsIsAnEmulationWarning) {
+  auto fp = CollectFingerprintFrom(FakeHost(), {}, {});
+  ASSERT_TRUE(fp["host"].contains("cpu_low_precision_flags")) << fp["host"].dump();
+  EXPECT_EQ(fp["host"]["cpu_low_precision_flags"], nlohmann::json::array({"avx512_bf16"}));
+  EXPECT_FALSE(EmulatedPrecisionWarning(fp, "bf16", 3).has_value()) << "this CPU has avx512_bf16";
+  const auto fp16 = EmulatedPrecisionWarning(fp, "fp16", 1);
+  ASSERT_TRUE(fp16.has_value());
+  EXPECT_EQ(*fp16,
+            "1 cell runs fp16 on the CPU, which has no fp16 instructions (no avx512_fp16 or amx_fp16 in "
+            "/proc/cpuinfo): LibTorch emulates it, so expect it slower than fp32; the figures measure the "
+            "emulation, not fp16 hardware");
+  fp["host"]["cpu_low_precision_flags"] = nlohmann::json::array();
+  ASSERT_TRUE(EmulatedPrecisionWarning(fp, "bf16", 2).has_value());
+  EXPECT_EQ(EmulatedPrecisionWarning(fp, "bf16", 2)->rfind("2 cells run bf16 on the CPU", 0), 0u);
+  EXPECT_FALSE(EmulatedPrecisionWarning(fp, "fp32", 2).has_value());
+  EXPECT_FALSE(EmulatedPrecisionWarning(fp, "bf16", 0).has_value());
+  fp["host"].erase("cpu_low_precision_flags");
+  EXPECT_FALSE(EmulatedPrecisionWarning(fp, "bf16", 2).has_value()) << "flags unknown: no claim";
 }
 
 TEST(FingerprintTest, ThisMachineHasTheBasics) {

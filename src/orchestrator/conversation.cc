@@ -276,6 +276,13 @@ FrameResult Conversation::OnFrame(const protocol::Frame& frame, std::int64_t now
     return Violate(fmt::format("{} after {}", name, ending_ == Ending::kError ? "ERROR" : "DONE"));
   }
   if (frame.type == MessageType::kSteps) return OnSteps(frame, now_ns);
+  // A load cell's records (docs/load.md). Until the orchestrator consumes them (issue 11's second
+  // phase) the cell is refused by name rather than read as a JSON frame it is not.
+  if (frame.type == MessageType::kQueries) {
+    return Violate(
+        "runner sent QUERIES (inference under load), which this dlbench does not consume yet "
+        "(docs/load.md, \"Status\")");
+  }
 
   if (frame.payload.size() > settings_.limits.max_json_frame_bytes) {
     return Violate(fmt::format("{} frame of {} bytes exceeds the limit of {} bytes for a JSON frame", name,

@@ -193,6 +193,9 @@ TEST_F(ConversationTest, EveryFrameInEveryStateHasADefinedResult) {
     std::vector<std::pair<Effect, std::string>> results;
   };
   const auto V = [](const char* m) { return std::make_pair(Effect::kViolation, std::string(m)); };
+  const char* const kQueriesRefused =
+      "runner sent QUERIES (inference under load), which this dlbench does not consume yet (docs/load.md, "
+      "\"Status\")";
   const auto A = std::make_pair(Effect::kAdvanced, std::string());
   const auto R = std::make_pair(Effect::kRecorded, std::string());
   const std::vector<Row> rows = {
@@ -217,6 +220,16 @@ TEST_F(ConversationTest, EveryFrameInEveryStateHasADefinedResult) {
       {MessageType::kSteps,
        [] { return Steps(0, Consecutive(10'000'000, 1)); },
        {V("first message was STEPS, not HELLO"), V("STEPS before READY"), R, R, R, V("STEPS after DONE")}},
+      {MessageType::kQueries,
+       [] {
+         record::QueryRecord q;
+         q.samples = 1;
+         std::string bytes;
+         protocol::AppendQueriesFrame(bytes, 0, &q, 1);
+         return Frame{MessageType::kQueries, bytes.substr(protocol::kFrameHeaderBytes)};
+       },
+       {V("first message was QUERIES, not HELLO"), V(kQueriesRefused), V(kQueriesRefused), V(kQueriesRefused),
+        V(kQueriesRefused), V("QUERIES after DONE")}},
       {MessageType::kMemory,
        [] {
          return Json(MessageType::kMemory, {{"label", "end"}});

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <climits>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "common/clock.h"
@@ -13,6 +14,7 @@
 #include "common/version.h"
 #include "monitor/fingerprint.h"
 #include "monitor/sampler.h"
+#include "orchestrator/run_folder.h"
 
 namespace dlbench::orchestrator {
 namespace {
@@ -173,6 +175,20 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
     if (!id.ok()) return id.error();
     run.id = *id;
     warnings = monitor::FingerprintWarnings(run.environment);
+    // bf16/fp16 on a CPU without instructions for them measures an emulation (issue 18).
+    std::map<std::string, std::size_t> cpu_precisions;
+    for (const plan::Cell& c : cells) {
+      const auto device = c.params.find("device");
+      const auto precision = c.params.find("precision");
+      if (device == c.params.end() || precision == c.params.end() || !device->second.is_string() ||
+          !precision->second.is_string() || device->second.get<std::string>().rfind("cpu", 0) != 0) {
+        continue;
+      }
+      ++cpu_precisions[precision->second.get<std::string>()];
+    }
+    for (const auto& [precision, n] : cpu_precisions) {
+      if (auto w = monitor::EmulatedPrecisionWarning(run.environment, precision, n)) warnings.push_back(*w);
+    }
   }
 
   OpenRun open(*store, run.id, observers);
@@ -187,7 +203,20 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
   // A run that stored its selection reapplies it; one stored without (older) needs it again.
   end.resume_selection = run.selection.empty() ? selection : plan::Selection{};
 
-  const std::string run_dir = fmt::format("{}/run-{}", request.out_dir, run.id);
+  // A resumed run logs where it started (its cells' stored log paths say where); a new one under
+  // --out, in the store's own folder.
+  const std::string store_key = request.store_key.empty() ? store->Describe() : request.store_key;
+  std::string run_dir = RunFolder(request.out_dir, store_key, run.id);
+  if (resumed) {
+    auto stored = store->GetCells(run.id, store::CellQuery{});
+    if (stored.ok()) {
+      if (auto started_in = StoredRunFolder(*stored); started_in && *started_in != run_dir) {
+        warnings.push_back(fmt::format("run {} keeps its logs where it started: {} (--out is {})", run.id,
+                                       *started_in, request.out_dir));
+        run_dir = *started_in;
+      }
+    }
+  }
   if (auto st = MakeDirs(run_dir); !st.ok()) {
     return open.Fail(MakeError(st.error().kind,
                                st.error().message + "; run " + std::to_string(run.id) + " is marked failed"));

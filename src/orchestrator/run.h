@@ -23,11 +23,14 @@ namespace dlbench::orchestrator {
 
 struct RunRequest {
   std::string matrix_path;
-  std::string out_dir = "dlbench-out";  // cell logs go to <out_dir>/run-<id>/
-  plan::Selection selection;            // --only and --shard as given
-  std::string resume;                   // a run id or tag to resume; empty: a new run
-  bool monitor = true;                  // sample the GPUs and the host while cells run
-  std::string bin_dir;                  // where dlbench-null and dlbench-torch are
+  std::string out_dir = "dlbench-out";  // cell logs go to <out_dir>/<store>/run-<id>/ (run_folder.h)
+  // The store's identity for its log folder (a database file's canonical path); empty: the
+  // store's Describe().
+  std::string store_key;
+  plan::Selection selection;  // --only and --shard as given
+  std::string resume;         // a run id or tag to resume; empty: a new run
+  bool monitor = true;        // sample the GPUs and the host while cells run
+  std::string bin_dir;        // where dlbench-null and dlbench-torch are
   // Opens the store, once: first thing for a resume (its selection is stored), after the matrix
   // and the runner were found good for a new run (a bad matrix creates no database).
   std::function<Result<std::unique_ptr<store::ResultStore>>()> open_store;

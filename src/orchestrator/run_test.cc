@@ -10,6 +10,7 @@
 
 #include "common/files.h"
 #include "orchestrator/progress_file.h"
+#include "orchestrator/run_folder.h"
 #include "record/progress.h"
 
 namespace dlbench::orchestrator {
@@ -70,6 +71,7 @@ class RunTest : public ::testing::Test {
     r.out_dir = (dir_ / "out").string();
     r.monitor = false;
     r.bin_dir = DLBENCH_BIN_DIR;
+    r.store_key = db_;
     r.open_store = [this]() { return store::OpenSqliteStore(db_); };
     return r;
   }
@@ -148,6 +150,65 @@ TEST_F(RunTest, AResumeOfARunAnotherProcessHoldsIsRefusedNamingTheHolder) {
   EXPECT_EQ(recorder.events.front(), "start run=1 to_run=3 finished=0 resumed=true");
 }
 
+// Presses Ctrl-C once the first cell is stored, and keeps what RunStart said.
+struct PressAfterFirstCell final : RunObserver {
+  std::atomic<int> pressed{0};
+  std::string run_dir;
+  std::vector<std::string> warnings;
+  void OnRunStart(const RunStart& s) override {
+    run_dir = s.run_dir;
+    warnings = s.warnings;
+  }
+  void OnCellEnd(const CellEnd&) override { pressed.store(1); }
+};
+
+TEST_F(RunTest, ARunLogsInItsStoresFolderAndAResumeWhereItStarted) {
+  RunRequest first = Request();
+  first.out_dir = (dir_ / "first").string();
+  PressAfterFirstCell one;
+  first.interrupts = &one.pressed;
+  auto interrupted = RunMatrix(first, {&one});
+  ASSERT_TRUE(interrupted.ok()) << interrupted.error().message;
+  ASSERT_TRUE(interrupted->interrupted);
+  EXPECT_EQ(one.run_dir, RunFolder(first.out_dir, db_, 1));
+
+  RunRequest resume = Request();
+  resume.out_dir = (dir_ / "elsewhere").string();
+  resume.resume = "1";
+  PressAfterFirstCell two;  // its presses are not wired: the resume runs to the end
+  auto resumed = RunMatrix(resume, {&two});
+  ASSERT_TRUE(resumed.ok()) << resumed.error().message;
+  EXPECT_EQ(resumed->status, record::RunStatus::kCompleted);
+  EXPECT_EQ(two.run_dir, one.run_dir) << "the resume logs where the run started, not under its --out";
+  ASSERT_FALSE(two.warnings.empty());
+  EXPECT_NE(two.warnings.back().find("run 1 keeps its logs where it started: " + one.run_dir),
+            std::string::npos)
+      << two.warnings.back();
+  auto store = store::OpenSqliteStore(db_);
+  ASSERT_TRUE(store.ok());
+  auto cells = (*store)->GetCells(1, store::CellQuery{});
+  ASSERT_TRUE(cells.ok());
+  ASSERT_EQ(cells->size(), 3u);
+  for (const auto& c : *cells) {
+    EXPECT_EQ(std::filesystem::path(c.stderr_path).parent_path().string(), one.run_dir) << c.label;
+    EXPECT_TRUE(std::filesystem::exists(c.stderr_path)) << c.stderr_path;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "elsewhere")) << "nothing was written under the resume's --out";
+
+  // Run 1 of a second database with the same file name: its own folder under the same --out.
+  std::filesystem::create_directories(dir_ / "other");
+  const std::string other_db = (dir_ / "other" / "r.db").string();
+  RunRequest other = Request();
+  other.out_dir = first.out_dir;
+  other.store_key = other_db;
+  other.open_store = [other_db]() { return store::OpenSqliteStore(other_db); };
+  PressAfterFirstCell three;
+  auto separate = RunMatrix(other, {&three});
+  ASSERT_TRUE(separate.ok()) << separate.error().message;
+  EXPECT_NE(three.run_dir, one.run_dir);
+  EXPECT_EQ(std::filesystem::path(three.run_dir).filename(), "run-1");
+}
+
 TEST_F(RunTest, AnOutputFolderThatCannotBeMadeMarksTheRunFailed) {
   RunRequest request = Request();
   request.out_dir = "/proc/1";  // exists, but nothing can be made in it
@@ -155,7 +216,8 @@ TEST_F(RunTest, AnOutputFolderThatCannotBeMadeMarksTheRunFailed) {
   auto end = RunMatrix(request, {&recorder});
   ASSERT_FALSE(end.ok());
   EXPECT_EQ(end.error().kind, ErrorKind::kIo);
-  EXPECT_NE(end.error().message.find("/proc/1/run-1"), std::string::npos) << end.error().message;
+  EXPECT_NE(end.error().message.find("/proc/1/" + StoreFolderName(db_) + "/run-1"), std::string::npos)
+      << end.error().message;
   EXPECT_NE(end.error().message.find("run 1 is marked failed"), std::string::npos) << end.error().message;
   auto store = store::OpenSqliteStore(db_);
   ASSERT_TRUE(store.ok());

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/hash.h"
+#include "config/load_rules.h"
 #include "config/registry.h"
 
 namespace dlbench::plan {
@@ -260,6 +261,7 @@ Result<Plan> Expand(const config::Matrix& matrix) {
   std::vector<std::string> keys;
   std::set<std::string> seen;
   std::vector<Combination> combinations = ExpandCombinations(matrix);
+  DLBENCH_RETURN_IF_ERROR(config::CheckLoadRules(matrix, combinations));
   for (Combination& params : combinations) {
     FillDefaults(runner_specs, params);
     for (const config::ParamSpec* spec : runner_specs) {

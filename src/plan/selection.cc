@@ -7,11 +7,23 @@
 #include <set>
 #include <sstream>
 
+#include "config/registry.h"
+
 namespace dlbench::plan {
 
 namespace {
 
 std::string ValueText(const config::Value& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+// The parameter a --only name means: itself, or the cell parameter whose label abbreviation it
+// is ("bs" is batch_size, as labels write "bs=32").
+std::string CanonicalName(const std::string& name) {
+  if (config::FindParam(name, config::ParamSection::kCell) != nullptr) return name;
+  for (const config::ParamSpec& spec : config::Registry()) {
+    if (spec.section == config::ParamSection::kCell && spec.label == name) return spec.name;
+  }
+  return name;
+}
 
 struct Term {
   std::string name;
@@ -36,10 +48,22 @@ Result<std::vector<Term>> ParseFilter(const std::string& filter) {
     if (t.op != Term::Op::kLabel && t.name.empty()) {
       return MakeError(ErrorKind::kInvalidInput, "--only term '" + part + "' has no parameter name");
     }
+    if (t.op != Term::Op::kLabel) t.name = CanonicalName(t.name);
     terms.push_back(t);
   }
   if (terms.empty()) return MakeError(ErrorKind::kInvalidInput, "--only '" + filter + "' has no terms");
   return terms;
+}
+
+// A value given as text against a cell's typed value: numbers compare as numbers (step_ms=3
+// matches 3.0), booleans as true/false, everything else as text.
+bool SameValue(const config::Value& value, const std::string& text) {
+  if (value.is_number()) {
+    double given = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), given);
+    if (ec == std::errc() && end == text.data() + text.size()) return value.get<double>() == given;
+  }
+  return ValueText(value) == text;
 }
 
 bool Matches(const Cell& cell, const std::vector<Term>& terms) {
@@ -50,10 +74,27 @@ bool Matches(const Cell& cell, const std::vector<Term>& terms) {
       continue;
     }
     auto it = cell.params.find(t.name);
-    const bool equal = it != cell.params.end() && ValueText(it->second) == t.value;
+    const bool equal = it != cell.params.end() && SameValue(it->second, t.value);
     if ((t.op == Term::Op::kEquals) != equal) return false;
   }
   return true;
+}
+
+// A name no cell has is a mistake (a typo matches nothing, or everything under !=): an error that
+// lists the names the cells have.
+Status CheckNames(const std::vector<Cell>& cells, const std::vector<Term>& terms, const std::string& filter) {
+  std::set<std::string> names;
+  for (const auto& c : cells) {
+    for (const auto& [name, value] : c.params) names.insert(name);
+  }
+  for (const auto& t : terms) {
+    if (t.op == Term::Op::kLabel || names.count(t.name) > 0 || cells.empty()) continue;
+    std::string known;
+    for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+    return MakeError(ErrorKind::kInvalidInput, "--only '" + filter + "': no cell has a parameter '" + t.name +
+                                                   "' (the cells have: " + known + ")");
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -65,6 +106,7 @@ Result<std::vector<Cell>> FilterCells(const std::vector<Cell>& cells,
   for (const auto& f : filters) {
     auto terms = ParseFilter(f);
     if (!terms.ok()) return terms.error();
+    if (Status named = CheckNames(cells, *terms, f); !named.ok()) return named.error();
     parsed.push_back(*terms);
   }
   std::vector<Cell> kept;

@@ -35,6 +35,33 @@ std::vector<int> Indices(const std::vector<Cell>& cells) {
   return out;
 }
 
+// Issue 18: `--only step_ms=3` matched no cell of `step_ms: 3.0`; `bs=8` (as labels write it)
+// matched nothing; a misspelt name matched nothing without saying why.
+TEST(OnlyTest, MatchesValuesByTypeAndLabelAbbreviationsAndRefusesUnknownNames) {
+  std::vector<Cell> cells = MakeCells(2);
+  cells[0].params = {{"step_ms", 3.0}, {"batch_size", 8}, {"virtual_time", true}, {"model", "tiny"}};
+  cells[1].params = {{"step_ms", 1.5}, {"batch_size", 16}, {"virtual_time", false}, {"model", "small"}};
+  auto kept = [&](const std::string& filter) -> std::vector<int> {
+    auto r = FilterCells(cells, {filter});
+    EXPECT_TRUE(r.ok()) << filter << ": " << r.error().message;
+    return r.ok() ? Indices(*r) : std::vector<int>{-1};
+  };
+  EXPECT_EQ(kept("step_ms=3"), std::vector<int>{0});
+  EXPECT_EQ(kept("step_ms=3.0"), std::vector<int>{0});
+  EXPECT_EQ(kept("step_ms=1.50"), std::vector<int>{1});
+  EXPECT_EQ(kept("bs=16"), std::vector<int>{1});
+  EXPECT_EQ(kept("batch_size!=8"), std::vector<int>{1});
+  EXPECT_EQ(kept("virtual_time=true"), std::vector<int>{0});
+  EXPECT_EQ(kept("model=tiny"), std::vector<int>{0});
+  EXPECT_EQ(kept("step_ms=3x"), std::vector<int>{}) << "not a number: compared as text";
+  auto typo = FilterCells(cells, {"bsz=8"});
+  ASSERT_FALSE(typo.ok());
+  EXPECT_EQ(typo.error().kind, ErrorKind::kInvalidInput);
+  EXPECT_EQ(typo.error().message,
+            "--only 'bsz=8': no cell has a parameter 'bsz' (the cells have: batch_size, model, step_ms, "
+            "virtual_time)");
+}
+
 TEST(ShardTest, ParsesKOverN) {
   const struct {
     const char* text;

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 namespace dlbench::protocol {
 
@@ -28,6 +29,8 @@ const char* MessageTypeName(MessageType type) {
       return "DONE";
     case MessageType::kStop:
       return "STOP";
+    case MessageType::kQueries:
+      return "QUERIES";
   }
   return "UNKNOWN";
 }
@@ -44,7 +47,7 @@ void AppendHeader(std::string& out, MessageType type, std::uint32_t length) {
   out.append(header, sizeof header);
 }
 
-bool KnownType(std::uint16_t t) { return t >= 1 && t <= 9; }
+bool KnownType(std::uint16_t t) { return t >= 1 && t <= 10; }
 
 }  // namespace
 
@@ -79,6 +82,80 @@ Result<StepBatch> DecodeSteps(const Frame& frame) {
   for (const auto& r : batch.records) {
     if (r.end_ns < r.start_ns) {
       return MakeError(ErrorKind::kProtocol, "a step record ends before it starts");
+    }
+  }
+  return batch;
+}
+
+void AppendQueriesFrame(std::string& out, std::uint32_t rank, const QueryRecord* records, std::size_t count) {
+  const std::uint32_t header[4] = {rank, static_cast<std::uint32_t>(count), kQueriesVersion,
+                                   static_cast<std::uint32_t>(sizeof(QueryRecord))};
+  AppendHeader(out, MessageType::kQueries,
+               static_cast<std::uint32_t>(kQueriesHeaderBytes + count * sizeof(QueryRecord)));
+  out.append(reinterpret_cast<const char*>(header), sizeof header);
+  out.append(reinterpret_cast<const char*>(records), count * sizeof(QueryRecord));
+}
+
+namespace {
+
+// Why a decoded query record cannot be true, or empty when it can.
+std::string QueryRecordProblem(const QueryRecord& r) {
+  if (r.issued_ns < r.scheduled_ns) return "is issued before it is scheduled";
+  if (r.completed_ns < r.issued_ns) return "completes before it is issued";
+  if (r.samples == 0) return "has no samples";
+  if ((r.present & ~record::kQueryFieldMask) != 0) {
+    return "sets decomposition bits " + std::to_string(r.present & ~record::kQueryFieldMask) +
+           " that version 1 does not define";
+  }
+  const std::pair<std::uint32_t, std::int64_t> durations[] = {{record::kQueryHasHostPre, r.host_pre_ns},
+                                                              {record::kQueryHasH2d, r.h2d_ns},
+                                                              {record::kQueryHasCompute, r.compute_ns},
+                                                              {record::kQueryHasD2h, r.d2h_ns},
+                                                              {record::kQueryHasHostPost, r.host_post_ns}};
+  for (const auto& [bit, ns] : durations) {
+    if ((r.present & bit) != 0 && ns < 0) return "has a negative decomposition duration";
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<QueryBatch> DecodeQueries(const Frame& frame) {
+  if (frame.type != MessageType::kQueries) return MakeError(ErrorKind::kProtocol, "not a QUERIES frame");
+  if (frame.payload.size() < kQueriesHeaderBytes) {
+    return MakeError(ErrorKind::kProtocol, "QUERIES frame shorter than its header");
+  }
+  std::uint32_t header[4];
+  std::memcpy(header, frame.payload.data(), sizeof header);
+  QueryBatch batch;
+  batch.rank = header[0];
+  const std::uint32_t count = header[1];
+  const std::uint32_t version = header[2];
+  const std::uint32_t record_bytes = header[3];
+  if (version != kQueriesVersion) {
+    return MakeError(ErrorKind::kProtocol, "QUERIES layout version " + std::to_string(version) +
+                                               " (this dlbench reads version " +
+                                               std::to_string(kQueriesVersion) + ")");
+  }
+  if (record_bytes < sizeof(QueryRecord) || record_bytes > kMaxQueryRecordBytes) {
+    return MakeError(ErrorKind::kProtocol, "QUERIES record size " + std::to_string(record_bytes) +
+                                               " bytes (expected " + std::to_string(sizeof(QueryRecord)) +
+                                               " to " + std::to_string(kMaxQueryRecordBytes) + ")");
+  }
+  // 64-bit arithmetic: count x record_bytes cannot overflow (both below 2^32).
+  const std::uint64_t expected = kQueriesHeaderBytes + static_cast<std::uint64_t>(count) * record_bytes;
+  if (frame.payload.size() != expected) {
+    return MakeError(ErrorKind::kProtocol,
+                     "QUERIES frame length does not match its record count " + std::to_string(count));
+  }
+  batch.records.resize(count);
+  for (std::uint32_t i = 0; i < count; ++i) {
+    QueryRecord& r = batch.records[i];
+    std::memcpy(&r, frame.payload.data() + kQueriesHeaderBytes + static_cast<std::size_t>(i) * record_bytes,
+                sizeof(QueryRecord));
+    const std::string problem = QueryRecordProblem(r);
+    if (!problem.empty()) {
+      return MakeError(ErrorKind::kProtocol, "query " + std::to_string(r.query_id) + " " + problem);
     }
   }
   return batch;

@@ -2,8 +2,10 @@
 //
 // A stream of frames in each direction over a dedicated pipe pair. A frame is
 //   u32 payload_length | u16 type | u16 reserved (0) | payload
-// all little-endian. Payloads are UTF-8 JSON objects except STEPS, which is binary so that a
-// runner can record a step in tens of nanoseconds: u32 rank | u32 count | count x StepRecord.
+// all little-endian. Payloads are UTF-8 JSON objects except STEPS and QUERIES, which are binary so
+// that a runner can record a step or a query in tens of nanoseconds:
+//   STEPS:   u32 rank | u32 count | count x StepRecord
+//   QUERIES: u32 rank | u32 count | u32 version | u32 record_bytes | count x QueryRecord
 #pragma once
 
 #include <cstdint>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "record/query.h"
 #include "record/step.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -35,6 +38,7 @@ enum class MessageType : std::uint16_t {
   kError = 7,      // runner -> orchestrator, JSON: {kind: oom|invalid|unsupported|internal, message}
   kDone = 8,       // runner -> orchestrator, JSON: the runner ends normally; nothing follows
   kStop = 9,       // orchestrator -> runner, JSON: stop stepping, flush, report, send DONE
+  kQueries = 10,   // runner -> orchestrator, binary: a batch of query records (inference under load)
 };
 
 const char* MessageTypeName(MessageType type);
@@ -46,6 +50,15 @@ using record::kHasDataWait;
 using record::StepFieldBits;
 using record::StepRecord;
 
+// Query records travel byte for byte as record::QueryRecord (docs/protocol.md "Query record").
+// The QUERIES payload names its layout version and record size: a version-1 reader accepts
+// records longer than its own (fields appended later, read as the prefix it knows); a different
+// version is a layout it cannot read.
+inline constexpr std::uint32_t kQueriesVersion = 1;
+inline constexpr std::size_t kQueriesHeaderBytes = 16;
+inline constexpr std::uint32_t kMaxQueryRecordBytes = 4096;
+using record::QueryRecord;
+
 struct Frame {
   MessageType type = MessageType::kHello;
   std::string payload;
@@ -55,12 +68,27 @@ struct Frame {
 void AppendJsonFrame(std::string& out, MessageType type, const nlohmann::json& body);
 void AppendStepsFrame(std::string& out, std::uint32_t rank, const StepRecord* records, std::size_t count);
 
+// Appends one QUERIES frame (version kQueriesVersion, records of sizeof(QueryRecord) bytes).
+void AppendQueriesFrame(std::string& out, std::uint32_t rank, const QueryRecord* records, std::size_t count);
+
 struct StepBatch {
   std::uint32_t rank = 0;
   std::vector<StepRecord> records;
 };
 
 Result<StepBatch> DecodeSteps(const Frame& frame);
+
+struct QueryBatch {
+  std::uint32_t rank = 0;
+  std::vector<QueryRecord> records;
+};
+
+// Decodes a QUERIES frame. kProtocol for a short or inconsistent payload (length not matching
+// count x record_bytes), another layout version, a record size below sizeof(QueryRecord) or above
+// kMaxQueryRecordBytes, and for a record that cannot be true: issued before scheduled, completed
+// before issued, no samples, a decomposition bit this version does not define, or a negative
+// duration whose bit is set. The message names the query id.
+Result<QueryBatch> DecodeQueries(const Frame& frame);
 Result<nlohmann::json> DecodeJson(const Frame& frame);
 
 // Reassembles frames from a byte stream that arrives in arbitrary pieces.

@@ -73,7 +73,7 @@ class MemoryStore final : public store::ResultStore {
     tags_[tag] = run_id;
     return Status::Ok();
   }
-  Result<std::int64_t> ResolveRun(const std::string& ref) override {
+  Result<std::int64_t> ResolveRunName(const std::string& ref) override {
     if (ref == "latest" && !runs_.empty()) return runs_.rbegin()->first;
     if (tags_.count(ref)) return tags_[ref];
     return MakeError(ErrorKind::kNotFound, "no run " + ref);

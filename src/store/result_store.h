@@ -54,8 +54,13 @@ class ResultStore {
   virtual Result<std::set<std::string>> FinishedCellIds(std::int64_t run_id) = 0;
   // Tags name runs: `dlbench tag 12 baseline`. A tag names one run; setting it again moves it.
   virtual Status SetTag(std::int64_t run_id, const std::string& tag) = 0;
-  // A run id, a tag, or "latest" -> run id. kNotFound with the known tags when nothing matches.
-  virtual Result<std::int64_t> ResolveRun(const std::string& ref) = 0;
+  // A run reference -> run id: an id, a tag, "latest", "previous" (the run before the latest),
+  // or any of these followed by ~N, the run N places before it in id order ("latest~2",
+  // "baseline~1"). kNotFound with the known tags when nothing matches or too few runs come
+  // before; kInvalidInput for a malformed ~N. Defined in run_ref.cc over ResolveRunName.
+  Result<std::int64_t> ResolveRun(const std::string& ref);
+  // A run id, a tag, or "latest" (no ~N) -> run id, as ResolveRun says.
+  virtual Result<std::int64_t> ResolveRunName(const std::string& name) = 0;
   // Every stored cell with this key, oldest run first, with its run (for trends and estimates).
   virtual Result<std::vector<std::pair<RunRecord, CellRecord>>> CellHistory(const std::string& key) = 0;
   virtual std::string Describe() const = 0;  // "sqlite:/path/to/dlbench.db"

@@ -164,8 +164,13 @@ Status ValidateTagName(const std::string& tag) {
     return MakeError(ErrorKind::kInvalidInput,
                      "tag '" + tag + "' is all digits, which would read as a run id");
   }
-  if (tag == "latest") {
-    return MakeError(ErrorKind::kInvalidInput, "'latest' is reserved: it always names the newest run");
+  if (tag == "latest" || tag == "previous") {
+    return MakeError(ErrorKind::kInvalidInput,
+                     "'" + tag + "' is reserved: it always names the " +
+                         (tag == "latest" ? "newest run" : "run before the newest"));
+  }
+  if (tag.find('~') != std::string::npos) {
+    return MakeError(ErrorKind::kInvalidInput, "tag '" + tag + "' holds '~', which would read as RUN~N");
   }
   return Status::Ok();
 }
@@ -611,7 +616,7 @@ Status SqliteStore::SetTag(std::int64_t run_id, const std::string& tag) {
   return tx->Commit();
 }
 
-Result<std::int64_t> SqliteStore::ResolveRun(const std::string& ref) {
+Result<std::int64_t> SqliteStore::ResolveRunName(const std::string& ref) {
   if (ref.empty())
     return MakeError(ErrorKind::kInvalidInput, "an empty run reference (expected an id, a tag or 'latest')");
   if (ref == "latest") {

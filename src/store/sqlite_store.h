@@ -66,7 +66,7 @@ class SqliteStore final : public ResultStore {
   Result<std::set<std::string>> FinishedCellIds(std::int64_t run_id) override;
   // Tag names are non-empty, not all digits (those are run ids) and not "latest": kInvalidInput.
   Status SetTag(std::int64_t run_id, const std::string& tag) override;
-  Result<std::int64_t> ResolveRun(const std::string& ref) override;
+  Result<std::int64_t> ResolveRunName(const std::string& ref) override;
   // Cells carry their metrics, not their steps or series.
   Result<std::vector<std::pair<RunRecord, CellRecord>>> CellHistory(const std::string& key) override;
   std::string Describe() const override;

@@ -335,6 +335,42 @@ TEST_F(SqliteStoreTest, RejectedCellsLeaveNothingBehind) {
   EXPECT_EQ(store_->GetCells(run_id + 1, CellQuery{}).error().kind, ErrorKind::kNotFound);
 }
 
+TEST_F(SqliteStoreTest, ResolveRunCountsBackWithTildeAndPrevious) {
+  const std::int64_t a = Begin(MakeRun("a"));
+  const std::int64_t b = Begin(MakeRun("b"));
+  const std::int64_t c = Begin(MakeRun("c"));
+  ASSERT_TRUE(store_->SetTag(b, "nightly").ok());
+  EXPECT_EQ(*store_->ResolveRun("latest~1"), b);
+  EXPECT_EQ(*store_->ResolveRun("previous"), b);
+  EXPECT_EQ(*store_->ResolveRun("latest~2"), a);
+  EXPECT_EQ(*store_->ResolveRun("nightly~1"), a);
+  EXPECT_EQ(*store_->ResolveRun(std::to_string(c) + "~2"), a);
+  struct Miss {
+    std::string ref;
+    ErrorKind kind;
+    std::string message_part;
+  };
+  const Miss misses[] = {
+      {"latest~3", ErrorKind::kNotFound, "2 runs come before run 3"},
+      {"nightly~2", ErrorKind::kNotFound, "1 run comes before run 2"},
+      {"latest~0", ErrorKind::kInvalidInput, "expected RUN~N"},
+      {"latest~", ErrorKind::kInvalidInput, "expected RUN~N"},
+      {"latest~x", ErrorKind::kInvalidInput, "expected RUN~N"},
+      {"latest~-1", ErrorKind::kInvalidInput, "expected RUN~N"},
+      {"latest~99999999999", ErrorKind::kInvalidInput, "expected RUN~N"},
+      {"~1", ErrorKind::kInvalidInput, "expected RUN~N"},
+      {"previous~1", ErrorKind::kInvalidInput, "write latest~N"},
+      {"ghost~1", ErrorKind::kNotFound, "known tags: nightly"},
+  };
+  for (const Miss& m : misses) {
+    auto r = store_->ResolveRun(m.ref);
+    ASSERT_FALSE(r.ok()) << m.ref;
+    EXPECT_EQ(r.error().kind, m.kind) << m.ref;
+    EXPECT_NE(r.error().message.find(m.message_part), std::string::npos)
+        << m.ref << ": " << r.error().message;
+  }
+}
+
 TEST_F(SqliteStoreTest, ResolveRunByIdTagAndLatest) {
   auto none = store_->ResolveRun("latest");
   ASSERT_FALSE(none.ok());
@@ -371,7 +407,7 @@ TEST_F(SqliteStoreTest, ResolveRunByIdTagAndLatest) {
     EXPECT_EQ(r.error().kind, m.kind) << m.ref;
     EXPECT_NE(r.error().message.find(m.message_part), std::string::npos) << r.error().message;
   }
-  for (const char* bad_tag : {"", "42", "latest"}) {
+  for (const char* bad_tag : {"", "42", "latest", "previous", "v1~2"}) {
     Status s = store_->SetTag(a, bad_tag);
     ASSERT_FALSE(s.ok()) << bad_tag;
     EXPECT_EQ(s.error().kind, ErrorKind::kInvalidInput) << bad_tag;

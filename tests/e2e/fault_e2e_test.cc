@@ -14,6 +14,7 @@
 
 #include "e2e_sqlite.h"
 #include "e2e_util.h"
+#include "orchestrator/run_folder.h"
 #include "record/progress.h"
 #include "store/result_store.h"
 
@@ -114,7 +115,11 @@ TEST(FaultE2E, AnEarlyIoFailureMarksTheRunFailed) {
   WriteText(matrix, "runner: null\nmatrix:\n  step_ms: [1]\n  virtual_time: [true]\n");
   auto run = Dlbench({"run", matrix, "--out", "/proc/1", "--no-monitor"}, dir, db);
   EXPECT_EQ(run.exit_code, 4) << run.err;
-  EXPECT_NE(run.err.find("/proc/1/run-1"), std::string::npos) << run.err;
+  EXPECT_NE(
+      run.err.find("/proc/1/" +
+                   orchestrator::StoreFolderName(std::filesystem::weakly_canonical(db).string()) + "/run-1"),
+      std::string::npos)
+      << run.err;
   EXPECT_NE(run.err.find("run 1 is marked failed"), std::string::npos) << run.err;
   EXPECT_EQ(StatusOf(db, 1), record::RunStatus::kFailed);
 }
@@ -182,11 +187,13 @@ TEST(FaultE2E, CtrlCWithAHungRunnerStopsWithinAboutTwoSeconds) {
   Subprocess run = StartRun({"run", matrix, "--out", dir / "out", "--no-monitor"}, db, dir, "run");
   // The first cell's runner hangs once its STOP arrived: its log says so.
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (Text(dir / "out/run-1/cell-0000.stderr.log").find("hanging") == std::string::npos &&
-         std::chrono::steady_clock::now() < give_up) {
+  const std::string log =
+      dir / ("out/" + orchestrator::StoreFolderName(std::filesystem::weakly_canonical(db).string()) +
+             "/run-1/cell-0000.stderr.log");
+  while (Text(log).find("hanging") == std::string::npos && std::chrono::steady_clock::now() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  ASSERT_NE(Text(dir / "out/run-1/cell-0000.stderr.log").find("hanging"), std::string::npos);
+  ASSERT_NE(Text(log).find("hanging"), std::string::npos);
   const auto t0 = std::chrono::steady_clock::now();
   ::kill(run.pid(), SIGINT);
   const ExitStatus st = run.Wait();

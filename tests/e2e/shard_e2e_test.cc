@@ -200,7 +200,9 @@ measure:
   ASSERT_EQ(shard.process.Wait().code, 130) << Text(shard.err);
   const std::string err = Text(shard.err);
   const std::string hint = LineWith(err, "continue with: ");
-  ASSERT_NE(hint.find("dlbench run "), std::string::npos) << err;
+  // The hint names the database it was run on, so that pasting it works.
+  ASSERT_NE(hint.find("dlbench --db " + db + " run "), std::string::npos) << err;
+  EXPECT_NE(err.find("Details: dlbench --db " + db + " show 1"), std::string::npos) << err;
   EXPECT_EQ(hint.find("--shard"), std::string::npos) << "the run stored its shard; the hint needs none:\n"
                                                      << err;
   EXPECT_EQ(hint.substr(hint.size() - 11), " --resume 1") << err;

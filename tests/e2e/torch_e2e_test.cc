@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "e2e_util.h"
 #include "record/metrics.h"
@@ -11,6 +12,29 @@
 
 namespace dlbench::e2e {
 namespace {
+
+// `dlbench models` prints what the runner builds at standard sizes: the parameter counts are
+// torchvision's and Hugging Face's exactly (runners/torch/models/zoo_test.cc says why).
+TEST(TorchE2E, ModelsListsTheZooWithParametersAndFlops) {
+  TempDir dir("models");
+  auto json = Dlbench({"models", "--json"}, dir, dir / "r.db");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json models = nlohmann::json::parse(json.out);
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& m : models) by_name[m["model"].get<std::string>()] = m;
+  ASSERT_EQ(by_name.size(), 4u) << json.out;
+  EXPECT_EQ(by_name["resnet50"]["parameters"], 25'557'032);
+  EXPECT_EQ(by_name["mobilenet_v2"]["parameters"], 3'504'872);
+  EXPECT_EQ(by_name["bert_base"]["parameters"], 109'483'778);
+  EXPECT_NEAR(by_name["resnet50"]["forward_flops_per_sample"].get<double>() / 2e9, 4.089, 0.02 * 4.089);
+  EXPECT_DOUBLE_EQ(by_name["resnet50"]["train_flops_per_sample"].get<double>(),
+                   3 * by_name["resnet50"]["forward_flops_per_sample"].get<double>());
+  EXPECT_EQ(by_name["resnet50"]["sizes"]["image_size"], 224);
+  auto table = Dlbench({"models"}, dir, dir / "r.db");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("25.56 M"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("bert_base"), std::string::npos) << table.out;
+}
 
 TEST(TorchE2E, FourModelsTrainAndInferThroughDlbenchRun) {
   TempDir dir("torch");

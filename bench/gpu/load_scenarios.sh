@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Issue 11's GPU evidence (docs/load.md): builds the GPU tree (scripts/build-gpu.sh), runs the
+# torch runner's load tests, drives dlbench-torch's four load scenarios on cuda:0 through
+# bench/gpu/load_driver.py (single_stream p90 for ResNet-50, MobileNetV2, BERT-base and SSD at
+# bs1 bf16 with the host-to-device decomposition, ResNet-50 device-resident, multi_stream, the
+# server at two rates under a 10 ms bound, offline bs256 next to back-to-back infer bs256), and
+# the load generator's overhead benchmark. Results go to $OUT (or ./load-evidence-out): at most
+# six files.
+# Usage: bench/gpu/load_scenarios.sh [--skip-build]
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+LOGS="${OUT:-$ROOT/load-evidence-out}"
+mkdir -p "$LOGS"
+BUILD="${BUILD_DIR:-$ROOT/build-gpu}"
+export BUILD_DIR="$BUILD"
+if [ "${1:-}" != "--skip-build" ]; then
+  "$ROOT/scripts/build-gpu.sh" > "$LOGS/build.log" 2>&1 || { tail -40 "$LOGS/build.log"; exit 1; }
+  tail -3 "$LOGS/build.log"
+fi
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.limit --format=csv > "$LOGS/gpu.txt" 2>&1 || true
+ctest --test-dir "$BUILD" -R 'TorchLoad|LoadGenerator|DynamicBatcher|QueriesWire' --output-on-failure \
+  > "$LOGS/ctest-load.log" 2>&1
+echo "ctest (load): exit $?"; tail -3 "$LOGS/ctest-load.log"
+python3 "$ROOT/bench/gpu/load_driver.py" --runner "$BUILD/bin/dlbench-torch" --json "$LOGS/load-cells.json" \
+  2> "$LOGS/load-cells.txt" > /dev/null
+echo "load_driver.py: exit $?"; cat "$LOGS/load-cells.txt"
+if [ -x "$BUILD/bin/dlbench-bench-load" ]; then
+  "$BUILD/bin/dlbench-bench-load" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+    > "$LOGS/bench-load.txt" 2>&1
+  echo "dlbench-bench-load: exit $?"; tail -12 "$LOGS/bench-load.txt"
+fi

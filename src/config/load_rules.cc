@@ -1,0 +1,155 @@
+#include "config/load_rules.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "config/registry.h"
+
+namespace dlbench::config {
+namespace {
+
+struct KeyRule {
+  const char* key;
+  std::vector<std::string> scenarios;  // empty: every scenario
+};
+
+const std::vector<KeyRule>& KeyRules() {
+  static const std::vector<KeyRule> rules = {
+      {"target_qps", {"server"}},
+      {"latency_bound_ms", {"server"}},
+      {"latency_percentile", {"single_stream", "multi_stream", "server"}},
+      {"samples_per_query", {"multi_stream"}},
+      {"query_interval_ms", {"multi_stream"}},
+      {"max_batch", {"server"}},
+      {"batch_timeout_us", {"server"}},
+      {"streams", {"server"}},
+      {"offline_samples", {"offline"}},
+      {"min_queries", {}},
+      {"early_stopping_confidence", {}},
+      {"sample_library_size", {}},
+      {"input_residency", {}},
+  };
+  return rules;
+}
+
+std::string Join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) out += (i > 0 ? sep : "") + parts[i];
+  return out;
+}
+
+std::string Text(const Value& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+// The mark of `key` among a mapping's keys.
+std::optional<YAML::Mark> KeyMark(const YAML::Node& map, const std::string& key) {
+  if (!map.IsMap()) return std::nullopt;
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    const YAML::Node k = it->first;
+    if (k.IsScalar() && k.Scalar() == key) return k.Mark();
+  }
+  return std::nullopt;
+}
+
+// Where `key` of this cell is written: the first include entry that sets it (and, when the entry
+// names a load, names this cell's), else the matrix axis, else the start of the file.
+YAML::Mark Locate(const YAML::Node& root, const Combination& cell, const std::string& key) {
+  const YAML::Node include = root.IsMap() ? root["include"] : YAML::Node();
+  if (include && include.IsSequence()) {
+    const auto load = cell.find("load");
+    for (const YAML::Node& entry : include) {
+      auto mark = KeyMark(entry, key);
+      if (!mark) continue;
+      const YAML::Node entry_load = entry["load"];
+      if (load != cell.end() && entry_load && entry_load.IsScalar() &&
+          entry_load.Scalar() != Text(load->second)) {
+        continue;
+      }
+      return *mark;
+    }
+  }
+  if (root.IsMap()) {
+    if (auto mark = KeyMark(root["matrix"], key)) return *mark;
+  }
+  return YAML::Mark();
+}
+
+std::string CellKeyText(const Combination& cell) {
+  std::string key;
+  for (const auto& [name, value] : cell) key += (key.empty() ? "" : ",") + name + "=" + FormatValue(value);
+  return key;
+}
+
+}  // namespace
+
+std::vector<LoadRuleViolation> CheckLoadCell(const Combination& cell) {
+  std::vector<LoadRuleViolation> out;
+  const auto load_it = cell.find("load");
+  const bool has_load = load_it != cell.end() && !load_it->second.is_null();
+  if (!has_load) {
+    for (const KeyRule& rule : KeyRules()) {
+      if (cell.count(rule.key)) {
+        out.push_back({rule.key, "applies only with load (this cell has none: it runs steps back to back)"});
+      }
+    }
+    return out;
+  }
+  const std::string load = Text(load_it->second);
+  const auto scenario = cell.find("scenario");
+  if (scenario == cell.end()) {
+    out.push_back({"load", "needs scenario: infer (this cell's scenario is the default, train)"});
+  } else if (Text(scenario->second) != "infer") {
+    out.push_back({"load", "needs scenario: infer (this cell's scenario is " + Text(scenario->second) + ")"});
+  }
+  for (const KeyRule& rule : KeyRules()) {
+    if (!cell.count(rule.key) || rule.scenarios.empty()) continue;
+    if (std::find(rule.scenarios.begin(), rule.scenarios.end(), load) != rule.scenarios.end()) continue;
+    out.push_back({rule.key, "applies only with load: " + Join(rule.scenarios, ", ") +
+                                 " (this cell's load is " + load + ")"});
+  }
+  if (load == "server" && !cell.count("target_qps")) {
+    out.push_back({"load", "server needs target_qps (a rate in queries/s, or max to search for the peak)"});
+  }
+  const auto qps = cell.find("target_qps");
+  if (load == "server" && qps != cell.end() && qps->second == "max" && !cell.count("latency_bound_ms")) {
+    out.push_back(
+        {"target_qps", "max needs latency_bound_ms (the bound the peak's latency must stay within)"});
+  }
+  return out;
+}
+
+Status CheckLoadRules(const Matrix& matrix, const std::vector<Combination>& cells) {
+  std::vector<std::tuple<int, int, std::string>> errors;
+  std::set<std::pair<std::string, std::string>> seen;  // (position, message) reported once
+  std::optional<YAML::Node> root;
+  for (const Combination& cell : cells) {
+    for (const LoadRuleViolation& v : CheckLoadCell(cell)) {
+      if (!root) {
+        try {
+          root = YAML::Load(matrix.text);
+        } catch (const YAML::Exception&) {
+          root = YAML::Node();
+        }
+      }
+      const YAML::Mark mark = Locate(*root, cell, v.key);
+      const int line = mark.is_null() ? 1 : mark.line + 1;
+      const int column = mark.is_null() ? 1 : mark.column + 1;
+      const std::string where = std::to_string(line) + ":" + std::to_string(column);
+      if (!seen.insert({where + v.key, v.message}).second) continue;
+      errors.emplace_back(line, column,
+                          matrix.path + ":" + where + ": error: " + v.key + ": " + v.message + " (cell '" +
+                              CellKeyText(cell) + "')");
+    }
+  }
+  if (errors.empty()) return Status::Ok();
+  std::stable_sort(errors.begin(), errors.end(), [](const auto& a, const auto& b) {
+    return std::tie(std::get<0>(a), std::get<1>(a)) < std::tie(std::get<0>(b), std::get<1>(b));
+  });
+  std::string message;
+  for (const auto& e : errors) message += (message.empty() ? "" : "\n") + std::get<2>(e);
+  return MakeError(ErrorKind::kInvalidInput, message);
+}
+
+}  // namespace dlbench::config

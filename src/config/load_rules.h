@@ -1,0 +1,35 @@
+// The cross-key rules of inference under load (docs/load.md "Validity"): which load keys apply to
+// which scenario, and what a scenario needs. Each key's own type and range are the registry's;
+// these rules need a whole cell, so they are checked per cell of the expanded matrix
+// (plan::Expand) and reported as config errors at the key that breaks them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "config/matrix.h"
+
+namespace dlbench::config {
+
+struct LoadRuleViolation {
+  std::string key;      // the key to point at ("target_qps"; "load" for what the scenario lacks)
+  std::string message;  // "applies only with load: server (this cell's load is single_stream)"
+};
+
+// Every rule one cell's parameters (as written: before defaults) break; empty when none:
+//  - a load key (target_qps, ..., input_residency) without `load`;
+//  - `load` without `scenario: infer`;
+//  - a key that applies to other scenarios only (target_qps, latency_bound_ms, max_batch,
+//    batch_timeout_us, streams: server; samples_per_query, query_interval_ms: multi_stream;
+//    offline_samples: offline; latency_percentile: not offline);
+//  - `load: server` without target_qps; `target_qps: max` without latency_bound_ms.
+std::vector<LoadRuleViolation> CheckLoadCell(const Combination& cell);
+
+// CheckLoadCell over a matrix's cells (plan::ExpandCombinations' output). kInvalidInput with one
+// line per distinct violation, sorted by position, "FILE:LINE:COL: error: KEY: message (cell
+// 'KEY')", the position being where the key is written (its include entry or its axis; `load`'s
+// for a missing key), found in the matrix's own text.
+Status CheckLoadRules(const Matrix& matrix, const std::vector<Combination>& cells);
+
+}  // namespace dlbench::config

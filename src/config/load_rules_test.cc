@@ -1,0 +1,174 @@
+#include "config/load_rules.h"
+
+#include <gtest/gtest.h>
+
+#include "config/registry.h"
+
+namespace dlbench::config {
+namespace {
+
+Combination Cell(std::initializer_list<std::pair<const std::string, Value>> kv) { return Combination(kv); }
+
+std::vector<std::string> Keys(const std::vector<LoadRuleViolation>& v) {
+  std::vector<std::string> keys;
+  for (const auto& x : v) keys.push_back(x.key);
+  return keys;
+}
+
+TEST(LoadRulesTest, ValidCellsPass) {
+  EXPECT_TRUE(CheckLoadCell(Cell({{"model", "m"}})).empty());
+  EXPECT_TRUE(
+      CheckLoadCell(Cell({{"scenario", "infer"}, {"load", "single_stream"}, {"min_queries", 100}})).empty());
+  EXPECT_TRUE(CheckLoadCell(Cell({{"scenario", "infer"},
+                                  {"load", "server"},
+                                  {"target_qps", "max"},
+                                  {"latency_bound_ms", 10.0},
+                                  {"max_batch", 8},
+                                  {"streams", 2}}))
+                  .empty());
+  EXPECT_TRUE(CheckLoadCell(Cell({{"scenario", "infer"}, {"load", "multi_stream"}, {"samples_per_query", 4}}))
+                  .empty());
+  EXPECT_TRUE(
+      CheckLoadCell(Cell({{"scenario", "infer"}, {"load", "offline"}, {"offline_samples", 1000}})).empty());
+}
+
+TEST(LoadRulesTest, EachRuleOnItsCase) {
+  struct Case {
+    Combination cell;
+    std::vector<std::string> keys;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {Cell({{"target_qps", 100.0}}), {"target_qps"}, "applies only with load (this cell has none"},
+      {Cell({{"load", "single_stream"}}),
+       {"load"},
+       "needs scenario: infer (this cell's scenario is the default"},
+      {Cell({{"load", "single_stream"}, {"scenario", "train"}}), {"load"}, "scenario is train"},
+      {Cell({{"scenario", "infer"}, {"load", "single_stream"}, {"target_qps", 100.0}}),
+       {"target_qps"},
+       "applies only with load: server (this cell's load is single_stream)"},
+      {Cell({{"scenario", "infer"}, {"load", "server"}}), {"load"}, "server needs target_qps"},
+      {Cell({{"scenario", "infer"}, {"load", "server"}, {"target_qps", "max"}}),
+       {"target_qps"},
+       "max needs latency_bound_ms"},
+      {Cell({{"scenario", "infer"}, {"load", "offline"}, {"latency_percentile", 0.9}}),
+       {"latency_percentile"},
+       "single_stream, multi_stream, server"},
+      {Cell({{"scenario", "infer"}, {"load", "server"}, {"target_qps", 5.0}, {"samples_per_query", 4}}),
+       {"samples_per_query"},
+       "applies only with load: multi_stream"},
+  };
+  for (const Case& c : cases) {
+    const auto v = CheckLoadCell(c.cell);
+    EXPECT_EQ(Keys(v), c.keys);
+    ASSERT_FALSE(v.empty());
+    EXPECT_NE(v[0].message.find(c.message), std::string::npos) << v[0].message;
+  }
+}
+
+TEST(LoadRulesTest, MatrixErrorsPointAtTheKeyInTheFile) {
+  const std::string text =
+      "runner: torch\n"                    // 1
+      "matrix:\n"                          // 2
+      "  model: resnet50\n"                // 3
+      "  scenario: infer\n"                // 4
+      "  load: [single_stream, server]\n"  // 5
+      "  target_qps: 100\n"                // 6
+      "include:\n"                         // 7
+      "  - load: server\n"                 // 8
+      "    latency_bound_ms: 10\n";        // 9
+  auto matrix = ParseMatrix(text, "m.yaml");
+  ASSERT_TRUE(matrix.ok()) << matrix.error().message;
+  const std::vector<Combination> cells = {
+      Cell({{"model", "resnet50"}, {"scenario", "infer"}, {"load", "single_stream"}, {"target_qps", 100.0}}),
+      Cell({{"model", "resnet50"},
+            {"scenario", "infer"},
+            {"load", "server"},
+            {"target_qps", 100.0},
+            {"latency_bound_ms", 10.0}}),
+  };
+  const Status st = CheckLoadRules(*matrix, cells);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().kind, ErrorKind::kInvalidInput);
+  EXPECT_EQ(
+      st.error().message,
+      "m.yaml:6:3: error: target_qps: applies only with load: server (this cell's load is single_stream) "
+      "(cell 'load=single_stream,model=resnet50,scenario=infer,target_qps=100.0')");
+}
+
+TEST(LoadRulesTest, IncludeEntriesAreLocatedAndDuplicatesReportedOnce) {
+  const std::string text =
+      "runner: torch\n"         // 1
+      "matrix:\n"               // 2
+      "  model: [a, b]\n"       // 3
+      "  scenario: infer\n"     // 4
+      "include:\n"              // 5
+      "  - load: server\n"      // 6
+      "    target_qps: max\n";  // 7
+  auto matrix = ParseMatrix(text, "m.yaml");
+  ASSERT_TRUE(matrix.ok()) << matrix.error().message;
+  std::vector<Combination> cells;
+  for (const char* model : {"a", "b"}) {
+    cells.push_back(
+        Cell({{"model", model}, {"scenario", "infer"}, {"load", "server"}, {"target_qps", "max"}}));
+  }
+  const Status st = CheckLoadRules(*matrix, cells);
+  ASSERT_FALSE(st.ok());
+  // One line per place and message, not one per cell.
+  EXPECT_EQ(st.error().message.find("\n"), std::string::npos) << st.error().message;
+  EXPECT_EQ(st.error().message.rfind("m.yaml:7:5: error: target_qps: max needs latency_bound_ms", 0), 0u)
+      << st.error().message;
+  EXPECT_TRUE(CheckLoadRules(*matrix, {Cell({{"model", "a"}})}).ok());
+}
+
+TEST(LoadRulesTest, RegistryTypesTheLoadKeys) {
+  const ParamSpec* qps = FindParam("target_qps", ParamSection::kCell);
+  ASSERT_NE(qps, nullptr);
+  EXPECT_EQ(*ParseParamText(*qps, "max"), Value("max"));
+  EXPECT_EQ(*ParseParamText(*qps, "250"), Value(250.0));
+  EXPECT_TRUE(ValidateParamValue(*qps, Value("max")).ok());
+  const auto bad = ParseParamText(*qps, "fast");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "expected a number > 0 and <= 1000000000 or max (got 'fast')");
+  EXPECT_FALSE(ParseParamText(*qps, "0").ok());
+  const ParamSpec* bound = FindParam("latency_bound_ms", ParamSection::kCell);
+  ASSERT_NE(bound, nullptr);
+  const auto zero = ParseParamText(*bound, "0");
+  ASSERT_FALSE(zero.ok());
+  EXPECT_EQ(zero.error().message, "expected a number > 0 and <= 10000000 (got '0')");
+  EXPECT_FALSE(ParseParamText(*bound, "-3").ok());
+  EXPECT_FALSE(ParseParamText(*FindParam("load", ParamSection::kCell), "burst").ok());
+  // No load key has a constant default: cells without `load` keep their keys and labels.
+  for (const char* key :
+       {"load", "target_qps", "latency_bound_ms", "samples_per_query", "max_batch", "batch_timeout_us",
+        "streams", "offline_samples", "min_queries", "early_stopping_confidence", "sample_library_size",
+        "input_residency", "latency_percentile", "query_interval_ms"}) {
+    const ParamSpec* spec = FindParam(key, ParamSection::kCell);
+    ASSERT_NE(spec, nullptr) << key;
+    EXPECT_FALSE(spec->default_value.has_value()) << key;
+    // The torch runner's until another runner serves queries (docs/load.md "Parameters").
+    EXPECT_EQ(spec->scope, Scope::kTorch) << key;
+  }
+}
+
+TEST(LoadRulesTest, MatrixValueErrorsComeWithTheirPosition) {
+  auto m = ParseMatrix(
+      "runner: torch\nmatrix:\n  model: resnet50\n  scenario: infer\n  load: server\n  target_qps: 100\n"
+      "  latency_bound_ms: 0\n",
+      "m.yaml");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().message,
+            "m.yaml:7:21: error: latency_bound_ms: expected a number > 0 and <= 10000000 (got '0')");
+}
+
+// The null runner measures steps whatever its cell says: a load cell there would be steps under a
+// load label, so the keys are refused for it.
+TEST(LoadRulesTest, TheNullRunnerRefusesTheLoadKeys) {
+  auto m = ParseMatrix("runner: null\nmatrix:\n  scenario: infer\n  load: single_stream\n", "m.yaml");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().message,
+            "m.yaml:4:3: error: load: valid only with runner torch (this matrix's runner is null)");
+}
+
+}  // namespace
+}  // namespace dlbench::config

@@ -1,0 +1,162 @@
+// The command line as a newcomer meets it (issue 18), through the real binary: `--db` before or
+// after the subcommand, every error line starting with the subcommand, options whose unit changed
+// refused with what to write instead, and `run --fail-on-invalid` for CI. Step times are virtual
+// (virtual_time: true), so verdicts do not depend on this machine's speed.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "e2e_sqlite.h"
+#include "e2e_util.h"
+
+namespace dlbench::e2e {
+namespace {
+
+// One valid cell (no jitter) and one that cannot reach its confidence target (lognormal jitter
+// of 100% against a 1% target in one simulated second).
+constexpr char kTwoVerdicts[] = R"(name: verdicts
+runner: null
+matrix:
+  jitter_pct: [0, 100]
+  jitter_dist: lognormal
+  step_ms: 1
+  virtual_time: true
+measure:
+  min_steps: 20
+  min_time_s: 0.5
+  max_time_s: 1.0
+  target_rel_ci: 0.01
+)";
+
+CommandResult Raw(const std::vector<std::string>& args, const TempDir& dir) {
+  std::vector<std::string> argv = {Bin("dlbench")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv, dir);
+}
+
+TEST(CliE2E, TheDbOptionGoesBeforeOrAfterTheSubcommand) {
+  TempDir dir("cli_db");
+  const std::string matrix = dir / "m.yaml", db = dir / "after.db";
+  WriteText(matrix,
+            "runner: null\nmatrix:\n  step_ms: 1\n  virtual_time: true\n"
+            "measure: {min_steps: 20, min_time_s: 0.1, max_time_s: 0.5}\n");
+  auto run = Raw({"run", matrix, "--db", db, "--out", dir / "out", "--no-monitor"}, dir);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(Cells(db, 1).size(), 1u);
+  auto after = Raw({"runs", "--db", db}, dir);
+  EXPECT_EQ(after.exit_code, 0) << after.err;
+  EXPECT_NE(after.out.find("completed"), std::string::npos) << after.out;
+  auto before = Raw({"--db", db, "show", "1"}, dir);
+  EXPECT_EQ(before.exit_code, 0) << before.err;
+  EXPECT_NE(before.out.find("run 1"), std::string::npos) << before.out;
+}
+
+TEST(CliE2E, EveryErrorLineStartsWithTheSubcommand) {
+  TempDir dir("cli_errors");
+  const std::string db = dir / "r.db";
+  auto unknown_option = Raw({"--db", db, "show", "--colour"}, dir);
+  EXPECT_EQ(unknown_option.exit_code, 2);
+  EXPECT_EQ(unknown_option.err.rfind("dlbench show: ", 0), 0u) << unknown_option.err;
+  auto no_such_run = Raw({"--db", db, "show", "7"}, dir);
+  EXPECT_EQ(no_such_run.exit_code, 2);
+  EXPECT_EQ(no_such_run.err.rfind("dlbench show: not found: ", 0), 0u) << no_such_run.err;
+  auto bad_shard = Raw({"--db", db, "plan", dir / "m.yaml", "--shard", "3/2"}, dir);
+  EXPECT_EQ(bad_shard.exit_code, 2);
+  EXPECT_EQ(bad_shard.err.rfind("dlbench plan: ", 0), 0u) << bad_shard.err;
+  // What is wrong in a matrix file is a compiler-style diagnostic that starts with the file (an
+  // editor jumps to it), not with the subcommand.
+  auto missing_file = Raw({"--db", db, "run", dir / "absent.yaml"}, dir);
+  EXPECT_EQ(missing_file.exit_code, 2);
+  EXPECT_EQ(missing_file.err.rfind(dir / "absent.yaml" + ": error: ", 0), 0u) << missing_file.err;
+  auto no_subcommand = Raw({"--db", db}, dir);
+  EXPECT_EQ(no_subcommand.exit_code, 2);
+  EXPECT_EQ(no_subcommand.err.rfind("dlbench: ", 0), 0u) << no_subcommand.err;
+}
+
+// report's and serve's thresholds were fractions where compare's and trend's are percent; the
+// old spellings fail with the new one instead of reading 0.05 as 0.05%.
+TEST(CliE2E, ThresholdsArePercentEverywhereAndTheOldFractionOptionsSaySo) {
+  TempDir dir("cli_thresholds");
+  const std::string db = dir / "r.db";
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"report", "--baseline-threshold", "0.05"}, "write --threshold in percent (0.05 is --threshold 5)"},
+      {{"report", "--saturation-gain", "0.05"}, "write --min-gain in percent (0.05 is --min-gain 5)"},
+      {{"serve", "--regression-threshold", "0.05"}, "write --threshold in percent (0.05 is --threshold 5)"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"--db", db};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    auto r = Raw(args, dir);
+    EXPECT_EQ(r.exit_code, 2) << c.args[1];
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.rfind("dlbench " + c.args[0] + ": ", 0), 0u) << r.err;
+  }
+  for (const std::string sub : {"report", "serve"}) {
+    auto help = Raw({sub, "--help"}, dir);
+    EXPECT_EQ(help.exit_code, 0);
+    EXPECT_NE(help.out.find("--threshold"), std::string::npos) << help.out;
+    EXPECT_NE(help.out.find("percent"), std::string::npos) << help.out;
+    EXPECT_EQ(help.out.find("-threshold FLOAT [0.05]"), std::string::npos) << help.out;
+  }
+}
+
+TEST(CliE2E, FailOnInvalidTurnsANotValidVerdictIntoExitOne) {
+  TempDir dir("cli_fail_on_invalid");
+  const std::string matrix = dir / "m.yaml";
+  WriteText(matrix, kTwoVerdicts);
+  auto plain = Dlbench({"run", matrix, "--out", dir / "out", "--no-monitor"}, dir, dir / "a.db");
+  ASSERT_EQ(plain.exit_code, 0) << plain.out << plain.err;
+  const auto cells = Cells(dir / "a.db", 1);
+  ASSERT_EQ(cells.size(), 2u);
+  int valid = 0;
+  for (const auto& c : cells) {
+    ASSERT_EQ(c.outcome, record::Outcome::kOk) << c.label << ": " << c.message;
+    valid += c.verdict == record::Verdict::kValid ? 1 : 0;
+  }
+  ASSERT_EQ(valid, 1) << "the matrix should give one valid and one not-valid cell";
+  // The summary counts the ok cells by verdict.
+  EXPECT_NE(plain.err.find("2 ok (1 valid, 1 "), std::string::npos) << plain.err;
+
+  auto strict =
+      Dlbench({"run", matrix, "--out", dir / "out", "--no-monitor", "--fail-on-invalid"}, dir, dir / "b.db");
+  EXPECT_EQ(strict.exit_code, 1) << strict.err;
+  EXPECT_NE(strict.err.find("dlbench run: 1 ok cell is not valid (--fail-on-invalid)"), std::string::npos)
+      << strict.err;
+}
+
+// Run references count back (latest~1, previous, TAG~N), and `compare RUN` compares RUN with the
+// run before it.
+TEST(CliE2E, CompareWithOneRunComparesItWithTheRunBefore) {
+  TempDir dir("cli_refs");
+  const std::string matrix = dir / "m.yaml", db = dir / "r.db";
+  WriteText(matrix,
+            "runner: null\nmatrix:\n  step_ms: [1, 2]\n  jitter_pct: 5\n  virtual_time: true\n"
+            "measure: {min_steps: 20, min_time_s: 0.2, max_time_s: 0.5}\n");
+  for (int i = 0; i < 3; ++i) {
+    auto run = Dlbench({"run", matrix, "--out", dir / "out", "--no-monitor"}, dir, db);
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+  }
+  auto one = Dlbench({"compare", "latest", "--format", "json"}, dir, db);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  auto two = Dlbench({"compare", "2", "3", "--format", "json"}, dir, db);
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_EQ(one.out, two.out) << "compare latest is compare latest~1 latest";
+  auto previous = Dlbench({"compare", "previous", "latest", "--format", "json"}, dir, db);
+  EXPECT_EQ(previous.out, two.out);
+  auto back_two = Dlbench({"show", "latest~2"}, dir, db);
+  EXPECT_EQ(back_two.exit_code, 0) << back_two.err;
+  EXPECT_NE(back_two.out.find("run 1"), std::string::npos) << back_two.out;
+  auto too_far = Dlbench({"compare", "1"}, dir, db);
+  EXPECT_EQ(too_far.exit_code, 2) << too_far.err;
+  EXPECT_NE(too_far.err.find("dlbench compare: not found: run reference '1~1': 0 runs come before run 1"),
+            std::string::npos)
+      << too_far.err;
+}
+
+}  // namespace
+}  // namespace dlbench::e2e
