@@ -65,187 +65,186 @@ class ZooWorkload final : public Workload {
       return std::nullopt;
     }
     return options.at("num_classes").get<std::int64_t>();
-    std::vector<torch::Tensor> MakeInputs(std::int64_t samples, torch::Device device, std::uint64_t seed)
-        override {
-      return model_->MakeBatch(samples, device, seed).inputs;
-    }
-    std::vector<torch::Tensor> ForwardInputs(const std::vector<torch::Tensor>& inputs) override {
-      Batch batch;
-      batch.inputs = inputs;
-      return model_->Forward(batch);
-    }
-
-   private:
-    std::shared_ptr<ZooModel> model_;
-    Batch batch_;
-  };
-
-  torch::ScalarType ToScalarType(InputDtype dtype) {
-    switch (dtype) {
-      case InputDtype::kFloat32:
-        return torch::kFloat;
-      case InputDtype::kFloat16:
-        return torch::kHalf;
-      case InputDtype::kBFloat16:
-        return torch::kBFloat16;
-      case InputDtype::kFloat64:
-        return torch::kDouble;
-      case InputDtype::kInt64:
-        return torch::kLong;
-      case InputDtype::kInt32:
-        return torch::kInt;
-      case InputDtype::kInt16:
-        return torch::kShort;
-      case InputDtype::kInt8:
-        return torch::kChar;
-      case InputDtype::kUInt8:
-        return torch::kByte;
-      case InputDtype::kBool:
-        return torch::kBool;
-    }
-    return torch::kFloat;
+  }
+  std::vector<torch::Tensor> MakeInputs(std::int64_t samples, torch::Device device,
+                                        std::uint64_t seed) override {
+    return model_->MakeBatch(samples, device, seed).inputs;
+  }
+  std::vector<torch::Tensor> ForwardInputs(const std::vector<torch::Tensor>& inputs) override {
+    Batch batch;
+    batch.inputs = inputs;
+    return model_->Forward(batch);
   }
 
-  std::vector<torch::Tensor> OutputTensors(const c10::IValue& out) {
-    if (out.isTensor()) return {out.toTensor()};
+ private:
+  std::shared_ptr<ZooModel> model_;
+  Batch batch_;
+};
+
+torch::ScalarType ToScalarType(InputDtype dtype) {
+  switch (dtype) {
+    case InputDtype::kFloat32:
+      return torch::kFloat;
+    case InputDtype::kFloat16:
+      return torch::kHalf;
+    case InputDtype::kBFloat16:
+      return torch::kBFloat16;
+    case InputDtype::kFloat64:
+      return torch::kDouble;
+    case InputDtype::kInt64:
+      return torch::kLong;
+    case InputDtype::kInt32:
+      return torch::kInt;
+    case InputDtype::kInt16:
+      return torch::kShort;
+    case InputDtype::kInt8:
+      return torch::kChar;
+    case InputDtype::kUInt8:
+      return torch::kByte;
+    case InputDtype::kBool:
+      return torch::kBool;
+  }
+  return torch::kFloat;
+}
+
+std::vector<torch::Tensor> OutputTensors(const c10::IValue& out) {
+  if (out.isTensor()) return {out.toTensor()};
+  std::vector<torch::Tensor> tensors;
+  if (out.isTuple()) {
+    for (const c10::IValue& v : out.toTupleRef().elements()) {
+      if (v.isTensor()) tensors.push_back(v.toTensor());
+    }
+  } else if (out.isTensorList()) {
+    for (const torch::Tensor& t : out.toTensorVector()) tensors.push_back(t);
+  } else if (out.isList()) {
+    for (const c10::IValue& v : out.toListRef()) {
+      if (v.isTensor()) tensors.push_back(v.toTensor());
+    }
+  }
+  if (tensors.empty()) {
+    throw std::invalid_argument(
+        fmt::format("the TorchScript model's forward returned {}, not tensors", out.tagKind()));
+  }
+  return tensors;
+}
+
+// A user's scripted module with declared inputs. Training needs forward to return the loss.
+class TorchScriptWorkload final : public Workload {
+ public:
+  TorchScriptWorkload(const TorchScriptSpec& spec, torch::jit::Module module)
+      : spec_(spec), module_(std::move(module)) {}
+
+  std::string name() const override { return kTorchScriptModel; }
+  bool is_convolutional() const override { return false; }
+
+  void Prepare(const TorchCell& cell, torch::Device device, torch::MemoryFormat format,
+               std::uint64_t seed) override {
+    module_.to(device);
+    ParametersToMemoryFormat(Parameters(), format);
+    // Random inputs from their own generator, so the batch depends on the seed alone. Integer
+    // inputs are drawn from {0, 1}: any index-like input (token ids, class ids) is then valid.
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+    inputs_.clear();
+    for (std::size_t i = 0; i < spec_.input_shapes.size(); ++i) {
+      const torch::ScalarType dtype = ToScalarType(spec_.input_dtypes[i]);
+      torch::Tensor t;
+      if (c10::isFloatingType(dtype)) {
+        t = at::randn(spec_.input_shapes[i], gen, torch::TensorOptions().dtype(torch::kFloat)).to(dtype);
+      } else {
+        t = at::randint(0, 2, spec_.input_shapes[i], gen, torch::TensorOptions().dtype(torch::kLong))
+                .to(dtype);
+      }
+      inputs_.emplace_back(ToMemoryFormat(t.to(device), format));
+    }
+    // One probe forward: a model that rejects the declared inputs fails here, as an invalid
+    // cell, not as an internal error in the middle of the measured loop.
+    std::vector<torch::Tensor> outputs;
+    try {
+      torch::NoGradGuard no_grad;
+      outputs = OutputTensors(module_.forward(inputs_));
+    } catch (const c10::OutOfMemoryError&) {
+      throw;
+    } catch (const c10::Error& e) {
+      // Running out of memory is the cell's outcome, not a fault of the declared inputs.
+      if (IsOutOfMemoryMessage(e.what_without_backtrace())) throw;
+      throw std::invalid_argument(fmt::format("the TorchScript model rejected the declared inputs ({}): {}",
+                                              DescribeInputs(), e.what_without_backtrace()));
+    } catch (const std::runtime_error& e) {
+      // The TorchScript interpreter rethrows an op's failure as a plain std::runtime_error that
+      // carries the script's traceback.
+      if (IsOutOfMemoryMessage(e.what())) throw;
+      throw std::invalid_argument(fmt::format("the TorchScript model rejected the declared inputs ({}): {}",
+                                              DescribeInputs(), e.what()));
+    }
+    if (cell.scenario == Scenario::kTrain &&
+        !(outputs.size() == 1 && outputs[0].dim() == 0 && c10::isFloatingType(outputs[0].scalar_type()))) {
+      throw UnsupportedError(
+          "unsupported: training a TorchScript model needs its forward to return the loss as one floating "
+          "scalar tensor; this one returns " +
+          std::to_string(outputs.size()) + " tensor(s) of shape " +
+          fmt::format("{}", fmt::join(outputs[0].sizes().vec(), "x")) + "; use scenario infer");
+    }
+    if (cell.scenario == Scenario::kTrain && Parameters().empty()) {
+      throw UnsupportedError(
+          "unsupported: the TorchScript model has no parameters to train; use scenario infer");
+    }
+  }
+
+  void SetTraining(bool training) override { module_.train(training); }
+  std::vector<torch::Tensor> Forward() override { return OutputTensors(module_.forward(inputs_)); }
+  torch::Tensor Loss(const std::vector<torch::Tensor>& outputs) override { return outputs.at(0); }
+  torch::Tensor PostProcess(const std::vector<torch::Tensor>& outputs) override { return outputs.at(0); }
+  std::optional<double> ForwardFlopsPerSample() const override { return std::nullopt; }
+  nlohmann::json EffectiveOptions() const override {
+    nlohmann::json inputs = nlohmann::json::array();
+    for (std::size_t i = 0; i < spec_.input_shapes.size(); ++i) {
+      inputs.push_back({{"shape", spec_.input_shapes[i]}, {"dtype", InputDtypeName(spec_.input_dtypes[i])}});
+    }
+    return {{"model_path", spec_.path}, {"inputs", inputs}};
+  }
+  std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(std::optional<double> lr) override {
+    return std::make_unique<torch::optim::SGD>(Parameters(),
+                                               torch::optim::SGDOptions(lr.value_or(0.01)).momentum(0.9));
+  }
+  std::string OptimizerName() const override { return "SGD momentum 0.9 (lr 0.01 unless lr is set)"; }
+  std::vector<torch::Tensor> FeedTensors() override {
     std::vector<torch::Tensor> tensors;
-    if (out.isTuple()) {
-      for (const c10::IValue& v : out.toTupleRef().elements()) {
-        if (v.isTensor()) tensors.push_back(v.toTensor());
-      }
-    } else if (out.isTensorList()) {
-      for (const torch::Tensor& t : out.toTensorVector()) tensors.push_back(t);
-    } else if (out.isList()) {
-      for (const c10::IValue& v : out.toListRef()) {
-        if (v.isTensor()) tensors.push_back(v.toTensor());
-      }
-    }
-    if (tensors.empty()) {
-      throw std::invalid_argument(
-          fmt::format("the TorchScript model's forward returned {}, not tensors", out.tagKind()));
-    }
+    for (const c10::IValue& v : inputs_) tensors.push_back(v.toTensor());
     return tensors;
   }
+  std::optional<std::int64_t> NumClasses() const override { return std::nullopt; }
+  std::vector<torch::Tensor> MakeInputs(std::int64_t, torch::Device, std::uint64_t) override {
+    throw UnsupportedError(
+        "unsupported: load scenarios need a zoo model; a TorchScript model's input_shapes do not say which "
+        "dimension is the batch");
+  }
+  std::vector<torch::Tensor> ForwardInputs(const std::vector<torch::Tensor>&) override {
+    throw UnsupportedError("unsupported: load scenarios need a zoo model");
+  }
 
-  // A user's scripted module with declared inputs. Training needs forward to return the loss.
-  class TorchScriptWorkload final : public Workload {
-   public:
-    TorchScriptWorkload(const TorchScriptSpec& spec, torch::jit::Module module)
-        : spec_(spec), module_(std::move(module)) {}
+ private:
+  std::vector<torch::Tensor> Parameters() const {
+    std::vector<torch::Tensor> params;
+    for (const torch::Tensor& p : module_.parameters()) params.push_back(p);
+    return params;
+  }
+  std::string DescribeInputs() const {
+    std::vector<std::string> parts;
+    for (std::size_t i = 0; i < spec_.input_shapes.size(); ++i) {
+      parts.push_back(
+          fmt::format("{} {}", InputDtypeName(spec_.input_dtypes[i]), fmt::join(spec_.input_shapes[i], "x")));
+    }
+    return fmt::format("{}", fmt::join(parts, ", "));
+  }
 
-    std::string name() const override { return kTorchScriptModel; }
-    bool is_convolutional() const override { return false; }
-
-    void Prepare(const TorchCell& cell, torch::Device device, torch::MemoryFormat format,
-                 std::uint64_t seed) override {
-      module_.to(device);
-      ParametersToMemoryFormat(Parameters(), format);
-      // Random inputs from their own generator, so the batch depends on the seed alone. Integer
-      // inputs are drawn from {0, 1}: any index-like input (token ids, class ids) is then valid.
-      auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
-      inputs_.clear();
-      for (std::size_t i = 0; i < spec_.input_shapes.size(); ++i) {
-        const torch::ScalarType dtype = ToScalarType(spec_.input_dtypes[i]);
-        torch::Tensor t;
-        if (c10::isFloatingType(dtype)) {
-          t = at::randn(spec_.input_shapes[i], gen, torch::TensorOptions().dtype(torch::kFloat)).to(dtype);
-        } else {
-          t = at::randint(0, 2, spec_.input_shapes[i], gen, torch::TensorOptions().dtype(torch::kLong))
-                  .to(dtype);
-        }
-        inputs_.emplace_back(ToMemoryFormat(t.to(device), format));
-      }
-      // One probe forward: a model that rejects the declared inputs fails here, as an invalid
-      // cell, not as an internal error in the middle of the measured loop.
-      std::vector<torch::Tensor> outputs;
-      try {
-        torch::NoGradGuard no_grad;
-        outputs = OutputTensors(module_.forward(inputs_));
-      } catch (const c10::OutOfMemoryError&) {
-        throw;
-      } catch (const c10::Error& e) {
-        // Running out of memory is the cell's outcome, not a fault of the declared inputs.
-        if (IsOutOfMemoryMessage(e.what_without_backtrace())) throw;
-        throw std::invalid_argument(fmt::format("the TorchScript model rejected the declared inputs ({}): {}",
-                                                DescribeInputs(), e.what_without_backtrace()));
-      } catch (const std::runtime_error& e) {
-        // The TorchScript interpreter rethrows an op's failure as a plain std::runtime_error that
-        // carries the script's traceback.
-        if (IsOutOfMemoryMessage(e.what())) throw;
-        throw std::invalid_argument(fmt::format("the TorchScript model rejected the declared inputs ({}): {}",
-                                                DescribeInputs(), e.what()));
-      }
-      if (cell.scenario == Scenario::kTrain &&
-          !(outputs.size() == 1 && outputs[0].dim() == 0 && c10::isFloatingType(outputs[0].scalar_type()))) {
-        throw UnsupportedError(
-            "unsupported: training a TorchScript model needs its forward to return the loss as one floating "
-            "scalar tensor; this one returns " +
-            std::to_string(outputs.size()) + " tensor(s) of shape " +
-            fmt::format("{}", fmt::join(outputs[0].sizes().vec(), "x")) + "; use scenario infer");
-      }
-      if (cell.scenario == Scenario::kTrain && Parameters().empty()) {
-        throw UnsupportedError(
-            "unsupported: the TorchScript model has no parameters to train; use scenario infer");
-      }
-    }
-
-    void SetTraining(bool training) override { module_.train(training); }
-    std::vector<torch::Tensor> Forward() override { return OutputTensors(module_.forward(inputs_)); }
-    torch::Tensor Loss(const std::vector<torch::Tensor>& outputs) override { return outputs.at(0); }
-    torch::Tensor PostProcess(const std::vector<torch::Tensor>& outputs) override { return outputs.at(0); }
-    std::optional<double> ForwardFlopsPerSample() const override { return std::nullopt; }
-    nlohmann::json EffectiveOptions() const override {
-      nlohmann::json inputs = nlohmann::json::array();
-      for (std::size_t i = 0; i < spec_.input_shapes.size(); ++i) {
-        inputs.push_back(
-            {{"shape", spec_.input_shapes[i]}, {"dtype", InputDtypeName(spec_.input_dtypes[i])}});
-      }
-      return {{"model_path", spec_.path}, {"inputs", inputs}};
-    }
-    std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(std::optional<double> lr) override {
-      return std::make_unique<torch::optim::SGD>(Parameters(),
-                                                 torch::optim::SGDOptions(lr.value_or(0.01)).momentum(0.9));
-    }
-    std::string OptimizerName() const override { return "SGD momentum 0.9 (lr 0.01 unless lr is set)"; }
-    std::vector<torch::Tensor> FeedTensors() override {
-      std::vector<torch::Tensor> tensors;
-      for (const c10::IValue& v : inputs_) tensors.push_back(v.toTensor());
-      return tensors;
-    }
-    std::optional<std::int64_t> NumClasses() const override { return std::nullopt; }
-    std::vector<torch::Tensor> MakeInputs(std::int64_t, torch::Device, std::uint64_t) override {
-      throw UnsupportedError(
-          "unsupported: load scenarios need a zoo model; a TorchScript model's input_shapes do not say which "
-          "dimension is the batch");
-    }
-    std::vector<torch::Tensor> ForwardInputs(const std::vector<torch::Tensor>&) override {
-      throw UnsupportedError("unsupported: load scenarios need a zoo model");
-    }
-
-   private:
-    std::vector<torch::Tensor> Parameters() const {
-      std::vector<torch::Tensor> params;
-      for (const torch::Tensor& p : module_.parameters()) params.push_back(p);
-      return params;
-    }
-    std::string DescribeInputs() const {
-      std::vector<std::string> parts;
-      for (std::size_t i = 0; i < spec_.input_shapes.size(); ++i) {
-        parts.push_back(fmt::format("{} {}", InputDtypeName(spec_.input_dtypes[i]),
-                                    fmt::join(spec_.input_shapes[i], "x")));
-      }
-      return fmt::format("{}", fmt::join(parts, ", "));
-    }
-
-    TorchScriptSpec spec_;
-    torch::jit::Module module_;
-    std::vector<c10::IValue> inputs_;
-  };
+  TorchScriptSpec spec_;
+  torch::jit::Module module_;
+  std::vector<c10::IValue> inputs_;
+};
 
 }  // namespace
 
-torch::Tensor
-ToMemoryFormat(const torch::Tensor& t, torch::MemoryFormat format) {
+torch::Tensor ToMemoryFormat(const torch::Tensor& t, torch::MemoryFormat format) {
   if (format == torch::MemoryFormat::ChannelsLast && t.dim() == 4 && c10::isFloatingType(t.scalar_type())) {
     return t.contiguous(torch::MemoryFormat::ChannelsLast);
   }
