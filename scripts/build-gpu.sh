@@ -44,6 +44,9 @@ groups=(
   "libbrotli-dev:brotli/decode.h"
   "libssl-dev:openssl/ssl.h"
   "zlib1g-dev:zlib.h"
+  "libturbojpeg0-dev libturbojpeg0:turbojpeg.h"
+  "libisal-dev libisal2:isa-l/crc.h"
+  "libprotobuf-dev libprotobuf32 libprotobuf-lite32 protobuf-compiler libprotoc32:google/protobuf/message.h /usr/bin/protoc"
 )
 used_deps=0
 for g in "${groups[@]}"; do
@@ -79,12 +82,18 @@ if [ "$used_deps" = 1 ]; then
     extra_args+=(-DDLBENCH_CHARTJS_PATH="$DEPS/root/usr/share/javascript/chart.js/chart.min.js"
                  -DDLBENCH_CHARTJS_LICENSE_PATH="$DEPS/root/usr/share/doc/libjs-chart.js/copyright")
   fi
-  # Unpacked .pc files still say prefix=/usr; point them at the unpacked tree. The private
-  # requirements (openssl, brotli, zlib -dev) matter only for static links and may be absent here.
+  # Unpacked .pc files still say /usr (some in prefix alone, libturbojpeg's in every directory
+  # variable); point them at the unpacked tree. The private requirements (openssl, brotli, zlib
+  # -dev) matter only for static links and may be absent here.
   for pc in "$DEPS"/root/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc; do
     [ -e "$pc" ] || continue
-    sed -i -e "s|^prefix=/usr\$|prefix=$DEPS/root/usr|" -e '/^Requires.private:/d' "$pc"
+    sed -i -E -e "s#^(prefix|exec_prefix|libdir|includedir)=/usr(/|\$)#\1=$DEPS/root/usr\2#" \
+      -e '/^Requires.private:/d' "$pc"
   done
+  # protoc from the unpacked protobuf-compiler, when this machine has none.
+  if [ -x "$DEPS/root/usr/bin/protoc" ] && ! command -v protoc >/dev/null; then
+    extra_args+=(-DProtobuf_PROTOC_EXECUTABLE="$DEPS/root/usr/bin/protoc")
+  fi
   export LD_LIBRARY_PATH="$DEPS/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 

@@ -26,6 +26,9 @@ packages=(
   libmicrohttpd-dev libmicrohttpd12       # the Prometheus endpoint (src/report), event-driven
   libbrotli-dev libssl-dev zlib1g-dev     # headers that Debian's httplib.h includes (its .pc enables brotli, TLS, zlib)
   pkgconf pkgconf-bin libpkgconf3         # pkg-config, which finds cpp-httplib
+  libturbojpeg0-dev libturbojpeg0        # JPEG decode of the input pipeline (runners/torch/data)
+  libisal-dev libisal2                    # CRC-32C of TFRecord files (src/tfrecord)
+  libprotobuf-dev libprotobuf32 libprotobuf-lite32 protobuf-compiler libprotoc32  # tf.train.Example
 )
 
 cd "$DEST"

@@ -30,6 +30,9 @@ packages=(
   # the LibTorch runner: Debian's LibTorch 1.13, OpenBLAS so it does not fall back to the
   # reference BLAS (30x slower), Gloo headers for c10d
   libtorch-dev libopenblas0-pthread libgloo-dev
+  # the input pipeline (docs/input-pipeline.md): libjpeg-turbo's TurboJPEG API, protobuf for
+  # tf.train.Example, Intel ISA-L for TFRecord's CRC-32C
+  libturbojpeg0-dev libprotobuf-dev protobuf-compiler libisal-dev
   # the Python client (clients/python): its pytest suite, a wheel built and installed in a venv,
   # the PyTorch runner on the CPU, and the ONNX export check
   python3-pytest python3-pip python3-setuptools python3-venv python3-torch python3-torchvision python3-onnx

@@ -171,11 +171,15 @@ Result<TorchCell> ParseTorchCell(const nlohmann::json& params) {
     }
     cell.torchscript = std::move(ts);
   }
+  auto data = ParseDataOptions(p);
+  if (!data.ok()) return data.error();
+  cell.data = std::move(*data);
   return cell;
 }
 
 Status CheckSupported(const TorchCell& cell, const Capabilities& caps) {
   const bool cuda = cell.device.kind == DeviceKind::kCuda;
+  DLBENCH_RETURN_IF_ERROR(CheckDataSupported(cell.data, cuda));
   if (cuda) {
     if (!caps.cuda_built) {
       return Unsupported(

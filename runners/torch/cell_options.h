@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "data/data_options.h"
 
 namespace dlbench::torchrunner {
 
@@ -74,6 +75,7 @@ struct TorchCell {
   std::optional<int> threads;  // intra-op threads; absent: LibTorch's default
   std::optional<double> lr;
   std::optional<TorchScriptSpec> torchscript;  // set exactly when model == "torchscript"
+  DataOptions data;                            // where each step's batch comes from
   nlohmann::json params;                       // the params as received (model options live here)
 };
 

@@ -12,6 +12,7 @@
 #include "cell_options.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "data/feeder.h"
 #include "device_info.h"
 #include "failure.h"
 #include "foreach_optim.h"
@@ -59,10 +60,15 @@ struct CellState {
   torch::Tensor last_loss;                             // train only, read after the loop
   MathSwitches switches;
   std::optional<CudaDeviceInfo> cuda_device;
+  std::unique_ptr<data::Feeder> feeder;  // each step's batch from cell.data (device: the fixed one)
 };
 
 void Synchronize(const CellState& s) {
-  if (s.device.is_cuda()) torch::cuda::synchronize(s.device.index());
+  if (s.feeder) {
+    s.feeder->Synchronize();
+  } else if (s.device.is_cuda()) {
+    torch::cuda::synchronize(s.device.index());
+  }
 }
 
 // One training step: the forward and the loss inside an autocast region (which clears the weight
@@ -125,6 +131,7 @@ void Build(CellState& s, std::uint64_t seed) {
   s.memory_format = ResolveMemoryFormat(cell, *s.workload);
   s.workload->Prepare(cell, s.device, s.memory_format, seed);
   s.workload->SetTraining(cell.scenario == Scenario::kTrain);
+  s.feeder = std::make_unique<data::Feeder>(cell, *s.workload, s.device, seed);
   if (cell.scenario == Scenario::kTrain) {
     s.optimizer = s.workload->MakeOptimizer(cell.lr);
     const bool foreach = cell.optimizer_impl == OptimizerImpl::kForeach ||
@@ -193,6 +200,7 @@ nlohmann::json Effective(const CellState& s, std::uint64_t seed) {
     if (cell.lr) e["lr"] = *cell.lr;
   }
   if (auto flops = FlopsPerSample(s)) e[record::metric::kFlopsPerSample] = *flops;
+  e.update(s.feeder->Effective());
   return e;
 }
 
@@ -231,6 +239,7 @@ nlohmann::json Extras(const CellState& s) {
     metrics.push_back(
         Metric(record::metric::kSkippedOptimizerSteps, static_cast<double>(s.scaler->skipped_steps())));
   }
+  s.feeder->AddExtras(metrics, info);
   return {{"metrics", metrics}, {"info", info}};
 }
 
@@ -240,10 +249,14 @@ LoopResult RunMeasured(RunnerSession& session, const RunnerLimits& limits, CellS
                        std::exception_ptr& step_error) {
   auto step = [&s, &step_error](protocol::StepRecord& record) {
     try {
-      if (s.cell.scenario == Scenario::kTrain)
-        TrainStep(s);
-      else
-        InferStep(s);
+      s.feeder->BeginStep(record);
+      if (!s.feeder->pipeline_only()) {
+        if (s.cell.scenario == Scenario::kTrain)
+          TrainStep(s);
+        else
+          InferStep(s);
+      }
+      s.feeder->EndStep(record);
     } catch (...) {
       step_error = std::current_exception();
       return false;
@@ -259,6 +272,7 @@ LoopResult RunMeasured(RunnerSession& session, const RunnerLimits& limits, CellS
 
   (void)session.SendMemory(MemorySnapshot(std::string(record::memory::kAfterWarmupLabel), s.cell.device));
   ResetPeakMemory(s.cell.device);
+  s.feeder->MarkSteady();
 
   RunnerLimits rest = limits;
   rest.max_steps = limits.max_steps - result.steps;
@@ -321,6 +335,14 @@ int RunTorchCell(RunnerSession& session) {
       return Report(session,
                     {WireKind(resolved.error().kind), resolved.error().message, nlohmann::json::object()});
     load_settings = *resolved;
+    // The input pipeline feeds the step loop; a load cell's queries make their own inputs.
+    if (cell->data.source != DataSource::kDevice) {
+      return Report(session, {RunnerErrorKind::kUnsupported,
+                              fmt::format("unsupported: data: {} feeds train and infer steps, not load "
+                                          "scenarios (use data: device with a load scenario)",
+                                          DataSourceName(cell->data.source)),
+                              nlohmann::json::object()});
+    }
   }
 
   CellState state;
@@ -343,6 +365,7 @@ int RunTorchCell(RunnerSession& session) {
 
   std::exception_ptr step_error;
   const LoopResult loop = RunMeasured(session, config->limits, state, step_error);
+  state.feeder->MarkEnd();
   if (step_error) return Report(session, ClassifyException(step_error));
 
   try {

@@ -54,6 +54,18 @@ class ZooWorkload final : public Workload {
   std::string OptimizerName() const override {
     return "model default (SGD momentum 0.9 for CNNs, AdamW for BERT)";
   }
+  std::vector<torch::Tensor> FeedTensors() override {
+    std::vector<torch::Tensor> tensors = batch_.inputs;
+    if (batch_.target.defined()) tensors.push_back(batch_.target);
+    return tensors;
+  }
+  std::optional<std::int64_t> NumClasses() const override {
+    const nlohmann::json options = model_->EffectiveOptions();
+    if (!batch_.target.defined() || batch_.target.dim() != 1 || !options.contains("num_classes")) {
+      return std::nullopt;
+    }
+    return options.at("num_classes").get<std::int64_t>();
+  }
   std::vector<torch::Tensor> MakeInputs(std::int64_t samples, torch::Device device,
                                         std::uint64_t seed) override {
     return model_->MakeBatch(samples, device, seed).inputs;
@@ -195,6 +207,12 @@ class TorchScriptWorkload final : public Workload {
                                                torch::optim::SGDOptions(lr.value_or(0.01)).momentum(0.9));
   }
   std::string OptimizerName() const override { return "SGD momentum 0.9 (lr 0.01 unless lr is set)"; }
+  std::vector<torch::Tensor> FeedTensors() override {
+    std::vector<torch::Tensor> tensors;
+    for (const c10::IValue& v : inputs_) tensors.push_back(v.toTensor());
+    return tensors;
+  }
+  std::optional<std::int64_t> NumClasses() const override { return std::nullopt; }
   std::vector<torch::Tensor> MakeInputs(std::int64_t, torch::Device, std::uint64_t) override {
     throw UnsupportedError(
         "unsupported: load scenarios need a zoo model; a TorchScript model's input_shapes do not say which "

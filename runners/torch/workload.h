@@ -48,6 +48,12 @@ class Workload {
   virtual std::vector<torch::Tensor> ForwardInputs(const std::vector<torch::Tensor>& inputs) = 0;
   // A one-line description of the optimizer MakeOptimizer builds, for the effective cell.
   virtual std::string OptimizerName() const = 0;
+  // The tensors every step reads as its input, after Prepare: the inputs in forward order, then
+  // the training target when the model has one. A data source other than `device` refills them in
+  // place before each step (data/feeder.h), so they share storage with what Forward reads.
+  virtual std::vector<torch::Tensor> FeedTensors() = 0;
+  // The class count when the target is one class index per sample; nullopt otherwise.
+  virtual std::optional<std::int64_t> NumClasses() const = 0;
 };
 
 // Builds the workload the cell names. Throws std::invalid_argument for a bad model name, bad

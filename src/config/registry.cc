@@ -725,6 +725,75 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Help("Learning rate of the optimizer in train. At most 1000 (larger learning rates "
                         "diverge at once).")
                   .Build());
+  // The input pipeline (runners/torch/data; docs/input-pipeline.md). No constant defaults: a
+  // cell that names none of these keeps the key it had before they existed.
+  r.push_back(Entry("data", kCell, kTorch, ParamType::kEnum)
+                  .Allowed({"device", "host", "jpeg_dir", "tfrecord"})
+                  .DefaultText("device")
+                  .Help("Where each step's batch comes from: `device` the fixed batch already on the "
+                        "device (the compute-only control); `host` the same synthetic tensors copied "
+                        "from the host every step (isolates the copy); `jpeg_dir` JPEG files under "
+                        "data_path; `tfrecord` TFRecord files of tf.train.Example matching data_path.")
+                  .Build());
+  r.push_back(Entry("data_path", kCell, kTorch, ParamType::kString)
+                  .Help("With data: jpeg_dir, the folder (ImageFolder layout: one sub-folder per class, "
+                        "searched recursively; labels are the sorted sub-folder names' indices); with "
+                        "data: tfrecord, a glob of files (`/data/train-*`). Ignored by device and host.")
+                  .Build());
+  r.push_back(
+      Entry("data_workers", kCell, kTorch, ParamType::kInt)
+          .Min(1)
+          .Max(256)
+          .Keywords({"auto"})
+          .DefaultText("auto")
+          .Help("Decode threads of jpeg_dir and tfrecord; `auto` takes the cores this process "
+                "may use, less one for the training loop, and the effective cell records it. At most 256 "
+                "(each worker holds a batch; more threads than a host's cores only contend).")
+          .Build());
+  r.push_back(Entry("prefetch", kCell, kTorch, ParamType::kInt)
+                  .Unit("batches")
+                  .Min(1)
+                  .Max(1024)
+                  .DefaultText("2")
+                  .Help("Finished batches the pipeline may hold ready ahead of the step (each worker "
+                        "also holds the one it is making). At most 1024 (each is a whole batch in host "
+                        "memory).")
+                  .Build());
+  r.push_back(Entry("pin_memory", kCell, kTorch, ParamType::kBool)
+                  .DefaultText("false")
+                  .Help("Host batches in page-locked memory, so the host-to-device copy is DMA (CUDA "
+                        "only; on the CPU the cell is unsupported).")
+                  .Build());
+  r.push_back(Entry("async_copy", kCell, kTorch, ParamType::kBool)
+                  .DefaultText("false")
+                  .Help("Copy the next batch to the device on a side stream while the current step "
+                        "computes (CUDA only; on the CPU the cell is unsupported).")
+                  .Build());
+  r.push_back(Entry("cache", kCell, kTorch, ParamType::kBool)
+                  .DefaultText("false")
+                  .Help("Keep decoded images in memory after the first pass (as tf.data's cache), up to "
+                        "half the memory available when the cell starts.")
+                  .Build());
+  r.push_back(Entry("shuffle_buffer", kCell, kTorch, ParamType::kInt)
+                  .Unit("samples")
+                  .Min(0)
+                  .Max(1e9)
+                  .DefaultText("10000")
+                  .Help("tf.data's shuffle buffer over the file order, reshuffled every epoch from the "
+                        "cell's seed; 0 keeps the file order; at least the data set's size is a "
+                        "uniform permutation. At most 1e9 (8 bytes of index per sample).")
+                  .Build());
+  r.push_back(Entry("skip_corrupt", kCell, kTorch, ParamType::kBool)
+                  .DefaultText("false")
+                  .Help("Count and report corrupt inputs (a JPEG that does not decode, a record with "
+                        "a bad CRC or a missing key) and use the next good sample, instead of ending "
+                        "the cell with an error naming the file and offset.")
+                  .Build());
+  r.push_back(Entry("pipeline_only", kCell, kTorch, ParamType::kBool)
+                  .DefaultText("false")
+                  .Help("Run the input pipeline (and the copy to the device) without the model: the "
+                        "cell's samples_per_s is what the pipeline alone delivers.")
+                  .Build());
   return r;
 }
 

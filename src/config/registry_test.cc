@@ -160,6 +160,27 @@ TEST(RegistryTest, ValidateParamValueChecksTypedValues) {
             "expected one of train, infer (got 'eval')");
 }
 
+// data_workers takes an integer or the keyword auto (kept as the string, unquoted in keys).
+TEST(RegistryTest, AnIntegerWithAKeywordTakesEither) {
+  const ParamSpec& workers = *FindParam("data_workers", ParamSection::kCell);
+  EXPECT_EQ(workers.keywords, std::vector<std::string>{"auto"});
+  auto four = ParseParamText(workers, "4");
+  ASSERT_TRUE(four.ok());
+  EXPECT_EQ(*four, Value(4));
+  auto automatic = ParseParamText(workers, "auto");
+  ASSERT_TRUE(automatic.ok());
+  EXPECT_EQ(*automatic, Value("auto"));
+  EXPECT_EQ(FormatValue(*automatic), "auto");
+  EXPECT_TRUE(ValidateParamValue(workers, Value("auto")).ok());
+  const std::string expected = "expected an integer between 1 and 256 or auto";
+  EXPECT_EQ(ParseParamText(workers, "banana").error().message, expected + " (got 'banana')");
+  EXPECT_EQ(ParseParamText(workers, "0").error().message, expected + " (got '0')");
+  EXPECT_EQ(ValidateParamValue(workers, Value(257)).error().message, expected + " (got '257')");
+  EXPECT_EQ(ValidateParamValue(workers, Value("Auto")).error().message, expected + " (got 'Auto')");
+  // Without a keyword the word is no integer.
+  EXPECT_FALSE(ParseParamText(*FindParam("batch_size", ParamSection::kCell), "auto").ok());
+}
+
 TEST(RegistryTest, FormatValueIsCanonicalAndUnambiguous) {
   struct Case {
     Value value;

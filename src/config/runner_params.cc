@@ -75,7 +75,8 @@ const nlohmann::json* RunnerParams::Lookup(std::string_view name, ParamType type
 
 std::optional<std::int64_t> RunnerParams::Int(std::string_view name) const {
   const nlohmann::json* v = Lookup(name, ParamType::kInt, ParamType::kInt);
-  if (v == nullptr) return std::nullopt;
+  // A validated string is one of the spec's keywords (data_workers: auto).
+  if (v == nullptr || v->is_string()) return std::nullopt;
   return v->get<std::int64_t>();
 }
 
@@ -98,5 +99,10 @@ std::optional<bool> RunnerParams::Bool(std::string_view name) const {
 }
 
 bool RunnerParams::Given(std::string_view name) const { return given_.contains(std::string(name)); }
+
+bool RunnerParams::Keyword(std::string_view name) const {
+  const nlohmann::json* v = Lookup(name, ParamType::kInt, ParamType::kInt);
+  return v != nullptr && v->is_string();
+}
 
 }  // namespace dlbench::config

@@ -33,13 +33,17 @@ class RunnerParams {
   // parameter it defaults from, e.g. samples_per_step from batch_size), else nullopt. A
   // parameter with a constant registry default is never nullopt. Asking for a name that is not a
   // cell parameter of the runner, or through the accessor of another type, is a programmer error
-  // (DLBENCH_CHECK): a runner reads only what the registry declares for it.
+  // (DLBENCH_CHECK): a runner reads only what the registry declares for it. An integer parameter
+  // given as its spec's keyword (`data_workers: auto`) reads as nullopt from Int(); Given() and
+  // Keyword() tell it from absent.
   std::optional<std::int64_t> Int(std::string_view name) const;
   std::optional<double> Number(std::string_view name) const;     // kNumber
   std::optional<std::string> Text(std::string_view name) const;  // kString and kEnum
   std::optional<bool> Bool(std::string_view name) const;
   // Whether CONFIGURE named the parameter (a default does not count).
   bool Given(std::string_view name) const;
+  // Whether the cell gave the parameter as its spec's keyword (`auto`).
+  bool Keyword(std::string_view name) const;
 
   // The runner the params were checked for.
   const std::string& Runner() const { return runner_; }

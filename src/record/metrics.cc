@@ -30,6 +30,7 @@ constexpr std::string_view kMeasured = "measured window";
 constexpr std::string_view kMeasuredSamples = "monitor samples inside the measured window";
 constexpr std::string_view kCell = "whole cell";
 constexpr std::string_view kSnapshot = "the snapshot's moment";
+constexpr std::string_view kRunnerLoop = "the runner's loop after its first 3 steps";
 
 const std::vector<MetricDef>& Table() {
   static const std::vector<MetricDef> kTable = {
@@ -96,6 +97,29 @@ const std::vector<MetricDef>& Table() {
        "XLA's compilation of the lowered step (autotuning included), outside the measured steps"},
       {kClientOverheadNsPerStep, "ns", Producer::kRunner, kMeasured,
        "the Python client's own time per step in its loop, outside the step function (clients/python)"},
+
+      // The torch runner's input pipeline. The runner cannot see the measured window; it counts
+      // from its warm-up memory snapshot (after 3 steps) to the end of its loop.
+      {kDataWorkerCpuUtilPct, "%", Producer::kRunner, kRunnerLoop,
+       "decode workers' CPU time (CLOCK_THREAD_CPUTIME_ID) / (workers x wall time) x 100"},
+      {kDataWorkerBusyPct, "%", Producer::kRunner, kRunnerLoop,
+       "workers' time reading, decoding and transforming / (workers x wall time) x 100; the rest they "
+       "waited for a free buffer or for room ahead of the step"},
+      {kDataSamplesPerWorkerS, "1/s", Producer::kRunner, kRunnerLoop,
+       "samples the workers produced / seconds they spent producing them: one busy worker's throughput"},
+      {kDataReadPct, "%", Producer::kRunner, kRunnerLoop,
+       "share of the workers' busy time spent reading encoded bytes (file or record, CRC checks)"},
+      {kDataDecodePct, "%", Producer::kRunner, kRunnerLoop,
+       "share of the workers' busy time spent in JPEG header and decode (libjpeg-turbo)"},
+      {kDataTransformPct, "%", Producer::kRunner, kRunnerLoop,
+       "share of the workers' busy time spent cropping, resizing, flipping, normalising into the batch"},
+      {kDataCacheHitPct, "%", Producer::kRunner, kRunnerLoop,
+       "samples served decoded from the cache / samples produced x 100 (cache: true)"},
+      {kDataCorruptInputs, "inputs", Producer::kRunner, kCell,
+       "distinct corrupt inputs found (undecodable JPEGs, records with a bad CRC or a missing key, "
+       "files whose framing breaks), skip_corrupt: true"},
+      {kDataSkippedSamples, "samples", Producer::kRunner, kCell,
+       "times a corrupt input was replaced by the next good sample (skip_corrupt: true)"},
 
       // Monitor analysis.
       {kGpuUtilMeanPct, "%", Producer::kMonitor, kMeasuredSamples,

@@ -72,6 +72,18 @@ inline constexpr std::string_view kXlaCompileS = "xla_compile_s";
 // The Python client's own cost per step (clients/python): time in its loop outside the step.
 inline constexpr std::string_view kClientOverheadNsPerStep = "client_overhead_ns_per_step";
 
+// The torch runner's input pipeline (data: jpeg_dir | tfrecord; docs/input-pipeline.md), from
+// its decode workers' counters (EXTRAS).
+inline constexpr std::string_view kDataWorkerCpuUtilPct = "data_worker_cpu_util_pct";
+inline constexpr std::string_view kDataWorkerBusyPct = "data_worker_busy_pct";
+inline constexpr std::string_view kDataSamplesPerWorkerS = "data_samples_per_worker_s";
+inline constexpr std::string_view kDataReadPct = "data_read_pct";
+inline constexpr std::string_view kDataDecodePct = "data_decode_pct";
+inline constexpr std::string_view kDataTransformPct = "data_transform_pct";
+inline constexpr std::string_view kDataCacheHitPct = "data_cache_hit_pct";
+inline constexpr std::string_view kDataCorruptInputs = "data_corrupt_inputs";
+inline constexpr std::string_view kDataSkippedSamples = "data_skipped_samples";
+
 // The monitor analysis (monitor/analysis.h).
 inline constexpr std::string_view kGpuUtilMeanPct = "gpu_util_mean_pct";
 inline constexpr std::string_view kGpuUtilP5Pct = "gpu_util_p5_pct";

@@ -73,6 +73,9 @@ nlohmann::json BuildTrace(const record::RunRecord& run, const std::vector<record
     std::optional<std::int64_t> window_begin;
     std::optional<std::int64_t> window_end;
     const std::int64_t warmup = cell.warmup_steps().value_or(0);
+    const auto step_phases = cell.effective.find("step_phases");
+    const bool remainder_is_copy = step_phases != cell.effective.end() && step_phases->is_object() &&
+                                   step_phases->value("remainder", std::string()) == "copy";
     for (auto& [rank, steps] : by_rank) {
       std::sort(steps.begin(), steps.end(),
                 [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
@@ -102,15 +105,27 @@ nlohmann::json BuildTrace(const record::RunRecord& run, const std::vector<record
                           {"dur", ToUs(dur_ns)},
                           {"args", {{"step", i}, {"samples", s.samples}, {"warmup", is_warmup}}}});
         // Phases are laid end to end from the step's start and clipped to the step, so a runner
-        // whose phases overlap (asynchronous communication) still draws inside its step.
+        // whose phases overlap (asynchronous communication) still draws inside its step. A runner
+        // that declares the rest of its step to be the host-to-device copy (the torch runner's
+        // step_phases.remainder, runners/torch/data/feeder.h) gets it drawn between the wait and
+        // the compute, where it happens.
         std::int64_t cursor = s.start_ns;
+        const std::uint32_t wait_and_compute = record::kHasDataWait | record::kHasCompute;
+        std::int64_t copy_ns = 0;
+        if (remainder_is_copy && (s.present & wait_and_compute) == wait_and_compute) {
+          copy_ns = s.end_ns - s.start_ns - s.data_wait_ns - s.compute_ns -
+                    ((s.present & record::kHasComm) != 0 ? s.comm_ns : 0);
+        }
+        constexpr std::uint32_t kCopyPhase = 1u << 31;  // not a StepFieldBits bit: present when copy_ns > 0
         const std::pair<std::uint32_t, std::pair<const char*, std::int64_t>> phases[] = {
             {record::kHasDataWait, {"data_wait", s.data_wait_ns}},
+            {kCopyPhase, {"copy", copy_ns}},
             {record::kHasCompute, {"compute", s.compute_ns}},
             {record::kHasComm, {"comm", s.comm_ns}},
         };
+        const std::uint32_t present = s.present | (copy_ns > 0 ? kCopyPhase : 0u);
         for (const auto& [bit, phase] : phases) {
-          if ((s.present & bit) == 0) continue;
+          if ((present & bit) == 0) continue;
           const std::int64_t phase_dur = std::clamp<std::int64_t>(phase.second, 0, s.end_ns - cursor);
           if (phase_dur <= 0) continue;
           events.push_back({{"ph", "X"},

@@ -5,6 +5,8 @@
 // tid r ("X" events, ts/dur in microseconds from the cell's first step start). Where the runner
 // reported phases, a step holds child spans data_wait, compute and comm, laid out in that order
 // from the step's start: the durations are measured, their order within the step is a convention.
+// A runner whose effective cell declares step_phases.remainder "copy" (the torch runner's host-fed
+// data sources) also gets a copy span, the rest of the step, between data_wait and compute.
 // Every sampled series is a counter track ("C" events) over the same window, so the gaps where
 // the device idles between steps line up with its utilisation.
 #pragma once

@@ -97,6 +97,30 @@ TEST(BuildTrace, StepsPhasesCountersAndWarmupMarker) {
   EXPECT_TRUE(named);
 }
 
+// The torch runner declares the rest of its step to be the host-to-device copy: it is drawn
+// between the wait and the compute. Without the declaration the rest stays unnamed.
+TEST(BuildTrace, ARemainderDeclaredAsCopyIsDrawnBetweenWaitAndCompute) {
+  auto cell = testing::MakeCell(1, 2, "m", 8, 10);
+  cell.window = record::MeasuredWindow{0, 1};
+  const std::int64_t t0 = 7'000'000'000;
+  cell.steps.push_back({0, record::StepRecord{t0, t0 + 10'000'000, 1'000'000, 6'000'000, 0, 8,
+                                              record::kHasDataWait | record::kHasCompute}});
+  record::RunRecord run;
+  run.id = 1;
+  auto plain = EventsOf(BuildTrace(run, {cell}, {}), "X");
+  ASSERT_EQ(plain.size(), 3u) << "step, data_wait, compute";
+  cell.effective["step_phases"] = {{"remainder", "copy"}};
+  const auto spans = EventsOf(BuildTrace(run, {cell}, {}), "X");
+  ASSERT_EQ(spans.size(), 4u);
+  EXPECT_EQ(spans[1]["name"], "data_wait");
+  EXPECT_EQ(spans[2]["name"], "copy");
+  EXPECT_DOUBLE_EQ(spans[2]["ts"].get<double>(), 1000.0);
+  EXPECT_DOUBLE_EQ(spans[2]["dur"].get<double>(), 3000.0);
+  EXPECT_EQ(spans[3]["name"], "compute");
+  EXPECT_DOUBLE_EQ(spans[3]["ts"].get<double>(), 4000.0);
+  EXPECT_DOUBLE_EQ(spans[3]["dur"].get<double>(), 6000.0);
+}
+
 TEST(BuildTrace, StepWindowLimitsSpansAndCounters) {
   record::RunRecord run;
   TraceOptions options;

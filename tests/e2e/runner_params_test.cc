@@ -332,6 +332,10 @@ TEST_P(RunnerAgreesWithRegistry, OnEveryBoundValueAndType) {
     // world_size other than 1 needs a distributed strategy (a rule across keys, kept in the
     // runner): under ddp, which this build does not implement, a valid value is `unsupported`.
     if (key.runner == "torch" && key.spec->name == "world_size") params["strategy"] = "ddp";
+    // data: jpeg_dir and tfrecord read data_path (a rule across keys; the path is opened later).
+    if (key.runner == "torch" && key.spec->name == "data") params["data_path"] = "/nonexistent/data";
+    // pipeline_only needs a pipeline: a host-fed data source.
+    if (key.runner == "torch" && key.spec->name == "pipeline_only") params["data"] = "host";
     // inject: wrong_type names the field it sends with the wrong type (another rule across keys).
     if (key.runner == "null" && key.spec->name == "inject" && c.value == "wrong_type")
       params["fault_field"] = "READY.effective";
