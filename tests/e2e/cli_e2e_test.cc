@@ -4,6 +4,7 @@
 // (virtual_time: true), so verdicts do not depend on this machine's speed.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -58,9 +59,11 @@ TEST(CliE2E, EveryErrorLineStartsWithTheSubcommand) {
   auto unknown_option = Raw({"--db", db, "show", "--colour"}, dir);
   EXPECT_EQ(unknown_option.exit_code, 2);
   EXPECT_EQ(unknown_option.err.rfind("dlbench show: ", 0), 0u) << unknown_option.err;
-  auto no_such_run = Raw({"--db", db, "show", "7"}, dir);
-  EXPECT_EQ(no_such_run.exit_code, 2);
-  EXPECT_EQ(no_such_run.err.rfind("dlbench show: not found: ", 0), 0u) << no_such_run.err;
+  // A reading command on a store that does not exist: exit 3, and nothing is created (issue 18).
+  auto no_store = Raw({"--db", db, "show", "7"}, dir);
+  EXPECT_EQ(no_store.exit_code, 3);
+  EXPECT_EQ(no_store.err.rfind("dlbench show: store error: no dlbench store at ", 0), 0u) << no_store.err;
+  EXPECT_FALSE(std::filesystem::exists(db));
   auto bad_shard = Raw({"--db", db, "plan", dir / "m.yaml", "--shard", "3/2"}, dir);
   EXPECT_EQ(bad_shard.exit_code, 2);
   EXPECT_EQ(bad_shard.err.rfind("dlbench plan: ", 0), 0u) << bad_shard.err;
