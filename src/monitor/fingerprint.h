@@ -48,8 +48,9 @@ inline constexpr const char* kTransientClocksEventReasons = "clocks_event_reason
 inline constexpr const char* kCpuLowPrecisionFlags = "cpu_low_precision_flags";
 inline constexpr const char* kLowPrecisionCpuFlags[] = {"avx512_bf16", "amx_bf16", "avx512_fp16", "amx_fp16",
                                                         "bf16"};
-// The warning for cells that ask the CPU for `precision` (bf16, fp16) it has no instructions for,
-// or nullopt: it has them, or the fingerprint does not know the CPU's flags. `cells` is how many.
+// The warning for `cells` cells that ask the CPU for `precision` (bf16, fp16): emulated when the
+// CPU has no instructions for it, possibly emulated when it has them (the framework's kernels may
+// not use them); nullopt for other precisions, no cells, or a fingerprint without the CPU's flags.
 std::optional<std::string> EmulatedPrecisionWarning(const nlohmann::json& fingerprint,
                                                     const std::string& precision, std::size_t cells);
 // start_state.host.load_average_1m: /proc/loadavg's first figure as the fingerprint was taken.
