@@ -54,10 +54,6 @@ Result<nlohmann::json> ParseJson(const std::string& text, const std::string& wha
   }
 }
 
-bool AllDigits(const std::string& text) {
-  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
 Result<std::uint64_t> ParseSeed(const std::string& text, std::int64_t cell_row_id) {
   std::uint64_t seed = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seed);
@@ -160,23 +156,6 @@ Status ForEachRow(Statement& stmt, OnRow&& on_row) {
   }
 }
 
-Status ValidateTagName(const std::string& tag) {
-  if (tag.empty()) return MakeError(ErrorKind::kInvalidInput, "a tag name cannot be empty");
-  if (AllDigits(tag)) {
-    return MakeError(ErrorKind::kInvalidInput,
-                     "tag '" + tag + "' is all digits, which would read as a run id");
-  }
-  if (tag == "latest" || tag == "previous") {
-    return MakeError(ErrorKind::kInvalidInput,
-                     "'" + tag + "' is reserved: it always names the " +
-                         (tag == "latest" ? "newest run" : "run before the newest"));
-  }
-  if (tag.find('~') != std::string::npos) {
-    return MakeError(ErrorKind::kInvalidInput, "tag '" + tag + "' holds '~', which would read as RUN~N");
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path,
@@ -276,7 +255,7 @@ Result<bool> SqliteStore::RunExists(std::int64_t run_id) {
 }
 
 Status SqliteStore::StoreTag(std::int64_t run_id, const std::string& tag) {
-  DLBENCH_RETURN_IF_ERROR(ValidateTagName(tag));
+  DLBENCH_RETURN_IF_ERROR(codec::ValidateTagName(tag));
   auto stmt = db_.Prepare(
       "INSERT INTO tags (name, run_id) VALUES (?1, ?2) "
       "ON CONFLICT (name) DO UPDATE SET run_id = excluded.run_id");
@@ -286,7 +265,7 @@ Status SqliteStore::StoreTag(std::int64_t run_id, const std::string& tag) {
 }
 
 Result<std::int64_t> SqliteStore::BeginRun(const RunRecord& run) {
-  for (const std::string& tag : run.tags) DLBENCH_RETURN_IF_ERROR(ValidateTagName(tag));
+  for (const std::string& tag : run.tags) DLBENCH_RETURN_IF_ERROR(codec::ValidateTagName(tag));
   auto fingerprint = DumpJson(run.environment, "the environment fingerprint");
   if (!fingerprint.ok()) return fingerprint.error();
   auto selection = DumpJson(record::RunSelectionToJson(run.selection), "the run's selection");
@@ -622,7 +601,7 @@ Result<std::set<std::string>> SqliteStore::FinishedCellIds(std::int64_t run_id) 
 }
 
 Status SqliteStore::SetTag(std::int64_t run_id, const std::string& tag) {
-  DLBENCH_RETURN_IF_ERROR(ValidateTagName(tag));
+  DLBENCH_RETURN_IF_ERROR(codec::ValidateTagName(tag));
   auto tx = Transaction::Begin(db_, Transaction::Mode::kImmediate);
   if (!tx.ok()) return tx.error();
   auto exists = RunExists(run_id);
@@ -647,7 +626,7 @@ Result<std::int64_t> SqliteStore::ResolveRunName(const std::string& ref) {
       return MakeError(ErrorKind::kNotFound, "no runs are stored yet in " + Describe());
     return stmt->Int64(0);
   }
-  if (AllDigits(ref)) {
+  if (codec::AllDigits(ref)) {
     std::int64_t id = 0;
     auto [end, ec] = std::from_chars(ref.data(), ref.data() + ref.size(), id);
     auto exists = ec == std::errc() ? RunExists(id) : Result<bool>(false);
