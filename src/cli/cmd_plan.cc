@@ -78,6 +78,8 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
   if (!selected.ok()) return ReportSelectionError(selected.error(), args.matrix_path);
   const config::Matrix* matrix = &selected->matrix;
   const std::vector<plan::Cell>* cells = &selected->cells;
+  // Compiler-style, on stderr, before the table (also with --json: stdout stays the JSON).
+  for (const std::string& w : selected->warnings) std::fprintf(stderr, "%s\n", TerminalSafe(w).c_str());
   const auto history = HistorySeconds(ctx, *cells);
   double total = 0;
   int from_history = 0;

@@ -244,6 +244,7 @@ Result<SelectedPlan> SelectPlan(const std::string& matrix_path, const Selection&
   SelectedPlan selected;
   selected.matrix = std::move(matrix).value();
   selected.planned = expanded->cells.size();
+  selected.warnings = expanded->warnings;
   selected.matched = cells->size();
   selected.shard = shard;
   selected.cells = shard ? ShardCells(*cells, *shard) : std::move(cells).value();
