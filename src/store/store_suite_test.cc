@@ -345,14 +345,18 @@ TEST_P(StoreTest, RunSelectionIsStoredAsJsonAndAnEmptyOneAsAnEmptyObject) {
 }
 
 TEST(RunSelectionJsonTest, ReadsWhatItWritesAndRefusesOtherShapes) {
-  const RunSelection cases[] = {{}, {{}, "3/4"}, {{"a", "b=1,c!=2"}, ""}, {{"x"}, "1/1"}};
+  const RunSelection cases[] = {{},
+                                {{}, "3/4"},
+                                {{"a", "b=1,c!=2"}, ""},
+                                {{"x"}, "1/1"},
+                                {{}, "", {"measure.max_time_s=10", "measure.min_steps=5"}}};
   for (const RunSelection& selection : cases) {
     auto back = record::RunSelectionFromJson(record::RunSelectionToJson(selection));
     ASSERT_TRUE(back.ok()) << back.error().message;
     EXPECT_EQ(*back, selection) << record::RunSelectionToJson(selection).dump();
   }
   for (const char* bad : {"[]", "\"2/2\"", "null", R"({"only": "a"})", R"({"only": [1]})", R"({"shard": 2})",
-                          R"({"exclude": ["a"]})"}) {
+                          R"({"set": "measure.x=1"})", R"({"set": [2]})", R"({"exclude": ["a"]})"}) {
     auto read = record::RunSelectionFromJson(nlohmann::json::parse(bad));
     ASSERT_FALSE(read.ok()) << bad;
     EXPECT_EQ(read.error().kind, ErrorKind::kStore) << bad;
