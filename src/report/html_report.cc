@@ -14,6 +14,7 @@
 #include "report/assets.h"
 #include "report/escape.h"
 #include "report/export.h"
+#include "report/load_report.h"
 
 namespace dlbench::report {
 namespace {
@@ -582,6 +583,7 @@ std::vector<json> BuildCharts(const ReportInput& input, const ReportOptions& opt
   std::vector<json> charts;
   ThroughputCharts(input, options, charts);
   LatencyCharts(input, options, charts);
+  LoadLatencyCharts(input.cells, options.max_points, charts);
   StepCharts(input, options, charts);
   MonitorCharts(input, options, charts);
   for (std::size_t i = 0; i < charts.size(); ++i) charts[i]["id"] = fmt::format("chart-{}", i);
@@ -640,7 +642,7 @@ std::string RenderHtmlReport(const ReportInput& input, const ReportOptions& opti
           ChartSection(charts, "throughput", "No configuration was measured ok at two or more batch sizes.") +
           "</section>\n";
   html += "<section id=\"latency\"><h2>Latency distribution (inference)</h2>\n" +
-          ChartSection(charts, "latency", "No inference cell with step records.") + "</section>\n";
+          ChartSection(charts, "latency", "No inference cell with step or query records.") + "</section>\n";
   html += "<section id=\"steps\"><h2>Step time</h2>\n" +
           ChartSection(charts, "steps", "No cell has step records.") + "</section>\n";
   html += "<section id=\"monitor\"><h2>Utilisation, power and memory</h2>\n" +
