@@ -145,7 +145,7 @@ TEST(VirtualLoadTest, OptionsComeFromTheParameters) {
   EXPECT_EQ(o->service.per_batch_ns, 250'000);
   EXPECT_EQ(o->service.per_sample_ns, 10'500);
   EXPECT_EQ(LoadOptionsFromParams(nlohmann::json::object())->service.per_batch_ns, 1'000'000);
-  EXPECT_FALSE(LoadOptionsFromParams({{"service_us", 0}}).ok());
+  EXPECT_EQ(LoadOptionsFromParams({{"service_us", 1e-9}})->service.per_batch_ns, 1);  // at least 1 ns
   EXPECT_FALSE(LoadOptionsFromParams({{"service_us", -1}}).ok());
 }
 

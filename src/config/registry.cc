@@ -568,11 +568,12 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Build());
   r.push_back(Entry("service_us", kCell, kNull, ParamType::kNumber)
                   .Unit("us")
-                  .Min(0)
+                  .Min(0, false)
                   .Max(3.6e9)
                   .DefaultText("1000")
                   .Help("With load: the simulated system's time to serve one batch, on the virtual clock "
-                        "(plus service_per_sample_us per sample); a load cell always runs in virtual time. "
+                        "(plus service_per_sample_us per sample; at least 1 ns); a load cell always runs in "
+                        "virtual time. "
                         "At most 3600000000 (an hour), so that a wrong unit is caught here.")
                   .Build());
   r.push_back(Entry("service_per_sample_us", kCell, kNull, ParamType::kNumber)
