@@ -12,7 +12,6 @@
 #include "common/clock.h"
 #include "common/text.h"
 #include "monitor/fingerprint.h"
-#include "orchestrator/input_analysis.h"
 #include "plan/selection.h"
 #include "record/metrics.h"
 #include "stats/descriptive.h"
@@ -71,7 +70,7 @@ void PrintRepetitions(const std::vector<record::CellRecord>& cells) {
 void PrintInputVerdicts(const std::vector<record::CellRecord>& cells) {
   bool header = false;
   for (const auto& c : cells) {
-    auto it = c.extras.find(orchestrator::kInputVerdictKey);
+    auto it = c.extras.find(record::kInputVerdictExtrasKey);
     if (it == c.extras.end() || !it->is_object()) continue;
     if (!header) {
       std::printf("\nInput pipeline (each cell against its control, the same cell with data: device):\n");

@@ -20,7 +20,8 @@ namespace metric = record::metric;
 using nlohmann::json;
 
 void Unconcluded(record::CellRecord& cell, const std::string& control_id, const std::string& why) {
-  cell.extras[kInputVerdictKey] = json{{"bound", nullptr}, {"control_cell", control_id}, {"why_none", why}};
+  cell.extras[record::kInputVerdictExtrasKey] =
+      json{{"bound", nullptr}, {"control_cell", control_id}, {"why_none", why}};
 }
 
 int EffectiveInt(const json& effective, const char* key) {
@@ -125,11 +126,11 @@ void AddInputVerdict(record::CellRecord& cell, const record::CellRecord* control
   if (v.waiting_energy_share) {
     record::SetMetric(cell, metric::kInputWaitingEnergySharePct, *v.waiting_energy_share * 100.0);
   }
-  cell.extras[kInputVerdictKey] = json{{"bound", monitor::InputBoundName(v.bound)},
-                                       {"control_cell", control_id},
-                                       {"control_label", control->label},
-                                       {"reasons", v.reasons},
-                                       {"advice", v.advice}};
+  cell.extras[record::kInputVerdictExtrasKey] = json{{"bound", monitor::InputBoundName(v.bound)},
+                                                     {"control_cell", control_id},
+                                                     {"control_label", control->label},
+                                                     {"reasons", v.reasons},
+                                                     {"advice", v.advice}};
 }
 
 }  // namespace dlbench::orchestrator

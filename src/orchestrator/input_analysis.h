@@ -2,7 +2,7 @@
 // orchestrator's side of monitor/input_verdict.h. A cell whose data is not `device` is compared
 // with its control (plan::Cell::input_control_id, the same cell with data: device, which the plan
 // runs earlier in the same run): the figures become metrics (record::metric::kInput*) and the
-// conclusion, its reasons and advice go to extras["input_verdict"]. When no conclusion can be
+// conclusion, its reasons and advice go to extras[record::kInputVerdictExtrasKey]. When no conclusion can be
 // drawn (the control did not run here, failed, or measured nothing), extras["input_verdict"] says
 // why and no metric is set: a missing verdict is stated, never a silent compute-bound.
 #pragma once
@@ -12,9 +12,6 @@
 #include "record/records.h"
 
 namespace dlbench::orchestrator {
-
-// The extras key of the verdict (CellRecord::extras).
-inline constexpr const char* kInputVerdictKey = "input_verdict";
 
 // `control` is the control's record (steps and series need not be loaded), or nullptr when it is
 // not at hand; `control_id` names it in messages. `cell` needs its steps and series (a record

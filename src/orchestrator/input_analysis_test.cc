@@ -53,7 +53,7 @@ TEST(InputAnalysisTest, AWaitingCellIsInputBoundWithItsFigures) {
   record::CellRecord cell = WaitingCell();
   const record::CellRecord control = Control(1000);
   AddInputVerdict(cell, &control, control.cell_id);
-  const auto& v = cell.extras.at(kInputVerdictKey);
+  const auto& v = cell.extras.at(record::kInputVerdictExtrasKey);
   EXPECT_EQ(v.at("bound"), "input-bound") << v.dump();
   EXPECT_EQ(v.at("control_cell"), "d#r0");
   EXPECT_EQ(v.at("control_label"), "device cell");
@@ -75,8 +75,8 @@ TEST(InputAnalysisTest, ACellAsFastAsItsControlIsComputeBound) {
   record::CellRecord cell = WaitingCell();
   const record::CellRecord control = Control(404);  // 1% faster: within the 5% rule
   AddInputVerdict(cell, &control, control.cell_id);
-  EXPECT_EQ(cell.extras.at(kInputVerdictKey).at("bound"), "compute-bound");
-  EXPECT_TRUE(cell.extras.at(kInputVerdictKey).at("advice").empty());
+  EXPECT_EQ(cell.extras.at(record::kInputVerdictExtrasKey).at("bound"), "compute-bound");
+  EXPECT_TRUE(cell.extras.at(record::kInputVerdictExtrasKey).at("advice").empty());
 }
 
 TEST(InputAnalysisTest, OnlyTheMeasuredWindowCounts) {
@@ -93,7 +93,7 @@ TEST(InputAnalysisTest, NoConclusionIsStatedWithItsReason) {
   {
     record::CellRecord cell = WaitingCell();
     AddInputVerdict(cell, nullptr, "d#r0");
-    const auto& v = cell.extras.at(kInputVerdictKey);
+    const auto& v = cell.extras.at(record::kInputVerdictExtrasKey);
     EXPECT_TRUE(v.at("bound").is_null());
     EXPECT_NE(v.at("why_none").get<std::string>().find("did not run"), std::string::npos) << v.dump();
     EXPECT_FALSE(record::MetricValue(cell, metric::kInputControlSpeedup));
@@ -103,7 +103,7 @@ TEST(InputAnalysisTest, NoConclusionIsStatedWithItsReason) {
     record::CellRecord control = Control(1000);
     control.outcome = record::Outcome::kTimeout;
     AddInputVerdict(cell, &control, control.cell_id);
-    const auto& v = cell.extras.at(kInputVerdictKey);
+    const auto& v = cell.extras.at(record::kInputVerdictExtrasKey);
     EXPECT_TRUE(v.at("bound").is_null());
     EXPECT_NE(v.at("why_none").get<std::string>().find("device cell ended timeout"), std::string::npos)
         << v.dump();
@@ -113,7 +113,10 @@ TEST(InputAnalysisTest, NoConclusionIsStatedWithItsReason) {
     record::CellRecord control = Control(1000);
     control.metrics.clear();
     AddInputVerdict(cell, &control, control.cell_id);
-    EXPECT_NE(cell.extras.at(kInputVerdictKey).at("why_none").get<std::string>().find("its control has no"),
+    EXPECT_NE(cell.extras.at(record::kInputVerdictExtrasKey)
+                  .at("why_none")
+                  .get<std::string>()
+                  .find("its control has no"),
               std::string::npos);
   }
   {
@@ -121,7 +124,7 @@ TEST(InputAnalysisTest, NoConclusionIsStatedWithItsReason) {
     cell.outcome = record::Outcome::kError;
     const record::CellRecord control = Control(1000);
     AddInputVerdict(cell, &control, control.cell_id);
-    EXPECT_FALSE(cell.extras.contains(kInputVerdictKey)) << "a failed cell is left as it ended";
+    EXPECT_FALSE(cell.extras.contains(record::kInputVerdictExtrasKey)) << "a failed cell is left as it ended";
   }
 }
 
