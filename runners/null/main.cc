@@ -31,6 +31,7 @@
 #include "record/metrics.h"
 #include "runners/null/faults.h"
 #include "runners/null/synthetic_steps.h"
+#include "runners/null/virtual_load.h"
 
 namespace dlbench::nullrunner {
 namespace {
@@ -408,6 +409,24 @@ protocol::LoopResult RunVirtualLoop(
   }
 }
 
+// A cell with `load` serves queries on the virtual clock (virtual_load.h) instead of stepping.
+int ServeLoad(RunnerSession& session, const protocol::CellConfig& cell, const Params& p) {
+  auto options = LoadOptionsFromParams(cell.params);
+  if (!options.ok()) {
+    (void)session.SendError(RunnerErrorKind::kInvalid, options.error().message);
+    return 0;
+  }
+  if (p.inject == Fault::kDropQuery || p.inject == Fault::kDuplicateQuery) {
+    options->fault = p.inject == Fault::kDropQuery ? QueryStreamFault::kDrop : QueryStreamFault::kDuplicate;
+    options->fault_query_id = static_cast<std::uint64_t>(p.inject_at_step);
+  } else if (p.inject != Fault::kNone) {
+    (void)session.SendError(RunnerErrorKind::kInvalid, "inject: " + std::string(FaultName(p.inject)) +
+                                                           " is not implemented for a load cell");
+    return 0;
+  }
+  return ServeLoadCell(session, cell, {{"seed", cell.seed}}, *options);
+}
+
 struct Options {
   std::optional<Fault> inject;
   std::string fault_field;
@@ -493,6 +512,7 @@ int Main(int argc, char** argv) {
     (void)session.SendError(RunnerErrorKind::kInvalid, st.error().message);
     return 0;
   }
+  if (load::LoadRequested(cell->params)) return ServeLoad(session, *cell, p);
   if (p.inject == Fault::kHelloTwice) (void)session.SendHello(hello);
   BusyWaitNs(static_cast<std::int64_t>(p.setup_ms * 1e6));
   std::vector<std::vector<char>> leaked;

@@ -31,6 +31,8 @@ const std::vector<KeyRule>& KeyRules() {
       {"early_stopping_confidence", {}},
       {"sample_library_size", {}},
       {"input_residency", {}},
+      {"service_us", {}},
+      {"service_per_sample_us", {}},
   };
   return rules;
 }

@@ -100,6 +100,7 @@ std::vector<ParamSpec> BuildRegistry() {
   constexpr auto kCore = Scope::kCore;
   constexpr auto kNull = Scope::kNull;
   constexpr auto kTorch = Scope::kTorch;
+  constexpr auto kLoad = Scope::kLoad;
   const std::string kModelSize = "model's standard";
   std::vector<ParamSpec> r;
 
@@ -288,9 +289,9 @@ std::vector<ParamSpec> BuildRegistry() {
   // Inference under load (docs/load.md): LoadGen's scenarios. Every key but `load` applies only
   // with `load`, and some only with one scenario (config/load_rules.h checks each cell). None has
   // a constant default, so cells without `load` keep their keys; the runner reports the values it
-  // used in the effective cell. Torch-only while dlbench-torch is the one runner that serves
-  // queries: a null-runner cell with `load` would otherwise measure steps under a load label.
-  r.push_back(Entry("load", kCell, kTorch, ParamType::kEnum)
+  // used in the effective cell. Scope kLoad: the runners that serve queries (dlbench-torch, and
+  // dlbench-null on its virtual clock).
+  r.push_back(Entry("load", kCell, kLoad, ParamType::kEnum)
                   .Allowed({"single_stream", "multi_stream", "server", "offline"})
                   .DefaultText("none: back-to-back steps")
                   .Label("=")
@@ -300,7 +301,7 @@ std::vector<ParamSpec> BuildRegistry() {
                         "arrival), `offline` (offline_samples in one query). Absent: steps back to back.")
                   .Build());
   r.push_back(
-      Entry("target_qps", kCell, kTorch, ParamType::kNumber)
+      Entry("target_qps", kCell, kLoad, ParamType::kNumber)
           .Unit("1/s")
           .Min(0, false)
           .Max(1e9)
@@ -312,7 +313,7 @@ std::vector<ParamSpec> BuildRegistry() {
                 "caught here.")
           .Build());
   r.push_back(
-      Entry("latency_bound_ms", kCell, kTorch, ParamType::kNumber)
+      Entry("latency_bound_ms", kCell, kLoad, ParamType::kNumber)
           .Unit("ms")
           .Min(0, false)
           .Max(1e7)
@@ -322,14 +323,14 @@ std::vector<ParamSpec> BuildRegistry() {
                 "10000000 (about 3 hours), so that a wrong unit is caught here.")
           .Build());
   r.push_back(
-      Entry("latency_percentile", kCell, kTorch, ParamType::kNumber)
+      Entry("latency_percentile", kCell, kLoad, ParamType::kNumber)
           .Min(0, false)
           .Max(1, false)
           .DefaultText("0.9 single_stream; 0.99 multi_stream, server")
           .Help("The latency percentile a load cell claims (early stopping, the bound). At most just below "
                 "1: a percentile is a fraction, and early stopping needs about 4.6 / (1 - p) queries.")
           .Build());
-  r.push_back(Entry("samples_per_query", kCell, kTorch, ParamType::kInt)
+  r.push_back(Entry("samples_per_query", kCell, kLoad, ParamType::kInt)
                   .Unit("samples")
                   .Min(1)
                   .Max(65536)
@@ -338,7 +339,7 @@ std::vector<ParamSpec> BuildRegistry() {
                         "that a typo "
                         "is caught here.")
                   .Build());
-  r.push_back(Entry("query_interval_ms", kCell, kTorch, ParamType::kNumber)
+  r.push_back(Entry("query_interval_ms", kCell, kLoad, ParamType::kNumber)
                   .Unit("ms")
                   .Min(0, false)
                   .Max(1e7)
@@ -349,7 +350,7 @@ std::vector<ParamSpec> BuildRegistry() {
                         "that a wrong unit is caught here.")
                   .Build());
   r.push_back(
-      Entry("max_batch", kCell, kTorch, ParamType::kInt)
+      Entry("max_batch", kCell, kLoad, ParamType::kInt)
           .Unit("samples")
           .Min(1)
           .Max(65536)
@@ -357,7 +358,7 @@ std::vector<ParamSpec> BuildRegistry() {
           .Help("load: server: the dynamic batcher's largest batch. At most 65536 samples, so that a typo is "
                 "caught here.")
           .Build());
-  r.push_back(Entry("batch_timeout_us", kCell, kTorch, ParamType::kInt)
+  r.push_back(Entry("batch_timeout_us", kCell, kLoad, ParamType::kInt)
                   .Unit("us")
                   .Min(0)
                   .Max(1'000'000'000)
@@ -367,7 +368,7 @@ std::vector<ParamSpec> BuildRegistry() {
                         "so that a wrong "
                         "unit is caught here.")
                   .Build());
-  r.push_back(Entry("streams", kCell, kTorch, ParamType::kInt)
+  r.push_back(Entry("streams", kCell, kLoad, ParamType::kInt)
                   .Min(1)
                   .Max(64)
                   .DefaultText("1")
@@ -376,7 +377,7 @@ std::vector<ParamSpec> BuildRegistry() {
                         "each.")
                   .Build());
   r.push_back(
-      Entry("offline_samples", kCell, kTorch, ParamType::kInt)
+      Entry("offline_samples", kCell, kLoad, ParamType::kInt)
           .Unit("samples")
           .Min(1)
           .Max(100'000'000)
@@ -384,7 +385,7 @@ std::vector<ParamSpec> BuildRegistry() {
           .Help("load: offline: samples in each query, run in batches of batch_size. At most 100000000, so "
                 "that a typo is caught here.")
           .Build());
-  r.push_back(Entry("min_queries", kCell, kTorch, ParamType::kInt)
+  r.push_back(Entry("min_queries", kCell, kLoad, ParamType::kInt)
                   .Unit("queries")
                   .Min(1)
                   .Max(1'000'000'000)
@@ -392,7 +393,7 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Help("A load cell measures at least this many queries (and at least what early stopping "
                         "needs). At most 1000000000, so that a typo is caught here.")
                   .Build());
-  r.push_back(Entry("early_stopping_confidence", kCell, kTorch, ParamType::kNumber)
+  r.push_back(Entry("early_stopping_confidence", kCell, kLoad, ParamType::kNumber)
                   .Min(0.5, false)
                   .Max(1, false)
                   .DefaultText("0.99")
@@ -400,7 +401,7 @@ std::vector<ParamSpec> BuildRegistry() {
                         "just below 1: a "
                         "confidence is a probability.")
                   .Build());
-  r.push_back(Entry("sample_library_size", kCell, kTorch, ParamType::kInt)
+  r.push_back(Entry("sample_library_size", kCell, kLoad, ParamType::kInt)
                   .Unit("samples")
                   .Min(1)
                   .Max(1 << 20)
@@ -408,7 +409,7 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Help("Pre-made input samples that load queries draw from (LoadGen's performance sample "
                         "count). At most 1048576 (2^20), so that the library fits in memory.")
                   .Build());
-  r.push_back(Entry("input_residency", kCell, kTorch, ParamType::kEnum)
+  r.push_back(Entry("input_residency", kCell, kLoad, ParamType::kEnum)
                   .Allowed({"host", "device"})
                   .DefaultText("host")
                   .Help("Where a load query's input starts: `host` (pinned memory, copied to the device per "
@@ -473,7 +474,9 @@ std::vector<ParamSpec> BuildRegistry() {
                     "stdout_flood",
                     "step_flood",
                     "hang_after_stop",
-                    "json_flood"})
+                    "json_flood",
+                    "drop_query",
+                    "duplicate_query"})
           .Default(Str("none"))
           .Help("Failure to inject (at step inject_at_step where it happens during the steps): `crash` "
                 "(a fatal signal), `hang` (stop stepping and answering), `exit` (exit with "
@@ -481,7 +484,8 @@ std::vector<ParamSpec> BuildRegistry() {
                 "leak_bytes_per_step more memory every step from then on), `oom` (fail as "
                 "out of memory); and every protocol fault of docs/protocol.md's fault table "
                 "(`wrong_type` sends the field fault_field with the wrong JSON type; the faults "
-                "of HELLO itself are given as `dlbench-null --inject NAME`).")
+                "of HELLO itself are given as `dlbench-null --inject NAME`); with load, `drop_query` and "
+                "`duplicate_query` leave query inject_at_step out of its QUERIES frame or send it twice.")
           .Build());
   r.push_back(Entry("inject_at_step", kCell, kNull, ParamType::kInt)
                   .Unit("steps")
@@ -561,6 +565,24 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Max(1073741824)
                   .Help("What inject: stderr_flood or stdout_flood writes. At most 1073741824 (1 GiB), so "
                         "that a typo does not fill the disk.")
+                  .Build());
+  r.push_back(Entry("service_us", kCell, kNull, ParamType::kNumber)
+                  .Unit("us")
+                  .Min(0, false)
+                  .Max(3.6e9)
+                  .DefaultText("1000")
+                  .Help("With load: the simulated system's time to serve one batch, on the virtual clock "
+                        "(plus service_per_sample_us per sample; at least 1 ns); a load cell always runs in "
+                        "virtual time. "
+                        "At most 3600000000 (an hour), so that a wrong unit is caught here.")
+                  .Build());
+  r.push_back(Entry("service_per_sample_us", kCell, kNull, ParamType::kNumber)
+                  .Unit("us")
+                  .Min(0)
+                  .Max(3.6e9)
+                  .DefaultText("0")
+                  .Help("With load: the simulated system's added service time per sample of a batch. At "
+                        "most 3600000000 (an hour), so that a wrong unit is caught here.")
                   .Build());
   r.push_back(Entry("virtual_time", kCell, kNull, ParamType::kBool)
                   .DefaultText("false")
@@ -977,6 +999,8 @@ bool ScopeValidForRunner(Scope scope, const std::string& runner_name) {
       return runner_name == "null";
     case Scope::kTorch:
       return runner_name == "torch";
+    case Scope::kLoad:
+      return runner_name == "null" || runner_name == "torch";
   }
   return false;
 }
@@ -1021,6 +1045,8 @@ const char* ScopeName(Scope scope) {
       return "null";
     case Scope::kTorch:
       return "torch";
+    case Scope::kLoad:
+      return "null or torch";
   }
   return "?";
 }
@@ -1241,6 +1267,8 @@ std::string RenderParamHelp() {
                        select(ParamSection::kCell, Scope::kCore));
   out += "\n" + render("Cell parameters, runner: null:", select(ParamSection::kCell, Scope::kNull));
   out += "\n" + render("Cell parameters, runner: torch:", select(ParamSection::kCell, Scope::kTorch));
+  out += "\n" + render("Cell parameters, inference under load (runner: null or torch):",
+                       select(ParamSection::kCell, Scope::kLoad));
   out +=
       "\nA runner {command: [argv...]} takes the core parameters and passes any other key through "
       "unvalidated.\nFull reference: docs/config-reference.md\n";
@@ -1382,6 +1410,16 @@ effective value with the cell's results.
 
 )md";
 
+constexpr const char* kReferenceLoad = R"md(
+### Inference under load (`runner: null` or `runner: torch`)
+
+A cell with `load` measures queries instead of steps ([load.md](load.md)): dlbench-torch serves
+them with the model, dlbench-null on its virtual clock with the service time of `service_us` and
+`service_per_sample_us`. The rules across these keys (which scenario each applies to) are checked
+per cell.
+
+)md";
+
 constexpr const char* kReferenceOutro = R"md(
 ## How a matrix becomes cells
 
@@ -1515,6 +1553,8 @@ std::string RenderConfigReference() {
   out += MarkdownTable(ParamSection::kCell, Scope::kNull);
   out += kReferenceTorch;
   out += MarkdownTable(ParamSection::kCell, Scope::kTorch);
+  out += kReferenceLoad;
+  out += MarkdownTable(ParamSection::kCell, Scope::kLoad);
   out += kReferenceOutro;
   return out;
 }

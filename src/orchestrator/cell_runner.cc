@@ -23,6 +23,7 @@
 #include "monitor/busy_processes.h"
 #include "monitor/gpu_attribution.h"
 #include "orchestrator/cell_metrics.h"
+#include "orchestrator/load_cell.h"
 #include "orchestrator/process_tree.h"
 #include "protocol/runner_session.h"
 #include "protocol/wire.h"
@@ -465,7 +466,10 @@ void CellDriver::Drive() {
     CheckClocks(now);
     if (o_.on_progress && now - last_progress_ns >= kNsPerS) {
       last_progress_ns = now;
-      o_.on_progress(CellProgress{conv_.policy().steps_seen(), NsToSeconds(now - spawn_ns_), conv_.state()});
+      // A load cell's progress counts its queries.
+      const std::int64_t records =
+          conv_.load() != nullptr ? conv_.load()->record_count() : conv_.policy().steps_seen();
+      o_.on_progress(CellProgress{records, NsToSeconds(now - spawn_ns_), conv_.state()});
     }
 
     pollfd fds[5];
@@ -542,6 +546,10 @@ void CellDriver::Conclude(std::vector<record::SeriesPoint> idle_series) {
   const std::string stop_reason =
       conv_.stop_decision().value_or(conv_.done_reason().empty() ? "runner_exit" : conv_.done_reason());
   const measure::Outcome measured = policy.Finish(stop_reason);
+  std::optional<LoadConclusion> load;
+  if (conv_.load() != nullptr) {
+    load = ConcludeLoad(*conv_.load(), conv_.done_steps(), stop_reason, conv_.done_reason(), rec_);
+  }
   if (!rec_.steps.empty()) {
     rec_.warmup_rule = measured.warmup_rule;
     rec_.stop_reason = measured.stop_reason;
@@ -618,6 +626,12 @@ void CellDriver::Conclude(std::vector<record::SeriesPoint> idle_series) {
           fmt::format("; it had closed its protocol pipe {:.1f} s before it exited", NsToSeconds(early_ns));
     }
     return finish(record::Outcome::kInvalid, WithTail(what));
+  }
+  if (load) {
+    if (load->invalid) return finish(record::Outcome::kInvalid, *load->invalid);
+    rec_.verdict_reasons = load->reasons;
+    rec_.verdict = record::HeadlineVerdict(load->reasons);
+    return finish(record::Outcome::kOk, "");
   }
   if (!measured.enough_data)
     return finish(record::Outcome::kInvalid, "too little data: " + measured.insufficiency);

@@ -25,6 +25,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/subprocess.h"
+#include "config/load_rules.h"
 #include "config/matrix.h"
 #include "config/registry.h"
 #include "orchestrator/process_tree.h"
@@ -319,6 +320,28 @@ Result<Answer> Ask(const std::string& runner, const json& params, bool valid, bo
   return Configure(RunnerBinary(runner), params);
 }
 
+// dlbench-null serves a cell with `load` (runners/null/virtual_load.h), and a load key applies only
+// with a load whose scenario it belongs to (a rule across keys, config::CheckLoadCell): a load key's
+// case is sent in the first scenario that rule accepts it in, with the server's target_qps and,
+// for target_qps (whose `max` needs it), a latency bound.
+void AddLoadContext(const std::string& key, const json& first_valid, json& params) {
+  params["scenario"] = "infer";
+  if (key == "load") {
+    if (first_valid == "server") params["target_qps"] = 100;
+    return;
+  }
+  for (const char* load : {"single_stream", "multi_stream", "server", "offline"}) {
+    config::Combination cell = {{"scenario", "infer"}, {"load", load}, {key, first_valid}};
+    if (std::string(load) == "server" && key != "target_qps") cell["target_qps"] = 100;
+    if (key == "target_qps") cell["latency_bound_ms"] = 10;
+    if (!config::CheckLoadCell(cell).empty()) continue;
+    for (const auto& [name, value] : cell) {
+      if (name != key) params[name] = value;
+    }
+    return;
+  }
+}
+
 class RunnerAgreesWithRegistry : public ::testing::TestWithParam<Key> {};
 
 TEST_P(RunnerAgreesWithRegistry, OnEveryBoundValueAndType) {
@@ -336,6 +359,11 @@ TEST_P(RunnerAgreesWithRegistry, OnEveryBoundValueAndType) {
     if (key.runner == "torch" && key.spec->name == "data") params["data_path"] = "/nonexistent/data";
     // pipeline_only needs a pipeline: a host-fed data source.
     if (key.runner == "torch" && key.spec->name == "pipeline_only") params["data"] = "host";
+    if (key.runner == "null" && config::CheckLoadCell({{key.spec->name, cases.front().value}}).size() == 1 &&
+        config::CheckLoadCell({{key.spec->name, cases.front().value}})[0].key == key.spec->name) {
+      AddLoadContext(key.spec->name, cases.front().value, params);
+      if (key.spec->name == "load" && c.value == "server") params["target_qps"] = 100;
+    }
     // inject: wrong_type names the field it sends with the wrong type (another rule across keys).
     if (key.runner == "null" && key.spec->name == "inject" && c.value == "wrong_type")
       params["fault_field"] = "READY.effective";
