@@ -51,7 +51,7 @@ constexpr std::pair<const char*, OptimizerImpl> kOptimizerImpls[] = {
     {"foreach", OptimizerImpl::kForeach},
     {"per_param", OptimizerImpl::kPerParameter}};
 constexpr std::pair<const char*, DdpMode> kDdpModes[] = {{"overlap", DdpMode::kOverlap},
-                                                        {"serial", DdpMode::kSerial}};
+                                                         {"serial", DdpMode::kSerial}};
 constexpr std::pair<const char*, DdpBackend> kDdpBackends[] = {
     {"auto", DdpBackend::kAuto}, {"gloo", DdpBackend::kGloo}, {"nccl", DdpBackend::kNccl}};
 constexpr std::pair<const char*, InputDtype> kInputDtypes[] = {
@@ -86,8 +86,9 @@ Result<std::optional<DdpOptions>> ParseDdp(const RunnerParams& p, Scenario scena
     return std::optional<DdpOptions>();
   }
   if (scenario != Scenario::kTrain) {
-    return Invalid("strategy ddp trains data-parallel: it needs scenario train (infer has no gradients to "
-                   "all-reduce)");
+    return Invalid(
+        "strategy ddp trains data-parallel: it needs scenario train (infer has no gradients to "
+        "all-reduce)");
   }
   DdpOptions d;
   d.world_size = static_cast<int>(world);
@@ -219,26 +220,32 @@ Status CheckSupported(const TorchCell& cell, const Capabilities& caps) {
   DLBENCH_RETURN_IF_ERROR(CheckDataSupported(cell.data, cuda));
   if (cell.ddp) {
     if (cell.ddp->backend == DdpBackend::kNccl && !cuda) {
-      return Unsupported("unsupported: backend nccl all-reduces CUDA tensors: it needs device cuda (use "
-                         "backend gloo or auto on cpu)");
+      return Unsupported(
+          "unsupported: backend nccl all-reduces CUDA tensors: it needs device cuda (use "
+          "backend gloo or auto on cpu)");
     }
-    const bool nccl = cell.ddp->backend == DdpBackend::kNccl || (cell.ddp->backend == DdpBackend::kAuto && cuda);
+    const bool nccl =
+        cell.ddp->backend == DdpBackend::kNccl || (cell.ddp->backend == DdpBackend::kAuto && cuda);
     if (nccl && !caps.nccl_built) {
-      return Unsupported("unsupported: backend nccl, but this dlbench-torch was built without c10d's NCCL "
-                         "process group (the GPU build has it: scripts/build-gpu.sh; or use backend gloo)");
+      return Unsupported(
+          "unsupported: backend nccl, but this dlbench-torch was built without c10d's NCCL "
+          "process group (the GPU build has it: scripts/build-gpu.sh; or use backend gloo)");
     }
     if (cell.torchscript) {
-      return Unsupported("unsupported: strategy ddp trains zoo models; a TorchScript model is not wired to "
-                         "the Reducer yet");
+      return Unsupported(
+          "unsupported: strategy ddp trains zoo models; a TorchScript model is not wired to "
+          "the Reducer yet");
     }
     if (cell.precision == Precision::kFp16) {
-      return Unsupported("unsupported: fp16 ddp (the loss scaler's skip decision would have to agree across "
-                         "ranks); use bf16 or fp32");
+      return Unsupported(
+          "unsupported: fp16 ddp (the loss scaler's skip decision would have to agree across "
+          "ranks); use bf16 or fp32");
     }
     if (cell.data.source != DataSource::kDevice) {
-      return Unsupported(fmt::format("unsupported: strategy ddp with data: {} (each rank would need its own "
-                                     "shard of the input); use data: device",
-                                     DataSourceName(cell.data.source)));
+      return Unsupported(
+          fmt::format("unsupported: strategy ddp with data: {} (each rank would need its own "
+                      "shard of the input); use data: device",
+                      DataSourceName(cell.data.source)));
     }
   }
   if (cuda) {

@@ -63,8 +63,8 @@ struct CellState {
   torch::Tensor last_loss;                             // train only, read after the loop
   MathSwitches switches;
   std::optional<CudaDeviceInfo> cuda_device;
-  std::unique_ptr<data::Feeder> feeder;  // each step's batch from cell.data (device: the fixed one)
-  std::unique_ptr<ddp::Rank> ddp;        // strategy ddp only
+  std::unique_ptr<data::Feeder> feeder;      // each step's batch from cell.data (device: the fixed one)
+  std::unique_ptr<ddp::Rank> ddp;            // strategy ddp only
   std::optional<std::int64_t> step_comm_ns;  // ddp serial: this step's all-reduce
 };
 
@@ -350,7 +350,8 @@ int RunTorchCell(RunnerSession& session) {
   if (cell->ddp) {
     const Status placed = ddp::PlaceRank(*config, *cell, caps);
     if (!placed.ok())
-      return Report(session, {WireKind(placed.error().kind), placed.error().message, nlohmann::json::object()});
+      return Report(session,
+                    {WireKind(placed.error().kind), placed.error().message, nlohmann::json::object()});
   }
 
   std::optional<load::EffectiveLoadSettings> load_settings;

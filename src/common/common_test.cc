@@ -75,7 +75,8 @@ TEST(SubprocessTest, UnsetEnvRemovesNamesAndPrefixesButExtraEnvWins) {
   EXPECT_EQ(env.find("DLBENCH_TEST_SLURM_"), std::string::npos) << env;
   EXPECT_NE(env.find("DLBENCH_TEST_RANKED=kept"), std::string::npos) << "a name is not a prefix";
   EXPECT_NE(env.find("DLBENCH_TEST_ONE=1"), std::string::npos) << "extra_env is set after";
-  for (const char* name : {"DLBENCH_TEST_RANK", "DLBENCH_TEST_SLURM_A", "DLBENCH_TEST_SLURM_B", "DLBENCH_TEST_RANKED"})
+  for (const char* name :
+       {"DLBENCH_TEST_RANK", "DLBENCH_TEST_SLURM_A", "DLBENCH_TEST_SLURM_B", "DLBENCH_TEST_RANKED"})
     unsetenv(name);
 }
 

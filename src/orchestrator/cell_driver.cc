@@ -44,7 +44,6 @@ void SetNonBlocking(int fd) {
   if (flags >= 0) (void)fcntl(fd, F_SETFL, flags | O_NONBLOCK);
 }
 
-
 // A descriptor that becomes readable when `pid` exits (pidfd_open, Linux 5.3), or -1: the loop
 // then polls the exit with a short timeout instead.
 int OpenPidFd(pid_t pid) {
@@ -161,7 +160,6 @@ Result<Spawned> SpawnRunner(const RunnerCommand& runner, bool with_logs) {
   }
   return s;
 }
-
 
 void CellDriver::Signal(SignalLevel level, const char* why) {
   if (exited_ || level <= signalled_) return;
@@ -362,7 +360,9 @@ bool CellDriver::Poll(int max_wait_ms) {
   const int wait_ms = std::min(max_wait_ms, pid_fd_ >= 0 ? 100 : 10);
   const int ready = ::poll(fds, static_cast<nfds_t>(n), wait_ms);
   if (ready <= 0) return false;  // timeout or EINTR (Ctrl-C): the next call checks the clocks
-  auto fired = [&](int i) { return i >= 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR | POLLOUT)) != 0; };
+  auto fired = [&](int i) {
+    return i >= 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR | POLLOUT)) != 0;
+  };
   if (fired(i_protocol)) ReadProtocol(/*drain=*/false);
   if (fired(i_out)) ReadLog(s_.stdout_fd, stdout_log_, false);
   if (fired(i_err)) ReadLog(s_.stderr_fd, stderr_log_, false);

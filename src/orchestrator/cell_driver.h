@@ -26,9 +26,8 @@ namespace dlbench::orchestrator {
 // from CONFIGURE's rendezvous). An entry ending in '*' is a prefix.
 inline const std::vector<std::string>& LauncherVariables() {
   static const std::vector<std::string> names = {
-      "RANK",        "WORLD_SIZE",        "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
-      "ROLE_RANK",   "MASTER_ADDR",       "MASTER_PORT", "TORCHELASTIC_*",  "SLURM_*",
-      "OMPI_COMM_WORLD_*", "PMI_*"};
+      "RANK",        "WORLD_SIZE",  "LOCAL_RANK",     "LOCAL_WORLD_SIZE", "GROUP_RANK",        "ROLE_RANK",
+      "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_*", "SLURM_*",          "OMPI_COMM_WORLD_*", "PMI_*"};
   return names;
 }
 

@@ -42,7 +42,8 @@ bool Failed(const CellDriver& d) {
 
 int RankGroupSize(const plan::Cell& cell) {
   const auto strategy = cell.params.find("strategy");
-  if (strategy == cell.params.end() || !strategy->second.is_string() || strategy->second.get<std::string>() != "ddp")
+  if (strategy == cell.params.end() || !strategy->second.is_string() ||
+      strategy->second.get<std::string>() != "ddp")
     return 1;
   const auto world = cell.params.find("world_size");
   if (world == cell.params.end() || !world->second.is_number_integer()) return 1;
@@ -67,8 +68,8 @@ Result<int> FreeLoopbackPort() {
   return static_cast<int>(ntohs(addr.sin_port));
 }
 
-void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world, std::vector<record::SeriesPoint> idle_series,
-                  record::CellRecord& rec) {
+void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
+                  std::vector<record::SeriesPoint> idle_series, record::CellRecord& rec) {
   auto fail = [&](const std::string& message) {
     rec.outcome = record::Outcome::kError;
     rec.message = message;
@@ -82,7 +83,8 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world, st
   std::deque<record::CellRecord> others(static_cast<std::size_t>(world - 1));
   std::deque<Spawned> spawned;
   std::vector<std::unique_ptr<CellDriver>> drivers;
-  const std::string base = rec.stdout_path.substr(0, rec.stdout_path.size() - std::string(".stdout.log").size());
+  const std::string base =
+      rec.stdout_path.substr(0, rec.stdout_path.size() - std::string(".stdout.log").size());
   auto kill_spawned = [&] {
     for (Spawned& s : spawned) s.process.SignalGroup(SIGKILL);
     for (Spawned& s : spawned) (void)KillLeftovers(s.process.pid(), 1000);
@@ -154,7 +156,8 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world, st
   for (Spawned& s : spawned) leftovers += KillLeftovers(s.process.pid(), 2000);
   drivers.front()->AddLeftovers(leftovers);
   monitoring.Finish(rec);
-  for (std::size_t r = drivers.size(); r-- > 0;) drivers[r]->Conclude(r == 0 ? std::move(idle_series) : std::vector<record::SeriesPoint>{});
+  for (std::size_t r = drivers.size(); r-- > 0;)
+    drivers[r]->Conclude(r == 0 ? std::move(idle_series) : std::vector<record::SeriesPoint>{});
 
   // The rank the cell is named after: of those that failed without being killed for another's
   // failure, one that did not merely report ERROR (a peer's death makes the others report one),

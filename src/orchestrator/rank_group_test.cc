@@ -111,9 +111,12 @@ TEST_F(RankGroupTest, TwoRanksStoreEveryRanksStepsAndStopTogether) {
 }
 
 TEST_F(RankGroupTest, ARankThatCrashesEndsTheCellNamingItAndTheOthersAreStopped) {
-  const record::CellRecord rec =
-      Run({{"strategy", "ddp"}, {"world_size", 3}, {"inject", "crash"}, {"inject_rank", 2}, {"inject_at_step", 1}},
-          SlowOptions());
+  const record::CellRecord rec = Run({{"strategy", "ddp"},
+                                      {"world_size", 3},
+                                      {"inject", "crash"},
+                                      {"inject_rank", 2},
+                                      {"inject_at_step", 1}},
+                                     SlowOptions());
   EXPECT_EQ(rec.outcome, record::Outcome::kCrashed) << rec.message;
   EXPECT_EQ(rec.message.rfind("rank 2 of 3: ", 0), 0u) << rec.message;
   EXPECT_EQ(rec.verdict, record::Verdict::kNotApplicable);
@@ -124,9 +127,9 @@ TEST_F(RankGroupTest, ARankThatCrashesEndsTheCellNamingItAndTheOthersAreStopped)
 }
 
 TEST_F(RankGroupTest, ARankThatHangsEndsTheCellAsATimeoutNamingIt) {
-  const record::CellRecord rec =
-      Run({{"strategy", "ddp"}, {"world_size", 2}, {"inject", "hang"}, {"inject_rank", 1}, {"inject_at_step", 1}},
-          SlowOptions());
+  const record::CellRecord rec = Run(
+      {{"strategy", "ddp"}, {"world_size", 2}, {"inject", "hang"}, {"inject_rank", 1}, {"inject_at_step", 1}},
+      SlowOptions());
   EXPECT_EQ(rec.outcome, record::Outcome::kTimeout) << rec.message;
   EXPECT_EQ(rec.message.rfind("rank 1 of 2: ", 0), 0u) << rec.message;
   EXPECT_TRUE(Descendants(::getpid()).empty()) << "nothing is left running";

@@ -30,7 +30,8 @@ matrix:
   device: cpu
   strategy: ddp
   world_size: 2
-  ddp_mode: )" + modes + R"(
+  ddp_mode: )" +
+         modes + R"(
 timeout_s: 180
 measure:
 )" + measure;
@@ -102,7 +103,8 @@ TEST(TorchDdpE2E, RanksThatDoNotReduceTheirGradientsFailTheCell) {
     EXPECT_EQ(c.outcome, record::Outcome::kError) << c.message;
     EXPECT_NE(c.message.find("the ranks' parameters differ"), std::string::npos) << c.message;
     // Every rank finds it; the cell names the first whose ERROR arrived.
-    EXPECT_TRUE(c.message.rfind("rank 0 of 2: ", 0) == 0 || c.message.rfind("rank 1 of 2: ", 0) == 0) << c.message;
+    EXPECT_TRUE(c.message.rfind("rank 0 of 2: ", 0) == 0 || c.message.rfind("rank 1 of 2: ", 0) == 0)
+        << c.message;
   }
 }
 

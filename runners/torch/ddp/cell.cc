@@ -34,10 +34,11 @@ Status PlaceRank(const protocol::CellConfig& config, TorchCell& cell, const Capa
                                  config.rank, config.world_size, d.world_size));
   }
   if (d.world_size > 1 && !config.rendezvous) {
-    return MakeError(ErrorKind::kInvalidInput,
-                     fmt::format("strategy ddp with world_size {} needs CONFIGURE's rendezvous: `dlbench run` "
-                                 "starts the ranks and passes it (docs/distributed.md)",
-                                 d.world_size));
+    return MakeError(
+        ErrorKind::kInvalidInput,
+        fmt::format("strategy ddp with world_size {} needs CONFIGURE's rendezvous: `dlbench run` "
+                    "starts the ranks and passes it (docs/distributed.md)",
+                    d.world_size));
   }
   const int local_rank = config.rendezvous ? config.rendezvous->local_rank : 0;
   const int local_world = config.rendezvous ? config.rendezvous->local_world_size : 1;
@@ -55,8 +56,8 @@ Status PlaceRank(const protocol::CellConfig& config, TorchCell& cell, const Capa
   return Status::Ok();
 }
 
-std::unique_ptr<Rank> JoinGroup(const protocol::CellConfig& config, const TorchCell& cell, torch::Device device,
-                                const Workload& workload) {
+std::unique_ptr<Rank> JoinGroup(const protocol::CellConfig& config, const TorchCell& cell,
+                                torch::Device device, const Workload& workload) {
   const DdpOptions& d = *cell.ddp;
   RankSetup setup;
   setup.rank = config.rank;
@@ -88,7 +89,8 @@ void AddEffective(const Rank& rank, nlohmann::json& effective) {
 void SplitCommunication(std::int64_t comm_ns, protocol::StepRecord& record) {
   record.comm_ns = comm_ns;
   record.present |= record::kHasComm;
-  if ((record.present & record::kHasCompute) != 0) record.compute_ns = std::max<std::int64_t>(0, record.compute_ns - comm_ns);
+  if ((record.present & record::kHasCompute) != 0)
+    record.compute_ns = std::max<std::int64_t>(0, record.compute_ns - comm_ns);
 }
 
 std::optional<Failure> CheckRanksAgree(Rank& rank, std::int64_t steps, nlohmann::json& info) {
@@ -99,11 +101,12 @@ std::optional<Failure> CheckRanksAgree(Rank& rank, std::int64_t steps, nlohmann:
           {"max_hash", check.max_hash},
           {"hash", "FNV-1a over every parameter's bytes, folded to 62 bits; min and max over the ranks"}};
   if (check.identical) return std::nullopt;
-  return Failure{record::RunnerErrorKind::kInternal,
-                 fmt::format("ddp: the ranks' parameters differ after {} steps (hash {} on this rank; min {}, "
-                             "max {} over the ranks): the gradients were not all-reduced",
-                             steps, check.local_hash, check.min_hash, check.max_hash),
-                 info};
+  return Failure{
+      record::RunnerErrorKind::kInternal,
+      fmt::format("ddp: the ranks' parameters differ after {} steps (hash {} on this rank; min {}, "
+                  "max {} over the ranks): the gradients were not all-reduced",
+                  steps, check.local_hash, check.min_hash, check.max_hash),
+      info};
 }
 
 }  // namespace dlbench::torchrunner::ddp

@@ -31,8 +31,8 @@ std::uint64_t BatchSeed(std::uint64_t seed, int rank);
 Status PlaceRank(const protocol::CellConfig& config, TorchCell& cell, const Capabilities& caps);
 
 // Joins the cell's group from CONFIGURE (collective). Throws what Rank::Join throws.
-std::unique_ptr<Rank> JoinGroup(const protocol::CellConfig& config, const TorchCell& cell, torch::Device device,
-                                const Workload& workload);
+std::unique_ptr<Rank> JoinGroup(const protocol::CellConfig& config, const TorchCell& cell,
+                                torch::Device device, const Workload& workload);
 
 // Adds the effective cell's "ddp" object and says what each step phase means under ddp.
 void AddEffective(const Rank& rank, nlohmann::json& effective);

@@ -4,11 +4,10 @@
 // only into a LibTorch with NCCL: process_group_nccl_cuda.cc).
 #pragma once
 
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-#include <torch/csrc/distributed/c10d/Store.hpp>
-
 #include <chrono>
 #include <string>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 
 namespace dlbench::torchrunner::ddp {
 

@@ -19,7 +19,8 @@ c10::intrusive_ptr<c10d::ProcessGroup> MakeGlooGroup(const c10::intrusive_ptr<c1
   options->threads = 1;
   auto gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size, options);
 #if TORCH_VERSION_MAJOR >= 2
-  return WrapBackend(store, rank, world_size, c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, gloo);
+  return WrapBackend(store, rank, world_size, c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO,
+                     gloo);
 #else
   return gloo;
 #endif

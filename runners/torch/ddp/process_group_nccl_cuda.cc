@@ -15,7 +15,8 @@ c10::intrusive_ptr<c10d::ProcessGroup> MakeNcclGroup(const c10::intrusive_ptr<c1
   options->timeout = timeout;
   auto nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, world_size, options);
 #if TORCH_VERSION_MAJOR >= 2
-  return WrapBackend(store, rank, world_size, c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL, nccl);
+  return WrapBackend(store, rank, world_size, c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL,
+                     nccl);
 #else
   return nccl;
 #endif

@@ -1,13 +1,13 @@
 #include "ddp/rank.h"
 
 #include <fmt/format.h>
-#include <torch/csrc/distributed/c10d/HashStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-#include <torch/csrc/distributed/c10d/reducer.hpp>
 
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/reducer.hpp>
 
 #include "common/clock.h"
 #include "ddp/process_group.h"
@@ -78,8 +78,8 @@ std::unique_ptr<Rank> Rank::Join(const RankSetup& setup, std::vector<torch::Tens
   r->setup_ = setup;
   if (auto fault = ConfiguredFault()) {
     if (*fault != kSkipReductionFault)
-      throw std::invalid_argument(fmt::format("{}: unknown fault '{}' (known: {})", kFaultEnv, *fault,
-                                              kSkipReductionFault));
+      throw std::invalid_argument(
+          fmt::format("{}: unknown fault '{}' (known: {})", kFaultEnv, *fault, kSkipReductionFault));
     r->skip_reduction_ = true;
     r->fault_ = *fault;
   }
@@ -111,8 +111,9 @@ std::unique_ptr<Rank> Rank::Join(const RankSetup& setup, std::vector<torch::Tens
       r->flat_buckets_.push_back(torch::empty({n}, r->params_[bucket.front()].options()));
     }
   }
-  r->agree_ = torch::zeros({2}, torch::TensorOptions().dtype(torch::kLong).device(
-                                    setup.nccl ? setup.device : torch::Device(torch::kCPU)));
+  r->agree_ = torch::zeros({2}, torch::TensorOptions()
+                                    .dtype(torch::kLong)
+                                    .device(setup.nccl ? setup.device : torch::Device(torch::kCPU)));
   return r;
 }
 

@@ -95,7 +95,7 @@ class Rank {
   std::vector<torch::Tensor> params_;
   BucketPlan plan_;
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
-  std::shared_ptr<c10d::Reducer> reducer_;  // overlap only
+  std::shared_ptr<c10d::Reducer> reducer_;   // overlap only
   std::vector<torch::Tensor> flat_buckets_;  // serial only: one buffer per bucket
   torch::Tensor agree_;                      // the stop agreement's two int64s
   std::int64_t gradient_bytes_ = 0;

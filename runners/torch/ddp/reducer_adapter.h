@@ -4,11 +4,11 @@
 // across LibTorch versions; this is the one place that knows (reducer_adapter.cc).
 #pragma once
 
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/torch.h>
 
 #include <cstdint>
 #include <memory>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <vector>
 
 namespace c10d {

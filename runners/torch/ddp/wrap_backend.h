@@ -3,8 +3,9 @@
 // Only process_group_*.cc include this.
 #pragma once
 
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/version.h>
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 namespace dlbench::torchrunner::ddp {
 
