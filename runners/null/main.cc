@@ -46,6 +46,7 @@ struct Params {
   std::string jitter_dist = "normal";
   Fault inject = Fault::kNone;
   std::int64_t inject_at_step = 20;
+  std::optional<std::int64_t> inject_rank;  // only this rank injects; absent: every rank
   std::int64_t leak_bytes_per_step = 65536;
   int exit_code = 3;
   std::int64_t samples_per_step = 1;
@@ -89,6 +90,7 @@ bool ParseParams(const nlohmann::json& p, Params& out, std::string& error) {
     return false;
   }
   out.inject_at_step = params.Int("inject_at_step").value();
+  out.inject_rank = params.Int("inject_rank");
   out.leak_bytes_per_step = params.Int("leak_bytes_per_step").value();
   out.exit_code = static_cast<int>(params.Int("exit_code").value());  // 1..255
   out.samples_per_step = params.Int("samples_per_step").value();      // defaults to batch_size
@@ -507,6 +509,7 @@ int Main(int argc, char** argv) {
     p.inject = early.inject;
     if (!early.fault_field.empty()) p.fault_field = early.fault_field;
   }
+  if (p.inject_rank && *p.inject_rank != cell->rank) p.inject = Fault::kNone;
   const synthetic::StepShape shape = ShapeOf(p);
   if (auto st = synthetic::ValidateShape(shape); !st.ok()) {
     (void)session.SendError(RunnerErrorKind::kInvalid, st.error().message);

@@ -285,6 +285,33 @@ std::vector<ParamSpec> BuildRegistry() {
           .Label("ws")
           .Help("Number of ranks for ddp. At most 1024 ranks, the scale dlbench is designed and tested for.")
           .Build());
+  // The ddp keys have no registry default, so that cells stored before them keep their keys; the
+  // runner reports what it used in the effective cell (docs/distributed.md).
+  r.push_back(Entry("ddp_mode", kCell, kTorch, ParamType::kEnum)
+                  .Allowed({"overlap", "serial"})
+                  .DefaultText("overlap")
+                  .Label("=")
+                  .Help("With strategy: ddp, how gradients are all-reduced: `overlap` (c10d's Reducer: "
+                        "bucketed all-reduce during backward, as PyTorch's DDP) or `serial` (the same "
+                        "buckets all-reduced after backward: the no-overlap baseline).")
+                  .Build());
+  r.push_back(Entry("backend", kCell, kTorch, ParamType::kEnum)
+                  .Allowed({"auto", "gloo", "nccl"})
+                  .DefaultText("auto")
+                  .Label("=")
+                  .Help("With strategy: ddp, the c10d process group: `auto` (nccl on cuda, gloo on cpu), "
+                        "`gloo`, or `nccl` (CUDA devices, a build with NCCL).")
+                  .Build());
+  r.push_back(Entry("bucket_cap_bytes", kCell, kTorch, ParamType::kInt)
+                  .Unit("bytes")
+                  .Min(1024)
+                  .Max(1073741824)
+                  .DefaultText("26214400 (25 MiB, PyTorch DDP's bucket_cap_mb; the first bucket 1 MiB)")
+                  .Label("bucket")
+                  .Help("With strategy: ddp, the gradient bytes per all-reduce bucket, at least 1024. At "
+                        "most 1073741824 (1 GiB): one bucket then holds every gradient of any model the "
+                        "zoo has.")
+                  .Build());
 
   // Inference under load (docs/load.md): LoadGen's scenarios. Every key but `load` applies only
   // with `load`, and some only with one scenario (config/load_rules.h checks each cell). None has
@@ -501,6 +528,13 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Max(1073741824)
                   .Help("Memory kept and touched per step with inject: leak. At most 1073741824 (1 GiB), so "
                         "that a typo does not exhaust the host's memory.")
+                  .Build());
+  r.push_back(Entry("inject_rank", kCell, kNull, ParamType::kInt)
+                  .Min(0)
+                  .Max(1023)
+                  .DefaultText("every rank")
+                  .Help("With inject and strategy: ddp, only this rank injects the fault; the others run "
+                        "normally. At most 1023, the highest rank of world_size 1024.")
                   .Build());
   r.push_back(Entry("exit_code", kCell, kNull, ParamType::kInt)
                   .Default(Int(3))

@@ -333,6 +333,8 @@ FrameResult Conversation::OnHello(const nlohmann::json& body, std::int64_t now_n
   cfg.seed = cell_.seed;
   cfg.cell_key = cell_.key;
   cfg.world_size = world_size_;
+  cfg.rank = settings_.rank;
+  cfg.rendezvous = settings_.rendezvous;
   // The runner's own ceilings sit past ours so that our STOP, not its ceiling, ends a healthy
   // cell; they only matter when we are gone.
   const config::MeasureSettings& m = settings_.measure;
@@ -380,6 +382,9 @@ FrameResult Conversation::OnSteps(const protocol::Frame& frame, std::int64_t now
   const std::uint32_t rank = batch->rank;
   if (rank >= static_cast<std::uint32_t>(world_size_)) {
     return Violate(fmt::format("STEPS of rank {}, but the cell has world_size {}", rank, world_size_));
+  }
+  if (settings_.rendezvous && rank != static_cast<std::uint32_t>(settings_.rank)) {
+    return Violate(fmt::format("STEPS of rank {} from the runner of rank {}", rank, settings_.rank));
   }
   const auto count = static_cast<std::int64_t>(batch->records.size());
   if (step_records_ + count > settings_.limits.max_step_records) {

@@ -31,6 +31,7 @@
 #include "orchestrator/cell_metrics.h"
 #include "orchestrator/load_cell.h"
 #include "plan/plan.h"
+#include "protocol/runner_session.h"
 #include "protocol/wire.h"
 #include "record/outcome.h"
 #include "record/records.h"
@@ -60,6 +61,10 @@ struct ConversationSettings {
   config::MeasureSettings measure;
   double timeout_s = 600;  // the cell's timeout, for the runner's own time ceiling
   ConversationLimits limits;
+  // The runner's rank in its cell (CONFIGURE's rank) and, for a rank of a group the orchestrator
+  // launched (rank_group.h), the rendezvous CONFIGURE carries; its STEPS must then be its own rank's.
+  int rank = 0;
+  std::optional<protocol::Rendezvous> rendezvous;
 };
 
 // The runner's ERROR, once received.

@@ -352,9 +352,11 @@ TEST_P(RunnerAgreesWithRegistry, OnEveryBoundValueAndType) {
   for (const Case& c : cases) {
     json params = BaseCell(key.runner);
     params[key.spec->name] = c.value;
-    // world_size other than 1 needs a distributed strategy (a rule across keys, kept in the
-    // runner): under ddp, which this build does not implement, a valid value is `unsupported`.
-    if (key.runner == "torch" && key.spec->name == "world_size") params["strategy"] = "ddp";
+    // world_size other than 1 and the ddp keys need strategy ddp (a rule across keys, kept in the
+    // runner); a validation-only CONFIGURE is stopped before the rank would join its group.
+    if (key.runner == "torch" && (key.spec->name == "world_size" || key.spec->name == "ddp_mode" ||
+                                  key.spec->name == "backend" || key.spec->name == "bucket_cap_bytes"))
+      params["strategy"] = "ddp";
     // data: jpeg_dir and tfrecord read data_path (a rule across keys; the path is opened later).
     if (key.runner == "torch" && key.spec->name == "data") params["data_path"] = "/nonexistent/data";
     // pipeline_only needs a pipeline: a host-fed data source.
