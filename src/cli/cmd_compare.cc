@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "common/human_text.h"
 #include "history/compare.h"
 #include "history/compare_format.h"
 
@@ -52,11 +53,14 @@ int RunCompare(const CompareArgs& args, CommandContext& ctx) {
     std::string why = cmp->differing_params.empty() ? "" : "; the cells differ in ";
     for (std::size_t i = 0; i < cmp->differing_params.size(); ++i)
       why += (i ? "; " : "") + cmp->differing_params[i];
-    std::fprintf(stderr,
-                 "dlbench compare: only %zu of %zu base cells matched a candidate cell (%.0f%%, below the "
-                 "--min-matched %.0f%%): nothing to gate on%s\n",
-                 cmp->cells.size(), cmp->cells.size() + cmp->only_in_base.size(), 100 * cmp->MatchedShare(),
-                 100 * options.min_matched_share, why.c_str());
+    std::fprintf(
+        stderr,
+        "dlbench compare: only %zu of %s matched a candidate cell (%.0f%%, below the "
+        "--min-matched %.0f%%): nothing to gate on%s\n",
+        cmp->cells.size(),
+        CountNoun(static_cast<std::int64_t>(cmp->cells.size() + cmp->only_in_base.size()), "base cell")
+            .c_str(),
+        100 * cmp->MatchedShare(), 100 * options.min_matched_share, why.c_str());
     return kExitTooFewMatched;
   }
   if (args.fail_on_regression && cmp->Regressions() > 0) {

@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "common/files.h"
+#include "common/human_text.h"
 #include "history/compare.h"
 #include "monitor/fingerprint.h"
 #include "report/html_report.h"
@@ -65,8 +66,8 @@ int Report(const ReportArgs& args, CommandContext& ctx) {
       args.output.empty() ? "dlbench-report-" + std::to_string(input.run.id) + ".html" : args.output;
   Status written = WriteOutputFile(path, report::RenderHtmlReport(input, options));
   if (!written.ok()) return ReportError(written.error());
-  std::printf("wrote %s (run %lld, %zu cells)\n", path.c_str(), static_cast<long long>(input.run.id),
-              input.cells.size());
+  std::printf("wrote %s (run %lld, %s)\n", path.c_str(), static_cast<long long>(input.run.id),
+              CountNoun(static_cast<std::int64_t>(input.cells.size()), "cell").c_str());
   return kExitOk;
 }
 

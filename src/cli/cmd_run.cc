@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/console.h"
 #include "common/clock.h"
+#include "common/human_text.h"
 #include "common/subprocess.h"
 #include "orchestrator/progress_file.h"
 #include "orchestrator/run.h"
@@ -83,8 +84,9 @@ class RunConsole final : public orchestrator::RunObserver {
                    static_cast<long long>(s.run_id), plan::SelectionArgs(*s.reapplied_selection).c_str());
     }
     std::fprintf(
-        stderr, "dlbench: run %lld (%s): %zu cells%s%s, runner %s, store %s, logs in %s\n",
-        static_cast<long long>(s.run_id), s.run.name.c_str(), s.to_run,
+        stderr, "dlbench: run %lld (%s): %s%s%s, runner %s, store %s, logs in %s\n",
+        static_cast<long long>(s.run_id), s.run.name.c_str(),
+        CountNoun(static_cast<std::int64_t>(s.to_run), "cell").c_str(),
         s.already_finished == 0 ? "" : fmt::format(" ({} already finished)", s.already_finished).c_str(),
         plan::ShardSummary(s.plan).c_str(), s.runner_name.c_str(), s.store_description.c_str(),
         s.run_dir.c_str());
@@ -109,8 +111,8 @@ class RunConsole final : public orchestrator::RunObserver {
 
   void OnCellProgress(const plan::Cell&, const orchestrator::CellProgress& p) override {
     if (!tty_) return;
-    std::fprintf(stderr, "\r\033[K%s  (%lld steps, %.0f s)", status_.c_str(), static_cast<long long>(p.steps),
-                 p.elapsed_s);
+    std::fprintf(stderr, "\r\033[K%s  (%s, %.0f s)", status_.c_str(),
+                 CountNoun(static_cast<std::int64_t>(p.steps), "step").c_str(), p.elapsed_s);
   }
 
   void OnCellEnd(const orchestrator::CellEnd& e) override {

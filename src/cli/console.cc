@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/human_text.h"
 #include "common/text.h"
 #include "record/metrics.h"
 
@@ -60,14 +61,7 @@ std::string Table::Render(bool with_header) const {
   return out;
 }
 
-std::string FormatDurationNs(std::optional<double> ns) {
-  if (!ns || !std::isfinite(*ns)) return "-";
-  const double v = *ns;
-  if (v < 1e3) return fmt::format("{:.0f} ns", v);
-  if (v < 1e6) return fmt::format("{:.3g} us", v / 1e3);
-  if (v < 1e9) return fmt::format("{:.4g} ms", v / 1e6);
-  return fmt::format("{:.4g} s", v / 1e9);
-}
+std::string FormatDurationNs(std::optional<double> ns) { return ns ? HumanDurationNs(*ns) : "-"; }
 
 std::string FormatBytes(std::optional<double> bytes) {
   if (!bytes || !std::isfinite(*bytes)) return "-";
@@ -78,13 +72,13 @@ std::string FormatBytes(std::optional<double> bytes) {
     v /= 1024;
     ++u;
   }
-  return u == 0 ? fmt::format("{:.0f} B", v) : fmt::format("{:.3g} {}", v, kUnits[u]);
+  return u == 0 ? fmt::format("{:.0f} B", v) : FormatSignificant(v, 3) + " " + kUnits[u];
 }
 
 std::string FormatRate(std::optional<double> per_s) {
   if (!per_s || !std::isfinite(*per_s)) return "-";
   if (*per_s >= 100) return fmt::format("{:.0f}/s", *per_s);
-  return fmt::format("{:.3g}/s", *per_s);
+  return FormatSignificant(*per_s, 3) + "/s";
 }
 
 std::string FormatSeconds(double seconds) {
@@ -137,7 +131,7 @@ std::vector<std::string> ResultRow(const record::CellRecord& cell) {
           FormatDurationNs(MetricValue(cell, record::metric::kStepTimeMeanNs)),
           ci ? fmt::format("{:.1f}%", 100 * *ci) : "-",
           FormatDurationNs(p99),
-          energy ? fmt::format("{:.4g} J", *energy) : "-",
+          energy ? FormatSignificant(*energy, 4) + " J" : "-",
           busy ? fmt::format("{:.0f}%", *busy) : "-",
           FormatBytes(peak)};
 }

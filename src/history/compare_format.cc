@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/human_text.h"
 #include "common/text.h"
 #include "history/text_table.h"
 
@@ -29,7 +30,7 @@ std::string RunTitle(std::int64_t id, const std::string& name, const std::vector
   return out;
 }
 
-std::string Value(const std::optional<double>& v) { return v ? fmt::format("{:.4g}", *v) : "-"; }
+std::string Value(const std::optional<double>& v) { return v ? FormatSignificant(*v, 4) : "-"; }
 
 std::string Percent(double ratio) { return fmt::format("{:+.2f}%", (ratio - 1) * 100); }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "common/human_text.h"
 #include "history/samples.h"
 #include "history/text_table.h"
 #include "record/metrics.h"
@@ -79,7 +80,7 @@ std::string FormatNoiseTable(const NoiseReport& r) {
       {"cell", "reps", "mean", "within ±", "between CV", "between ±", "between / within"}};
   auto pct = [](double v) { return fmt::format("{:.2f}%", 100 * v); };
   for (const CellNoise& c : r.cells) {
-    rows.push_back({c.label, std::to_string(c.repetitions), fmt::format("{:.4g}", c.mean),
+    rows.push_back({c.label, std::to_string(c.repetitions), FormatSignificant(c.mean, 4),
                     c.within_rel_halfwidth ? pct(*c.within_rel_halfwidth) : "-", pct(c.between_cv),
                     pct(c.between_rel_halfwidth),
                     c.between_over_within ? fmt::format("{:.1f}x", *c.between_over_within) : "-"});

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/human_text.h"
 #include "stats/descriptive.h"
 #include "stats/steady_state.h"
 
@@ -125,8 +126,10 @@ Outcome MeasurePolicy::Finish(const std::string& stop_reason_if_not_decided) con
     missing.push_back("no step records");
   } else {
     if (out.summary.steps < settings_.min_steps) {
-      missing.push_back(fmt::format("{} measured steps after {} warm-up steps < min_steps {}",
-                                    out.summary.steps, out.warmup_steps, settings_.min_steps));
+      missing.push_back(fmt::format("{} after {} < min_steps {}",
+                                    CountNoun(static_cast<std::int64_t>(out.summary.steps), "measured step"),
+                                    CountNoun(static_cast<std::int64_t>(out.warmup_steps), "warm-up step"),
+                                    settings_.min_steps));
     }
     if (out.summary.window_s < settings_.min_time_s) {
       missing.push_back(

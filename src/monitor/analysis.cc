@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "common/human_text.h"
 #include "monitor/nvml_sampler.h"
 #include "record/metrics.h"
 #include "record/series.h"
@@ -241,8 +242,8 @@ std::string Growth(const Series& s, const Window& w, const std::vector<StepRecor
   detail["leak"] = leak;
   info[metric] = detail;
   if (!leak) return "";
-  return fmt::format("leaking: {} grows {:.0f} B/step [CI {:.3g}, {:.3g}]", label, ts.slope, ts.slope_ci.low,
-                     ts.slope_ci.high);
+  return fmt::format("leaking: {} grows {:.0f} B/step [CI {}, {}]", label, ts.slope,
+                     FormatSignificant(ts.slope_ci.low, 3), FormatSignificant(ts.slope_ci.high, 3));
 }
 
 struct ThrottleBit {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "common/human_text.h"
 #include "monitor/analysis.h"
 #include "record/metrics.h"
 #include "stats/stability.h"
@@ -167,8 +168,6 @@ void AddFlopsMetrics(record::CellRecord& rec) {
 
 namespace {
 
-std::string Ms(double ns) { return fmt::format("{:.3g} ms", ns * 1e-6); }
-
 // The stability verdict of the measured window (stats/stability.h), with the monitor's view of
 // what changed between the spans it compares. Stores the figures in extras.stability; returns a
 // reason, or "" when the window is stable or too short to judge (noted in extras).
@@ -190,8 +189,8 @@ std::string StabilityReason(const config::MeasureSettings& settings, record::Cel
           {"shift_p", st.shift_p},
           {"min_rel_change", ss.min_rel_change}};
   if (st.kind == stats::Stability::kTooShort) {
-    info["skipped"] =
-        fmt::format("fewer than {} batches of 5 measured steps ({} steps)", ss.min_batches, steps.size());
+    info["skipped"] = fmt::format("fewer than {} batches of 5 measured steps ({})", ss.min_batches,
+                                  CountNoun(static_cast<std::int64_t>(steps.size()), "step"));
     return "";
   }
   if (st.kind == stats::Stability::kStable) return "";
@@ -206,7 +205,8 @@ std::string StabilityReason(const config::MeasureSettings& settings, record::Cel
     info["last_tenth_mean_ns"] = st.last_tenth_mean;
     what = fmt::format(
         "drifting: step time moved {:+.2f} %/s over the {:.1f} s window (first tenth {}, last tenth {})",
-        100 * st.slope_rel_per_s, (end - start) * 1e-9, Ms(st.first_tenth_mean), Ms(st.last_tenth_mean));
+        100 * st.slope_rel_per_s, (end - start) * 1e-9, HumanDurationNs(st.first_tenth_mean),
+        HumanDurationNs(st.last_tenth_mean));
   } else {
     const std::int64_t at = steps[st.shift_step].start_ns;
     causes = monitor::ExplainChange(rec.series, start, at, at, end);
@@ -214,7 +214,8 @@ std::string StabilityReason(const config::MeasureSettings& settings, record::Cel
     info["level_before_ns"] = st.level_before;
     info["level_after_ns"] = st.level_after;
     what = fmt::format("shifted: step time changed at measured step {} ({:.1f} s in) from {} to {}",
-                       st.shift_step, (at - start) * 1e-9, Ms(st.level_before), Ms(st.level_after));
+                       st.shift_step, (at - start) * 1e-9, HumanDurationNs(st.level_before),
+                       HumanDurationNs(st.level_after));
   }
   what += causes.empty() ? "; no clock, power or host-load change explains it (a framework effect: "
                            "allocator, autotuning, host-bound launches?)"
@@ -238,8 +239,8 @@ void ApplyVerdict(const measure::Outcome& measured, const config::MeasureSetting
     const double needed = std::max<double>(kMinStepsForInterval, static_cast<double>(settings.min_steps));
     const double seconds = SecondsFor(needed * 1.25, s);
     reasons.push_back(fmt::format(
-        "too_short: {} measured steps; a confidence interval needs {} (batch means){}", s.steps,
-        kMinStepsForInterval,
+        "too_short: {}; a confidence interval needs {} (batch means){}",
+        CountNoun(static_cast<std::int64_t>(s.steps), "measured step"), kMinStepsForInterval,
         std::isfinite(seconds) ? fmt::format("; raise max_time_s to about {:.0f} s", std::ceil(seconds + 1))
                                : ""));
   } else if (rel > settings.target_rel_ci) {
