@@ -1,9 +1,11 @@
 #include "report/chart_json.h"
 
-#include <fmt/format.h>
-
 #include <cmath>
+#include <set>
 #include <utility>
+
+#include "common/human_text.h"
+#include "common/text.h"
 
 namespace dlbench::report::chart {
 
@@ -33,6 +35,27 @@ std::optional<double> Metric(const record::CellRecord& cell, std::string_view na
   return std::nullopt;
 }
 
+std::string CellTitle(const record::CellRecord& cell) {
+  return "cell " + std::to_string(cell.index) + ": " + (cell.label.empty() ? cell.key : cell.label);
+}
+
+std::string SharedLabel(const std::vector<const record::CellRecord*>& cells) {
+  if (cells.empty()) return "";
+  std::vector<std::set<std::string>> others;
+  for (std::size_t i = 1; i < cells.size(); ++i) {
+    const auto words = Split(cells[i]->label, ' ');
+    others.emplace_back(words.begin(), words.end());
+  }
+  std::vector<std::string> shared;
+  for (const std::string& word : Split(cells.front()->label, ' ')) {
+    if (word.empty()) continue;
+    bool everywhere = true;
+    for (const auto& set : others) everywhere = everywhere && set.count(word) > 0;
+    if (everywhere) shared.push_back(word);
+  }
+  return Join(shared, " ");
+}
+
 json Point(double x, double y) { return {{"x", x}, {"y", y}}; }
 
 json Dataset(const std::string& label, const std::string& kind, json data) {
@@ -41,9 +64,12 @@ json Dataset(const std::string& label, const std::string& kind, json data) {
 
 json Axis(const std::string& label, const std::string& type) { return {{"label", label}, {"type", type}}; }
 
-std::string Fmt(double v, int digits) {
-  if (!std::isfinite(v)) return "-";
-  return fmt::format("{:.{}g}", v, digits);
+json RateAxis(const std::string& label) {
+  json axis = Axis(label);
+  axis["min"] = 0;
+  return axis;
 }
+
+std::string Fmt(double v, int digits) { return FormatSignificant(v, digits); }
 
 }  // namespace dlbench::report::chart

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "record/records.h"
 
@@ -21,12 +22,27 @@ std::optional<double> NumericParam(const record::CellRecord& cell, const char* n
 // The cell's metric `name` when stored and finite.
 std::optional<double> Metric(const record::CellRecord& cell, std::string_view name);
 
+// The title of a chart of one cell: "cell 3: resnet50 train bs=8" (its label, as `dlbench show`
+// prints it; the key when it has no label).
+std::string CellTitle(const record::CellRecord& cell);
+
+// The title of a chart over several cells: the words of the first cell's label that every
+// cell's label holds, in order ("resnet50 train cpu" for "resnet50 train bs=8 cpu" and
+// "resnet50 train bs=16 cpu"), so a chart reads like the labels `dlbench show` prints; "" when
+// there are no cells or they share no word.
+std::string SharedLabel(const std::vector<const record::CellRecord*>& cells);
+
 nlohmann::json Point(double x, double y);
-// kind: "line", "points" or "marker" (assets/report.js).
+// kind: "line", "points", "marker", "vline" or "clipped" (points drawn on the top edge of the
+// y axis, each with its own value as "v"; assets/report.js).
 nlohmann::json Dataset(const std::string& label, const std::string& kind, nlohmann::json data);
 // type: "linear" or "logarithmic".
 nlohmann::json Axis(const std::string& label, const std::string& type = "linear");
-// `digits` significant digits; "-" for a value that is not finite.
+// A linear axis of a throughput (samples/s): it starts at zero, so a bar's height is its value
+// and a 2% difference does not look like a factor of two.
+nlohmann::json RateAxis(const std::string& label);
+// `digits` significant digits, no exponent at or above 1 (common/text.h FormatSignificant); "-"
+// for a value that is not finite.
 std::string Fmt(double v, int digits = 3);
 
 }  // namespace dlbench::report::chart

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/clock.h"
+#include "common/human_text.h"
 #include "common/text.h"
 #include "common/version.h"
 #include "record/metrics.h"
@@ -17,6 +18,7 @@
 #include "report/export.h"
 #include "report/input_charts.h"
 #include "report/load_report.h"
+#include "report/step_charts.h"
 
 namespace dlbench::report {
 namespace {
@@ -24,6 +26,7 @@ namespace {
 using nlohmann::json;
 
 using chart::Axis;
+using chart::CellTitle;
 using chart::Dataset;
 using chart::Fmt;
 using chart::Metric;
@@ -44,23 +47,6 @@ std::string ConfigurationOf(const record::CellRecord& cell) {
     out += it.key() + "=" + ParamText(it.value());
   }
   return out;
-}
-
-std::string CellTitle(const record::CellRecord& cell) {
-  return fmt::format("cell {}: {}", cell.index, cell.label.empty() ? cell.key : cell.label);
-}
-
-// Rank 0's steps in start order (rank 0 is the one the measurement policy judges).
-using record::MeasuredSteps;
-using record::RankZeroSteps;
-
-// The measured window as positions in RankZeroSteps(cell): [first, end), clipped to the steps.
-std::pair<std::size_t, std::size_t> WindowBounds(const record::CellRecord& cell, std::size_t steps) {
-  const record::MeasuredWindow w = cell.window.value_or(record::MeasuredWindow{});
-  const auto n = static_cast<std::int64_t>(steps);
-  const std::int64_t first = std::clamp<std::int64_t>(w.first_step, 0, n);
-  const std::int64_t end = std::clamp<std::int64_t>(first + w.steps, first, n);
-  return {static_cast<std::size_t>(first), static_cast<std::size_t>(end)};
 }
 
 void ThroughputCharts(const ReportInput& input, const ReportOptions& options, std::vector<json>& charts) {
@@ -121,11 +107,13 @@ void ThroughputCharts(const ReportInput& input, const ReportOptions& options, st
     // A log axis would otherwise start at a power of ten, leaving most of the chart empty.
     x_axis["min"] = sat.curve.front().batch_size;
     x_axis["max"] = sat.curve.back().batch_size;
+    const std::string title = chart::SharedLabel(cells);
     charts.push_back({{"section", "throughput"},
-                      {"title", config},
+                      {"title", title.empty() ? config : title},
+                      {"configuration", config},
                       {"note", note},
                       {"x", std::move(x_axis)},
-                      {"y", Axis("samples/s")},
+                      {"y", chart::RateAxis("samples/s")},
                       {"datasets", std::move(datasets)}});
   }
 }
@@ -144,7 +132,8 @@ void LatencyCharts(const ReportInput& input, const ReportOptions& options, std::
     std::string note;
     for (const auto* c : cells) {
       std::vector<double> latencies_ms;
-      for (const auto& step : MeasuredSteps(*c)) latencies_ms.push_back(NsToMs(step.end_ns - step.start_ns));
+      for (const auto& step : record::MeasuredSteps(*c))
+        latencies_ms.push_back(NsToMs(step.end_ns - step.start_ns));
       if (latencies_ms.empty()) continue;
       json data = json::array();
       for (const auto& [x, y] : EmpiricalCdf(latencies_ms, options.max_points)) data.push_back(Point(x, y));
@@ -157,63 +146,13 @@ void LatencyCharts(const ReportInput& input, const ReportOptions& options, std::
         note += fmt::format("cell {}: P50 {} ms, P99 {} ms. ", c->index, Fmt(*p50 * 1e-6), Fmt(*p99 * 1e-6));
     }
     if (datasets.empty()) continue;
+    const std::string title = chart::SharedLabel(cells);
     charts.push_back({{"section", "latency"},
-                      {"title", config},
+                      {"title", title.empty() ? config : title},
+                      {"configuration", config},
                       {"note", note},
                       {"x", Axis("latency (ms)")},
                       {"y", Axis("fraction of requests <= latency")},
-                      {"datasets", std::move(datasets)}});
-  }
-}
-
-void StepCharts(const ReportInput& input, const ReportOptions& options, std::vector<json>& charts) {
-  for (const auto& c : input.cells) {
-    const auto steps = RankZeroSteps(c);
-    if (steps.empty()) continue;
-    const auto [cut, measured_end] = WindowBounds(c, steps.size());
-    std::vector<double> ms(steps.size());
-    double lo = 0, hi = 0;
-    for (std::size_t i = 0; i < steps.size(); ++i) {
-      ms[i] = NsToMs(steps[i].end_ns - steps[i].start_ns);
-      lo = i == 0 ? ms[i] : std::min(lo, ms[i]);
-      hi = i == 0 ? ms[i] : std::max(hi, ms[i]);
-    }
-    const auto segment = [&](std::size_t begin, std::size_t end) {
-      json data = json::array();
-      for (std::size_t k : ThinIndices(end - begin, options.max_points)) {
-        data.push_back(Point(static_cast<double>(begin + k), ms[begin + k]));
-      }
-      return data;
-    };
-    json datasets = json::array();
-    if (cut > 0) {
-      json warm = Dataset("warm-up", "line", segment(0, cut));
-      warm["color"] = "#9e9e9e";
-      datasets.push_back(std::move(warm));
-    }
-    if (cut < measured_end) datasets.push_back(Dataset("measured", "line", segment(cut, measured_end)));
-    if (measured_end < steps.size() && measured_end > cut) {
-      json after =
-          Dataset("after the stop decision (not measured)", "line", segment(measured_end, steps.size()));
-      after["color"] = "#bdbdbd";
-      datasets.push_back(std::move(after));
-    }
-    std::string note = fmt::format("{} steps of rank 0", steps.size());
-    if (cut > 0 && cut < measured_end) {
-      json line =
-          Dataset(fmt::format("warm-up cut (step {})", cut), "vline",
-                  json::array({Point(static_cast<double>(cut), lo), Point(static_cast<double>(cut), hi)}));
-      line["color"] = "#d62728";
-      datasets.push_back(std::move(line));
-      note += fmt::format("; the first {} are warm-up ({})", cut,
-                          c.warmup_rule.empty() ? "rule not recorded" : c.warmup_rule);
-    }
-    if (steps.size() > static_cast<std::size_t>(options.max_points)) note += "; thinned for drawing";
-    charts.push_back({{"section", "steps"},
-                      {"title", CellTitle(c)},
-                      {"note", note + "."},
-                      {"x", Axis("step")},
-                      {"y", Axis("step time (ms)")},
                       {"datasets", std::move(datasets)}});
   }
 }
@@ -345,7 +284,7 @@ std::string EnvironmentSection(const ReportInput& input, std::vector<std::string
 
 std::string CellsSection(const ReportInput& input) {
   std::string out =
-      "<div class=\"scroll\"><table class=\"sortable\" id=\"cells-table\"><thead><tr>"
+      "<div class=\"wide\"><table class=\"sortable\" id=\"cells-table\"><thead><tr>"
       "<th>#</th><th>cell</th><th>model</th><th>scenario</th><th>batch</th><th>precision</th><th>device</th>"
       "<th>strategy</th><th>outcome</th><th>verdict</th><th>reasons</th><th>samples/s</th><th>step mean "
       "(ms)</th>"
@@ -556,9 +495,18 @@ std::vector<json> BuildCharts(const ReportInput& input, const ReportOptions& opt
   ThroughputCharts(input, options, charts);
   LatencyCharts(input, options, charts);
   LoadLatencyCharts(input.cells, options.max_points, charts);
-  StepCharts(input, options, charts);
+  StepCharts(input.cells, options.max_points, charts);
   MonitorCharts(input, options, charts);
   InputCharts(input.cells, charts);
+  // Two configurations whose labels share the same words (they differ only in a parameter the
+  // labels leave out) would get one title: those say their whole configuration.
+  std::map<std::pair<std::string, std::string>, int> titles;
+  for (const auto& c : charts) ++titles[{c["section"].get<std::string>(), c["title"].get<std::string>()}];
+  for (auto& c : charts) {
+    if (titles[{c["section"].get<std::string>(), c["title"].get<std::string>()}] > 1 &&
+        c.contains("configuration"))
+      c["title"] = c["title"].get<std::string>() + " (" + c["configuration"].get<std::string>() + ")";
+  }
   for (std::size_t i = 0; i < charts.size(); ++i) charts[i]["id"] = fmt::format("chart-{}", i);
   return charts;
 }
@@ -576,10 +524,12 @@ std::string RenderHtmlReport(const ReportInput& input, const ReportOptions& opti
     if (record::IsUnreliable(c.verdict)) ++invalid;
   }
   if (not_ok > 0)
-    warnings.push_back(fmt::format("{} of {} cells did not end ok.", not_ok, input.cells.size()));
+    warnings.push_back(fmt::format("{} of {} did not end ok.", not_ok,
+                                   CountNoun(static_cast<std::int64_t>(input.cells.size()), "cell")));
   if (invalid > 0)
-    warnings.push_back(
-        fmt::format("{} ok cells have a verdict other than valid (see their reasons).", invalid));
+    warnings.push_back(fmt::format("{} {} a verdict other than valid (see {} reasons).",
+                                   CountNoun(invalid, "ok cell"), invalid == 1 ? "has" : "have",
+                                   invalid == 1 ? "its" : "their"));
   if (run.status != record::RunStatus::kCompleted)
     warnings.push_back("The run's status is " + std::string(record::Name(run.status)) + ".");
 
@@ -598,10 +548,11 @@ std::string RenderHtmlReport(const ReportInput& input, const ReportOptions& opti
   html += "<style>\n" + std::string(assets::kReportCss) + "</style>\n</head>\n<body>\n<main>\n";
   html += "<h1>" + EscapeHtml(title) + "</h1>\n";
   html += fmt::format(
-      "<p class=\"meta\">Status {} &middot; started {} &middot; {} cells &middot; matrix {} &middot; "
+      "<p class=\"meta\">Status {} &middot; started {} &middot; {} &middot; matrix {} &middot; "
       "measured with dlbench {} ({})</p>\n",
-      EscapeHtml(record::Name(run.status)), EscapeHtml(FormatUtc(run.started_wall_ns)), input.cells.size(),
-      EscapeHtml(run.matrix_path), EscapeHtml(run.tool_version), EscapeHtml(run.git_commit));
+      EscapeHtml(record::Name(run.status)), EscapeHtml(FormatUtc(run.started_wall_ns)),
+      CountNoun(static_cast<std::int64_t>(input.cells.size()), "cell"), EscapeHtml(run.matrix_path),
+      EscapeHtml(run.tool_version), EscapeHtml(run.git_commit));
   html +=
       "<nav><a href=\"#environment\">environment</a> &middot; <a href=\"#cells\">cells</a> &middot; "
       "<a href=\"#throughput\">throughput</a> &middot; <a href=\"#latency\">latency</a> &middot; "

@@ -45,7 +45,9 @@ struct ReportOptions {
 };
 
 // One chart as report.js draws it: {id, section, title, note, x: {label, type[, min, max]}, y: {label,
-// type}, datasets: [{label, kind: line|points|marker|vline, data: [{x, y}]}]}.
+// type[, min, max]}, datasets: [{label, kind: line|points|marker|vline|clipped, data: [{x, y[, v]}]}]};
+// a chart over several cells also holds its `configuration` (every parameter but the one on the
+// x axis). Titles come from the cells' labels (chart::CellTitle, chart::SharedLabel).
 // Exposed for tests; RenderHtmlReport places one canvas per chart in its section.
 std::vector<nlohmann::json> BuildCharts(const ReportInput& input, const ReportOptions& options);
 

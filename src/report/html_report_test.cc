@@ -11,6 +11,7 @@
 namespace dlbench::report {
 namespace {
 
+using nlohmann::json;
 using testing::MakeCell;
 
 std::size_t Count(const std::string& text, const std::string& needle) {
@@ -112,9 +113,9 @@ TEST(BuildCharts, OneChartPerTrendAndCell) {
   EXPECT_EQ(per_section["steps"], 7);       // every cell with steps
   EXPECT_EQ(per_section["monitor"], 6);     // 2 cells x utilisation, power, memory
 
-  const auto& train = charts[1]["title"].get<std::string>().find("scenario=train") != std::string::npos
-                          ? charts[1]
-                          : charts[0];
+  const auto& train =
+      charts[1]["configuration"].get<std::string>().find("scenario=train") != std::string::npos ? charts[1]
+                                                                                                : charts[0];
   bool saturation = false, drop = false;
   for (const auto& d : train["datasets"]) {
     if (d["kind"] == "marker" && d["label"] == "saturation (batch 32)")
@@ -135,6 +136,46 @@ TEST(BuildCharts, OneChartPerTrendAndCell) {
     break;
   }
   EXPECT_TRUE(cut);
+}
+
+// Titles are the labels (`dlbench show`'s), throughput starts at zero, and a step-time axis is
+// scaled to the measured window with the longer warm-up steps clipped to its top and marked.
+TEST(BuildCharts, TitlesFromLabelsRateAxesFromZeroStepAxesFromTheMeasuredWindow) {
+  ReportInput input = SampleInput("resnet50");
+  // A 1 s autotuning step first (train cells: 40 steps of 2 ms, warm-up 4 at 6 ms).
+  auto& first = input.cells[0].steps[0].record;
+  first.end_ns = first.start_ns + 1'000'000'000;
+  const auto charts = BuildCharts(input, {});
+  std::vector<std::string> throughput_titles;
+  for (const auto& c : charts) {
+    if (c["section"] == "throughput") {
+      throughput_titles.push_back(c["title"]);
+      EXPECT_EQ(c["y"]["min"], 0) << c["title"];
+    }
+  }
+  std::sort(throughput_titles.begin(), throughput_titles.end());
+  EXPECT_EQ(throughput_titles, (std::vector<std::string>{"resnet50 infer", "resnet50 train"}));
+  const json* steps = nullptr;
+  for (const auto& c : charts) {
+    if (c["section"] == "steps" && c["title"] == "cell 0: resnet50 train bs=8") steps = &c;
+  }
+  ASSERT_NE(steps, nullptr);
+  // Measured steps are 2 ms + (i % 3) us: the longest 2.002 ms, so the axis ends at 2.2022 ms.
+  EXPECT_EQ((*steps)["y"]["min"], 0);
+  EXPECT_NEAR((*steps)["y"]["max"].get<double>(), 1.1 * 2.002, 1e-9);
+  const json* clipped = nullptr;
+  for (const auto& d : (*steps)["datasets"]) {
+    if (d["kind"] == "clipped") clipped = &d;
+  }
+  ASSERT_NE(clipped, nullptr) << steps->dump();
+  ASSERT_EQ((*clipped)["data"].size(), 4u);  // the 4 warm-up steps, 1000 ms and three of 6 ms
+  EXPECT_EQ((*clipped)["data"][0]["v"], 1000.0);
+  EXPECT_EQ((*clipped)["data"][1]["v"], 6.0);
+  EXPECT_EQ((*clipped)["data"][0]["y"], (*steps)["y"]["max"]);
+  EXPECT_EQ((*clipped)["label"], "4 steps outside the measured window above the axis (up to 1 s)");
+  EXPECT_NE((*steps)["note"].get<std::string>().find("40 steps of rank 0; the first 4 are warm-up (mser5)"),
+            std::string::npos)
+      << (*steps)["note"];
 }
 
 // A load cell gets a latency CDF over its measured queries (the first window->steps points of

@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <utility>
 
+#include "common/human_text.h"
 #include "record/metrics.h"
 #include "record/outcome.h"
 #include "report/chart_json.h"
@@ -79,7 +81,7 @@ void InputCharts(const std::vector<record::CellRecord>& cells, std::vector<json>
       if (const json* v = Verdict(*at.front())) {
         const std::string bound =
             v->value("bound", json()).is_string() ? v->value("bound", std::string()) : "no verdict";
-        note += fmt::format("{} workers: {}. ", chart::Fmt(workers, 6), bound);
+        note += fmt::format("{}: {}. ", CountNoun(static_cast<std::int64_t>(workers), "worker"), bound);
         if (bound == "compute-bound" && !compute_bound_from) compute_bound_from = workers;
         if (auto control = by_id.find(v->value("control_cell", std::string())); control != by_id.end()) {
           if (auto speed = chart::Metric(*control->second, record::metric::kSamplesPerS)) {
@@ -105,18 +107,21 @@ void InputCharts(const std::vector<record::CellRecord>& cells, std::vector<json>
       note += "No control measured: no compute-only ceiling. ";
     }
     if (compute_bound_from) {
-      note += fmt::format("Compute-bound from {} workers.", chart::Fmt(*compute_bound_from, 6));
+      note += fmt::format("Compute-bound from {}.",
+                          CountNoun(static_cast<std::int64_t>(*compute_bound_from), "worker"));
     } else if (ceiling) {
       note += "Input-limited at every worker count measured.";
     }
     json x_axis = chart::Axis("data_workers");
     x_axis["min"] = lo;
     x_axis["max"] = hi;
+    const std::string title = chart::SharedLabel(members);
     charts.push_back({{"section", "input"},
-                      {"title", config},
+                      {"title", title.empty() ? config : title},
+                      {"configuration", config},
                       {"note", note},
                       {"x", std::move(x_axis)},
-                      {"y", chart::Axis("samples/s")},
+                      {"y", chart::RateAxis("samples/s")},
                       {"datasets", std::move(datasets)}});
   }
 }

@@ -39,7 +39,8 @@ TEST(InputChartsTest, WorkersCurveWithTheControlsCeilingAndTheVerdicts) {
   ASSERT_EQ(charts.size(), 1u);
   const json& chart = charts[0];
   EXPECT_EQ(chart["section"], "input");
-  EXPECT_EQ(chart["title"], "data=jpeg_dir model=resnet50");
+  EXPECT_EQ(chart["title"], "data=jpeg_dir model=resnet50");  // unlabelled cells: the configuration
+  EXPECT_EQ(chart["y"]["min"], 0);                            // a throughput axis starts at zero
   const json& curve = chart["datasets"][0]["data"];
   ASSERT_EQ(curve.size(), 3u);
   EXPECT_EQ(curve[0], (json{{"x", 1.0}, {"y", 150.0}}));
@@ -48,10 +49,22 @@ TEST(InputChartsTest, WorkersCurveWithTheControlsCeilingAndTheVerdicts) {
   EXPECT_EQ(ceiling["kind"], "vline");
   EXPECT_EQ(ceiling["data"], (json::array({{{"x", 1.0}, {"y", 500.0}}, {{"x", 4.0}, {"y", 500.0}}})));
   const std::string note = chart["note"];
-  EXPECT_NE(note.find("1 workers: input-bound. 2 workers: input-bound. 4 workers: compute-bound."),
+  EXPECT_NE(note.find("1 worker: input-bound. 2 workers: input-bound. 4 workers: compute-bound."),
             std::string::npos)
       << note;
   EXPECT_NE(note.find("Compute-bound from 4 workers."), std::string::npos) << note;
+}
+
+// Labelled cells give the chart the words their labels share, as `dlbench show` prints them.
+TEST(InputChartsTest, TheTitleIsWhatTheLabelsShare) {
+  std::vector<record::CellRecord> cells = {JpegCell(1, 100, "input-bound"), JpegCell(2, 200, "input-bound")};
+  cells[0].label = "resnet50 data=jpeg_dir workers=1";
+  cells[1].label = "resnet50 data=jpeg_dir workers=2";
+  std::vector<json> charts;
+  InputCharts(cells, charts);
+  ASSERT_EQ(charts.size(), 1u);
+  EXPECT_EQ(charts[0]["title"], "resnet50 data=jpeg_dir");
+  EXPECT_EQ(charts[0]["configuration"], "data=jpeg_dir model=resnet50");
 }
 
 TEST(InputChartsTest, OneWorkerCountIsNoCurveAndFailedCellsAreLeftOut) {

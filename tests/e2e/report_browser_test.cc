@@ -3,8 +3,12 @@
 // to <build>/test-artifacts/report.png for a human to look at.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "report_e2e_util.h"
 
@@ -33,9 +37,30 @@ window.addEventListener('load', function () {
       var d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
       for (var i = 3; i < d.length; i += 4) if (d[i] !== 0) painted++;
     }
-    result.charts.push({ id: c.id, width: c.width, height: c.height, painted: painted,
-                         has_chart: !!(window.Chart && window.Chart.getChart(c)) });
+    var chart = window.Chart && window.Chart.getChart(c);
+    var box = c.closest('.chart');
+    var section = c.closest('section');
+    var entry = { id: c.id, width: c.width, height: c.height, painted: painted, has_chart: !!chart,
+                  title: box ? box.querySelector('h3').textContent : '',
+                  section: section ? section.id : '', datasets: [] };
+    if (chart) {
+      entry.y_min = chart.scales.y.min;
+      entry.y_max = chart.scales.y.max;
+      chart.data.datasets.forEach(function (ds) {
+        var ys = ds.data.map(function (p) { return p.y; });
+        var vs = ds.data.map(function (p) { return typeof p.v === 'number' ? p.v : p.y; });
+        entry.datasets.push({ label: ds.label, points: ds.data.length,
+                              max_y: ys.length ? Math.max.apply(null, ys) : null,
+                              max_v: vs.length ? Math.max.apply(null, vs) : null });
+      });
+    }
+    result.charts.push(entry);
   });
+  var cells = document.getElementById('cells-table');
+  var holder = cells.parentElement;
+  result.cells_table = { rows: cells.tBodies[0].rows.length, holder_client_height: holder.clientHeight,
+                         holder_scroll_height: holder.scrollHeight,
+                         table_height: cells.getBoundingClientRect().height };
   document.querySelectorAll('#cells-table td').forEach(function (td) {
     if (td.textContent === '\x3cscript>alert(1)\x3c/script>') result.hostile_cells++;
   });
@@ -71,13 +96,13 @@ std::vector<std::string> ChromiumArgs(const std::string& chromium, const TempDir
           "--virtual-time-budget=15000"};
 }
 
-TEST(ReportBrowser, LoadsWithoutErrorsDrawsEveryChartAndEscapesHostileNames) {
-  const std::string chromium = FindInPath("chromium");
-  if (chromium.empty())
-    GTEST_SKIP() << "chromium is not installed (apt-get install chromium); browser test skipped";
-  TempDir dir("report_browser");
+// Writes the report of WriteReportDb's second run (against the first) to dir/report.html, loads a
+// copy with kProbe in headless Chromium and returns what the probe saw; sets `dom_err` to
+// Chromium's stderr. A fatal failure (checked with ASSERT_NO_FATAL_FAILURE) when any step fails.
+void ProbeReport(const std::string& chromium, const TempDir& dir, double first_step_ms,
+                 nlohmann::json& result, std::string& dom_err) {
   const std::string db = dir / "r.db";
-  const ReportDb ids = WriteReportDb(db);
+  const ReportDb ids = WriteReportDb(db, first_step_ms);
   auto r = Dlbench({"report", std::to_string(ids.run), "--baseline", std::to_string(ids.baseline_run), "-o",
                     dir / "report.html"},
                    dir, db);
@@ -96,17 +121,28 @@ TEST(ReportBrowser, LoadsWithoutErrorsDrawsEveryChartAndEscapesHostileNames) {
   args.push_back("file://" + (dir / "probed.html"));
   auto dom = RunCommand(args, dir);
   ASSERT_EQ(dom.exit_code, 0) << dom.err;
+  dom_err = dom.err;
   const auto begin = dom.out.find("<pre id=\"dlbench-probe\">");
   ASSERT_NE(begin, std::string::npos) << "the probe did not report; the page did not finish loading\n"
                                       << dom.err;
   const auto content = begin + std::string("<pre id=\"dlbench-probe\">").size();
   const auto end = dom.out.find("</pre>", content);
-  const auto result = nlohmann::json::parse(Unescape(dom.out.substr(content, end - content)));
+  result = nlohmann::json::parse(Unescape(dom.out.substr(content, end - content)));
+}
+
+TEST(ReportBrowser, LoadsWithoutErrorsDrawsEveryChartAndEscapesHostileNames) {
+  const std::string chromium = FindInPath("chromium");
+  if (chromium.empty())
+    GTEST_SKIP() << "chromium is not installed (apt-get install chromium); browser test skipped";
+  TempDir dir("report_browser");
+  nlohmann::json result;
+  std::string dom_err;
+  ASSERT_NO_FATAL_FAILURE(ProbeReport(chromium, dir, /*first_step_ms=*/0, result, dom_err));
 
   EXPECT_TRUE(result["errors"].empty()) << result["errors"].dump(2);
   EXPECT_EQ(result["alerts"], 0) << "a hostile name ran as script";
   EXPECT_EQ(result["hostile_cells"], 6) << "the hostile model name should show as text in its 6 cells";
-  EXPECT_EQ(dom.err.find("Uncaught"), std::string::npos) << dom.err;
+  EXPECT_EQ(dom_err.find("Uncaught"), std::string::npos) << dom_err;
   // 2 models x (train + infer) throughput, 2 latency, 12 step-time, 12 cells x 3 monitor charts.
   ASSERT_EQ(result["charts"].size(), 4u + 2u + 12u + 36u);
   for (const auto& c : result["charts"]) {
@@ -128,6 +164,70 @@ TEST(ReportBrowser, LoadsWithoutErrorsDrawsEveryChartAndEscapesHostileNames) {
   ASSERT_EQ(shot.exit_code, 0) << shot.err;
   ASSERT_TRUE(std::filesystem::exists(png));
   EXPECT_GT(std::filesystem::file_size(png), 20'000u);  // a blank 1440x2400 PNG is a few KB
+}
+
+// Issue 18's report items, read back from the drawn page: charts are titled by the cells' labels
+// (what `dlbench show` prints), not by parameter keys; a 1 s autotuning step in every cell's warm-up
+// does not set the step-time axis (it is scaled to the measured steps, the longer warm-up steps
+// marked at its top edge); every throughput axis starts at zero; the cells table shows all its
+// rows rather than a scroll box of a few.
+TEST(ReportBrowser, ChartsAreTitledByLabelsScaledToTheMeasuredStepsAndThroughputStartsAtZero) {
+  const std::string chromium = FindInPath("chromium");
+  if (chromium.empty())
+    GTEST_SKIP() << "chromium is not installed (apt-get install chromium); browser test skipped";
+  TempDir dir("report_browser_items");
+  nlohmann::json result;
+  std::string dom_err;
+  ASSERT_NO_FATAL_FAILURE(ProbeReport(chromium, dir, /*first_step_ms=*/1000, result, dom_err));
+  EXPECT_TRUE(result["errors"].empty()) << result["errors"].dump(2);
+
+  std::map<std::string, std::vector<std::string>> titles;
+  int step_charts = 0;
+  for (const auto& c : result["charts"]) {
+    const std::string title = c["title"];
+    const std::string section = c["section"];
+    titles[section].push_back(title);
+    for (const char* key : {"model=", "device=", "precision=", "strategy=", "scenario="})
+      EXPECT_EQ(title.find(key), std::string::npos) << section << " chart titled by its key: " << title;
+    if (section == "throughput") {
+      EXPECT_EQ(c["y_min"], 0) << title << ": a throughput axis starts at zero";
+    }
+    if (section != "steps") continue;
+    ++step_charts;
+    EXPECT_EQ(c["y_min"], 0) << title;
+    double measured_max = 0;
+    const nlohmann::json* clipped = nullptr;
+    for (const auto& ds : c["datasets"]) {
+      if (ds["label"] == "measured") measured_max = ds["max_y"].get<double>();
+      if (ds["label"].get<std::string>().find("above the axis") != std::string::npos) clipped = &ds;
+    }
+    ASSERT_GT(measured_max, 0) << c.dump();
+    // ReportCell: measured steps within 4% of the mean, warm-up steps 2.5x, the first 1000 ms.
+    const double y_max = c["y_max"].get<double>();
+    EXPECT_GE(y_max, measured_max) << title;
+    EXPECT_LE(y_max, 1.1 * measured_max + 1e-9) << title << ": the axis is not scaled to the measured steps";
+    ASSERT_NE(clipped, nullptr) << title << ": the clipped warm-up steps are not marked\n" << c.dump();
+    EXPECT_EQ((*clipped)["points"], 3) << c.dump();
+    EXPECT_DOUBLE_EQ((*clipped)["max_y"].get<double>(), y_max) << "marked on the top edge";
+    EXPECT_DOUBLE_EQ((*clipped)["max_v"].get<double>(), 1000.0) << "each mark keeps its own time";
+  }
+  EXPECT_EQ(step_charts, 12);
+  // Throughput per configuration: the labels' shared words (ReportCell's "MODEL SCENARIO bs=N").
+  std::vector<std::string> throughput = titles["throughput"];
+  std::sort(throughput.begin(), throughput.end());
+  EXPECT_EQ(throughput, (std::vector<std::string>{std::string(kHostileModel) + " infer",
+                                                  std::string(kHostileModel) + " train", "resnet50 infer",
+                                                  "resnet50 train"}));
+  for (const auto& t : titles["steps"]) EXPECT_EQ(t.rfind("cell ", 0), 0u) << t;
+  EXPECT_NE(std::find(titles["steps"].begin(), titles["steps"].end(), "cell 7: resnet50 train bs=16"),
+            titles["steps"].end());
+
+  const auto& table = result["cells_table"];
+  EXPECT_EQ(table["rows"], 12);
+  EXPECT_LE(table["holder_scroll_height"].get<double>(), table["holder_client_height"].get<double>() + 1)
+      << "the cells table scrolls inside a box: " << table.dump();
+  EXPECT_GE(table["holder_client_height"].get<double>(), table["table_height"].get<double>() - 1)
+      << table.dump();
 }
 
 }  // namespace

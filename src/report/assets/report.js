@@ -18,6 +18,11 @@
       return Object.assign(base, { showLine: true, pointRadius: 0, borderDash: [6, 4],
                                    borderWidth: 2, order: 0 });
     }
+    if (ds.kind === 'clipped') {
+      // Steps above the axis, drawn on its top edge (each point's own time is its `v`).
+      return Object.assign(base, { showLine: false, pointRadius: 4, pointHoverRadius: 6,
+                                   pointStyle: 'triangle', clip: false, order: 0 });
+    }
     if (ds.kind === 'points') {
       return Object.assign(base, { showLine: false, pointRadius: 2, order: 1 });
     }
@@ -30,6 +35,13 @@
     if (typeof spec.min === 'number') out.min = spec.min;
     if (typeof spec.max === 'number') out.max = spec.max;
     return out;
+  }
+
+  // A clipped point says its own value, not the axis edge it is drawn on.
+  function tooltipLabel(ctx) {
+    var raw = ctx.raw || {};
+    var y = typeof raw.v === 'number' ? raw.v : raw.y;
+    return (ctx.dataset.label || '') + ': (' + raw.x + ', ' + y + ')';
   }
 
   function drawChart(spec) {
@@ -45,7 +57,7 @@
         maintainAspectRatio: false,
         scales: { x: axis(spec.x), y: axis(spec.y) },
         plugins: { legend: { display: spec.datasets.length > 1, position: 'bottom' },
-                   tooltip: { enabled: true } }
+                   tooltip: { enabled: true, callbacks: { label: tooltipLabel } } }
       }
     });
   }
