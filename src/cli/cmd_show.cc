@@ -20,6 +20,31 @@ namespace dlbench::cli {
 
 namespace {
 
+// The checks that did not run on a cell, each with why (too few steps or samples, virtual time),
+// from where the analyses record them: extras.stability.skipped and extras.monitor's entries.
+std::vector<std::string> SkippedChecks(const record::CellRecord& c) {
+  std::vector<std::string> out;
+  const nlohmann::json& x = c.extras;
+  if (!x.is_object()) return out;
+  if (auto st = x.find("stability"); st != x.end() && st->is_object()) {
+    if (auto why = st->find("skipped"); why != st->end() && why->is_string())
+      out.push_back("the drift/shift check: " + why->get<std::string>());
+  }
+  if (auto mon = x.find("monitor"); mon != x.end() && mon->is_object()) {
+    for (const auto& [name, entry] : mon->items()) {
+      if (name == "analysis" && entry.is_string()) {
+        const std::string text = entry.get<std::string>();
+        const std::string prefix = "skipped: ";
+        out.push_back("the monitor's checks (energy, throttling, leaks): " +
+                      (text.rfind(prefix, 0) == 0 ? text.substr(prefix.size()) : text));
+      } else if (entry.is_object() && entry.contains("skipped") && entry["skipped"].is_string()) {
+        out.push_back("the leak check on " + name + ": " + entry["skipped"].get<std::string>());
+      }
+    }
+  }
+  return out;
+}
+
 std::string Field(const nlohmann::json& j, const std::string& pointer) {
   try {
     const auto& v = j.at(nlohmann::json::json_pointer(pointer));
@@ -143,7 +168,10 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
   bool header = false;
   for (const auto& c : *cells) {
     const bool failed = c.outcome != record::Outcome::kOk;
-    if (!failed && c.verdict_reasons.empty() && !(verbose && c.extras.contains("warnings"))) continue;
+    const std::vector<std::string> skipped = failed ? std::vector<std::string>{} : SkippedChecks(c);
+    if (!failed && c.verdict_reasons.empty() && skipped.empty() &&
+        !(verbose && c.extras.contains("warnings")))
+      continue;
     if (!header) {
       std::printf("\nNotes:\n");
       header = true;
@@ -160,6 +188,7 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
         std::printf("      warning: %s\n",
                     TerminalSafe(w.is_string() ? w.get<std::string>() : w.dump()).c_str());
     }
+    for (const std::string& why : skipped) std::printf("      skipped: %s\n", TerminalSafe(why).c_str());
     if (failed) std::printf("      logs: %s\n", TerminalSafe(c.stderr_path).c_str());
   }
   if (verbose) {

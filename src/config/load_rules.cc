@@ -138,6 +138,22 @@ std::string WhereInMatrix(const Matrix& matrix, const Combination& cell, const s
          std::to_string(mark.is_null() ? 1 : mark.column + 1);
 }
 
+std::string WhereInMeasure(const Matrix& matrix, const std::string& key) {
+  try {
+    const YAML::Node root = YAML::Load(matrix.text);
+    if (root.IsMap() && root["measure"] && root["measure"].IsMap()) {
+      for (const auto& kv : root["measure"]) {
+        if (kv.first.IsScalar() && kv.first.Scalar() == key) {
+          const YAML::Mark mark = kv.first.Mark();
+          return matrix.path + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+        }
+      }
+    }
+  } catch (const YAML::Exception&) {
+  }
+  return matrix.path;
+}
+
 Status ReportCellRules(const Matrix& matrix, const std::vector<Combination>& cells,
                        const std::function<std::vector<LoadRuleViolation>(const Combination&)>& check) {
   std::vector<std::tuple<int, int, std::string>> errors;

@@ -41,5 +41,8 @@ Status ReportCellRules(const Matrix& matrix, const std::vector<Combination>& cel
 
 // "FILE:LINE:COL" of where `key` of this cell is written (as the errors above place it).
 std::string WhereInMatrix(const Matrix& matrix, const Combination& cell, const std::string& key);
+// "path:line:col" of `measure: KEY` in the matrix file, or the path alone when the file does not
+// write it (a default, or a `--set`).
+std::string WhereInMeasure(const Matrix& matrix, const std::string& key);
 
 }  // namespace dlbench::config

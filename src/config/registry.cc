@@ -1239,6 +1239,49 @@ std::optional<std::string> NearestKey(std::string_view key, const std::vector<st
   return best;
 }
 
+std::string RenderParamEntry(const ParamSpec& spec) {
+  std::string where;
+  switch (spec.section) {
+    case ParamSection::kTopLevel:
+      where = "a top-level key";
+      break;
+    case ParamSection::kMeasure:
+      where = "a key under measure:";
+      break;
+    case ParamSection::kCell:
+      where = std::string("a cell parameter (matrix:, include:, exclude:); runners: ") +
+              (spec.scope == Scope::kCore ? "every runner" : ScopeName(spec.scope));
+      break;
+  }
+  std::string type = ParamTypeName(spec.type);
+  if (!spec.unit.empty()) type += " (" + spec.unit + ")";
+  std::string out = spec.name + ": " + where + "\n";
+  out += "  type:     " + type + "\n";
+  out += "  default:  " + DefaultText(spec) +
+         (spec.default_from.empty() ? "" : " (= " + spec.default_from + ")") + "\n";
+  const std::string allowed = AllowedText(spec, /*brief=*/false);
+  if (!allowed.empty()) out += "  allowed:  " + allowed + "\n";
+  if (!spec.required_with.empty()) out += "  required: with runner: " + spec.required_with + "\n";
+  // The help, wrapped at word boundaries to 100 columns under a two-space indent.
+  constexpr std::size_t kWidth = 100;
+  std::string line = " ";
+  out += "\n";
+  std::size_t at = 0;
+  while (at < spec.help.size()) {
+    std::size_t space = spec.help.find(' ', at);
+    if (space == std::string::npos) space = spec.help.size();
+    const std::string word = spec.help.substr(at, space - at);
+    if (line.size() + 1 + word.size() > kWidth && line.size() > 1) {
+      out += line + "\n";
+      line = " ";
+    }
+    line += " " + word;
+    at = space + 1;
+  }
+  if (line.size() > 1) out += line + "\n";
+  return out;
+}
+
 std::string RenderParamHelp() {
   struct Row {
     std::string name, type, def, allowed, help;

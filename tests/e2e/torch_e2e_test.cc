@@ -105,11 +105,16 @@ include:
   # Cannot extend a combination without overwriting precision: a cell of its own.
   - {model: resnet50, scenario: train, precision: tf32}
 timeout_s: 120
+# Bounded by steps, not time: 12 steps whatever the machine's load (a 1 s ceiling left SSD with 4
+# steps on a loaded 2-core machine, fewer than min_steps: outcome invalid). Under 20 steps the
+# warm-up cut is min_warmup_steps, so at least 5 are measured.
 measure:
   min_steps: 5
-  min_time_s: 0.2
-  max_time_s: 1.0
-  target_rel_ci: 0.5
+  max_steps: 12
+  min_warmup_steps: 2
+  min_time_s: 0
+  max_time_s: 60
+  target_rel_ci: 0.0001
 )");
   auto run = Dlbench({"run", matrix, "--out", dir / "out"}, dir, db);
   auto store = store::OpenSqliteStore(db);
