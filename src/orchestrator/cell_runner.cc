@@ -23,6 +23,7 @@
 #include "monitor/busy_processes.h"
 #include "monitor/gpu_attribution.h"
 #include "orchestrator/cell_metrics.h"
+#include "orchestrator/converge_verdict.h"
 #include "orchestrator/process_tree.h"
 #include "protocol/runner_session.h"
 #include "protocol/wire.h"
@@ -621,14 +622,21 @@ void CellDriver::Conclude(std::vector<record::SeriesPoint> idle_series) {
   }
   if (!measured.enough_data)
     return finish(record::Outcome::kInvalid, "too little data: " + measured.insufficiency);
-  ApplyVerdict(measured, o_.measure, rec_);
+  if (o_.measure.whole_run) {
+    AbsorbConvergeCurves(rec_);
+    ApplyConvergeVerdict(rec_);
+  } else {
+    ApplyVerdict(measured, o_.measure, rec_);
+  }
   finish(record::Outcome::kOk, "");
 }
 
 }  // namespace
 
-record::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& o) {
+record::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& options) {
   PrepareDriverProcess();
+  CellRunOptions o = options;
+  o.measure = measure::SettingsForCell(options.measure, cell.params);
   record::CellRecord rec;
   rec.index = cell.index;
   rec.cell_id = cell.id;

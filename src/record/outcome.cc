@@ -21,12 +21,13 @@ constexpr Table<Outcome, 8> kOutcomeNames = {
     {Outcome::kUnsupported, "unsupported"},
     {Outcome::kInterrupted, "interrupted"},
 };
-constexpr Table<Verdict, 10> kVerdictNames = {
+constexpr Table<Verdict, 11> kVerdictNames = {
     {Verdict::kValid, "valid"},           {Verdict::kNoisy, "noisy"},
     {Verdict::kTooShort, "too_short"},    {Verdict::kDrifting, "drifting"},
     {Verdict::kShifted, "shifted"},       {Verdict::kThrottled, "throttled"},
     {Verdict::kLeaking, "leaking"},       {Verdict::kContended, "contended"},
-    {Verdict::kUnreliable, "unreliable"}, {Verdict::kNotApplicable, "n/a"}};
+    {Verdict::kUnreliable, "unreliable"}, {Verdict::kNotReached, "not_reached"},
+    {Verdict::kNotApplicable, "n/a"}};
 constexpr Table<RunStatus, 4> kRunStatusNames = {{RunStatus::kRunning, "running"},
                                                  {RunStatus::kCompleted, "completed"},
                                                  {RunStatus::kInterrupted, "interrupted"},
