@@ -12,6 +12,7 @@
 #include "cell_options.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "converge.h"
 #include "data/feeder.h"
 #include "device_info.h"
 #include "failure.h"
@@ -130,9 +131,9 @@ void Build(CellState& s, std::uint64_t seed) {
   s.workload = MakeWorkload(cell);
   s.memory_format = ResolveMemoryFormat(cell, *s.workload);
   s.workload->Prepare(cell, s.device, s.memory_format, seed);
-  s.workload->SetTraining(cell.scenario == Scenario::kTrain);
+  s.workload->SetTraining(Trains(cell.scenario));
   s.feeder = std::make_unique<data::Feeder>(cell, *s.workload, s.device, seed);
-  if (cell.scenario == Scenario::kTrain) {
+  if (Trains(cell.scenario)) {
     s.optimizer = s.workload->MakeOptimizer(cell.lr);
     const bool foreach = cell.optimizer_impl == OptimizerImpl::kForeach ||
                          (cell.optimizer_impl == OptimizerImpl::kAuto && s.device.is_cuda());
@@ -153,7 +154,7 @@ void Build(CellState& s, std::uint64_t seed) {
 std::optional<double> FlopsPerSample(const CellState& s) {
   auto forward = s.workload->ForwardFlopsPerSample();
   if (!forward) return std::nullopt;
-  return s.cell.scenario == Scenario::kTrain ? 3.0 * *forward : *forward;
+  return Trains(s.cell.scenario) ? 3.0 * *forward : *forward;
 }
 
 nlohmann::json Effective(const CellState& s, std::uint64_t seed) {
@@ -194,7 +195,7 @@ nlohmann::json Effective(const CellState& s, std::uint64_t seed) {
     e["compute_capability"] = fmt::format("{}.{}", s.cuda_device->major, s.cuda_device->minor);
     e["device_uuids"].push_back(s.cuda_device->uuid);
   }
-  if (cell.scenario == Scenario::kTrain) {
+  if (Trains(cell.scenario)) {
     e["optimizer"] = s.workload->OptimizerName();
     e["optimizer_impl"] = s.optimizer_impl;
     if (cell.lr) e["lr"] = *cell.lr;
@@ -214,9 +215,8 @@ nlohmann::json Extras(const CellState& s) {
   nlohmann::json info = nlohmann::json::object();
   if (auto flops = FlopsPerSample(s)) {
     metrics.push_back(Metric(record::metric::kFlopsPerSample, *flops));
-    info["flop_convention"] = s.cell.scenario == Scenario::kTrain
-                                  ? "3 x counted forward FLOPs (multiply-add = 2)"
-                                  : "counted forward FLOPs (multiply-add = 2)";
+    info["flop_convention"] = Trains(s.cell.scenario) ? "3 x counted forward FLOPs (multiply-add = 2)"
+                                                      : "counted forward FLOPs (multiply-add = 2)";
   }
   if (s.cuda_device) {
     info["device_name"] = s.cuda_device->name;
@@ -251,7 +251,7 @@ LoopResult RunMeasured(RunnerSession& session, const RunnerLimits& limits, CellS
     try {
       s.feeder->BeginStep(record);
       if (!s.feeder->pipeline_only()) {
-        if (s.cell.scenario == Scenario::kTrain)
+        if (Trains(s.cell.scenario))
           TrainStep(s);
         else
           InferStep(s);
@@ -302,6 +302,28 @@ int RunLoadCell(RunnerSession& session, const RunnerLimits& limits, CellState& s
   return session.SendDone(outcome.reason, outcome.queries).ok() ? 0 : 1;
 }
 
+// A converge cell's training (converge.h), then the same reports as a train cell.
+int RunConvergeCell(RunnerSession& session, const RunnerLimits& limits, CellState& s,
+                    ConvergeCell& converge) {
+  ConvergeContext context{
+      s.workload.get(), s.optimizer.get(), s.device, s.memory_format, s.autocast_dtype, [&s] {
+        TrainStep(s);
+        return s.last_loss;
+      }};
+  try {
+    (void)session.SendMemory(MemorySnapshot(std::string(record::memory::kAfterWarmupLabel), s.cell.device));
+    const ConvergeResult result = converge.Run(session, limits, context);
+    (void)session.SendMemory(MemorySnapshot(std::string(record::memory::kEndLabel), s.cell.device));
+    nlohmann::json extras = Extras(s);
+    for (const auto& m : result.metrics) extras["metrics"].push_back(m);
+    extras["info"]["converge"] = result.info;
+    (void)session.SendExtras(extras);
+    return session.SendDone(result.done_reason, result.steps).ok() ? 0 : 1;
+  } catch (...) {
+    return Report(session, ClassifyException(std::current_exception()));
+  }
+}
+
 }  // namespace
 
 int RunTorchCell(RunnerSession& session) {
@@ -348,8 +370,11 @@ int RunTorchCell(RunnerSession& session) {
   CellState state;
   state.cell = std::move(*cell);
   std::unique_ptr<LoadCell> load_cell;
+  std::unique_ptr<ConvergeCell> converge;
   try {
     Build(state, config->seed);
+    if (state.cell.scenario == Scenario::kConverge)
+      converge = std::make_unique<ConvergeCell>(state.cell, *state.workload, state.device, config->seed);
     if (load_settings) {
       load_cell = MakeLoadCell(
           *load_settings, {state.workload.get(), state.device, state.memory_format, state.autocast_dtype},
@@ -360,8 +385,10 @@ int RunTorchCell(RunnerSession& session) {
   }
   nlohmann::json effective = Effective(state, config->seed);
   if (load_cell) effective["load"] = load_cell->Effective();
+  if (converge) effective["converge"] = converge->Effective();
   if (!session.SendReady(effective).ok()) return 1;
   if (load_cell) return RunLoadCell(session, config->limits, state, *load_cell);
+  if (converge) return RunConvergeCell(session, config->limits, state, *converge);
 
   std::exception_ptr step_error;
   const LoopResult loop = RunMeasured(session, config->limits, state, step_error);
