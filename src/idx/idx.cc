@@ -36,6 +36,15 @@ std::uint32_t BigEndianU32(const char* p) {
   return (std::uint32_t{u[0]} << 24) | (std::uint32_t{u[1]} << 16) | (std::uint32_t{u[2]} << 8) | u[3];
 }
 
+// zlib's message, without the "PATH: " it starts with for file errors.
+std::string GzMessage(gzFile_s* file, const std::string& path) {
+  int code = 0;
+  const char* what = gzerror(file, &code);
+  std::string text = what != nullptr ? what : "unknown zlib error";
+  if (text.rfind(path + ": ", 0) == 0) text.erase(0, path.size() + 2);
+  return text;
+}
+
 struct GzCloser {
   void operator()(gzFile_s* f) const { gzclose(f); }
 };
@@ -125,10 +134,8 @@ Result<IdxArray> ReadIdx(const std::string& path, std::size_t max_bytes) {
   for (;;) {
     const int n = gzread(file.get(), buffer, sizeof buffer);
     if (n < 0) {
-      int code = 0;
-      const char* what = gzerror(file.get(), &code);
       return Invalid(path, fmt::format("corrupt gzip stream after {} decompressed bytes: {}", bytes.size(),
-                                       what != nullptr ? what : "unknown zlib error"));
+                                       GzMessage(file.get(), path)));
     }
     if (n == 0) break;
     if (bytes.size() + static_cast<std::size_t>(n) > max_bytes) {
@@ -140,10 +147,10 @@ Result<IdxArray> ReadIdx(const std::string& path, std::size_t max_bytes) {
   }
   // A gzip stream cut short reads as a clean end in some zlib versions; gzerror says it.
   int code = Z_OK;
-  const char* what = gzerror(file.get(), &code);
+  (void)gzerror(file.get(), &code);
   if (code != Z_OK && code != Z_STREAM_END) {
     return Invalid(path, fmt::format("corrupt gzip stream after {} decompressed bytes: {}", bytes.size(),
-                                     what != nullptr ? what : "unknown zlib error"));
+                                     GzMessage(file.get(), path)));
   }
   return ParseIdx(bytes, path);
 }
