@@ -95,7 +95,7 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
     from_history += est.from_history ? 1 : 0;
     const std::optional<std::int64_t> min_queries = MinQueries(c);
     std::vector<std::string> row = {std::to_string(c.index),
-                                    c.label,
+                                    c.added_as_control ? c.label + " (control)" : c.label,
                                     std::to_string(c.repetition),
                                     std::to_string(c.seed),
                                     FormatSeconds(est.seconds) + (est.from_history ? "" : "*"),
@@ -114,6 +114,8 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
                             {"estimate_s", est.seconds},
                             {"estimate_from_history", est.from_history}};
     if (min_queries) entry["min_queries"] = *min_queries;
+    if (!c.input_control_id.empty()) entry["input_control_id"] = c.input_control_id;
+    if (c.added_as_control) entry["added_as_control"] = true;
     js.push_back(std::move(entry));
   }
   if (args.json) {
@@ -131,6 +133,14 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
     std::printf(" (* no history: bounded by measure.max_time_s plus start-up)");
   }
   std::printf("\n");
+  const auto added =
+      std::count_if(cells->begin(), cells->end(), [](const plan::Cell& c) { return c.added_as_control; });
+  if (added > 0) {
+    std::printf(
+        "%lld of them (control) added: the same cell with data: device, which the input-bound verdict "
+        "compares a cell reading host data with (docs/input-pipeline.md)\n",
+        static_cast<long long>(added));
+  }
   if (selected->shard && cells->empty()) {
     std::printf("%s; `run` refuses an empty shard\n",
                 TerminalSafe(plan::EmptySelectionMessage(*selected, args.matrix_path)).c_str());

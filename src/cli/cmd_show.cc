@@ -116,6 +116,38 @@ void PrintConvergence(const std::vector<record::CellRecord>& cells) {
   for (const auto& n : notes) std::printf("  %s\n", TerminalSafe(n).c_str());
 }
 
+// The input-bound verdicts (orchestrator/input_analysis.h): each cell reading host data against
+// its control, with the figures behind the conclusion and what would help.
+void PrintInputVerdicts(const std::vector<record::CellRecord>& cells) {
+  bool header = false;
+  for (const auto& c : cells) {
+    auto it = c.extras.find(record::kInputVerdictExtrasKey);
+    if (it == c.extras.end() || !it->is_object()) continue;
+    if (!header) {
+      std::printf("\nInput pipeline (each cell against its control, the same cell with data: device):\n");
+      header = true;
+    }
+    const nlohmann::json& v = *it;
+    if (!v.value("bound", nlohmann::json()).is_string()) {
+      std::printf("  #%d %s: no verdict: %s\n", c.index, TerminalSafe(c.label).c_str(),
+                  TerminalSafe(v.value("why_none", std::string("?"))).c_str());
+      continue;
+    }
+    std::printf("  #%d %s: %s (control: %s)\n", c.index, TerminalSafe(c.label).c_str(),
+                TerminalSafe(v.value("bound", std::string())).c_str(),
+                TerminalSafe(v.value("control_label", std::string())).c_str());
+    for (const char* list : {"reasons", "advice"}) {
+      if (!v.contains(list) || !v[list].is_array()) continue;
+      for (const auto& line : v[list]) {
+        if (line.is_string()) {
+          std::printf("      %s: %s\n", list[0] == 'r' ? "because" : "try",
+                      TerminalSafe(line.get<std::string>()).c_str());
+        }
+      }
+    }
+  }
+}
+
 // Every string printed here came from the store, so from matrix files and runners: it goes
 // through TerminalSafe (an escape sequence in a name must not reach the terminal).
 int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
@@ -157,6 +189,7 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
   std::printf("%s", table.Render().c_str());
   PrintRepetitions(*cells);
   PrintConvergence(*cells);
+  PrintInputVerdicts(*cells);
 
   bool header = false;
   for (const auto& c : *cells) {

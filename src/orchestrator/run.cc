@@ -14,6 +14,7 @@
 #include "common/version.h"
 #include "monitor/fingerprint.h"
 #include "monitor/sampler.h"
+#include "orchestrator/input_analysis.h"
 #include "orchestrator/run_folder.h"
 
 namespace dlbench::orchestrator {
@@ -249,6 +250,33 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
   open.Started();
   for (RunObserver* o : observers) o->OnRunStart(start);
 
+  // The input-bound verdict's controls (plan::Cell::input_control_id) run before the cells that
+  // need them; their records are kept here (without steps and series) until those cells end. A
+  // resumed run reads the controls it finished before from the store, once.
+  std::set<std::string> needed_controls;
+  for (const auto& c : cells) {
+    if (!c.input_control_id.empty()) needed_controls.insert(c.input_control_id);
+  }
+  std::map<std::string, record::CellRecord> controls;
+  bool read_stored_controls = !resumed;
+  auto keep_control = [&](const record::CellRecord& rec) {
+    if (!needed_controls.count(rec.cell_id)) return;
+    record::CellRecord kept = rec;
+    kept.steps.clear();
+    kept.series.clear();
+    controls[rec.cell_id] = std::move(kept);
+  };
+  auto control_of = [&](const std::string& id) -> const record::CellRecord* {
+    if (!controls.count(id) && !read_stored_controls) {
+      read_stored_controls = true;
+      if (auto stored_cells = store->GetCells(run.id, store::CellQuery{}); stored_cells.ok()) {
+        for (const record::CellRecord& c : *stored_cells) keep_control(c);
+      }
+    }
+    auto it = controls.find(id);
+    return it == controls.end() ? nullptr : &it->second;
+  };
+
   const std::int64_t t0 = MonotonicNowNs();
   std::size_t done = 0;
   bool interrupted = false;
@@ -280,8 +308,12 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
       interrupted = true;
       break;
     }
+    if (!cell.input_control_id.empty()) {
+      AddInputVerdict(rec, control_of(cell.input_control_id), cell.input_control_id);
+    }
     rec.run_id = run.id;
     if (auto st = store->PutCell(rec); !st.ok()) return open.Fail(st.error());
+    keep_control(rec);
     ++done;
     ++end.outcomes[rec.outcome];
     if (rec.outcome != record::Outcome::kOk) ++end.not_ok;

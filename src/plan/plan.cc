@@ -8,6 +8,7 @@
 #include "common/hash.h"
 #include "config/load_rules.h"
 #include "config/registry.h"
+#include "plan/input_controls.h"
 
 namespace dlbench::plan {
 namespace {
@@ -285,6 +286,27 @@ Result<Plan> Expand(const config::Matrix& matrix) {
   if (matrix.repetitions < 1) {
     return MakeError(ErrorKind::kInvalidInput, matrix.path + ": error: repetitions must be >= 1");
   }
+  const std::size_t named = cells.size();
+  // Only a runner whose registry scope has `data` reads it; to a command runner it is any key.
+  const bool reads_data = std::any_of(runner_specs.begin(), runner_specs.end(),
+                                      [](const config::ParamSpec* spec) { return spec->name == "data"; });
+  InputControls controls;
+  if (reads_data) {
+    controls = FindOrAddInputControls(cells, keys);
+  } else {
+    controls.control_of.assign(cells.size(), -1);
+  }
+  if (static_cast<std::uint64_t>(cells.size()) * static_cast<std::uint64_t>(matrix.repetitions) > kMaxCells) {
+    return MakeError(ErrorKind::kInvalidInput,
+                     matrix.path + ": error: the matrix expands to " + std::to_string(named) + " cells and " +
+                         std::to_string(controls.added) +
+                         " input-bound controls (data: device) per repetition, more than the " +
+                         std::to_string(kMaxCells) + " cells a plan may hold (docs/limits.md)");
+  }
+  std::vector<std::string> control_ids(cells.size());
+  for (std::size_t c = 0; c < cells.size(); ++c) {
+    if (controls.control_of[c] >= 0) control_ids[c] = keys[static_cast<std::size_t>(controls.control_of[c])];
+  }
   std::vector<std::string> labels = Labels(cells, matrix);
 
   // (cell, repetition) pairs in run order.
@@ -308,6 +330,10 @@ Result<Plan> Expand(const config::Matrix& matrix) {
     }
   }
 
+  if (std::any_of(controls.control_of.begin(), controls.control_of.end(), [](long c) { return c >= 0; })) {
+    order = ControlsFirst(order, controls.control_of);
+  }
+
   Plan plan;
   plan.cells.reserve(order.size());
   for (const auto& [c, r] : order) {
@@ -323,6 +349,8 @@ Result<Plan> Expand(const config::Matrix& matrix) {
     cell.seed = DeriveCellSeed(matrix.seed, cell.key, r);
     cell.id = cell.key + "#r" + std::to_string(r);
     cell.label = last_use ? std::move(labels[c]) : labels[c];
+    if (!control_ids[c].empty()) cell.input_control_id = control_ids[c] + "#r" + std::to_string(r);
+    cell.added_as_control = c >= named;
     plan.cells.push_back(std::move(cell));
   }
   return plan;

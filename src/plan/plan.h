@@ -20,6 +20,10 @@ struct Cell {
   std::string key;                              // canonical text of params: the same cell across runs
   std::string id;                               // key + "#r" + repetition: unique within a run
   std::string label;                            // short human label: "resnet50 train bs=32 cpu fp32"
+  // The input-bound verdict's control (plan/input_controls.h): the id of the cell with data:
+  // device this cell is compared with (earlier in run order); empty when the cell takes none.
+  std::string input_control_id;
+  bool added_as_control = false;  // the matrix does not name this cell: the plan added it as a control
 };
 
 struct Plan {
@@ -36,7 +40,9 @@ inline constexpr std::uint64_t kMaxCells = 100'000;
 // merge. Saturates at UINT64_MAX.
 std::uint64_t MaxCellCount(const config::Matrix& matrix);
 
-// Cartesian product of the axes, minus exclude, plus include; repeated; ordered by policy.
+// Cartesian product of the axes, minus exclude, plus include, plus the input-bound verdict's
+// controls that the matrix lacks (plan/input_controls.h); repeated; ordered by policy, with each
+// control before the cells compared with it.
 // kInvalidInput when nothing is left to run, or, before anything is expanded, when MaxCellCount
 // exceeds kMaxCells (the message gives the count and how it arises).
 Result<Plan> Expand(const config::Matrix& matrix);

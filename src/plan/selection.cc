@@ -208,6 +208,23 @@ Result<Selection> ResumeSelection(std::int64_t run_id, const Selection& stored, 
                                run_id, SelectionArgs(stored), SelectionArgs(given)));
 }
 
+std::vector<Cell> WithInputControls(const std::vector<Cell>& planned, std::vector<Cell> kept) {
+  std::set<std::string> ids;
+  std::set<std::string> needed;
+  for (const Cell& c : kept) {
+    ids.insert(c.id);
+    if (!c.input_control_id.empty()) needed.insert(c.input_control_id);
+  }
+  if (std::all_of(needed.begin(), needed.end(), [&](const std::string& id) { return ids.count(id) > 0; })) {
+    return kept;
+  }
+  std::vector<Cell> out;
+  for (const Cell& c : planned) {
+    if (ids.count(c.id) || needed.count(c.id)) out.push_back(c);
+  }
+  return out;
+}
+
 Result<SelectedPlan> SelectPlan(const std::string& matrix_path, const Selection& selection) {
   std::optional<Shard> shard;
   if (!selection.shard.empty()) {
@@ -223,6 +240,7 @@ Result<SelectedPlan> SelectPlan(const std::string& matrix_path, const Selection&
   if (!expanded.ok()) return expanded.error();
   auto cells = FilterCells(expanded->cells, selection.only);
   if (!cells.ok()) return cells.error();
+  if (!selection.only.empty()) *cells = WithInputControls(expanded->cells, std::move(cells).value());
   SelectedPlan selected;
   selected.matrix = std::move(matrix).value();
   selected.planned = expanded->cells.size();

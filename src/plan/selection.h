@@ -65,6 +65,10 @@ std::string ShellWord(const std::string& word);
 Result<Selection> ResumeSelection(std::int64_t run_id, const Selection& stored, const Selection& given);
 
 // A matrix read, validated and expanded, with the cells the selection keeps.
+// `kept` (a subset of `planned`, in its order) with the input-bound controls its cells need
+// (Cell::input_control_id) put back in plan order: --only keeps a cell's control with it.
+std::vector<Cell> WithInputControls(const std::vector<Cell>& planned, std::vector<Cell> kept);
+
 struct SelectedPlan {
   config::Matrix matrix;
   std::size_t planned = 0;     // cells before --only

@@ -148,6 +148,23 @@ const std::vector<MetricDef>& Table() {
       {kEvaluations, "count", Producer::kRunner, kConverge, "evaluations of the held-out set"},
       {kTrainEpochs, "epochs", Producer::kRunner, kConverge,
        "training samples seen / training samples (fractional), the whole training"},
+      // The input-bound verdict: the cell against its control (data: device) from the same run.
+      {kInputControlSpeedup, "ratio", Producer::kOrchestrator, kMeasured,
+       "the control's samples_per_s / the cell's samples_per_s"},
+      {kInputSlowdownPct, "%", Producer::kOrchestrator, kMeasured,
+       "(1 - samples_per_s / the control's samples_per_s) x 100; negative when the cell is faster"},
+      {kInputWaitSharePct, "%", Producer::kOrchestrator, kMeasured,
+       "sum of data_wait / sum of step time x 100, over steps that report data_wait and compute"},
+      {kInputCopySharePct, "%", Producer::kOrchestrator, kMeasured,
+       "sum of max(0, step - data_wait - compute - comm) / sum of step time x 100 (the copy is the "
+       "remainder)"},
+      {kInputComputeSharePct, "%", Producer::kOrchestrator, kMeasured,
+       "sum of compute (and comm) / sum of step time x 100"},
+      {kInputGpuIdleSharePct, "%", Producer::kOrchestrator, kMeasuredSamples, "100 - gpu_util_mean_pct"},
+      {kInputWaitingEnergyJ, "J", Producer::kOrchestrator, kMeasured,
+       "the GPUs' power series integrated over each measured step's wait [start, start + data_wait)"},
+      {kInputWaitingEnergySharePct, "%", Producer::kOrchestrator, kMeasured,
+       "input_waiting_energy_j / energy_total_j x 100"},
 
       // Monitor analysis.
       {kGpuUtilMeanPct, "%", Producer::kMonitor, kMeasuredSamples,

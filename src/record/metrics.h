@@ -83,6 +83,16 @@ inline constexpr std::string_view kDataTransformPct = "data_transform_pct";
 inline constexpr std::string_view kDataCacheHitPct = "data_cache_hit_pct";
 inline constexpr std::string_view kDataCorruptInputs = "data_corrupt_inputs";
 inline constexpr std::string_view kDataSkippedSamples = "data_skipped_samples";
+// The input-bound verdict (orchestrator/input_analysis.h; docs/input-pipeline.md "The verdict"):
+// a cell whose data is not `device` against its control, the same cell with data: device.
+inline constexpr std::string_view kInputControlSpeedup = "input_control_speedup";
+inline constexpr std::string_view kInputSlowdownPct = "input_slowdown_pct";
+inline constexpr std::string_view kInputWaitSharePct = "input_wait_share_pct";
+inline constexpr std::string_view kInputCopySharePct = "input_copy_share_pct";
+inline constexpr std::string_view kInputComputeSharePct = "input_compute_share_pct";
+inline constexpr std::string_view kInputGpuIdleSharePct = "input_gpu_idle_share_pct";
+inline constexpr std::string_view kInputWaitingEnergyJ = "input_waiting_energy_j";
+inline constexpr std::string_view kInputWaitingEnergySharePct = "input_waiting_energy_share_pct";
 
 // scenario: converge (docs/convergence.md), from the torch runner (EXTRAS). "To target" counts up
 // to the end of the first evaluation that met the target; absent when the target was not reached.

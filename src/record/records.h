@@ -119,6 +119,10 @@ struct CellRecord {
   }
 };
 
+// CellRecord::extras["input_verdict"]: a host-data cell against its control (orchestrator/
+// input_analysis.h writes it; show, the report and exports read it).
+inline constexpr const char* kInputVerdictExtrasKey = "input_verdict";
+
 // Rank 0's steps in step order (by start time: the records the measurement policy saw).
 std::vector<StepRecord> RankZeroSteps(const CellRecord& cell);
 

@@ -12,37 +12,24 @@
 #include "common/version.h"
 #include "record/metrics.h"
 #include "report/assets.h"
+#include "report/chart_json.h"
 #include "report/escape.h"
 #include "report/export.h"
+#include "report/input_charts.h"
 
 namespace dlbench::report {
 namespace {
 
 using nlohmann::json;
 
-std::string ParamText(const json& value) {
-  if (value.is_string()) return value.get<std::string>();
-  if (value.is_null()) return "";
-  return value.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-std::string Param(const record::CellRecord& cell, const char* name) {
-  return cell.params.is_object() && cell.params.contains(name) ? ParamText(cell.params[name]) : "";
-}
-
-std::optional<double> NumericParam(const record::CellRecord& cell, const char* name) {
-  if (!cell.params.is_object() || !cell.params.contains(name)) return std::nullopt;
-  const json& v = cell.params[name];
-  if (v.is_number()) return v.get<double>();
-  return std::nullopt;
-}
-
-std::optional<double> Metric(const record::CellRecord& cell, std::string_view name) {
-  for (const auto& m : cell.metrics) {
-    if (m.name == name && std::isfinite(m.value)) return m.value;
-  }
-  return std::nullopt;
-}
+using chart::Axis;
+using chart::Dataset;
+using chart::Fmt;
+using chart::Metric;
+using chart::NumericParam;
+using chart::Param;
+using chart::ParamText;
+using chart::Point;
 
 bool IsInference(const record::CellRecord& cell) { return Param(cell, "scenario").rfind("infer", 0) == 0; }
 
@@ -73,21 +60,6 @@ std::pair<std::size_t, std::size_t> WindowBounds(const record::CellRecord& cell,
   const std::int64_t first = std::clamp<std::int64_t>(w.first_step, 0, n);
   const std::int64_t end = std::clamp<std::int64_t>(first + w.steps, first, n);
   return {static_cast<std::size_t>(first), static_cast<std::size_t>(end)};
-}
-
-json Point(double x, double y) { return {{"x", x}, {"y", y}}; }
-
-json Dataset(const std::string& label, const std::string& kind, json data) {
-  return {{"label", label}, {"kind", kind}, {"data", std::move(data)}};
-}
-
-json Axis(const std::string& label, const std::string& type = "linear") {
-  return {{"label", label}, {"type", type}};
-}
-
-std::string Fmt(double v, int digits = 3) {
-  if (!std::isfinite(v)) return "-";
-  return fmt::format("{:.{}g}", v, digits);
 }
 
 void ThroughputCharts(const ReportInput& input, const ReportOptions& options, std::vector<json>& charts) {
@@ -584,6 +556,7 @@ std::vector<json> BuildCharts(const ReportInput& input, const ReportOptions& opt
   LatencyCharts(input, options, charts);
   StepCharts(input, options, charts);
   MonitorCharts(input, options, charts);
+  InputCharts(input.cells, charts);
   for (std::size_t i = 0; i < charts.size(); ++i) charts[i]["id"] = fmt::format("chart-{}", i);
   return charts;
 }
@@ -631,6 +604,7 @@ std::string RenderHtmlReport(const ReportInput& input, const ReportOptions& opti
       "<nav><a href=\"#environment\">environment</a> &middot; <a href=\"#cells\">cells</a> &middot; "
       "<a href=\"#throughput\">throughput</a> &middot; <a href=\"#latency\">latency</a> &middot; "
       "<a href=\"#steps\">step time</a> &middot; <a href=\"#monitor\">utilisation</a> &middot; "
+      "<a href=\"#input\">input pipeline</a> &middot; "
       "<a href=\"#baseline\">baseline</a></nav>\n";
   html += "<section id=\"environment\"><h2>Environment</h2>\n" + EnvironmentSection(input, warnings) +
           "</section>\n";
@@ -645,6 +619,10 @@ std::string RenderHtmlReport(const ReportInput& input, const ReportOptions& opti
           ChartSection(charts, "steps", "No cell has step records.") + "</section>\n";
   html += "<section id=\"monitor\"><h2>Utilisation, power and memory</h2>\n" +
           ChartSection(charts, "monitor", "No series were sampled.") + "</section>\n";
+  html +=
+      "<section id=\"input\"><h2>Input pipeline: throughput vs decode workers</h2>\n" +
+      ChartSection(charts, "input", "No cell read JPEG folders or TFRecords at two or more worker counts.") +
+      "</section>\n";
   html += "<section id=\"baseline\"><h2>Against the baseline</h2>\n" + BaselineSection(input, options) +
           "</section>\n";
   html += "<script id=\"dlbench-data\" type=\"application/json\">" + JsonForScript(data) + "</script>\n";

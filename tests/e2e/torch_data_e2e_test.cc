@@ -125,9 +125,84 @@ measure:
     if (path == dir / "corrupt") {
       EXPECT_EQ(record::MetricValue(c, record::metric::kDataCorruptInputs), 1.0);
     }
+    // Every ok cell reading host data is compared with the matrix's own data: device cell (the
+    // plan reuses it rather than adding one: the run has 9 cells, as the matrix says).
+    if (data != "device" && !pipeline_only) {
+      ASSERT_TRUE(c.extras.contains("input_verdict")) << c.extras.dump();
+      const auto& v = c.extras["input_verdict"];
+      EXPECT_TRUE(v["bound"].is_string()) << v.dump();
+      EXPECT_FALSE(v.value("control_label", std::string()).empty()) << v.dump();
+      EXPECT_TRUE(record::MetricValue(c, record::metric::kInputControlSpeedup)) << "the control's speed-up";
+      EXPECT_TRUE(record::MetricValue(c, record::metric::kInputWaitSharePct));
+    } else {
+      EXPECT_FALSE(c.extras.contains("input_verdict")) << c.label;
+    }
   }
   EXPECT_EQ(ok, 7);
   EXPECT_EQ(run.exit_code, 1) << "two failed cells make run exit 1\n" << run.out << run.err;
+}
+
+// One decode worker on large JPEGs feeding a tiny model: the cell waits for its batches, and the
+// verdict says so against the control the plan adds (the matrix names no data: device cell).
+TEST(TorchDataE2E, ACellStarvedByItsDecoderIsInputBoundAgainstTheAddedControl) {
+  TempDir dir("torch_input_bound");
+  torchrunner::data::DatasetSpec spec;
+  spec.classes = 2;
+  spec.per_class = 8;
+  spec.width = 1024;
+  spec.height = 768;
+  spec.texture = 40;
+  ASSERT_TRUE(torchrunner::data::WriteJpegFolder(dir / "big", spec).ok());
+  const std::string matrix = dir / "m.yaml", db = dir / "r.db";
+  WriteText(matrix, R"(runner: torch
+matrix:
+  model: resnet50
+  image_size: 32
+  base_width: 8
+  num_classes: 2
+  batch_size: 8
+  lr: 0.01
+  device: cpu
+  threads: 1
+  data: jpeg_dir
+  data_path: )" + dir / "big" +
+                        R"(
+  data_workers: 1
+  prefetch: 1
+timeout_s: 120
+measure:
+  min_steps: 5
+  min_time_s: 0.5
+  max_time_s: 2
+  target_rel_ci: 0.5
+)");
+  auto plan = Dlbench({"plan", matrix}, dir, db);
+  EXPECT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_NE(plan.out.find("(control)"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("1 of them (control) added"), std::string::npos) << plan.out;
+
+  auto run = Dlbench({"run", matrix, "--out", dir / "out"}, dir, db);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  auto store = store::OpenSqliteStore(db);
+  ASSERT_TRUE(store.ok());
+  auto cells = (*store)->GetCells(1, store::CellQuery{});
+  ASSERT_TRUE(cells.ok());
+  ASSERT_EQ(cells->size(), 2u);
+  const record::CellRecord& control = (*cells)[0];
+  const record::CellRecord& cell = (*cells)[1];
+  EXPECT_EQ(control.params.value("data", std::string()), "device") << "the control runs first";
+  EXPECT_EQ(control.params.count("data_workers"), 0u);
+  ASSERT_EQ(cell.outcome, record::Outcome::kOk) << cell.message;
+  const auto& v = cell.extras["input_verdict"];
+  EXPECT_EQ(v.value("bound", std::string()), "input-bound") << v.dump() << "\n" << run.out;
+  EXPECT_EQ(v.value("control_cell", std::string()), control.cell_id);
+  EXPECT_GT(record::MetricValue(cell, record::metric::kInputWaitSharePct).value_or(0), 20) << v.dump();
+  EXPECT_GT(record::MetricValue(cell, record::metric::kInputControlSpeedup).value_or(0), 1.05);
+
+  auto show = Dlbench({"show", "latest"}, dir, db);
+  EXPECT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("Input pipeline"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("input-bound (control: "), std::string::npos) << show.out;
 }
 
 }  // namespace
