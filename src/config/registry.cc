@@ -798,7 +798,7 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Min(0, false)
                   .Max(1)
                   .Help("With scenario: converge, the held-out accuracy (a fraction) that ends training; "
-                        "exactly one of target_accuracy and target_loss.")
+                        "exactly one of target_accuracy and target_loss. At most 1 (all correct).")
                   .Build());
   r.push_back(Entry("target_loss", kCell, kTorch, ParamType::kNumber)
                   .Min(0, false)

@@ -47,8 +47,8 @@ std::map<std::string, std::vector<double>> Curves(const record::CellRecord& c) {
 // The reference network (convnet.py's sizes) on the first 4,000 training images, evaluated on
 // the first 500 test images every 25 steps of 50, at lr 0.1 instead of the reference's 0.001 so
 // that it gets there in few steps: 0.7 takes about 75 to 125 steps (4,000 to 6,000 samples; one
-// run's evaluations read 0.586, 0.553, 0.694, 0.592, 0.744 at steps 25 to 125), about 20 CPU-s
-// on this machine's 2 cores.
+// run's evaluations read 0.586, 0.553, 0.694, 0.592, 0.744 at steps 25 to 125); the test took
+// 105 s on this project's 2-core machine while other builds held it.
 TEST(ConvergeE2E, TheReferenceCnnReachesItsTargetOnASubset) {
   if (!DatasetInstalled()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   TempDir dir("converge_reach");
