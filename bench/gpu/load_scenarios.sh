@@ -4,8 +4,9 @@
 # bench/gpu/load_driver.py (single_stream p90 for ResNet-50, MobileNetV2, BERT-base and SSD at
 # bs1 bf16 with the host-to-device decomposition, ResNet-50 device-resident, multi_stream, the
 # server at two rates under a 10 ms bound, offline bs256 next to back-to-back infer bs256), and
-# the load generator's overhead benchmark. Results go to $OUT (or ./load-evidence-out): at most
-# six files.
+# the load generator's overhead benchmark, and the load cells of bench/gpu/load-run.yaml through
+# `dlbench run` (phase 2: stored, with the orchestrator's metrics and verdicts). Results go to $OUT
+# (or ./load-evidence-out): at most seven files.
 # Usage: bench/gpu/load_scenarios.sh [--skip-build]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,6 +25,11 @@ echo "ctest (load): exit $?"; tail -3 "$LOGS/ctest-load.log"
 python3 "$ROOT/bench/gpu/load_driver.py" --runner "$BUILD/bin/dlbench-torch" --json "$LOGS/load-cells.json" \
   2> "$LOGS/load-cells.txt" > /dev/null
 echo "load_driver.py: exit $?"; cat "$LOGS/load-cells.txt"
+# The store and run folder stay outside $OUT; `show` prints what was stored.
+RUN_DIR=$(mktemp -d)
+(cd "$RUN_DIR" && timeout 400 "$BUILD/bin/dlbench" --db "$RUN_DIR/r.db" run "$ROOT/bench/gpu/load-run.yaml"; \
+  "$BUILD/bin/dlbench" --db "$RUN_DIR/r.db" show latest) > "$LOGS/run-load.txt" 2>&1
+echo "dlbench run (load-run.yaml): exit $?"; tail -25 "$LOGS/run-load.txt"
 if [ -x "$BUILD/bin/dlbench-bench-load" ]; then
   "$BUILD/bin/dlbench-bench-load" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
     > "$LOGS/bench-load.txt" 2>&1

@@ -38,6 +38,8 @@ const std::vector<FaultInfo>& Faults() {
       {Fault::kStepFlood, "step_flood"},
       {Fault::kHangAfterStop, "hang_after_stop"},
       {Fault::kJsonFlood, "json_flood"},
+      {Fault::kDropQuery, "drop_query"},
+      {Fault::kDuplicateQuery, "duplicate_query"},
   };
   return kFaults;
 }

@@ -49,6 +49,9 @@ enum class Fault {
   kStepFlood,       // ignores STOP and sends step records as fast as it can
   kHangAfterStop,   // on STOP stops answering, ignores SIGTERM
   kJsonFlood,       // sends 1 MiB MEMORY snapshots without end at inject_at_step
+  // Breaks the QUERIES stream of a load cell (runners/null/virtual_load.h).
+  kDropQuery,       // leaves query inject_at_step out of its QUERIES frame
+  kDuplicateQuery,  // sends query inject_at_step's record twice
 };
 
 struct FaultInfo {

@@ -31,6 +31,7 @@
 #include "record/metrics.h"
 #include "runners/null/faults.h"
 #include "runners/null/synthetic_steps.h"
+#include "runners/null/virtual_load.h"
 
 namespace dlbench::nullrunner {
 namespace {
@@ -45,6 +46,7 @@ struct Params {
   std::string jitter_dist = "normal";
   Fault inject = Fault::kNone;
   std::int64_t inject_at_step = 20;
+  std::optional<std::int64_t> inject_rank;  // only this rank injects; absent: every rank
   std::int64_t leak_bytes_per_step = 65536;
   int exit_code = 3;
   std::int64_t samples_per_step = 1;
@@ -88,6 +90,7 @@ bool ParseParams(const nlohmann::json& p, Params& out, std::string& error) {
     return false;
   }
   out.inject_at_step = params.Int("inject_at_step").value();
+  out.inject_rank = params.Int("inject_rank");
   out.leak_bytes_per_step = params.Int("leak_bytes_per_step").value();
   out.exit_code = static_cast<int>(params.Int("exit_code").value());  // 1..255
   out.samples_per_step = params.Int("samples_per_step").value();      // defaults to batch_size
@@ -408,6 +411,24 @@ protocol::LoopResult RunVirtualLoop(
   }
 }
 
+// A cell with `load` serves queries on the virtual clock (virtual_load.h) instead of stepping.
+int ServeLoad(RunnerSession& session, const protocol::CellConfig& cell, const Params& p) {
+  auto options = LoadOptionsFromParams(cell.params);
+  if (!options.ok()) {
+    (void)session.SendError(RunnerErrorKind::kInvalid, options.error().message);
+    return 0;
+  }
+  if (p.inject == Fault::kDropQuery || p.inject == Fault::kDuplicateQuery) {
+    options->fault = p.inject == Fault::kDropQuery ? QueryStreamFault::kDrop : QueryStreamFault::kDuplicate;
+    options->fault_query_id = static_cast<std::uint64_t>(p.inject_at_step);
+  } else if (p.inject != Fault::kNone) {
+    (void)session.SendError(RunnerErrorKind::kInvalid, "inject: " + std::string(FaultName(p.inject)) +
+                                                           " is not implemented for a load cell");
+    return 0;
+  }
+  return ServeLoadCell(session, cell, {{"seed", cell.seed}}, *options);
+}
+
 struct Options {
   std::optional<Fault> inject;
   std::string fault_field;
@@ -488,11 +509,13 @@ int Main(int argc, char** argv) {
     p.inject = early.inject;
     if (!early.fault_field.empty()) p.fault_field = early.fault_field;
   }
+  if (p.inject_rank && *p.inject_rank != cell->rank) p.inject = Fault::kNone;
   const synthetic::StepShape shape = ShapeOf(p);
   if (auto st = synthetic::ValidateShape(shape); !st.ok()) {
     (void)session.SendError(RunnerErrorKind::kInvalid, st.error().message);
     return 0;
   }
+  if (load::LoadRequested(cell->params)) return ServeLoad(session, *cell, p);
   if (p.inject == Fault::kHelloTwice) (void)session.SendHello(hello);
   BusyWaitNs(static_cast<std::int64_t>(p.setup_ms * 1e6));
   std::vector<std::vector<char>> leaked;

@@ -50,6 +50,10 @@ constexpr std::pair<const char*, OptimizerImpl> kOptimizerImpls[] = {
     {"auto", OptimizerImpl::kAuto},
     {"foreach", OptimizerImpl::kForeach},
     {"per_param", OptimizerImpl::kPerParameter}};
+constexpr std::pair<const char*, DdpMode> kDdpModes[] = {{"overlap", DdpMode::kOverlap},
+                                                         {"serial", DdpMode::kSerial}};
+constexpr std::pair<const char*, DdpBackend> kDdpBackends[] = {
+    {"auto", DdpBackend::kAuto}, {"gloo", DdpBackend::kGloo}, {"nccl", DdpBackend::kNccl}};
 constexpr std::pair<const char*, InputDtype> kInputDtypes[] = {
     {"float32", InputDtype::kFloat32}, {"float16", InputDtype::kFloat16}, {"bfloat16", InputDtype::kBFloat16},
     {"float64", InputDtype::kFloat64}, {"int64", InputDtype::kInt64},     {"int32", InputDtype::kInt32},
@@ -62,6 +66,43 @@ const char* ScenarioName(Scenario scenario) { return NameOf(kScenarios, scenario
 const char* PrecisionName(Precision precision) { return NameOf(kPrecisions, precision); }
 const char* MemoryFormatName(MemoryFormat format) { return NameOf(kMemoryFormats, format); }
 const char* InputDtypeName(InputDtype dtype) { return NameOf(kInputDtypes, dtype); }
+const char* DdpModeName(DdpMode mode) { return NameOf(kDdpModes, mode); }
+const char* DdpBackendName(DdpBackend backend) { return NameOf(kDdpBackends, backend); }
+
+namespace {
+
+// strategy, world_size and the ddp keys: what each needs of the others.
+Result<std::optional<DdpOptions>> ParseDdp(const RunnerParams& p, Scenario scenario) {
+  const bool ddp = p.Text("strategy").value() == "ddp";
+  const std::int64_t world = p.Int("world_size").value();
+  if (!ddp) {
+    if (world != 1) {
+      return Invalid(fmt::format(
+          "parameter 'world_size' is {} but strategy is none; a single process has world_size 1", world));
+    }
+    for (const char* key : {"ddp_mode", "backend", "bucket_cap_bytes"}) {
+      if (p.Given(key)) return Invalid(fmt::format("parameter '{}' applies with strategy: ddp only", key));
+    }
+    return std::optional<DdpOptions>();
+  }
+  if (scenario != Scenario::kTrain) {
+    return Invalid(
+        "strategy ddp trains data-parallel: it needs scenario train (infer has no gradients to "
+        "all-reduce; converge trains in one process)");
+  }
+  DdpOptions d;
+  d.world_size = static_cast<int>(world);
+  auto mode = FromName(kDdpModes, "ddp_mode", p.Text("ddp_mode").value_or("overlap"));
+  if (!mode.ok()) return mode.error();
+  d.mode = *mode;
+  auto backend = FromName(kDdpBackends, "backend", p.Text("backend").value_or("auto"));
+  if (!backend.ok()) return backend.error();
+  d.backend = *backend;
+  d.bucket_cap_bytes = p.Int("bucket_cap_bytes").value_or(kDefaultBucketCapBytes);
+  return std::optional<DdpOptions>(d);
+}
+
+}  // namespace
 
 std::string DeviceSpec::ToString() const {
   return kind == DeviceKind::kCpu ? std::string("cpu") : fmt::format("cuda:{}", index);
@@ -136,12 +177,9 @@ Result<TorchCell> ParseTorchCell(const nlohmann::json& params) {
   cell.lr = p.Number("lr");
 
   // Support and cross-parameter rules: what the registry cannot say about one value alone.
-  if (p.Text("strategy").value() == "ddp")
-    return Unsupported("unsupported: ddp is not implemented in this runner yet");
-  if (const std::int64_t world = p.Int("world_size").value(); world != 1) {
-    return Invalid(fmt::format(
-        "parameter 'world_size' is {} but strategy is none; a single process has world_size 1", world));
-  }
+  auto ddp = ParseDdp(p, cell.scenario);
+  if (!ddp.ok()) return ddp.error();
+  cell.ddp = *ddp;
 
   if (cell.model == kTorchScriptModel) {
     TorchScriptSpec ts;
@@ -180,6 +218,36 @@ Result<TorchCell> ParseTorchCell(const nlohmann::json& params) {
 Status CheckSupported(const TorchCell& cell, const Capabilities& caps) {
   const bool cuda = cell.device.kind == DeviceKind::kCuda;
   DLBENCH_RETURN_IF_ERROR(CheckDataSupported(cell.data, cuda));
+  if (cell.ddp) {
+    if (cell.ddp->backend == DdpBackend::kNccl && !cuda) {
+      return Unsupported(
+          "unsupported: backend nccl all-reduces CUDA tensors: it needs device cuda (use "
+          "backend gloo or auto on cpu)");
+    }
+    const bool nccl =
+        cell.ddp->backend == DdpBackend::kNccl || (cell.ddp->backend == DdpBackend::kAuto && cuda);
+    if (nccl && !caps.nccl_built) {
+      return Unsupported(
+          "unsupported: backend nccl, but this dlbench-torch was built without c10d's NCCL "
+          "process group (the GPU build has it: scripts/build-gpu.sh; or use backend gloo)");
+    }
+    if (cell.torchscript) {
+      return Unsupported(
+          "unsupported: strategy ddp trains zoo models; a TorchScript model is not wired to "
+          "the Reducer yet");
+    }
+    if (cell.precision == Precision::kFp16) {
+      return Unsupported(
+          "unsupported: fp16 ddp (the loss scaler's skip decision would have to agree across "
+          "ranks); use bf16 or fp32");
+    }
+    if (cell.data.source != DataSource::kDevice) {
+      return Unsupported(
+          fmt::format("unsupported: strategy ddp with data: {} (each rank would need its own "
+                      "shard of the input); use data: device",
+                      DataSourceName(cell.data.source)));
+    }
+  }
   if (cuda) {
     if (!caps.cuda_built) {
       return Unsupported(

@@ -32,6 +32,23 @@ const char* MemoryFormatName(MemoryFormat format);
 
 enum class OptimizerImpl { kAuto, kForeach, kPerParameter };
 
+// strategy: ddp (docs/distributed.md). kOverlap: c10d's Reducer all-reduces gradient buckets as
+// backward produces them; kSerial: the same buckets all-reduced after backward (no overlap).
+enum class DdpMode { kOverlap, kSerial };
+enum class DdpBackend { kAuto, kGloo, kNccl };
+const char* DdpModeName(DdpMode mode);
+const char* DdpBackendName(DdpBackend backend);
+
+inline constexpr std::int64_t kDefaultBucketCapBytes = std::int64_t{25} << 20;  // PyTorch DDP's 25 MiB
+inline constexpr std::int64_t kFirstBucketCapBytes = std::int64_t{1} << 20;     // and its first 1 MiB
+
+struct DdpOptions {
+  int world_size = 1;
+  DdpMode mode = DdpMode::kOverlap;
+  DdpBackend backend = DdpBackend::kAuto;  // resolved by the runner: nccl on cuda, gloo on cpu
+  std::int64_t bucket_cap_bytes = kDefaultBucketCapBytes;
+};
+
 struct DeviceSpec {
   DeviceKind kind = DeviceKind::kCpu;
   int index = 0;                 // CUDA ordinal; 0 for "cuda" and for the CPU
@@ -79,6 +96,7 @@ struct TorchCell {
   std::optional<double> lr;
   std::optional<TorchScriptSpec> torchscript;  // set exactly when model == "torchscript"
   DataOptions data;                            // where each step's batch comes from
+  std::optional<DdpOptions> ddp;               // set exactly when strategy is ddp
   nlohmann::json params;                       // the params as received (model options live here)
 };
 
@@ -86,7 +104,8 @@ inline constexpr char kTorchScriptModel[] = "torchscript";
 
 // Reads CONFIGURE's params, validated against the config registry (config::RunnerParams: types,
 // ranges, allowed values, formats, defaults). kInvalidInput names the parameter and what it
-// accepts; kUnsupported for valid requests this runner does not implement (strategy ddp).
+// accepts; kUnsupported for valid requests this runner does not implement (ddp of a TorchScript
+// model, fp16 ddp).
 Result<TorchCell> ParseTorchCell(const nlohmann::json& params);
 
 // "B,3,224,224;B,16" with B = batch size -> {{batch,3,224,224},{batch,16}} (the registry's
@@ -102,6 +121,7 @@ struct Capabilities {
   bool cuda_built = false;           // LibTorch was built with CUDA
   int cuda_device_count = 0;         // devices visible now
   std::optional<int> compute_major;  // of the requested CUDA device, when there is one
+  bool nccl_built = false;           // c10d's ProcessGroupNCCL is compiled into this runner
 };
 
 // Whether the cell can run here, before any model is built. kUnsupported with a message that

@@ -101,7 +101,22 @@ TEST(ParseTorchCell, RejectsBadParamsWithClearMessages) {
        "between 1 and 4096"},
       {"ordinal too large", {{"model", "m"}, {"device", "cuda:1024"}}, ErrorKind::kInvalidInput, "cuda:N"},
       {"unknown key", {{"model", "m"}, {"step_ms", 1}}, ErrorKind::kInvalidInput, "'step_ms'"},
-      {"ddp", {{"model", "m"}, {"strategy", "ddp"}}, ErrorKind::kUnsupported, "ddp is not implemented"},
+      {"ddp infer",
+       {{"model", "m"}, {"strategy", "ddp"}, {"scenario", "infer"}},
+       ErrorKind::kInvalidInput,
+       "needs scenario train"},
+      {"ddp converge",
+       {{"model", "m"}, {"strategy", "ddp"}, {"scenario", "converge"}},
+       ErrorKind::kInvalidInput,
+       "converge trains in one process"},
+      {"ddp key without ddp",
+       {{"model", "m"}, {"ddp_mode", "serial"}},
+       ErrorKind::kInvalidInput,
+       "'ddp_mode'"},
+      {"bucket cap without ddp",
+       {{"model", "m"}, {"bucket_cap_bytes", 4096}},
+       ErrorKind::kInvalidInput,
+       "'bucket_cap_bytes'"},
       {"world size", {{"model", "m"}, {"world_size", 2}}, ErrorKind::kInvalidInput, "world_size"},
       {"ts no path",
        {{"model", "torchscript"}, {"input_shapes", "B,4"}},
@@ -198,6 +213,62 @@ TEST(CheckSupported, PrecisionDeviceAndVersionRules) {
     ASSERT_TRUE(cell.ok()) << c.name << ": " << cell.error().message;
     const Status st = CheckSupported(*cell, c.caps);
     EXPECT_EQ(st.ok(), c.ok) << c.name;
+    if (!c.ok && !st.ok()) {
+      EXPECT_EQ(st.error().kind, ErrorKind::kUnsupported) << c.name;
+      EXPECT_NE(st.error().message.find(c.message_part), std::string::npos)
+          << c.name << ": " << st.error().message;
+    }
+  }
+}
+
+TEST(ParseTorchCell, DdpOptionsAndTheirDefaults) {
+  auto plain = ParseTorchCell({{"model", "resnet50"}});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->ddp.has_value());
+  auto defaults = ParseTorchCell({{"model", "resnet50"}, {"strategy", "ddp"}, {"world_size", 4}});
+  ASSERT_TRUE(defaults.ok()) << defaults.error().message;
+  ASSERT_TRUE(defaults->ddp.has_value());
+  EXPECT_EQ(defaults->ddp->world_size, 4);
+  EXPECT_EQ(defaults->ddp->mode, DdpMode::kOverlap);
+  EXPECT_EQ(defaults->ddp->backend, DdpBackend::kAuto);
+  EXPECT_EQ(defaults->ddp->bucket_cap_bytes, 25 * 1024 * 1024);
+  auto given = ParseTorchCell({{"model", "resnet50"},
+                               {"strategy", "ddp"},
+                               {"ddp_mode", "serial"},
+                               {"backend", "gloo"},
+                               {"bucket_cap_bytes", 4096}});
+  ASSERT_TRUE(given.ok()) << given.error().message;
+  EXPECT_EQ(given->ddp->mode, DdpMode::kSerial);
+  EXPECT_EQ(given->ddp->backend, DdpBackend::kGloo);
+  EXPECT_EQ(given->ddp->bucket_cap_bytes, 4096);
+  EXPECT_STREQ(DdpModeName(DdpMode::kSerial), "serial");
+  EXPECT_STREQ(DdpBackendName(DdpBackend::kNccl), "nccl");
+}
+
+TEST(CheckSupported, DdpRules) {
+  const Capabilities cpu{1, false, 0, std::nullopt, false};
+  const Capabilities gpu_nccl{2, true, 2, 9, true};
+  const Capabilities gpu_no_nccl{2, true, 2, 9, false};
+  const json ddp = {{"model", "resnet50"}, {"strategy", "ddp"}, {"world_size", 2}};
+  auto with = [&](json extra) {
+    json p = ddp;
+    p.update(extra);
+    return p;
+  };
+  const std::vector<SupportCase> cases = {
+      {"gloo cpu", ddp, cpu, true, ""},
+      {"nccl on cpu", with({{"backend", "nccl"}}), cpu, false, "needs device cuda"},
+      {"auto on cuda without nccl", with({{"device", "cuda"}}), gpu_no_nccl, false, "without c10d's NCCL"},
+      {"auto on cuda with nccl", with({{"device", "cuda"}}), gpu_nccl, true, ""},
+      {"gloo on cuda", with({{"device", "cuda"}, {"backend", "gloo"}}), gpu_no_nccl, true, ""},
+      {"fp16", with({{"device", "cuda"}, {"precision", "fp16"}}), gpu_nccl, false, "fp16 ddp"},
+      {"host data", with({{"data", "host"}}), cpu, false, "data: host"},
+  };
+  for (const SupportCase& c : cases) {
+    auto cell = ParseTorchCell(c.params);
+    ASSERT_TRUE(cell.ok()) << c.name << ": " << cell.error().message;
+    const Status st = CheckSupported(*cell, c.caps);
+    EXPECT_EQ(st.ok(), c.ok) << c.name << ": " << (st.ok() ? "" : st.error().message);
     if (!c.ok && !st.ok()) {
       EXPECT_EQ(st.error().kind, ErrorKind::kUnsupported) << c.name;
       EXPECT_NE(st.error().message.find(c.message_part), std::string::npos)

@@ -14,6 +14,9 @@
 #include "common/log.h"
 #include "converge.h"
 #include "data/feeder.h"
+#include "ddp/cell.h"
+#include "ddp/process_group.h"
+#include "ddp/rank.h"
 #include "device_info.h"
 #include "failure.h"
 #include "foreach_optim.h"
@@ -61,7 +64,9 @@ struct CellState {
   torch::Tensor last_loss;                             // train only, read after the loop
   MathSwitches switches;
   std::optional<CudaDeviceInfo> cuda_device;
-  std::unique_ptr<data::Feeder> feeder;  // each step's batch from cell.data (device: the fixed one)
+  std::unique_ptr<data::Feeder> feeder;      // each step's batch from cell.data (device: the fixed one)
+  std::unique_ptr<ddp::Rank> ddp;            // strategy ddp only
+  std::optional<std::int64_t> step_comm_ns;  // ddp serial: this step's all-reduce
 };
 
 void Synchronize(const CellState& s) {
@@ -77,17 +82,20 @@ void Synchronize(const CellState& s) {
 // optimizer step outside it, as torch.autocast is used from Python.
 void TrainStep(CellState& s) {
   s.optimizer->zero_grad();
+  if (s.ddp) s.ddp->BeforeForward();
   torch::Tensor loss;
   {
     AutocastRegion region(s.device.type(), s.autocast_dtype);
     const std::vector<torch::Tensor> outputs = s.workload->Forward();
     loss = s.workload->Loss(outputs);
   }
+  if (s.ddp) s.ddp->BeforeBackward(loss);
   if (s.scaler) {
     s.scaler->Scale(loss).backward();
     s.scaler->Step(*s.optimizer);
   } else {
     loss.backward();
+    if (s.ddp) s.step_comm_ns = s.ddp->AfterBackward();
     s.optimizer->step();
   }
   s.last_loss = loss.detach();
@@ -118,7 +126,7 @@ torch::MemoryFormat ResolveMemoryFormat(const TorchCell& cell, const Workload& w
 
 // Builds the model, its batch and optimizer on the device with every switch set. Throws; the
 // caller classifies.
-void Build(CellState& s, std::uint64_t seed) {
+void Build(CellState& s, std::uint64_t seed, int rank) {
   const TorchCell& cell = s.cell;
   if (cell.threads) at::set_num_threads(*cell.threads);
   s.switches = ApplyMathSwitches(cell);
@@ -130,7 +138,8 @@ void Build(CellState& s, std::uint64_t seed) {
   s.autocast_dtype = AutocastDtype(cell.precision);
   s.workload = MakeWorkload(cell);
   s.memory_format = ResolveMemoryFormat(cell, *s.workload);
-  s.workload->Prepare(cell, s.device, s.memory_format, seed);
+  // The model starts from `seed` on every rank; each rank of a ddp cell trains on its own batch.
+  s.workload->Prepare(cell, s.device, s.memory_format, ddp::BatchSeed(seed, rank));
   s.workload->SetTraining(Trains(cell.scenario));
   s.feeder = std::make_unique<data::Feeder>(cell, *s.workload, s.device, seed);
   if (Trains(cell.scenario)) {
@@ -177,8 +186,8 @@ nlohmann::json Effective(const CellState& s, std::uint64_t seed) {
       {"interop_threads", at::get_num_interop_threads()},
       {"deterministic", cell.deterministic},
       {"seed", seed},
-      {"strategy", "none"},
-      {"world_size", 1},
+      {"strategy", s.ddp ? "ddp" : "none"},
+      {"world_size", s.cell.ddp ? s.cell.ddp->world_size : 1},
       {"timing", "host clock around each step; the step ends with a device synchronize"},
       {"torch_version", TorchVersion()},
       {"model_options", s.workload->EffectiveOptions()},
@@ -202,6 +211,7 @@ nlohmann::json Effective(const CellState& s, std::uint64_t seed) {
   }
   if (auto flops = FlopsPerSample(s)) e[record::metric::kFlopsPerSample] = *flops;
   e.update(s.feeder->Effective());
+  if (s.ddp) ddp::AddEffective(*s.ddp, e);
   return e;
 }
 
@@ -257,6 +267,7 @@ LoopResult RunMeasured(RunnerSession& session, const RunnerLimits& limits, CellS
           InferStep(s);
       }
       s.feeder->EndStep(record);
+      if (s.step_comm_ns) ddp::SplitCommunication(*s.step_comm_ns, record);
     } catch (...) {
       step_error = std::current_exception();
       return false;
@@ -264,10 +275,13 @@ LoopResult RunMeasured(RunnerSession& session, const RunnerLimits& limits, CellS
     record.samples = static_cast<std::uint32_t>(s.cell.batch_size);
     return true;
   };
+  auto loop = [&](const RunnerLimits& l) {
+    return s.ddp ? ddp::RunRankStepLoop(session, l, *s.ddp, step) : protocol::RunStepLoop(session, l, step);
+  };
   const std::int64_t begin_ns = MonotonicNowNs();
   RunnerLimits first = limits;
   first.max_steps = std::min(limits.max_steps, kWarmupSnapshotSteps);
-  LoopResult result = protocol::RunStepLoop(session, first, step);
+  LoopResult result = loop(first);
   if (result.end != LoopEnd::kMaxSteps || result.steps >= limits.max_steps) return result;
 
   (void)session.SendMemory(MemorySnapshot(std::string(record::memory::kAfterWarmupLabel), s.cell.device));
@@ -277,11 +291,14 @@ LoopResult RunMeasured(RunnerSession& session, const RunnerLimits& limits, CellS
   RunnerLimits rest = limits;
   rest.max_steps = limits.max_steps - result.steps;
   rest.max_time_s = limits.max_time_s - NsToSeconds(MonotonicNowNs() - begin_ns);
+  // Ranks must not decide alone to skip the loop (their peers would wait in a collective): their
+  // agreement after the first step ends it on max_time instead.
+  if (rest.max_time_s <= 0 && s.ddp) rest.max_time_s = 1e-9;
   if (rest.max_time_s <= 0) {
     result.end = LoopEnd::kMaxTime;
     return result;
   }
-  const LoopResult second = protocol::RunStepLoop(session, rest, step);
+  const LoopResult second = loop(rest);
   result.end = second.end;
   result.steps += second.steps;
   return result;
@@ -341,7 +358,9 @@ int RunTorchCell(RunnerSession& session) {
   auto cell = ParseTorchCell(config->params);
   if (!cell.ok())
     return Report(session, {WireKind(cell.error().kind), cell.error().message, nlohmann::json::object()});
-  const Status supported = CheckSupported(*cell, ProbeCapabilities(cell->device));
+  Capabilities caps = ProbeCapabilities(cell->device);
+  caps.nccl_built = ddp::NcclCompiledIn();
+  const Status supported = CheckSupported(*cell, caps);
   if (!supported.ok())
     return Report(session,
                   {WireKind(supported.error().kind), supported.error().message, nlohmann::json::object()});
@@ -349,6 +368,13 @@ int RunTorchCell(RunnerSession& session) {
   // probe, a cancelled run, a harness that only wanted the cell validated) does not wait for it.
   session.FlushSteps(MonotonicNowNs());
   if (session.stop_requested()) return 0;
+  // A rank's place needs CONFIGURE's rendezvous, which a validation-only CONFIGURE lacks.
+  if (cell->ddp) {
+    const Status placed = ddp::PlaceRank(*config, *cell, caps);
+    if (!placed.ok())
+      return Report(session,
+                    {WireKind(placed.error().kind), placed.error().message, nlohmann::json::object()});
+  }
 
   std::optional<load::EffectiveLoadSettings> load_settings;
   if (load::LoadRequested(config->params)) {
@@ -372,7 +398,8 @@ int RunTorchCell(RunnerSession& session) {
   std::unique_ptr<LoadCell> load_cell;
   std::unique_ptr<ConvergeCell> converge;
   try {
-    Build(state, config->seed);
+    Build(state, config->seed, config->rank);
+    if (state.cell.ddp) state.ddp = ddp::JoinGroup(*config, state.cell, state.device, *state.workload);
     if (state.cell.scenario == Scenario::kConverge)
       converge = std::make_unique<ConvergeCell>(state.cell, *state.workload, state.device, config->seed);
     if (load_settings) {
@@ -394,10 +421,21 @@ int RunTorchCell(RunnerSession& session) {
   const LoopResult loop = RunMeasured(session, config->limits, state, step_error);
   state.feeder->MarkEnd();
   if (step_error) return Report(session, ClassifyException(step_error));
+  nlohmann::json ddp_check;
+  if (state.ddp) {
+    try {
+      auto diverged = ddp::CheckRanksAgree(*state.ddp, loop.steps, ddp_check);
+      if (diverged) return Report(session, *diverged);
+    } catch (...) {
+      return Report(session, ClassifyException(std::current_exception()));
+    }
+  }
 
   try {
     (void)session.SendMemory(MemorySnapshot(std::string(record::memory::kEndLabel), state.cell.device));
-    (void)session.SendExtras(Extras(state));
+    nlohmann::json extras = Extras(state);
+    if (!ddp_check.is_null()) extras["info"]["ddp_parameter_check"] = ddp_check;
+    (void)session.SendExtras(extras);
   } catch (...) {
     return Report(session, ClassifyException(std::current_exception()));
   }

@@ -66,6 +66,8 @@ class ZooWorkload final : public Workload {
     }
     return options.at("num_classes").get<std::int64_t>();
   }
+  std::vector<torch::Tensor> Parameters() const override { return model_->parameters(); }
+  std::vector<torch::Tensor> Buffers() const override { return model_->buffers(); }
   std::vector<torch::Tensor> MakeInputs(std::int64_t samples, torch::Device device,
                                         std::uint64_t seed) override {
     return model_->MakeBatch(samples, device, seed).inputs;
@@ -213,6 +215,11 @@ class TorchScriptWorkload final : public Workload {
     return tensors;
   }
   std::optional<std::int64_t> NumClasses() const override { return std::nullopt; }
+  std::vector<torch::Tensor> Buffers() const override {
+    std::vector<torch::Tensor> buffers;
+    for (const torch::Tensor& b : module_.buffers()) buffers.push_back(b);
+    return buffers;
+  }
   std::vector<torch::Tensor> MakeInputs(std::int64_t, torch::Device, std::uint64_t) override {
     throw UnsupportedError(
         "unsupported: load scenarios need a zoo model; a TorchScript model's input_shapes do not say which "
@@ -222,12 +229,13 @@ class TorchScriptWorkload final : public Workload {
     throw UnsupportedError("unsupported: load scenarios need a zoo model");
   }
 
- private:
-  std::vector<torch::Tensor> Parameters() const {
+  std::vector<torch::Tensor> Parameters() const override {
     std::vector<torch::Tensor> params;
     for (const torch::Tensor& p : module_.parameters()) params.push_back(p);
     return params;
   }
+
+ private:
   std::string DescribeInputs() const {
     std::vector<std::string> parts;
     for (std::size_t i = 0; i < spec_.input_shapes.size(); ++i) {

@@ -54,6 +54,10 @@ class Workload {
   virtual std::vector<torch::Tensor> FeedTensors() = 0;
   // The class count when the target is one class index per sample; nullopt otherwise.
   virtual std::optional<std::int64_t> NumClasses() const = 0;
+  // The model's parameters and buffers, in the module's order (ddp all-reduces the parameters'
+  // gradients and starts every rank from rank 0's parameters and buffers).
+  virtual std::vector<torch::Tensor> Parameters() const = 0;
+  virtual std::vector<torch::Tensor> Buffers() const = 0;
 };
 
 // Builds the workload the cell names. Throws std::invalid_argument for a bad model name, bad

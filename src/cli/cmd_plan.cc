@@ -27,6 +27,7 @@ struct PlanArgs {
   std::string matrix_path;
   std::vector<std::string> only;
   std::string shard;
+  std::vector<std::string> set;
   bool json = false;
 };
 
@@ -74,10 +75,12 @@ std::optional<std::int64_t> MinQueries(const plan::Cell& cell) {
 }
 
 int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
-  auto selected = plan::SelectPlan(args.matrix_path, plan::Selection{args.only, args.shard});
+  auto selected = plan::SelectPlan(args.matrix_path, plan::Selection{args.only, args.shard, args.set});
   if (!selected.ok()) return ReportSelectionError(selected.error(), args.matrix_path);
   const config::Matrix* matrix = &selected->matrix;
   const std::vector<plan::Cell>* cells = &selected->cells;
+  // Compiler-style, on stderr, before the table (also with --json: stdout stays the JSON).
+  for (const std::string& w : selected->warnings) std::fprintf(stderr, "%s\n", TerminalSafe(w).c_str());
   const auto history = HistorySeconds(ctx, *cells);
   double total = 0;
   int from_history = 0;
@@ -156,6 +159,9 @@ void RegisterPlan(CLI::App& app, CommandContext& ctx) {
       app.add_subcommand("plan", "Show the cells a matrix expands to, in run order, with a time estimate");
   cmd->add_option("matrix", args->matrix_path, "The matrix file (YAML)")->required();
   cmd->add_option("--only", args->only, "Keep matching cells (same syntax as run --only)");
+  cmd->add_option("--set", args->set,
+                  "Override a measurement setting, as run --set does (its estimates use it)")
+      ->type_name("measure.KEY=VALUE");
   cmd->add_option("--shard", args->shard,
                   "Keep part K of N (K/N) of the cells --only keeps, exactly those run --shard K/N runs")
       ->type_name("K/N");

@@ -44,6 +44,7 @@ struct RunArgs {
   std::string matrix_path;
   std::string out_dir = "dlbench-out";
   std::vector<std::string> only;
+  std::vector<std::string> set;
   std::string shard;
   std::string resume;
   bool no_monitor = false;
@@ -186,7 +187,7 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
   const std::filesystem::path canonical = std::filesystem::weakly_canonical(ctx.db_path, ec);
   request.store_key = ctx.db_path.find("://") != std::string::npos || ec ? store::DisplayLocation(ctx.db_path)
                                                                          : canonical.string();
-  request.selection = plan::Selection{args.only, args.shard};
+  request.selection = plan::Selection{args.only, args.shard, args.set};
   request.resume = args.resume;
   request.monitor = !args.no_monitor;
   request.bin_dir = ExecutableDir();
@@ -234,9 +235,15 @@ void RegisterRun(CLI::App& app, CommandContext& ctx) {
                   "Run only part K of N (K/N, 1 <= K <= N) of the cells --only keeps: those at positions "
                   "K-1, K-1+N, ... of the plan. N processes with 1/N ... N/N run the matrix once; see below")
       ->type_name("K/N");
-  cmd->add_option("--resume", args->resume,
-                  "Continue an interrupted run (id or tag): runs only its cells that have no final result, "
-                  "selected by the --only and --shard it was started with (give none, or the same ones)");
+  cmd->add_option("--set", args->set,
+                  "Override a measurement setting of the matrix, as if written in its measure section "
+                  "(same types and bounds): --set measure.max_time_s=10; repeatable, later ones win. "
+                  "Stored with the run (show prints it) and applied again by --resume")
+      ->type_name("measure.KEY=VALUE");
+  cmd->add_option(
+      "--resume", args->resume,
+      "Continue an interrupted run (id or tag): runs only its cells that have no final result, "
+      "selected by the --only, --shard and --set it was started with (give none, or the same ones)");
   cmd->add_flag("--no-monitor", args->no_monitor, "Do not sample the GPU and host while cells run");
   cmd->add_flag("--fail-on-invalid", args->fail_on_invalid,
                 "Exit 1 also when a cell ended ok but its verdict is not valid (noisy, too_short, drifting, "

@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/console.h"
+#include "cli/load_console.h"
 #include "common/clock.h"
 #include "common/text.h"
 #include "monitor/fingerprint.h"
@@ -187,6 +188,7 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
   Table table(ResultColumns());
   for (const auto& c : *cells) table.AddRow(ResultRow(c));
   std::printf("%s", table.Render().c_str());
+  std::printf("%s", RenderLoadCells(*cells).c_str());
   PrintRepetitions(*cells);
   PrintConvergence(*cells);
   PrintInputVerdicts(*cells);

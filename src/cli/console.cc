@@ -113,8 +113,9 @@ std::vector<Table::Column> ResultColumns() {
 }
 
 std::vector<std::size_t> ResultMinWidths(std::size_t max_label_width, std::size_t max_index) {
-  // index, cell, outcome ("unsupported"), verdict, samples/s, step mean, CI, p99, energy, busy, mem
-  return {std::to_string(max_index).size(), max_label_width, 11, 7, 10, 9, 5, 9, 13, 8, 9};
+  // index, cell, outcome ("unsupported"), verdict ("fell_behind"), samples/s, step mean, CI, p99, energy,
+  // busy, mem
+  return {std::to_string(max_index).size(), max_label_width, 11, 11, 10, 9, 5, 9, 13, 8, 9};
 }
 
 std::vector<std::string> ResultRow(const record::CellRecord& cell) {
@@ -123,14 +124,19 @@ std::vector<std::string> ResultRow(const record::CellRecord& cell) {
   auto busy = MetricValue(cell, record::metric::kGpuUtilMeanPct);
   auto peak = MetricValue(cell, record::memory::kDeviceAllocatedPeakBytes);
   if (!peak) peak = MetricValue(cell, record::metric::kProcRssPeakBytes);
+  // A load cell has no steps: its rate and p99 are its queries' (docs/load.md).
+  auto rate = MetricValue(cell, record::metric::kSamplesPerS);
+  if (!rate) rate = MetricValue(cell, record::metric::kLoadSamplesPerS);
+  auto p99 = MetricValue(cell, record::metric::kStepTimeP99Ns);
+  if (!p99) p99 = MetricValue(cell, record::metric::kQueryLatencyP99Ns);
   return {std::to_string(cell.index),
           cell.label.empty() ? cell.key : cell.label,
           std::string(record::Name(cell.outcome)),
           std::string(record::Name(cell.verdict)),
-          FormatRate(MetricValue(cell, record::metric::kSamplesPerS)),
+          FormatRate(rate),
           FormatDurationNs(MetricValue(cell, record::metric::kStepTimeMeanNs)),
           ci ? fmt::format("{:.1f}%", 100 * *ci) : "-",
-          FormatDurationNs(MetricValue(cell, record::metric::kStepTimeP99Ns)),
+          FormatDurationNs(p99),
           energy ? fmt::format("{:.4g} J", *energy) : "-",
           busy ? fmt::format("{:.0f}%", *busy) : "-",
           FormatBytes(peak)};

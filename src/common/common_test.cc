@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
+#include <string>
 
 #include "common/clock.h"
 #include "common/error.h"
@@ -51,6 +53,31 @@ TEST(SubprocessTest, ReportsExitCodeAndSignal) {
   auto ks = killed->Wait();
   EXPECT_TRUE(ks.signaled);
   EXPECT_EQ(ks.Describe(), "killed by SIGSEGV");
+}
+
+TEST(SubprocessTest, UnsetEnvRemovesNamesAndPrefixesButExtraEnvWins) {
+  ASSERT_EQ(setenv("DLBENCH_TEST_RANK", "3", 1), 0);
+  ASSERT_EQ(setenv("DLBENCH_TEST_SLURM_A", "x", 1), 0);
+  ASSERT_EQ(setenv("DLBENCH_TEST_SLURM_B", "y", 1), 0);
+  ASSERT_EQ(setenv("DLBENCH_TEST_RANKED", "kept", 1), 0);
+  const std::string out = ::testing::TempDir() + "/unset_env.txt";
+  SpawnOptions opts;
+  opts.argv = {"/usr/bin/env"};
+  opts.stdout_path = out;
+  opts.unset_env = {"DLBENCH_TEST_RANK", "DLBENCH_TEST_SLURM_*", "DLBENCH_TEST_ONE"};
+  opts.extra_env = {{"DLBENCH_TEST_ONE", "1"}};
+  auto child = Subprocess::Spawn(opts);
+  ASSERT_TRUE(child.ok()) << child.error().message;
+  EXPECT_TRUE(child->Wait().success());
+  std::ifstream in(out);
+  const std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(env.find("DLBENCH_TEST_RANK=3"), std::string::npos) << env;
+  EXPECT_EQ(env.find("DLBENCH_TEST_SLURM_"), std::string::npos) << env;
+  EXPECT_NE(env.find("DLBENCH_TEST_RANKED=kept"), std::string::npos) << "a name is not a prefix";
+  EXPECT_NE(env.find("DLBENCH_TEST_ONE=1"), std::string::npos) << "extra_env is set after";
+  for (const char* name :
+       {"DLBENCH_TEST_RANK", "DLBENCH_TEST_SLURM_A", "DLBENCH_TEST_SLURM_B", "DLBENCH_TEST_RANKED"})
+    unsetenv(name);
 }
 
 TEST(SubprocessTest, TerminateKillsTheWholeGroup) {

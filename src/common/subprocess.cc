@@ -123,6 +123,11 @@ Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
     for (const auto& [k, v] : options.extra_env) {
       if (entry.compare(0, k.size() + 1, k + "=") == 0) overridden = true;
     }
+    for (const std::string& name : options.unset_env) {
+      const bool prefix = !name.empty() && name.back() == '*';
+      const std::string key = prefix ? name.substr(0, name.size() - 1) : name + "=";
+      if (entry.compare(0, key.size(), key) == 0) overridden = true;
+    }
     if (!overridden) env_strings.push_back(std::move(entry));
   }
   for (const auto& [k, v] : options.extra_env) env_strings.push_back(k + "=" + v);

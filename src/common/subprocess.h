@@ -20,6 +20,9 @@ struct SpawnOptions {
   std::string stderr_path;                                     // empty: inherit
   std::vector<std::pair<int, int>> fd_map;                     // {child_fd, parent_fd}: dup2 in the child
   bool new_process_group = true;                               // so the whole tree can be signalled
+  // Names not passed on from this process's environment; an entry ending in '*' is a prefix
+  // ("SLURM_*"). extra_env is set after, so it may set one of them.
+  std::vector<std::string> unset_env;
 };
 
 struct ExitStatus {

@@ -31,6 +31,8 @@ const std::vector<KeyRule>& KeyRules() {
       {"early_stopping_confidence", {}},
       {"sample_library_size", {}},
       {"input_residency", {}},
+      {"service_us", {}},
+      {"service_per_sample_us", {}},
   };
   return rules;
 }
@@ -149,13 +151,32 @@ std::vector<LoadRuleViolation> CheckConvergeCell(const Combination& cell) {
 }
 
 Status CheckLoadRules(const Matrix& matrix, const std::vector<Combination>& cells) {
+  return ReportCellRules(matrix, cells, [](const Combination& cell) {
+    std::vector<LoadRuleViolation> violations = CheckLoadCell(cell);
+    for (LoadRuleViolation& v : CheckConvergeCell(cell)) violations.push_back(std::move(v));
+    return violations;
+  });
+}
+
+std::string WhereInMatrix(const Matrix& matrix, const Combination& cell, const std::string& key) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(matrix.text);
+  } catch (const YAML::Exception&) {
+    root = YAML::Node();
+  }
+  const YAML::Mark mark = Locate(root, cell, key);
+  return matrix.path + ":" + std::to_string(mark.is_null() ? 1 : mark.line + 1) + ":" +
+         std::to_string(mark.is_null() ? 1 : mark.column + 1);
+}
+
+Status ReportCellRules(const Matrix& matrix, const std::vector<Combination>& cells,
+                       const std::function<std::vector<LoadRuleViolation>(const Combination&)>& check) {
   std::vector<std::tuple<int, int, std::string>> errors;
   std::set<std::pair<std::string, std::string>> seen;  // (position, message) reported once
   std::optional<YAML::Node> root;
   for (const Combination& cell : cells) {
-    std::vector<LoadRuleViolation> violations = CheckLoadCell(cell);
-    for (LoadRuleViolation& v : CheckConvergeCell(cell)) violations.push_back(std::move(v));
-    for (const LoadRuleViolation& v : violations) {
+    for (const LoadRuleViolation& v : check(cell)) {
       if (!root) {
         try {
           root = YAML::Load(matrix.text);

@@ -4,6 +4,7 @@
 // config errors at the key that breaks them.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,5 +38,14 @@ std::vector<LoadRuleViolation> CheckConvergeCell(const Combination& cell);
 // 'KEY')", the position being where the key is written (its include entry or its axis; `load`'s
 // for a missing key), found in the matrix's own text.
 Status CheckLoadRules(const Matrix& matrix, const std::vector<Combination>& cells);
+
+// The reporting half of CheckLoadRules for any per-cell rule (config/model_rules.h uses it too):
+// `check` over every cell, one "FILE:LINE:COL: error: KEY: message (cell '...')" line per
+// distinct violation, sorted by position; Ok when there is none.
+Status ReportCellRules(const Matrix& matrix, const std::vector<Combination>& cells,
+                       const std::function<std::vector<LoadRuleViolation>(const Combination&)>& check);
+
+// "FILE:LINE:COL" of where `key` of this cell is written (as the errors above place it).
+std::string WhereInMatrix(const Matrix& matrix, const Combination& cell, const std::string& key);
 
 }  // namespace dlbench::config

@@ -148,8 +148,10 @@ TEST(LoadRulesTest, RegistryTypesTheLoadKeys) {
     const ParamSpec* spec = FindParam(key, ParamSection::kCell);
     ASSERT_NE(spec, nullptr) << key;
     EXPECT_FALSE(spec->default_value.has_value()) << key;
-    // The torch runner's until another runner serves queries (docs/load.md "Parameters").
-    EXPECT_EQ(spec->scope, Scope::kTorch) << key;
+    // The runners that serve queries: torch, and null on its virtual clock (docs/load.md "Parameters").
+    EXPECT_EQ(spec->scope, Scope::kLoad) << key;
+    EXPECT_TRUE(ScopeValidForRunner(spec->scope, "torch")) << key;
+    EXPECT_TRUE(ScopeValidForRunner(spec->scope, "null")) << key;
   }
 }
 
@@ -163,13 +165,19 @@ TEST(LoadRulesTest, MatrixValueErrorsComeWithTheirPosition) {
             "m.yaml:7:21: error: latency_bound_ms: expected a number > 0 and <= 10000000 (got '0')");
 }
 
-// The null runner measures steps whatever its cell says: a load cell there would be steps under a
-// load label, so the keys are refused for it.
-TEST(LoadRulesTest, TheNullRunnerRefusesTheLoadKeys) {
-  auto m = ParseMatrix("runner: null\nmatrix:\n  scenario: infer\n  load: single_stream\n", "m.yaml");
-  ASSERT_FALSE(m.ok());
-  EXPECT_EQ(m.error().message,
-            "m.yaml:4:3: error: load: valid only with runner torch (this matrix's runner is null)");
+// The null runner serves load cells on its virtual clock (runners/null/virtual_load.h), so it takes
+// the load keys; its service time is its own and, like every load key, applies only with load.
+TEST(LoadRulesTest, TheNullRunnerTakesTheLoadKeysAndItsServiceTimeIsItsOwn) {
+  auto null = ParseMatrix(
+      "runner: null\nmatrix:\n  scenario: infer\n  load: single_stream\n  service_us: 500\n", "m.yaml");
+  EXPECT_TRUE(null.ok()) << null.error().message;
+  auto torch = ParseMatrix(
+      "runner: torch\nmatrix:\n  model: resnet50\n  scenario: infer\n  load: offline\n  service_us: 5\n",
+      "m.yaml");
+  ASSERT_FALSE(torch.ok());
+  EXPECT_EQ(torch.error().message,
+            "m.yaml:6:3: error: service_us: valid only with runner null (this matrix's runner is torch)");
+  EXPECT_EQ(CheckLoadCell({{"scenario", "infer"}, {"service_us", 5}}).at(0).key, "service_us");
 }
 
 TEST(ConvergeRulesTest, EachRuleOnItsCase) {

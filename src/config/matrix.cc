@@ -143,6 +143,33 @@ Value PassThroughValue(const YAML::Node& node) {
   return Value(text);
 }
 
+// Stores one measure: value in its MeasureSettings field; false for a registry key that has no
+// field here (caught by config_test's every-key test).
+bool AssignMeasure(MeasureSettings& m, const std::string& name, const Value& v) {
+  if (name == "min_steps") {
+    m.min_steps = v.get<std::int64_t>();
+  } else if (name == "max_steps") {
+    m.max_steps = v.get<std::int64_t>();
+  } else if (name == "min_time_s") {
+    m.min_time_s = v.get<double>();
+  } else if (name == "max_time_s") {
+    m.max_time_s = v.get<double>();
+  } else if (name == "target_rel_ci") {
+    m.target_rel_ci = v.get<double>();
+  } else if (name == "ci_level") {
+    m.ci_level = v.get<double>();
+  } else if (name == "min_warmup_steps") {
+    m.min_warmup_steps = v.get<std::int64_t>();
+  } else if (name == "idle_baseline_s") {
+    m.idle_baseline_s = v.get<double>();
+  } else if (name == "sample_interval_ms") {
+    m.sample_interval_ms = v.get<double>();
+  } else {
+    return false;
+  }
+  return true;
+}
+
 class MatrixParser {
  public:
   MatrixParser(const std::string& text, const std::string& path) : diag_(path) {
@@ -523,33 +550,6 @@ class MatrixParser {
     }
   }
 
-  // Stores one measure: value in its MeasureSettings field; false for a registry key that has no
-  // field here (caught by config_test's every-key test).
-  static bool AssignMeasure(MeasureSettings& m, const std::string& name, const Value& v) {
-    if (name == "min_steps") {
-      m.min_steps = v.get<std::int64_t>();
-    } else if (name == "max_steps") {
-      m.max_steps = v.get<std::int64_t>();
-    } else if (name == "min_time_s") {
-      m.min_time_s = v.get<double>();
-    } else if (name == "max_time_s") {
-      m.max_time_s = v.get<double>();
-    } else if (name == "target_rel_ci") {
-      m.target_rel_ci = v.get<double>();
-    } else if (name == "ci_level") {
-      m.ci_level = v.get<double>();
-    } else if (name == "min_warmup_steps") {
-      m.min_warmup_steps = v.get<std::int64_t>();
-    } else if (name == "idle_baseline_s") {
-      m.idle_baseline_s = v.get<double>();
-    } else if (name == "sample_interval_ms") {
-      m.sample_interval_ms = v.get<double>();
-    } else {
-      return false;
-    }
-    return true;
-  }
-
   void ParseMeasure(const Pair& pair) {
     const YAML::Node& node = pair.value;
     if (!node.IsMap()) {
@@ -632,6 +632,42 @@ class MatrixParser {
 
 Result<Matrix> ParseMatrix(const std::string& text, const std::string& path) {
   return MatrixParser(text, path).Parse();
+}
+
+Status ApplySetting(Matrix& matrix, const std::string& assignment) {
+  const std::string prefix = "--set " + assignment + ": ";
+  const auto eq = assignment.find('=');
+  const std::string name = assignment.substr(0, eq);
+  std::vector<std::string> names;
+  for (const ParamSpec& spec : Registry()) {
+    if (spec.section == ParamSection::kMeasure) names.push_back("measure." + spec.name);
+  }
+  if (eq == std::string::npos || name.rfind("measure.", 0) != 0) {
+    return MakeError(ErrorKind::kInvalidInput,
+                     prefix + "expected measure.KEY=VALUE (" + UnknownKeyMessage(name, names) + ")");
+  }
+  const std::string key = name.substr(8);
+  const ParamSpec* spec = FindParam(key, ParamSection::kMeasure);
+  if (spec == nullptr) return MakeError(ErrorKind::kInvalidInput, prefix + UnknownKeyMessage(name, names));
+  Result<Value> value = ParseParamText(*spec, assignment.substr(eq + 1));
+  if (!value.ok()) return MakeError(ErrorKind::kInvalidInput, prefix + value.error().message);
+  MeasureSettings m = matrix.measure;
+  if (!AssignMeasure(m, key, *value)) {
+    return MakeError(ErrorKind::kInternal,
+                     prefix + "registry key without a MeasureSettings field (a dlbench bug)");
+  }
+  if (m.min_steps > m.max_steps) {
+    return MakeError(ErrorKind::kInvalidInput, prefix + "expected min_steps <= max_steps (got min_steps " +
+                                                   std::to_string(m.min_steps) + ", max_steps " +
+                                                   std::to_string(m.max_steps) + ")");
+  }
+  if (m.min_time_s > m.max_time_s) {
+    return MakeError(ErrorKind::kInvalidInput, prefix + "expected min_time_s <= max_time_s (got min_time_s " +
+                                                   FormatValue(Value(m.min_time_s)) + ", max_time_s " +
+                                                   FormatValue(Value(m.max_time_s)) + ")");
+  }
+  matrix.measure = m;
+  return Status::Ok();
 }
 
 Result<Matrix> LoadMatrix(const std::string& path) {

@@ -81,6 +81,11 @@ inline constexpr std::size_t kMaxMatrixFileBytes = 4u << 20;
 // The file must be a regular file of at most kMaxMatrixFileBytes (kInvalidInput otherwise,
 // without reading it: a FIFO or a device is never read), holding one YAML document.
 Result<Matrix> LoadMatrix(const std::string& path);
+
+// One `--set measure.KEY=VALUE` from the command line, checked as the YAML's measure section is
+// (the registry's type and bounds; min_steps <= max_steps, min_time_s <= max_time_s after it);
+// kInvalidInput "--set ASSIGNMENT: why" otherwise, `matrix` unchanged.
+Status ApplySetting(Matrix& matrix, const std::string& assignment);
 // The same for text already in memory; `path` is used in messages.
 Result<Matrix> ParseMatrix(const std::string& text, const std::string& path);
 

@@ -100,6 +100,7 @@ std::vector<ParamSpec> BuildRegistry() {
   constexpr auto kCore = Scope::kCore;
   constexpr auto kNull = Scope::kNull;
   constexpr auto kTorch = Scope::kTorch;
+  constexpr auto kLoad = Scope::kLoad;
   const std::string kModelSize = "model's standard";
   std::vector<ParamSpec> r;
 
@@ -286,13 +287,40 @@ std::vector<ParamSpec> BuildRegistry() {
           .Label("ws")
           .Help("Number of ranks for ddp. At most 1024 ranks, the scale dlbench is designed and tested for.")
           .Build());
+  // The ddp keys have no registry default, so that cells stored before them keep their keys; the
+  // runner reports what it used in the effective cell (docs/distributed.md).
+  r.push_back(Entry("ddp_mode", kCell, kTorch, ParamType::kEnum)
+                  .Allowed({"overlap", "serial"})
+                  .DefaultText("overlap")
+                  .Label("=")
+                  .Help("With strategy: ddp, how gradients are all-reduced: `overlap` (c10d's Reducer: "
+                        "bucketed all-reduce during backward, as PyTorch's DDP) or `serial` (the same "
+                        "buckets all-reduced after backward: the no-overlap baseline).")
+                  .Build());
+  r.push_back(Entry("backend", kCell, kTorch, ParamType::kEnum)
+                  .Allowed({"auto", "gloo", "nccl"})
+                  .DefaultText("auto")
+                  .Label("=")
+                  .Help("With strategy: ddp, the c10d process group: `auto` (nccl on cuda, gloo on cpu), "
+                        "`gloo`, or `nccl` (CUDA devices, a build with NCCL).")
+                  .Build());
+  r.push_back(Entry("bucket_cap_bytes", kCell, kTorch, ParamType::kInt)
+                  .Unit("bytes")
+                  .Min(1024)
+                  .Max(1073741824)
+                  .DefaultText("26214400 (25 MiB, PyTorch DDP's bucket_cap_mb; the first bucket 1 MiB)")
+                  .Label("bucket")
+                  .Help("With strategy: ddp, the gradient bytes per all-reduce bucket, at least 1024. At "
+                        "most 1073741824 (1 GiB): one bucket then holds every gradient of any model the "
+                        "zoo has.")
+                  .Build());
 
   // Inference under load (docs/load.md): LoadGen's scenarios. Every key but `load` applies only
   // with `load`, and some only with one scenario (config/load_rules.h checks each cell). None has
   // a constant default, so cells without `load` keep their keys; the runner reports the values it
-  // used in the effective cell. Torch-only while dlbench-torch is the one runner that serves
-  // queries: a null-runner cell with `load` would otherwise measure steps under a load label.
-  r.push_back(Entry("load", kCell, kTorch, ParamType::kEnum)
+  // used in the effective cell. Scope kLoad: the runners that serve queries (dlbench-torch, and
+  // dlbench-null on its virtual clock).
+  r.push_back(Entry("load", kCell, kLoad, ParamType::kEnum)
                   .Allowed({"single_stream", "multi_stream", "server", "offline"})
                   .DefaultText("none: back-to-back steps")
                   .Label("=")
@@ -302,7 +330,7 @@ std::vector<ParamSpec> BuildRegistry() {
                         "arrival), `offline` (offline_samples in one query). Absent: steps back to back.")
                   .Build());
   r.push_back(
-      Entry("target_qps", kCell, kTorch, ParamType::kNumber)
+      Entry("target_qps", kCell, kLoad, ParamType::kNumber)
           .Unit("1/s")
           .Min(0, false)
           .Max(1e9)
@@ -314,7 +342,7 @@ std::vector<ParamSpec> BuildRegistry() {
                 "caught here.")
           .Build());
   r.push_back(
-      Entry("latency_bound_ms", kCell, kTorch, ParamType::kNumber)
+      Entry("latency_bound_ms", kCell, kLoad, ParamType::kNumber)
           .Unit("ms")
           .Min(0, false)
           .Max(1e7)
@@ -324,14 +352,14 @@ std::vector<ParamSpec> BuildRegistry() {
                 "10000000 (about 3 hours), so that a wrong unit is caught here.")
           .Build());
   r.push_back(
-      Entry("latency_percentile", kCell, kTorch, ParamType::kNumber)
+      Entry("latency_percentile", kCell, kLoad, ParamType::kNumber)
           .Min(0, false)
           .Max(1, false)
           .DefaultText("0.9 single_stream; 0.99 multi_stream, server")
           .Help("The latency percentile a load cell claims (early stopping, the bound). At most just below "
                 "1: a percentile is a fraction, and early stopping needs about 4.6 / (1 - p) queries.")
           .Build());
-  r.push_back(Entry("samples_per_query", kCell, kTorch, ParamType::kInt)
+  r.push_back(Entry("samples_per_query", kCell, kLoad, ParamType::kInt)
                   .Unit("samples")
                   .Min(1)
                   .Max(65536)
@@ -340,7 +368,7 @@ std::vector<ParamSpec> BuildRegistry() {
                         "that a typo "
                         "is caught here.")
                   .Build());
-  r.push_back(Entry("query_interval_ms", kCell, kTorch, ParamType::kNumber)
+  r.push_back(Entry("query_interval_ms", kCell, kLoad, ParamType::kNumber)
                   .Unit("ms")
                   .Min(0, false)
                   .Max(1e7)
@@ -351,7 +379,7 @@ std::vector<ParamSpec> BuildRegistry() {
                         "that a wrong unit is caught here.")
                   .Build());
   r.push_back(
-      Entry("max_batch", kCell, kTorch, ParamType::kInt)
+      Entry("max_batch", kCell, kLoad, ParamType::kInt)
           .Unit("samples")
           .Min(1)
           .Max(65536)
@@ -359,7 +387,7 @@ std::vector<ParamSpec> BuildRegistry() {
           .Help("load: server: the dynamic batcher's largest batch. At most 65536 samples, so that a typo is "
                 "caught here.")
           .Build());
-  r.push_back(Entry("batch_timeout_us", kCell, kTorch, ParamType::kInt)
+  r.push_back(Entry("batch_timeout_us", kCell, kLoad, ParamType::kInt)
                   .Unit("us")
                   .Min(0)
                   .Max(1'000'000'000)
@@ -369,7 +397,7 @@ std::vector<ParamSpec> BuildRegistry() {
                         "so that a wrong "
                         "unit is caught here.")
                   .Build());
-  r.push_back(Entry("streams", kCell, kTorch, ParamType::kInt)
+  r.push_back(Entry("streams", kCell, kLoad, ParamType::kInt)
                   .Min(1)
                   .Max(64)
                   .DefaultText("1")
@@ -378,7 +406,7 @@ std::vector<ParamSpec> BuildRegistry() {
                         "each.")
                   .Build());
   r.push_back(
-      Entry("offline_samples", kCell, kTorch, ParamType::kInt)
+      Entry("offline_samples", kCell, kLoad, ParamType::kInt)
           .Unit("samples")
           .Min(1)
           .Max(100'000'000)
@@ -386,7 +414,7 @@ std::vector<ParamSpec> BuildRegistry() {
           .Help("load: offline: samples in each query, run in batches of batch_size. At most 100000000, so "
                 "that a typo is caught here.")
           .Build());
-  r.push_back(Entry("min_queries", kCell, kTorch, ParamType::kInt)
+  r.push_back(Entry("min_queries", kCell, kLoad, ParamType::kInt)
                   .Unit("queries")
                   .Min(1)
                   .Max(1'000'000'000)
@@ -394,7 +422,7 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Help("A load cell measures at least this many queries (and at least what early stopping "
                         "needs). At most 1000000000, so that a typo is caught here.")
                   .Build());
-  r.push_back(Entry("early_stopping_confidence", kCell, kTorch, ParamType::kNumber)
+  r.push_back(Entry("early_stopping_confidence", kCell, kLoad, ParamType::kNumber)
                   .Min(0.5, false)
                   .Max(1, false)
                   .DefaultText("0.99")
@@ -402,7 +430,7 @@ std::vector<ParamSpec> BuildRegistry() {
                         "just below 1: a "
                         "confidence is a probability.")
                   .Build());
-  r.push_back(Entry("sample_library_size", kCell, kTorch, ParamType::kInt)
+  r.push_back(Entry("sample_library_size", kCell, kLoad, ParamType::kInt)
                   .Unit("samples")
                   .Min(1)
                   .Max(1 << 20)
@@ -410,7 +438,7 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Help("Pre-made input samples that load queries draw from (LoadGen's performance sample "
                         "count). At most 1048576 (2^20), so that the library fits in memory.")
                   .Build());
-  r.push_back(Entry("input_residency", kCell, kTorch, ParamType::kEnum)
+  r.push_back(Entry("input_residency", kCell, kLoad, ParamType::kEnum)
                   .Allowed({"host", "device"})
                   .DefaultText("host")
                   .Help("Where a load query's input starts: `host` (pinned memory, copied to the device per "
@@ -475,7 +503,9 @@ std::vector<ParamSpec> BuildRegistry() {
                     "stdout_flood",
                     "step_flood",
                     "hang_after_stop",
-                    "json_flood"})
+                    "json_flood",
+                    "drop_query",
+                    "duplicate_query"})
           .Default(Str("none"))
           .Help("Failure to inject (at step inject_at_step where it happens during the steps): `crash` "
                 "(a fatal signal), `hang` (stop stepping and answering), `exit` (exit with "
@@ -483,7 +513,8 @@ std::vector<ParamSpec> BuildRegistry() {
                 "leak_bytes_per_step more memory every step from then on), `oom` (fail as "
                 "out of memory); and every protocol fault of docs/protocol.md's fault table "
                 "(`wrong_type` sends the field fault_field with the wrong JSON type; the faults "
-                "of HELLO itself are given as `dlbench-null --inject NAME`).")
+                "of HELLO itself are given as `dlbench-null --inject NAME`); with load, `drop_query` and "
+                "`duplicate_query` leave query inject_at_step out of its QUERIES frame or send it twice.")
           .Build());
   r.push_back(Entry("inject_at_step", kCell, kNull, ParamType::kInt)
                   .Unit("steps")
@@ -499,6 +530,13 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Max(1073741824)
                   .Help("Memory kept and touched per step with inject: leak. At most 1073741824 (1 GiB), so "
                         "that a typo does not exhaust the host's memory.")
+                  .Build());
+  r.push_back(Entry("inject_rank", kCell, kNull, ParamType::kInt)
+                  .Min(0)
+                  .Max(1023)
+                  .DefaultText("every rank")
+                  .Help("With inject and strategy: ddp, only this rank injects the fault; the others run "
+                        "normally. At most 1023, the highest rank of world_size 1024.")
                   .Build());
   r.push_back(Entry("exit_code", kCell, kNull, ParamType::kInt)
                   .Default(Int(3))
@@ -563,6 +601,24 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Max(1073741824)
                   .Help("What inject: stderr_flood or stdout_flood writes. At most 1073741824 (1 GiB), so "
                         "that a typo does not fill the disk.")
+                  .Build());
+  r.push_back(Entry("service_us", kCell, kNull, ParamType::kNumber)
+                  .Unit("us")
+                  .Min(0, false)
+                  .Max(3.6e9)
+                  .DefaultText("1000")
+                  .Help("With load: the simulated system's time to serve one batch, on the virtual clock "
+                        "(plus service_per_sample_us per sample; at least 1 ns); a load cell always runs in "
+                        "virtual time. "
+                        "At most 3600000000 (an hour), so that a wrong unit is caught here.")
+                  .Build());
+  r.push_back(Entry("service_per_sample_us", kCell, kNull, ParamType::kNumber)
+                  .Unit("us")
+                  .Min(0)
+                  .Max(3.6e9)
+                  .DefaultText("0")
+                  .Help("With load: the simulated system's added service time per sample of a batch. At "
+                        "most 3600000000 (an hour), so that a wrong unit is caught here.")
                   .Build());
   r.push_back(Entry("virtual_time", kCell, kNull, ParamType::kBool)
                   .DefaultText("false")
@@ -1041,6 +1097,8 @@ bool ScopeValidForRunner(Scope scope, const std::string& runner_name) {
       return runner_name == "null";
     case Scope::kTorch:
       return runner_name == "torch";
+    case Scope::kLoad:
+      return runner_name == "null" || runner_name == "torch";
   }
   return false;
 }
@@ -1085,6 +1143,8 @@ const char* ScopeName(Scope scope) {
       return "null";
     case Scope::kTorch:
       return "torch";
+    case Scope::kLoad:
+      return "null or torch";
   }
   return "?";
 }
@@ -1305,6 +1365,8 @@ std::string RenderParamHelp() {
                        select(ParamSection::kCell, Scope::kCore));
   out += "\n" + render("Cell parameters, runner: null:", select(ParamSection::kCell, Scope::kNull));
   out += "\n" + render("Cell parameters, runner: torch:", select(ParamSection::kCell, Scope::kTorch));
+  out += "\n" + render("Cell parameters, inference under load (runner: null or torch):",
+                       select(ParamSection::kCell, Scope::kLoad));
   out +=
       "\nA runner {command: [argv...]} takes the core parameters and passes any other key through "
       "unvalidated.\nFull reference: docs/config-reference.md\n";
@@ -1448,6 +1510,16 @@ effective value with the cell's results.
 
 )md";
 
+constexpr const char* kReferenceLoad = R"md(
+### Inference under load (`runner: null` or `runner: torch`)
+
+A cell with `load` measures queries instead of steps ([load.md](load.md)): dlbench-torch serves
+them with the model, dlbench-null on its virtual clock with the service time of `service_us` and
+`service_per_sample_us`. The rules across these keys (which scenario each applies to) are checked
+per cell.
+
+)md";
+
 constexpr const char* kReferenceOutro = R"md(
 ## How a matrix becomes cells
 
@@ -1581,6 +1653,8 @@ std::string RenderConfigReference() {
   out += MarkdownTable(ParamSection::kCell, Scope::kNull);
   out += kReferenceTorch;
   out += MarkdownTable(ParamSection::kCell, Scope::kTorch);
+  out += kReferenceLoad;
+  out += MarkdownTable(ParamSection::kCell, Scope::kLoad);
   out += kReferenceOutro;
   return out;
 }

@@ -234,6 +234,16 @@ Conversation::Conversation(const plan::Cell& cell, const ConversationSettings& s
   if (ws != cell.params.end() && FitsInt64(ws->second)) {
     world_size_ = static_cast<int>(std::clamp<std::int64_t>(ws->second.get<std::int64_t>(), 1, 1 << 20));
   }
+  nlohmann::json params = nlohmann::json::object();
+  for (const auto& [k, v] : cell.params) params[k] = v;
+  if (IsLoadCell(params)) {
+    auto load = LoadCellSettingsOf(params, cell.seed);
+    if (load.ok()) {
+      load_.emplace(settings.measure, *load);
+    } else {
+      load_settings_error_ = load.error().message;
+    }
+  }
 }
 
 FrameResult Conversation::Violate(std::string message) {
@@ -253,6 +263,7 @@ std::string Conversation::StopFrame(const std::string& reason, std::int64_t now_
   protocol::AppendJsonFrame(bytes, MessageType::kStop, {{"reason", reason}});
   stop_sent_ns_ = std::max<std::int64_t>(now_ns, 1);
   records_at_stop_ = step_records_;
+  queries_at_stop_ = query_records_;
   state_ = ConversationState::kStopSent;
   return bytes;
 }
@@ -276,13 +287,7 @@ FrameResult Conversation::OnFrame(const protocol::Frame& frame, std::int64_t now
     return Violate(fmt::format("{} after {}", name, ending_ == Ending::kError ? "ERROR" : "DONE"));
   }
   if (frame.type == MessageType::kSteps) return OnSteps(frame, now_ns);
-  // A load cell's records (docs/load.md). Until the orchestrator consumes them (issue 11's second
-  // phase) the cell is refused by name rather than read as a JSON frame it is not.
-  if (frame.type == MessageType::kQueries) {
-    return Violate(
-        "runner sent QUERIES (inference under load), which this dlbench does not consume yet "
-        "(docs/load.md, \"Status\")");
-  }
+  if (frame.type == MessageType::kQueries) return OnQueries(frame, now_ns);
 
   if (frame.payload.size() > settings_.limits.max_json_frame_bytes) {
     return Violate(fmt::format("{} frame of {} bytes exceeds the limit of {} bytes for a JSON frame", name,
@@ -328,6 +333,8 @@ FrameResult Conversation::OnHello(const nlohmann::json& body, std::int64_t now_n
   cfg.seed = cell_.seed;
   cfg.cell_key = cell_.key;
   cfg.world_size = world_size_;
+  cfg.rank = settings_.rank;
+  cfg.rendezvous = settings_.rendezvous;
   // The runner's own ceilings sit past ours so that our STOP, not its ceiling, ends a healthy
   // cell; they only matter when we are gone.
   const config::MeasureSettings& m = settings_.measure;
@@ -376,6 +383,9 @@ FrameResult Conversation::OnSteps(const protocol::Frame& frame, std::int64_t now
   if (rank >= static_cast<std::uint32_t>(world_size_)) {
     return Violate(fmt::format("STEPS of rank {}, but the cell has world_size {}", rank, world_size_));
   }
+  if (settings_.rendezvous && rank != static_cast<std::uint32_t>(settings_.rank)) {
+    return Violate(fmt::format("STEPS of rank {} from the runner of rank {}", rank, settings_.rank));
+  }
   const auto count = static_cast<std::int64_t>(batch->records.size());
   if (step_records_ + count > settings_.limits.max_step_records) {
     return Violate(fmt::format("the runner sent more than {} step records (the limit for one cell)",
@@ -415,6 +425,40 @@ FrameResult Conversation::OnSteps(const protocol::Frame& frame, std::int64_t now
   return result;
 }
 
+// A load cell's records (docs/load.md): decoded (DecodeQueries refuses a record that cannot be
+// true), bounded like step records, kept and measured by the cell's LoadRecorder.
+FrameResult Conversation::OnQueries(const protocol::Frame& frame, std::int64_t now_ns) {
+  if (!ready_seen_) return Violate("QUERIES before READY");
+  if (!load_) {
+    return Violate(load_settings_error_
+                       ? "QUERIES for a cell whose load settings are invalid: " + *load_settings_error_
+                       : std::string("QUERIES for a cell without load"));
+  }
+  auto batch = protocol::DecodeQueries(frame);
+  if (!batch.ok()) return Violate("QUERIES: " + batch.error().message);
+  const auto count = static_cast<std::int64_t>(batch->records.size());
+  if (query_records_ + count > settings_.limits.max_step_records) {
+    return Violate(fmt::format("the runner sent more than {} query records (the limit for one cell)",
+                               settings_.limits.max_step_records));
+  }
+  if (stop_sent() && query_records_ + count - queries_at_stop_ > settings_.limits.max_records_after_stop) {
+    return Violate(fmt::format("the runner sent more than {} query records after STOP: it does not stop",
+                               settings_.limits.max_records_after_stop));
+  }
+  query_records_ += count;
+  if (auto bad = load_->Add(*batch, !stop_sent())) return Violate(*bad);
+  if (state_ == ConversationState::kReady) state_ = ConversationState::kStepping;
+  FrameResult result{FrameResult::Effect::kRecorded, ""};
+  if (!stop_sent()) {
+    const measure::Decision decision = load_->policy().Evaluate();
+    if (decision.stop) {
+      stop_decision_ = decision.reason;
+      result.reply = StopFrame(decision.reason, now_ns);
+    }
+  }
+  return result;
+}
+
 FrameResult Conversation::OnMemory(const nlohmann::json& body) {
   rec_.extras["memory"].push_back(body);
   return {FrameResult::Effect::kRecorded, ""};
@@ -440,6 +484,7 @@ FrameResult Conversation::OnError(const nlohmann::json& body) {
 
 FrameResult Conversation::OnDone(const nlohmann::json& body) {
   done_reason_ = body.value("reason", std::string());
+  if (body.contains("steps")) done_steps_ = body["steps"].get<std::int64_t>();
   state_ = ConversationState::kDone;
   ending_ = Ending::kDone;
   return {FrameResult::Effect::kAdvanced, ""};

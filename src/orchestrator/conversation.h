@@ -6,7 +6,8 @@
 // States and what each frame does in each (anything not listed is a violation):
 //   kAwaitHello   HELLO -> kConfigured, answered with CONFIGURE.
 //   kConfigured   READY -> kReady. MEMORY, EXTRAS recorded. ERROR, DONE -> kDone.
-//   kReady        STEPS recorded -> kStepping (the policy may send STOP -> kStopSent).
+//   kReady        STEPS recorded -> kStepping (the policy may send STOP -> kStopSent). QUERIES
+//                 (a load cell's) likewise, through its LoadRecorder and load policy.
 //                 MEMORY, EXTRAS recorded. ERROR, DONE -> kDone.
 //   kStepping     as kReady.
 //   kStopSent     STEPS, MEMORY, EXTRAS recorded (steps are stored, no longer measured).
@@ -28,7 +29,9 @@
 #include "config/matrix.h"
 #include "measure/policy.h"
 #include "orchestrator/cell_metrics.h"
+#include "orchestrator/load_cell.h"
 #include "plan/plan.h"
+#include "protocol/runner_session.h"
 #include "protocol/wire.h"
 #include "record/outcome.h"
 #include "record/records.h"
@@ -58,6 +61,10 @@ struct ConversationSettings {
   config::MeasureSettings measure;
   double timeout_s = 600;  // the cell's timeout, for the runner's own time ceiling
   ConversationLimits limits;
+  // The runner's rank in its cell (CONFIGURE's rank) and, for a rank of a group the orchestrator
+  // launched (rank_group.h), the rendezvous CONFIGURE carries; its STEPS must then be its own rank's.
+  int rank = 0;
+  std::optional<protocol::Rendezvous> rendezvous;
 };
 
 // The runner's ERROR, once received.
@@ -110,12 +117,17 @@ class Conversation {
   // Fed rank 0's records until STOP went out: the records that arrive after STOP are stored with
   // the cell but not measured (record::MeasuredWindow).
   const measure::MeasurePolicy& policy() const { return policy_; }
+  // A load cell's query records and load policy (load_cell.h); nullptr for a cell without `load`.
+  const LoadRecorder* load() const { return load_ ? &*load_ : nullptr; }
+  // DONE's `steps` (a load cell: the queries the runner issued), once DONE arrived.
+  const std::optional<std::int64_t>& done_steps() const { return done_steps_; }
 
  private:
   FrameResult Violate(std::string message);
   FrameResult OnHello(const nlohmann::json& body, std::int64_t now_ns);
   FrameResult OnReady(const nlohmann::json& body, std::int64_t now_ns);
   FrameResult OnSteps(const protocol::Frame& frame, std::int64_t now_ns);
+  FrameResult OnQueries(const protocol::Frame& frame, std::int64_t now_ns);
   FrameResult OnMemory(const nlohmann::json& body);
   FrameResult OnExtras(const nlohmann::json& body);
   FrameResult OnError(const nlohmann::json& body);
@@ -139,6 +151,11 @@ class Conversation {
   std::int64_t max_step_ns_ = 0;
   std::int64_t step_records_ = 0;
   std::int64_t records_at_stop_ = 0;
+  std::optional<LoadRecorder> load_;
+  std::optional<std::string> load_settings_error_;  // why a cell with `load` has no recorder
+  std::int64_t query_records_ = 0;                  // QUERIES records received, kept or not
+  std::int64_t queries_at_stop_ = 0;
+  std::optional<std::int64_t> done_steps_;
   std::size_t json_bytes_ = 0;
   std::map<std::uint32_t, std::int64_t> rank_steps_;     // records received per rank
   std::map<std::uint32_t, std::int64_t> rank_last_end_;  // end_ns of each rank's last record

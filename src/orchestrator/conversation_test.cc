@@ -193,9 +193,8 @@ TEST_F(ConversationTest, EveryFrameInEveryStateHasADefinedResult) {
     std::vector<std::pair<Effect, std::string>> results;
   };
   const auto V = [](const char* m) { return std::make_pair(Effect::kViolation, std::string(m)); };
-  const char* const kQueriesRefused =
-      "runner sent QUERIES (inference under load), which this dlbench does not consume yet (docs/load.md, "
-      "\"Status\")";
+  // This cell has no `load`: its QUERIES are refused by name (load_cell_test.cc has a load cell's).
+  const char* const kQueriesRefused = "QUERIES for a cell without load";
   const auto A = std::make_pair(Effect::kAdvanced, std::string());
   const auto R = std::make_pair(Effect::kRecorded, std::string());
   const std::vector<Row> rows = {
@@ -228,8 +227,8 @@ TEST_F(ConversationTest, EveryFrameInEveryStateHasADefinedResult) {
          protocol::AppendQueriesFrame(bytes, 0, &q, 1);
          return Frame{MessageType::kQueries, bytes.substr(protocol::kFrameHeaderBytes)};
        },
-       {V("first message was QUERIES, not HELLO"), V(kQueriesRefused), V(kQueriesRefused), V(kQueriesRefused),
-        V(kQueriesRefused), V("QUERIES after DONE")}},
+       {V("first message was QUERIES, not HELLO"), V("QUERIES before READY"), V(kQueriesRefused),
+        V(kQueriesRefused), V(kQueriesRefused), V("QUERIES after DONE")}},
       {MessageType::kMemory,
        [] {
          return Json(MessageType::kMemory, {{"label", "end"}});
@@ -281,6 +280,45 @@ TEST_F(ConversationTest, EveryFrameInEveryStateHasADefinedResult) {
       }
     }
   }
+}
+
+// A load cell: QUERIES go to its LoadRecorder; STOP goes out in the frame in which the load policy
+// decided (459 queries under a p99 bound: h(0)); the records after it are kept, not measured; DONE's
+// count is kept for the id check.
+TEST_F(ConversationTest, ALoadCellStopsAtTheLoadPolicysDecision) {
+  cell_.params = {{"scenario", "infer"}, {"load", "server"}, {"target_qps", 1000}, {"latency_bound_ms", 10}};
+  rec_ = record::CellRecord{};
+  Conversation c(cell_, settings_, rec_);
+  ASSERT_NE(c.load(), nullptr);
+  ASSERT_EQ(c.OnFrame(Json(MessageType::kHello, kHello), 1).effect, Effect::kAdvanced);
+  ASSERT_EQ(c.OnFrame(Json(MessageType::kReady, {{"effective", nlohmann::json::object()}}), 2).effect,
+            Effect::kAdvanced);
+  auto frame = [](std::uint64_t first, std::size_t n) {
+    std::vector<record::QueryRecord> records(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      records[i].query_id = first + i;
+      records[i].scheduled_ns = 1'000'000'000 + static_cast<std::int64_t>(first + i) * 1'000'000;
+      records[i].issued_ns = records[i].scheduled_ns;
+      records[i].completed_ns = records[i].scheduled_ns + 2'000'000;
+      records[i].samples = 1;
+    }
+    std::string bytes;
+    protocol::AppendQueriesFrame(bytes, 0, records.data(), records.size());
+    return Frame{MessageType::kQueries, bytes.substr(protocol::kFrameHeaderBytes)};
+  };
+  EXPECT_TRUE(c.OnFrame(frame(0, 400), 3).reply.empty());
+  EXPECT_EQ(c.state(), ConversationState::kStepping);
+  const FrameResult stop = c.OnFrame(frame(400, 100), 4);
+  ASSERT_EQ(Decode(stop.reply).size(), 1u);
+  EXPECT_EQ(Decode(stop.reply)[0].type, MessageType::kStop);
+  EXPECT_EQ(c.stop_decision(), "early_stopping");
+  EXPECT_EQ(c.OnFrame(frame(500, 50), 5).effect, Effect::kRecorded);
+  EXPECT_EQ(c.load()->record_count(), 550);
+  EXPECT_EQ(c.load()->policy().MeasuredQueries(), 459);
+  EXPECT_EQ(c.OnFrame(Json(MessageType::kDone, {{"reason", "stopped"}, {"steps", 552}}), 6).effect,
+            Effect::kAdvanced);
+  EXPECT_EQ(c.done_steps(), 552);
+  EXPECT_EQ(c.load()->IdProblems(c.done_steps()), "2 issued queries never arrived (query id 550, 551)");
 }
 
 TEST_F(ConversationTest, ErrorEndsTheConversationWithItsKind) {

@@ -198,6 +198,17 @@ std::vector<FaultCase> Rows() {
        O::kInvalid,
        {"more than 100000 step records after STOP"}},
       {"json_flood", {{"inject", "json_flood"}}, {}, O::kInvalid, {"JSON messages exceed 16777216 bytes"}},
+      // A load cell's query records that are not each issued query once (inject_at_step is the id).
+      {"drop_query",
+       {{"inject", "drop_query"}, {"scenario", "infer"}, {"load", "single_stream"}},
+       {},
+       O::kInvalid,
+       {"query records are not each issued query once: 1 issued query never arrived (query id 5)"}},
+      {"duplicate_query",
+       {{"inject", "duplicate_query"}, {"scenario", "infer"}, {"load", "single_stream"}},
+       {},
+       O::kInvalid,
+       {"1 record repeated a query id already received (query id 5)"}},
   };
   // Every field with the wrong type: invalid, naming the frame and the field.
   const std::vector<std::pair<std::string, std::string>> fields = {

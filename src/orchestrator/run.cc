@@ -192,6 +192,12 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
     }
   }
 
+  // The matrix's own warnings ("m.yaml:5:3: warning: ..."), as the run's: "m.yaml:5:3: ...".
+  for (const std::string& w : selected->warnings) {
+    const auto at = w.find(": warning: ");
+    warnings.push_back(at == std::string::npos ? w : w.substr(0, at) + ": " + w.substr(at + 11));
+  }
+
   OpenRun open(*store, run.id, observers);
   if (!resumed) {
     // A resume that took the run between BeginRun and here would be refused now: the run is

@@ -48,12 +48,11 @@ TEST(InputControlsTest, TakesAVerdictOnlyWithHostDataThatRunsTheModel) {
 }
 
 TEST(InputControlsTest, ControlDropsPipelineKeysAndKeepsTheRest) {
-  const Combination cell = {{"model", Value("mlp")},        {"batch_size", Value(8)},
-                            {"data", Value("jpeg_dir")},    {"data_path", Value("/d")},
-                            {"data_workers", Value(2)},     {"prefetch", Value(4)},
-                            {"cache", Value(true)},         {"pin_memory", Value(false)},
-                            {"shuffle_buffer", Value(10)},  {"skip_corrupt", Value(true)},
-                            {"async_copy", Value(false)},   {"pipeline_only", Value(false)}};
+  const Combination cell = {
+      {"model", Value("mlp")},       {"batch_size", Value(8)},     {"data", Value("jpeg_dir")},
+      {"data_path", Value("/d")},    {"data_workers", Value(2)},   {"prefetch", Value(4)},
+      {"cache", Value(true)},        {"pin_memory", Value(false)}, {"shuffle_buffer", Value(10)},
+      {"skip_corrupt", Value(true)}, {"async_copy", Value(false)}, {"pipeline_only", Value(false)}};
   const Combination expected = {{"model", Value("mlp")}, {"batch_size", Value(8)}, {"data", Value("device")}};
   EXPECT_EQ(InputControlParams(cell), expected);
 }
@@ -90,7 +89,8 @@ TEST(InputControlsTest, ControlsMoveBeforeTheirFirstDependentOfTheSameRepetition
 
 TEST(InputControlsTest, ExpandAddsTheMissingControlAndRunsItFirst) {
   const Plan plan = ExpandText(
-      "runner: torch\nrepetitions: 2\nordering: interleaved\nmatrix:\n  model: [mlp]\n  scenario: [train]\n"
+      "runner: torch\nrepetitions: 2\nordering: interleaved\nmatrix:\n  model: [resnet50]\n  scenario: "
+      "[train]\n"
       "  batch_size: [4]\n  data: [host]\n  data_workers: [1, 2]\n");
   // Two host cells (the workers axis does nothing to host but makes two keys) and one control, twice.
   ASSERT_EQ(plan.cells.size(), 6U);
@@ -117,7 +117,8 @@ TEST(InputControlsTest, ExpandAddsTheMissingControlAndRunsItFirst) {
 
 TEST(InputControlsTest, ExpandReusesADeviceCellOfTheMatrix) {
   const Plan plan = ExpandText(
-      "runner: torch\nordering: grouped\nmatrix:\n  model: [mlp]\n  scenario: [train]\n  batch_size: [4]\n"
+      "runner: torch\nordering: grouped\nmatrix:\n  model: [resnet50]\n  scenario: [train]\n  batch_size: "
+      "[4]\n"
       "  data: [host, device]\n");
   ASSERT_EQ(plan.cells.size(), 2U);
   EXPECT_EQ(Data(plan.cells[0]), "device");  // moved before the host cell that needs it
@@ -127,7 +128,8 @@ TEST(InputControlsTest, ExpandReusesADeviceCellOfTheMatrix) {
 }
 
 TEST(InputControlsTest, NoControlsWithoutHostDataOrForACommandRunner) {
-  for (const Cell& c : ExpandText("runner: torch\nmatrix:\n  model: [mlp]\n  batch_size: [4, 8]\n").cells) {
+  for (const Cell& c :
+       ExpandText("runner: torch\nmatrix:\n  model: [resnet50]\n  batch_size: [4, 8]\n").cells) {
     EXPECT_TRUE(c.input_control_id.empty());
   }
   const Plan command = ExpandText("runner: {command: [./bench]}\nmatrix:\n  data: [host, jpeg_dir]\n");
@@ -137,7 +139,8 @@ TEST(InputControlsTest, NoControlsWithoutHostDataOrForACommandRunner) {
 
 TEST(InputControlsTest, OnlyKeepsTheControlOfWhatItKeeps) {
   const Plan plan = ExpandText(
-      "runner: torch\nordering: grouped\nmatrix:\n  model: [mlp]\n  scenario: [train]\n  batch_size: [4, 8]\n"
+      "runner: torch\nordering: grouped\nmatrix:\n  model: [resnet50]\n  scenario: [train]\n  batch_size: "
+      "[4, 8]\n"
       "  data: [host]\n");
   ASSERT_EQ(plan.cells.size(), 4U);
   std::vector<Cell> kept;

@@ -7,6 +7,7 @@
 
 #include "common/hash.h"
 #include "config/load_rules.h"
+#include "config/model_rules.h"
 #include "config/registry.h"
 #include "plan/input_controls.h"
 
@@ -263,7 +264,28 @@ Result<Plan> Expand(const config::Matrix& matrix) {
   std::set<std::string> seen;
   std::vector<Combination> combinations = ExpandCombinations(matrix);
   DLBENCH_RETURN_IF_ERROR(config::CheckLoadRules(matrix, combinations));
+  const bool torch = runner == "torch";
+  if (torch) DLBENCH_RETURN_IF_ERROR(config::CheckTorchModelRules(matrix, combinations));
+  std::vector<std::string> warnings;
+  std::set<std::string> warned;  // (key, model) once
   for (Combination& params : combinations) {
+    if (torch) {
+      const Combination written = params;
+      for (const std::string& key : config::DropUnusedSizeKeys(params)) {
+        const std::string model = written.at("model").get<std::string>();
+        if (!warned.insert(key + "\n" + model).second) continue;
+        std::string reads;
+        for (const auto& m : config::TorchModelTable()) {
+          if (m.name != model) continue;
+          for (const auto& k : m.size_keys) reads += (reads.empty() ? "" : ", ") + k;
+        }
+        warnings.push_back(
+            config::WhereInMatrix(matrix, written, key) + ": warning: " + key + " does not apply to " +
+            model + " (" +
+            (reads.empty() ? std::string("its shapes are input_shapes") : "it reads " + reads) +
+            "): left out of its cells, so they keep the identity of their twins in compare and trend");
+      }
+    }
     FillDefaults(runner_specs, params);
     for (const config::ParamSpec* spec : runner_specs) {
       if (spec->required_with == runner && !params.count(spec->name)) {
@@ -335,6 +357,7 @@ Result<Plan> Expand(const config::Matrix& matrix) {
   }
 
   Plan plan;
+  plan.warnings = std::move(warnings);
   plan.cells.reserve(order.size());
   for (const auto& [c, r] : order) {
     Cell cell;

@@ -28,6 +28,9 @@ struct Cell {
 
 struct Plan {
   std::vector<Cell> cells;
+  // "FILE:LINE:COL: warning: ..." lines about the matrix that do not stop it (a size key the
+  // cell's model does not read, left out of those cells: config/model_rules.h).
+  std::vector<std::string> warnings;
 };
 
 // The most cells one plan may hold (docs/limits.md). A run of more cells than this is beyond what

@@ -189,6 +189,7 @@ std::string SelectionArgs(const Selection& selection) {
   std::vector<std::string> words;
   for (const auto& f : selection.only) words.push_back("--only " + ShellWord(f));
   if (!selection.shard.empty()) words.push_back("--shard " + ShellWord(selection.shard));
+  for (const auto& a : selection.set) words.push_back("--set " + ShellWord(a));
   std::string args;
   for (const auto& w : words) args += (args.empty() ? "" : " ") + w;
   return args;
@@ -201,10 +202,12 @@ Result<Selection> ResumeSelection(std::int64_t run_id, const Selection& stored, 
     std::sort(filters.begin(), filters.end());
     return filters;
   };
-  if (sorted(given.only) == sorted(stored.only) && given.shard == stored.shard) return given;
+  if (sorted(given.only) == sorted(stored.only) && given.shard == stored.shard && given.set == stored.set) {
+    return given;
+  }
   return MakeError(ErrorKind::kInvalidInput,
                    fmt::format("run {} was started with {}, but this resume asks for {}; give the same "
-                               "--only and --shard, or neither to reuse the run's",
+                               "--only, --shard and --set, or none of them to reuse the run's",
                                run_id, SelectionArgs(stored), SelectionArgs(given)));
 }
 
@@ -236,6 +239,8 @@ Result<SelectedPlan> SelectPlan(const std::string& matrix_path, const Selection&
   // Whatever stopped the file from becoming a matrix (missing, a directory, unreadable, invalid)
   // is the user's to fix, and its message already names the file.
   if (!matrix.ok()) return MakeError(ErrorKind::kInvalidInput, matrix.error().message);
+  for (const std::string& assignment : selection.set)
+    DLBENCH_RETURN_IF_ERROR(config::ApplySetting(*matrix, assignment));
   auto expanded = Expand(*matrix);
   if (!expanded.ok()) return expanded.error();
   auto cells = FilterCells(expanded->cells, selection.only);
@@ -244,6 +249,7 @@ Result<SelectedPlan> SelectPlan(const std::string& matrix_path, const Selection&
   SelectedPlan selected;
   selected.matrix = std::move(matrix).value();
   selected.planned = expanded->cells.size();
+  selected.warnings = expanded->warnings;
   selected.matched = cells->size();
   selected.shard = shard;
   selected.cells = shard ? ShardCells(*cells, *shard) : std::move(cells).value();

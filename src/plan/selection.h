@@ -71,10 +71,11 @@ std::vector<Cell> WithInputControls(const std::vector<Cell>& planned, std::vecto
 
 struct SelectedPlan {
   config::Matrix matrix;
-  std::size_t planned = 0;     // cells before --only
-  std::size_t matched = 0;     // cells after --only, before --shard
-  std::optional<Shard> shard;  // --shard, when given
-  std::vector<Cell> cells;     // the cells to run, in run order (Cell::index unchanged)
+  std::size_t planned = 0;            // cells before --only
+  std::size_t matched = 0;            // cells after --only, before --shard
+  std::optional<Shard> shard;         // --shard, when given
+  std::vector<Cell> cells;            // the cells to run, in run order (Cell::index unchanged)
+  std::vector<std::string> warnings;  // Plan::warnings
 };
 
 // Parses --shard first (a bad value fails before the matrix is read), then loads the matrix,

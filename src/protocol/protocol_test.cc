@@ -109,6 +109,26 @@ TEST(ConfigureTest, RoundTrips) {
   EXPECT_EQ(back->world_size, 2);
   EXPECT_EQ(back->limits.max_steps, 77);
   EXPECT_DOUBLE_EQ(back->limits.max_time_s, 1.5);
+  EXPECT_FALSE(back->rendezvous.has_value()) << "a single-process cell has no rendezvous";
+}
+
+TEST(ConfigureTest, RendezvousRoundTripsAndABadPortIsRefused) {
+  CellConfig c;
+  c.rank = 1;
+  c.world_size = 2;
+  c.rendezvous = Rendezvous{"127.0.0.1", 29517, 1, 2};
+  auto back = ParseConfigure(ConfigureToJson(c));
+  ASSERT_TRUE(back.ok());
+  ASSERT_TRUE(back->rendezvous.has_value());
+  EXPECT_EQ(back->rendezvous->addr, "127.0.0.1");
+  EXPECT_EQ(back->rendezvous->port, 29517);
+  EXPECT_EQ(back->rendezvous->local_rank, 1);
+  EXPECT_EQ(back->rendezvous->local_world_size, 2);
+  nlohmann::json bad = ConfigureToJson(c);
+  bad["rendezvous"]["port"] = 70000;
+  EXPECT_FALSE(ParseConfigure(bad).ok());
+  bad["rendezvous"].erase("addr");
+  EXPECT_FALSE(ParseConfigure(bad).ok());
 }
 
 // Runner side against a hand-driven orchestrator over real pipes.

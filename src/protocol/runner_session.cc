@@ -36,6 +36,17 @@ Result<CellConfig> ParseConfigure(const nlohmann::json& body) {
       c.limits.max_steps = l.value("max_steps", c.limits.max_steps);
       c.limits.max_time_s = l.value("max_time_s", c.limits.max_time_s);
     }
+    if (body.contains("rendezvous")) {
+      const auto& r = body.at("rendezvous");
+      Rendezvous rv;
+      rv.addr = r.at("addr").get<std::string>();
+      rv.port = r.at("port").get<int>();
+      rv.local_rank = r.value("local_rank", c.rank);
+      rv.local_world_size = r.value("local_world_size", c.world_size);
+      if (rv.port <= 0 || rv.port > 65535)
+        return MakeError(ErrorKind::kProtocol, "CONFIGURE rendezvous.port must be 1..65535");
+      c.rendezvous = rv;
+    }
   } catch (const nlohmann::json::exception& e) {
     return MakeError(ErrorKind::kProtocol, std::string("malformed CONFIGURE: ") + e.what());
   }
@@ -43,12 +54,19 @@ Result<CellConfig> ParseConfigure(const nlohmann::json& body) {
 }
 
 nlohmann::json ConfigureToJson(const CellConfig& c) {
-  return {{"params", c.params},
-          {"seed", c.seed},
-          {"rank", c.rank},
-          {"world_size", c.world_size},
-          {"cell_key", c.cell_key},
-          {"limits", {{"max_steps", c.limits.max_steps}, {"max_time_s", c.limits.max_time_s}}}};
+  nlohmann::json j = {{"params", c.params},
+                      {"seed", c.seed},
+                      {"rank", c.rank},
+                      {"world_size", c.world_size},
+                      {"cell_key", c.cell_key},
+                      {"limits", {{"max_steps", c.limits.max_steps}, {"max_time_s", c.limits.max_time_s}}}};
+  if (c.rendezvous) {
+    j["rendezvous"] = {{"addr", c.rendezvous->addr},
+                       {"port", c.rendezvous->port},
+                       {"local_rank", c.rendezvous->local_rank},
+                       {"local_world_size", c.rendezvous->local_world_size}};
+  }
+  return j;
 }
 
 RunnerSession::RunnerSession(int in_fd, int out_fd) : in_fd_(in_fd), out_fd_(out_fd), buffer_(kBatchRecords) {

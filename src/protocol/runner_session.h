@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,16 @@ struct RunnerLimits {
   double max_time_s = 600.0;
 };
 
+// Where the ranks of a ddp cell meet (docs/distributed.md): a c10d TCPStore that rank 0 serves
+// on `addr:port`; `local_rank` picks the rank's device on its host, `local_world_size` ranks share
+// the host. Sent only for a cell of world_size > 1 that the orchestrator launched as ranks.
+struct Rendezvous {
+  std::string addr;
+  int port = 0;
+  int local_rank = 0;
+  int local_world_size = 1;
+};
+
 // What CONFIGURE carries.
 struct CellConfig {
   nlohmann::json params = nlohmann::json::object();  // every cell parameter, by registry name
@@ -42,6 +53,7 @@ struct CellConfig {
   int world_size = 1;
   RunnerLimits limits;
   std::string cell_key;
+  std::optional<Rendezvous> rendezvous;  // CONFIGURE's "rendezvous" object, when present
 };
 
 Result<CellConfig> ParseConfigure(const nlohmann::json& body);

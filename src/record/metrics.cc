@@ -27,6 +27,7 @@ namespace {
 
 using namespace metric;  // NOLINT(google-build-using-namespace): the table reads better
 constexpr std::string_view kMeasured = "measured window";
+constexpr std::string_view kMeasuredQueries = "measured queries (load cells)";
 constexpr std::string_view kConverge = "the whole training (scenario: converge)";
 constexpr std::string_view kMeasuredSamples = "monitor samples inside the measured window";
 constexpr std::string_view kCell = "whole cell";
@@ -225,6 +226,51 @@ const std::vector<MetricDef>& Table() {
        "lower end of the slope's confidence interval"},
       {kDeviceMemGrowthBytesPerStepCiHigh, "bytes/step", Producer::kMonitor, kMeasuredSamples,
        "upper end of the slope's confidence interval"},
+
+      // Inference under load (orchestrator/load_cell.h): latency = completed - scheduled.
+      {kLoadQueries, "queries", Producer::kOrchestrator, kMeasuredQueries,
+       "queries in the measured window: query ids [0, n), up to the query at which the load policy's "
+       "stopping rule held"},
+      {kQueryLatencyMeanNs, "ns", Producer::kOrchestrator, kMeasuredQueries,
+       "mean of completed_ns - scheduled_ns"},
+      {kQueryLatencyMinNs, "ns", Producer::kOrchestrator, kMeasuredQueries, "smallest query latency"},
+      {kQueryLatencyMaxNs, "ns", Producer::kOrchestrator, kMeasuredQueries, "largest query latency"},
+      {kQueryLatencyP50Ns, "ns", Producer::kOrchestrator, kMeasuredQueries,
+       "LoadGen's percentile: sorted latencies[floor(n x 0.5)]"},
+      {kQueryLatencyP90Ns, "ns", Producer::kOrchestrator, kMeasuredQueries,
+       "sorted latencies[floor(n x 0.9)]"},
+      {kQueryLatencyP99Ns, "ns", Producer::kOrchestrator, kMeasuredQueries,
+       "sorted latencies[floor(n x 0.99)]"},
+      {kQueryLatencyP999Ns, "ns", Producer::kOrchestrator, kMeasuredQueries,
+       "sorted latencies[floor(n x 0.999)]"},
+      {kQueryLatencyAtPercentileNs, "ns", Producer::kOrchestrator, kMeasuredQueries,
+       "sorted latencies[floor(n x latency_percentile)]: the figure a server's bound is checked against"},
+      {kQueryLatencyEarlyStoppingNs, "ns", Producer::kOrchestrator, kMeasuredQueries,
+       "single and multi stream: the t-th largest latency for the largest t with h(t) + t <= n, an upper "
+       "bound of the latency_percentile at early_stopping_confidence (LoadGen's early-stopping estimate; "
+       "absent below h(1) + 1 queries)"},
+      {kLoadEarlyStoppingMet, "bool", Producer::kOrchestrator, kMeasuredQueries,
+       "1 when early stopping supports the claim: the server's n >= h(t) + t with t queries over the bound; "
+       "an estimate exists for single and multi stream"},
+      {kLoadEarlyStoppingQueriesNeeded, "queries", Producer::kOrchestrator, kMeasuredQueries,
+       "server: h(t) + t for the t queries over the bound; single and multi stream: h(1) + 1"},
+      {kLoadLatencyBoundMet, "bool", Producer::kOrchestrator, kMeasuredQueries,
+       "server: 1 when query_latency_at_percentile_ns <= latency_bound_ms"},
+      {kLoadIssueKeptUp, "bool", Producer::kOrchestrator, kMeasuredQueries,
+       "server: 1 when load_issued_per_s >= 0.99 x load_scheduled_per_s and the runner did not end with "
+       "too many outstanding queries"},
+      {kLoadScheduledPerS, "1/s", Producer::kOrchestrator, kMeasuredQueries,
+       "(n - 1) / (last scheduled_ns - first scheduled_ns)"},
+      {kLoadIssuedPerS, "1/s", Producer::kOrchestrator, kMeasuredQueries,
+       "(n - 1) / (last issued_ns - first issued_ns)"},
+      {kLoadCompletedSamplesPerS, "1/s", Producer::kOrchestrator, kMeasuredQueries,
+       "LoadGen's server figure: (samples - 1) / (last completed_ns - first scheduled_ns)"},
+      {kLoadSamplesPerS, "1/s", Producer::kOrchestrator, kMeasuredQueries,
+       "LoadGen's offline figure: samples / (last completed_ns - first scheduled_ns)"},
+      {kLoadQpsWithOverhead, "1/s", Producer::kOrchestrator, kMeasuredQueries,
+       "LoadGen's single-stream 'QPS w/ loadgen overhead': (n - 1) / (last issued_ns - first scheduled_ns)"},
+      {kLoadQpsWithoutOverhead, "1/s", Producer::kOrchestrator, kMeasuredQueries,
+       "LoadGen's 'QPS w/o loadgen overhead': 1 / query_latency_mean_ns"},
 
       // MEMORY snapshot fields ("end" snapshot; other labels are prefixed).
       {memory::kHostRssBytes, "bytes", Producer::kRunnerMemory, kSnapshot, "the runner's resident set"},

@@ -146,6 +146,29 @@ inline constexpr std::string_view kDeviceMemGrowthBytesPerStepCiLow =
     "device_mem_growth_bytes_per_step_ci_low";
 inline constexpr std::string_view kDeviceMemGrowthBytesPerStepCiHigh =
     "device_mem_growth_bytes_per_step_ci_high";
+
+// Inference under load (docs/load.md): from a load cell's query records over its measured queries
+// (orchestrator/load_cell.h), with LoadGen's index rule for percentiles and its rates.
+inline constexpr std::string_view kLoadQueries = "load_queries";
+inline constexpr std::string_view kQueryLatencyMeanNs = "query_latency_mean_ns";
+inline constexpr std::string_view kQueryLatencyMinNs = "query_latency_min_ns";
+inline constexpr std::string_view kQueryLatencyMaxNs = "query_latency_max_ns";
+inline constexpr std::string_view kQueryLatencyP50Ns = "query_latency_p50_ns";
+inline constexpr std::string_view kQueryLatencyP90Ns = "query_latency_p90_ns";
+inline constexpr std::string_view kQueryLatencyP99Ns = "query_latency_p99_ns";
+inline constexpr std::string_view kQueryLatencyP999Ns = "query_latency_p999_ns";
+inline constexpr std::string_view kQueryLatencyAtPercentileNs = "query_latency_at_percentile_ns";
+inline constexpr std::string_view kQueryLatencyEarlyStoppingNs = "query_latency_early_stopping_ns";
+inline constexpr std::string_view kLoadEarlyStoppingMet = "load_early_stopping_met";
+inline constexpr std::string_view kLoadEarlyStoppingQueriesNeeded = "load_early_stopping_queries_needed";
+inline constexpr std::string_view kLoadLatencyBoundMet = "load_latency_bound_met";
+inline constexpr std::string_view kLoadIssueKeptUp = "load_issue_kept_up";
+inline constexpr std::string_view kLoadScheduledPerS = "load_scheduled_per_s";
+inline constexpr std::string_view kLoadIssuedPerS = "load_issued_per_s";
+inline constexpr std::string_view kLoadCompletedSamplesPerS = "load_completed_samples_per_s";
+inline constexpr std::string_view kLoadSamplesPerS = "load_samples_per_s";
+inline constexpr std::string_view kLoadQpsWithOverhead = "load_qps_with_overhead";
+inline constexpr std::string_view kLoadQpsWithoutOverhead = "load_qps_without_overhead";
 }  // namespace metric
 
 // The fields of a MEMORY snapshot (docs/protocol.md). The snapshot labelled "end" is stored under

@@ -21,13 +21,19 @@ constexpr Table<Outcome, 8> kOutcomeNames = {
     {Outcome::kUnsupported, "unsupported"},
     {Outcome::kInterrupted, "interrupted"},
 };
-constexpr Table<Verdict, 11> kVerdictNames = {
-    {Verdict::kValid, "valid"},           {Verdict::kNoisy, "noisy"},
-    {Verdict::kTooShort, "too_short"},    {Verdict::kDrifting, "drifting"},
-    {Verdict::kShifted, "shifted"},       {Verdict::kThrottled, "throttled"},
-    {Verdict::kLeaking, "leaking"},       {Verdict::kContended, "contended"},
-    {Verdict::kUnreliable, "unreliable"}, {Verdict::kNotReached, "not_reached"},
-    {Verdict::kNotApplicable, "n/a"}};
+constexpr Table<Verdict, 13> kVerdictNames = {{Verdict::kValid, "valid"},
+                                              {Verdict::kNoisy, "noisy"},
+                                              {Verdict::kTooShort, "too_short"},
+                                              {Verdict::kDrifting, "drifting"},
+                                              {Verdict::kShifted, "shifted"},
+                                              {Verdict::kThrottled, "throttled"},
+                                              {Verdict::kLeaking, "leaking"},
+                                              {Verdict::kContended, "contended"},
+                                              {Verdict::kFellBehind, "fell_behind"},
+                                              {Verdict::kOverBound, "over_bound"},
+                                              {Verdict::kUnreliable, "unreliable"},
+                                              {Verdict::kNotReached, "not_reached"},
+                                              {Verdict::kNotApplicable, "n/a"}};
 constexpr Table<RunStatus, 4> kRunStatusNames = {{RunStatus::kRunning, "running"},
                                                  {RunStatus::kCompleted, "completed"},
                                                  {RunStatus::kInterrupted, "interrupted"},

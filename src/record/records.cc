@@ -10,6 +10,7 @@ nlohmann::json RunSelectionToJson(const RunSelection& selection) {
   nlohmann::json out = nlohmann::json::object();
   if (!selection.only.empty()) out["only"] = selection.only;
   if (!selection.shard.empty()) out["shard"] = selection.shard;
+  if (!selection.set.empty()) out["set"] = selection.set;
   return out;
 }
 
@@ -17,7 +18,7 @@ Result<RunSelection> RunSelectionFromJson(const nlohmann::json& json) {
   auto bad = [&](const std::string& why) {
     return MakeError(ErrorKind::kStore,
                      "run selection " + json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
-                         " is not {\"only\": [text, ...], \"shard\": \"K/N\"}: " + why);
+                         " is not {\"only\": [text, ...], \"shard\": \"K/N\", \"set\": [text, ...]}: " + why);
   };
   if (!json.is_object()) return bad("not an object");
   RunSelection selection;
@@ -31,6 +32,12 @@ Result<RunSelection> RunSelectionFromJson(const nlohmann::json& json) {
     } else if (key == "shard") {
       if (!value.is_string()) return bad("shard is not text");
       selection.shard = value.get<std::string>();
+    } else if (key == "set") {
+      if (!value.is_array()) return bad("set is not an array");
+      for (const auto& assignment : value) {
+        if (!assignment.is_string()) return bad("a set assignment is not text");
+        selection.set.push_back(assignment.get<std::string>());
+      }
     } else {
       return bad("unknown key '" + key + "'");
     }

@@ -22,14 +22,18 @@ namespace dlbench::record {
 struct RunSelection {
   std::vector<std::string> only;  // --only filters as given, in order (a cell matching any is kept)
   std::string shard;              // "K/N" as ShardText writes it, or empty for no sharding
+  std::vector<std::string> set;   // --set measure.KEY=VALUE overrides, in order (later ones win)
 
-  bool empty() const { return only.empty() && shard.empty(); }
-  bool operator==(const RunSelection& other) const { return only == other.only && shard == other.shard; }
+  bool empty() const { return only.empty() && shard.empty() && set.empty(); }
+  bool operator==(const RunSelection& other) const {
+    return only == other.only && shard == other.shard && set == other.set;
+  }
   bool operator!=(const RunSelection& other) const { return !(*this == other); }
 };
 
 // The JSON form of a selection (runs.selection, the run object of `export --format json`):
-// {"only": [...], "shard": "K/N"}, each key present only when set, so an empty selection is {}.
+// {"only": [...], "shard": "K/N", "set": [...]}, each key present only when set, so an empty
+// selection is {}.
 nlohmann::json RunSelectionToJson(const RunSelection& selection);
 // The inverse; missing keys are empty. kStore when `json` is not an object of that shape (a
 // stored value only a foreign writer could have produced).

@@ -35,6 +35,17 @@ inline constexpr std::string_view kProcRssBytes = "proc.rss_bytes";
 // schedstat, second field), summed; a counter.
 inline constexpr std::string_view kProcRunqueueWaitS = "proc.runqueue_wait_s";
 
+// A load cell's query records (docs/load.md, "What dlbench stores"): one point per query and
+// field, at the query's scheduled time (query ids follow scheduled order from 0). Durations in ns.
+inline constexpr std::string_view kLoadLatencyNs = "load.latency_ns";   // completed - scheduled
+inline constexpr std::string_view kLoadIssueDelayNs = "load.delay_ns";  // issued - scheduled
+inline constexpr std::string_view kLoadBatchSamples = "load.batch";     // samples of the serving batch
+inline constexpr std::string_view kLoadHostPreNs = "load.pre_ns";       // the decomposition, where sent
+inline constexpr std::string_view kLoadH2dNs = "load.h2d_ns";
+inline constexpr std::string_view kLoadComputeNs = "load.compute_ns";
+inline constexpr std::string_view kLoadD2hNs = "load.d2h_ns";
+inline constexpr std::string_view kLoadHostPostNs = "load.post_ns";
+
 // scenario: converge's curves (docs/convergence.md), sent by the runner in EXTRAS
 // info.converge.curves and stored as the cell's series. A point's t_ns is the end of the step
 // (train.loss) or of the evaluation (eval.*, train.lr) it belongs to; its step is the number of

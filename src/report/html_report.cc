@@ -16,6 +16,7 @@
 #include "report/escape.h"
 #include "report/export.h"
 #include "report/input_charts.h"
+#include "report/load_report.h"
 
 namespace dlbench::report {
 namespace {
@@ -554,6 +555,7 @@ std::vector<json> BuildCharts(const ReportInput& input, const ReportOptions& opt
   std::vector<json> charts;
   ThroughputCharts(input, options, charts);
   LatencyCharts(input, options, charts);
+  LoadLatencyCharts(input.cells, options.max_points, charts);
   StepCharts(input, options, charts);
   MonitorCharts(input, options, charts);
   InputCharts(input.cells, charts);
@@ -614,7 +616,7 @@ std::string RenderHtmlReport(const ReportInput& input, const ReportOptions& opti
           ChartSection(charts, "throughput", "No configuration was measured ok at two or more batch sizes.") +
           "</section>\n";
   html += "<section id=\"latency\"><h2>Latency distribution (inference)</h2>\n" +
-          ChartSection(charts, "latency", "No inference cell with step records.") + "</section>\n";
+          ChartSection(charts, "latency", "No inference cell with step or query records.") + "</section>\n";
   html += "<section id=\"steps\"><h2>Step time</h2>\n" +
           ChartSection(charts, "steps", "No cell has step records.") + "</section>\n";
   html += "<section id=\"monitor\"><h2>Utilisation, power and memory</h2>\n" +

@@ -137,6 +137,36 @@ TEST(BuildCharts, OneChartPerTrendAndCell) {
   EXPECT_TRUE(cut);
 }
 
+// A load cell gets a latency CDF over its measured queries (the first window->steps points of
+// load.latency_ns) with its bound drawn; its label is text in the page.
+TEST(BuildCharts, ALoadCellGetsItsQueryLatencyDistributionWithTheBound) {
+  ReportInput input;
+  input.run.id = 5;
+  auto c = MakeCell(5, 0, "<i>served</i>", 1, 0, "infer");
+  c.extras["load"] = {{"scenario", "server"}, {"latency_bound_ms", 10.0}};
+  for (int i = 0; i < 100; ++i)
+    c.series.push_back({1'000'000'000 + i * 1'000'000, "load.latency_ns", 1e6 * (i + 1)});
+  c.window = record::MeasuredWindow{0, 80};  // 20 queries arrived after STOP: stored, not drawn
+  c.verdict = record::Verdict::kOverBound;
+  input.cells.push_back(c);
+  const auto charts = BuildCharts(input, {});
+  std::vector<nlohmann::json> latency;
+  for (const auto& chart : charts) {
+    if (chart["section"] == "latency") latency.push_back(chart);
+  }
+  ASSERT_EQ(latency.size(), 1u);
+  const auto& datasets = latency[0]["datasets"];
+  ASSERT_EQ(datasets.size(), 2u);
+  EXPECT_EQ(datasets[0]["data"].back()["x"], 80.0);  // the largest measured latency, in ms
+  EXPECT_EQ(datasets[0]["data"].back()["y"], 1.0);
+  EXPECT_EQ(datasets[1]["kind"], "vline");
+  EXPECT_EQ(datasets[1]["data"][0]["x"], 10.0);
+  EXPECT_NE(latency[0]["note"].get<std::string>().find("80 queries"), std::string::npos);
+  EXPECT_NE(latency[0]["note"].get<std::string>().find("Verdict: over_bound"), std::string::npos);
+  const std::string html = RenderHtmlReport(input);
+  EXPECT_EQ(html.find("<i>served</i>"), std::string::npos);
+}
+
 TEST(RenderHtmlReport, HostileNamesAreTextEverywhere) {
   const std::string html = RenderHtmlReport(SampleInput("<script>alert(1)</script>"));
   EXPECT_EQ(html.find("<script>alert("), std::string::npos);

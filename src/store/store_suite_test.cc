@@ -345,14 +345,18 @@ TEST_P(StoreTest, RunSelectionIsStoredAsJsonAndAnEmptyOneAsAnEmptyObject) {
 }
 
 TEST(RunSelectionJsonTest, ReadsWhatItWritesAndRefusesOtherShapes) {
-  const RunSelection cases[] = {{}, {{}, "3/4"}, {{"a", "b=1,c!=2"}, ""}, {{"x"}, "1/1"}};
+  const RunSelection cases[] = {{},
+                                {{}, "3/4"},
+                                {{"a", "b=1,c!=2"}, ""},
+                                {{"x"}, "1/1"},
+                                {{}, "", {"measure.max_time_s=10", "measure.min_steps=5"}}};
   for (const RunSelection& selection : cases) {
     auto back = record::RunSelectionFromJson(record::RunSelectionToJson(selection));
     ASSERT_TRUE(back.ok()) << back.error().message;
     EXPECT_EQ(*back, selection) << record::RunSelectionToJson(selection).dump();
   }
   for (const char* bad : {"[]", "\"2/2\"", "null", R"({"only": "a"})", R"({"only": [1]})", R"({"shard": 2})",
-                          R"({"exclude": ["a"]})"}) {
+                          R"({"set": "measure.x=1"})", R"({"set": [2]})", R"({"exclude": ["a"]})"}) {
     auto read = record::RunSelectionFromJson(nlohmann::json::parse(bad));
     ASSERT_FALSE(read.ok()) << bad;
     EXPECT_EQ(read.error().kind, ErrorKind::kStore) << bad;
@@ -425,6 +429,33 @@ TEST_P(StoreTest, CellRoundTripsEveryFieldIncludingNullsAndPresentBits) {
   auto without_children = store_->GetCells(run_id, CellQuery{});
   ASSERT_TRUE(without_children.ok());
   ExpectSameCell(full, (*without_children)[0], false);
+}
+
+// A load cell (docs/load.md, ADR 0008): its query records are series points at their scheduled
+// times, its measured queries the window, its verdict one of the load verdicts; all read back.
+TEST_P(StoreTest, ALoadCellsQueryRecordsAndVerdictRoundTrip) {
+  const std::int64_t run_id = Begin(MakeRun("load"));
+  CellRecord cell = MakeCell(run_id, 0, 0);
+  cell.steps.clear();
+  cell.series.clear();
+  cell.window = record::MeasuredWindow{0, 459};
+  cell.verdict = record::Verdict::kOverBound;
+  cell.verdict_reasons = {"over_bound: p99 12.4 ms > latency_bound_ms 10 (12 of 459 queries over)"};
+  cell.metrics = {{"query_latency_p99_ns", 12.4e6, "ns"}, {"load_queries", 459, "queries"}};
+  constexpr int kQueries = 5000;
+  for (int i = 0; i < kQueries; ++i) {
+    const std::int64_t scheduled = 1'200'000'000'000 + std::int64_t{i} * 1'000'000;
+    cell.series.push_back({scheduled, "load.latency_ns", 2e6 + i});
+    cell.series.push_back({scheduled, "load.delay_ns", 0});
+  }
+  ASSERT_TRUE(store_->PutCell(cell).ok());
+  auto cells = store_->GetCells(run_id, kEverything);
+  ASSERT_TRUE(cells.ok()) << cells.error().message;
+  ASSERT_EQ(cells->size(), 1u);
+  ExpectSameCell(cell, (*cells)[0], true);
+  EXPECT_EQ((*cells)[0].verdict, record::Verdict::kOverBound);
+  EXPECT_EQ(Query("SELECT verdict FROM cells WHERE cell_id = 'c0'"), "over_bound");
+  EXPECT_EQ(Query("SELECT count(*) FROM series WHERE series = 'load.latency_ns'"), std::to_string(kQueries));
 }
 
 TEST_P(StoreTest, PutCellReplacesTheSameCellAndItsChildren) {

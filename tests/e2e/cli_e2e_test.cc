@@ -163,3 +163,54 @@ TEST(CliE2E, CompareWithOneRunComparesItWithTheRunBefore) {
 
 }  // namespace
 }  // namespace dlbench::e2e
+
+namespace dlbench::e2e {
+namespace {
+
+// --set measure.KEY=VALUE overrides the matrix's measure section for plan and run, is stored with
+// the run (show prints it), must match on --resume, and is checked as the YAML would be.
+TEST(CliE2E, SetOverridesAMeasureSettingAndIsStoredWithTheRun) {
+  TempDir dir("cli_set");
+  const std::string matrix = dir / "m.yaml", db = dir / "r.db";
+  WriteText(matrix,
+            "runner: null\nmatrix:\n  step_ms: 1\n  jitter_pct: 100\n  jitter_dist: lognormal\n  "
+            "virtual_time: true\n"
+            "measure: {min_steps: 20, min_time_s: 0.01, max_time_s: 1.0, target_rel_ci: 0.0001}\n");
+  auto run = Dlbench({"run", matrix, "--out", dir / "out", "--no-monitor", "--set", "measure.max_steps=60"},
+                     dir, db);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  auto store = store::OpenSqliteStore(db);
+  ASSERT_TRUE(store.ok());
+  store::CellQuery q;
+  q.with_steps = true;
+  auto cells = (*store)->GetCells(1, q);
+  ASSERT_TRUE(cells.ok());
+  ASSERT_EQ(cells->size(), 1u);
+  // Without the override, 1 ms virtual steps that never reach the CI target run until max_time_s
+  // (about 1000 steps).
+  // The policy checks the ceiling per batch of records, so the window ends within a batch of it.
+  ASSERT_TRUE((*cells)[0].window.has_value());
+  EXPECT_LE((*cells)[0].window->first_step + (*cells)[0].window->steps, 200) << (*cells)[0].stop_reason;
+  EXPECT_NE((*cells)[0].stop_reason.find("max_steps"), std::string::npos) << (*cells)[0].stop_reason;
+  auto stored = (*store)->GetRun(1);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->selection.set, (std::vector<std::string>{"measure.max_steps=60"}));
+  auto show = Dlbench({"show", "1"}, dir, db);
+  EXPECT_NE(show.out.find("selection: --set measure.max_steps=60"), std::string::npos) << show.out;
+
+  auto other = Dlbench({"run", matrix, "--resume", "1", "--set", "measure.max_steps=70"}, dir, db);
+  EXPECT_EQ(other.exit_code, 2) << other.err;
+  EXPECT_NE(other.err.find("was started with --set measure.max_steps=60"), std::string::npos) << other.err;
+
+  for (const auto& bad : {std::pair{"measure.max_stepz=5", "unknown key 'measure.max_stepz'"},
+                          std::pair{"measure.max_steps=-1", "--set measure.max_steps=-1: "},
+                          std::pair{"measure.max_time_s=0.001", "expected min_time_s <= max_time_s"},
+                          std::pair{"timeout_s=5", "expected measure.KEY=VALUE"}}) {
+    auto refused = Dlbench({"plan", matrix, "--set", bad.first}, dir, db);
+    EXPECT_EQ(refused.exit_code, 2) << bad.first << refused.err;
+    EXPECT_NE(refused.err.find(bad.second), std::string::npos) << bad.first << ": " << refused.err;
+  }
+}
+
+}  // namespace
+}  // namespace dlbench::e2e

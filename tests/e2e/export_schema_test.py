@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A real `dlbench run` (null runner: ok, crashed and too-short cells) exported as JSON validates
+"""A real `dlbench run` (null runner: ok, crashed and too-short cells, a load cell) exported as JSON validates
 against docs/schema/export-v2.schema.json, and every metric in it has its definition.
 
 Usage: export_schema_test.py SOURCE_DIR BIN_DIR
@@ -20,6 +20,7 @@ matrix:
   inject: [none, crash]
 include:
   - {model: short, step_ms: 0.2, inject: none, samples_per_step: 4}
+  - {model: load, scenario: infer, load: server, target_qps: 200, latency_bound_ms: 10}
 measure:
   min_steps: 20
   min_time_s: 0.05
@@ -50,11 +51,12 @@ def main():
         print(f"{'/'.join(str(p) for p in e.path)}: {e.message}")
     assert not errors, f"{len(errors)} schema violation(s)"
     outcomes = sorted(c["outcome"] for c in doc["cells"])
-    assert outcomes == ["crashed", "ok", "ok"], outcomes
+    assert outcomes == ["crashed", "ok", "ok", "ok"], outcomes
     names = {n for c in doc["cells"] for n in c["metrics"]}
     missing = names - set(doc["metric_definitions"])
     assert not missing, f"metrics without a definition: {sorted(missing)}"
     assert "samples_per_s" in names
+    assert "query_latency_p99_ns" in names  # the load cell's (null runner, virtual time)
     # The schema is strict: an unknown verdict is refused (the file would not describe itself).
     bad = json.loads(json.dumps(doc))
     bad["cells"][0]["verdict"] = "invalid"

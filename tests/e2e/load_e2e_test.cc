@@ -2,9 +2,13 @@
 // cell's latency claim needs before anything runs (LoadGen's early stopping at c = 0.99, d = 0:
 // h(1) + 1 = 64 for a p90 estimate, h(0) = 459 for a p99 bound; src/stats/early_stopping_test.cc
 // checks those against the binomial CDF), and a load key that does not apply is a config error
-// at its position in the file.
+// at its position in the file. `run` with the null runner, which serves queries on a virtual
+// clock with a known service time (runners/null/virtual_load.h): each scenario's stored metrics
+// are the ones that service time implies, a server under its capacity is valid and one over it is
+// not, and dropped or repeated query ids make the cell invalid, naming them.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -92,6 +96,166 @@ TEST(LoadE2E, AKeyOfAnotherScenarioIsAConfigErrorAtItsPosition) {
   EXPECT_NE(zero.err.find(matrix + ":7:21: error: latency_bound_ms: expected a number > 0"),
             std::string::npos)
       << zero.err;
+}
+
+// Service time 2 ms per batch + 10 us per sample: one sample 2.01 ms, a multi-stream query of 8
+// samples 2.08 ms, an offline batch of 100 samples 3 ms. One server stream serves 1 / 2.01 ms =
+// 497.5 queries/s: 200/s is under its capacity, 800/s over it.
+constexpr char kNullLoadMatrix[] = R"(name: null-load
+runner: null
+measure:
+  min_time_s: 0.5
+  max_time_s: 20
+matrix:
+  scenario: infer
+  service_us: 2000
+  service_per_sample_us: 10
+  load: [single_stream, multi_stream, offline]
+include:
+  - {load: offline, offline_samples: 1000, batch_size: 100}
+  - {scenario: infer, service_us: 2000, service_per_sample_us: 10, load: server, target_qps: 200,
+     latency_bound_ms: 10}
+  - {scenario: infer, service_us: 2000, service_per_sample_us: 10, load: server, target_qps: 800,
+     latency_bound_ms: 10}
+)";
+
+// The run's cells from `export latest --format json`, by their load (and target_qps).
+std::map<std::string, nlohmann::json> ExportedCells(const TempDir& dir, const std::string& db) {
+  auto exported = Dlbench({"export", "latest", "--format", "json"}, dir, db);
+  EXPECT_EQ(exported.exit_code, 0) << exported.err;
+  std::map<std::string, nlohmann::json> out;
+  const nlohmann::json doc = nlohmann::json::parse(exported.out);
+  for (const nlohmann::json& c : doc.at("cells")) {
+    std::string name = c.at("params").at("load");
+    if (c.at("params").contains("target_qps")) name += "@" + c.at("params").at("target_qps").dump();
+    out[name] = c;
+  }
+  return out;
+}
+
+double Metric(const nlohmann::json& cell, const std::string& name) {
+  if (!cell.at("metrics").contains(name)) {
+    ADD_FAILURE() << "no metric " << name << " in " << cell.at("metrics").dump();
+    return NAN;
+  }
+  return cell.at("metrics").at(name).at("value").get<double>();
+}
+
+TEST(LoadE2E, EveryScenarioRunsOnTheNullRunnerWithTheFiguresItsServiceTimeImplies) {
+  TempDir dir("load_null_run");
+  const std::string matrix = dir / "load.yaml", db = dir / "r.db";
+  WriteText(matrix, kNullLoadMatrix);
+  // Every cell ends ok; one is not valid, which --fail-on-invalid makes exit 1.
+  auto run = Dlbench({"run", matrix, "--fail-on-invalid"}, dir, db);
+  ASSERT_EQ(run.exit_code, 1) << run.out << run.err;
+  EXPECT_NE(run.err.find("1 ok cell is not valid"), std::string::npos) << run.err;
+  auto cells = ExportedCells(dir, db);
+  ASSERT_EQ(cells.size(), 5u);
+  for (const auto& [name, c] : cells) {
+    ASSERT_EQ(c.at("outcome"), "ok") << name << ": " << c.at("message");
+    EXPECT_EQ(c.at("effective").at("virtual_time"), true) << name;
+  }
+
+  // Single stream: every query takes exactly 2.01 ms; it stops at h(1) + 1 = 64 queries or 0.5 s,
+  // whichever is later: 249 queries of 2.01 ms first span 0.5 s.
+  const nlohmann::json& single = cells.at("single_stream");
+  EXPECT_EQ(single.at("verdict"), "valid") << single.at("verdict_reasons");
+  EXPECT_EQ(single.at("stop_reason"), "min_queries");
+  EXPECT_EQ(Metric(single, "load_queries"), 249);
+  EXPECT_EQ(Metric(single, "query_latency_p50_ns"), 2.01e6);
+  EXPECT_EQ(Metric(single, "query_latency_p99_ns"), 2.01e6);
+  EXPECT_EQ(Metric(single, "query_latency_early_stopping_ns"), 2.01e6);  // the headline
+  EXPECT_NEAR(Metric(single, "load_qps_without_overhead"), 1 / 2.01e-3, 1e-6);
+  EXPECT_EQ(single.at("extras").at("load").at("headline").at("metric"), "query_latency_early_stopping_ns");
+
+  // Multi stream: 8 samples per query, 2.08 ms; p99 claims need h(1) + 1 = 662 queries.
+  const nlohmann::json& multi = cells.at("multi_stream");
+  EXPECT_EQ(multi.at("verdict"), "valid") << multi.at("verdict_reasons");
+  EXPECT_EQ(Metric(multi, "load_queries"), 662);
+  EXPECT_EQ(Metric(multi, "query_latency_p99_ns"), 2.08e6);
+
+  // Offline: 1000 samples in 10 batches of 3 ms: 30 ms a query, 33,333 samples/s.
+  const nlohmann::json& offline = cells.at("offline");
+  EXPECT_EQ(offline.at("verdict"), "valid") << offline.at("verdict_reasons");
+  EXPECT_EQ(Metric(offline, "query_latency_mean_ns"), 30e6);
+  EXPECT_NEAR(Metric(offline, "load_samples_per_s"), 1000 / 0.030, 1e-6);
+
+  // Server at 200/s, 40% of capacity: a query that finds the server idle takes 2.01 ms; queueing
+  // adds to some; p99 within the 10 ms bound with every query within it: h(0) = 459 queries, and
+  // 0.5 s (about 100 queries at 200/s) is reached before.
+  const nlohmann::json& under = cells.at("server@200.0");
+  EXPECT_EQ(under.at("verdict"), "valid") << under.at("verdict_reasons");
+  EXPECT_EQ(under.at("stop_reason"), "early_stopping");
+  EXPECT_EQ(Metric(under, "query_latency_min_ns"), 2.01e6);
+  EXPECT_GT(Metric(under, "query_latency_p99_ns"), 2.01e6);
+  EXPECT_LE(Metric(under, "query_latency_p99_ns"), 10e6);
+  EXPECT_EQ(Metric(under, "load_latency_bound_met"), 1);
+  EXPECT_EQ(Metric(under, "load_early_stopping_met"), 1);
+  EXPECT_EQ(Metric(under, "load_issue_kept_up"), 1);
+  EXPECT_GE(Metric(under, "load_queries"), 459);
+
+  // Server at 800/s, 161% of capacity: the queue grows without bound; over_bound names the p99.
+  const nlohmann::json& over = cells.at("server@800.0");
+  EXPECT_EQ(over.at("verdict"), "over_bound") << over.at("verdict_reasons");
+  const std::string reason = over.at("verdict_reasons").at(0);
+  EXPECT_EQ(reason.rfind("over_bound: p99 ", 0), 0u) << reason;
+  EXPECT_NE(reason.find(" s > latency_bound_ms 10 ("), std::string::npos) << reason;  // seconds of queueing
+  EXPECT_GT(Metric(over, "query_latency_p99_ns"), 10e6);
+  EXPECT_EQ(Metric(over, "load_latency_bound_met"), 0);
+  // It completes no faster than its capacity.
+  EXPECT_LE(Metric(over, "load_completed_samples_per_s"), 1 / 2.01e-3 + 1e-6);
+
+  // show prints the load figures of load cells.
+  auto show = Dlbench({"show", "latest"}, dir, db);
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("p99"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("over_bound: p99 "), std::string::npos) << show.out;
+
+  // The query records are stored: every received query's latency as the series load.latency_ns.
+  auto series = Dlbench({"export", "latest", "--series"}, dir, db);
+  ASSERT_EQ(series.exit_code, 0) << series.err;
+  EXPECT_NE(series.out.find("load.latency_ns"), std::string::npos);
+}
+
+TEST(LoadE2E, DroppedOrRepeatedQueryIdsMakeTheCellInvalidNamingThem) {
+  TempDir dir("load_null_ids");
+  const std::string matrix = dir / "ids.yaml", db = dir / "r.db";
+  WriteText(matrix,
+            "runner: null\nmeasure:\n  min_time_s: 0.1\nmatrix:\n  scenario: infer\n  load: single_stream\n"
+            "  inject: [drop_query, duplicate_query]\n  inject_at_step: 30\n");
+  auto run = Dlbench({"run", matrix}, dir, db);
+  EXPECT_NE(run.exit_code, 0) << run.out << run.err;
+  auto exported = Dlbench({"export", "latest", "--format", "json"}, dir, db);
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  std::map<std::string, nlohmann::json> cells;
+  const nlohmann::json doc = nlohmann::json::parse(exported.out);
+  for (const nlohmann::json& c : doc.at("cells")) cells[c["params"]["inject"]] = c;
+  ASSERT_EQ(cells.size(), 2u);
+  EXPECT_EQ(cells["drop_query"].at("outcome"), "invalid");
+  EXPECT_NE(
+      cells["drop_query"].at("message").get<std::string>().find("1 issued query never arrived (query id 30)"),
+      std::string::npos)
+      << cells["drop_query"].at("message");
+  EXPECT_EQ(cells["duplicate_query"].at("outcome"), "invalid");
+  EXPECT_NE(cells["duplicate_query"].at("message").get<std::string>().find(
+                "1 record repeated a query id already received (query id 30)"),
+            std::string::npos)
+      << cells["duplicate_query"].at("message");
+}
+
+TEST(LoadE2E, LoadKeysNeedALoadAndTheServiceTimeIsTheNullRunners) {
+  TempDir dir("load_null_keys");
+  const std::string matrix = dir / "k.yaml", db = dir / "r.db";
+  WriteText(matrix, "runner: null\nmatrix:\n  scenario: infer\n  service_us: 500\n");
+  auto plan = Dlbench({"plan", matrix}, dir, db);
+  EXPECT_NE(plan.exit_code, 0);
+  EXPECT_NE(plan.err.find("service_us: applies only with load"), std::string::npos) << plan.err;
+  WriteText(matrix,
+            "runner: torch\nmatrix:\n  model: resnet50\n  scenario: infer\n  load: offline\n"
+            "  service_us: 500\n");
+  auto torch = Dlbench({"plan", matrix}, dir, db);
+  EXPECT_NE(torch.exit_code, 0);
+  EXPECT_NE(torch.err.find("service_us: valid only with runner null"), std::string::npos) << torch.err;
 }
 
 }  // namespace

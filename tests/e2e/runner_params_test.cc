@@ -25,6 +25,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/subprocess.h"
+#include "config/load_rules.h"
 #include "config/matrix.h"
 #include "config/registry.h"
 #include "orchestrator/process_tree.h"
@@ -319,6 +320,28 @@ Result<Answer> Ask(const std::string& runner, const json& params, bool valid, bo
   return Configure(RunnerBinary(runner), params);
 }
 
+// dlbench-null serves a cell with `load` (runners/null/virtual_load.h), and a load key applies only
+// with a load whose scenario it belongs to (a rule across keys, config::CheckLoadCell): a load key's
+// case is sent in the first scenario that rule accepts it in, with the server's target_qps and,
+// for target_qps (whose `max` needs it), a latency bound.
+void AddLoadContext(const std::string& key, const json& first_valid, json& params) {
+  params["scenario"] = "infer";
+  if (key == "load") {
+    if (first_valid == "server") params["target_qps"] = 100;
+    return;
+  }
+  for (const char* load : {"single_stream", "multi_stream", "server", "offline"}) {
+    config::Combination cell = {{"scenario", "infer"}, {"load", load}, {key, first_valid}};
+    if (std::string(load) == "server" && key != "target_qps") cell["target_qps"] = 100;
+    if (key == "target_qps") cell["latency_bound_ms"] = 10;
+    if (!config::CheckLoadCell(cell).empty()) continue;
+    for (const auto& [name, value] : cell) {
+      if (name != key) params[name] = value;
+    }
+    return;
+  }
+}
+
 class RunnerAgreesWithRegistry : public ::testing::TestWithParam<Key> {};
 
 TEST_P(RunnerAgreesWithRegistry, OnEveryBoundValueAndType) {
@@ -329,13 +352,20 @@ TEST_P(RunnerAgreesWithRegistry, OnEveryBoundValueAndType) {
   for (const Case& c : cases) {
     json params = BaseCell(key.runner);
     params[key.spec->name] = c.value;
-    // world_size other than 1 needs a distributed strategy (a rule across keys, kept in the
-    // runner): under ddp, which this build does not implement, a valid value is `unsupported`.
-    if (key.runner == "torch" && key.spec->name == "world_size") params["strategy"] = "ddp";
+    // world_size other than 1 and the ddp keys need strategy ddp (a rule across keys, kept in the
+    // runner); a validation-only CONFIGURE is stopped before the rank would join its group.
+    if (key.runner == "torch" && (key.spec->name == "world_size" || key.spec->name == "ddp_mode" ||
+                                  key.spec->name == "backend" || key.spec->name == "bucket_cap_bytes"))
+      params["strategy"] = "ddp";
     // data: jpeg_dir and tfrecord read data_path (a rule across keys; the path is opened later).
     if (key.runner == "torch" && key.spec->name == "data") params["data_path"] = "/nonexistent/data";
     // pipeline_only needs a pipeline: a host-fed data source.
     if (key.runner == "torch" && key.spec->name == "pipeline_only") params["data"] = "host";
+    if (key.runner == "null" && config::CheckLoadCell({{key.spec->name, cases.front().value}}).size() == 1 &&
+        config::CheckLoadCell({{key.spec->name, cases.front().value}})[0].key == key.spec->name) {
+      AddLoadContext(key.spec->name, cases.front().value, params);
+      if (key.spec->name == "load" && c.value == "server") params["target_qps"] = 100;
+    }
     // inject: wrong_type names the field it sends with the wrong type (another rule across keys).
     if (key.runner == "null" && key.spec->name == "inject" && c.value == "wrong_type")
       params["fault_field"] = "READY.effective";
@@ -380,7 +410,9 @@ class RunnerCells : public ::testing::TestWithParam<std::string> {};
 TEST_P(RunnerCells, AcceptThePlannedDefaultCell) {
   const std::string& runner = GetParam();
   std::string yaml = "runner: " + runner + "\nmatrix:\n";
-  const json base = BaseCell(runner);
+  json base = BaseCell(runner);
+  // The plan checks the torch runner's model names (config/model_rules.h): a real one.
+  if (runner == "torch") base["model"] = "resnet50";
   for (const auto& [name, value] : base.items()) yaml += "  " + name + ": " + value.dump() + "\n";
   if (base.empty()) yaml += "  batch_size: 1\n";
   Result<config::Matrix> matrix = config::ParseMatrix(yaml, "m.yaml");

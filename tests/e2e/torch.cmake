@@ -2,6 +2,6 @@
 # Only when LibTorch was found (the top-level CMakeLists.txt says so at configure time).
 if(TARGET dlbench-torch)
   dlbench_add_test(torch_e2e_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/torch_e2e_test.cc
-    DEPS dlbench::store dlbench::common LABELS e2e torch)
+    DEPS dlbench::store dlbench::config dlbench::common LABELS e2e torch)
   add_dependencies(torch_e2e_test dlbench dlbench-torch)
 endif()

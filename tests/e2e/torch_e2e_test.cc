@@ -3,9 +3,11 @@
 // an outcome, not a crash.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "config/model_rules.h"
 #include "e2e_util.h"
 #include "record/metrics.h"
 #include "store/result_store.h"
@@ -34,6 +36,54 @@ TEST(TorchE2E, ModelsListsTheZooWithParametersAndFlops) {
   ASSERT_EQ(table.exit_code, 0) << table.err;
   EXPECT_NE(table.out.find("25.56 M"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("bert_base"), std::string::npos) << table.out;
+}
+
+// The plan's model table (config/model_rules.h) is what the runner builds: the same names, and
+// for each the registry's size keys among the sizes the runner reports.
+TEST(TorchE2E, ThePlansModelTableIsTheRunners) {
+  TempDir dir("model_table");
+  auto json = Dlbench({"models", "--json"}, dir, dir / "r.db");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  std::map<std::string, std::vector<std::string>> runner;
+  for (const auto& m : nlohmann::json::parse(json.out)) {
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : m["sizes"].items()) {
+      const auto& all = config::ModelSizeKeys();
+      if (std::binary_search(all.begin(), all.end(), k)) keys.push_back(k);
+    }
+    std::sort(keys.begin(), keys.end());
+    runner[m["model"].get<std::string>()] = keys;
+  }
+  std::map<std::string, std::vector<std::string>> table;
+  for (const auto& m : config::TorchModelTable()) table[m.name] = m.size_keys;
+  EXPECT_EQ(table, runner);
+}
+
+// A size key the model does not read is left out of its cells with a warning (so bert_base with
+// image_size keeps its twin's identity), and an unknown model stops `plan` and `run` at its line.
+TEST(TorchE2E, PlanDropsSizeKeysAModelIgnoresAndRefusesUnknownModels) {
+  TempDir dir("model_rules");
+  const std::string matrix = dir / "m.yaml";
+  WriteText(
+      matrix,
+      "runner: torch\nmatrix:\n  model: [resnet50, bert_base]\n  image_size: [32]\n  batch_size: [1]\n");
+  auto plan = Dlbench({"plan", matrix, "--json"}, dir, dir / "r.db");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_NE(plan.err.find(matrix + ":4:3: warning: image_size does not apply to bert_base (it reads heads, "
+                                   "hidden_size, layers, num_classes, seq_len, vocab_size)"),
+            std::string::npos)
+      << plan.err;
+  for (const auto& c : nlohmann::json::parse(plan.out)) {
+    const bool bert = c["params"]["model"] == "bert_base";
+    EXPECT_EQ(c["params"].contains("image_size"), !bert) << c.dump();
+  }
+  WriteText(matrix, "runner: torch\nmatrix:\n  model: [resnet50, resnet5O]\n  batch_size: [1]\n");
+  for (const char* command : {"plan", "run"}) {
+    auto refused = Dlbench({command, matrix}, dir, dir / "r.db");
+    EXPECT_EQ(refused.exit_code, 2) << command << refused.out << refused.err;
+    EXPECT_NE(refused.err.find(matrix + ":3:3: error: model: unknown model 'resnet5O'"), std::string::npos)
+        << command << refused.err;
+  }
 }
 
 TEST(TorchE2E, FourModelsTrainAndInferThroughDlbenchRun) {

@@ -79,7 +79,8 @@ class FashionCnn : public ZooModel {
   double ForwardFlopsPerSample() const override { return 2.0 * macs_; }
 
   nlohmann::json EffectiveOptions() const override {
-    return {{"image_size", kImageSize},
+    // The input is fixed (image_size is not read): named apart from the size keys.
+    return {{"input", "1 x 28 x 28"},
             {"base_width", filters_},
             {"hidden_size", dense_units_},
             {"num_classes", num_classes_},

@@ -1,0 +1,32 @@
+// The c10d rendezvous and process group of one ddp rank (docs/distributed.md). Rank 0 serves the
+// TCPStore on the address CONFIGURE names; every rank then joins one process group through it:
+// Gloo (CPU tensors, compiled when the build has Gloo's headers) or NCCL (CUDA tensors, compiled
+// only into a LibTorch with NCCL: process_group_nccl_cuda.cc).
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+namespace dlbench::torchrunner::ddp {
+
+// Connects to (rank 0: serves) the TCPStore at addr:port for `world_size` ranks. Throws
+// c10::Error (or std::runtime_error) when the store cannot be reached within `timeout`.
+c10::intrusive_ptr<c10d::Store> ConnectStore(const std::string& addr, int port, int rank, int world_size,
+                                             std::chrono::milliseconds timeout);
+
+// Whether this runner has each process group compiled in.
+bool GlooCompiledIn();
+bool NcclCompiledIn();
+
+// The process group the Reducer and the collectives use; in LibTorch 2.x the backend wrapped in a
+// c10d::ProcessGroup with it as the default backend, as the Reducer wants. Throws
+// UnsupportedError (failure.h) when the backend is not compiled in; c10d errors otherwise (a
+// rank that does not arrive within `timeout`).
+c10::intrusive_ptr<c10d::ProcessGroup> MakeGlooGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                                     int world_size, std::chrono::milliseconds timeout);
+c10::intrusive_ptr<c10d::ProcessGroup> MakeNcclGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                                     int world_size, std::chrono::milliseconds timeout);
+
+}  // namespace dlbench::torchrunner::ddp

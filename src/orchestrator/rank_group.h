@@ -1,0 +1,33 @@
+// A ddp cell on one host: world_size rank processes of the cell's runner, supervised as one cell
+// (docs/distributed.md, adr/0012-rank-data-in-configure.md). Every rank gets its rank, the world
+// size and a c10d TCPStore rendezvous on 127.0.0.1 at a free port in its CONFIGURE; rank 0's
+// steps are measured, and its measurement policy's STOP goes to every rank. A rank that fails
+// (crashes, exits without DONE, hangs past its timeout, reports ERROR) ends the cell with that
+// outcome, the message naming the rank; the other ranks are killed, and nothing they started is
+// left running. The stored cell holds every rank's step records.
+#pragma once
+
+#include <vector>
+
+#include "common/error.h"
+#include "orchestrator/cell_runner.h"
+#include "plan/plan.h"
+#include "record/records.h"
+
+namespace dlbench::orchestrator {
+
+// The cell's world_size when its strategy is ddp, else 1. A ddp cell of world_size 1 runs as an
+// ordinary cell (its runner makes a group of one without a rendezvous).
+int RankGroupSize(const plan::Cell& cell);
+
+// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0 and released): rank 0's
+// TCPStore binds it next. Another process could take it in between; rank 0 then fails to serve
+// the store and the cell ends with that error rather than joining a stranger's group.
+Result<int> FreeLoopbackPort();
+
+// Runs `cell` as `world_size` ranks; `rec` is RunCell's record of the cell (identity, parameters,
+// rank 0's log paths) and receives the outcome, rank 0's conversation and every rank's steps.
+void RunRankGroup(const plan::Cell& cell, const CellRunOptions& options, int world_size,
+                  std::vector<record::SeriesPoint> idle_series, record::CellRecord& rec);
+
+}  // namespace dlbench::orchestrator

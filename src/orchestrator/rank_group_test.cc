@@ -1,0 +1,158 @@
+// A ddp cell's ranks as the orchestrator launches and supervises them (rank_group.h), with
+// dlbench-null ranks in virtual time: every rank's records are stored with their rank, the ranks
+// stop together, a rank that crashes or hangs ends the cell naming it, and nothing is left running.
+// The launcher variables never reach a runner.
+#include "orchestrator/rank_group.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "common/files.h"
+#include "orchestrator/cell_runner.h"
+#include "orchestrator/process_tree.h"
+
+namespace dlbench::orchestrator {
+namespace {
+
+class RankGroupTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("dlbench_rank_group_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  CellRunOptions Options() const {
+    CellRunOptions o;
+    auto runner = ResolveRunner(config::RunnerSpec{"null", {}}, DLBENCH_BIN_DIR);
+    EXPECT_TRUE(runner.ok());
+    o.runner = *runner;
+    o.log_dir = dir_.string();
+    o.timeout_s = 20;
+    o.measure.min_steps = 20;
+    o.measure.min_time_s = 0.05;
+    o.measure.max_time_s = 2.0;
+    o.measure.target_rel_ci = 0.05;
+    o.stop_grace_s = 0.5;
+    o.exit_grace_s = 0.5;
+    return o;
+  }
+
+  // Rank 0 measures long enough (500 steps at 10x real time: 50 ms) for a fault at another rank's
+  // first step to happen before rank 0's STOP reaches it.
+  CellRunOptions SlowOptions() const {
+    CellRunOptions o = Options();
+    o.measure.min_steps = 500;
+    return o;
+  }
+
+  record::CellRecord Run(nlohmann::json params, const CellRunOptions& o) const {
+    plan::Cell cell;
+    cell.id = "c#r0";
+    cell.key = "c";
+    cell.seed = 7;
+    params["virtual_time"] = true;
+    params["virtual_speedup"] = 10.0;
+    params["step_ms"] = 1.0;
+    for (auto& [k, v] : params.items()) cell.params[k] = v;
+    return RunCell(cell, o);
+  }
+
+  std::filesystem::path dir_;
+};
+
+std::map<std::uint32_t, std::size_t> StepsPerRank(const record::CellRecord& rec) {
+  std::map<std::uint32_t, std::size_t> n;
+  for (const auto& row : rec.steps) ++n[row.rank];
+  return n;
+}
+
+TEST(RankGroupSizeTest, IsTheWorldSizeOfADdpCellOnly) {
+  plan::Cell cell;
+  EXPECT_EQ(RankGroupSize(cell), 1);
+  cell.params["world_size"] = 4;
+  EXPECT_EQ(RankGroupSize(cell), 1) << "strategy none";
+  cell.params["strategy"] = "ddp";
+  EXPECT_EQ(RankGroupSize(cell), 4);
+}
+
+TEST(FreeLoopbackPortTest, IsAPortNumber) {
+  auto port = FreeLoopbackPort();
+  ASSERT_TRUE(port.ok()) << port.error().message;
+  EXPECT_GT(*port, 0);
+  EXPECT_LE(*port, 65535);
+}
+
+TEST_F(RankGroupTest, TwoRanksStoreEveryRanksStepsAndStopTogether) {
+  const record::CellRecord rec = Run({{"strategy", "ddp"}, {"world_size", 2}}, Options());
+  ASSERT_EQ(rec.outcome, record::Outcome::kOk) << rec.message;
+  const auto per_rank = StepsPerRank(rec);
+  ASSERT_EQ(per_rank.size(), 2u) << "rank 0's and rank 1's records";
+  EXPECT_GE(per_rank.at(0), 20u);
+  EXPECT_GE(per_rank.at(1), 1u);
+  ASSERT_TRUE(rec.extras.contains("ddp")) << rec.extras.dump();
+  const auto& ranks = rec.extras["ddp"]["ranks"];
+  ASSERT_EQ(ranks.size(), 2u);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(ranks[r]["rank"], r);
+    EXPECT_EQ(ranks[r]["outcome"], std::string(record::Name(record::Outcome::kOk)));
+    EXPECT_FALSE(ranks[r].contains("killed"));
+  }
+  EXPECT_EQ(rec.extras["ddp"]["rendezvous"].get<std::string>().rfind("tcp://127.0.0.1:", 0), 0u);
+  EXPECT_TRUE(std::filesystem::exists(ranks[1]["stderr"].get<std::string>())) << "rank 1 has its own logs";
+  EXPECT_TRUE(Descendants(::getpid()).empty()) << "nothing is left running";
+}
+
+TEST_F(RankGroupTest, ARankThatCrashesEndsTheCellNamingItAndTheOthersAreStopped) {
+  const record::CellRecord rec = Run({{"strategy", "ddp"},
+                                      {"world_size", 3},
+                                      {"inject", "crash"},
+                                      {"inject_rank", 2},
+                                      {"inject_at_step", 1}},
+                                     SlowOptions());
+  EXPECT_EQ(rec.outcome, record::Outcome::kCrashed) << rec.message;
+  EXPECT_EQ(rec.message.rfind("rank 2 of 3: ", 0), 0u) << rec.message;
+  EXPECT_EQ(rec.verdict, record::Verdict::kNotApplicable);
+  const auto& ranks = rec.extras["ddp"]["ranks"];
+  ASSERT_EQ(ranks.size(), 3u);
+  EXPECT_EQ(ranks[2]["outcome"], std::string(record::Name(record::Outcome::kCrashed)));
+  EXPECT_TRUE(Descendants(::getpid()).empty()) << "nothing is left running";
+}
+
+TEST_F(RankGroupTest, ARankThatHangsEndsTheCellAsATimeoutNamingIt) {
+  const record::CellRecord rec = Run(
+      {{"strategy", "ddp"}, {"world_size", 2}, {"inject", "hang"}, {"inject_rank", 1}, {"inject_at_step", 1}},
+      SlowOptions());
+  EXPECT_EQ(rec.outcome, record::Outcome::kTimeout) << rec.message;
+  EXPECT_EQ(rec.message.rfind("rank 1 of 2: ", 0), 0u) << rec.message;
+  EXPECT_TRUE(Descendants(::getpid()).empty()) << "nothing is left running";
+}
+
+TEST_F(RankGroupTest, LauncherVariablesNeverReachARunner) {
+  // A command runner that prints its environment (and then fails the cell: it speaks no protocol).
+  ASSERT_EQ(setenv("RANK", "3", 1), 0);
+  ASSERT_EQ(setenv("MASTER_PORT", "29500", 1), 0);
+  ASSERT_EQ(setenv("SLURM_PROCID", "3", 1), 0);
+  CellRunOptions o = Options();
+  o.runner = RunnerCommand{{"/usr/bin/env"}, "env"};
+  const record::CellRecord rec = Run(nlohmann::json::object(), o);
+  unsetenv("RANK");
+  unsetenv("MASTER_PORT");
+  unsetenv("SLURM_PROCID");
+  auto out = ReadFile(rec.stdout_path);
+  ASSERT_TRUE(out.ok()) << rec.stdout_path;
+  const std::string env = "\n" + *out;
+  EXPECT_NE(env.find("\nDLBENCH_PROTOCOL_FD_IN="), std::string::npos) << *out;
+  for (const char* name : {"\nRANK=", "\nMASTER_PORT=", "\nSLURM_PROCID="})
+    EXPECT_EQ(env.find(name), std::string::npos) << name << " reached the runner:\n" << *out;
+}
+
+}  // namespace
+}  // namespace dlbench::orchestrator

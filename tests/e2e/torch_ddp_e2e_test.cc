@@ -1,0 +1,152 @@
+// Data-parallel training through the real `dlbench run` and dlbench-torch ranks (Gloo, CPU, a tiny
+// ResNet): two ranks of each ddp_mode end bitwise identical and store both ranks' steps; a run in
+// which the ranks forget to reduce their gradients (the test-only fault) fails its cells; a rank
+// killed mid-cell ends the cell naming it, with no rank left running.
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <thread>
+
+#include "e2e_sqlite.h"
+#include "e2e_util.h"
+#include "orchestrator/process_tree.h"
+
+namespace dlbench::e2e {
+namespace {
+
+std::string Matrix(const std::string& modes, const std::string& measure) {
+  return R"(runner: torch
+matrix:
+  model: resnet50
+  image_size: 32
+  base_width: 4
+  num_classes: 4
+  batch_size: 2
+  lr: 0.01
+  device: cpu
+  strategy: ddp
+  world_size: 2
+  ddp_mode: )" +
+         modes + R"(
+timeout_s: 180
+measure:
+)" + measure;
+}
+
+const char* kShortMeasure = R"(  min_steps: 5
+  min_time_s: 0.2
+  max_time_s: 2
+  target_rel_ci: 0.5
+)";
+
+std::map<std::uint32_t, std::size_t> StepsPerRank(const record::CellRecord& c) {
+  std::map<std::uint32_t, std::size_t> n;
+  for (const auto& row : c.steps) ++n[row.rank];
+  return n;
+}
+
+int UsableCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+}
+
+TEST(TorchDdpE2E, TwoGlooRanksStayBitwiseIdenticalInBothModes) {
+  TempDir dir("torch_ddp");
+  const std::string matrix = dir / "m.yaml", db = dir / "r.db";
+  WriteText(matrix, Matrix("[overlap, serial]", kShortMeasure));
+  const CommandResult run = Dlbench({"run", matrix, "--out", dir / "out"}, dir, db);
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  const auto cells = Cells(db, 1, /*steps=*/true);
+  ASSERT_EQ(cells.size(), 2u) << run.out << run.err;
+  for (const auto& c : cells) {
+    SCOPED_TRACE(c.label + ": " + c.message);
+    ASSERT_EQ(c.outcome, record::Outcome::kOk);
+    const std::string mode = c.params.value("ddp_mode", std::string());
+    const nlohmann::json& ddp = c.effective["ddp"];
+    EXPECT_EQ(ddp["backend"], "gloo");
+    EXPECT_EQ(ddp["ddp_mode"], mode);
+    EXPECT_EQ(ddp["world_size"], 2);
+    EXPECT_GE(ddp["buckets"].get<int>(), 1);
+    EXPECT_EQ(c.effective["threads"], std::max(1, UsableCpus() / 2)) << "the CPUs shared between the ranks";
+    const auto per_rank = StepsPerRank(c);
+    ASSERT_EQ(per_rank.size(), 2u);
+    EXPECT_EQ(per_rank.at(0), per_rank.at(1)) << "the ranks agree when to stop, so they run the same steps";
+    for (const auto& row : c.steps) {
+      EXPECT_EQ((row.record.present & record::kHasComm) != 0, mode == "serial")
+          << "only serial mode separates the all-reduce";
+    }
+    const nlohmann::json& ranks = c.extras["ddp"]["ranks"];
+    ASSERT_EQ(ranks.size(), 2u);
+    const nlohmann::json& check0 = ranks[0]["parameter_check"];
+    const nlohmann::json& check1 = ranks[1]["parameter_check"];
+    EXPECT_TRUE(check0["identical"].get<bool>());
+    EXPECT_EQ(check0["local_hash"], check1["local_hash"]) << "bitwise identical parameters";
+  }
+}
+
+TEST(TorchDdpE2E, RanksThatDoNotReduceTheirGradientsFailTheCell) {
+  TempDir dir("torch_ddp_fault");
+  const std::string matrix = dir / "m.yaml", db = dir / "r.db";
+  WriteText(matrix, Matrix("[overlap, serial]", kShortMeasure));
+  const CommandResult run = RunCommand({Bin("dlbench"), "--db", db, "run", matrix, "--out", dir / "out"}, dir,
+                                       {{"DLBENCH_TORCH_DDP_FAULT", "skip_reduction"}});
+  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+  const auto cells = Cells(db, 1);
+  ASSERT_EQ(cells.size(), 2u) << run.out << run.err;
+  for (const auto& c : cells) {
+    SCOPED_TRACE(c.label);
+    EXPECT_EQ(c.outcome, record::Outcome::kError) << c.message;
+    EXPECT_NE(c.message.find("the ranks' parameters differ"), std::string::npos) << c.message;
+    // Every rank finds it; the cell names the first whose ERROR arrived.
+    EXPECT_TRUE(c.message.rfind("rank 0 of 2: ", 0) == 0 || c.message.rfind("rank 1 of 2: ", 0) == 0)
+        << c.message;
+  }
+}
+
+TEST(TorchDdpE2E, ARankKilledMidCellEndsTheCellNamingItAndLeavesNoRank) {
+  TempDir dir("torch_ddp_kill");
+  const std::string matrix = dir / "m.yaml", db = dir / "r.db";
+  // A cell that would run for a minute: it is the kill that ends it.
+  WriteText(matrix, Matrix("overlap", "  min_steps: 100000\n  min_time_s: 60\n  max_time_s: 120\n"));
+  SpawnOptions o;
+  o.argv = {Bin("dlbench"), "--db", db, "run", matrix, "--out", dir / "out"};
+  o.stdout_path = dir / "run.out";
+  o.stderr_path = dir / "run.err";
+  auto dlbench = Subprocess::Spawn(o);
+  ASSERT_TRUE(dlbench.ok()) << dlbench.error().message;
+
+  // The two ranks are dlbench's children, started in rank order; wait until both are up and past
+  // their first steps, then kill rank 1.
+  std::vector<pid_t> ranks;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (ranks.size() < 2 && std::chrono::steady_clock::now() < until) {
+    ranks.clear();
+    for (pid_t pid : orchestrator::Descendants(dlbench->pid())) {
+      auto cmdline = ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
+      if (cmdline.ok() && cmdline->find("dlbench-torch") != std::string::npos) ranks.push_back(pid);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(ranks.size(), 2u) << "dlbench started both ranks";
+  std::sort(ranks.begin(), ranks.end());
+  std::this_thread::sleep_for(std::chrono::seconds(8));
+  ASSERT_EQ(::kill(ranks[1], SIGKILL), 0);
+  const ExitStatus st = dlbench->Wait();
+  EXPECT_EQ(st.code, 1) << *ReadFile(dir / "run.err");
+
+  const auto cells = Cells(db, 1);
+  ASSERT_EQ(cells.size(), 1u);
+  const record::CellRecord& c = cells[0];
+  EXPECT_EQ(c.outcome, record::Outcome::kCrashed) << c.message;
+  EXPECT_EQ(c.message.rfind("rank 1 of 2: runner killed by SIGKILL", 0), 0u) << c.message;
+  EXPECT_EQ(c.extras["ddp"]["ranks"][1]["pid"], ranks[1]) << "the killed process was rank 1";
+  for (pid_t pid : ranks) EXPECT_NE(::kill(pid, 0), 0) << "rank process " << pid << " is gone";
+}
+
+}  // namespace
+}  // namespace dlbench::e2e
