@@ -2,6 +2,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "plan/selection.h"
 #include "record/metrics.h"
 #include "stats/descriptive.h"
+#include "stats/olympic.h"
 
 namespace dlbench::cli {
 
@@ -90,6 +92,56 @@ void PrintRepetitions(const std::vector<record::CellRecord>& cells) {
       table.Render().c_str());
 }
 
+// Converge cells (docs/convergence.md) of one key: MLPerf's score of their time to target, the
+// olympic mean (stats/olympic.h), with its spread. Every converge cell counts, reached or not; a
+// cell that did not end ok counts as not converged.
+void PrintConvergence(const std::vector<record::CellRecord>& cells) {
+  std::map<std::string, std::vector<const record::CellRecord*>> by_key;
+  std::vector<std::string> order;
+  for (const auto& c : cells) {
+    if (c.params.value("scenario", std::string()) != "converge") continue;
+    auto& group = by_key[c.key];
+    if (group.empty()) order.push_back(c.key);
+    group.push_back(&c);
+  }
+  Table table({{"cell", false},
+               {"runs", true},
+               {"reached", true},
+               {"olympic mean s", true},
+               {"min s", true},
+               {"max s", true},
+               {"stddev s", true},
+               {"steps (mean)", true},
+               {"best acc (mean)", true}});
+  std::vector<std::string> notes;
+  auto seconds = [](double v) { return std::isfinite(v) ? fmt::format("{:.2f}", v) : std::string("-"); };
+  for (const std::string& key : order) {
+    const auto& group = by_key[key];
+    std::vector<std::optional<double>> times;
+    std::vector<double> steps, best;
+    for (const record::CellRecord* c : group) {
+      const bool ok =
+          c->outcome == record::Outcome::kOk && MetricValue(*c, record::metric::kTargetReached) == 1.0;
+      times.push_back(ok ? MetricValue(*c, record::metric::kTimeToTargetS) : std::nullopt);
+      if (ok) steps.push_back(MetricValue(*c, record::metric::kStepsToTarget).value_or(NAN));
+      if (auto b = MetricValue(*c, record::metric::kBestEvalAccuracy)) best.push_back(*b);
+    }
+    const stats::OlympicScore score = stats::OlympicMean(times);
+    table.AddRow({group.front()->label, std::to_string(score.runs), std::to_string(score.converged),
+                  score.mean ? seconds(*score.mean) : "-", seconds(score.min), seconds(score.max),
+                  seconds(score.stddev),
+                  steps.empty() ? "-" : fmt::format("{:.0f}", stats::ComputeMoments(steps).mean),
+                  best.empty() ? "-" : fmt::format("{:.4f}", stats::ComputeMoments(best).mean)});
+    if (!score.mean) notes.push_back(group.front()->label + ": no olympic mean: " + score.no_score);
+  }
+  if (table.empty()) return;
+  std::printf(
+      "\nConvergence (time to target over the runs of one cell; MLPerf's olympic mean drops the "
+      "fastest and the slowest):\n%s",
+      table.Render().c_str());
+  for (const auto& n : notes) std::printf("  %s\n", TerminalSafe(n).c_str());
+}
+
 // The input-bound verdicts (orchestrator/input_analysis.h): each cell reading host data against
 // its control, with the figures behind the conclusion and what would help.
 void PrintInputVerdicts(const std::vector<record::CellRecord>& cells) {
@@ -163,6 +215,7 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
   std::printf("%s", table.Render().c_str());
   std::printf("%s", RenderLoadCells(*cells).c_str());
   PrintRepetitions(*cells);
+  PrintConvergence(*cells);
   PrintInputVerdicts(*cells);
 
   bool header = false;

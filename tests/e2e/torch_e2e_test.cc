@@ -24,10 +24,14 @@ TEST(TorchE2E, ModelsListsTheZooWithParametersAndFlops) {
   const nlohmann::json models = nlohmann::json::parse(json.out);
   std::map<std::string, nlohmann::json> by_name;
   for (const auto& m : models) by_name[m["model"].get<std::string>()] = m;
-  ASSERT_EQ(by_name.size(), 4u) << json.out;
+  ASSERT_EQ(by_name.size(), 6u) << json.out;
   EXPECT_EQ(by_name["resnet50"]["parameters"], 25'557'032);
   EXPECT_EQ(by_name["mobilenet_v2"]["parameters"], 3'504'872);
   EXPECT_EQ(by_name["bert_base"]["parameters"], 109'483'778);
+  // conv1 32 x 5 x 5 + 32, conv2 64 x 32 x 5 x 5 + 64, dense 3136 x 1024 + 1024, logits 1024 x 10 + 10;
+  // the BN variant adds a weight and a bias per channel (2 x (32 + 64)).
+  EXPECT_EQ(by_name["fashion_cnn"]["parameters"], 832 + 51'264 + 3'212'288 + 10'250);
+  EXPECT_EQ(by_name["fashion_cnn_bn"]["parameters"], 832 + 51'264 + 3'212'288 + 10'250 + 192);
   EXPECT_NEAR(by_name["resnet50"]["forward_flops_per_sample"].get<double>() / 2e9, 4.089, 0.02 * 4.089);
   EXPECT_DOUBLE_EQ(by_name["resnet50"]["train_flops_per_sample"].get<double>(),
                    3 * by_name["resnet50"]["forward_flops_per_sample"].get<double>());
