@@ -33,6 +33,9 @@ packages=(
   # the input pipeline (docs/input-pipeline.md): libjpeg-turbo's TurboJPEG API, protobuf for
   # tf.train.Example, Intel ISA-L for TFRecord's CRC-32C
   libturbojpeg0-dev libprotobuf-dev protobuf-compiler libisal-dev
+  # convergence (docs/convergence.md): zlib for the IDX reader's gzip files, and Fashion-MNIST
+  # (60,000 + 10,000 images under /usr/share/datasets/fashion-mnist/)
+  zlib1g-dev dataset-fashion-mnist
   # the Python client (clients/python): its pytest suite, a wheel built and installed in a venv,
   # the PyTorch runner on the CPU, and the ONNX export check
   python3-pytest python3-pip python3-setuptools python3-venv python3-torch python3-torchvision python3-onnx

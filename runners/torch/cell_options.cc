@@ -35,8 +35,8 @@ const char* NameOf(const std::pair<const char*, E> (&names)[N], E value) {
   return names[0].first;
 }
 
-constexpr std::pair<const char*, Scenario> kScenarios[] = {{"train", Scenario::kTrain},
-                                                           {"infer", Scenario::kInfer}};
+constexpr std::pair<const char*, Scenario> kScenarios[] = {
+    {"train", Scenario::kTrain}, {"infer", Scenario::kInfer}, {"converge", Scenario::kConverge}};
 constexpr std::pair<const char*, Precision> kPrecisions[] = {{"fp32", Precision::kFp32},
                                                              {"tf32", Precision::kTf32},
                                                              {"bf16", Precision::kBf16},
@@ -88,7 +88,7 @@ Result<std::optional<DdpOptions>> ParseDdp(const RunnerParams& p, Scenario scena
   if (scenario != Scenario::kTrain) {
     return Invalid(
         "strategy ddp trains data-parallel: it needs scenario train (infer has no gradients to "
-        "all-reduce)");
+        "all-reduce; converge trains in one process)");
   }
   DdpOptions d;
   d.world_size = static_cast<int>(world);
@@ -287,7 +287,7 @@ Status CheckSupported(const TorchCell& cell, const Capabilities& caps) {
             "unsupported: fp16 autocast on cpu needs LibTorch 2.x (1.13's cpu autocast is bf16 only); "
             "use bf16 on cpu");
       }
-      if (!cuda && cell.scenario == Scenario::kTrain) {
+      if (!cuda && Trains(cell.scenario)) {
         return Unsupported(
             "unsupported: fp16 training on cpu (loss scaling runs on CUDA only in this runner); use "
             "bf16 on cpu");

@@ -18,7 +18,10 @@
 
 namespace dlbench::torchrunner {
 
-enum class Scenario { kTrain, kInfer };
+// kConverge trains a zoo model on a real dataset until a target quality (converge.h).
+enum class Scenario { kTrain, kInfer, kConverge };
+// Whether the scenario runs training steps (forward, backward, optimizer step): train and converge.
+inline bool Trains(Scenario scenario) { return scenario != Scenario::kInfer; }
 enum class Precision { kFp32, kTf32, kBf16, kFp16, kInt8 };
 enum class DeviceKind { kCpu, kCuda };
 enum class MemoryFormat { kAuto, kContiguous, kChannelsLast };

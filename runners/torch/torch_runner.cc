@@ -12,6 +12,7 @@
 #include "cell_options.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "converge.h"
 #include "data/feeder.h"
 #include "ddp/cell.h"
 #include "ddp/process_group.h"
@@ -139,9 +140,9 @@ void Build(CellState& s, std::uint64_t seed, int rank) {
   s.memory_format = ResolveMemoryFormat(cell, *s.workload);
   // The model starts from `seed` on every rank; each rank of a ddp cell trains on its own batch.
   s.workload->Prepare(cell, s.device, s.memory_format, ddp::BatchSeed(seed, rank));
-  s.workload->SetTraining(cell.scenario == Scenario::kTrain);
+  s.workload->SetTraining(Trains(cell.scenario));
   s.feeder = std::make_unique<data::Feeder>(cell, *s.workload, s.device, seed);
-  if (cell.scenario == Scenario::kTrain) {
+  if (Trains(cell.scenario)) {
     s.optimizer = s.workload->MakeOptimizer(cell.lr);
     const bool foreach = cell.optimizer_impl == OptimizerImpl::kForeach ||
                          (cell.optimizer_impl == OptimizerImpl::kAuto && s.device.is_cuda());
@@ -162,7 +163,7 @@ void Build(CellState& s, std::uint64_t seed, int rank) {
 std::optional<double> FlopsPerSample(const CellState& s) {
   auto forward = s.workload->ForwardFlopsPerSample();
   if (!forward) return std::nullopt;
-  return s.cell.scenario == Scenario::kTrain ? 3.0 * *forward : *forward;
+  return Trains(s.cell.scenario) ? 3.0 * *forward : *forward;
 }
 
 nlohmann::json Effective(const CellState& s, std::uint64_t seed) {
@@ -203,7 +204,7 @@ nlohmann::json Effective(const CellState& s, std::uint64_t seed) {
     e["compute_capability"] = fmt::format("{}.{}", s.cuda_device->major, s.cuda_device->minor);
     e["device_uuids"].push_back(s.cuda_device->uuid);
   }
-  if (cell.scenario == Scenario::kTrain) {
+  if (Trains(cell.scenario)) {
     e["optimizer"] = s.workload->OptimizerName();
     e["optimizer_impl"] = s.optimizer_impl;
     if (cell.lr) e["lr"] = *cell.lr;
@@ -224,9 +225,8 @@ nlohmann::json Extras(const CellState& s) {
   nlohmann::json info = nlohmann::json::object();
   if (auto flops = FlopsPerSample(s)) {
     metrics.push_back(Metric(record::metric::kFlopsPerSample, *flops));
-    info["flop_convention"] = s.cell.scenario == Scenario::kTrain
-                                  ? "3 x counted forward FLOPs (multiply-add = 2)"
-                                  : "counted forward FLOPs (multiply-add = 2)";
+    info["flop_convention"] = Trains(s.cell.scenario) ? "3 x counted forward FLOPs (multiply-add = 2)"
+                                                      : "counted forward FLOPs (multiply-add = 2)";
   }
   if (s.cuda_device) {
     info["device_name"] = s.cuda_device->name;
@@ -261,7 +261,7 @@ LoopResult RunMeasured(RunnerSession& session, const RunnerLimits& limits, CellS
     try {
       s.feeder->BeginStep(record);
       if (!s.feeder->pipeline_only()) {
-        if (s.cell.scenario == Scenario::kTrain)
+        if (Trains(s.cell.scenario))
           TrainStep(s);
         else
           InferStep(s);
@@ -319,6 +319,28 @@ int RunLoadCell(RunnerSession& session, const RunnerLimits& limits, CellState& s
   return session.SendDone(outcome.reason, outcome.queries).ok() ? 0 : 1;
 }
 
+// A converge cell's training (converge.h), then the same reports as a train cell.
+int RunConvergeCell(RunnerSession& session, const RunnerLimits& limits, CellState& s,
+                    ConvergeCell& converge) {
+  ConvergeContext context{
+      s.workload.get(), s.optimizer.get(), s.device, s.memory_format, s.autocast_dtype, [&s] {
+        TrainStep(s);
+        return s.last_loss;
+      }};
+  try {
+    (void)session.SendMemory(MemorySnapshot(std::string(record::memory::kAfterWarmupLabel), s.cell.device));
+    const ConvergeResult result = converge.Run(session, limits, context);
+    (void)session.SendMemory(MemorySnapshot(std::string(record::memory::kEndLabel), s.cell.device));
+    nlohmann::json extras = Extras(s);
+    for (const auto& m : result.metrics) extras["metrics"].push_back(m);
+    extras["info"]["converge"] = result.info;
+    (void)session.SendExtras(extras);
+    return session.SendDone(result.done_reason, result.steps).ok() ? 0 : 1;
+  } catch (...) {
+    return Report(session, ClassifyException(std::current_exception()));
+  }
+}
+
 }  // namespace
 
 int RunTorchCell(RunnerSession& session) {
@@ -374,9 +396,12 @@ int RunTorchCell(RunnerSession& session) {
   CellState state;
   state.cell = std::move(*cell);
   std::unique_ptr<LoadCell> load_cell;
+  std::unique_ptr<ConvergeCell> converge;
   try {
     Build(state, config->seed, config->rank);
     if (state.cell.ddp) state.ddp = ddp::JoinGroup(*config, state.cell, state.device, *state.workload);
+    if (state.cell.scenario == Scenario::kConverge)
+      converge = std::make_unique<ConvergeCell>(state.cell, *state.workload, state.device, config->seed);
     if (load_settings) {
       load_cell = MakeLoadCell(
           *load_settings, {state.workload.get(), state.device, state.memory_format, state.autocast_dtype},
@@ -387,8 +412,10 @@ int RunTorchCell(RunnerSession& session) {
   }
   nlohmann::json effective = Effective(state, config->seed);
   if (load_cell) effective["load"] = load_cell->Effective();
+  if (converge) effective["converge"] = converge->Effective();
   if (!session.SendReady(effective).ok()) return 1;
   if (load_cell) return RunLoadCell(session, config->limits, state, *load_cell);
+  if (converge) return RunConvergeCell(session, config->limits, state, *converge);
 
   std::exception_ptr step_error;
   const LoopResult loop = RunMeasured(session, config->limits, state, step_error);

@@ -178,7 +178,7 @@ class TorchScriptWorkload final : public Workload {
       throw std::invalid_argument(fmt::format("the TorchScript model rejected the declared inputs ({}): {}",
                                               DescribeInputs(), e.what()));
     }
-    if (cell.scenario == Scenario::kTrain &&
+    if (Trains(cell.scenario) &&
         !(outputs.size() == 1 && outputs[0].dim() == 0 && c10::isFloatingType(outputs[0].scalar_type()))) {
       throw UnsupportedError(
           "unsupported: training a TorchScript model needs its forward to return the loss as one floating "
@@ -186,7 +186,7 @@ class TorchScriptWorkload final : public Workload {
           std::to_string(outputs.size()) + " tensor(s) of shape " +
           fmt::format("{}", fmt::join(outputs[0].sizes().vec(), "x")) + "; use scenario infer");
     }
-    if (cell.scenario == Scenario::kTrain && Parameters().empty()) {
+    if (Trains(cell.scenario) && Parameters().empty()) {
       throw UnsupportedError(
           "unsupported: the TorchScript model has no parameters to train; use scenario infer");
     }

@@ -1,5 +1,6 @@
 // dlbench export RUN: the run as JSON or CSV, its sampled series as CSV, its Prometheus
-// exposition for node_exporter's textfile collector, or its timeline as a Chrome trace.
+// exposition for node_exporter's textfile collector, its timeline as a Chrome trace, or its
+// scalars as TensorBoard event files.
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -10,6 +11,7 @@
 #include "report/escape.h"
 #include "report/export.h"
 #include "report/prometheus.h"
+#include "report/tensorboard.h"
 #include "report/trace.h"
 
 namespace dlbench::cli {
@@ -51,6 +53,10 @@ int Export(const ExportArgs& args, CommandContext& ctx) {
     if (!parsed.ok()) return ReportError(parsed.error());
     steps = *parsed;
   }
+  if (args.format == "tensorboard" && args.output == "-") {
+    return ReportError(MakeError(ErrorKind::kInvalidInput,
+                                 "--format tensorboard writes a folder of event files: name it with -o DIR"));
+  }
   if (args.series && args.format != "json" && args.format != "csv") {
     return ReportError(MakeError(ErrorKind::kInvalidInput,
                                  "--series writes CSV; it does not combine with --format " + args.format));
@@ -71,8 +77,9 @@ int Export(const ExportArgs& args, CommandContext& ctx) {
 
   store::CellQuery query;
   query.index = args.cell;
-  query.with_series = args.series || args.format == "trace";
-  query.with_steps = args.series || args.format == "trace";
+  const bool timeline = args.format == "trace" || args.format == "tensorboard";
+  query.with_series = args.series || timeline;
+  query.with_steps = args.series || timeline;
   auto cells = store->GetCells(*id, query);
   if (!cells.ok()) return ReportError(cells.error());
   if (args.cell && cells->empty()) {
@@ -82,6 +89,13 @@ int Export(const ExportArgs& args, CommandContext& ctx) {
   }
 
   if (args.series) return WriteOutput(args.output, report::SeriesToCsv(*cells));
+  if (args.format == "tensorboard") {
+    auto files = report::WriteTensorBoard(*run, *cells, args.output);
+    if (!files.ok()) return ReportError(files.error());
+    std::fprintf(stderr, "dlbench: wrote %zu TensorBoard event file%s under %s (tensorboard --logdir %s)\n",
+                 files->size(), files->size() == 1 ? "" : "s", args.output.c_str(), args.output.c_str());
+    return kExitOk;
+  }
   if (args.format == "json")
     return WriteOutput(
         args.output,
@@ -99,18 +113,23 @@ int Export(const ExportArgs& args, CommandContext& ctx) {
 void RegisterExport(CLI::App& app, CommandContext& ctx) {
   auto args = std::make_shared<ExportArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "export", "Export a run: JSON, CSV, sampled series, Prometheus text, or a Chrome trace");
+      "export",
+      "Export a run: JSON, CSV, sampled series, Prometheus text, a Chrome trace, or TensorBoard events");
   cmd->add_option("run", args->run, "Run id, tag, or 'latest'")->capture_default_str();
   cmd->add_option("--format", args->format,
                   "json: the run, its environment and every cell; csv: one row per cell; prometheus: the "
-                  "textfile-collector exposition; trace: a Chrome/Perfetto timeline")
-      ->check(CLI::IsMember({"json", "csv", "prometheus", "trace"}))
+                  "textfile-collector exposition; trace: a Chrome/Perfetto timeline; tensorboard: event "
+                  "files of each cell's scalars, one folder per cell under -o DIR")
+      ->check(CLI::IsMember({"json", "csv", "prometheus", "trace", "tensorboard"}))
       ->capture_default_str();
   cmd->add_flag("--series", args->series,
                 "Write the sampled device/host series as CSV (one row per sample, units in the header)");
   cmd->add_option("--cell", args->cell, "Only the cell with this index (series and trace)");
   cmd->add_option("--steps", args->steps, "With --format trace: steps A:B (A to B-1), A: or :B of each rank");
-  cmd->add_option("-o,--output", args->output, "Output file, '-' for stdout")->capture_default_str();
+  cmd->add_option("-o,--output", args->output,
+                  "Output file, '-' for stdout; with --format tensorboard the folder (created; an existing "
+                  "path that is not a folder is refused)")
+      ->capture_default_str();
   cmd->add_option("--db", args->db,
                   "The store: a SQLite file or a postgresql:// URL (overrides the global --db)");
   cmd->callback([args, &ctx] { ctx.exit_code = Export(*args, ctx); });

@@ -2,6 +2,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -15,10 +16,36 @@
 #include "plan/selection.h"
 #include "record/metrics.h"
 #include "stats/descriptive.h"
+#include "stats/olympic.h"
 
 namespace dlbench::cli {
 
 namespace {
+
+// The checks that did not run on a cell, each with why (too few steps or samples, virtual time),
+// from where the analyses record them: extras.stability.skipped and extras.monitor's entries.
+std::vector<std::string> SkippedChecks(const record::CellRecord& c) {
+  std::vector<std::string> out;
+  const nlohmann::json& x = c.extras;
+  if (!x.is_object()) return out;
+  if (auto st = x.find("stability"); st != x.end() && st->is_object()) {
+    if (auto why = st->find("skipped"); why != st->end() && why->is_string())
+      out.push_back("the drift/shift check: " + why->get<std::string>());
+  }
+  if (auto mon = x.find("monitor"); mon != x.end() && mon->is_object()) {
+    for (const auto& [name, entry] : mon->items()) {
+      if (name == "analysis" && entry.is_string()) {
+        const std::string text = entry.get<std::string>();
+        const std::string prefix = "skipped: ";
+        out.push_back("the monitor's checks (energy, throttling, leaks): " +
+                      (text.rfind(prefix, 0) == 0 ? text.substr(prefix.size()) : text));
+      } else if (entry.is_object() && entry.contains("skipped") && entry["skipped"].is_string()) {
+        out.push_back("the leak check on " + name + ": " + entry["skipped"].get<std::string>());
+      }
+    }
+  }
+  return out;
+}
 
 std::string Field(const nlohmann::json& j, const std::string& pointer) {
   try {
@@ -63,6 +90,56 @@ void PrintRepetitions(const std::vector<record::CellRecord>& cells) {
       "\nRepetitions (ok cells of one key; 'dlbench noise' sets the spread against each cell's "
       "interval):\n%s",
       table.Render().c_str());
+}
+
+// Converge cells (docs/convergence.md) of one key: MLPerf's score of their time to target, the
+// olympic mean (stats/olympic.h), with its spread. Every converge cell counts, reached or not; a
+// cell that did not end ok counts as not converged.
+void PrintConvergence(const std::vector<record::CellRecord>& cells) {
+  std::map<std::string, std::vector<const record::CellRecord*>> by_key;
+  std::vector<std::string> order;
+  for (const auto& c : cells) {
+    if (c.params.value("scenario", std::string()) != "converge") continue;
+    auto& group = by_key[c.key];
+    if (group.empty()) order.push_back(c.key);
+    group.push_back(&c);
+  }
+  Table table({{"cell", false},
+               {"runs", true},
+               {"reached", true},
+               {"olympic mean s", true},
+               {"min s", true},
+               {"max s", true},
+               {"stddev s", true},
+               {"steps (mean)", true},
+               {"best acc (mean)", true}});
+  std::vector<std::string> notes;
+  auto seconds = [](double v) { return std::isfinite(v) ? fmt::format("{:.2f}", v) : std::string("-"); };
+  for (const std::string& key : order) {
+    const auto& group = by_key[key];
+    std::vector<std::optional<double>> times;
+    std::vector<double> steps, best;
+    for (const record::CellRecord* c : group) {
+      const bool ok =
+          c->outcome == record::Outcome::kOk && MetricValue(*c, record::metric::kTargetReached) == 1.0;
+      times.push_back(ok ? MetricValue(*c, record::metric::kTimeToTargetS) : std::nullopt);
+      if (ok) steps.push_back(MetricValue(*c, record::metric::kStepsToTarget).value_or(NAN));
+      if (auto b = MetricValue(*c, record::metric::kBestEvalAccuracy)) best.push_back(*b);
+    }
+    const stats::OlympicScore score = stats::OlympicMean(times);
+    table.AddRow({group.front()->label, std::to_string(score.runs), std::to_string(score.converged),
+                  score.mean ? seconds(*score.mean) : "-", seconds(score.min), seconds(score.max),
+                  seconds(score.stddev),
+                  steps.empty() ? "-" : fmt::format("{:.0f}", stats::ComputeMoments(steps).mean),
+                  best.empty() ? "-" : fmt::format("{:.4f}", stats::ComputeMoments(best).mean)});
+    if (!score.mean) notes.push_back(group.front()->label + ": no olympic mean: " + score.no_score);
+  }
+  if (table.empty()) return;
+  std::printf(
+      "\nConvergence (time to target over the runs of one cell; MLPerf's olympic mean drops the "
+      "fastest and the slowest):\n%s",
+      table.Render().c_str());
+  for (const auto& n : notes) std::printf("  %s\n", TerminalSafe(n).c_str());
 }
 
 // The input-bound verdicts (orchestrator/input_analysis.h): each cell reading host data against
@@ -138,12 +215,16 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
   std::printf("%s", table.Render().c_str());
   std::printf("%s", RenderLoadCells(*cells).c_str());
   PrintRepetitions(*cells);
+  PrintConvergence(*cells);
   PrintInputVerdicts(*cells);
 
   bool header = false;
   for (const auto& c : *cells) {
     const bool failed = c.outcome != record::Outcome::kOk;
-    if (!failed && c.verdict_reasons.empty() && !(verbose && c.extras.contains("warnings"))) continue;
+    const std::vector<std::string> skipped = failed ? std::vector<std::string>{} : SkippedChecks(c);
+    if (!failed && c.verdict_reasons.empty() && skipped.empty() &&
+        !(verbose && c.extras.contains("warnings")))
+      continue;
     if (!header) {
       std::printf("\nNotes:\n");
       header = true;
@@ -160,6 +241,7 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
         std::printf("      warning: %s\n",
                     TerminalSafe(w.is_string() ? w.get<std::string>() : w.dump()).c_str());
     }
+    for (const std::string& why : skipped) std::printf("      skipped: %s\n", TerminalSafe(why).c_str());
     if (failed) std::printf("      logs: %s\n", TerminalSafe(c.stderr_path).c_str());
   }
   if (verbose) {

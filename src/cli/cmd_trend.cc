@@ -12,6 +12,7 @@ namespace {
 
 struct TrendArgs {
   std::vector<std::string> filter;
+  std::vector<std::string> only;
   std::string metric = "throughput";
   std::string format = "table";
   double min_shift_pct = 2.0;
@@ -22,6 +23,9 @@ struct TrendArgs {
 int RunTrend(const TrendArgs& args, CommandContext& ctx) {
   auto filter = history::ParseTrendFilter(args.filter);
   if (!filter.ok()) return ReportError(filter.error());
+  auto only = plan::ParseCellFilter(args.only);
+  if (!only.ok()) return ReportError(only.error());
+  filter->only = std::move(only).value();
   auto metric = history::ParseMetric(args.metric);
   if (!metric.ok()) return ReportError(metric.error());
   auto format = history::ParseTrendFormat(args.format);
@@ -51,6 +55,11 @@ void RegisterTrend(CLI::App& app, CommandContext& ctx) {
       "(a new level, dated, with the environment fields that changed there).");
   sub->add_option("filter", args->filter,
                   "name=value terms the cell parameters must all match (model=resnet50)");
+  sub->add_option(
+         "--only", args->only,
+         "Keep matching cells, in run --only's syntax: model=resnet50,bs=32 (all terms), name!=value, "
+         "a word of the label; repeat for either of several")
+      ->allow_extra_args(false);
   sub->add_option("--metric", args->metric, "throughput | step_time | latency_p99 | energy")
       ->capture_default_str()
       ->check(CLI::IsMember({"throughput", "step_time", "latency_p99", "energy"}));

@@ -65,6 +65,7 @@ void RetireOption(CLI::App* cmd, const std::string& name, const std::string& ins
 void RegisterRun(CLI::App& app, CommandContext& ctx);
 void RegisterPlan(CLI::App& app, CommandContext& ctx);
 void RegisterRuns(CLI::App& app, CommandContext& ctx);
+void RegisterPrune(CLI::App& app, CommandContext& ctx);  // in cmd_runs.cc
 void RegisterShow(CLI::App& app, CommandContext& ctx);
 void RegisterExport(CLI::App& app, CommandContext& ctx);
 void RegisterEnv(CLI::App& app, CommandContext& ctx);

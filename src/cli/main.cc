@@ -38,9 +38,9 @@ int main(int argc, char** argv) {
   // Every subcommand, in the order --help lists them (commands.h declares each).
   using RegisterFn = void (*)(CLI::App&, CommandContext&);
   constexpr RegisterFn kCommands[] = {
-      RegisterRun,     RegisterPlan,  RegisterRuns,     RegisterShow,   RegisterExport, RegisterEnv,
-      RegisterCompare, RegisterTrend, RegisterTag,      RegisterReport, RegisterParams, RegisterModels,
-      RegisterMetrics, RegisterNoise, RegisterSelftest, RegisterServe,  RegisterDb};
+      RegisterRun,    RegisterPlan,    RegisterRuns,  RegisterPrune,    RegisterShow,   RegisterExport,
+      RegisterEnv,    RegisterCompare, RegisterTrend, RegisterTag,      RegisterReport, RegisterParams,
+      RegisterModels, RegisterMetrics, RegisterNoise, RegisterSelftest, RegisterServe,  RegisterDb};
   for (RegisterFn register_command : kCommands) register_command(app, ctx);
   for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
     sub->preparse_callback([sub](std::size_t) { SetCommandWords("dlbench " + sub->get_name()); });

@@ -122,8 +122,40 @@ std::vector<LoadRuleViolation> CheckLoadCell(const Combination& cell) {
   return out;
 }
 
+std::vector<LoadRuleViolation> CheckConvergeCell(const Combination& cell) {
+  static const char* const kConvergeKeys[] = {"target_accuracy", "target_loss",      "eval_every",
+                                              "max_epochs",      "max_train_time_s", "dataset_dir",
+                                              "train_samples",   "eval_samples"};
+  std::vector<LoadRuleViolation> out;
+  const auto scenario = cell.find("scenario");
+  const bool converge = scenario != cell.end() && Text(scenario->second) == "converge";
+  if (!converge) {
+    const std::string what = scenario == cell.end() ? "the default, train" : Text(scenario->second);
+    for (const char* key : kConvergeKeys) {
+      if (cell.count(key))
+        out.push_back({key, "applies only with scenario: converge (this cell's is " + what + ")"});
+    }
+    return out;
+  }
+  const bool accuracy = cell.count("target_accuracy") > 0, loss = cell.count("target_loss") > 0;
+  if (!accuracy && !loss) {
+    out.push_back({"scenario", "converge needs target_accuracy or target_loss (what quality ends training)"});
+  }
+  if (accuracy && loss) {
+    out.push_back({"target_loss", "converge takes one target: target_accuracy or target_loss, not both"});
+  }
+  if (cell.count("data")) {
+    out.push_back({"data", "does not apply with scenario: converge (it reads its own dataset: dataset_dir)"});
+  }
+  return out;
+}
+
 Status CheckLoadRules(const Matrix& matrix, const std::vector<Combination>& cells) {
-  return ReportCellRules(matrix, cells, CheckLoadCell);
+  return ReportCellRules(matrix, cells, [](const Combination& cell) {
+    std::vector<LoadRuleViolation> violations = CheckLoadCell(cell);
+    for (LoadRuleViolation& v : CheckConvergeCell(cell)) violations.push_back(std::move(v));
+    return violations;
+  });
 }
 
 std::string WhereInMatrix(const Matrix& matrix, const Combination& cell, const std::string& key) {
@@ -136,6 +168,22 @@ std::string WhereInMatrix(const Matrix& matrix, const Combination& cell, const s
   const YAML::Mark mark = Locate(root, cell, key);
   return matrix.path + ":" + std::to_string(mark.is_null() ? 1 : mark.line + 1) + ":" +
          std::to_string(mark.is_null() ? 1 : mark.column + 1);
+}
+
+std::string WhereInMeasure(const Matrix& matrix, const std::string& key) {
+  try {
+    const YAML::Node root = YAML::Load(matrix.text);
+    if (root.IsMap() && root["measure"] && root["measure"].IsMap()) {
+      for (const auto& kv : root["measure"]) {
+        if (kv.first.IsScalar() && kv.first.Scalar() == key) {
+          const YAML::Mark mark = kv.first.Mark();
+          return matrix.path + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+        }
+      }
+    }
+  } catch (const YAML::Exception&) {
+  }
+  return matrix.path;
 }
 
 Status ReportCellRules(const Matrix& matrix, const std::vector<Combination>& cells,

@@ -1,7 +1,7 @@
-// The cross-key rules of inference under load (docs/load.md "Validity"): which load keys apply to
-// which scenario, and what a scenario needs. Each key's own type and range are the registry's;
-// these rules need a whole cell, so they are checked per cell of the expanded matrix
-// (plan::Expand) and reported as config errors at the key that breaks them.
+// The cross-key rules of inference under load (docs/load.md "Validity") and of convergence: which load keys
+// apply to which scenario, and what a scenario needs. Each key's own type and range are the registry's; these
+// rules need a whole cell, so they are checked per cell of the expanded matrix (plan::Expand) and reported as
+// config errors at the key that breaks them.
 #pragma once
 
 #include <functional>
@@ -27,8 +27,14 @@ struct LoadRuleViolation {
 //  - `load: server` without target_qps; `target_qps: max` without latency_bound_ms.
 std::vector<LoadRuleViolation> CheckLoadCell(const Combination& cell);
 
-// CheckLoadCell over a matrix's cells (plan::ExpandCombinations' output). kInvalidInput with one
-// line per distinct violation, sorted by position, "FILE:LINE:COL: error: KEY: message (cell
+// The rules of scenario: converge (docs/convergence.md), in the same form: its keys
+// (target_accuracy, target_loss, eval_every, max_epochs, max_train_time_s, dataset_dir,
+// train_samples, eval_samples) only with scenario: converge; converge with exactly one of
+// target_accuracy and target_loss, and without `data` (it reads its own dataset).
+std::vector<LoadRuleViolation> CheckConvergeCell(const Combination& cell);
+
+// CheckLoadCell and CheckConvergeCell over a matrix's cells (plan::ExpandCombinations' output). kInvalidInput
+// with one line per distinct violation, sorted by position, "FILE:LINE:COL: error: KEY: message (cell
 // 'KEY')", the position being where the key is written (its include entry or its axis; `load`'s
 // for a missing key), found in the matrix's own text.
 Status CheckLoadRules(const Matrix& matrix, const std::vector<Combination>& cells);
@@ -41,5 +47,8 @@ Status ReportCellRules(const Matrix& matrix, const std::vector<Combination>& cel
 
 // "FILE:LINE:COL" of where `key` of this cell is written (as the errors above place it).
 std::string WhereInMatrix(const Matrix& matrix, const Combination& cell, const std::string& key);
+// "path:line:col" of `measure: KEY` in the matrix file, or the path alone when the file does not
+// write it (a default, or a `--set`).
+std::string WhereInMeasure(const Matrix& matrix, const std::string& key);
 
 }  // namespace dlbench::config

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "config/registry.h"
 
 namespace dlbench::config {
@@ -176,6 +178,70 @@ TEST(LoadRulesTest, TheNullRunnerTakesTheLoadKeysAndItsServiceTimeIsItsOwn) {
   EXPECT_EQ(torch.error().message,
             "m.yaml:6:3: error: service_us: valid only with runner null (this matrix's runner is torch)");
   EXPECT_EQ(CheckLoadCell({{"scenario", "infer"}, {"service_us", 5}}).at(0).key, "service_us");
+}
+
+TEST(ConvergeRulesTest, EachRuleOnItsCase) {
+  struct Case {
+    Combination cell;
+    std::vector<std::string> keys;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {Cell({{"scenario", "converge"}, {"target_accuracy", 0.9}, {"eval_every", 10}}), {}, ""},
+      {Cell({{"scenario", "converge"}, {"target_loss", 0.3}}), {}, ""},
+      {Cell({{"model", "m"}}), {}, ""},
+      {Cell({{"target_accuracy", 0.9}}),
+       {"target_accuracy"},
+       "applies only with scenario: converge (this cell's is the default, train)"},
+      {Cell({{"scenario", "infer"}, {"max_epochs", 3}, {"dataset_dir", "/d"}}),
+       {"max_epochs", "dataset_dir"},
+       "applies only with scenario: converge (this cell's is infer)"},
+      {Cell({{"scenario", "converge"}}), {"scenario"}, "converge needs target_accuracy or target_loss"},
+      {Cell({{"scenario", "converge"}, {"target_accuracy", 0.9}, {"target_loss", 0.3}}),
+       {"target_loss"},
+       "one target: target_accuracy or target_loss, not both"},
+      {Cell({{"scenario", "converge"}, {"target_accuracy", 0.9}, {"data", "host"}}),
+       {"data"},
+       "does not apply with scenario: converge"},
+  };
+  for (const Case& c : cases) {
+    const auto v = CheckConvergeCell(c.cell);
+    std::vector<std::string> keys = Keys(v);
+    std::sort(keys.begin(), keys.end());
+    std::vector<std::string> expected = c.keys;
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(keys, expected);
+    if (!c.message.empty()) {
+      ASSERT_FALSE(v.empty());
+      EXPECT_NE(v[0].message.find(c.message), std::string::npos) << v[0].message;
+    }
+  }
+}
+
+TEST(ConvergeRulesTest, MatrixErrorsPointAtTheKeyInTheFile) {
+  const std::string text =
+      "runner: torch\n"                  // 1
+      "matrix:\n"                        // 2
+      "  model: fashion_cnn\n"           // 3
+      "  scenario: [train, converge]\n"  // 4
+      "  target_accuracy: 0.9\n";        // 5
+  auto matrix = ParseMatrix(text, "m.yaml");
+  ASSERT_TRUE(matrix.ok()) << matrix.error().message;
+  const Status st = CheckLoadRules(
+      *matrix, {Cell({{"model", "fashion_cnn"}, {"scenario", "train"}, {"target_accuracy", 0.9}}),
+                Cell({{"model", "fashion_cnn"}, {"scenario", "converge"}, {"target_accuracy", 0.9}})});
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().message,
+            "m.yaml:5:3: error: target_accuracy: applies only with scenario: converge (this cell's is train) "
+            "(cell 'model=fashion_cnn,scenario=train,target_accuracy=0.9')");
+  // No converge key has a constant default: every other cell keeps its key.
+  for (const char* key : {"target_accuracy", "target_loss", "eval_every", "max_epochs", "max_train_time_s",
+                          "dataset_dir", "train_samples", "eval_samples"}) {
+    const ParamSpec* spec = FindParam(key, ParamSection::kCell);
+    ASSERT_NE(spec, nullptr) << key;
+    EXPECT_FALSE(spec->default_value.has_value()) << key;
+    EXPECT_EQ(spec->scope, Scope::kTorch) << key;
+  }
 }
 
 }  // namespace

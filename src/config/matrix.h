@@ -40,6 +40,10 @@ struct MeasureSettings {
   std::int64_t min_warmup_steps = 2;      // the warm-up cut is never earlier than this
   std::optional<double> idle_baseline_s;  // seconds of idle sampling before the cell (monitor)
   double sample_interval_ms = 100.0;      // monitor sampling interval
+  // Not a `measure:` key: set per cell by measure::SettingsForCell. The measured window is every
+  // step (no warm-up cut) and the policy never stops the cell; the runner's own rule ends it
+  // (scenario: converge trains to its target, docs/convergence.md).
+  bool whole_run = false;
 };
 
 enum class Ordering { kGrouped, kInterleaved };

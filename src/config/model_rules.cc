@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 
 namespace dlbench::config {
 namespace {
@@ -19,6 +20,41 @@ std::string KnownList() {
   std::string out;
   for (const TorchModelInfo& m : TorchModelTable()) out += (out.empty() ? "" : ", ") + m.name;
   return out + ", or torchscript with model_path and input_shapes";
+}
+
+// "fashion_cnn or fashion_cnn_bn": the models scenario: converge trains.
+std::string ConvergingList() {
+  std::vector<std::string> names;
+  for (const TorchModelInfo& m : TorchModelTable()) {
+    if (m.converges) names.push_back(m.name);
+  }
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  }
+  return out;
+}
+
+// scenario: converge's model rules (docs/convergence.md): a model that takes Fashion-MNIST.
+void CheckConvergeModel(const Combination& cell, const std::string& name,
+                        std::vector<LoadRuleViolation>& out) {
+  const auto scenario = cell.find("scenario");
+  if (scenario == cell.end() || !scenario->second.is_string() ||
+      scenario->second.get<std::string>() != "converge")
+    return;
+  const TorchModelInfo* info = FindModel(name);
+  if (name != "torchscript" && info == nullptr) return;  // the unknown model is reported already
+  if (info == nullptr || !info->converges) {
+    out.push_back({"model", "scenario converge trains on Fashion-MNIST (1 x 28 x 28 images, 10 classes); " +
+                                name + " does not take that (use " + ConvergingList() + ")"});
+    return;
+  }
+  const auto classes = cell.find("num_classes");
+  if (classes != cell.end() &&
+      !(classes->second.is_number_integer() && classes->second.get<std::int64_t>() == 10)) {
+    out.push_back({"num_classes", "scenario converge classifies Fashion-MNIST's 10 classes (got " +
+                                      classes->second.dump() + ")"});
+  }
 }
 
 // Whether `path` is a regular file this process may read; the reason when not.
@@ -38,6 +74,8 @@ const std::vector<TorchModelInfo>& TorchModelTable() {
       {"mobilenet_v2", {"image_size", "num_classes", "width_mult"}},
       {"bert_base", {"heads", "hidden_size", "layers", "num_classes", "seq_len", "vocab_size"}},
       {"ssd_mobilenet", {"image_size", "num_classes", "width_mult"}},
+      {"fashion_cnn", {"base_width", "hidden_size", "num_classes"}, /*converges=*/true},
+      {"fashion_cnn_bn", {"base_width", "hidden_size", "num_classes"}, /*converges=*/true},
   };
   return table;
 }
@@ -64,12 +102,11 @@ std::vector<LoadRuleViolation> CheckTorchModelCell(const Combination& cell) {
     if (!cell.count("input_shapes")) {
       out.push_back({"model", "torchscript needs input_shapes (`B,3,224,224`, B for the batch size)"});
     }
-    return out;
-  }
-  if (FindModel(name) == nullptr) {
+  } else if (FindModel(name) == nullptr) {
     out.push_back({"model", "unknown model '" + name + "' (the torch runner has " + KnownList() +
                                 "; `dlbench models` lists them with their sizes)"});
   }
+  CheckConvergeModel(cell, name, out);
   return out;
 }
 

@@ -18,6 +18,9 @@ namespace dlbench::config {
 struct TorchModelInfo {
   std::string name;
   std::vector<std::string> size_keys;  // sorted; the registry's model-size keys this model reads
+  // Whether scenario: converge can train it: it takes Fashion-MNIST's 1 x 28 x 28 images and
+  // classifies them into 10 classes (runners/torch/converge.cc checks the same at cell time).
+  bool converges = false;
 };
 
 // The zoo (runners/torch/models/zoo.h), in `dlbench models` order.
@@ -29,7 +32,9 @@ const std::vector<std::string>& ModelSizeKeys();
 
 // One cell's model errors (parameters as written, before defaults): `model` neither in the table
 // nor `torchscript`; `torchscript` without model_path or input_shapes; a model_path that is not a
-// readable regular file (relative paths are taken from the working directory, as the runner does).
+// readable regular file (relative paths are taken from the working directory, as the runner does);
+// scenario: converge with a model that does not converge (TorchScript included), or with a
+// num_classes other than Fashion-MNIST's 10.
 std::vector<LoadRuleViolation> CheckTorchModelCell(const Combination& cell);
 
 // CheckTorchModelCell over a matrix's cells, reported as CheckLoadRules reports.

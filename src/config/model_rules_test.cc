@@ -22,11 +22,12 @@ TEST(ModelRulesTest, AnUnknownModelIsAnErrorAtItsAxisNamingTheKnownOnes) {
   const Matrix m = Parse("runner: torch\nmatrix:\n  model: [resnet50, resnet51]\n  batch_size: [1]\n");
   const Status st = CheckTorchModelRules(m, {{{"model", "resnet50"}}, {{"model", "resnet51"}}});
   ASSERT_FALSE(st.ok());
-  EXPECT_EQ(
-      st.error().message.rfind("m.yaml:3:3: error: model: unknown model 'resnet51' (the torch runner has "
-                               "resnet50, mobilenet_v2, bert_base, ssd_mobilenet, or torchscript",
-                               0),
-      0u)
+  EXPECT_EQ(st.error().message.rfind(
+                "m.yaml:3:3: error: model: unknown model 'resnet51' (the torch runner has "
+                "resnet50, mobilenet_v2, bert_base, ssd_mobilenet, fashion_cnn, fashion_cnn_bn, "
+                "or torchscript",
+                0),
+            0u)
       << st.error().message;
   EXPECT_NE(st.error().message.find("dlbench models"), std::string::npos);
 }
@@ -59,6 +60,45 @@ TEST(ModelRulesTest, SizeKeysTheModelDoesNotReadAreDropped) {
   EXPECT_EQ(DropUnusedSizeKeys(script), (std::vector<std::string>{"image_size"}));
   Combination unknown = {{"model", "nope"}, {"image_size", 64}};
   EXPECT_TRUE(DropUnusedSizeKeys(unknown).empty()) << "an unknown model is an error, not a drop";
+}
+
+TEST(ModelRulesTest, ConvergeTakesOnlyTheFashionMnistModelsWithTenClasses) {
+  for (const char* model : {"fashion_cnn", "fashion_cnn_bn"}) {
+    EXPECT_TRUE(CheckTorchModelCell({{"model", model}, {"scenario", "converge"}}).empty()) << model;
+    EXPECT_TRUE(
+        CheckTorchModelCell({{"model", model}, {"scenario", "converge"}, {"num_classes", 10}}).empty());
+  }
+  const auto resnet = CheckTorchModelCell({{"model", "resnet50"}, {"scenario", "converge"}});
+  ASSERT_EQ(resnet.size(), 1u);
+  EXPECT_EQ(resnet[0].key, "model");
+  EXPECT_EQ(resnet[0].message,
+            "scenario converge trains on Fashion-MNIST (1 x 28 x 28 images, 10 classes); resnet50 does not "
+            "take that (use fashion_cnn or fashion_cnn_bn)");
+  EXPECT_TRUE(CheckTorchModelCell({{"model", "resnet50"}, {"scenario", "train"}}).empty());
+  const std::string file = ::testing::TempDir() + "/model_rules_converge.pt";
+  std::ofstream(file) << "x";
+  const auto script = CheckTorchModelCell({{"model", "torchscript"},
+                                           {"model_path", file},
+                                           {"input_shapes", "B,1,28,28"},
+                                           {"scenario", "converge"}});
+  ASSERT_EQ(script.size(), 1u);
+  EXPECT_EQ(script[0].key, "model");
+  const auto classes =
+      CheckTorchModelCell({{"model", "fashion_cnn"}, {"scenario", "converge"}, {"num_classes", 5}});
+  ASSERT_EQ(classes.size(), 1u);
+  EXPECT_EQ(classes[0].key, "num_classes");
+  EXPECT_EQ(classes[0].message, "scenario converge classifies Fashion-MNIST's 10 classes (got 5)");
+  EXPECT_EQ(CheckTorchModelCell({{"model", "nope"}, {"scenario", "converge"}}).size(), 1u)
+      << "an unknown model is reported once, as unknown";
+  // At the matrix's line: the model axis.
+  const Matrix m =
+      Parse("runner: torch\nmatrix:\n  model: [fashion_cnn, resnet50]\n  scenario: [converge]\n");
+  const Status st = CheckTorchModelRules(m, {{{"model", "fashion_cnn"}, {"scenario", "converge"}},
+                                             {{"model", "resnet50"}, {"scenario", "converge"}}});
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(
+      st.error().message.rfind("m.yaml:3:3: error: model: scenario converge trains on Fashion-MNIST", 0), 0u)
+      << st.error().message;
 }
 
 TEST(ModelRulesTest, TheSizeKeysAreTheRegistrysModelSizedKeys) {

@@ -242,10 +242,12 @@ std::vector<ParamSpec> BuildRegistry() {
                         "`torchscript` with model_path. Other runners record it.")
                   .Build());
   r.push_back(Entry("scenario", kCell, kCore, ParamType::kEnum)
-                  .Allowed({"train", "infer"})
+                  .Allowed({"train", "infer", "converge"})
                   .Default(Str("train"))
                   .Label("=")
-                  .Help("`train`: forward, backward and optimizer step; `infer`: forward only.")
+                  .Help("`train`: forward, backward and optimizer step; `infer`: forward only; `converge`: "
+                        "train on a real dataset until a target quality on its held-out set "
+                        "(docs/convergence.md; torch runner).")
                   .Build());
   r.push_back(Entry("batch_size", kCell, kCore, ParamType::kInt)
                   .Unit("samples")
@@ -845,6 +847,68 @@ std::vector<ParamSpec> BuildRegistry() {
                         "a bad CRC or a missing key) and use the next good sample, instead of ending "
                         "the cell with an error naming the file and offset.")
                   .Build());
+  // scenario: converge (docs/convergence.md). No constant defaults, so that every other cell keeps
+  // its key; config/load_rules.h checks that these keys come only with scenario: converge and that
+  // exactly one target is set.
+  r.push_back(Entry("target_accuracy", kCell, kTorch, ParamType::kNumber)
+                  .Min(0, false)
+                  .Max(1)
+                  .Help("With scenario: converge, the held-out accuracy (a fraction) that ends training; "
+                        "exactly one of target_accuracy and target_loss. At most 1 (all correct).")
+                  .Build());
+  r.push_back(Entry("target_loss", kCell, kTorch, ParamType::kNumber)
+                  .Min(0, false)
+                  .Max(1000)
+                  .Help("With scenario: converge, the held-out mean cross-entropy at or below which training "
+                        "ends. At most 1000 (a ten-class model starts near 2.3).")
+                  .Build());
+  r.push_back(Entry("eval_every", kCell, kTorch, ParamType::kInt)
+                  .Unit("steps")
+                  .Min(1)
+                  .Max(10000000)
+                  .DefaultText("once per epoch")
+                  .Help("With scenario: converge, training steps between evaluations of the held-out set "
+                        "(each outside the timed steps). At most 10000000, the most steps a cell may send.")
+                  .Build());
+  r.push_back(Entry("max_epochs", kCell, kTorch, ParamType::kInt)
+                  .Unit("epochs")
+                  .Min(1)
+                  .Max(100000)
+                  .DefaultText("100")
+                  .Help("With scenario: converge, the epochs after which a cell that has not reached its "
+                        "target ends \"not reached\". At most 100000.")
+                  .Build());
+  r.push_back(Entry("max_train_time_s", kCell, kTorch, ParamType::kNumber)
+                  .Unit("s")
+                  .Min(0, false)
+                  .Max(604800)
+                  .DefaultText("3600")
+                  .Help("With scenario: converge, the wall time (training and evaluations) after which a "
+                        "cell that has not reached its target ends \"not reached\"; keep timeout_s above "
+                        "it. At most 604800 (a week), like timeout_s.")
+                  .Build());
+  r.push_back(Entry("dataset_dir", kCell, kTorch, ParamType::kString)
+                  .DefaultText("/usr/share/datasets/fashion-mnist")
+                  .Help("With scenario: converge, the folder of Fashion-MNIST's four IDX files "
+                        "(train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, t10k-...), as Debian's "
+                        "dataset-fashion-mnist installs them.")
+                  .Build());
+  r.push_back(Entry("train_samples", kCell, kTorch, ParamType::kInt)
+                  .Unit("samples")
+                  .Min(1)
+                  .Max(60000)
+                  .DefaultText("all 60000")
+                  .Help("With scenario: converge, train on the first N training samples only (a documented "
+                        "subset for quick runs). At most 60000, the training set's size.")
+                  .Build());
+  r.push_back(Entry("eval_samples", kCell, kTorch, ParamType::kInt)
+                  .Unit("samples")
+                  .Min(1)
+                  .Max(10000)
+                  .DefaultText("all 10000")
+                  .Help("With scenario: converge, evaluate on the first N test samples only. At most 10000, "
+                        "the test set's size.")
+                  .Build());
   r.push_back(Entry("pipeline_only", kCell, kTorch, ParamType::kBool)
                   .DefaultText("false")
                   .Help("Run the input pipeline (and the copy to the device) without the model: the "
@@ -1239,6 +1303,49 @@ std::optional<std::string> NearestKey(std::string_view key, const std::vector<st
   return best;
 }
 
+std::string RenderParamEntry(const ParamSpec& spec) {
+  std::string where;
+  switch (spec.section) {
+    case ParamSection::kTopLevel:
+      where = "a top-level key";
+      break;
+    case ParamSection::kMeasure:
+      where = "a key under measure:";
+      break;
+    case ParamSection::kCell:
+      where = std::string("a cell parameter (matrix:, include:, exclude:); runners: ") +
+              (spec.scope == Scope::kCore ? "every runner" : ScopeName(spec.scope));
+      break;
+  }
+  std::string type = ParamTypeName(spec.type);
+  if (!spec.unit.empty()) type += " (" + spec.unit + ")";
+  std::string out = spec.name + ": " + where + "\n";
+  out += "  type:     " + type + "\n";
+  out += "  default:  " + DefaultText(spec) +
+         (spec.default_from.empty() ? "" : " (= " + spec.default_from + ")") + "\n";
+  const std::string allowed = AllowedText(spec, /*brief=*/false);
+  if (!allowed.empty()) out += "  allowed:  " + allowed + "\n";
+  if (!spec.required_with.empty()) out += "  required: with runner: " + spec.required_with + "\n";
+  // The help, wrapped at word boundaries to 100 columns under a two-space indent.
+  constexpr std::size_t kWidth = 100;
+  std::string line = " ";
+  out += "\n";
+  std::size_t at = 0;
+  while (at < spec.help.size()) {
+    std::size_t space = spec.help.find(' ', at);
+    if (space == std::string::npos) space = spec.help.size();
+    const std::string word = spec.help.substr(at, space - at);
+    if (line.size() + 1 + word.size() > kWidth && line.size() > 1) {
+      out += line + "\n";
+      line = " ";
+    }
+    line += " " + word;
+    at = space + 1;
+  }
+  if (line.size() > 1) out += line + "\n";
+  return out;
+}
+
 std::string RenderParamHelp() {
   struct Row {
     std::string name, type, def, allowed, help;
@@ -1415,7 +1522,9 @@ passes any other key to the program unvalidated, since dlbench cannot know its p
 Numbers accept integers (`step_ms: 2` is 2.0); integers do not accept fractions.
 The inference-under-load keys (`load` to `input_residency`) apply only to cells with `load`, some
 only to one scenario; every cell of the expanded matrix is checked and a key that does not apply
-is an error at the key ([load.md](load.md), "Parameters").
+is an error at the key ([load.md](load.md), "Parameters"). Likewise the convergence keys
+(`target_accuracy` to `eval_samples`) apply only with `scenario: converge`, which needs exactly one
+of `target_accuracy` and `target_loss` and takes no `data` ([convergence.md](convergence.md)).
 
 ### Every runner (core)
 

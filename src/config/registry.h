@@ -156,6 +156,10 @@ std::optional<std::string> NearestKey(std::string_view key, const std::vector<st
 
 // Compact table of every key for `--help` (plain text, about 100 columns).
 std::string RenderParamHelp();
+// One key in full for `dlbench params KEY`: where it may be written, type, unit, default, allowed
+// values (dtype names included), the runner that requires it, and the whole help text wrapped to
+// 100 columns.
+std::string RenderParamEntry(const ParamSpec& spec);
 
 // A runner's own documentation keeps a parameter table whose first columns come from the
 // registry: "| `name` | type | unit | default | allowed |", as the config reference renders them,

@@ -157,7 +157,7 @@ TEST(RegistryTest, ValidateParamValueChecksTypedValues) {
   EXPECT_FALSE(ValidateParamValue(step, Value(true)).ok());
   const ParamSpec& scenario = *FindParam("scenario", ParamSection::kCell);
   EXPECT_EQ(ValidateParamValue(scenario, Value("eval")).error().message,
-            "expected one of train, infer (got 'eval')");
+            "expected one of train, infer, converge (got 'eval')");
 }
 
 // data_workers takes an integer or the keyword auto (kept as the string, unquoted in keys).
@@ -242,7 +242,7 @@ TEST(RegistryTest, NearestKeySuggestsOnlyCloseKeys) {
 
 TEST(RegistryTest, DescribeExpectedNamesTheRule) {
   EXPECT_EQ(DescribeExpected(*FindParam("world_size", ParamSection::kCell)), "an integer between 1 and 1024");
-  EXPECT_EQ(DescribeExpected(*FindParam("scenario", ParamSection::kCell)), "one of train, infer");
+  EXPECT_EQ(DescribeExpected(*FindParam("scenario", ParamSection::kCell)), "one of train, infer, converge");
   EXPECT_EQ(DescribeExpected(*FindParam("warmup_factor", ParamSection::kCell)),
             "a number between 1 and 1000");
   EXPECT_EQ(DescribeExpected(*FindParam("model", ParamSection::kCell)), "a string");

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <set>
 
 #include "common/clock.h"
 #include "history/environment.h"
@@ -88,7 +89,9 @@ std::vector<CellTrend> BuildTrends(const std::vector<RunData>& runs, const Trend
     std::map<std::string, std::vector<double>> values;
     std::map<std::string, const record::CellRecord*> first_cell;
     for (const record::CellRecord& cell : run->cells) {
-      if (cell.outcome != record::Outcome::kOk || !MatchesFilter(filter, cell.params)) continue;
+      if (cell.outcome != record::Outcome::kOk || !MatchesFilter(filter, cell.params) ||
+          !plan::MatchesCellFilter(filter.only, cell.params, cell.label, cell.key))
+        continue;
       const std::optional<double> v = StoredValue(cell, options.metric);
       if (!v) continue;
       const std::string key = MatchKey(cell, options.ignore_params);
@@ -156,6 +159,15 @@ Result<std::vector<CellTrend>> LoadTrends(store::ResultStore& store, const Trend
     if (!cells.ok()) return cells.error();
     data.push_back(RunData{std::move(run), std::move(cells).value()});
   }
+  // A --only name no stored cell has is a typo, refused as run refuses it.
+  std::set<std::string> names;
+  for (const RunData& r : data) {
+    for (const record::CellRecord& c : r.cells) {
+      if (!c.params.is_object()) continue;
+      for (const auto& [name, value] : c.params.items()) names.insert(name);
+    }
+  }
+  DLBENCH_RETURN_IF_ERROR(plan::CheckCellFilterNames(filter.only, names));
   return BuildTrends(data, filter, options);
 }
 

@@ -14,13 +14,16 @@
 
 #include "common/error.h"
 #include "history/compare.h"
+#include "plan/selection.h"
 #include "store/result_store.h"
 
 namespace dlbench::history {
 
-// `name=value` terms, all of which a cell's parameters must match.
+// `name=value` terms, all of which a cell's parameters must match, and `--only` filters in run's
+// syntax (plan::CellFilter: `,`-joined terms, `!=`, label words, `bs=8`; any filter may match).
 struct TrendFilter {
   std::vector<std::pair<std::string, std::string>> terms;
+  plan::CellFilter only;
 };
 
 // kInvalidInput for a term without '=' or with an empty name.

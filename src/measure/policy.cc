@@ -52,7 +52,7 @@ void MeasurePolicy::Add(const record::StepRecord* records, std::size_t count) {
 
 Decision MeasurePolicy::Evaluate() {
   if (decided_) return *decided_;
-  if (records_.empty()) return {};
+  if (records_.empty() || settings_.whole_run) return {};
   const std::size_t n = records_.size();
   if (static_cast<std::int64_t>(n) >= settings_.max_steps) {
     decided_ = Decision{true, "max_steps"};
@@ -98,6 +98,14 @@ Decision MeasurePolicy::Evaluate() {
 
 Outcome MeasurePolicy::Finish(const std::string& stop_reason_if_not_decided) const {
   Outcome out;
+  if (settings_.whole_run) {
+    out.warmup_rule = std::string(kWholeRunRule);
+    out.stop_reason = stop_reason_if_not_decided;
+    out.summary = Summarize(records_, 0, settings_.ci_level);
+    out.enough_data = !records_.empty();
+    if (!out.enough_data) out.insufficiency = "no step records";
+    return out;
+  }
   // A cell stopped because its CI was reached keeps the cut that decision was made with: MSER-5
   // over the few records that arrive after STOP can move the cut later and shrink the measured
   // window below min_time_s, which would contradict the decision (seen in the SIGKILL e2e test).
@@ -140,6 +148,18 @@ Outcome MeasurePolicy::Finish(const std::string& stop_reason_if_not_decided) con
   for (const std::string& m : missing) {
     if (!out.insufficiency.empty()) out.insufficiency += "; ";
     out.insufficiency += m;
+  }
+  return out;
+}
+
+config::MeasureSettings SettingsForCell(const config::MeasureSettings& settings,
+                                        const std::map<std::string, config::Value>& params) {
+  config::MeasureSettings out = settings;
+  const auto scenario = params.find("scenario");
+  if (scenario != params.end() && scenario->second.is_string() &&
+      scenario->second.get<std::string>() == "converge") {
+    out.whole_run = true;
+    out.max_steps = 10'000'000;
   }
   return out;
 }

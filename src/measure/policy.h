@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -67,10 +69,12 @@ class MeasurePolicy {
 
   // Appends records (in step order). Amortised O(1) per record.
   void Add(const record::StepRecord* records, std::size_t count);
-  // Whether the orchestrator should send STOP now. Cheap enough to call after every batch
-  // (re-evaluates the warm-up cut and CI at most every few hundred milliseconds of steps).
+  // Whether the orchestrator should send STOP now (never with whole_run). Cheap enough to call after every
+  // batch (re-evaluates the warm-up cut and CI at most every few hundred milliseconds of steps).
   Decision Evaluate();
   // Final verdict over everything recorded; stop_reason is used when Evaluate never stopped.
+  // With whole_run: no warm-up (rule kWholeRunRule), every record measured, enough_data with
+  // at least one record.
   // The warm-up cut is recomputed over all records; warmup_rule is "mser5" when MSER-5 chose it,
   // "minimum" when the series was too short for MSER-5 (< 20 records) or min_warmup_steps was
   // later than MSER-5's cut. insufficiency names each unmet minimum ("" when enough_data).
@@ -89,6 +93,15 @@ class MeasurePolicy {
   std::size_t last_evaluated_size_ = 0;
   std::int64_t last_evaluated_end_ns_ = 0;
 };
+
+// The warm-up rule of a whole-run window (MeasureSettings::whole_run).
+inline constexpr std::string_view kWholeRunRule = "whole_run";
+
+// The settings for one cell: `settings` as the matrix gives them, with whole_run set for a cell
+// whose window is its whole run (scenario: converge), and then the step ceiling at its largest
+// (10,000,000) so that the runner's CONFIGURE limits, which sit past it, never end the training.
+config::MeasureSettings SettingsForCell(const config::MeasureSettings& settings,
+                                        const std::map<std::string, config::Value>& params);
 
 // Summarises records[warmup, end) with the settings' CI level (warmup past the end: no steps).
 // Step time is end_ns - start_ns; the window runs from records[warmup].start_ns to the last

@@ -340,5 +340,41 @@ TEST(MeasurePolicyTest, CiReachedKeepsItsCutWhenRecordsArriveAfterStop) {
   EXPECT_LT(at_stop.summary.steps + at_stop.warmup_steps, static_cast<std::int64_t>(fed + more.size()));
 }
 
+// scenario: converge (docs/convergence.md): the window is every step, the policy never stops the
+// cell, not even past its ceilings (the runner's own rule ends the training).
+TEST(WholeRunTest, MeasuresEveryStepAndNeverStops) {
+  config::MeasureSettings settings = Settings();
+  settings.max_steps = 50;
+  settings.max_time_s = 1e-3;
+  settings.whole_run = true;
+  MeasurePolicy policy(settings);
+  const auto records = MakeRecords(WarmupThenSteady(20, 200, 3));
+  policy.Add(records.data(), records.size());
+  EXPECT_FALSE(policy.Evaluate().stop);
+  const Outcome out = policy.Finish("target_reached");
+  EXPECT_EQ(out.warmup_steps, 0);
+  EXPECT_EQ(out.warmup_rule, kWholeRunRule);
+  EXPECT_EQ(out.stop_reason, "target_reached");
+  EXPECT_TRUE(out.enough_data);
+  EXPECT_EQ(out.summary.steps, 220);
+  EXPECT_EQ(out.Window(), (record::MeasuredWindow{0, 220}));
+
+  MeasurePolicy empty(settings);
+  EXPECT_FALSE(empty.Finish("runner_exit").enough_data);
+}
+
+TEST(WholeRunTest, OnlyConvergeCellsGetIt) {
+  const config::MeasureSettings base = Settings();
+  const auto converge = SettingsForCell(base, {{"scenario", "converge"}, {"model", "fashion_cnn"}});
+  EXPECT_TRUE(converge.whole_run);
+  EXPECT_EQ(converge.max_steps, 10'000'000);
+  for (const char* scenario : {"train", "infer"}) {
+    const auto other = SettingsForCell(base, {{"scenario", scenario}});
+    EXPECT_FALSE(other.whole_run) << scenario;
+    EXPECT_EQ(other.max_steps, base.max_steps) << scenario;
+  }
+  EXPECT_FALSE(SettingsForCell(base, {}).whole_run);
+}
+
 }  // namespace
 }  // namespace dlbench::measure

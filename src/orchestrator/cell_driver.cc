@@ -17,6 +17,7 @@
 #include "monitor/analysis.h"
 #include "monitor/gpu_attribution.h"
 #include "orchestrator/cell_metrics.h"
+#include "orchestrator/converge_verdict.h"
 #include "orchestrator/load_cell.h"
 #include "orchestrator/process_tree.h"
 #include "protocol/runner_session.h"
@@ -516,7 +517,12 @@ void CellDriver::Conclude(std::vector<record::SeriesPoint> idle_series) {
   }
   if (!measured.enough_data)
     return finish(record::Outcome::kInvalid, "too little data: " + measured.insufficiency);
-  ApplyVerdict(measured, o_.measure, rec_);
+  if (o_.measure.whole_run) {
+    AbsorbConvergeCurves(rec_);
+    ApplyConvergeVerdict(rec_);
+  } else {
+    ApplyVerdict(measured, o_.measure, rec_);
+  }
   finish(record::Outcome::kOk, "");
 }
 

@@ -12,6 +12,7 @@
 
 #include "common/clock.h"
 #include "common/subprocess.h"
+#include "measure/policy.h"
 #include "orchestrator/cell_driver.h"
 #include "orchestrator/process_tree.h"
 #include "orchestrator/rank_group.h"
@@ -112,8 +113,10 @@ Result<nlohmann::json> ProbeRunner(const RunnerCommand& runner, double timeout_s
   return *hello;
 }
 
-record::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& o) {
+record::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& options) {
   PrepareDriverProcess();
+  CellRunOptions o = options;
+  o.measure = measure::SettingsForCell(options.measure, cell.params);
   record::CellRecord rec;
   rec.index = cell.index;
   rec.cell_id = cell.id;

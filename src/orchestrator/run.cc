@@ -20,22 +20,6 @@
 namespace dlbench::orchestrator {
 namespace {
 
-std::string HostName() {
-  char name[HOST_NAME_MAX + 1] = {};
-  if (gethostname(name, sizeof name - 1) != 0) return "";
-  return name;
-}
-
-std::string Holder(const store::RunLockOwner& owner) {
-  std::string who = owner.pid > 0 ? fmt::format("pid {}", owner.pid) : "another process";
-  if (!owner.host.empty()) who += " on host " + owner.host;
-  if (owner.since_wall_ns > 0) {
-    who +=
-        fmt::format(" (since {:.0f} s ago)", std::max(0.0, NsToSeconds(WallNowNs() - owner.since_wall_ns)));
-  }
-  return who;
-}
-
 // The run's part after it exists: its status when the invocation ends, its lock, and the
 // observers' last call, whichever way the invocation ends.
 class OpenRun {
@@ -116,7 +100,7 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
     store = std::move(opened).value();
   }
 
-  const store::RunLockOwner me{static_cast<std::int64_t>(getpid()), HostName(), WallNowNs()};
+  const store::RunLockOwner me = store::ThisProcessAsOwner();
   auto lock = [&](std::int64_t run_id) -> Status {
     auto held = store->TryLockRun(run_id, me);
     if (!held.ok()) return held.error();
@@ -125,7 +109,7 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
           ErrorKind::kInvalidInput,
           fmt::format("run {} is being run by {}; a second `run --resume {}` would run its cells "
                       "twice: wait for it, or stop it (Ctrl-C) first",
-                      run_id, Holder(**held), run_id));
+                      run_id, store::DescribeHolder(**held), run_id));
     }
     return Status::Ok();
   };

@@ -357,6 +357,19 @@ Result<Plan> Expand(const config::Matrix& matrix) {
   }
 
   Plan plan;
+  // MSER-5 may cut up to half of the steps (its truncation point lies in the first half), so a
+  // window that ran to max_time_s can keep as little as half of it: below min_time_s the cell then
+  // ends invalid for too little data, which a plan can say before anything runs.
+  const config::MeasureSettings& m = matrix.measure;
+  if (m.min_time_s > 0 && m.max_time_s < 2 * m.min_time_s) {
+    warnings.push_back(config::WhereInMeasure(matrix, "max_time_s") + ": warning: measure.max_time_s " +
+                       config::FormatValue(config::Value(m.max_time_s)) + " is less than twice min_time_s " +
+                       config::FormatValue(config::Value(m.min_time_s)) +
+                       ": the warm-up cut (MSER-5) may drop up to half of a window that runs to max_time_s, "
+                       "leaving less than min_time_s measured (the cell then ends invalid: too little data); "
+                       "raise max_time_s to at least " +
+                       config::FormatValue(config::Value(2 * m.min_time_s)) + " or lower min_time_s");
+  }
   plan.warnings = std::move(warnings);
   plan.cells.reserve(order.size());
   for (const auto& [c, r] : order) {

@@ -215,6 +215,31 @@ TEST(ExpandTest, LabelsShowWhatVariesAndTheModel) {
   EXPECT_EQ(defaults.cells[0].label, "defaults");
 }
 
+// A ceiling under twice min_time_s can leave too little after MSER-5's cut: warned at its line.
+TEST(ExpandTest, WarnsWhenMaxTimeCannotHoldTwiceMinTime) {
+  auto close = config::ParseMatrix(
+      "runner: null\nmatrix:\n  model: a\nmeasure:\n  min_time_s: 1.5\n  max_time_s: 2\n", "m.yaml");
+  ASSERT_TRUE(close.ok()) << close.error().message;
+  auto plan = Expand(*close);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  ASSERT_EQ(plan->warnings.size(), 1u);
+  EXPECT_EQ(plan->warnings[0].rfind(
+                "m.yaml:6:3: warning: measure.max_time_s 2.0 is less than twice min_time_s 1.5", 0),
+            0u)
+      << plan->warnings[0];
+  EXPECT_NE(plan->warnings[0].find("raise max_time_s to at least 3.0"), std::string::npos)
+      << plan->warnings[0];
+  auto roomy = config::ParseMatrix(
+      "runner: null\nmatrix:\n  model: a\nmeasure:\n  min_time_s: 1.5\n  max_time_s: 3\n", "m.yaml");
+  ASSERT_TRUE(roomy.ok());
+  auto fine = Expand(*roomy);
+  ASSERT_TRUE(fine.ok());
+  EXPECT_TRUE(fine->warnings.empty());
+  auto defaults = config::ParseMatrix("runner: null\nmatrix:\n  model: a\n", "m.yaml");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_TRUE(Expand(*defaults)->warnings.empty());
+}
+
 TEST(SeedTest, MatchesTheDocumentedMix) {
   // Expected values computed independently (Python) from the formula in docs/config-reference.md.
   EXPECT_EQ(DeriveCellSeed(42, "batch_size=8,model=resnet50", 0), 8957001772265552895ull);

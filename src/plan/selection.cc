@@ -25,11 +25,7 @@ std::string CanonicalName(const std::string& name) {
   return name;
 }
 
-struct Term {
-  std::string name;
-  std::string value;
-  enum class Op { kEquals, kNotEquals, kLabel } op = Op::kLabel;
-};
+using Term = FilterTerm;
 
 Result<std::vector<Term>> ParseFilter(const std::string& filter) {
   std::vector<Term> terms;
@@ -66,35 +62,48 @@ bool SameValue(const config::Value& value, const std::string& text) {
   return ValueText(value) == text;
 }
 
-bool Matches(const Cell& cell, const std::vector<Term>& terms) {
+template <class Lookup>
+bool MatchesTerms(const std::vector<Term>& terms, const std::string& label, const std::string& key,
+                  const Lookup& find) {
   for (const auto& t : terms) {
     if (t.op == Term::Op::kLabel) {
-      if (cell.label.find(t.value) == std::string::npos && cell.key.find(t.value) == std::string::npos)
-        return false;
+      if (label.find(t.value) == std::string::npos && key.find(t.value) == std::string::npos) return false;
       continue;
     }
-    auto it = cell.params.find(t.name);
-    const bool equal = it != cell.params.end() && SameValue(it->second, t.value);
+    const config::Value* value = find(t.name);
+    const bool equal = value != nullptr && SameValue(*value, t.value);
     if ((t.op == Term::Op::kEquals) != equal) return false;
   }
   return true;
 }
 
+bool Matches(const Cell& cell, const std::vector<Term>& terms) {
+  return MatchesTerms(terms, cell.label, cell.key, [&](const std::string& name) -> const config::Value* {
+    auto it = cell.params.find(name);
+    return it == cell.params.end() ? nullptr : &it->second;
+  });
+}
+
 // A name no cell has is a mistake (a typo matches nothing, or everything under !=): an error that
 // lists the names the cells have.
-Status CheckNames(const std::vector<Cell>& cells, const std::vector<Term>& terms, const std::string& filter) {
-  std::set<std::string> names;
-  for (const auto& c : cells) {
-    for (const auto& [name, value] : c.params) names.insert(name);
-  }
+Status CheckTermNames(const std::set<std::string>& names, bool nothing_to_match,
+                      const std::vector<Term>& terms, const std::string& filter) {
   for (const auto& t : terms) {
-    if (t.op == Term::Op::kLabel || names.count(t.name) > 0 || cells.empty()) continue;
+    if (t.op == Term::Op::kLabel || names.count(t.name) > 0 || nothing_to_match) continue;
     std::string known;
     for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
     return MakeError(ErrorKind::kInvalidInput, "--only '" + filter + "': no cell has a parameter '" + t.name +
                                                    "' (the cells have: " + known + ")");
   }
   return Status::Ok();
+}
+
+Status CheckNames(const std::vector<Cell>& cells, const std::vector<Term>& terms, const std::string& filter) {
+  std::set<std::string> names;
+  for (const auto& c : cells) {
+    for (const auto& [name, value] : c.params) names.insert(name);
+  }
+  return CheckTermNames(names, cells.empty(), terms, filter);
 }
 
 }  // namespace
@@ -119,6 +128,38 @@ Result<std::vector<Cell>> FilterCells(const std::vector<Cell>& cells,
     }
   }
   return kept;
+}
+
+Result<CellFilter> ParseCellFilter(const std::vector<std::string>& filters) {
+  CellFilter filter;
+  for (const auto& f : filters) {
+    auto terms = ParseFilter(f);
+    if (!terms.ok()) return terms.error();
+    filter.texts.push_back(f);
+    filter.any_of.push_back(std::move(terms).value());
+  }
+  return filter;
+}
+
+bool MatchesCellFilter(const CellFilter& filter, const nlohmann::json& params, const std::string& label,
+                       const std::string& key) {
+  if (filter.any_of.empty()) return true;
+  auto find = [&](const std::string& name) -> const config::Value* {
+    if (!params.is_object()) return nullptr;
+    auto it = params.find(name);
+    return it == params.end() ? nullptr : &*it;
+  };
+  for (const auto& terms : filter.any_of) {
+    if (MatchesTerms(terms, label, key, find)) return true;
+  }
+  return false;
+}
+
+Status CheckCellFilterNames(const CellFilter& filter, const std::set<std::string>& names) {
+  for (std::size_t i = 0; i < filter.any_of.size(); ++i) {
+    DLBENCH_RETURN_IF_ERROR(CheckTermNames(names, names.empty(), filter.any_of[i], filter.texts[i]));
+  }
+  return Status::Ok();
 }
 
 namespace {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -21,6 +22,29 @@ namespace dlbench::plan {
 // bare word matches a substring of the cell's label. Repeating --only keeps cells matching any.
 Result<std::vector<Cell>> FilterCells(const std::vector<Cell>& cells,
                                       const std::vector<std::string>& filters);
+
+// One term of a FILTER: `name=value`, `name!=value`, or a bare word matched against the label.
+// Names are canonical (a label abbreviation such as `bs` is read as batch_size).
+struct FilterTerm {
+  std::string name;
+  std::string value;
+  enum class Op { kEquals, kNotEquals, kLabel } op = Op::kLabel;
+};
+
+// Filters in FilterCells' syntax for anything with parameters and a label (stored cells: `trend
+// --only`): the OR of `any_of`, each the AND of its terms; `texts` keeps each filter as written.
+struct CellFilter {
+  std::vector<std::vector<FilterTerm>> any_of;
+  std::vector<std::string> texts;
+};
+Result<CellFilter> ParseCellFilter(const std::vector<std::string>& filters);
+// Whether a cell with these parameters (a JSON object), label and key matches; numbers compare
+// as numbers. An empty filter matches every cell.
+bool MatchesCellFilter(const CellFilter& filter, const nlohmann::json& params, const std::string& label,
+                       const std::string& key);
+// kInvalidInput naming a term's parameter that none of `names` (every parameter the cells have)
+// holds, as FilterCells refuses a typo; Ok when `names` is empty (no cells to judge by).
+Status CheckCellFilterNames(const CellFilter& filter, const std::set<std::string>& names);
 
 // --shard K/N: part K (1-based) of N disjoint parts of a plan, so that N processes (one per GPU)
 // together run the whole matrix once.

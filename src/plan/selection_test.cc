@@ -62,6 +62,35 @@ TEST(OnlyTest, MatchesValuesByTypeAndLabelAbbreviationsAndRefusesUnknownNames) {
             "virtual_time)");
 }
 
+// The same syntax over stored cells (trend --only): JSON parameters, the label, OR over filters.
+TEST(OnlyTest, CellFiltersMatchStoredParametersAsRunDoes) {
+  const nlohmann::json a = {{"step_ms", 3.0}, {"batch_size", 8}, {"model", "tiny"}};
+  const nlohmann::json b = {{"step_ms", 1.5}, {"batch_size", 16}, {"model", "small"}};
+  auto matches = [&](const std::vector<std::string>& filters, const nlohmann::json& params,
+                     const std::string& label) {
+    auto f = ParseCellFilter(filters);
+    EXPECT_TRUE(f.ok()) << f.error().message;
+    return f.ok() && MatchesCellFilter(*f, params, label, "");
+  };
+  EXPECT_TRUE(matches({}, a, "tiny bs=8"));
+  EXPECT_TRUE(matches({"step_ms=3"}, a, "tiny bs=8"));
+  EXPECT_FALSE(matches({"step_ms=3"}, b, "small bs=16"));
+  EXPECT_TRUE(matches({"bs=16,model=small"}, b, "small bs=16"));
+  EXPECT_FALSE(matches({"bs=16,model=tiny"}, b, "small bs=16"));
+  EXPECT_TRUE(matches({"model!=tiny"}, b, "small bs=16"));
+  EXPECT_TRUE(matches({"model=tiny", "model=small"}, b, "small bs=16")) << "either filter";
+  EXPECT_TRUE(matches({"small"}, b, "small bs=16")) << "a label word";
+  EXPECT_FALSE(matches({"model=tiny"}, nlohmann::json::array(), "")) << "no parameters";
+  auto f = ParseCellFilter({"bsz=8"});
+  ASSERT_TRUE(f.ok());
+  const Status named = CheckCellFilterNames(*f, {"batch_size", "model", "step_ms"});
+  ASSERT_FALSE(named.ok());
+  EXPECT_EQ(named.error().message,
+            "--only 'bsz=8': no cell has a parameter 'bsz' (the cells have: batch_size, model, step_ms)");
+  EXPECT_TRUE(CheckCellFilterNames(*f, {}).ok()) << "no cells: nothing to judge by";
+  EXPECT_FALSE(ParseCellFilter({"=x"}).ok());
+}
+
 TEST(ShardTest, ParsesKOverN) {
   const struct {
     const char* text;

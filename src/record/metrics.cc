@@ -28,6 +28,7 @@ namespace {
 using namespace metric;  // NOLINT(google-build-using-namespace): the table reads better
 constexpr std::string_view kMeasured = "measured window";
 constexpr std::string_view kMeasuredQueries = "measured queries (load cells)";
+constexpr std::string_view kConverge = "the whole training (scenario: converge)";
 constexpr std::string_view kMeasuredSamples = "monitor samples inside the measured window";
 constexpr std::string_view kCell = "whole cell";
 constexpr std::string_view kSnapshot = "the snapshot's moment";
@@ -122,6 +123,32 @@ const std::vector<MetricDef>& Table() {
       {kDataSkippedSamples, "samples", Producer::kRunner, kCell,
        "times a corrupt input was replaced by the next good sample (skip_corrupt: true)"},
 
+      // scenario: converge. Times on the runner's CLOCK_MONOTONIC from the first training step's
+      // start; an evaluation runs between steps, never inside one.
+      {kTimeToTargetS, "s", Producer::kRunner, kConverge,
+       "end of the first evaluation that met the target - start of the first training step (training "
+       "steps, evaluations and the loop between them)"},
+      {kTrainTimeToTargetS, "s", Producer::kRunner, kConverge,
+       "sum of the timed training steps' durations (end_ns - start_ns) up to that evaluation"},
+      {kStepsToTarget, "steps", Producer::kRunner, kConverge, "training steps before that evaluation"},
+      {kEpochsToTarget, "epochs", Producer::kRunner, kConverge,
+       "samples_to_target / training samples (fractional)"},
+      {kSamplesToTarget, "samples", Producer::kRunner, kConverge, "steps_to_target x batch_size"},
+      {kTargetReached, "ratio", Producer::kRunner, kConverge,
+       "1 when an evaluation met the target, 0 when the cell ended at max_epochs, max_train_time_s or "
+       "its step ceiling without"},
+      {kFinalEvalAccuracy, "ratio", Producer::kRunner, kConverge,
+       "the last evaluation's accuracy: correct top-1 predictions / evaluated samples"},
+      {kFinalEvalLoss, "nats", Producer::kRunner, kConverge,
+       "the last evaluation's mean cross-entropy over the evaluated samples"},
+      {kBestEvalAccuracy, "ratio", Producer::kRunner, kConverge, "the highest accuracy of any evaluation"},
+      {kBestEvalLoss, "nats", Producer::kRunner, kConverge,
+       "the lowest mean cross-entropy of any evaluation"},
+      {kEvalTimeS, "s", Producer::kRunner, kConverge,
+       "sum of the evaluations' durations (outside the timed steps), the whole training"},
+      {kEvaluations, "count", Producer::kRunner, kConverge, "evaluations of the held-out set"},
+      {kTrainEpochs, "epochs", Producer::kRunner, kConverge,
+       "training samples seen / training samples (fractional), the whole training"},
       // The input-bound verdict: the cell against its control (data: device) from the same run.
       {kInputControlSpeedup, "ratio", Producer::kOrchestrator, kMeasured,
        "the control's samples_per_s / the cell's samples_per_s"},

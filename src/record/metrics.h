@@ -94,6 +94,22 @@ inline constexpr std::string_view kInputGpuIdleSharePct = "input_gpu_idle_share_
 inline constexpr std::string_view kInputWaitingEnergyJ = "input_waiting_energy_j";
 inline constexpr std::string_view kInputWaitingEnergySharePct = "input_waiting_energy_share_pct";
 
+// scenario: converge (docs/convergence.md), from the torch runner (EXTRAS). "To target" counts up
+// to the end of the first evaluation that met the target; absent when the target was not reached.
+inline constexpr std::string_view kTimeToTargetS = "time_to_target_s";
+inline constexpr std::string_view kTrainTimeToTargetS = "train_time_to_target_s";
+inline constexpr std::string_view kStepsToTarget = "steps_to_target";
+inline constexpr std::string_view kEpochsToTarget = "epochs_to_target";
+inline constexpr std::string_view kSamplesToTarget = "samples_to_target";
+inline constexpr std::string_view kTargetReached = "target_reached";
+inline constexpr std::string_view kFinalEvalAccuracy = "final_eval_accuracy";
+inline constexpr std::string_view kFinalEvalLoss = "final_eval_loss";
+inline constexpr std::string_view kBestEvalAccuracy = "best_eval_accuracy";
+inline constexpr std::string_view kBestEvalLoss = "best_eval_loss";
+inline constexpr std::string_view kEvalTimeS = "eval_time_s";
+inline constexpr std::string_view kEvaluations = "evaluations";
+inline constexpr std::string_view kTrainEpochs = "train_epochs";
+
 // The monitor analysis (monitor/analysis.h).
 inline constexpr std::string_view kGpuUtilMeanPct = "gpu_util_mean_pct";
 inline constexpr std::string_view kGpuUtilP5Pct = "gpu_util_p5_pct";

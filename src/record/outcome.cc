@@ -21,7 +21,7 @@ constexpr Table<Outcome, 8> kOutcomeNames = {
     {Outcome::kUnsupported, "unsupported"},
     {Outcome::kInterrupted, "interrupted"},
 };
-constexpr Table<Verdict, 12> kVerdictNames = {{Verdict::kValid, "valid"},
+constexpr Table<Verdict, 13> kVerdictNames = {{Verdict::kValid, "valid"},
                                               {Verdict::kNoisy, "noisy"},
                                               {Verdict::kTooShort, "too_short"},
                                               {Verdict::kDrifting, "drifting"},
@@ -32,6 +32,7 @@ constexpr Table<Verdict, 12> kVerdictNames = {{Verdict::kValid, "valid"},
                                               {Verdict::kFellBehind, "fell_behind"},
                                               {Verdict::kOverBound, "over_bound"},
                                               {Verdict::kUnreliable, "unreliable"},
+                                              {Verdict::kNotReached, "not_reached"},
                                               {Verdict::kNotApplicable, "n/a"}};
 constexpr Table<RunStatus, 4> kRunStatusNames = {{RunStatus::kRunning, "running"},
                                                  {RunStatus::kCompleted, "completed"},

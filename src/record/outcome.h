@@ -47,19 +47,22 @@ enum class Verdict {
   kFellBehind,     // a load cell did not issue its queries as fast as its schedule asked
   kOverBound,      // a load cell's latency percentile exceeded latency_bound_ms
   kUnreliable,     // any other reason (and stores from before these names: "invalid")
+  kNotReached,     // scenario converge: the target quality was not reached (docs/convergence.md)
   kNotApplicable,  // the cell did not end ok
 };
-inline constexpr Verdict kAllVerdicts[] = {
-    Verdict::kValid,      Verdict::kNoisy,     Verdict::kTooShort,   Verdict::kDrifting,
-    Verdict::kShifted,    Verdict::kThrottled, Verdict::kLeaking,    Verdict::kContended,
-    Verdict::kFellBehind, Verdict::kOverBound, Verdict::kUnreliable, Verdict::kNotApplicable};
+inline constexpr Verdict kAllVerdicts[] = {Verdict::kValid,        Verdict::kNoisy,      Verdict::kTooShort,
+                                           Verdict::kDrifting,     Verdict::kShifted,    Verdict::kThrottled,
+                                           Verdict::kLeaking,      Verdict::kContended,  Verdict::kFellBehind,
+                                           Verdict::kOverBound,    Verdict::kUnreliable, Verdict::kNotReached,
+                                           Verdict::kNotApplicable};
 // Which reason names a cell's verdict when it has several: the cause that explains the others
 // first (contention and throttling make steps noisy and drifting), then the shape of the movement.
+// A converge cell that missed its target says so first: its time to target does not exist.
 // A load cell that fell behind its schedule explains its latency; either explains too few queries.
 inline constexpr Verdict kVerdictPrecedence[] = {
-    Verdict::kContended, Verdict::kThrottled, Verdict::kFellBehind, Verdict::kOverBound,
-    Verdict::kShifted,   Verdict::kDrifting,  Verdict::kLeaking,    Verdict::kTooShort,
-    Verdict::kNoisy,     Verdict::kUnreliable};
+    Verdict::kNotReached, Verdict::kContended, Verdict::kThrottled, Verdict::kFellBehind,
+    Verdict::kOverBound,  Verdict::kShifted,   Verdict::kDrifting,  Verdict::kLeaking,
+    Verdict::kTooShort,   Verdict::kNoisy,     Verdict::kUnreliable};
 
 // Whether the numbers of a cell with this verdict may be used (only kValid).
 inline bool IsUsable(Verdict verdict) { return verdict == Verdict::kValid; }

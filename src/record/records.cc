@@ -58,6 +58,13 @@ std::vector<StepRecord> RankZeroSteps(const CellRecord& cell) {
   return out;
 }
 
+std::int64_t StepsEndedBy(const std::vector<StepRecord>& rank_zero_steps, std::int64_t t_ns) {
+  // Steps of one rank run one after the other, so their ends ascend with their starts.
+  const auto it = std::upper_bound(rank_zero_steps.begin(), rank_zero_steps.end(), t_ns,
+                                   [](std::int64_t t, const StepRecord& r) { return t < r.end_ns; });
+  return static_cast<std::int64_t>(it - rank_zero_steps.begin());
+}
+
 std::vector<StepRecord> MeasuredSteps(const CellRecord& cell) {
   if (!cell.window || cell.window->steps <= 0) return {};
   std::vector<StepRecord> rank0 = RankZeroSteps(cell);

@@ -130,6 +130,9 @@ inline constexpr const char* kInputVerdictExtrasKey = "input_verdict";
 // Rank 0's steps in step order (by start time: the records the measurement policy saw).
 std::vector<StepRecord> RankZeroSteps(const CellRecord& cell);
 
+// How many of `rank_zero_steps` (RankZeroSteps' order) ended at or before t_ns: the step a
+// converge curve's point belongs to (record/series.h). O(log n).
+std::int64_t StepsEndedBy(const std::vector<StepRecord>& rank_zero_steps, std::int64_t t_ns);
 // The steps of the cell's measured window (rank 0, in step order); empty without a window or
 // without loaded steps. A window reaching past the stored steps is clipped to them.
 std::vector<StepRecord> MeasuredSteps(const CellRecord& cell);

@@ -46,6 +46,16 @@ inline constexpr std::string_view kLoadComputeNs = "load.compute_ns";
 inline constexpr std::string_view kLoadD2hNs = "load.d2h_ns";
 inline constexpr std::string_view kLoadHostPostNs = "load.post_ns";
 
+// scenario: converge's curves (docs/convergence.md), sent by the runner in EXTRAS
+// info.converge.curves and stored as the cell's series. A point's t_ns is the end of the step
+// (train.loss) or of the evaluation (eval.*, train.lr) it belongs to; its step is the number of
+// rank-0 steps that ended at or before t_ns (record::StepsEndedBy).
+inline constexpr std::string_view kTrainLoss = "train.loss";
+inline constexpr std::string_view kTrainLr = "train.lr";
+inline constexpr std::string_view kEvalAccuracy = "eval.accuracy";
+inline constexpr std::string_view kEvalLoss = "eval.loss";
+inline constexpr std::string_view kConvergeCurves[] = {kTrainLoss, kTrainLr, kEvalAccuracy, kEvalLoss};
+
 // "gpu<index>.<field>".
 std::string GpuSeriesName(int index, std::string_view field);
 

@@ -11,7 +11,8 @@
 namespace dlbench::report {
 
 // Version 2: the verdict vocabulary split (valid, noisy, too_short, drifting, shifted, throttled,
-// leaking, contended, unreliable, n/a; version 1 had valid/invalid/n/a), measured_steps beside
+// leaking, contended, unreliable, n/a; since load cells fell_behind and over_bound, since
+// scenario: converge not_reached; version 1 had valid/invalid/n/a), measured_steps beside
 // warmup_steps, and metric_definitions. docs/schema/export-v2.schema.json is its JSON Schema
 // (checked against real exports by the ExportSchema CTest).
 inline constexpr const char kExportFormat[] = "dlbench.export/2";

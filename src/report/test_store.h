@@ -73,6 +73,13 @@ class MemoryStore final : public store::ResultStore {
     tags_[tag] = run_id;
     return Status::Ok();
   }
+  Status DeleteTag(const std::string& tag) override {
+    if (tags_.erase(tag) == 0) return MakeError(ErrorKind::kNotFound, "no run is tagged '" + tag + "'");
+    return Status::Ok();
+  }
+  Status DeleteRun(std::int64_t) override {
+    return MakeError(ErrorKind::kUnsupported, "the report tests' memory store deletes no runs");
+  }
   Result<std::int64_t> ResolveRunName(const std::string& ref) override {
     if (ref == "latest" && !runs_.empty()) return runs_.rbegin()->first;
     if (tags_.count(ref)) return tags_[ref];

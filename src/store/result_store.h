@@ -31,6 +31,11 @@ struct RunLockOwner {
   std::int64_t since_wall_ns = 0;
 };
 
+// This process as a lock holder (its pid, host name and the wall clock now), and a holder in
+// words: "pid 4242 on host gpu-3 (since 12 s ago)". Defined in run_owner.cc.
+RunLockOwner ThisProcessAsOwner();
+std::string DescribeHolder(const RunLockOwner& owner);
+
 struct CellQuery {
   bool with_steps = false;
   bool with_series = false;
@@ -56,6 +61,12 @@ class ResultStore {
   virtual Result<std::set<std::string>> FinishedCellIds(std::int64_t run_id) = 0;
   // Tags name runs: `dlbench tag 12 baseline`. A tag names one run; setting it again moves it.
   virtual Status SetTag(std::int64_t run_id, const std::string& tag) = 0;
+  // Removes a tag (the run stays); kNotFound, naming the known tags, when no run has it.
+  virtual Status DeleteTag(const std::string& tag) = 0;
+  // Removes a run with its cells, metrics, steps, series and tags in one transaction, and any
+  // environment no run refers to any more; kNotFound when there is no such run. The caller holds
+  // the run's lock (TryLockRun), so a live run is never deleted under its driver.
+  virtual Status DeleteRun(std::int64_t run_id) = 0;
   // A run reference -> run id: an id, a tag, "latest", "previous" (the run before the latest),
   // or any of these followed by ~N, the run N places before it in id order ("latest~2",
   // "baseline~1"). kNotFound with the known tags when nothing matches or too few runs come

@@ -44,6 +44,8 @@ class SpillingStore final : public ResultStore {
   }
   Result<std::set<std::string>> FinishedCellIds(std::int64_t run_id) override;
   Status SetTag(std::int64_t run_id, const std::string& tag) override { return inner_->SetTag(run_id, tag); }
+  Status DeleteTag(const std::string& tag) override { return inner_->DeleteTag(tag); }
+  Status DeleteRun(std::int64_t run_id) override { return inner_->DeleteRun(run_id); }
   Result<std::int64_t> ResolveRunName(const std::string& name) override {
     return inner_->ResolveRunName(name);
   }

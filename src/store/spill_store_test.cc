@@ -43,6 +43,8 @@ class FlakyStore final : public ResultStore {
     return inner_->FinishedCellIds(id);
   }
   Status SetTag(std::int64_t id, const std::string& tag) override { return inner_->SetTag(id, tag); }
+  Status DeleteTag(const std::string& tag) override { return inner_->DeleteTag(tag); }
+  Status DeleteRun(std::int64_t id) override { return inner_->DeleteRun(id); }
   Result<std::int64_t> ResolveRunName(const std::string& name) override {
     return inner_->ResolveRunName(name);
   }

@@ -68,6 +68,8 @@ class SqliteStore final : public ResultStore {
   Result<std::set<std::string>> FinishedCellIds(std::int64_t run_id) override;
   // Tag names are non-empty, not all digits (those are run ids) and not "latest": kInvalidInput.
   Status SetTag(std::int64_t run_id, const std::string& tag) override;
+  Status DeleteTag(const std::string& tag) override;  // in *_admin.cc
+  Status DeleteRun(std::int64_t run_id) override;
   Result<std::int64_t> ResolveRunName(const std::string& ref) override;
   // Cells carry their metrics, not their steps or series.
   Result<std::vector<std::pair<RunRecord, CellRecord>>> CellHistory(const std::string& key) override;

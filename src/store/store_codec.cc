@@ -107,4 +107,10 @@ bool IsRunUuid(std::string_view text) {
   return true;
 }
 
+Error NotATag(const std::string& tag, const Result<std::int64_t>& as_reference) {
+  if (!as_reference.ok()) return as_reference.error();
+  return Error{ErrorKind::kInvalidInput, "'" + tag + "' is not a tag: it names run " +
+                                             std::to_string(*as_reference) + " (tags: dlbench tag --list)"};
+}
+
 }  // namespace dlbench::store::codec

@@ -26,6 +26,10 @@ Error UnknownStoredName(const char* what, const std::string& text, const std::st
 bool AllDigits(const std::string& text);
 // Tag names are non-empty, not all digits (those are run ids) and not "latest": kInvalidInput.
 Status ValidateTagName(const std::string& tag);
+// The error of deleting `tag` that no run carries, given what the same text resolves to as a run
+// reference: a run id or "latest" (kInvalidInput: not a tag) or the resolver's kNotFound, which
+// lists the known tags.
+Error NotATag(const std::string& tag, const Result<std::int64_t>& as_reference);
 // kInvalidInput when a metric name appears twice in the cell (`what` names the cell).
 Status CheckUniqueMetricNames(const record::CellRecord& cell, const std::string& what);
 

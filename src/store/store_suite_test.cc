@@ -765,6 +765,57 @@ TEST_P(StoreTest, ARunLockRefusesASecondStoreObjectNamingItsHolderUntilTheFirstL
   ASSERT_TRUE(store_->UnlockRun(run_id).ok());
 }
 
+// `runs --delete` and `prune`: a run goes with every row that hangs off it, and nothing else.
+TEST_P(StoreTest, DeleteRunRemovesTheRunWithEveryChildAndLeavesTheOthers) {
+  const std::int64_t a = Begin(MakeRun("a", "env-a"));
+  const std::int64_t b = Begin(MakeRun("b", "env-b"));
+  ASSERT_TRUE(store_->PutCell(MakeCell(a, 0, 4)).ok());
+  ASSERT_TRUE(store_->PutCell(MakeCell(a, 1, 4)).ok());
+  ASSERT_TRUE(store_->PutCell(MakeCell(b, 0, 3)).ok());
+  ASSERT_TRUE(store_->SetTag(a, "base").ok());
+  ASSERT_TRUE(store_->SetTag(b, "cand").ok());
+  ASSERT_EQ(Count("series"), "6");
+
+  ASSERT_TRUE(store_->DeleteRun(a).ok());
+  EXPECT_EQ(Count("runs"), "1");
+  EXPECT_EQ(Count("cells"), "1");
+  EXPECT_EQ(Count("steps"), "3");
+  EXPECT_EQ(Count("metrics"), "2");
+  EXPECT_EQ(Count("tags"), "1");
+  EXPECT_EQ(Count("environments"), "1") << "env-a is used by no run any more";
+  EXPECT_EQ(Count("series"), "2");
+  EXPECT_EQ(store_->GetRun(a).error().kind, ErrorKind::kNotFound);
+  EXPECT_EQ(store_->ResolveRunName("base").error().kind, ErrorKind::kNotFound);
+  auto kept = store_->GetCells(b, CellQuery{true, true, std::nullopt});
+  ASSERT_TRUE(kept.ok());
+  ASSERT_EQ(kept->size(), 1u);
+  ExpectSameCell(MakeCell(b, 0, 3), (*kept)[0], /*with_children=*/true);
+
+  const Status again = store_->DeleteRun(a);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().kind, ErrorKind::kNotFound);
+  EXPECT_NE(again.error().message.find("no run with id " + std::to_string(a)), std::string::npos);
+}
+
+TEST_P(StoreTest, DeleteTagRemovesOnlyTheTagAndRefusesWhatIsNoTag) {
+  const std::int64_t run = Begin(MakeRun("a"));
+  ASSERT_TRUE(store_->SetTag(run, "base").ok());
+  ASSERT_TRUE(store_->SetTag(run, "nightly").ok());
+  ASSERT_TRUE(store_->DeleteTag("base").ok());
+  EXPECT_EQ(Count("tags"), "1");
+  EXPECT_EQ(Count("runs"), "1");
+  const Status unknown = store_->DeleteTag("base");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().kind, ErrorKind::kNotFound);
+  EXPECT_NE(unknown.error().message.find("known tags: nightly"), std::string::npos)
+      << unknown.error().message;
+  const Status an_id = store_->DeleteTag(std::to_string(run));
+  ASSERT_FALSE(an_id.ok());
+  EXPECT_EQ(an_id.error().kind, ErrorKind::kInvalidInput);
+  EXPECT_NE(an_id.error().message.find("is not a tag: it names run"), std::string::npos);
+  EXPECT_EQ(Count("tags"), "1");
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, ::testing::Values("sqlite", "postgres"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 

@@ -212,5 +212,51 @@ TEST(CliE2E, SetOverridesAMeasureSettingAndIsStoredWithTheRun) {
   }
 }
 
+// `params` cuts meanings to a line and says how to see one whole; `params KEY` prints it whole,
+// with the models where `model` takes any name; an unknown key suggests the nearest.
+TEST(CliE2E, ParamsPrintsAKeyWholeAndNamesTheModels) {
+  TempDir dir("params");
+  auto table = Dlbench({"params"}, dir, dir / "p.db");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("dlbench params KEY prints a key in full"), std::string::npos) << table.out;
+  auto model = Dlbench({"params", "model", "target_qps"}, dir, dir / "p.db");
+  ASSERT_EQ(model.exit_code, 0) << model.err;
+  EXPECT_NE(model.out.find("model: a cell parameter"), std::string::npos) << model.out;
+  EXPECT_NE(model.out.find("the torch runner: resnet50, mobilenet_v2, bert_base"), std::string::npos)
+      << model.out;
+  EXPECT_NE(model.out.find("required: with runner: torch"), std::string::npos) << model.out;
+  // target_qps's whole help, past its first sentence, which the table cuts.
+  EXPECT_NE(model.out.find("so that a typo is caught here"), std::string::npos) << model.out;
+  EXPECT_EQ(table.out.find("so that a typo is caught here"), std::string::npos);
+  auto typo = Dlbench({"params", "modle"}, dir, dir / "p.db");
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.err.find("dlbench params: invalid input: no key 'modle'; did you mean 'model'?"),
+            std::string::npos)
+      << typo.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "p.db")) << "params opens no store";
+}
+
+// A check that could not run is said, not silently left out: a 30-step virtual-time cell is too
+// short for the drift/shift test, and its virtual clock leaves the monitor nothing to judge.
+TEST(CliE2E, ShowSaysWhichChecksWereSkippedAndWhy) {
+  TempDir dir("skipped");
+  const std::string matrix = dir / "m.yaml";
+  WriteText(matrix,
+            "name: skipped\nrunner: null\nmatrix:\n  model: a\n  step_ms: 2\n  virtual_time: true\n"
+            "measure:\n  min_steps: 20\n  max_steps: 30\n  min_time_s: 0\n");
+  auto run = Dlbench({"run", matrix, "--out", dir / "out"}, dir, dir / "s.db");
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  auto show = Dlbench({"show", "latest"}, dir, dir / "s.db");
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("skipped: the drift/shift check: fewer than 10 batches of 5 measured steps"),
+            std::string::npos)
+      << show.out;
+  EXPECT_NE(
+      show.out.find("skipped: the monitor's checks (energy, throttling, leaks): the runner reported virtual "
+                    "step times (virtual_time)"),
+      std::string::npos)
+      << show.out;
+}
+
 }  // namespace
 }  // namespace dlbench::e2e

@@ -53,6 +53,21 @@ inline std::string ExecuteSql(const std::string& db, const std::string& sql) {
 
 // Polls the store until run `run_id` has at least `at_least` finished cells or `timeout_s`
 // passes; returns how many it last saw. For tests that interrupt a run part-way.
+// The integer the one-row, one-column query `sql` returns; -1 when it cannot be read.
+inline std::int64_t QueryInt(const std::string& db, const std::string& sql) {
+  sqlite3* h = nullptr;
+  std::int64_t out = -1;
+  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(h, sql.c_str(), -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+      out = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(h);
+  return out;
+}
+
 inline std::size_t WaitForStoredCells(const std::string& db, std::int64_t run_id, std::size_t at_least,
                                       int timeout_s) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);

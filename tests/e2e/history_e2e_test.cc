@@ -112,6 +112,19 @@ TEST(HistoryE2E, TagCompareFailOnRegressionAndTrend) {
   EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 4) << csv.out;  // header + 3 points
   auto bad_filter = Dlbench({"trend", "model"}, dir, db);
   EXPECT_EQ(bad_filter.exit_code, 2) << Context(bad_filter);
+  // run's --only syntax: the same cells as model=a, a label word, and a typo refused.
+  auto only = Dlbench({"trend", "--only", "model=a", "--format", "csv", "--metric", "step_time"}, dir, db);
+  ASSERT_EQ(only.exit_code, 0) << Context(only);
+  EXPECT_EQ(only.out, csv.out);
+  auto not_a = Dlbench({"trend", "--only", "model!=a", "--format", "csv"}, dir, db);
+  ASSERT_EQ(not_a.exit_code, 0) << Context(not_a);
+  auto b = Dlbench({"trend", "model=b", "--format", "csv"}, dir, db);
+  ASSERT_EQ(b.exit_code, 0) << Context(b);
+  EXPECT_EQ(not_a.out, b.out);
+  EXPECT_EQ(std::count(not_a.out.begin(), not_a.out.end(), '\n'), 4) << not_a.out;  // model b: 3 points
+  auto typo = Dlbench({"trend", "--only", "modle=a"}, dir, db);
+  EXPECT_EQ(typo.exit_code, 2) << Context(typo);
+  EXPECT_NE(typo.err.find("no cell has a parameter 'modle'"), std::string::npos) << typo.err;
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ torch::Tensor EmptyLike(const torch::Tensor& t, torch::TensorOptions options) {
 }  // namespace
 
 Feeder::Feeder(const TorchCell& cell, Workload& workload, torch::Device device, std::uint64_t seed)
-    : options_(cell.data), device_(device), train_(cell.scenario == Scenario::kTrain) {
+    : options_(cell.data), device_(device), train_(Trains(cell.scenario)) {
   if (options_.source == DataSource::kDevice) return;
   feed_ = workload.FeedTensors();
   auto host_options = torch::TensorOptions().device(torch::kCPU).pinned_memory(options_.pin_memory);

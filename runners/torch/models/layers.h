@@ -114,5 +114,9 @@ std::shared_ptr<ZooModel> MakeResNet50(const ModelOptions& options);
 std::shared_ptr<ZooModel> MakeMobileNetV2(const ModelOptions& options);
 std::shared_ptr<ZooModel> MakeBertBase(const ModelOptions& options);
 std::shared_ptr<ZooModel> MakeSsdMobileNet(const ModelOptions& options);
+// Fashion-MNIST's reference CNN (fashion_cnn), with BatchNorm after each convolution when
+// batch_norm (fashion_cnn_bn). Options: base_width (conv1's filters, 32; conv2 has twice),
+// hidden_size (the dense layer, 1024), num_classes (10); the input is always 1 x 28 x 28.
+std::shared_ptr<ZooModel> MakeFashionCnn(const ModelOptions& options, bool batch_norm);
 
 }  // namespace dlbench::torchrunner::models

@@ -61,13 +61,17 @@ ModelOptions ModelOptions::FromParams(const nlohmann::json& params) {
   return options;
 }
 
-std::vector<std::string> KnownModels() { return {"resnet50", "mobilenet_v2", "bert_base", "ssd_mobilenet"}; }
+std::vector<std::string> KnownModels() {
+  return {"resnet50", "mobilenet_v2", "bert_base", "ssd_mobilenet", "fashion_cnn", "fashion_cnn_bn"};
+}
 
 std::shared_ptr<ZooModel> MakeModel(const std::string& name, const ModelOptions& options) {
   if (name == "resnet50") return models::MakeResNet50(options);
   if (name == "mobilenet_v2") return models::MakeMobileNetV2(options);
   if (name == "bert_base") return models::MakeBertBase(options);
   if (name == "ssd_mobilenet") return models::MakeSsdMobileNet(options);
+  if (name == "fashion_cnn") return models::MakeFashionCnn(options, /*batch_norm=*/false);
+  if (name == "fashion_cnn_bn") return models::MakeFashionCnn(options, /*batch_norm=*/true);
   std::string known;
   for (const auto& model : KnownModels()) known += (known.empty() ? "" : ", ") + model;
   throw std::invalid_argument("unknown model '" + name + "' (known models: " + known + ")");

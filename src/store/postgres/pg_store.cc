@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "store/postgres/pg_store_retrying.h"
 #include "store/store_codec.h"
 
 namespace dlbench::store {
@@ -260,59 +261,6 @@ Status PostgresStore::UnlockRun(std::int64_t run_id) {
   if (!released.ok()) return released.error();
   if (locked_runs_.empty()) lock_connection_.reset();
   return Status::Ok();
-}
-
-template <class Op>
-auto PostgresStore::Retrying(Op&& op) -> decltype(op()) {
-  using R = decltype(op());
-  const auto start = std::chrono::steady_clock::now();
-  // The window is per outage, not per call: once it has run out, later calls try once until one
-  // succeeds, so a caller that still has things to say (a spilled cell, a failed run's status)
-  // ends at once rather than after another whole window each.
-  const auto window = std::chrono::duration<double>(unreachable_ ? 0.0 : options_.retry_s);
-  std::optional<Error> last;
-  for (int attempt = 0;; ++attempt) {
-    if (connection_.broken()) {
-      auto fresh = Connection::Open(url_);
-      if (fresh.ok()) {
-        connection_ = std::move(*fresh);
-      } else if (fresh.error().kind != ErrorKind::kUnavailable) {
-        return R(fresh.error());
-      } else {
-        last = fresh.error();
-      }
-    }
-    if (!connection_.broken()) {
-      R result = op();
-      if (result.ok() || result.error().kind != ErrorKind::kUnavailable) {
-        unreachable_ = false;
-        if (attempt > 0) {
-          LogWarning("reconnected to {} after {:.1f} s", Describe(),
-                     std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-        }
-        return result;
-      }
-      last = result.error();
-      // Whatever the old connection's state, the next attempt starts on a new one.
-      connection_ = Connection();
-    } else if (!last) {
-      last = MakeError(ErrorKind::kUnavailable, "the connection to " + Describe() + " is closed");
-    }
-    const auto elapsed = std::chrono::steady_clock::now() - start;
-    if (attempt == 0 && !unreachable_) {
-      LogWarning("lost the connection to {} ({}); retrying for up to {:.0f} s", Describe(), last->message,
-                 options_.retry_s);
-    }
-    if (elapsed >= window) {
-      unreachable_ = true;
-      return R(MakeError(
-          ErrorKind::kUnavailable,
-          fmt::format("the PostgreSQL server {} could not be reached for {:.0f} s (retried {} times): {}",
-                      Describe(), options_.retry_s, attempt, last->message)));
-    }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(window - elapsed);
-    std::this_thread::sleep_for(std::min(RetryBackoff(attempt), left + std::chrono::milliseconds(1)));
-  }
 }
 
 Result<bool> PostgresStore::RunExists(std::int64_t run_id) {

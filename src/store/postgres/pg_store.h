@@ -63,6 +63,8 @@ class PostgresStore final : public ResultStore {
   Result<std::vector<CellRecord>> GetCells(std::int64_t run_id, const CellQuery& query) override;
   Result<std::set<std::string>> FinishedCellIds(std::int64_t run_id) override;
   Status SetTag(std::int64_t run_id, const std::string& tag) override;
+  Status DeleteTag(const std::string& tag) override;  // in *_admin.cc
+  Status DeleteRun(std::int64_t run_id) override;
   Result<std::int64_t> ResolveRunName(const std::string& ref) override;
   Result<std::vector<std::pair<RunRecord, CellRecord>>> CellHistory(const std::string& key) override;
   // The URL with its password masked: "postgresql://alice:***@db:5432/bench".
