@@ -28,6 +28,7 @@ namespace {
 using namespace metric;  // NOLINT(google-build-using-namespace): the table reads better
 constexpr std::string_view kMeasured = "measured window";
 constexpr std::string_view kMeasuredQueries = "measured queries (load cells)";
+constexpr std::string_view kProbes = "every probe of a peak search (target_qps: max)";
 constexpr std::string_view kMeasuredSamples = "monitor samples inside the measured window";
 constexpr std::string_view kCell = "whole cell";
 constexpr std::string_view kSnapshot = "the snapshot's moment";
@@ -244,6 +245,15 @@ const std::vector<MetricDef>& Table() {
        "LoadGen's single-stream 'QPS w/ loadgen overhead': (n - 1) / (last issued_ns - first scheduled_ns)"},
       {kLoadQpsWithoutOverhead, "1/s", Producer::kOrchestrator, kMeasuredQueries,
        "LoadGen's 'QPS w/o loadgen overhead': 1 / query_latency_mean_ns"},
+      {kLoadPeakQps, "1/s", Producer::kOrchestrator, kProbes,
+       "the highest target_qps of a valid probe below every invalid probe's (LoadGen's 'maximum Poisson "
+       "throughput parameter supported'); each probe judged from its measured queries as a server cell is"},
+      {kLoadPeakLowestFailingQps, "1/s", Producer::kOrchestrator, kProbes,
+       "the lowest target_qps of an invalid probe: the bracket's upper end"},
+      {kLoadPeakProbes, "probes", Producer::kOrchestrator, kProbes, "probes the search ran"},
+      {kLoadPeakResolution, "ratio", Producer::kOrchestrator, kProbes,
+       "the cell's peak_resolution: a converged search has load_peak_lowest_failing_qps / load_peak_qps - 1 "
+       "<= this"},
 
       // MEMORY snapshot fields ("end" snapshot; other labels are prefixed).
       {memory::kHostRssBytes, "bytes", Producer::kRunnerMemory, kSnapshot, "the runner's resident set"},

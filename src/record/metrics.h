@@ -153,6 +153,12 @@ inline constexpr std::string_view kLoadCompletedSamplesPerS = "load_completed_sa
 inline constexpr std::string_view kLoadSamplesPerS = "load_samples_per_s";
 inline constexpr std::string_view kLoadQpsWithOverhead = "load_qps_with_overhead";
 inline constexpr std::string_view kLoadQpsWithoutOverhead = "load_qps_without_overhead";
+// A peak search's cell (target_qps: max; orchestrator/peak_cell.h): the probes, each judged again
+// from its query records. The load metrics above are then the peak probe's measured queries.
+inline constexpr std::string_view kLoadPeakQps = "load_peak_qps";
+inline constexpr std::string_view kLoadPeakLowestFailingQps = "load_peak_lowest_failing_qps";
+inline constexpr std::string_view kLoadPeakProbes = "load_peak_probes";
+inline constexpr std::string_view kLoadPeakResolution = "load_peak_resolution";
 }  // namespace metric
 
 // The fields of a MEMORY snapshot (docs/protocol.md). The snapshot labelled "end" is stored under
