@@ -111,12 +111,15 @@ cmake -S "$ROOT" -B "$BUILD" -G Ninja \
   "${cuda_args[@]}" "${extra_args[@]}"
 
 # The programs first, so a broken test elsewhere cannot keep them from being built.
-cmake --build "$BUILD" -j "$JOBS" --target dlbench-torch
+# A failure is reported and the others still built (-k 0 shows every failing file at once); the
+# exit status says whether anything failed.
+failed=0
+cmake --build "$BUILD" -j "$JOBS" --target dlbench-torch -- -k 0 || { echo "build-gpu: ERROR: dlbench-torch did not build" >&2; failed=1; }
 if [ -n "${BUILD_TARGETS:-}" ]; then
   # shellcheck disable=SC2086
-  cmake --build "$BUILD" -j "$JOBS" --target $BUILD_TARGETS
-  echo "build-gpu: built $BUILD_TARGETS in $BUILD"
-  exit 0
+  cmake --build "$BUILD" -j "$JOBS" --target $BUILD_TARGETS -- -k 0 || { echo "build-gpu: ERROR: some of $BUILD_TARGETS did not build" >&2; failed=1; }
+  echo "build-gpu: built $BUILD_TARGETS in $BUILD (failed=$failed)"
+  exit "$failed"
 fi
 for t in dlbench dlbench-null; do
   cmake --build "$BUILD" -j "$JOBS" --target "$t" || echo "build-gpu: WARNING: $t did not build" >&2
@@ -128,3 +131,4 @@ fi
 echo "build-gpu: programs in $BUILD/bin:"
 ls -l "$BUILD/bin"
 echo "build-gpu: tests in $BUILD/tests; run: ctest --test-dir $BUILD -L gpu"
+exit "$failed"

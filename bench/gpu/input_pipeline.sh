@@ -11,7 +11,8 @@
 #   /tmp/dlbench-input-pipeline-work: the images, ~0.6 GB, kept out of OUT), BUILD (default
 #   build-gpu), PYTHON (default python3), IMAGES (default 4000, in 4 classes), MAX_TIME_S (per
 #   cell, default 12), DEADLINE_S (for dlbench run, default 270), TOTAL_S (for everything,
-#   default 360: what is left after the run goes to the DataLoader comparison)
+#   default 360: what is left after the run goes to the DataLoader comparison), GEN_TIMEOUT_S (for
+#   writing the images, default 120; the script stops with the writers' logs when it passes)
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 BUILD="${BUILD:-$ROOT/build-gpu}"
@@ -62,10 +63,19 @@ if [ ! -f "$IMAGES_DIR/.done-$PER_CLASS" ]; then
   echo "== generating $IMAGES JPEGs (500x375, quality 90) in $IMAGES_DIR"
   rm -rf "$IMAGES_DIR"
   # Four class folders written in parallel, one process each.
+  # Wait for these four jobs by pid: a bare `wait` also waits for the `exec > >(tee ...)` above,
+  # which never ends (bash 5.2), and hung this script on the H200 machine on 2026-12-01.
   for c in 0 1 2 3; do
-    "$MAKE" --out "$WORK/part$c" --classes 1 --per-class "$PER_CLASS" --seed $((c + 1)) >/dev/null &
+    timeout -s KILL "${GEN_TIMEOUT_S:-120}" "$MAKE" --out "$WORK/part$c" --classes 1 --per-class "$PER_CLASS" \
+      --seed $((c + 1)) > "$WORK/make-$c.log" 2>&1 &
   done
-  wait
+  gen_failed=0
+  for job in $(jobs -p); do wait "$job" || gen_failed=1; done
+  for c in 0 1 2 3; do echo "writer $c: $(tail -1 "$WORK/make-$c.log" 2>/dev/null)"; done
+  if [ "$gen_failed" = 1 ]; then
+    echo "input_pipeline: generating the images failed or passed GEN_TIMEOUT_S=${GEN_TIMEOUT_S:-120}s (writers' logs above; $(elapsed)s)" >&2
+    exit 1
+  fi
   mkdir -p "$IMAGES_DIR"
   for c in 0 1 2 3; do mv "$WORK/part$c/class_000" "$IMAGES_DIR/class_00$c"; rm -rf "$WORK/part$c"; done
   touch "$IMAGES_DIR/.done-$PER_CLASS"

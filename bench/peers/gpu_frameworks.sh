@@ -136,9 +136,12 @@ lane_b() { for t in jax py-compiled; do run_matrix "$t" "$1"; done; }
 
 echo "== runs"
 if [ "$LANES" -ge 2 ]; then
+  # By pid: a bare `wait` would also wait for the `exec > >(tee ...)` above, which never ends.
   lane_a 0 &
+  a=$!
   lane_b 1 &
-  wait
+  b=$!
+  wait "$a" "$b"
 else
   for t in torch py-eager jax py-compiled ort jax-nojit py-hf; do run_matrix "$t" 0; done
 fi

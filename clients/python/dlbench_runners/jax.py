@@ -285,10 +285,13 @@ class JaxRunner(Runner):
         if stats:
             for ours, theirs in (("device_allocated_bytes", "bytes_in_use"),
                                  ("device_allocated_peak_bytes", "peak_bytes_in_use"),
-                                 ("device_reserved_bytes", "pool_bytes"), ("device_reserved_peak_bytes", "peak_pool_bytes"),
-                                 ("device_limit_bytes", "bytes_limit")):
+                                 ("device_reserved_bytes", "pool_bytes"), ("device_reserved_peak_bytes", "peak_pool_bytes")):
                 if isinstance(stats.get(theirs), int):
                     snap[ours] = stats[theirs]
+            # The allocator's ceiling is no memory field of the protocol (docs/metrics.md): it goes
+            # to the cell's extras.
+            if isinstance(stats.get("bytes_limit"), int):
+                self.info["device_memory_limit_bytes"] = stats["bytes_limit"]
         return snap
 
     def extras(self) -> Extras:
