@@ -122,4 +122,43 @@ std::string RenderPeakSearches(const std::vector<record::CellRecord>& cells) {
   return "\nPeak search (target_qps: max; each probe a server run judged from its own queries):\n" + out;
 }
 
+std::string RenderLatencyDecomposition(const std::vector<record::CellRecord>& cells) {
+  struct Part {
+    const char* name;
+    std::string_view mean;
+    std::string_view p99;
+    std::string_view share;
+  };
+  static constexpr Part kParts[] = {
+      {"queue", metric::kQueryQueueMeanNs, metric::kQueryQueueP99Ns, metric::kQueryQueueSharePct},
+      {"host pre", metric::kQueryHostPreMeanNs, metric::kQueryHostPreP99Ns, metric::kQueryHostPreSharePct},
+      {"h2d", metric::kQueryH2dMeanNs, metric::kQueryH2dP99Ns, metric::kQueryH2dSharePct},
+      {"compute", metric::kQueryComputeMeanNs, metric::kQueryComputeP99Ns, metric::kQueryComputeSharePct},
+      {"d2h", metric::kQueryD2hMeanNs, metric::kQueryD2hP99Ns, metric::kQueryD2hSharePct},
+      {"host post", metric::kQueryHostPostMeanNs, metric::kQueryHostPostP99Ns,
+       metric::kQueryHostPostSharePct},
+  };
+  Table table({{"#", true},
+               {"cell", false},
+               {"part", false},
+               {"mean", true},
+               {"p99", true},
+               {"share of mean latency", true}});
+  for (const record::CellRecord& c : cells) {
+    if (!c.extras.contains("load")) continue;
+    for (const Part& part : kParts) {
+      const std::optional<double> mean = MetricValue(c, std::string(part.mean));
+      if (!mean) continue;
+      const std::optional<double> share = MetricValue(c, std::string(part.share));
+      table.AddRow({std::to_string(c.index), TerminalSafe(c.label.empty() ? c.key : c.label), part.name,
+                    FormatDurationNs(mean), FormatDurationNs(MetricValue(c, std::string(part.p99))),
+                    share ? fmt::format("{:.1f}%", *share) : "-"});
+    }
+  }
+  if (table.empty()) return "";
+  return "\nLatency decomposition (each part over the measured queries; queue = latency - the timed "
+         "parts):\n" +
+         table.Render();
+}
+
 }  // namespace dlbench::cli

@@ -19,4 +19,8 @@ std::string RenderLoadCells(const std::vector<record::CellRecord>& cells);
 // extras.load.peak_search, or "" when no cell has one.
 std::string RenderPeakSearches(const std::vector<record::CellRecord>& cells);
 
+// Each load cell's latency decomposition, one row per part it has (queue, host pre-processing,
+// H2D, compute, D2H, host post-processing): mean, p99 and share of the mean latency; "" when none.
+std::string RenderLatencyDecomposition(const std::vector<record::CellRecord>& cells);
+
 }  // namespace dlbench::cli

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "load/settings.h"
+#include "orchestrator/load_decomposition.h"
 #include "orchestrator/peak_cell.h"
 #include "record/metrics.h"
 #include "record/series.h"
@@ -229,6 +230,7 @@ std::vector<std::string> MeasureLoadWindow(const LoadCellSettings& s,
   const stats::IssueRateCheck issue = stats::CheckIssueRate(scheduled, issued_ns, kIssueTolerance);
   SetFinite(rec, metric::kLoadScheduledPerS, issue.scheduled_per_s);
   SetFinite(rec, metric::kLoadIssuedPerS, issue.achieved_per_s);
+  AddLatencyDecomposition(records, begin, end, rec);
 
   std::vector<std::string> reasons;
   const std::string pname = PercentileName(claim.early_stopping.percentile);

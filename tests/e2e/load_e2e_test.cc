@@ -205,11 +205,29 @@ TEST(LoadE2E, EveryScenarioRunsOnTheNullRunnerWithTheFiguresItsServiceTimeImplie
   // It completes no faster than its capacity.
   EXPECT_LE(Metric(over, "load_completed_samples_per_s"), 1 / 2.01e-3 + 1e-6);
 
+  // The latency decomposition: the null runner times a compute part (the service time); the queue
+  // part is the rest of each latency. Closed-loop queries never wait: all compute.
+  EXPECT_EQ(Metric(single, "query_compute_mean_ns"), 2.01e6);
+  EXPECT_EQ(Metric(single, "query_compute_p99_ns"), 2.01e6);
+  EXPECT_EQ(Metric(single, "query_compute_share_pct"), 100);
+  EXPECT_EQ(Metric(single, "query_queue_mean_ns"), 0);
+  EXPECT_EQ(Metric(offline, "query_compute_mean_ns"), 30e6);  // the sum over its 10 batches
+  EXPECT_EQ(Metric(offline, "query_queue_share_pct"), 0);
+  // The server at 200/s serves one query a batch in 2.01 ms; whatever else a latency holds is queueing.
+  EXPECT_EQ(Metric(under, "query_compute_mean_ns"), 2.01e6);
+  EXPECT_NEAR(Metric(under, "query_queue_mean_ns"), Metric(under, "query_latency_mean_ns") - 2.01e6, 1e-3);
+  EXPECT_GT(Metric(under, "query_queue_mean_ns"), 0);
+  EXPECT_NEAR(Metric(under, "query_queue_share_pct") + Metric(under, "query_compute_share_pct"), 100, 1e-9);
+  EXPECT_NEAR(Metric(under, "query_compute_share_pct"), 2.01e6 / Metric(under, "query_latency_mean_ns") * 100,
+              1e-9);
+
   // show prints the load figures of load cells.
   auto show = Dlbench({"show", "latest"}, dir, db);
   ASSERT_EQ(show.exit_code, 0) << show.err;
   EXPECT_NE(show.out.find("p99"), std::string::npos) << show.out;
   EXPECT_NE(show.out.find("over_bound: p99 "), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("Latency decomposition"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("compute"), std::string::npos) << show.out;
 
   // The query records are stored: every received query's latency as the series load.latency_ns.
   auto series = Dlbench({"export", "latest", "--series"}, dir, db);
