@@ -7,16 +7,37 @@
 # the load generator's overhead benchmark, and the load cells of bench/gpu/load-run.yaml through
 # `dlbench run` (phase 2: stored, with the orchestrator's metrics and verdicts). Results go to $OUT
 # (or ./load-evidence-out): at most seven files.
-# Usage: bench/gpu/load_scenarios.sh [--skip-build]
+# --peak runs only the peak search of bench/gpu/load-peak.yaml through `dlbench run` (ResNet-50
+# bf16, target_qps: max under a 10 ms p99; at most 450 s) and writes run-peak.txt (the run and
+# `show latest`) and peak.json (the cell's export).
+# Usage: bench/gpu/load_scenarios.sh [--skip-build] [--peak]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 LOGS="${OUT:-$ROOT/load-evidence-out}"
 mkdir -p "$LOGS"
 BUILD="${BUILD_DIR:-$ROOT/build-gpu}"
 export BUILD_DIR="$BUILD"
-if [ "${1:-}" != "--skip-build" ]; then
+SKIP_BUILD=0
+PEAK_ONLY=0
+for arg in "$@"; do
+  case "$arg" in
+    --skip-build) SKIP_BUILD=1 ;;
+    --peak) PEAK_ONLY=1 ;;
+    *) echo "usage: $0 [--skip-build] [--peak]" >&2; exit 2 ;;
+  esac
+done
+if [ "$SKIP_BUILD" = 0 ]; then
   "$ROOT/scripts/build-gpu.sh" > "$LOGS/build.log" 2>&1 || { tail -40 "$LOGS/build.log"; exit 1; }
   tail -3 "$LOGS/build.log"
+fi
+if [ "$PEAK_ONLY" = 1 ]; then
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.limit --format=csv > "$LOGS/gpu.txt" 2>&1 || true
+  RUN_DIR=$(mktemp -d)
+  (cd "$RUN_DIR" && timeout 450 "$BUILD/bin/dlbench" --db "$RUN_DIR/r.db" run "$ROOT/bench/gpu/load-peak.yaml"; \
+    "$BUILD/bin/dlbench" --db "$RUN_DIR/r.db" show latest) > "$LOGS/run-peak.txt" 2>&1
+  echo "dlbench run (load-peak.yaml): exit $?"; tail -40 "$LOGS/run-peak.txt"
+  "$BUILD/bin/dlbench" --db "$RUN_DIR/r.db" export latest --format json > "$LOGS/peak.json" 2>> "$LOGS/run-peak.txt"
+  exit 0
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.limit --format=csv > "$LOGS/gpu.txt" 2>&1 || true
 ctest --test-dir "$BUILD" -R 'TorchLoad|LoadGenerator|DynamicBatcher|QueriesWire' --output-on-failure \

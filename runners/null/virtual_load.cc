@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "load/batcher.h"
 #include "load/load_generator.h"
+#include "load/peak_search.h"
 #include "load/protocol_sink.h"
 
 namespace dlbench::nullrunner {
@@ -186,29 +187,26 @@ NullLoadOutcome RunNullLoad(const load::EffectiveLoadSettings& settings, const N
   load::ProtocolQuerySink protocol_sink(out_fd, rank, poll_stop);
   FaultySink sink(protocol_sink, options.fault, options.fault_query_id);
   load::LoadGenerator generator(settings, server);
-  load::RunLimits limits;
-  limits.max_queries = std::max<std::uint64_t>(max_queries, 1);
-  limits.max_duration_ns = max_time_ns;
-  const load::RunResult result = generator.Run(server, server, sink, limits);
   NullLoadOutcome outcome;
-  outcome.queries = static_cast<std::int64_t>(result.issued);
-  switch (result.end) {
-    case load::RunEnd::kStopped:
-      outcome.reason = "stopped";
-      break;
-    case load::RunEnd::kMaxQueries:
-      outcome.reason = "max_steps";
-      break;
-    case load::RunEnd::kMaxDuration:
-      outcome.reason = "max_time";
-      break;
-    case load::RunEnd::kTooManyOutstanding:
-      outcome.reason = load::RunEndName(result.end);
-      break;
-    case load::RunEnd::kCompletionError:
-    case load::RunEnd::kDrainTimeout:
+  if (settings.peak_search) {
+    std::int64_t budget_ns = max_time_ns;
+    if (settings.peak_max_time_ns) budget_ns = std::min(budget_ns, *settings.peak_max_time_ns);
+    const load::PeakSearchOutcome search =
+        load::RunPeakSearch(settings, generator, server, server, sink, server, start_ns + budget_ns);
+    outcome.queries = static_cast<std::int64_t>(search.issued);
+    outcome.reason = search.reason;
+    outcome.info = {{"peak_search", search.ToJson()}};
+  } else {
+    load::RunLimits limits;
+    limits.max_queries = std::max<std::uint64_t>(max_queries, 1);
+    limits.max_duration_ns = max_time_ns;
+    const load::RunResult result = generator.Run(server, server, sink, limits);
+    outcome.queries = static_cast<std::int64_t>(result.issued);
+    if (std::optional<std::string> reason = load::DoneReason(result.end)) {
+      outcome.reason = *reason;
+    } else {
       outcome.error = result.error;
-      break;
+    }
   }
   if (protocol_sink.write_failed() && !outcome.error) outcome.reason = "stopped";
   return outcome;
@@ -248,13 +246,6 @@ int ServeLoadCell(protocol::RunnerSession& session, const protocol::CellConfig& 
     (void)session.SendError(record::RunnerErrorKind::kInvalid, settings.error().message);
     return 0;
   }
-  if (settings->peak_search) {
-    (void)session.SendError(
-        record::RunnerErrorKind::kUnsupported,
-        "target_qps: max (the peak search) is not implemented by dlbench-null; dlbench-torch "
-        "runs it (docs/load.md, \"Peak search\")");
-    return 0;
-  }
   const char* out_fd_text = std::getenv(protocol::kFdOutEnv);
   if (out_fd_text == nullptr) {
     (void)session.SendError(record::RunnerErrorKind::kInternal,
@@ -284,7 +275,9 @@ int ServeLoadCell(protocol::RunnerSession& session, const protocol::CellConfig& 
     (void)session.SendError(record::RunnerErrorKind::kInternal, *outcome.error);
     return 0;
   }
-  (void)session.SendExtras({{"info", {{"queries_issued", outcome.queries}}}});
+  nlohmann::json info = {{"queries_issued", outcome.queries}};
+  if (!outcome.info.empty()) info["load"] = outcome.info;
+  (void)session.SendExtras({{"info", info}});
   return session.SendDone(outcome.reason, outcome.queries).ok() ? 0 : 1;
 }
 

@@ -83,9 +83,12 @@ class VirtualLoadServer final : public load::LoadClock,
 
 // What a null load cell sends in DONE (or ERROR when `error` is set) and EXTRAS.
 struct NullLoadOutcome {
-  std::string reason;        // "stopped", "max_steps", "max_time", "too_many_outstanding"
+  // "stopped", "max_steps", "max_time", "too_many_outstanding"; "peak_search" when the search
+  // ended by its own rule
+  std::string reason;
   std::int64_t queries = 0;  // issued
   std::optional<std::string> error;
+  nlohmann::json info = nlohmann::json::object();  // EXTRAS info.load: the peak search's probes
 };
 
 // A fault of the QUERIES stream (inject: drop_query, duplicate_query): the record of query
@@ -100,7 +103,9 @@ struct NullLoadOptions {
 };
 
 // Runs the cell's scenario until `poll_stop` says STOP, or a ceiling: `max_queries` queries, or
-// `max_time_ns` of virtual time. Writes every record as QUERIES frames of `rank` to `out_fd`
+// `max_time_ns` of virtual time. With target_qps: max it runs the peak search instead
+// (load::RunPeakSearch on the virtual clock, within max_time_ns and peak_max_time_s of virtual
+// time), its probes in `info`. Writes every record as QUERIES frames of `rank` to `out_fd`
 // (from the generator's flush thread; `poll_stop` is called there too, after each write).
 NullLoadOutcome RunNullLoad(const load::EffectiveLoadSettings& settings, const NullLoadOptions& options,
                             int out_fd, std::uint32_t rank, std::int64_t start_ns, std::uint64_t max_queries,

@@ -1,14 +1,17 @@
 // The null runner's simulated system under test on its virtual clock (virtual_load.h): every
 // timestamp is exact, so each scenario's latencies are checked against values computed here
-// independently (the server's against a FIFO queue's recursion).
+// independently (the server's against a FIFO queue's recursion, the peak search's against an M/D/1
+// queue's waiting-time distribution).
 #include "runners/null/virtual_load.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 
 #include "load/load_generator.h"
+#include "load/peak_search.h"
 
 namespace dlbench::nullrunner {
 namespace {
@@ -147,6 +150,124 @@ TEST(VirtualLoadTest, OptionsComeFromTheParameters) {
   EXPECT_EQ(LoadOptionsFromParams(nlohmann::json::object())->service.per_batch_ns, 1'000'000);
   EXPECT_EQ(LoadOptionsFromParams({{"service_us", 1e-9}})->service.per_batch_ns, 1);  // at least 1 ns
   EXPECT_FALSE(LoadOptionsFromParams({{"service_us", -1}}).ok());
+}
+
+// An M/D/1 queue (Poisson arrivals at `lambda`, one server, service time `s`): the probability
+// that a query waits at most `t`, Erlang's formula
+//   P(W <= t) = (1 - rho) sum_{k=0}^{floor(t/s)} (lambda (k s - t))^k / k! e^{-lambda (k s - t)},
+// rho = lambda s. The terms alternate; for t / s <= 10 and rho < 1 they stay below e^20, so double
+// keeps about 8 significant digits.
+double MD1WaitCdf(double lambda, double s, double t) {
+  double sum = 0;
+  for (int k = 0; k <= static_cast<int>(std::floor(t / s)); ++k) {
+    const double x = lambda * (k * s - t);
+    sum += std::pow(x, k) / std::tgamma(k + 1.0) * std::exp(-x);
+  }
+  return (1 - lambda * s) * sum;
+}
+
+// The highest rate whose latency (wait + s) has its percentile `p` within `bound`.
+double MD1Peak(double bound, double s, double p) {
+  double lo = 1, hi = 1 / s;
+  for (int i = 0; i < 100; ++i) {
+    const double mid = (lo + hi) / 2;
+    (MD1WaitCdf(mid, s, bound - s) >= p ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+load::PeakSearchOutcome SearchOnTheVirtualServer(const load::EffectiveLoadSettings& settings,
+                                                 const VirtualService& service, std::int64_t budget_ns,
+                                                 std::vector<record::QueryRecord>* records_out = nullptr) {
+  VirtualLoadServer server(settings, service, kStart, 1e9);
+  load::LoadGenerator generator(settings, server);
+  RecordingSink sink;
+  load::PeakSearchOutcome outcome =
+      load::RunPeakSearch(settings, generator, server, server, sink, server, kStart + budget_ns);
+  if (records_out != nullptr) *records_out = sink.records();
+  return outcome;
+}
+
+// A server of 1 ms per query (capacity 1000/s) under a 10 ms p99 bound: the M/D/1 queue sustains
+// 773.5 queries/s. With 20,000 queries a probe, the seeded schedule's p99 is within a few percent
+// of the stationary one, so the search's converged bracket holds the queue's peak within the
+// search's stated resolution (5%), and every record belongs to exactly one probe.
+TEST(VirtualLoadTest, ThePeakSearchFindsTheRateAnMD1QueueSustainsWithinItsBound) {
+  const double expected = MD1Peak(10e-3, 1e-3, 0.99);
+  EXPECT_NEAR(expected, 773.49, 0.01);
+  EXPECT_NEAR(MD1WaitCdf(500, 1e-3, 0), 0.5, 1e-12);  // P(no wait) = 1 - rho
+  const auto settings = Settings({{"load", "server"},
+                                  {"target_qps", "max"},
+                                  {"latency_bound_ms", 10},
+                                  {"max_batch", 1},
+                                  {"min_queries", 20000}});
+  std::vector<record::QueryRecord> records;
+  const load::PeakSearchOutcome outcome =
+      SearchOnTheVirtualServer(settings, VirtualService{1'000'000, 0}, 100'000'000'000'000, &records);
+  EXPECT_EQ(outcome.search.end, stats::PeakSearchEnd::kConverged);
+  EXPECT_EQ(outcome.reason, "peak_search");
+  ASSERT_TRUE(outcome.search.peak_per_s && outcome.search.lowest_failing_per_s);
+  const double lo = *outcome.search.peak_per_s, hi = *outcome.search.lowest_failing_per_s;
+  EXPECT_LE(hi / lo - 1, settings.peak_resolution);
+  EXPECT_LE(std::abs(lo / expected - 1), settings.peak_resolution) << lo << " .. " << hi;
+  EXPECT_LE(std::abs(hi / expected - 1), settings.peak_resolution) << lo << " .. " << hi;
+  // Bracketing from 100/s doubles while probes pass: 100, 200 and 400 are far below the peak.
+  ASSERT_GE(outcome.probes.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(outcome.probes[i].target_qps, 100.0 * std::pow(2.0, static_cast<double>(i)));
+    if (i < 3) {
+      EXPECT_TRUE(outcome.probes[i].passed) << i;
+    }
+  }
+  std::uint64_t next = 0;
+  for (const load::ProbeReport& p : outcome.probes) {
+    EXPECT_EQ(p.warmup_first_query, next);
+    EXPECT_EQ(p.first_query, p.warmup_first_query + p.warmup_queries);
+    next = p.first_query + p.queries;
+    if (p.passed) {
+      EXPECT_GE(p.queries, 20000u);
+      EXPECT_LE(*p.latency_at_percentile_ns, 10e6);
+    }
+  }
+  EXPECT_EQ(next, records.size());
+  EXPECT_EQ(outcome.issued, records.size());
+}
+
+// The bounds end the search early: the probe cap with the bracket still open, the time budget
+// (virtual time) cutting the first probe short of its early-stopping floor (so it cannot pass),
+// and a bound below the service time, which no rate meets down to the search's 1 query/s.
+TEST(VirtualLoadTest, ThePeakSearchsBoundsEndIt) {
+  const VirtualService service{1'000'000, 0};
+  auto capped = Settings({{"load", "server"},
+                          {"target_qps", "max"},
+                          {"latency_bound_ms", 10},
+                          {"max_batch", 1},
+                          {"peak_max_probes", 3}});
+  const load::PeakSearchOutcome cap = SearchOnTheVirtualServer(capped, service, 100'000'000'000'000);
+  EXPECT_EQ(cap.search.end, stats::PeakSearchEnd::kProbeCap);
+  ASSERT_EQ(cap.probes.size(), 3u);
+  EXPECT_EQ(cap.probes[2].target_qps, 400.0);
+  EXPECT_EQ(*cap.search.peak_per_s, 400.0);
+  EXPECT_FALSE(cap.search.lowest_failing_per_s);
+
+  // 459 queries at 100/s take 4.6 s; the budget is 3 s.
+  auto timed =
+      Settings({{"load", "server"}, {"target_qps", "max"}, {"latency_bound_ms", 10}, {"max_batch", 1}});
+  const load::PeakSearchOutcome time = SearchOnTheVirtualServer(timed, service, 3'000'000'000);
+  EXPECT_EQ(time.reason, "max_time");
+  EXPECT_EQ(time.search.end, stats::PeakSearchEnd::kStopped);
+  ASSERT_EQ(time.probes.size(), 1u);
+  EXPECT_FALSE(time.probes[0].passed);
+  EXPECT_FALSE(time.probes[0].early_stopping_met);
+  EXPECT_LT(time.probes[0].queries, 459u);
+
+  auto tight =
+      Settings({{"load", "server"}, {"target_qps", "max"}, {"latency_bound_ms", 0.5}, {"max_batch", 1}});
+  const load::PeakSearchOutcome none = SearchOnTheVirtualServer(tight, service, 100'000'000'000'000);
+  EXPECT_EQ(none.search.end, stats::PeakSearchEnd::kNoPassingRate);
+  EXPECT_FALSE(none.search.peak_per_s);
+  ASSERT_EQ(none.probes.size(), 8u);  // 100, 50, 25, 12.5, 6.25, 3.125, 1.5625, 1
+  EXPECT_EQ(none.probes.back().target_qps, 1.0);
 }
 
 }  // namespace

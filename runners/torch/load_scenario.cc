@@ -12,12 +12,10 @@
 #include "common/clock.h"
 #include "load/batcher.h"
 #include "load/load_generator.h"
+#include "load/peak_search.h"
 #include "load/protocol_sink.h"
 #include "load_device.h"
 #include "precision.h"
-#include "stats/early_stopping.h"
-#include "stats/latency.h"
-#include "stats/peak_search.h"
 
 namespace dlbench::torchrunner {
 namespace {
@@ -282,38 +280,6 @@ class InlineSut final : public load::SystemUnderTest {
   std::uint32_t part_;
 };
 
-// Passes records on to the protocol sink and keeps the times a peak-search probe's verdict needs.
-// Write and StopRequested come from the generator's flush thread during a run and from its Run
-// thread after; the probe reads the vectors only between runs.
-class ProbeSink final : public load::QueryRecordSink {
- public:
-  explicit ProbeSink(load::QueryRecordSink& next) : next_(next) {}
-  void Write(const record::QueryRecord* records, std::size_t count) override {
-    next_.Write(records, count);
-    for (std::size_t i = 0; i < count; ++i) {
-      latencies_ns.push_back(static_cast<double>(records[i].completed_ns - records[i].scheduled_ns));
-      scheduled_ns.push_back(records[i].scheduled_ns);
-      issued_ns.push_back(records[i].issued_ns);
-    }
-  }
-  bool StopRequested() override { return next_.StopRequested(); }
-  void Clear() {
-    latencies_ns.clear();
-    scheduled_ns.clear();
-    issued_ns.clear();
-  }
-  std::vector<double> latencies_ns;
-  std::vector<std::int64_t> scheduled_ns;
-  std::vector<std::int64_t> issued_ns;
-
- private:
-  load::QueryRecordSink& next_;
-};
-
-nlohmann::json FiniteOrNull(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
-}
-
 // The batch sizes a scenario runs: what warm-up must cover.
 std::vector<std::uint32_t> BatchSizes(const EffectiveLoadSettings& s) {
   switch (s.scenario) {
@@ -366,105 +332,6 @@ class TorchLoadCell final : public LoadCell {
     return j;
   }
 
-  // The peak search over probes at Poisson rates (stats::SearchPeak): each probe warms up for
-  // kProbeWarmupNs at its rate (so queues left by the previous rate drain), then measures until its
-  // percentile claim passes early stopping against the bound (at least h(0) queries, more when some
-  // are over the bound, at most kProbeSegments runs) or its percentile is over the bound.
-  static constexpr std::int64_t kProbeWarmupNs = 500'000'000;
-  static constexpr int kProbeSegments = 4;
-
-  LoadOutcome SearchPeak(load::LoadGenerator& generator, load::SystemUnderTest& sut,
-                         const load::QuerySampleLibrary& library, load::QueryRecordSink& out,
-                         std::int64_t deadline_ns) {
-    LoadOutcome outcome;
-    ProbeSink sink(out);
-    stats::EarlyStoppingParams es;
-    es.percentile = settings_.latency_percentile;
-    es.confidence = settings_.confidence;
-    const double bound_ns = static_cast<double>(*settings_.latency_bound_ns);
-    const std::int64_t floor = std::max<std::int64_t>(stats::MinQueriesForClaim(es, /*has_bound=*/true),
-                                                      settings_.min_queries.value_or(1));
-    nlohmann::json probes = nlohmann::json::array();
-    bool stopped = false;
-    std::uint64_t issued = 0;
-    auto out_of_time = [&] { return stopped || MonotonicNowNs() >= deadline_ns; };
-    auto probe = [&](double rate) {
-      stats::Probe p;
-      generator.SetTargetQps(rate);
-      load::RunLimits warm;
-      warm.max_duration_ns = kProbeWarmupNs;
-      const load::RunResult warm_run = generator.Run(sut, library, sink, warm);
-      issued += warm_run.issued;
-      stopped = stopped || warm_run.end == load::RunEnd::kStopped;
-      bool overloaded = warm_run.end == load::RunEnd::kTooManyOutstanding;
-      sink.Clear();
-      const std::uint64_t first_measured = warm_run.first_id + warm_run.issued;
-      std::int64_t needed = floor;
-      stats::BoundedEarlyStopping rule;
-      p.latency = INFINITY;
-      for (int segment = 0; segment < kProbeSegments && !overloaded && !out_of_time(); ++segment) {
-        load::RunLimits measure;
-        measure.max_queries =
-            static_cast<std::uint64_t>(needed - static_cast<std::int64_t>(sink.latencies_ns.size()));
-        const load::RunResult r = generator.Run(sut, library, sink, measure);
-        issued += r.issued;
-        stopped = stopped || r.end == load::RunEnd::kStopped;
-        overloaded = r.end == load::RunEnd::kTooManyOutstanding;
-        if (sink.latencies_ns.empty()) break;
-        const auto over = std::count_if(sink.latencies_ns.begin(), sink.latencies_ns.end(),
-                                        [&](double l) { return l > bound_ns; });
-        rule = stats::EarlyStoppingWithBound(static_cast<std::int64_t>(sink.latencies_ns.size()), over, es);
-        std::vector<double> sorted = sink.latencies_ns;
-        std::sort(sorted.begin(), sorted.end());
-        p.latency = stats::LoadGenPercentileSorted(sorted, settings_.latency_percentile);
-        if (rule.met || !(p.latency <= bound_ns)) break;
-        needed = rule.queries_needed;
-      }
-      const stats::IssueRateCheck issue = stats::CheckIssueRate(sink.scheduled_ns, sink.issued_ns, 0.01);
-      p.issue_kept_up = issue.kept_up && !overloaded;
-      p.early_stopping_met = rule.met;
-      if (overloaded) p.latency = INFINITY;
-      probes.push_back({{"target_qps", rate},
-                        {"warmup_first_query", warm_run.first_id},
-                        {"warmup_queries", warm_run.issued},
-                        {"first_query", first_measured},
-                        {"queries", sink.latencies_ns.size()},
-                        {"latency_percentile_ms", FiniteOrNull(p.latency / 1e6)},
-                        {"scheduled_per_s", FiniteOrNull(issue.scheduled_per_s)},
-                        {"issued_per_s", FiniteOrNull(issue.achieved_per_s)},
-                        {"too_many_outstanding", overloaded},
-                        {"early_stopping_met", rule.met},
-                        {"queries_needed", rule.queries_needed}});
-      sink.Clear();
-      return p;
-    };
-    stats::PeakSearchSettings search;
-    search.latency_bound = bound_ns;
-    search.start_rate_per_s = settings_.target_qps;
-    search.min_rate_per_s = 1.0;
-    search.max_rate_per_s = 1e6;
-    const stats::PeakSearchResult result = stats::SearchPeak(search, probe, out_of_time);
-    for (std::size_t i = 0; i < result.probes.size() && i < probes.size(); ++i) {
-      probes[i]["passed"] = result.probes[i].passed;
-    }
-    nlohmann::json info = {
-        {"end", stats::PeakSearchEndName(result.end)},
-        {"peak_qps", result.peak_per_s ? nlohmann::json(*result.peak_per_s) : nlohmann::json(nullptr)},
-        {"lowest_failing_qps", result.lowest_failing_per_s ? nlohmann::json(*result.lowest_failing_per_s)
-                                                           : nlohmann::json(nullptr)},
-        {"latency_bound_ms", bound_ns / 1e6},
-        {"latency_percentile", settings_.latency_percentile},
-        {"rel_tolerance", search.rel_tolerance},
-        {"probe_warmup_s", NsToSeconds(kProbeWarmupNs)},
-        {"probes", probes}};
-    outcome.info = {{"peak_search", info}};
-    outcome.queries = static_cast<std::int64_t>(issued);
-    outcome.reason = stopped                                        ? "stopped"
-                     : result.end == stats::PeakSearchEnd::kStopped ? "max_time"
-                                                                    : "peak_search";
-    return outcome;
-  }
-
   LoadOutcome Run(protocol::RunnerSession& session, const protocol::RunnerLimits& limits) override {
     LoadOutcome outcome;
     // The protocol's output fd, as docs/protocol.md names it; QUERIES frames are written there
@@ -494,8 +361,13 @@ class TorchLoadCell final : public LoadCell {
       b.capacity = settings_.max_outstanding;
       load::DynamicBatcher batcher(b, executor_, clock);
       if (settings_.peak_search) {
-        outcome =
-            SearchPeak(generator, batcher, library, sink, MonotonicNowNs() + run_limits.max_duration_ns);
+        std::int64_t budget_ns = run_limits.max_duration_ns;
+        if (settings_.peak_max_time_ns) budget_ns = std::min(budget_ns, *settings_.peak_max_time_ns);
+        const load::PeakSearchOutcome search = load::RunPeakSearch(settings_, generator, batcher, library,
+                                                                   sink, clock, clock.NowNs() + budget_ns);
+        outcome.info = {{"peak_search", search.ToJson()}};
+        outcome.queries = static_cast<std::int64_t>(search.issued);
+        outcome.reason = search.reason;
         if (auto failure = executor_.failure()) outcome.failure = *failure;
         return outcome;
       }
@@ -509,23 +381,10 @@ class TorchLoadCell final : public LoadCell {
       outcome.failure = *failure;
       return outcome;
     }
-    switch (result.end) {
-      case load::RunEnd::kStopped:
-        outcome.reason = "stopped";
-        break;
-      case load::RunEnd::kMaxQueries:
-        outcome.reason = "max_steps";
-        break;
-      case load::RunEnd::kMaxDuration:
-        outcome.reason = "max_time";
-        break;
-      case load::RunEnd::kTooManyOutstanding:
-        outcome.reason = load::RunEndName(result.end);
-        break;
-      case load::RunEnd::kCompletionError:
-      case load::RunEnd::kDrainTimeout:
-        outcome.failure = Failure{record::RunnerErrorKind::kInternal, result.error, nlohmann::json::object()};
-        break;
+    if (std::optional<std::string> reason = load::DoneReason(result.end)) {
+      outcome.reason = *reason;
+    } else {
+      outcome.failure = Failure{record::RunnerErrorKind::kInternal, result.error, nlohmann::json::object()};
     }
     return outcome;
   }

@@ -214,6 +214,8 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
   for (const auto& c : *cells) table.AddRow(ResultRow(c));
   std::printf("%s", table.Render().c_str());
   std::printf("%s", RenderLoadCells(*cells).c_str());
+  std::printf("%s", RenderLatencyDecomposition(*cells).c_str());
+  std::printf("%s", RenderPeakSearches(*cells).c_str());
   PrintRepetitions(*cells);
   PrintConvergence(*cells);
   PrintInputVerdicts(*cells);

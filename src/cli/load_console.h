@@ -14,4 +14,13 @@ namespace dlbench::cli {
 // go through TerminalSafe.
 std::string RenderLoadCells(const std::vector<record::CellRecord>& cells);
 
+// Each peak-search cell's result (peak, bracket, how the search ended) and its probes (target and
+// achieved rate, the latency percentile and p99, queries, verdict or its first reason), from
+// extras.load.peak_search, or "" when no cell has one.
+std::string RenderPeakSearches(const std::vector<record::CellRecord>& cells);
+
+// Each load cell's latency decomposition, one row per part it has (queue, host pre-processing,
+// H2D, compute, D2H, host post-processing): mean, p99 and share of the mean latency; "" when none.
+std::string RenderLatencyDecomposition(const std::vector<record::CellRecord>& cells);
+
 }  // namespace dlbench::cli

@@ -20,6 +20,9 @@ const std::vector<KeyRule>& KeyRules() {
   static const std::vector<KeyRule> rules = {
       {"target_qps", {"server"}},
       {"latency_bound_ms", {"server"}},
+      {"peak_max_probes", {"server"}},
+      {"peak_resolution", {"server"}},
+      {"peak_max_time_s", {"server"}},
       {"latency_percentile", {"single_stream", "multi_stream", "server"}},
       {"samples_per_query", {"multi_stream"}},
       {"query_interval_ms", {"multi_stream"}},
@@ -118,6 +121,11 @@ std::vector<LoadRuleViolation> CheckLoadCell(const Combination& cell) {
   if (load == "server" && qps != cell.end() && qps->second == "max" && !cell.count("latency_bound_ms")) {
     out.push_back(
         {"target_qps", "max needs latency_bound_ms (the bound the peak's latency must stay within)"});
+  }
+  if (load == "server" && (qps == cell.end() || qps->second != "max")) {
+    for (const char* key : {"peak_max_probes", "peak_resolution", "peak_max_time_s"}) {
+      if (cell.count(key)) out.push_back({key, "applies only with target_qps: max (the peak search)"});
+    }
   }
   return out;
 }

@@ -26,7 +26,10 @@ TEST(LoadRulesTest, ValidCellsPass) {
                                   {"target_qps", "max"},
                                   {"latency_bound_ms", 10.0},
                                   {"max_batch", 8},
-                                  {"streams", 2}}))
+                                  {"streams", 2},
+                                  {"peak_max_probes", 12},
+                                  {"peak_resolution", 0.02},
+                                  {"peak_max_time_s", 60.0}}))
                   .empty());
   EXPECT_TRUE(CheckLoadCell(Cell({{"scenario", "infer"}, {"load", "multi_stream"}, {"samples_per_query", 4}}))
                   .empty());
@@ -59,6 +62,12 @@ TEST(LoadRulesTest, EachRuleOnItsCase) {
       {Cell({{"scenario", "infer"}, {"load", "server"}, {"target_qps", 5.0}, {"samples_per_query", 4}}),
        {"samples_per_query"},
        "applies only with load: multi_stream"},
+      {Cell({{"scenario", "infer"}, {"load", "server"}, {"target_qps", 5.0}, {"peak_max_probes", 4}}),
+       {"peak_max_probes"},
+       "applies only with target_qps: max"},
+      {Cell({{"scenario", "infer"}, {"load", "offline"}, {"peak_resolution", 0.1}}),
+       {"peak_resolution"},
+       "applies only with load: server"},
   };
   for (const Case& c : cases) {
     const auto v = CheckLoadCell(c.cell);

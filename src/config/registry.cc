@@ -351,6 +351,32 @@ std::vector<ParamSpec> BuildRegistry() {
           .Help("load: server: the cell is valid only when its latency percentile is within this. At most "
                 "10000000 (about 3 hours), so that a wrong unit is caught here.")
           .Build());
+  r.push_back(Entry("peak_max_probes", kCell, kLoad, ParamType::kInt)
+                  .Unit("probes")
+                  .Min(1)
+                  .Max(100)
+                  .DefaultText("20")
+                  .Help("target_qps: max: the peak search runs at most this many probes (bracketing and "
+                        "bisection together). At most 100: from 100 queries/s, doubling reaches the "
+                        "search's 1e6 cap in 14 probes and bisection to 0.1% takes 12 more.")
+                  .Build());
+  r.push_back(Entry("peak_resolution", kCell, kLoad, ParamType::kNumber)
+                  .Min(0.001)
+                  .Max(1)
+                  .DefaultText("0.05")
+                  .Help("target_qps: max: bisection stops when the lowest failing rate / the peak - 1 is at "
+                        "most this, at least 0.001. At most 1: a bracket no wider than a factor of 2.")
+                  .Build());
+  r.push_back(Entry("peak_max_time_s", kCell, kLoad, ParamType::kNumber)
+                  .Unit("s")
+                  .Min(0, false)
+                  .Max(86400)
+                  .DefaultText("the cell's max_time_s")
+                  .Help("target_qps: max: the search starts no probe after this many seconds (on the load "
+                        "clock: virtual time in dlbench-null) and each probe's runs end at it; the cell's "
+                        "max_time_s bounds it too. At most 86400 (a day), so that a wrong unit is caught "
+                        "here.")
+                  .Build());
   r.push_back(
       Entry("latency_percentile", kCell, kLoad, ParamType::kNumber)
           .Min(0, false)

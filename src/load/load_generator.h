@@ -81,7 +81,9 @@ class LoadGenerator final : private QueryCompleter {
   // Issues queries until a limit, STOP or an error; then flushes the system under test, waits for
   // its outstanding queries and delivers every record. Every completed query's record reaches the
   // sink once, in id order. May be called again (the peak search's probes): ids and the sample
-  // stream continue, the schedule's offsets restart at the new run's start. Not reentrant.
+  // stream continue; the schedule's offsets continue too (a server run's first query is due at the
+  // new run's start plus the offset reached) unless SetTargetQps restarted them at 0. Not
+  // reentrant.
   RunResult Run(SystemUnderTest& sut, const QuerySampleLibrary& library, QueryRecordSink& sink,
                 const RunLimits& limits);
 

@@ -63,6 +63,9 @@ const std::vector<KeyScope>& KeyScopes() {
       {"query_interval_ms", {Scenario::kMultiStream}},
       {"offline_samples", {Scenario::kOffline}},
       {"latency_percentile", {Scenario::kSingleStream, Scenario::kMultiStream, Scenario::kServer}},
+      {"peak_max_probes", {Scenario::kServer}},
+      {"peak_max_time_s", {Scenario::kServer}},
+      {"peak_resolution", {Scenario::kServer}},
   };
   return scopes;
 }
@@ -115,7 +118,12 @@ nlohmann::json EffectiveLoadSettings::ToJson() const {
   };
   if (scenario == Scenario::kServer) {
     j["target_qps"] = peak_search ? nlohmann::json("max") : nlohmann::json(target_qps);
-    if (peak_search) j["peak_search_start_qps"] = target_qps;
+    if (peak_search) {
+      j["peak_search_start_qps"] = target_qps;
+      j["peak_max_probes"] = peak_max_probes;
+      j["peak_resolution"] = peak_resolution;
+      if (peak_max_time_ns) j["peak_max_time_s"] = static_cast<double>(*peak_max_time_ns) / 1e9;
+    }
     j["arrivals"] = "Poisson (exponential gaps from mt19937_64(schedule_seed), inverse CDF)";
     j["batch_timeout_us"] = static_cast<double>(batch_timeout_ns) / 1e3;
     j["streams"] = streams;
@@ -174,6 +182,22 @@ Result<EffectiveLoadSettings> ResolveLoadSettings(const nlohmann::json& params, 
     return Invalid("target_qps: max needs latency_bound_ms (the bound the peak must stay within)");
   }
   if (s.peak_search) s.target_qps = 100.0;  // the search's first probe; it brackets from there
+  auto max_probes = GetInt(params, "peak_max_probes", 1, 100);
+  if (!max_probes.ok()) return max_probes.error();
+  auto resolution = GetNumber(params, "peak_resolution", 0.001, true, 1, true);
+  if (!resolution.ok()) return resolution.error();
+  auto peak_time = GetNumber(params, "peak_max_time_s", 0, false, 86400, true);
+  if (!peak_time.ok()) return peak_time.error();
+  if (!s.peak_search && (*max_probes || *resolution || *peak_time)) {
+    return Invalid(std::string("parameter '") +
+                   (*max_probes   ? "peak_max_probes"
+                    : *resolution ? "peak_resolution"
+                                  : "peak_max_time_s") +
+                   "' applies only with target_qps: max");
+  }
+  s.peak_max_probes = static_cast<std::uint32_t>(max_probes->value_or(kDefaultPeakMaxProbes));
+  s.peak_resolution = resolution->value_or(kDefaultPeakResolution);
+  if (*peak_time) s.peak_max_time_ns = std::llround(**peak_time * 1e9);
 
   auto percentile = GetNumber(params, "latency_percentile", 0, false, 1, false);
   if (!percentile.ok()) return percentile.error();

@@ -38,6 +38,8 @@ inline constexpr double kDefaultConfidence = 0.99;  // LoadGen's early-stopping 
 inline constexpr double kSingleStreamPercentile = 0.90;
 inline constexpr double kMultiStreamPercentile = 0.99;
 inline constexpr double kServerPercentile = 0.99;
+inline constexpr std::uint32_t kDefaultPeakMaxProbes = 20;
+inline constexpr double kDefaultPeakResolution = 0.05;
 // Queries in flight (issued, not yet reported to the sink) the generator holds at most; a server
 // run that falls this far behind ends early, as LoadGen's "Too many outstanding queries".
 inline constexpr std::uint32_t kDefaultMaxOutstanding = 1u << 16;
@@ -48,6 +50,12 @@ struct EffectiveLoadSettings {
   // Server: the Poisson rate. With peak_search it is the search's first probe.
   double target_qps = 0;
   bool peak_search = false;  // target_qps: max
+  // The peak search's bounds (docs/load.md "Peak search"): at most this many probes, bisection
+  // until the bracket's hi / lo - 1 <= peak_resolution, and at most peak_max_time_ns over every
+  // probe (absent: the cell's max_time_s alone bounds it).
+  std::uint32_t peak_max_probes = kDefaultPeakMaxProbes;
+  double peak_resolution = kDefaultPeakResolution;
+  std::optional<std::int64_t> peak_max_time_ns;
   std::optional<std::int64_t> latency_bound_ns;
   double latency_percentile = kSingleStreamPercentile;  // the percentile claim (early stopping, bound)
   double confidence = kDefaultConfidence;

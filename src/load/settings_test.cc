@@ -69,6 +69,22 @@ TEST(LoadSettingsTest, ExplicitValuesAndUnits) {
   EXPECT_EQ(j["target_qps"], "max");
   EXPECT_EQ(j["latency_bound_ms"], 10.5);
   EXPECT_EQ(j["batch_timeout_us"], 250.0);
+  // The search's bounds: the defaults, then each key read.
+  EXPECT_EQ(s->peak_max_probes, kDefaultPeakMaxProbes);
+  EXPECT_DOUBLE_EQ(s->peak_resolution, kDefaultPeakResolution);
+  EXPECT_FALSE(s->peak_max_time_ns);
+  auto bounded = ResolveLoadSettings(Cell({{"load", "server"},
+                                           {"target_qps", "max"},
+                                           {"latency_bound_ms", 10},
+                                           {"peak_max_probes", 7},
+                                           {"peak_resolution", 0.02},
+                                           {"peak_max_time_s", 30}}),
+                                     1);
+  ASSERT_TRUE(bounded.ok()) << bounded.error().message;
+  EXPECT_EQ(bounded->peak_max_probes, 7u);
+  EXPECT_DOUBLE_EQ(bounded->peak_resolution, 0.02);
+  EXPECT_EQ(*bounded->peak_max_time_ns, 30'000'000'000);
+  EXPECT_EQ(bounded->ToJson()["peak_max_time_s"], 30.0);
 
   auto ms = ResolveLoadSettings(
       Cell({{"load", "multi_stream"}, {"samples_per_query", 4}, {"query_interval_ms", 50}}), 1);
@@ -116,6 +132,17 @@ TEST(LoadSettingsTest, RulesAreCheckedAgainInTheRunner) {
        "'input_residency' must be one of host, device"},
       {nlohmann::json::object({{"load", "single_stream"}, {"scenario", "train"}}),
        "load needs scenario: infer"},
+      {nlohmann::json::object({{"load", "server"}, {"target_qps", 5}, {"peak_max_probes", 3}}),
+       "'peak_max_probes' applies only with target_qps: max"},
+      {nlohmann::json::object(
+           {{"load", "server"}, {"target_qps", "max"}, {"latency_bound_ms", 5}, {"peak_max_probes", 101}}),
+       "'peak_max_probes' must be an integer between 1 and 100"},
+      {nlohmann::json::object(
+           {{"load", "server"}, {"target_qps", "max"}, {"latency_bound_ms", 5}, {"peak_resolution", 0}}),
+       "'peak_resolution' must be a number >= 0.001"},
+      {nlohmann::json::object(
+           {{"load", "server"}, {"target_qps", "max"}, {"latency_bound_ms", 5}, {"peak_max_time_s", -1}}),
+       "'peak_max_time_s' must be a number > 0"},
   };
   for (const Case& c : cases) {
     auto s = ResolveLoadSettings(Cell(c.keys), 1);

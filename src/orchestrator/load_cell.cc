@@ -6,6 +6,8 @@
 #include <cmath>
 
 #include "load/settings.h"
+#include "orchestrator/load_decomposition.h"
+#include "orchestrator/peak_cell.h"
 #include "record/metrics.h"
 #include "record/series.h"
 #include "stats/early_stopping.h"
@@ -80,6 +82,8 @@ Result<LoadCellSettings> LoadCellSettingsOf(const nlohmann::json& params, std::u
   LoadCellSettings out;
   out.scenario = load::ScenarioName(settings->scenario);
   out.peak_search = settings->peak_search;
+  out.peak_max_probes = settings->peak_max_probes;
+  out.peak_resolution = settings->peak_resolution;
   out.claim.percentile_claim = settings->scenario != load::Scenario::kOffline;
   if (settings->latency_bound_ns)
     out.claim.latency_bound_ns = static_cast<double>(*settings->latency_bound_ns);
@@ -169,18 +173,26 @@ LoadConclusion ConcludeLoad(const LoadRecorder& load, std::optional<std::int64_t
     out.invalid = "too little data: no query record arrived";
     return out;
   }
-  if (s.peak_search) {
-    out.invalid =
-        "target_qps: max through dlbench run: the orchestrator does not summarise a peak search's probes yet "
-        "(docs/load.md, \"Status\"); the runner's probes are in extras.info.load.peak_search";
-    return out;
-  }
+  if (s.peak_search) return ConcludePeakSearch(load, stop_reason, done_reason, rec);
+  out.reasons =
+      MeasureLoadWindow(s, records, 0, measured, load.policy().floor(), stop_reason, done_reason, rec);
+  return out;
+}
 
+std::vector<std::string> MeasureLoadWindow(const LoadCellSettings& s,
+                                           const std::vector<record::QueryRecord>& records, std::size_t begin,
+                                           std::size_t end, std::int64_t floor,
+                                           const std::string& stop_reason, const std::string& done_reason,
+                                           record::CellRecord& rec) {
+  const measure::LoadClaim& claim = s.claim;
+  const std::size_t measured = end - begin;
+  rec.window = record::MeasuredWindow{static_cast<std::int64_t>(begin), static_cast<std::int64_t>(measured)};
+  if (measured == 0) return {"too_short: no query was measured"};
   std::vector<double> latencies(measured);
   std::vector<std::int64_t> scheduled(measured), issued_ns(measured), completed(measured);
   std::int64_t samples = 0;
   for (std::size_t i = 0; i < measured; ++i) {
-    const record::QueryRecord& r = records[i];
+    const record::QueryRecord& r = records[begin + i];
     latencies[i] = static_cast<double>(r.completed_ns - r.scheduled_ns);
     scheduled[i] = r.scheduled_ns;
     issued_ns[i] = r.issued_ns;
@@ -218,10 +230,10 @@ LoadConclusion ConcludeLoad(const LoadRecorder& load, std::optional<std::int64_t
   const stats::IssueRateCheck issue = stats::CheckIssueRate(scheduled, issued_ns, kIssueTolerance);
   SetFinite(rec, metric::kLoadScheduledPerS, issue.scheduled_per_s);
   SetFinite(rec, metric::kLoadIssuedPerS, issue.achieved_per_s);
+  AddLatencyDecomposition(records, begin, end, rec);
 
   std::vector<std::string> reasons;
   const std::string pname = PercentileName(claim.early_stopping.percentile);
-  const std::int64_t floor = load.policy().floor();
   if (claim.latency_bound_ns) {
     const double bound = *claim.latency_bound_ns;
     const auto over = std::count_if(latencies.begin(), latencies.end(), [&](double l) { return l > bound; });
@@ -266,8 +278,7 @@ LoadConclusion ConcludeLoad(const LoadRecorder& load, std::optional<std::int64_t
     reasons.push_back(fmt::format("too_short: {} queries measured; the cell needs at least {} (min_queries)",
                                   measured, floor));
   }
-  out.reasons = std::move(reasons);
-  return out;
+  return reasons;
 }
 
 }  // namespace dlbench::orchestrator

@@ -25,6 +25,8 @@ struct LoadCellSettings {
   std::string scenario;  // "single_stream", "multi_stream", "server", "offline"
   measure::LoadClaim claim;
   bool peak_search = false;
+  std::uint32_t peak_max_probes = 0;  // with peak_search: the cell's bounds (load::EffectiveLoadSettings)
+  double peak_resolution = 0;
 };
 Result<LoadCellSettings> LoadCellSettingsOf(const nlohmann::json& params, std::uint64_t seed);
 
@@ -75,8 +77,20 @@ struct LoadConclusion {
 // `invalid` (ids dropped or repeated, no query) or its verdict's reasons (docs/load.md, "Verdict"),
 // which the cell runner applies when the cell ends ok. `done_reason` is the runner's DONE
 // reason ("too_many_outstanding": the generator fell behind).
+// A peak search's cell (target_qps: max) is concluded by ConcludePeakSearch (peak_cell.h).
 LoadConclusion ConcludeLoad(const LoadRecorder& load, std::optional<std::int64_t> issued,
                             const std::string& stop_reason, const std::string& done_reason,
                             record::CellRecord& rec);
+
+// The figures and verdict of one measured window, records [begin, end) in id order: sets
+// rec.window to it and the load metrics of record/metrics.h ("Inference under load") computed over
+// it, and returns the verdict's reasons (docs/load.md "Metrics and the verdict"; none: valid).
+// `floor` is the queries the claim needs at least; `done_reason` "too_many_outstanding" means the
+// generator fell behind. A peak search judges each probe with it (peak_cell.h).
+std::vector<std::string> MeasureLoadWindow(const LoadCellSettings& settings,
+                                           const std::vector<record::QueryRecord>& records, std::size_t begin,
+                                           std::size_t end, std::int64_t floor,
+                                           const std::string& stop_reason, const std::string& done_reason,
+                                           record::CellRecord& rec);
 
 }  // namespace dlbench::orchestrator

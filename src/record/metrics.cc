@@ -29,6 +29,7 @@ using namespace metric;  // NOLINT(google-build-using-namespace): the table read
 constexpr std::string_view kMeasured = "measured window";
 constexpr std::string_view kMeasuredQueries = "measured queries (load cells)";
 constexpr std::string_view kConverge = "the whole training (scenario: converge)";
+constexpr std::string_view kProbes = "every probe of a peak search (target_qps: max)";
 constexpr std::string_view kMeasuredSamples = "monitor samples inside the measured window";
 constexpr std::string_view kCell = "whole cell";
 constexpr std::string_view kSnapshot = "the snapshot's moment";
@@ -271,6 +272,54 @@ const std::vector<MetricDef>& Table() {
        "LoadGen's single-stream 'QPS w/ loadgen overhead': (n - 1) / (last issued_ns - first scheduled_ns)"},
       {kLoadQpsWithoutOverhead, "1/s", Producer::kOrchestrator, kMeasuredQueries,
        "LoadGen's 'QPS w/o loadgen overhead': 1 / query_latency_mean_ns"},
+      // The latency decomposition (orchestrator/load_decomposition.h), over the measured queries whose
+      // record carries the part; queue over every measured query.
+      {kQueryQueueMeanNs, "ns", Producer::kOrchestrator, kMeasuredQueries,
+       "mean of the rest of the latency: latency - the sum of the parts the record carries (issue delay, "
+       "waiting in the batcher's queue and for a stream, host time no part covers)"},
+      {kQueryQueueP99Ns, "ns", Producer::kOrchestrator, kMeasuredQueries,
+       "LoadGen's p99 of the queue part: sorted[floor(n x 0.99)]"},
+      {kQueryQueueSharePct, "%", Producer::kOrchestrator, kMeasuredQueries,
+       "query_queue_mean_ns / query_latency_mean_ns x 100"},
+      {kQueryHostPreMeanNs, "ns", Producer::kOrchestrator, kMeasuredQueries,
+       "mean of host pre-processing (load.pre_ns)"},
+      {kQueryHostPreP99Ns, "ns", Producer::kOrchestrator, kMeasuredQueries,
+       "LoadGen's p99 of the pre part: sorted[floor(n x 0.99)]"},
+      {kQueryHostPreSharePct, "%", Producer::kOrchestrator, kMeasuredQueries,
+       "query_pre_mean_ns / query_latency_mean_ns x 100"},
+      {kQueryH2dMeanNs, "ns", Producer::kOrchestrator, kMeasuredQueries,
+       "mean of the host-to-device copy of the input (load.h2d_ns)"},
+      {kQueryH2dP99Ns, "ns", Producer::kOrchestrator, kMeasuredQueries,
+       "LoadGen's p99 of the h2d part: sorted[floor(n x 0.99)]"},
+      {kQueryH2dSharePct, "%", Producer::kOrchestrator, kMeasuredQueries,
+       "query_h2d_mean_ns / query_latency_mean_ns x 100"},
+      {kQueryComputeMeanNs, "ns", Producer::kOrchestrator, kMeasuredQueries,
+       "mean of compute (load.compute_ns)"},
+      {kQueryComputeP99Ns, "ns", Producer::kOrchestrator, kMeasuredQueries,
+       "LoadGen's p99 of the compute part: sorted[floor(n x 0.99)]"},
+      {kQueryComputeSharePct, "%", Producer::kOrchestrator, kMeasuredQueries,
+       "query_compute_mean_ns / query_latency_mean_ns x 100"},
+      {kQueryD2hMeanNs, "ns", Producer::kOrchestrator, kMeasuredQueries,
+       "mean of the device-to-host copy of the output (load.d2h_ns)"},
+      {kQueryD2hP99Ns, "ns", Producer::kOrchestrator, kMeasuredQueries,
+       "LoadGen's p99 of the d2h part: sorted[floor(n x 0.99)]"},
+      {kQueryD2hSharePct, "%", Producer::kOrchestrator, kMeasuredQueries,
+       "query_d2h_mean_ns / query_latency_mean_ns x 100"},
+      {kQueryHostPostMeanNs, "ns", Producer::kOrchestrator, kMeasuredQueries,
+       "mean of host post-processing (load.post_ns)"},
+      {kQueryHostPostP99Ns, "ns", Producer::kOrchestrator, kMeasuredQueries,
+       "LoadGen's p99 of the post part: sorted[floor(n x 0.99)]"},
+      {kQueryHostPostSharePct, "%", Producer::kOrchestrator, kMeasuredQueries,
+       "query_post_mean_ns / query_latency_mean_ns x 100"},
+      {kLoadPeakQps, "1/s", Producer::kOrchestrator, kProbes,
+       "the highest target_qps of a valid probe below every invalid probe's (LoadGen's 'maximum Poisson "
+       "throughput parameter supported'); each probe judged from its measured queries as a server cell is"},
+      {kLoadPeakLowestFailingQps, "1/s", Producer::kOrchestrator, kProbes,
+       "the lowest target_qps of an invalid probe: the bracket's upper end"},
+      {kLoadPeakProbes, "probes", Producer::kOrchestrator, kProbes, "probes the search ran"},
+      {kLoadPeakResolution, "ratio", Producer::kOrchestrator, kProbes,
+       "the cell's peak_resolution: a converged search has load_peak_lowest_failing_qps / load_peak_qps - 1 "
+       "<= this"},
 
       // MEMORY snapshot fields ("end" snapshot; other labels are prefixed).
       {memory::kHostRssBytes, "bytes", Producer::kRunnerMemory, kSnapshot, "the runner's resident set"},

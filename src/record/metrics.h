@@ -169,6 +169,33 @@ inline constexpr std::string_view kLoadCompletedSamplesPerS = "load_completed_sa
 inline constexpr std::string_view kLoadSamplesPerS = "load_samples_per_s";
 inline constexpr std::string_view kLoadQpsWithOverhead = "load_qps_with_overhead";
 inline constexpr std::string_view kLoadQpsWithoutOverhead = "load_qps_without_overhead";
+// The latency decomposition of a load cell's measured queries (orchestrator/load_decomposition.h):
+// each part's mean and LoadGen percentile over the queries whose record carries it, and its mean's
+// share of the mean latency; the queue part is what the other parts leave of the latency.
+inline constexpr std::string_view kQueryQueueMeanNs = "query_queue_mean_ns";
+inline constexpr std::string_view kQueryQueueP99Ns = "query_queue_p99_ns";
+inline constexpr std::string_view kQueryQueueSharePct = "query_queue_share_pct";
+inline constexpr std::string_view kQueryHostPreMeanNs = "query_pre_mean_ns";
+inline constexpr std::string_view kQueryHostPreP99Ns = "query_pre_p99_ns";
+inline constexpr std::string_view kQueryHostPreSharePct = "query_pre_share_pct";
+inline constexpr std::string_view kQueryH2dMeanNs = "query_h2d_mean_ns";
+inline constexpr std::string_view kQueryH2dP99Ns = "query_h2d_p99_ns";
+inline constexpr std::string_view kQueryH2dSharePct = "query_h2d_share_pct";
+inline constexpr std::string_view kQueryComputeMeanNs = "query_compute_mean_ns";
+inline constexpr std::string_view kQueryComputeP99Ns = "query_compute_p99_ns";
+inline constexpr std::string_view kQueryComputeSharePct = "query_compute_share_pct";
+inline constexpr std::string_view kQueryD2hMeanNs = "query_d2h_mean_ns";
+inline constexpr std::string_view kQueryD2hP99Ns = "query_d2h_p99_ns";
+inline constexpr std::string_view kQueryD2hSharePct = "query_d2h_share_pct";
+inline constexpr std::string_view kQueryHostPostMeanNs = "query_post_mean_ns";
+inline constexpr std::string_view kQueryHostPostP99Ns = "query_post_p99_ns";
+inline constexpr std::string_view kQueryHostPostSharePct = "query_post_share_pct";
+// A peak search's cell (target_qps: max; orchestrator/peak_cell.h): the probes, each judged again
+// from its query records. The load metrics above are then the peak probe's measured queries.
+inline constexpr std::string_view kLoadPeakQps = "load_peak_qps";
+inline constexpr std::string_view kLoadPeakLowestFailingQps = "load_peak_lowest_failing_qps";
+inline constexpr std::string_view kLoadPeakProbes = "load_peak_probes";
+inline constexpr std::string_view kLoadPeakResolution = "load_peak_resolution";
 }  // namespace metric
 
 // The fields of a MEMORY snapshot (docs/protocol.md). The snapshot labelled "end" is stored under

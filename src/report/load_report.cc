@@ -25,12 +25,15 @@ void LoadLatencyCharts(const std::vector<record::CellRecord>& cells, int max_poi
                        std::vector<json>& charts) {
   for (const record::CellRecord& c : cells) {
     if (c.outcome != record::Outcome::kOk || !c.extras.contains("load") || !c.window) continue;
-    // The series hold every received query in id order; the measured ones are the first
-    // window->steps of them (docs/load.md, "What dlbench stores").
+    // The series hold every received query in id order; the measured ones are window->steps of
+    // them from the window->first_step-th (0 but for a peak search, whose window is the peak
+    // probe's; docs/load.md, "What dlbench stores").
     std::vector<double> latencies_ms;
+    std::int64_t seen = 0;
     for (const record::SeriesPoint& p : c.series) {
       if (static_cast<std::int64_t>(latencies_ms.size()) >= c.window->steps) break;
-      if (p.series == record::series::kLoadLatencyNs) latencies_ms.push_back(p.value / 1e6);
+      if (p.series != record::series::kLoadLatencyNs) continue;
+      if (seen++ >= c.window->first_step) latencies_ms.push_back(p.value / 1e6);
     }
     if (latencies_ms.empty()) continue;
     json cdf = json::array();

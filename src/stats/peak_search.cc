@@ -23,25 +23,30 @@ const char* PeakSearchEndName(PeakSearchEnd end) {
   return "probe_cap";
 }
 
+void PeakBracket::Add(double rate, bool passed) {
+  if (passed) {
+    if (!hi || rate < *hi) lo = std::max(lo.value_or(rate), rate);
+  } else if (!hi || rate < *hi) {
+    hi = rate;
+    if (lo && *lo >= rate) lo.reset();
+  }
+}
+
 PeakSearchResult SearchPeak(const PeakSearchSettings& s, const std::function<Probe(double)>& probe,
                             const std::function<bool()>& stop) {
   DLBENCH_CHECK(s.growth > 1 && s.rel_tolerance > 0 && s.min_rate_per_s > 0 &&
                     s.max_rate_per_s >= s.min_rate_per_s && s.max_probes >= 1 && s.latency_bound > 0,
                 "peak search settings out of range");
   PeakSearchResult r;
-  std::optional<double> lo;  // highest passing rate below `hi`
-  std::optional<double> hi;  // lowest failing rate
+  PeakBracket bracket;
+  std::optional<double>& lo = bracket.lo;  // highest passing rate below `hi`
+  std::optional<double>& hi = bracket.hi;  // lowest failing rate
   auto run = [&](double rate) {
     Probe p = probe(rate);
     p.rate_per_s = rate;
     p.passed = p.issue_kept_up && p.early_stopping_met && p.latency <= s.latency_bound;
     r.probes.push_back(p);
-    if (p.passed) {
-      if (!hi || rate < *hi) lo = std::max(lo.value_or(rate), rate);
-    } else if (!hi || rate < *hi) {
-      hi = rate;
-      if (lo && *lo >= rate) lo.reset();  // a pass above a failure does not prove a peak
-    }
+    bracket.Add(rate, p.passed);
     return p.passed;
   };
   bool stopped = false;

@@ -47,6 +47,16 @@ enum class PeakSearchEnd {
 };
 const char* PeakSearchEndName(PeakSearchEnd end);
 
+// What a sequence of probes proves: `lo` the highest passing rate below every failing one, `hi`
+// the lowest failing rate. A pass at or above a failure proves nothing and is not kept.
+struct PeakBracket {
+  std::optional<double> lo;
+  std::optional<double> hi;
+  void Add(double rate_per_s, bool passed);
+  // hi / lo - 1 <= rel_tolerance, both known.
+  bool Within(double rel_tolerance) const { return lo && hi && *hi / *lo - 1.0 <= rel_tolerance; }
+};
+
 struct PeakSearchResult {
   PeakSearchEnd end = PeakSearchEnd::kProbeCap;
   std::optional<double> peak_per_s;            // the highest passing rate below every failing one

@@ -160,5 +160,27 @@ TEST(PeakSearchTest, LatencyEqualToTheBoundPasses) {
   EXPECT_TRUE(r.probes[0].passed);
 }
 
+// The bracket the orchestrator recomputes from stored probes: the same rule as the search's.
+TEST(PeakSearchTest, TheBracketKeepsOnlyWhatTheProbesProve) {
+  PeakBracket b;
+  b.Add(100, true);
+  b.Add(200, true);
+  EXPECT_EQ(*b.lo, 200);
+  EXPECT_FALSE(b.hi);
+  b.Add(400, false);
+  b.Add(283, false);
+  EXPECT_EQ(*b.lo, 200);
+  EXPECT_EQ(*b.hi, 283);
+  EXPECT_FALSE(b.Within(0.05));
+  b.Add(300, true);  // above the lowest failure: proves nothing
+  EXPECT_EQ(*b.lo, 200);
+  b.Add(150, false);  // a failure below the peak so far: the pass above it is dropped
+  EXPECT_FALSE(b.lo);
+  EXPECT_EQ(*b.hi, 150);
+  b.Add(145, true);
+  EXPECT_TRUE(b.Within(0.05));  // 150 / 145 - 1 = 3.4%
+  EXPECT_FALSE(b.Within(0.03));
+}
+
 }  // namespace
 }  // namespace dlbench::stats

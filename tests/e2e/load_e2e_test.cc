@@ -205,11 +205,29 @@ TEST(LoadE2E, EveryScenarioRunsOnTheNullRunnerWithTheFiguresItsServiceTimeImplie
   // It completes no faster than its capacity.
   EXPECT_LE(Metric(over, "load_completed_samples_per_s"), 1 / 2.01e-3 + 1e-6);
 
+  // The latency decomposition: the null runner times a compute part (the service time); the queue
+  // part is the rest of each latency. Closed-loop queries never wait: all compute.
+  EXPECT_EQ(Metric(single, "query_compute_mean_ns"), 2.01e6);
+  EXPECT_EQ(Metric(single, "query_compute_p99_ns"), 2.01e6);
+  EXPECT_EQ(Metric(single, "query_compute_share_pct"), 100);
+  EXPECT_EQ(Metric(single, "query_queue_mean_ns"), 0);
+  EXPECT_EQ(Metric(offline, "query_compute_mean_ns"), 30e6);  // the sum over its 10 batches
+  EXPECT_EQ(Metric(offline, "query_queue_share_pct"), 0);
+  // The server at 200/s serves one query a batch in 2.01 ms; whatever else a latency holds is queueing.
+  EXPECT_EQ(Metric(under, "query_compute_mean_ns"), 2.01e6);
+  EXPECT_NEAR(Metric(under, "query_queue_mean_ns"), Metric(under, "query_latency_mean_ns") - 2.01e6, 1e-3);
+  EXPECT_GT(Metric(under, "query_queue_mean_ns"), 0);
+  EXPECT_NEAR(Metric(under, "query_queue_share_pct") + Metric(under, "query_compute_share_pct"), 100, 1e-9);
+  EXPECT_NEAR(Metric(under, "query_compute_share_pct"), 2.01e6 / Metric(under, "query_latency_mean_ns") * 100,
+              1e-9);
+
   // show prints the load figures of load cells.
   auto show = Dlbench({"show", "latest"}, dir, db);
   ASSERT_EQ(show.exit_code, 0) << show.err;
   EXPECT_NE(show.out.find("p99"), std::string::npos) << show.out;
   EXPECT_NE(show.out.find("over_bound: p99 "), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("Latency decomposition"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("compute"), std::string::npos) << show.out;
 
   // The query records are stored: every received query's latency as the series load.latency_ns.
   auto series = Dlbench({"export", "latest", "--series"}, dir, db);
@@ -256,6 +274,128 @@ TEST(LoadE2E, LoadKeysNeedALoadAndTheServiceTimeIsTheNullRunners) {
   auto torch = Dlbench({"plan", matrix}, dir, db);
   EXPECT_NE(torch.exit_code, 0);
   EXPECT_NE(torch.err.find("service_us: valid only with runner null"), std::string::npos) << torch.err;
+}
+
+// The M/D/1 queue's peak (runners/null/virtual_load_test.cc derives it the same way): Poisson
+// arrivals at lambda to one server of 1 ms; Erlang's P(wait <= t) =
+// (1 - rho) sum_{k <= t/s} (lambda (k s - t))^k / k! e^{-lambda (k s - t)}; the peak is the rate
+// at which the wait's 99th percentile is the bound minus the service time.
+double MD1Peak(double bound_s, double service_s) {
+  auto cdf = [&](double lambda, double t) {
+    double sum = 0;
+    for (int k = 0; k <= static_cast<int>(std::floor(t / service_s)); ++k) {
+      const double x = lambda * (k * service_s - t);
+      sum += std::pow(x, k) / std::tgamma(k + 1.0) * std::exp(-x);
+    }
+    return (1 - lambda * service_s) * sum;
+  };
+  double lo = 1, hi = 1 / service_s;
+  for (int i = 0; i < 100; ++i) {
+    const double mid = (lo + hi) / 2;
+    (cdf(mid, bound_s - service_s) >= 0.99 ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+// target_qps: max through dlbench run: the null runner searches on its virtual clock, a server of
+// 1 ms per query under a 10 ms p99 bound (the M/D/1 peak is 773.5 queries/s; 20,000 queries a probe
+// keep the seeded schedule's p99 within a few percent of the stationary one). One stored cell:
+// valid, its headline the peak within the search's 5% resolution of the queue's, every probe
+// judged again from its own stored queries, the measured window the peak probe's; show prints the
+// probes. A bound below the service time has no passing rate: over_bound, saying so.
+constexpr char kPeakMatrix[] = R"(name: peak
+runner: null
+measure:
+  max_time_s: 1000
+  max_steps: 2000000
+matrix:
+  scenario: infer
+  load: server
+  target_qps: max
+  service_us: 1000
+  max_batch: 1
+  latency_bound_ms: [10, 0.5]
+include:
+  - {latency_bound_ms: 10, min_queries: 20000}
+  - {latency_bound_ms: 0.5, peak_max_probes: 3}
+)";
+
+TEST(LoadE2E, APeakSearchThroughRunStoresOneValidCellWithThePeakAndEveryProbe) {
+  TempDir dir("load_peak");
+  const std::string matrix = dir / "peak.yaml", db = dir / "r.db";
+  WriteText(matrix, kPeakMatrix);
+  auto run = Dlbench({"run", matrix}, dir, db);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  auto exported = Dlbench({"export", "latest", "--format", "json"}, dir, db);
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  std::map<double, nlohmann::json> cells;  // by latency_bound_ms
+  const nlohmann::json doc = nlohmann::json::parse(exported.out);
+  for (const nlohmann::json& c : doc.at("cells")) {
+    cells[c.at("params").at("latency_bound_ms").get<double>()] = c;
+  }
+  ASSERT_EQ(cells.size(), 2u);
+
+  const nlohmann::json& cell = cells.at(10.0);
+  ASSERT_EQ(cell.at("outcome"), "ok") << cell.at("message");
+  EXPECT_EQ(cell.at("verdict"), "valid") << cell.at("verdict_reasons");
+  const double expected = MD1Peak(10e-3, 1e-3);
+  const double peak = Metric(cell, "load_peak_qps");
+  const double failing = Metric(cell, "load_peak_lowest_failing_qps");
+  EXPECT_EQ(Metric(cell, "load_peak_resolution"), 0.05);
+  EXPECT_LE(failing / peak - 1, 0.05);
+  EXPECT_LE(std::abs(peak / expected - 1), 0.05)
+      << peak << " .. " << failing << " (M/D/1: " << expected << ")";
+  EXPECT_LE(std::abs(failing / expected - 1), 0.05) << peak << " .. " << failing;
+  const nlohmann::json& load = cell.at("extras").at("load");
+  EXPECT_EQ(load.at("headline").at("metric"), "load_peak_qps");
+  const nlohmann::json& search = load.at("peak_search");
+  EXPECT_EQ(search.at("converged"), true);
+  EXPECT_EQ(search.at("peak_qps"), peak);
+  const nlohmann::json& probes = search.at("probes");
+  ASSERT_GE(probes.size(), 5u);
+  EXPECT_EQ(Metric(cell, "load_peak_probes"), static_cast<double>(probes.size()));
+  EXPECT_EQ(probes[0].at("target_qps"), 100.0);
+  std::uint64_t window_queries = 0;
+  for (const nlohmann::json& p : probes) {
+    const double target = p.at("target_qps");
+    if (p.at("valid").get<bool>()) {
+      EXPECT_LE(p.at("latency_at_percentile_ms").get<double>(), 10.0) << p.dump();
+      EXPECT_GE(p.at("queries").get<std::uint64_t>(), 20000u);
+      EXPECT_TRUE(p.at("reasons").empty());
+      // Below the peak the queue keeps up: it completes what arrives.
+      EXPECT_NEAR(p.at("achieved_qps").get<double>() / target, 1, 0.05) << p.dump();
+      EXPECT_LE(target, peak);
+    } else {
+      EXPECT_FALSE(p.at("reasons").empty()) << p.dump();
+      EXPECT_GE(target, failing);
+    }
+    if (target == peak) window_queries = p.at("queries");
+  }
+  // The cell's load figures are the peak probe's measured queries.
+  EXPECT_EQ(Metric(cell, "load_queries"), static_cast<double>(window_queries));
+  EXPECT_LE(Metric(cell, "query_latency_at_percentile_ns"), 10e6);
+  EXPECT_EQ(cell.at("measured_steps").get<std::uint64_t>(), window_queries);
+  EXPECT_GT(cell.at("warmup_steps").get<std::int64_t>(), 0);  // the queries of the probes before it
+  // The runner's own report stays in extras.info.
+  EXPECT_EQ(cell.at("extras").at("info").at("load").at("peak_search").at("probes").size(), probes.size());
+
+  const nlohmann::json& none = cells.at(0.5);
+  ASSERT_EQ(none.at("outcome"), "ok") << none.at("message");
+  EXPECT_EQ(none.at("verdict"), "over_bound") << none.at("verdict_reasons");
+  const std::string reason = none.at("verdict_reasons").at(0);
+  EXPECT_NE(reason.find("no probed rate passed; the lowest was 25 queries/s"), std::string::npos) << reason;
+  EXPECT_FALSE(none.at("metrics").contains("load_peak_qps"));
+  EXPECT_EQ(Metric(none, "load_peak_probes"), 3);
+
+  auto show = Dlbench({"show", "latest"}, dir, db);
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("Peak search (target_qps: max"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("peak " + std::to_string(static_cast<long long>(std::lround(peak))) +
+                          "/s, lowest failing"),
+            std::string::npos)
+      << show.out;
+  EXPECT_NE(show.out.find("achieved qps"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("over_bound: p99 "), std::string::npos) << show.out;
 }
 
 }  // namespace

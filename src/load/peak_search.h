@@ -1,0 +1,86 @@
+// The peak-QPS search of `target_qps: max` (docs/load.md "Peak search") as the runners run it:
+// probes at Poisson rates, one after another in one process after its warm-up, each a server run
+// judged as a server cell is (the latency percentile within the bound, early stopping met, the
+// issue rate kept up), chosen by stats::SearchPeak (bracketing, then bisection). dlbench-torch
+// and dlbench-null both call RunPeakSearch, so the two runners probe, extend and judge alike; the
+// orchestrator judges every probe again from its query records (orchestrator/peak_cell.h).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "load/load_clock.h"
+#include "load/load_generator.h"
+#include "load/settings.h"
+#include "load/system_under_test.h"
+#include "stats/peak_search.h"
+
+namespace dlbench::load {
+
+// The search's fixed choices (docs/load.md): each probe first runs kProbeWarmupNs at its rate, so
+// the queue the previous rate left drains, then measures at least the early-stopping minimum
+// (h(0), or min_queries if larger), extended at most kProbeSegments times while some queries are
+// over the bound and early stopping is not met yet. The rates stay within [kMinRate, kMaxRate].
+inline constexpr std::int64_t kProbeWarmupNs = 500'000'000;
+inline constexpr int kProbeSegments = 4;
+inline constexpr double kPeakMinRatePerS = 1.0;
+inline constexpr double kPeakMaxRatePerS = 1e6;
+// A probe's issue rate may fall this far below its schedule (orchestrator/load_cell.cc uses the
+// same for a server cell).
+inline constexpr double kProbeIssueTolerance = 0.01;
+
+// One probe as the runner ran and judged it. Query ids: its warm-up [warmup_first_query,
+// +warmup_queries), then its measured queries [first_query, +queries); every record of the cell
+// belongs to exactly one probe's warm-up or measured range.
+struct ProbeReport {
+  double target_qps = 0;
+  std::uint64_t warmup_first_query = 0;
+  std::uint64_t warmup_queries = 0;
+  std::uint64_t first_query = 0;
+  std::uint64_t queries = 0;
+  std::optional<double> latency_at_percentile_ns;  // absent: nothing measured, or overloaded
+  std::optional<double> scheduled_per_s;
+  std::optional<double> issued_per_s;
+  bool too_many_outstanding = false;
+  bool early_stopping_met = false;
+  std::int64_t queries_needed = 0;
+  bool passed = false;
+};
+
+struct PeakSearchOutcome {
+  stats::PeakSearchResult search;
+  std::vector<ProbeReport> probes;  // in the order run, one per search.probes entry
+  std::uint64_t issued = 0;         // queries issued over every probe
+  bool stopped = false;             // the sink asked to stop (STOP)
+  double rel_tolerance = 0;         // the cell's peak_resolution
+  double latency_bound_ms = 0;      // what a passing probe's percentile stays within
+  double latency_percentile = 0;    // that percentile
+  // The DONE reason: "peak_search" (the search ended by its own rule), "max_time" (its time
+  // budget), "stopped" (STOP).
+  std::string reason;
+  // EXTRAS info.load.peak_search: the end, the peak and bracket, the settings and every probe
+  // (docs/protocol.md "Peak search"), as the orchestrator reads it back (ParsePeakSearchReport).
+  nlohmann::json ToJson() const;
+};
+
+// Runs the search on `generator` (scenario server, peak_search) against `sut`, every record to
+// `sink`. The search ends by stats::SearchPeak's rules (at most settings.peak_max_probes probes,
+// bisection to settings.peak_resolution), when `clock` passes `deadline_ns` (checked before each
+// probe and bounding each run), or at STOP. Time is the load clock's: virtual in dlbench-null.
+PeakSearchOutcome RunPeakSearch(const EffectiveLoadSettings& settings, LoadGenerator& generator,
+                                SystemUnderTest& sut, const QuerySampleLibrary& library,
+                                QueryRecordSink& sink, const LoadClock& clock, std::int64_t deadline_ns);
+
+// A peak search's report as EXTRAS carries it (what ToJson writes), read back with every field
+// checked: kInvalidInput naming the probe and field. At most `max_probes` probes.
+Result<std::vector<ProbeReport>> ParseProbeReports(const nlohmann::json& peak_search, std::size_t max_probes);
+
+// The DONE reason of a run that ended by itself ("stopped", "max_steps", "max_time",
+// "too_many_outstanding"), or nullopt for a run that ended in an error (completion error, drain
+// timeout), which the runner reports as ERROR.
+std::optional<std::string> DoneReason(RunEnd end);
+
+}  // namespace dlbench::load

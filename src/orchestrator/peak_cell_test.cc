@@ -1,0 +1,167 @@
+// A peak search's cell in the orchestrator (peak_cell.h), from hand-made records and a runner's
+// report: every probe judged again from its own queries, the bracket, the window and the verdict.
+#include "orchestrator/peak_cell.h"
+
+#include <gtest/gtest.h>
+
+#include "record/metrics.h"
+
+namespace dlbench::orchestrator {
+namespace {
+
+namespace metric = record::metric;
+constexpr std::int64_t kStart = 1'200'000'000'000;
+
+LoadCellSettings PeakSettings(double resolution) {
+  auto s = LoadCellSettingsOf({{"scenario", "infer"},
+                               {"load", "server"},
+                               {"target_qps", "max"},
+                               {"latency_bound_ms", 10},
+                               {"peak_resolution", resolution}},
+                              1);
+  EXPECT_TRUE(s.ok()) << s.error().message;
+  return *s;
+}
+
+// Queries 0..1149 every 10 ms; probe 1 (100/s): warm-up [0, 50), measured [50, 550) at 2 ms;
+// probe 2 (200/s): warm-up [550, 650), measured [650, 1150) at 20 ms, over the 10 ms bound. With
+// h(0) = 459 at p99, probe 1's 500 queries within the bound pass early stopping.
+LoadRecorder Recorded(const LoadCellSettings& settings) {
+  config::MeasureSettings m;
+  m.min_time_s = 0;
+  LoadRecorder load(m, settings);
+  protocol::QueryBatch b;
+  for (std::uint64_t i = 0; i < 1150; ++i) {
+    record::QueryRecord r;
+    r.query_id = i;
+    r.scheduled_ns = kStart + static_cast<std::int64_t>(i) * 10'000'000;
+    r.issued_ns = r.scheduled_ns;
+    r.completed_ns = r.scheduled_ns + (i >= 550 ? 20'000'000 : 2'000'000);
+    r.samples = 1;
+    b.records.push_back(r);
+  }
+  EXPECT_FALSE(load.Add(b, true));
+  return load;
+}
+
+nlohmann::json Probe(double rate, std::uint64_t warm_first, std::uint64_t warm, std::uint64_t queries,
+                     bool passed) {
+  return {{"target_qps", rate},
+          {"warmup_first_query", warm_first},
+          {"warmup_queries", warm},
+          {"first_query", warm_first + warm},
+          {"queries", queries},
+          {"latency_percentile_ms", passed ? 2.0 : 20.0},
+          {"too_many_outstanding", false},
+          {"early_stopping_met", passed},
+          {"passed", passed}};
+}
+
+nlohmann::json Report(const std::string& end, bool second_passed = false) {
+  return {{"end", end},
+          {"probes",
+           nlohmann::json::array({Probe(100, 0, 50, 500, true), Probe(200, 550, 100, 500, second_passed)})}};
+}
+
+record::CellRecord WithReport(const nlohmann::json& report) {
+  record::CellRecord rec;
+  rec.extras["info"]["load"]["peak_search"] = report;
+  return rec;
+}
+
+TEST(PeakCellTest, EachProbeIsJudgedFromItsQueriesAndTheWindowIsThePeakProbes) {
+  const LoadCellSettings s = PeakSettings(1.0);  // 200 / 100 - 1 = 1: converged
+  const LoadRecorder load = Recorded(s);
+  record::CellRecord rec = WithReport(Report("converged"));
+  const LoadConclusion c = ConcludeLoad(load, 1150, "peak_search", "peak_search", rec);
+  ASSERT_FALSE(c.invalid) << *c.invalid;
+  EXPECT_TRUE(c.reasons.empty()) << c.reasons[0];
+  EXPECT_EQ(record::MetricValue(rec, metric::kLoadPeakQps), 100.0);
+  EXPECT_EQ(record::MetricValue(rec, metric::kLoadPeakLowestFailingQps), 200.0);
+  EXPECT_EQ(record::MetricValue(rec, metric::kLoadPeakProbes), 2.0);
+  EXPECT_EQ(record::MetricValue(rec, metric::kLoadPeakResolution), 1.0);
+  EXPECT_EQ(rec.window, (record::MeasuredWindow{50, 500}));
+  EXPECT_EQ(record::MetricValue(rec, metric::kLoadQueries), 500.0);
+  EXPECT_EQ(record::MetricValue(rec, metric::kQueryLatencyP99Ns), 2e6);
+  const nlohmann::json& search = rec.extras["load"]["peak_search"];
+  EXPECT_EQ(rec.extras["load"]["headline"]["metric"], "load_peak_qps");
+  EXPECT_EQ(search["window_probe"], 1);
+  EXPECT_EQ(search["converged"], true);
+  EXPECT_EQ(search["probes"][0]["valid"], true);
+  EXPECT_EQ(search["probes"][0]["p99_ms"], 2.0);
+  // 499 completions over the 4.99 s + 2 ms from the first scheduled time to the last completion.
+  EXPECT_NEAR(search["probes"][0]["achieved_qps"].get<double>(), 499 / 4.992, 1e-9);
+  EXPECT_EQ(search["probes"][1]["valid"], false);
+  EXPECT_EQ(search["probes"][1]["reasons"][0],
+            "over_bound: p99 20 ms > latency_bound_ms 10 (500 of 500 queries over)");
+}
+
+TEST(PeakCellTest, AnOpenBracketIsTooShortAndNoPassingRateIsOverBound) {
+  const LoadCellSettings s = PeakSettings(0.5);
+  const LoadRecorder load = Recorded(s);
+  record::CellRecord rec = WithReport(Report("probe_cap"));
+  const LoadConclusion c = ConcludeLoad(load, 1150, "peak_search", "peak_search", rec);
+  ASSERT_FALSE(c.invalid) << *c.invalid;
+  ASSERT_EQ(c.reasons.size(), 1u);
+  EXPECT_EQ(c.reasons[0],
+            "too_short: the search ended (probe_cap) with its bracket 100 to 200 queries/s wider than "
+            "peak_resolution 0.5");
+
+  // Both probes over the bound: the window is the lower rate's, and its reason says why.
+  nlohmann::json report = Report("probe_cap");
+  report["probes"][0] = Probe(100, 0, 600, 50, false);  // 50 measured queries at 20 ms: [600, 650)
+  report["probes"][1] = Probe(200, 650, 0, 500, false);
+  record::CellRecord none = WithReport(report);
+  const LoadConclusion n = ConcludeLoad(load, 1150, "peak_search", "peak_search", none);
+  ASSERT_FALSE(n.invalid) << *n.invalid;
+  ASSERT_EQ(n.reasons.size(), 1u);
+  EXPECT_EQ(n.reasons[0],
+            "over_bound: p99 20 ms > latency_bound_ms 10 (50 of 50 queries over) (no probed rate passed; the "
+            "lowest was 100 queries/s)");
+  EXPECT_FALSE(record::MetricValue(none, metric::kLoadPeakQps));
+  EXPECT_EQ(none.window, (record::MeasuredWindow{600, 50}));
+}
+
+TEST(PeakCellTest, AReportThatDisagreesWithTheRecordsMakesTheCellInvalid) {
+  const LoadCellSettings s = PeakSettings(1.0);
+  const LoadRecorder load = Recorded(s);
+  record::CellRecord lied = WithReport(Report("converged", /*second_passed=*/true));
+  const LoadConclusion c = ConcludeLoad(load, 1150, "peak_search", "peak_search", lied);
+  ASSERT_TRUE(c.invalid);
+  EXPECT_EQ(*c.invalid,
+            "probe 2 at 200 queries/s: the runner judged it valid, but its 500 measured queries do not: "
+            "over_bound: p99 20 ms > latency_bound_ms 10 (500 of 500 queries over)");
+
+  nlohmann::json gap = Report("converged");
+  gap["probes"][1] = Probe(200, 560, 90, 500, false);
+  record::CellRecord gapped = WithReport(gap);
+  const LoadConclusion g = ConcludeLoad(load, 1150, "peak_search", "peak_search", gapped);
+  ASSERT_TRUE(g.invalid);
+  EXPECT_NE(g.invalid->find("probe 2 starts its warm-up at query id 560 and its measured queries at 650; the "
+                            "previous probe ended at 550"),
+            std::string::npos)
+      << *g.invalid;
+
+  nlohmann::json short_report = Report("converged");
+  short_report["probes"][1]["queries"] = 400;
+  record::CellRecord shorter = WithReport(short_report);
+  const LoadConclusion sh = ConcludeLoad(load, 1150, "peak_search", "peak_search", shorter);
+  ASSERT_TRUE(sh.invalid);
+  EXPECT_NE(sh.invalid->find("its probes cover query ids [0, 1050) and 1150 records arrived"),
+            std::string::npos)
+      << *sh.invalid;
+
+  record::CellRecord malformed = WithReport({{"probes", nlohmann::json::array({{{"target_qps", -1}}})}});
+  const LoadConclusion m = ConcludeLoad(load, 1150, "peak_search", "peak_search", malformed);
+  ASSERT_TRUE(m.invalid);
+  EXPECT_EQ(*m.invalid,
+            "the runner's peak search report is malformed: probe 1: target_qps must be a rate in (0, 1e6]");
+
+  record::CellRecord missing;
+  const LoadConclusion x = ConcludeLoad(load, 1150, "peak_search", "peak_search", missing);
+  ASSERT_TRUE(x.invalid);
+  EXPECT_NE(x.invalid->find("sent no peak search report"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dlbench::orchestrator
