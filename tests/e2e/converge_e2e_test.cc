@@ -75,7 +75,12 @@ timeout_s: 300
   const record::CellRecord& c = cells[0];
   SCOPED_TRACE(c.message + " " + c.verdict_reasons.dump());
   ASSERT_EQ(c.outcome, record::Outcome::kOk);
-  EXPECT_EQ(c.verdict, record::Verdict::kValid);
+  // The target was met, so no not_reached reason; the host monitor may still call the cell
+  // contended when ctest runs other tests beside it on a 2-core machine (CI did, session 6), and
+  // that verdict is about the machine, not about convergence.
+  EXPECT_TRUE(c.verdict == record::Verdict::kValid || c.verdict == record::Verdict::kContended);
+  for (const auto& r : c.verdict_reasons)
+    EXPECT_FALSE(r.is_string() && r.get<std::string>().rfind("not_reached", 0) == 0) << r;
   EXPECT_EQ(record::MetricValue(c, record::metric::kTargetReached), 1.0);
   EXPECT_EQ(c.stop_reason, "converged");
   const double steps = record::MetricValue(c, record::metric::kStepsToTarget).value_or(-1);
