@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/console.h"
+#include "common/human_text.h"
 #include "common/text.h"
 #include "config/matrix.h"
 #include "load/settings.h"
@@ -128,7 +129,8 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
   }
   // The table escapes its cells (TerminalSafe); so is every other string printed here.
   std::printf("%s", table.Render().c_str());
-  std::printf("\n%zu cells%s (runner %s, %s order); estimated %s", cells->size(),
+  std::printf("\n%s%s (runner %s, %s order); estimated %s",
+              CountNoun(static_cast<std::int64_t>(cells->size()), "cell").c_str(),
               TerminalSafe(plan::ShardSummary(*selected)).c_str(), TerminalSafe(matrix->runner.name).c_str(),
               matrix->ordering == config::Ordering::kGrouped ? "grouped" : "interleaved",
               FormatSeconds(total).c_str());
