@@ -1,16 +1,11 @@
 #include "orchestrator/rank_group.h"
 
-#include <arpa/inet.h>
 #include <fmt/core.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <deque>
+#include <filesystem>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -50,22 +45,23 @@ int RankGroupSize(const plan::Cell& cell) {
   return static_cast<int>(std::clamp<std::int64_t>(world->second.get<std::int64_t>(), 1, 1024));
 }
 
-Result<int> FreeLoopbackPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return MakeError(ErrorKind::kIo, std::string("socket: ") + std::strerror(errno));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    const std::string why = std::strerror(errno);
-    ::close(fd);
-    return MakeError(ErrorKind::kIo, "no free port on 127.0.0.1 for the ranks' rendezvous: " + why);
+Result<std::string> FreshRendezvousFile(const std::string& log_base) {
+  std::error_code ec;
+  const std::filesystem::path path = std::filesystem::absolute(log_base + ".rendezvous", ec);
+  if (ec) return MakeError(ErrorKind::kIo, fmt::format("{}.rendezvous: {}", log_base, ec.message()));
+  const std::filesystem::file_status st = std::filesystem::symlink_status(path, ec);
+  if (st.type() == std::filesystem::file_type::not_found) return path.string();
+  if (st.type() != std::filesystem::file_type::regular) {
+    return MakeError(ErrorKind::kIo,
+                     fmt::format("the ranks' rendezvous file {} exists and is not a regular file; "
+                                 "dlbench does not remove it: move it away",
+                                 path.string()));
   }
-  ::close(fd);
-  return static_cast<int>(ntohs(addr.sin_port));
+  if (!std::filesystem::remove(path, ec) || ec) {
+    return MakeError(ErrorKind::kIo, fmt::format("cannot remove the stale rendezvous file {}: {}",
+                                                 path.string(), ec ? ec.message() : "it vanished"));
+  }
+  return path.string();
 }
 
 void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
@@ -75,9 +71,6 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
     rec.message = message;
     rec.finished_wall_ns = WallNowNs();
   };
-  auto port = FreeLoopbackPort();
-  if (!port.ok()) return fail(port.error().message);
-
   // Rank 0 records into `rec`; the others into records of their own, merged at the end. Deques:
   // the drivers hold references into them.
   std::deque<record::CellRecord> others(static_cast<std::size_t>(world - 1));
@@ -85,6 +78,17 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
   std::vector<std::unique_ptr<CellDriver>> drivers;
   const std::string base =
       rec.stdout_path.substr(0, rec.stdout_path.size() - std::string(".stdout.log").size());
+  auto rendezvous = FreshRendezvousFile(base);
+  if (!rendezvous.ok()) return fail(rendezvous.error().message);
+  // The FileStore's last rank removes the file; a group that was killed leaves it, and it goes here.
+  struct RemoveAtEnd {
+    std::string path;
+    ~RemoveAtEnd() {
+      std::error_code ec;
+      if (std::filesystem::is_regular_file(std::filesystem::symlink_status(path, ec)))
+        std::filesystem::remove(path, ec);
+    }
+  } remove_at_end{*rendezvous};
   auto kill_spawned = [&] {
     for (Spawned& s : spawned) s.process.SignalGroup(SIGKILL);
     for (Spawned& s : spawned) (void)KillLeftovers(s.process.pid(), 1000);
@@ -102,7 +106,7 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
       return fail(fmt::format("rank {} of {}: {}", r, world, s.error().message));
     }
     spawned.push_back(std::move(s).value());
-    DriverRole role{r, protocol::Rendezvous{"127.0.0.1", *port, r, world}};
+    DriverRole role{r, protocol::Rendezvous{*rendezvous, "", 0, r, world}};
     drivers.push_back(std::make_unique<CellDriver>(cell, o, rr, spawned.back(), role));
     if (auto st = drivers.back()->OpenLogs(); !st.ok()) {
       kill_spawned();
@@ -201,7 +205,7 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
   }
   rec.extras["ddp"] = {{"world_size", world},
                        {"launcher", "dlbench run: one process per rank on this host"},
-                       {"rendezvous", fmt::format("tcp://127.0.0.1:{}", *port)},
+                       {"rendezvous", "file://" + *rendezvous},
                        {"ranks", ranks}};
   rec.finished_wall_ns = WallNowNs();
 }

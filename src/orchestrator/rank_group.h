@@ -20,10 +20,13 @@ namespace dlbench::orchestrator {
 // ordinary cell (its runner makes a group of one without a rendezvous).
 int RankGroupSize(const plan::Cell& cell);
 
-// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0 and released): rank 0's
-// TCPStore binds it next. Another process could take it in between; rank 0 then fails to serve
-// the store and the cell ends with that error rather than joining a stranger's group.
-Result<int> FreeLoopbackPort();
+// Where the ranks of a cell whose logs start with `log_base` (".../cell-0004") meet: the absolute
+// path `log_base.rendezvous` of a c10d FileStore, so that nothing listens on the network (a
+// TCPStore serves on every interface, whatever address it is given). A regular file left there by
+// an earlier attempt (a killed group, a resume) is removed first, since ranks reading a stale store
+// would join a group that no longer exists; anything else there (a directory, a FIFO, a symlink)
+// is an error, never removed.
+Result<std::string> FreshRendezvousFile(const std::string& log_base);
 
 // Runs `cell` as `world_size` ranks; `rec` is RunCell's record of the cell (identity, parameters,
 // rank 0's log paths) and receives the outcome, rank 0's conversation and every rank's steps.

@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 
@@ -83,11 +84,30 @@ TEST(RankGroupSizeTest, IsTheWorldSizeOfADdpCellOnly) {
   EXPECT_EQ(RankGroupSize(cell), 4);
 }
 
-TEST(FreeLoopbackPortTest, IsAPortNumber) {
-  auto port = FreeLoopbackPort();
-  ASSERT_TRUE(port.ok()) << port.error().message;
-  EXPECT_GT(*port, 0);
-  EXPECT_LE(*port, 65535);
+TEST(FreshRendezvousFileTest, IsAbsoluteRemovesAStaleFileAndRefusesAnythingElse) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("dlbench_rendezvous_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string base = (dir / "cell-0004").string();
+  auto fresh = FreshRendezvousFile(base);
+  ASSERT_TRUE(fresh.ok()) << fresh.error().message;
+  EXPECT_EQ(*fresh, base + ".rendezvous");
+  EXPECT_EQ(fresh->front(), '/');
+  { std::ofstream(*fresh) << "stale"; }
+  auto again = FreshRendezvousFile(base);
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_FALSE(std::filesystem::exists(*again)) << "a stale store is removed";
+  std::filesystem::create_directory(*again);
+  auto refused = FreshRendezvousFile(base);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("is not a regular file"), std::string::npos)
+      << refused.error().message;
+  EXPECT_TRUE(std::filesystem::is_directory(*again)) << "never removed";
+  std::filesystem::remove(*again);
+  std::filesystem::create_symlink(dir / "elsewhere", *again);
+  EXPECT_FALSE(FreshRendezvousFile(base).ok()) << "a symlink is not followed or removed";
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(RankGroupTest, TwoRanksStoreEveryRanksStepsAndStopTogether) {
@@ -105,7 +125,13 @@ TEST_F(RankGroupTest, TwoRanksStoreEveryRanksStepsAndStopTogether) {
     EXPECT_EQ(ranks[r]["outcome"], std::string(record::Name(record::Outcome::kOk)));
     EXPECT_FALSE(ranks[r].contains("killed"));
   }
-  EXPECT_EQ(rec.extras["ddp"]["rendezvous"].get<std::string>().rfind("tcp://127.0.0.1:", 0), 0u);
+  // A FileStore beside the cell's logs, not a TCP port; gone once the group has ended.
+  const std::string rendezvous = rec.extras["ddp"]["rendezvous"].get<std::string>();
+  EXPECT_EQ(rendezvous.rfind("file:///", 0), 0u) << rendezvous;
+  EXPECT_EQ(rendezvous.substr(std::string("file://").size()),
+            std::filesystem::absolute(rec.stdout_path.substr(0, rec.stdout_path.size() - 11) + ".rendezvous")
+                .string());
+  EXPECT_FALSE(std::filesystem::exists(rendezvous.substr(std::string("file://").size())));
   EXPECT_TRUE(std::filesystem::exists(ranks[1]["stderr"].get<std::string>())) << "rank 1 has its own logs";
   EXPECT_TRUE(Descendants(::getpid()).empty()) << "nothing is left running";
 }

@@ -116,7 +116,7 @@ TEST(ConfigureTest, RendezvousRoundTripsAndABadPortIsRefused) {
   CellConfig c;
   c.rank = 1;
   c.world_size = 2;
-  c.rendezvous = Rendezvous{"127.0.0.1", 29517, 1, 2};
+  c.rendezvous = Rendezvous{"", "127.0.0.1", 29517, 1, 2};
   auto back = ParseConfigure(ConfigureToJson(c));
   ASSERT_TRUE(back.ok());
   ASSERT_TRUE(back->rendezvous.has_value());
@@ -129,6 +129,29 @@ TEST(ConfigureTest, RendezvousRoundTripsAndABadPortIsRefused) {
   EXPECT_FALSE(ParseConfigure(bad).ok());
   bad["rendezvous"].erase("addr");
   EXPECT_FALSE(ParseConfigure(bad).ok());
+}
+
+// The rendezvous `dlbench run` gives the ranks it starts: a file, no address or port.
+TEST(ConfigureTest, AFileRendezvousRoundTripsAndMustBeAnAbsolutePath) {
+  CellConfig c;
+  c.rank = 0;
+  c.world_size = 2;
+  c.rendezvous = Rendezvous{"/run/x/cell-0004.rendezvous", "", 0, 0, 2};
+  const nlohmann::json sent = ConfigureToJson(c);
+  EXPECT_FALSE(sent["rendezvous"].contains("port")) << sent.dump();
+  auto back = ParseConfigure(sent);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ASSERT_TRUE(back->rendezvous.has_value());
+  EXPECT_EQ(back->rendezvous->file, "/run/x/cell-0004.rendezvous");
+  EXPECT_EQ(back->rendezvous->port, 0);
+  EXPECT_EQ(back->rendezvous->local_world_size, 2);
+  nlohmann::json relative = sent;
+  relative["rendezvous"]["file"] = "cell-0004.rendezvous";
+  auto refused = ParseConfigure(relative);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("absolute path"), std::string::npos) << refused.error().message;
+  relative["rendezvous"]["file"] = "";
+  EXPECT_FALSE(ParseConfigure(relative).ok());
 }
 
 // Runner side against a hand-driven orchestrator over real pipes.

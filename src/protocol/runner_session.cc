@@ -39,12 +39,19 @@ Result<CellConfig> ParseConfigure(const nlohmann::json& body) {
     if (body.contains("rendezvous")) {
       const auto& r = body.at("rendezvous");
       Rendezvous rv;
-      rv.addr = r.at("addr").get<std::string>();
-      rv.port = r.at("port").get<int>();
       rv.local_rank = r.value("local_rank", c.rank);
       rv.local_world_size = r.value("local_world_size", c.world_size);
-      if (rv.port <= 0 || rv.port > 65535)
-        return MakeError(ErrorKind::kProtocol, "CONFIGURE rendezvous.port must be 1..65535");
+      if (r.contains("file")) {
+        rv.file = r.at("file").get<std::string>();
+        if (rv.file.empty() || rv.file.front() != '/' || rv.file.size() > 4096)
+          return MakeError(ErrorKind::kProtocol,
+                           "CONFIGURE rendezvous.file must be an absolute path (at most 4096 bytes)");
+      } else {
+        rv.addr = r.at("addr").get<std::string>();
+        rv.port = r.at("port").get<int>();
+        if (rv.port <= 0 || rv.port > 65535)
+          return MakeError(ErrorKind::kProtocol, "CONFIGURE rendezvous.port must be 1..65535");
+      }
       c.rendezvous = rv;
     }
   } catch (const nlohmann::json::exception& e) {
@@ -61,10 +68,14 @@ nlohmann::json ConfigureToJson(const CellConfig& c) {
                       {"cell_key", c.cell_key},
                       {"limits", {{"max_steps", c.limits.max_steps}, {"max_time_s", c.limits.max_time_s}}}};
   if (c.rendezvous) {
-    j["rendezvous"] = {{"addr", c.rendezvous->addr},
-                       {"port", c.rendezvous->port},
-                       {"local_rank", c.rendezvous->local_rank},
+    j["rendezvous"] = {{"local_rank", c.rendezvous->local_rank},
                        {"local_world_size", c.rendezvous->local_world_size}};
+    if (!c.rendezvous->file.empty()) {
+      j["rendezvous"]["file"] = c.rendezvous->file;
+    } else {
+      j["rendezvous"]["addr"] = c.rendezvous->addr;
+      j["rendezvous"]["port"] = c.rendezvous->port;
+    }
   }
   return j;
 }

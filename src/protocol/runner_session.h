@@ -35,10 +35,13 @@ struct RunnerLimits {
   double max_time_s = 600.0;
 };
 
-// Where the ranks of a ddp cell meet (docs/distributed.md): a c10d TCPStore that rank 0 serves
-// on `addr:port`; `local_rank` picks the rank's device on its host, `local_world_size` ranks share
-// the host. Sent only for a cell of world_size > 1 that the orchestrator launched as ranks.
+// Where the ranks of a ddp cell meet (docs/distributed.md): a c10d FileStore at `file` (an
+// absolute path; what `dlbench run` gives the ranks it starts on one host, so nothing listens on
+// the network), or else a c10d TCPStore that rank 0 serves on `addr:port` (a launcher whose ranks
+// span hosts). `local_rank` picks the rank's device on its host, `local_world_size` ranks share
+// the host. Sent only for a cell of world_size > 1 launched as ranks.
 struct Rendezvous {
+  std::string file;
   std::string addr;
   int port = 0;
   int local_rank = 0;

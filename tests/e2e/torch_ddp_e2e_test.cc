@@ -8,7 +8,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include "e2e_sqlite.h"
@@ -47,6 +51,36 @@ std::map<std::uint32_t, std::size_t> StepsPerRank(const record::CellRecord& c) {
   std::map<std::uint32_t, std::size_t> n;
   for (const auto& row : c.steps) ++n[row.rank];
   return n;
+}
+
+// The local addresses ("0100007F:9C41", "00000000:9C41", the tcp6 forms) of the listening TCP
+// sockets `pid` holds, from /proc/PID/fd's socket inodes and /proc/net/tcp{,6}.
+std::vector<std::string> ListeningAddresses(pid_t pid) {
+  std::set<std::string> inodes;
+  std::error_code ec;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+    const std::string target = std::filesystem::read_symlink(fd.path(), ec).string();
+    if (target.rfind("socket:[", 0) == 0) inodes.insert(target.substr(8, target.size() - 9));
+  }
+  std::vector<std::string> out;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state, queues, timer, retrans, uid, timeout, inode;
+      fields >> slot >> local >> remote >> state >> queues >> timer >> retrans >> uid >> timeout >> inode;
+      if (state == "0A" && inodes.count(inode)) out.push_back(local);  // 0A: LISTEN
+    }
+  }
+  return out;
+}
+
+bool Loopback(const std::string& local) {
+  const std::string host = local.substr(0, local.find(':'));
+  return host == "0100007F" || host == "00000000000000000000000001000000" ||
+         host == "0000000000000000FFFF00000100007F";
 }
 
 int UsableCpus() {
@@ -135,6 +169,12 @@ TEST(TorchDdpE2E, ARankKilledMidCellEndsTheCellNamingItAndLeavesNoRank) {
   ASSERT_EQ(ranks.size(), 2u) << "dlbench started both ranks";
   std::sort(ranks.begin(), ranks.end());
   std::this_thread::sleep_for(std::chrono::seconds(8));
+  // The ranks meet in a FileStore and Gloo pairs on 127.0.0.1: nothing of theirs listens on another
+  // interface (a TCPStore would, on every one).
+  for (pid_t pid : ranks) {
+    for (const std::string& local : ListeningAddresses(pid))
+      EXPECT_TRUE(Loopback(local)) << "rank process " << pid << " listens on " << local;
+  }
   ASSERT_EQ(::kill(ranks[1], SIGKILL), 0);
   const ExitStatus st = dlbench->Wait();
   EXPECT_EQ(st.code, 1) << *ReadFile(dir / "run.err");
@@ -146,6 +186,9 @@ TEST(TorchDdpE2E, ARankKilledMidCellEndsTheCellNamingItAndLeavesNoRank) {
   EXPECT_EQ(c.message.rfind("rank 1 of 2: runner killed by SIGKILL", 0), 0u) << c.message;
   EXPECT_EQ(c.extras["ddp"]["ranks"][1]["pid"], ranks[1]) << "the killed process was rank 1";
   for (pid_t pid : ranks) EXPECT_NE(::kill(pid, 0), 0) << "rank process " << pid << " is gone";
+  const std::string rendezvous = c.extras["ddp"]["rendezvous"].get<std::string>();
+  ASSERT_EQ(rendezvous.rfind("file:///", 0), 0u) << rendezvous;
+  EXPECT_FALSE(std::filesystem::exists(rendezvous.substr(7))) << "the killed group's store file is removed";
 }
 
 }  // namespace

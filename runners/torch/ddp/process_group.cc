@@ -1,5 +1,6 @@
 #include "ddp/process_group.h"
 
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 namespace dlbench::torchrunner::ddp {
@@ -13,6 +14,13 @@ c10::intrusive_ptr<c10d::Store> ConnectStore(const std::string& addr, int port, 
   options.waitWorkers = true;
   options.timeout = timeout;
   return c10::make_intrusive<c10d::TCPStore>(addr, options);
+}
+
+c10::intrusive_ptr<c10d::Store> OpenFileStore(const std::string& path, int world_size,
+                                              std::chrono::milliseconds timeout) {
+  auto store = c10::make_intrusive<c10d::FileStore>(path, world_size);
+  store->setTimeout(timeout);
+  return store;
 }
 
 }  // namespace dlbench::torchrunner::ddp

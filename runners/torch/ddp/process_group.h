@@ -1,5 +1,6 @@
-// The c10d rendezvous and process group of one ddp rank (docs/distributed.md). Rank 0 serves the
-// TCPStore on the address CONFIGURE names; every rank then joins one process group through it:
+// The c10d rendezvous and process group of one ddp rank (docs/distributed.md): a FileStore the
+// ranks of one host share (what `dlbench run` gives them), or a TCPStore that rank 0 serves on the
+// address CONFIGURE names; every rank then joins one process group through it:
 // Gloo (CPU tensors, compiled when the build has Gloo's headers) or NCCL (CUDA tensors, compiled
 // only into a LibTorch with NCCL: process_group_nccl_cuda.cc).
 #pragma once
@@ -15,6 +16,11 @@ namespace dlbench::torchrunner::ddp {
 // c10::Error (or std::runtime_error) when the store cannot be reached within `timeout`.
 c10::intrusive_ptr<c10d::Store> ConnectStore(const std::string& addr, int port, int rank, int world_size,
                                              std::chrono::milliseconds timeout);
+
+// Opens the c10d FileStore at `path` that `world_size` ranks of one host share. c10d errors
+// (a rank that does not arrive) come after `timeout`.
+c10::intrusive_ptr<c10d::Store> OpenFileStore(const std::string& path, int world_size,
+                                              std::chrono::milliseconds timeout);
 
 // Whether this runner has each process group compiled in.
 bool GlooCompiledIn();

@@ -83,10 +83,13 @@ std::unique_ptr<Rank> Rank::Join(const RankSetup& setup, std::vector<torch::Tens
     r->skip_reduction_ = true;
     r->fault_ = *fault;
   }
-  // A group of one needs no rendezvous: an in-process store.
+  // A group of one needs no rendezvous: an in-process store. Ranks on one host meet in a file
+  // (what `dlbench run` gives them); a TCP address is for launchers whose ranks span hosts.
   c10::intrusive_ptr<c10d::Store> store;
-  if (setup.world_size == 1 && setup.rendezvous.port == 0) {
+  if (setup.world_size == 1 && setup.rendezvous.port == 0 && setup.rendezvous.file.empty()) {
     store = c10::make_intrusive<c10d::HashStore>();
+  } else if (!setup.rendezvous.file.empty()) {
+    store = OpenFileStore(setup.rendezvous.file, setup.world_size, setup.timeout);
   } else {
     store = ConnectStore(setup.rendezvous.addr, setup.rendezvous.port, setup.rank, setup.world_size,
                          setup.timeout);
