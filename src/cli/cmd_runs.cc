@@ -23,8 +23,8 @@ Status DeleteLockedRun(store::ResultStore& store, std::int64_t run_id) {
                      fmt::format("run {} is being run by {}: stop it first (Ctrl-C), then delete it", run_id,
                                  store::DescribeHolder(**held)));
   }
-  const Status deleted = store.DeleteRun(run_id);
-  const Status unlocked = store.UnlockRun(run_id);
+  Status deleted = store.DeleteRun(run_id);
+  Status unlocked = store.UnlockRun(run_id);
   if (!deleted.ok()) return deleted;
   return unlocked;
 }

@@ -145,7 +145,7 @@ TEST_F(OutputFileTest, CharacterDevicesAreWrittenThroughAndNeverReplaced) {
 TEST_F(OutputFileTest, DirectoryAndBlockDeviceAreRefusedWithWhatTheyAre) {
   const std::string sub = Path("sub");
   fs::create_directories(sub);
-  for (Status s : {WriteOutputFile(sub, "x"), WriteFileAtomic(sub, "x")}) {
+  for (const Status& s : {WriteOutputFile(sub, "x"), WriteFileAtomic(sub, "x")}) {
     ASSERT_FALSE(s.ok());
     EXPECT_EQ(s.error().kind, ErrorKind::kIo);
     EXPECT_NE(s.error().message.find("cannot write '" + sub + "': it is a directory"), std::string::npos)

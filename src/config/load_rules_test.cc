@@ -13,6 +13,7 @@ Combination Cell(std::initializer_list<std::pair<const std::string, Value>> kv) 
 
 std::vector<std::string> Keys(const std::vector<LoadRuleViolation>& v) {
   std::vector<std::string> keys;
+  keys.reserve(v.size());
   for (const auto& x : v) keys.push_back(x.key);
   return keys;
 }
@@ -126,7 +127,7 @@ TEST(LoadRulesTest, IncludeEntriesAreLocatedAndDuplicatesReportedOnce) {
   const Status st = CheckLoadRules(*matrix, cells);
   ASSERT_FALSE(st.ok());
   // One line per place and message, not one per cell.
-  EXPECT_EQ(st.error().message.find("\n"), std::string::npos) << st.error().message;
+  EXPECT_EQ(st.error().message.find('\n'), std::string::npos) << st.error().message;
   EXPECT_EQ(st.error().message.rfind("m.yaml:7:5: error: target_qps: max needs latency_bound_ms", 0), 0u)
       << st.error().message;
   EXPECT_TRUE(CheckLoadRules(*matrix, {Cell({{"model", "a"}})}).ok());

@@ -1,6 +1,7 @@
 #include "config/matrix.h"
 
 #include <fcntl.h>
+#include <fmt/core.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
@@ -684,7 +685,8 @@ Result<Matrix> LoadMatrix(const std::string& path) {
   } closer{fd};
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
-    return MakeError(ErrorKind::kIo, path + ": error: cannot read '" + path + "': " + std::strerror(errno));
+    return MakeError(ErrorKind::kIo,
+                     fmt::format("{}: error: cannot read '{}': {}", path, path, std::strerror(errno)));
   }
   if (S_ISDIR(st.st_mode)) {
     return MakeError(ErrorKind::kIo, path + ": error: cannot read '" + path + "': it is a directory");

@@ -159,7 +159,8 @@ Side Pool(const std::vector<const record::CellRecord*>& cells, Metric metric) {
     for (std::size_t i = 0; i < steps.size(); ++i) {
       const record::StepRecord& r = steps[i];
       const auto ns = static_cast<double>(r.end_ns - r.start_ns);
-      const auto period = static_cast<double>(i + 1 < steps.size() ? steps[i + 1].start_ns - r.start_ns : ns);
+      const double period =
+          i + 1 < steps.size() ? static_cast<double>(steps[i + 1].start_ns - r.start_ns) : ns;
       side.step_ns.push_back(ns);
       rep_step_ns.push_back(ns);
       side.period_ns_per_sample.push_back(r.samples > 0 ? period / r.samples : period);
@@ -561,6 +562,7 @@ Result<NoiseFloors> LearnNoiseFloors(store::ResultStore& store, const RunData& b
     }
     if (by_run.size() < static_cast<std::size_t>(kNoiseFloorMinRuns)) continue;
     std::vector<double> run_means;
+    run_means.reserve(by_run.size());
     for (const auto& [id, values] : by_run) run_means.push_back(Mean(values));
     const stats::Moments m = stats::ComputeMoments(run_means);
     if (m.mean > 0 && std::isfinite(m.stddev)) out[key] = m.stddev / m.mean;

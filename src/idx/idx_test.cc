@@ -36,12 +36,12 @@ class IdxFileTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   std::string Write(const std::string& name, const std::string& bytes) {
-    const std::string path = (dir_ / name).string();
+    std::string path = (dir_ / name).string();
     std::ofstream(path, std::ios::binary) << bytes;
     return path;
   }
   std::string WriteGz(const std::string& name, const std::string& bytes) {
-    const std::string path = (dir_ / name).string();
+    std::string path = (dir_ / name).string();
     gzFile f = gzopen(path.c_str(), "wb");
     EXPECT_NE(f, nullptr);
     EXPECT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())), static_cast<int>(bytes.size()));

@@ -5,7 +5,7 @@
 namespace dlbench::load {
 namespace {
 
-nlohmann::json Cell(nlohmann::json load_keys) {
+nlohmann::json Cell(const nlohmann::json& load_keys) {
   nlohmann::json p = {{"model", "m"}, {"scenario", "infer"}, {"batch_size", 4}};
   p.update(load_keys);
   return p;

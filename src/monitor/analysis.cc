@@ -618,6 +618,7 @@ std::vector<std::string> ExplainChange(const std::vector<record::SeriesPoint>& p
   std::stable_sort(changes.begin(), changes.end(),
                    [](const Change& x, const Change& y) { return x.rel > y.rel; });
   std::vector<std::string> out;
+  out.reserve(changes.size());
   for (auto& c : changes) out.push_back(std::move(c.text));
   return out;
 }

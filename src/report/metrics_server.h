@@ -25,7 +25,7 @@ namespace dlbench::report {
 
 inline constexpr unsigned kMaxConnections = 256;
 inline constexpr unsigned kConnectionTimeoutS = 10;
-inline constexpr std::size_t kRequestMemoryBytes = 32 * 1024;
+inline constexpr std::size_t kRequestMemoryBytes = std::size_t{32} * 1024;
 
 struct ListenAddress {
   std::string host = "127.0.0.1";  // loopback unless asked otherwise: results can be private
