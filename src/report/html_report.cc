@@ -495,6 +495,7 @@ std::vector<json> BuildCharts(const ReportInput& input, const ReportOptions& opt
   ThroughputCharts(input, options, charts);
   LatencyCharts(input, options, charts);
   LoadLatencyCharts(input.cells, options.max_points, charts);
+  PeakSearchCharts(input.cells, charts);
   StepCharts(input.cells, options.max_points, charts);
   MonitorCharts(input, options, charts);
   InputCharts(input.cells, charts);

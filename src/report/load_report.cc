@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -62,6 +63,82 @@ void LoadLatencyCharts(const std::vector<record::CellRecord>& cells, int max_poi
                       {"x", {{"label", "query latency (ms)"}, {"type", "linear"}}},
                       {"y", {{"label", "fraction of queries <= latency"}, {"type", "linear"}}},
                       {"datasets", std::move(datasets)}});
+  }
+}
+
+void PeakSearchCharts(const std::vector<record::CellRecord>& cells, std::vector<json>& charts) {
+  for (const record::CellRecord& c : cells) {
+    if (c.outcome != record::Outcome::kOk || !c.extras.contains("load")) continue;
+    const json& load = c.extras["load"];
+    if (!load.contains("peak_search") || !load["peak_search"].is_object()) continue;
+    const json& search = load["peak_search"];
+    const json probes = search.value("probes", json::array());
+    if (!probes.is_array() || probes.empty()) continue;
+    json passed = json::array(), failed = json::array();
+    double lo = 0, hi = 0;
+    int unmeasured = 0;
+    for (const json& p : probes) {
+      const json rate = p.value("target_qps", json());
+      const json latency = p.value("latency_at_percentile_ms", json());
+      if (!rate.is_number() || !latency.is_number()) {
+        ++unmeasured;
+        continue;
+      }
+      const double x = rate.get<double>();
+      lo = passed.empty() && failed.empty() ? x : std::min(lo, x);
+      hi = std::max(hi, x);
+      (p.value("valid", false) ? passed : failed).push_back({{"x", x}, {"y", latency.get<double>()}});
+    }
+    if (passed.empty() && failed.empty()) continue;
+    json datasets = json::array();
+    if (!passed.empty())
+      datasets.push_back({{"label", "probes within the bound"},
+                          {"kind", "marker"},
+                          {"point_style", "circle"},
+                          {"color", "#2ca02c"},
+                          {"data", std::move(passed)}});
+    if (!failed.empty())
+      datasets.push_back({{"label", "probes that failed"},
+                          {"kind", "marker"},
+                          {"point_style", "crossRot"},
+                          {"color", "#d62728"},
+                          {"data", std::move(failed)}});
+    const double percentile = load.value("latency_percentile", 0.99);
+    std::string note = fmt::format("{} probes ({}), each a fresh Poisson schedule at its rate.",
+                                   probes.size(), search.value("end", std::string("ended")));
+    if (load.contains("latency_bound_ms") && load["latency_bound_ms"].is_number()) {
+      const double bound = load["latency_bound_ms"].get<double>();
+      datasets.push_back({{"label", fmt::format("latency_bound_ms {}", FormatSignificant(bound, 6))},
+                          {"kind", "vline"},
+                          {"color", "#7f7f7f"},
+                          {"data", json::array({{{"x", lo}, {"y", bound}}, {{"x", hi}, {"y", bound}}})}});
+    }
+    if (search.contains("peak_qps") && search["peak_qps"].is_number()) {
+      const double peak = search["peak_qps"].get<double>();
+      double top = 0;
+      for (const json& ds : datasets)
+        for (const json& point : ds["data"]) top = std::max(top, point["y"].get<double>());
+      datasets.push_back({{"label", fmt::format("peak {} queries/s", FormatSignificant(peak, 4))},
+                          {"kind", "vline"},
+                          {"data", json::array({{{"x", peak}, {"y", 0.0}}, {{"x", peak}, {"y", top}}})}});
+      note += fmt::format(" Peak {} queries/s", FormatSignificant(peak, 4));
+      if (search.contains("lowest_failing_qps") && search["lowest_failing_qps"].is_number())
+        note += fmt::format(", lowest failing {}",
+                            FormatSignificant(search["lowest_failing_qps"].get<double>(), 4));
+      note += ".";
+    } else {
+      note += " No probed rate met the bound.";
+    }
+    if (unmeasured > 0)
+      note += fmt::format(" Not drawn: {} that measured no query.", CountNoun(unmeasured, "probe"));
+    charts.push_back(
+        {{"section", "latency"},
+         {"title", fmt::format("cell {}: {} (peak search)", c.index, c.label.empty() ? c.key : c.label)},
+         {"note", note},
+         {"x", {{"label", "probe rate (queries/s)"}, {"type", "linear"}, {"min", 0}}},
+         {"y",
+          {{"label", fmt::format("p{:g} latency (ms)", percentile * 100)}, {"type", "linear"}, {"min", 0}}},
+         {"datasets", std::move(datasets)}});
   }
 }
 

@@ -17,4 +17,12 @@ namespace dlbench::report {
 void LoadLatencyCharts(const std::vector<record::CellRecord>& cells, int max_points,
                        std::vector<nlohmann::json>& charts);
 
+// Appends one chart (section "latency") per ok peak-search cell (target_qps: max; docs/load.md
+// "Peak search"): each probe's latency at the bound's percentile against its target rate, the
+// probes that met the bound and those that did not as two marker sets, the bound as a dashed
+// horizontal line and the peak found as a dashed vertical one. From extras.load.peak_search as
+// the orchestrator judged it; a probe without a latency (it measured nothing) is left out and
+// counted in the note.
+void PeakSearchCharts(const std::vector<record::CellRecord>& cells, std::vector<nlohmann::json>& charts);
+
 }  // namespace dlbench::report

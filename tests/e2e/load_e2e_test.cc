@@ -378,6 +378,13 @@ TEST(LoadE2E, APeakSearchThroughRunStoresOneValidCellWithThePeakAndEveryProbe) {
   EXPECT_GT(cell.at("warmup_steps").get<std::int64_t>(), 0);  // the queries of the probes before it
   // The runner's own report stays in extras.info.
   EXPECT_EQ(cell.at("extras").at("info").at("load").at("peak_search").at("probes").size(), probes.size());
+  // The report draws the search: latency against probe rate, with the peak.
+  auto report = Dlbench({"report", "latest", "-o", dir / "r.html"}, dir, db);
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  const auto html = ReadFile(dir / "r.html");
+  ASSERT_TRUE(html.ok());
+  EXPECT_NE(html->find("(peak search)"), std::string::npos);
+  EXPECT_NE(html->find("probe rate (queries/s)"), std::string::npos);
 
   const nlohmann::json& none = cells.at(0.5);
   ASSERT_EQ(none.at("outcome"), "ok") << none.at("message");
