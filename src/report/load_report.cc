@@ -120,6 +120,7 @@ void PeakSearchCharts(const std::vector<record::CellRecord>& cells, std::vector<
         for (const json& point : ds["data"]) top = std::max(top, point["y"].get<double>());
       datasets.push_back({{"label", fmt::format("peak {} queries/s", FormatSignificant(peak, 4))},
                           {"kind", "vline"},
+                          {"color", "#1f77b4"},
                           {"data", json::array({{{"x", peak}, {"y", 0.0}}, {{"x", peak}, {"y", top}}})}});
       note += fmt::format(" Peak {} queries/s", FormatSignificant(peak, 4));
       if (search.contains("lowest_failing_qps") && search["lowest_failing_qps"].is_number())
