@@ -65,7 +65,8 @@ TEST(SumStepPhases, DegenerateInputs) {
   EXPECT_DOUBLE_EQ(SumStepPhases({comm}).copy_ns, 10);
   // Twenty equal waits: the top two hold a tenth of the waiting.
   std::vector<StepRecord> even;
-  for (int i = 0; i < 20; ++i) even.push_back(Step(i * 100, i * 100 + 100, 5, 90));
+  even.reserve(20);
+  for (std::int64_t i = 0; i < 20; ++i) even.push_back(Step(i * 100, i * 100 + 100, 5, 90));
   EXPECT_DOUBLE_EQ(SumStepPhases(even).wait_top_decile_share, 0.1);
 }
 

@@ -205,8 +205,8 @@ std::string StabilityReason(const config::MeasureSettings& settings, record::Cel
     info["last_tenth_mean_ns"] = st.last_tenth_mean;
     what = fmt::format(
         "drifting: step time moved {:+.2f} %/s over the {:.1f} s window (first tenth {}, last tenth {})",
-        100 * st.slope_rel_per_s, (end - start) * 1e-9, HumanDurationNs(st.first_tenth_mean),
-        HumanDurationNs(st.last_tenth_mean));
+        100 * st.slope_rel_per_s, static_cast<double>(end - start) * 1e-9,
+        HumanDurationNs(st.first_tenth_mean), HumanDurationNs(st.last_tenth_mean));
   } else {
     const std::int64_t at = steps[st.shift_step].start_ns;
     causes = monitor::ExplainChange(rec.series, start, at, at, end);
@@ -214,8 +214,8 @@ std::string StabilityReason(const config::MeasureSettings& settings, record::Cel
     info["level_before_ns"] = st.level_before;
     info["level_after_ns"] = st.level_after;
     what = fmt::format("shifted: step time changed at measured step {} ({:.1f} s in) from {} to {}",
-                       st.shift_step, (at - start) * 1e-9, HumanDurationNs(st.level_before),
-                       HumanDurationNs(st.level_after));
+                       st.shift_step, static_cast<double>(at - start) * 1e-9,
+                       HumanDurationNs(st.level_before), HumanDurationNs(st.level_after));
   }
   what += causes.empty() ? "; no clock, power or host-load change explains it (a framework effect: "
                            "allocator, autotuning, host-bound launches?)"

@@ -192,33 +192,33 @@ TEST_F(ConversationTest, EveryFrameInEveryStateHasADefinedResult) {
     // Per state, in the order above: the effect and, for a violation, its message.
     std::vector<std::pair<Effect, std::string>> results;
   };
-  const auto V = [](const char* m) { return std::make_pair(Effect::kViolation, std::string(m)); };
+  const auto v = [](const char* m) { return std::make_pair(Effect::kViolation, std::string(m)); };
   // This cell has no `load`: its QUERIES are refused by name (load_cell_test.cc has a load cell's).
-  const char* const kQueriesRefused = "QUERIES for a cell without load";
-  const auto A = std::make_pair(Effect::kAdvanced, std::string());
-  const auto R = std::make_pair(Effect::kRecorded, std::string());
+  constexpr const char* kQueriesRefused = "QUERIES for a cell without load";
+  const auto a = std::make_pair(Effect::kAdvanced, std::string());
+  const auto r = std::make_pair(Effect::kRecorded, std::string());
   const std::vector<Row> rows = {
       {MessageType::kHello,
        [] { return Json(MessageType::kHello, kHello); },
-       {A, V("HELLO sent twice"), V("HELLO sent twice"), V("HELLO sent twice"), V("HELLO sent twice"),
-        V("HELLO after DONE")}},
+       {a, v("HELLO sent twice"), v("HELLO sent twice"), v("HELLO sent twice"), v("HELLO sent twice"),
+        v("HELLO after DONE")}},
       {MessageType::kConfigure,
        [] { return Json(MessageType::kConfigure, nlohmann::json::object()); },
-       {V("runner sent CONFIGURE, which only the orchestrator sends"),
-        V("runner sent CONFIGURE, which only the orchestrator sends"),
-        V("runner sent CONFIGURE, which only the orchestrator sends"),
-        V("runner sent CONFIGURE, which only the orchestrator sends"),
-        V("runner sent CONFIGURE, which only the orchestrator sends"),
-        V("runner sent CONFIGURE, which only the orchestrator sends")}},
+       {v("runner sent CONFIGURE, which only the orchestrator sends"),
+        v("runner sent CONFIGURE, which only the orchestrator sends"),
+        v("runner sent CONFIGURE, which only the orchestrator sends"),
+        v("runner sent CONFIGURE, which only the orchestrator sends"),
+        v("runner sent CONFIGURE, which only the orchestrator sends"),
+        v("runner sent CONFIGURE, which only the orchestrator sends")}},
       {MessageType::kReady,
        [] {
          return Json(MessageType::kReady, {{"effective", nlohmann::json::object()}});
        },
-       {V("first message was READY, not HELLO"), A, V("READY sent twice"), V("READY sent twice"),
-        V("READY sent twice"), V("READY after DONE")}},
+       {v("first message was READY, not HELLO"), a, v("READY sent twice"), v("READY sent twice"),
+        v("READY sent twice"), v("READY after DONE")}},
       {MessageType::kSteps,
        [] { return Steps(0, Consecutive(10'000'000, 1)); },
-       {V("first message was STEPS, not HELLO"), V("STEPS before READY"), R, R, R, V("STEPS after DONE")}},
+       {v("first message was STEPS, not HELLO"), v("STEPS before READY"), r, r, r, v("STEPS after DONE")}},
       {MessageType::kQueries,
        [] {
          record::QueryRecord q;
@@ -227,38 +227,38 @@ TEST_F(ConversationTest, EveryFrameInEveryStateHasADefinedResult) {
          protocol::AppendQueriesFrame(bytes, 0, &q, 1);
          return Frame{MessageType::kQueries, bytes.substr(protocol::kFrameHeaderBytes)};
        },
-       {V("first message was QUERIES, not HELLO"), V("QUERIES before READY"), V(kQueriesRefused),
-        V(kQueriesRefused), V(kQueriesRefused), V("QUERIES after DONE")}},
+       {v("first message was QUERIES, not HELLO"), v("QUERIES before READY"), v(kQueriesRefused),
+        v(kQueriesRefused), v(kQueriesRefused), v("QUERIES after DONE")}},
       {MessageType::kMemory,
        [] {
          return Json(MessageType::kMemory, {{"label", "end"}});
        },
-       {V("first message was MEMORY, not HELLO"), R, R, R, R, V("MEMORY after DONE")}},
+       {v("first message was MEMORY, not HELLO"), r, r, r, r, v("MEMORY after DONE")}},
       {MessageType::kExtras,
        [] {
          return Json(MessageType::kExtras, {{"info", nlohmann::json::object()}});
        },
-       {V("first message was EXTRAS, not HELLO"), R, R, R, R, V("EXTRAS after DONE")}},
+       {v("first message was EXTRAS, not HELLO"), r, r, r, r, v("EXTRAS after DONE")}},
       {MessageType::kError,
        [] {
          return Json(MessageType::kError, {{"kind", "oom"}, {"message", "m"}});
        },
-       {V("first message was ERROR, not HELLO"), A, A, A, A, V("ERROR after DONE")}},
+       {v("first message was ERROR, not HELLO"), a, a, a, a, v("ERROR after DONE")}},
       {MessageType::kDone,
        [] {
          return Json(MessageType::kDone, {{"reason", "stopped"}, {"steps", 1}});
        },
-       {V("first message was DONE, not HELLO"), A, A, A, A, V("DONE after DONE")}},
+       {v("first message was DONE, not HELLO"), a, a, a, a, v("DONE after DONE")}},
       {MessageType::kStop,
        [] {
          return Json(MessageType::kStop, {{"reason", "x"}});
        },
-       {V("runner sent STOP, which only the orchestrator sends"),
-        V("runner sent STOP, which only the orchestrator sends"),
-        V("runner sent STOP, which only the orchestrator sends"),
-        V("runner sent STOP, which only the orchestrator sends"),
-        V("runner sent STOP, which only the orchestrator sends"),
-        V("runner sent STOP, which only the orchestrator sends")}},
+       {v("runner sent STOP, which only the orchestrator sends"),
+        v("runner sent STOP, which only the orchestrator sends"),
+        v("runner sent STOP, which only the orchestrator sends"),
+        v("runner sent STOP, which only the orchestrator sends"),
+        v("runner sent STOP, which only the orchestrator sends"),
+        v("runner sent STOP, which only the orchestrator sends")}},
   };
   for (const Row& row : rows) {
     ASSERT_EQ(row.results.size(), states.size());
