@@ -175,6 +175,7 @@ Result<TorchCell> ParseTorchCell(const nlohmann::json& params) {
   cell.deterministic = p.Bool("deterministic").value();
   if (auto threads = p.Int("threads")) cell.threads = static_cast<int>(*threads);  // 1..4096
   cell.lr = p.Number("lr");
+  if (auto n = p.Int("reference_samples")) cell.reference_samples = static_cast<int>(*n);  // 0..256
 
   // Support and cross-parameter rules: what the registry cannot say about one value alone.
   auto ddp = ParseDdp(p, cell.scenario);
@@ -261,10 +262,33 @@ Status CheckSupported(const TorchCell& cell, const Capabilities& caps) {
     }
   }
   switch (cell.precision) {
+    // Dynamic int8 Linear layers (models/dynamic_int8.h): the CPU's quantized engines only.
     case Precision::kInt8:
-      return Unsupported(
-          "unsupported: int8 is not implemented in this runner yet (docs/torch-runner.md says what "
-          "would be needed); use fp32, tf32, bf16 or fp16");
+      if (cell.model == kTorchScriptModel) {
+        return Unsupported(
+            "unsupported: precision int8 of a TorchScript model (the runner quantizes only bert_base); "
+            "quantize the model offline and run the saved int8 TorchScript at precision fp32");
+      }
+      if (cell.model != kDynamicInt8Model) {
+        return Unsupported(
+            fmt::format("unsupported: precision int8 of {}: only bert_base has a dynamic int8 form here "
+                        "(its Linear layers); int8 CNNs need a TorchScript model quantized offline, run at "
+                        "precision fp32",
+                        cell.model));
+      }
+      if (cuda) {
+        return Unsupported(
+            fmt::format("unsupported: precision int8 on {}: dynamic int8 Linear runs on the CPU's quantized "
+                        "engines only; use device cpu for int8, or bf16/fp16 on CUDA",
+                        cell.device.ToString()));
+      }
+      if (cell.scenario != Scenario::kInfer) {
+        return Unsupported(
+            fmt::format("unsupported: precision int8 with scenario {}: int8 is an inference deployment; use "
+                        "scenario infer (train in fp32 or bf16)",
+                        ScenarioName(cell.scenario)));
+      }
+      break;
     case Precision::kTf32:
       if (!cuda) {
         return Unsupported(

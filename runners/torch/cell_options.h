@@ -94,6 +94,9 @@ struct TorchCell {
   OptimizerImpl optimizer_impl = OptimizerImpl::kAuto;
   std::optional<int> threads;  // intra-op threads; absent: LibTorch's default
   std::optional<double> lr;
+  // Infer cells: samples of the fixed evaluation set run after the measured loop
+  // (reference_eval.h); 0: none.
+  int reference_samples = 4;
   std::optional<TorchScriptSpec> torchscript;  // set exactly when model == "torchscript"
   DataOptions data;                            // where each step's batch comes from
   std::optional<DdpOptions> ddp;               // set exactly when strategy is ddp
@@ -101,6 +104,8 @@ struct TorchCell {
 };
 
 inline constexpr char kTorchScriptModel[] = "torchscript";
+// The zoo model that has a dynamic int8 form (precision int8).
+inline constexpr char kDynamicInt8Model[] = "bert_base";
 
 // Reads CONFIGURE's params, validated against the config registry (config::RunnerParams: types,
 // ranges, allowed values, formats, defaults). kInvalidInput names the parameter and what it

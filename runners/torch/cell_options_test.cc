@@ -198,7 +198,11 @@ TEST(CheckSupported, PrecisionDeviceAndVersionRules) {
       {"fp16 cpu 1.13", {{"precision", "fp16"}, {"scenario", "infer"}}, cpu_113, false, "needs LibTorch 2.x"},
       {"fp16 cpu 2.x infer", {{"precision", "fp16"}, {"scenario", "infer"}}, cpu_2, true, ""},
       {"fp16 cpu 2.x train", {{"precision", "fp16"}}, cpu_2, false, "fp16 training on cpu"},
-      {"int8", {{"precision", "int8"}}, h200, false, "int8 is not implemented"},
+      {"int8 resnet50",
+       {{"precision", "int8"}, {"scenario", "infer"}},
+       cpu_113,
+       false,
+       "only bert_base has a dynamic int8 form"},
       {"cuda without cuda build", {{"device", "cuda"}}, cpu_113, false, "built without CUDA"},
       {"cuda:1 with one gpu", {{"device", "cuda:1"}}, h200, false, "1 CUDA device(s) are visible"},
       {"fp16 cuda train", {{"device", "cuda"}, {"precision", "fp16"}}, h200, true, ""},
@@ -210,6 +214,36 @@ TEST(CheckSupported, PrecisionDeviceAndVersionRules) {
     json params = c.params;
     params["model"] = "resnet50";
     auto cell = ParseTorchCell(params);
+    ASSERT_TRUE(cell.ok()) << c.name << ": " << cell.error().message;
+    const Status st = CheckSupported(*cell, c.caps);
+    EXPECT_EQ(st.ok(), c.ok) << c.name;
+    if (!c.ok && !st.ok()) {
+      EXPECT_EQ(st.error().kind, ErrorKind::kUnsupported) << c.name;
+      EXPECT_NE(st.error().message.find(c.message_part), std::string::npos)
+          << c.name << ": " << st.error().message;
+    }
+  }
+}
+
+TEST(CheckSupported, Int8IsBertInferenceOnTheCpu) {
+  const Capabilities cpu_113{1, false, 0, std::nullopt};
+  const Capabilities h200{2, true, 1, 9};
+  const json bert = {{"model", "bert_base"}, {"precision", "int8"}, {"scenario", "infer"}};
+  auto with = [&](const json& extra) {
+    json params = bert;
+    params.update(extra);
+    return params;
+  };
+  const std::vector<SupportCase> cases = {
+      {"bert cpu infer", bert, cpu_113, true, ""},
+      {"bert cuda", with({{"device", "cuda"}}), h200, false, "CPU's quantized engines only; use device cpu"},
+      {"bert train", with({{"scenario", "train"}}), cpu_113, false, "use scenario infer"},
+      {"resnet50", with({{"model", "resnet50"}}), cpu_113, false, "TorchScript model quantized offline"},
+      {"torchscript", with({{"model", "torchscript"}, {"model_path", "/m.pt"}, {"input_shapes", "B,4"}}),
+       cpu_113, false, "quantize the model offline"},
+  };
+  for (const SupportCase& c : cases) {
+    auto cell = ParseTorchCell(c.params);
     ASSERT_TRUE(cell.ok()) << c.name << ": " << cell.error().message;
     const Status st = CheckSupported(*cell, c.caps);
     EXPECT_EQ(st.ok(), c.ok) << c.name;
@@ -250,7 +284,7 @@ TEST(CheckSupported, DdpRules) {
   const Capabilities gpu_nccl{2, true, 2, 9, true};
   const Capabilities gpu_no_nccl{2, true, 2, 9, false};
   const json ddp = {{"model", "resnet50"}, {"strategy", "ddp"}, {"world_size", 2}};
-  auto with = [&](json extra) {
+  auto with = [&](const json& extra) {
     json p = ddp;
     p.update(extra);
     return p;

@@ -22,9 +22,11 @@
 #include "foreach_optim.h"
 #include "load/settings.h"
 #include "load_scenario.h"
+#include "models/dynamic_int8.h"
 #include "peak_flops.h"
 #include "precision.h"
 #include "record/metrics.h"
+#include "reference_eval.h"
 #include "workload.h"
 
 namespace dlbench::torchrunner {
@@ -140,6 +142,7 @@ void Build(CellState& s, std::uint64_t seed, int rank) {
   s.memory_format = ResolveMemoryFormat(cell, *s.workload);
   // The model starts from `seed` on every rank; each rank of a ddp cell trains on its own batch.
   s.workload->Prepare(cell, s.device, s.memory_format, ddp::BatchSeed(seed, rank));
+  if (cell.precision == Precision::kInt8) s.workload->QuantizeDynamicInt8();
   s.workload->SetTraining(Trains(cell.scenario));
   s.feeder = std::make_unique<data::Feeder>(cell, *s.workload, s.device, seed);
   if (Trains(cell.scenario)) {
@@ -175,7 +178,7 @@ nlohmann::json Effective(const CellState& s, std::uint64_t seed) {
       {"samples_per_step", cell.batch_size},
       {"device", cell.device.ToString()},
       {"precision", PrecisionName(cell.precision)},
-      {"param_dtype", "float32"},
+      {"param_dtype", cell.precision == Precision::kInt8 ? "float32; Linear weights qint8" : "float32"},
       {"autocast_dtype",
        s.autocast_dtype ? nlohmann::json(c10::toString(*s.autocast_dtype)) : nlohmann::json(nullptr)},
       {"loss_scaling", s.scaler != nullptr},
@@ -193,6 +196,14 @@ nlohmann::json Effective(const CellState& s, std::uint64_t seed) {
       {"model_options", s.workload->EffectiveOptions()},
   };
   e.update(s.switches.ToJson());
+  if (cell.precision == Precision::kInt8) {
+    e["quantization"] = {{"scheme", "dynamic"},
+                         {"layers", "every Linear"},
+                         {"weights", "qint8, per tensor, symmetric (max |w| / 127.5)"},
+                         {"activations", "quint8, quantized per call from their range"},
+                         {"engine", models::QuantizedEngineName()},
+                         {"reduce_range", models::ReduceRangeOnEngine()}};
+  }
   if (cell.deterministic) {
     const char* ws = std::getenv("CUBLAS_WORKSPACE_CONFIG");
     e["cublas_workspace_config"] = ws != nullptr ? ws : "";
@@ -227,6 +238,10 @@ nlohmann::json Extras(const CellState& s) {
     metrics.push_back(Metric(record::metric::kFlopsPerSample, *flops));
     info["flop_convention"] = Trains(s.cell.scenario) ? "3 x counted forward FLOPs (multiply-add = 2)"
                                                       : "counted forward FLOPs (multiply-add = 2)";
+  }
+  if (auto weights = s.workload->DeployedWeightBytes()) {
+    metrics.push_back(Metric(record::metric::kWeightBytes, static_cast<double>(weights->total)));
+    metrics.push_back(Metric(record::metric::kLinearWeightBytes, static_cast<double>(weights->linear)));
   }
   if (s.cuda_device) {
     info["device_name"] = s.cuda_device->name;
@@ -413,6 +428,9 @@ int RunTorchCell(RunnerSession& session) {
   nlohmann::json effective = Effective(state, config->seed);
   if (load_cell) effective["load"] = load_cell->Effective();
   if (converge) effective["converge"] = converge->Effective();
+  // The step loop's infer cells evaluate the fixed set after it (reference_eval.h); load cells do not.
+  const bool reference_eval = !load_cell && RunsReferenceEval(state.cell);
+  if (reference_eval) effective["reference_samples"] = state.cell.reference_samples;
   if (!session.SendReady(effective).ok()) return 1;
   if (load_cell) return RunLoadCell(session, config->limits, state, *load_cell);
   if (converge) return RunConvergeCell(session, config->limits, state, *converge);
@@ -435,6 +453,15 @@ int RunTorchCell(RunnerSession& session) {
     (void)session.SendMemory(MemorySnapshot(std::string(record::memory::kEndLabel), state.cell.device));
     nlohmann::json extras = Extras(state);
     if (!ddp_check.is_null()) extras["info"]["ddp_parameter_check"] = ddp_check;
+    if (reference_eval) {
+      // After the end snapshot: the second model's memory is no part of the cell's figures. A
+      // failed evaluation is stated; the measured cell stands.
+      try {
+        extras["info"]["eval"] = RunReferenceEval(state.cell, state.device, state.memory_format);
+      } catch (const std::exception& e) {
+        extras["info"]["eval_error"] = e.what();
+      }
+    }
     (void)session.SendExtras(extras);
   } catch (...) {
     return Report(session, ClassifyException(std::current_exception()));

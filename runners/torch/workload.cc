@@ -77,6 +77,14 @@ class ZooWorkload final : public Workload {
     batch.inputs = inputs;
     return model_->Forward(batch);
   }
+  void QuantizeDynamicInt8() override {
+    if (!model_->SupportsDynamicInt8()) {
+      throw UnsupportedError("precision int8: " + model_->name() +
+                             " has no dynamic int8 form; bert_base has");
+    }
+    model_->QuantizeDynamicInt8();
+  }
+  std::optional<WeightBytes> DeployedWeightBytes() const override { return model_->DeployedWeightBytes(); }
 
  private:
   std::shared_ptr<ZooModel> model_;
@@ -234,6 +242,12 @@ class TorchScriptWorkload final : public Workload {
     for (const torch::Tensor& p : module_.parameters()) params.push_back(p);
     return params;
   }
+  void QuantizeDynamicInt8() override {
+    throw UnsupportedError(
+        "unsupported: precision int8 of a TorchScript model; quantize it offline and run the scripted int8 "
+        "model at precision fp32 (docs/torch-runner.md, \"int8\")");
+  }
+  std::optional<WeightBytes> DeployedWeightBytes() const override { return std::nullopt; }
 
  private:
   std::string DescribeInputs() const {

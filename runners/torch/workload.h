@@ -13,6 +13,7 @@
 
 #include "cell_options.h"
 #include "failure.h"
+#include "models/zoo.h"
 
 namespace dlbench::torchrunner {
 
@@ -58,6 +59,12 @@ class Workload {
   // gradients and starts every rank from rank 0's parameters and buffers).
   virtual std::vector<torch::Tensor> Parameters() const = 0;
   virtual std::vector<torch::Tensor> Buffers() const = 0;
+  // precision int8: the workload's dynamic int8 form (ZooModel::QuantizeDynamicInt8), after
+  // Prepare on the CPU. Throws UnsupportedError where there is none.
+  virtual void QuantizeDynamicInt8() = 0;
+  // The weights as held now (after QuantizeDynamicInt8: packed); nullopt where not counted (a
+  // TorchScript module, whose Linear layers are not known by type here).
+  virtual std::optional<WeightBytes> DeployedWeightBytes() const = 0;
 };
 
 // Builds the workload the cell names. Throws std::invalid_argument for a bad model name, bad

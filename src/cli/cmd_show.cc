@@ -16,6 +16,7 @@
 #include "monitor/fingerprint.h"
 #include "plan/selection.h"
 #include "record/metrics.h"
+#include "report/precision_view.h"
 #include "stats/descriptive.h"
 #include "stats/olympic.h"
 
@@ -175,6 +176,42 @@ void PrintInputVerdicts(const std::vector<record::CellRecord>& cells) {
   }
 }
 
+// The precision trade-off (report/precision_view.h): cells that differ only in precision, one row
+// each, with the outputs compared with the fp32 cell's on the fixed evaluation set.
+void PrintPrecisionTradeOff(const std::vector<record::CellRecord>& cells) {
+  for (const report::PrecisionGroup& g : report::PrecisionTradeOff(cells)) {
+    Table table({{"precision", false},
+                 {"weights", true},
+                 {"step p50", true},
+                 {"step p99", true},
+                 {"samples/s", true},
+                 {"top-1 agree", true},
+                 {"max |diff|", true},
+                 {"mean |diff|", true},
+                 {"", false}});
+    std::vector<std::string> notes;
+    for (const report::PrecisionRow& r : g.rows) {
+      const report::OutputAgreement& a = r.agreement;
+      std::string marks;
+      if (r.fastest) marks = "fastest";
+      if (r.most_accurate) marks += marks.empty() ? "most accurate" : ", most accurate";
+      const bool fig = a.has_figures();
+      table.AddRow({TerminalSafe(r.precision), FormatBytes(r.weight_bytes), FormatDurationNs(r.step_p50_ns),
+                    FormatDurationNs(r.step_p99_ns), FormatRate(r.samples_per_s),
+                    fig ? fmt::format("{:.1f}% of {}", 100.0 * a.top1_agreement, a.rows) : "-",
+                    fig ? fmt::format("{:.3g}", a.max_abs_diff) : "-",
+                    fig ? fmt::format("{:.3g}", a.mean_abs_diff) : "-", marks});
+      if (!fig && r.precision != report::kReferencePrecision)
+        notes.push_back(r.precision + ": " + a.why_none);
+    }
+    std::printf(
+        "\nPrecisions of %s (outputs on the fixed evaluation set against the fp32 cell's; step = "
+        "one batch):\n%s",
+        TerminalSafe(g.label).c_str(), table.Render().c_str());
+    for (const auto& n : notes) std::printf("  %s\n", TerminalSafe(n).c_str());
+  }
+}
+
 // Every string printed here came from the store, so from matrix files and runners: it goes
 // through TerminalSafe (an escape sequence in a name must not reach the terminal).
 int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
@@ -221,6 +258,7 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
   PrintRepetitions(*cells);
   PrintConvergence(*cells);
   PrintInputVerdicts(*cells);
+  PrintPrecisionTradeOff(*cells);
 
   bool header = false;
   for (const auto& c : *cells) {

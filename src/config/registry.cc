@@ -809,6 +809,17 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Help("Learning rate of the optimizer in train. At most 1000 (larger learning rates "
                         "diverge at once).")
                   .Build());
+  // No registry default, so that cells stored before this key existed keep their keys.
+  r.push_back(Entry("reference_samples", kCell, kTorch, ParamType::kInt)
+                  .Min(0)
+                  .Max(256)
+                  .DefaultText("4")
+                  .Help("Samples of the fixed, seeded evaluation set that an infer cell's model runs "
+                        "after its measured steps, from weights of a fixed seed, so that each "
+                        "precision's outputs can be compared with the fp32 cell of the same model "
+                        "(docs/precisions.md); 0: none. At most 256 (a full-size model on a slow CPU "
+                        "takes seconds per sample).")
+                  .Build());
   // The input pipeline (runners/torch/data; docs/input-pipeline.md). No constant defaults: a
   // cell that names none of these keeps the key it had before they existed.
   r.push_back(Entry("data", kCell, kTorch, ParamType::kEnum)

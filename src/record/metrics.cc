@@ -98,6 +98,12 @@ const std::vector<MetricDef>& Table() {
        "JAX tracing and lowering of the step, outside the measured steps"},
       {kXlaCompileS, "s", Producer::kRunner, kCell,
        "XLA's compilation of the lowered step (autotuning included), outside the measured steps"},
+      {kWeightBytes, "bytes", Producer::kRunner, kCell,
+       "every parameter and buffer of the model as the cell holds it (autocast keeps fp32 weights; int8: "
+       "Linear weights packed at 1 byte per element plus a 16-byte scale and zero point, fp32 biases)"},
+      {kLinearWeightBytes, "bytes", Producer::kRunner, kCell,
+       "the Linear layers' weight matrices as held (no biases): 4 bytes per element in fp32, 1 plus 16 per "
+       "layer in int8"},
       {kClientOverheadNsPerStep, "ns", Producer::kRunner, kMeasured,
        "the Python client's own time per step in its loop, outside the step function (clients/python)"},
 

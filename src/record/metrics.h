@@ -69,6 +69,10 @@ inline constexpr std::string_view kCompileTimeS = "compile_time_s";
 inline constexpr std::string_view kCompileSecondCallS = "compile_second_call_s";
 inline constexpr std::string_view kJaxLowerS = "jax_lower_s";
 inline constexpr std::string_view kXlaCompileS = "xla_compile_s";
+// The model's weights as the cell deploys them (runners/torch: parameters and buffers at their
+// dtype; dynamic int8 Linear layers at 1 byte per weight plus their quantization parameters).
+inline constexpr std::string_view kWeightBytes = "weight_bytes";
+inline constexpr std::string_view kLinearWeightBytes = "linear_weight_bytes";
 // The Python client's own cost per step (clients/python): time in its loop outside the step.
 inline constexpr std::string_view kClientOverheadNsPerStep = "client_overhead_ns_per_step";
 

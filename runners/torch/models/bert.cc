@@ -2,10 +2,12 @@
 // pooler on the first token, and a classification head (sequence classification).
 #include <torch/version.h>
 
+#include <array>
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
+#include "models/dynamic_int8.h"
 #include "models/layers.h"
 
 namespace dlbench::torchrunner::models {
@@ -46,9 +48,9 @@ class EncoderLayerImpl : public torch::nn::Module {
     auto split_heads = [&](const torch::Tensor& t) {
       return t.view({n, length, heads_, head_dim_}).transpose(1, 2);
     };
-    torch::Tensor q = split_heads(query_->forward(x));
-    torch::Tensor k = split_heads(key_->forward(x));
-    torch::Tensor v = split_heads(value_->forward(x));
+    torch::Tensor q = split_heads(int8_[kQuery].Forward(query_, x));
+    torch::Tensor k = split_heads(int8_[kKey].Forward(key_, x));
+    torch::Tensor v = split_heads(int8_[kValue].Forward(value_, x));
     // Under autocast the projections are fp16/bf16 while the LayerNorm output (and so the
     // mask) stays fp32; the fused kernel requires matching dtypes.
     const torch::Tensor bias = mask_bias.to(q.scalar_type());
@@ -62,9 +64,27 @@ class EncoderLayerImpl : public torch::nn::Module {
     torch::Tensor context = torch::matmul(dropout_->forward(torch::softmax(scores, -1)), v);
 #endif
     context = context.transpose(1, 2).reshape({n, length, heads_ * head_dim_});
-    torch::Tensor h = attention_norm_->forward(x + dropout_->forward(attention_out_->forward(context)));
-    torch::Tensor ffn = output_->forward(torch::gelu(intermediate_->forward(h)));
+    torch::Tensor h = attention_norm_->forward(
+        x + dropout_->forward(int8_[kAttentionOut].Forward(attention_out_, context)));
+    torch::Tensor ffn =
+        int8_[kOutput].Forward(output_, torch::gelu(int8_[kIntermediate].Forward(intermediate_, h)));
     return output_norm_->forward(h + dropout_->forward(ffn));
+  }
+
+  void QuantizeDynamicInt8() {
+    const std::array<const torch::nn::Linear*, kProjections> linears = {
+        &query_, &key_, &value_, &attention_out_, &intermediate_, &output_};
+    for (std::size_t i = 0; i < linears.size(); ++i) int8_[i].Quantize(*linears[i]);
+  }
+
+  // Adds the packed layers' bytes (none before QuantizeDynamicInt8).
+  void AddPackedBytes(WeightBytes& out) const {
+    for (const Int8Slot& slot : int8_) {
+      if (const DynamicInt8Linear* packed = slot.packed()) {
+        out.linear += packed->weight_bytes();
+        out.total += packed->weight_bytes() + packed->bias_bytes();
+      }
+    }
   }
 
  private:
@@ -74,6 +94,8 @@ class EncoderLayerImpl : public torch::nn::Module {
   torch::nn::Linear intermediate_, output_;
   torch::nn::LayerNorm output_norm_;
   torch::nn::Dropout dropout_;
+  enum Projection : std::size_t { kQuery, kKey, kValue, kAttentionOut, kIntermediate, kOutput, kProjections };
+  std::array<Int8Slot, kProjections> int8_;
 };
 TORCH_MODULE(EncoderLayer);
 
@@ -144,8 +166,8 @@ class BertBase : public ZooModel {
     for (const auto& layer : *layers_) {
       x = layer->as<EncoderLayer>()->forward(x, mask_bias);
     }
-    torch::Tensor pooled = torch::tanh(pooler_->forward(x.select(1, 0)));
-    return {classifier_->forward(dropout_->forward(pooled))};
+    torch::Tensor pooled = torch::tanh(pooler_int8_.Forward(pooler_, x.select(1, 0)));
+    return {classifier_int8_.Forward(classifier_, dropout_->forward(pooled))};
   }
 
   torch::Tensor Loss(const std::vector<torch::Tensor>& outputs, const Batch& batch) override {
@@ -177,6 +199,28 @@ class BertBase : public ZooModel {
     return std::make_unique<torch::optim::AdamW>(parameters(), torch::optim::AdamWOptions(lr.value_or(1e-4)));
   }
 
+  // Every nn.Linear, as quantize_dynamic's default spec: the encoder's projections, the pooler
+  // and the classifier. Embeddings and LayerNorms stay fp32.
+  bool SupportsDynamicInt8() const override { return true; }
+  void QuantizeDynamicInt8() override {
+    for (const auto& layer : *layers_) layer->as<EncoderLayer>()->QuantizeDynamicInt8();
+    pooler_int8_.Quantize(pooler_);
+    classifier_int8_.Quantize(classifier_);
+  }
+
+ protected:
+  WeightBytes PackedWeightBytes() const override {
+    WeightBytes out;
+    for (const auto& layer : *layers_) layer->as<EncoderLayer>()->AddPackedBytes(out);
+    for (const Int8Slot* slot : {&pooler_int8_, &classifier_int8_}) {
+      if (const DynamicInt8Linear* packed = slot->packed()) {
+        out.linear += packed->weight_bytes();
+        out.total += packed->weight_bytes() + packed->bias_bytes();
+      }
+    }
+    return out;
+  }
+
  private:
   BertSizes sizes_;
   torch::nn::Embedding word_embeddings_{nullptr}, position_embeddings_{nullptr},
@@ -185,6 +229,7 @@ class BertBase : public ZooModel {
   torch::nn::Dropout dropout_{nullptr};
   torch::nn::ModuleList layers_{nullptr};
   torch::nn::Linear pooler_{nullptr}, classifier_{nullptr};
+  Int8Slot pooler_int8_, classifier_int8_;
 };
 
 }  // namespace

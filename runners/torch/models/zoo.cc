@@ -65,6 +65,23 @@ std::vector<std::string> KnownModels() {
   return {"resnet50", "mobilenet_v2", "bert_base", "ssd_mobilenet", "fashion_cnn", "fashion_cnn_bn"};
 }
 
+void ZooModel::QuantizeDynamicInt8() {
+  throw std::logic_error(name() + ": no dynamic int8 form (only bert_base has one)");
+}
+
+WeightBytes ZooModel::DeployedWeightBytes() const {
+  auto bytes = [](const torch::Tensor& t) {
+    return t.defined() ? static_cast<std::int64_t>(t.numel() * t.element_size()) : std::int64_t{0};
+  };
+  WeightBytes out = PackedWeightBytes();
+  for (const torch::Tensor& p : parameters()) out.total += bytes(p);
+  for (const torch::Tensor& b : buffers()) out.total += bytes(b);
+  for (const auto& module : modules(/*include_self=*/false)) {
+    if (const auto* linear = module->as<torch::nn::Linear>()) out.linear += bytes(linear->weight);
+  }
+  return out;
+}
+
 std::shared_ptr<ZooModel> MakeModel(const std::string& name, const ModelOptions& options) {
   if (name == "resnet50") return models::MakeResNet50(options);
   if (name == "mobilenet_v2") return models::MakeMobileNetV2(options);

@@ -36,6 +36,14 @@ struct Batch {
   torch::Tensor target;  // class ids (N) for classification; for SSD, per-anchor targets as the model defines
 };
 
+// Bytes of a model's weights as it holds them (parameters and buffers at their dtype; packed
+// int8 layers at 1 byte per weight element plus their quantization parameters, their fp32
+// biases at 4 bytes).
+struct WeightBytes {
+  std::int64_t total = 0;   // every parameter and buffer
+  std::int64_t linear = 0;  // the Linear layers' weight matrices only (no biases)
+};
+
 // A built model. Weights are drawn from torch's global generator when MakeModel runs, so the
 // caller seeds it first (torch::manual_seed) for reproducible weights.
 class ZooModel : public torch::nn::Module {
@@ -66,6 +74,19 @@ class ZooModel : public torch::nn::Module {
   // The optimizer the issue names: SGD with momentum 0.9 for the CNNs (lr 0.1 or lr option),
   // AdamW for BERT (lr 1e-4 or lr option).
   virtual std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(std::optional<double> lr) = 0;
+  // Dynamic int8 (precision int8, inference on the CPU): every Linear layer packed as
+  // models/dynamic_int8.h's DynamicInt8Linear, its fp32 weights freed. Models without it say so
+  // in SupportsDynamicInt8 and throw std::logic_error from QuantizeDynamicInt8. Call after the
+  // model is on the CPU, once.
+  virtual bool SupportsDynamicInt8() const { return false; }
+  virtual void QuantizeDynamicInt8();
+  // The weights as held now (after QuantizeDynamicInt8: the packed sizes).
+  WeightBytes DeployedWeightBytes() const;
+
+ protected:
+  // Bytes of the packed int8 layers (QuantizeDynamicInt8's models override): their weights and
+  // their biases, which the module's emptied parameters no longer count.
+  virtual WeightBytes PackedWeightBytes() const { return {}; }
 };
 
 // "resnet50" | "mobilenet_v2" | "bert_base" | "ssd_mobilenet"; throws std::invalid_argument

@@ -1,0 +1,181 @@
+#include "report/precision_view.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <utility>
+
+#include "record/metrics.h"
+
+namespace dlbench::report {
+namespace {
+
+constexpr char kPrecisionKey[] = "precision";
+
+// The parameters other than precision, as one comparable string (nlohmann's object keys are
+// ordered, so equal parameters dump equally).
+std::string OtherParams(const record::CellRecord& cell) {
+  nlohmann::json p = cell.params.is_object() ? cell.params : nlohmann::json::object();
+  p.erase(kPrecisionKey);
+  return p.dump();
+}
+
+const nlohmann::json* EvalOf(const record::CellRecord& cell) {
+  auto info = cell.extras.find("info");
+  if (info == cell.extras.end() || !info->is_object()) return nullptr;
+  auto eval = info->find(kEvalInfoKey);
+  return eval == info->end() || !eval->is_object() ? nullptr : &*eval;
+}
+
+OutputAgreement None(std::string why) {
+  OutputAgreement a;
+  a.why_none = std::move(why);
+  return a;
+}
+
+bool IsArrayField(const nlohmann::json& j, const char* key) { return j.contains(key) && j[key].is_array(); }
+
+}  // namespace
+
+std::string PrecisionOf(const record::CellRecord& cell) {
+  auto it = cell.params.find(kPrecisionKey);
+  return it != cell.params.end() && it->is_string() ? it->get<std::string>() : kReferencePrecision;
+}
+
+const record::CellRecord* FindFp32Reference(const record::CellRecord& cell,
+                                            const std::vector<record::CellRecord>& cells) {
+  if (PrecisionOf(cell) == kReferencePrecision) return nullptr;
+  const std::string others = OtherParams(cell);
+  // Preference: the same repetition, then the lowest.
+  auto rank = [&](const record::CellRecord& c) {
+    return std::pair(c.repetition != cell.repetition, c.repetition);
+  };
+  const record::CellRecord* best = nullptr;
+  for (const record::CellRecord& c : cells) {
+    if (&c == &cell || c.outcome != record::Outcome::kOk || PrecisionOf(c) != kReferencePrecision ||
+        OtherParams(c) != others) {
+      continue;
+    }
+    if (best == nullptr || rank(c) < rank(*best)) best = &c;
+  }
+  return best;
+}
+
+OutputAgreement CompareEvalOutputs(const nlohmann::json& eval, const nlohmann::json& reference_eval) {
+  for (const nlohmann::json* e : {&eval, &reference_eval}) {
+    if (!e->is_object() || !IsArrayField(*e, "values") || !IsArrayField(*e, "top1") ||
+        !IsArrayField(*e, "output_shape")) {
+      return None("an evaluation record lacks values, top1 or output_shape");
+    }
+  }
+  for (const char* hash : {"weights_hash", "inputs_hash"}) {
+    if (eval.value(hash, std::string()) != reference_eval.value(hash, std::string()) ||
+        eval.value(hash, std::string()).empty()) {
+      return None(fmt::format("the fp32 reference evaluated other {} ({} differs)",
+                              hash[0] == 'w' ? "weights" : "inputs", hash));
+    }
+  }
+  if (eval["output_shape"] != reference_eval["output_shape"]) {
+    return None(fmt::format("output shapes differ: {} against the reference's {}",
+                            eval["output_shape"].dump(), reference_eval["output_shape"].dump()));
+  }
+  const nlohmann::json& values = eval["values"];
+  const nlohmann::json& ref_values = reference_eval["values"];
+  const nlohmann::json& top1 = eval["top1"];
+  const nlohmann::json& ref_top1 = reference_eval["top1"];
+  if (values.size() != ref_values.size() || top1.size() != ref_top1.size() || top1.empty()) {
+    return None("the evaluation records hold different numbers of values or rows");
+  }
+  OutputAgreement a;
+  double sum = 0.0;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (!values[i].is_number() || !ref_values[i].is_number()) {
+      return None(fmt::format("output value {} is not finite", i));
+    }
+    const double d = std::abs(values[i].get<double>() - ref_values[i].get<double>());
+    a.max_abs_diff = std::max(a.max_abs_diff, d);
+    sum += d;
+  }
+  std::int64_t same = 0;
+  for (std::size_t r = 0; r < top1.size(); ++r) same += top1[r] == ref_top1[r] ? 1 : 0;
+  a.values = static_cast<std::int64_t>(values.size());
+  a.rows = static_cast<std::int64_t>(top1.size());
+  a.mean_abs_diff = a.values > 0 ? sum / static_cast<double>(a.values) : 0.0;
+  a.top1_agreement = static_cast<double>(same) / static_cast<double>(a.rows);
+  return a;
+}
+
+OutputAgreement CompareWithFp32(const record::CellRecord& cell,
+                                const std::vector<record::CellRecord>& cells) {
+  const record::CellRecord* ref = FindFp32Reference(cell, cells);
+  if (ref == nullptr) return None(kNoFp32Reference);
+  const nlohmann::json* eval = EvalOf(cell);
+  const nlohmann::json* ref_eval = EvalOf(*ref);
+  OutputAgreement a;
+  if (eval == nullptr || ref_eval == nullptr) {
+    a = None(
+        fmt::format("no evaluation outputs in {} (infer cells record them unless reference_samples is 0)",
+                    eval == nullptr ? "this cell" : "the fp32 reference"));
+  } else {
+    a = CompareEvalOutputs(*eval, *ref_eval);
+  }
+  a.reference = ref;
+  return a;
+}
+
+std::vector<PrecisionGroup> PrecisionTradeOff(const std::vector<record::CellRecord>& cells) {
+  std::map<std::string, std::size_t> group_of;
+  std::vector<std::vector<const record::CellRecord*>> members;
+  for (const record::CellRecord& c : cells) {
+    if (c.outcome != record::Outcome::kOk) continue;
+    auto [it, inserted] = group_of.emplace(OtherParams(c), members.size());
+    if (inserted) members.emplace_back();
+    auto& group = members[it->second];
+    // One cell per precision: the lowest repetition.
+    auto same = std::find_if(group.begin(), group.end(),
+                             [&](const record::CellRecord* m) { return PrecisionOf(*m) == PrecisionOf(c); });
+    if (same == group.end()) {
+      group.push_back(&c);
+    } else if (c.repetition < (*same)->repetition) {
+      *same = &c;
+    }
+  }
+  std::vector<PrecisionGroup> out;
+  for (const auto& group : members) {
+    if (group.size() < 2) continue;
+    PrecisionGroup g;
+    g.label = group.front()->label;
+    for (const record::CellRecord* c : group) {
+      PrecisionRow row;
+      row.cell = c;
+      row.precision = PrecisionOf(*c);
+      row.weight_bytes = record::MetricValue(*c, record::metric::kWeightBytes);
+      row.step_p50_ns = record::MetricValue(*c, record::metric::kStepTimeP50Ns);
+      row.step_p99_ns = record::MetricValue(*c, record::metric::kStepTimeP99Ns);
+      row.samples_per_s = record::MetricValue(*c, record::metric::kSamplesPerS);
+      row.agreement =
+          row.precision == kReferencePrecision ? None("the reference") : CompareWithFp32(*c, cells);
+      g.rows.push_back(std::move(row));
+    }
+    PrecisionRow* fastest = nullptr;
+    PrecisionRow* accurate = nullptr;
+    for (PrecisionRow& r : g.rows) {
+      if (r.samples_per_s && (fastest == nullptr || *r.samples_per_s > *fastest->samples_per_s)) fastest = &r;
+      if (!r.agreement.has_figures()) continue;
+      if (accurate == nullptr || r.agreement.top1_agreement > accurate->agreement.top1_agreement ||
+          (r.agreement.top1_agreement == accurate->agreement.top1_agreement &&
+           r.agreement.mean_abs_diff < accurate->agreement.mean_abs_diff)) {
+        accurate = &r;
+      }
+    }
+    if (fastest != nullptr) fastest->fastest = true;
+    if (accurate != nullptr) accurate->most_accurate = true;
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+}  // namespace dlbench::report

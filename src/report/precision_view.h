@@ -1,0 +1,78 @@
+// The precision trade-off of a run (docs/precisions.md): each cell at a precision other than
+// fp32 set against the fp32 cell of the same model, on the outputs both runners recorded for the
+// same fixed evaluation set (extras.info.eval, runners/torch/reference_eval.h), and one row per
+// precision with its size, latency, throughput and output agreement.
+//
+// Everything here is computed when read (show, report), from stored records: the fp32 cell may
+// run after the cell compared with it, and the figures follow from what both stored.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "record/records.h"
+
+namespace dlbench::report {
+
+// The precision every other is compared with.
+inline constexpr char kReferencePrecision[] = "fp32";
+inline constexpr char kNoFp32Reference[] = "no fp32 reference in this run";
+
+// Where in CellRecord::extras a runner's evaluation outputs are.
+inline constexpr char kEvalInfoKey[] = "eval";
+
+// One cell's outputs against its fp32 reference's. Figures are set only when why_none is empty.
+struct OutputAgreement {
+  const record::CellRecord* reference = nullptr;  // the fp32 cell chosen, when there is one
+  std::string why_none;                           // why there are no figures
+  std::int64_t rows = 0;                          // output rows whose top-1 was compared
+  std::int64_t values = 0;                        // output values compared
+  double top1_agreement = 0.0;                    // share of rows with the same argmax, in [0, 1]
+  double max_abs_diff = 0.0;                      // over the compared values
+  double mean_abs_diff = 0.0;
+  bool has_figures() const { return why_none.empty(); }
+};
+
+// The requested precision of a cell (params.precision; "fp32" when absent, the registry default).
+std::string PrecisionOf(const record::CellRecord& cell);
+
+// The fp32 cell `cell` is compared with: among `cells`, a cell that ended ok, requested fp32,
+// and requested the same value for every other parameter (model, sizes, batch, device, runner,
+// reference_samples, ...). The same repetition is preferred, then the lowest. nullptr when there is
+// none, or when `cell` is fp32 itself.
+const record::CellRecord* FindFp32Reference(const record::CellRecord& cell,
+                                            const std::vector<record::CellRecord>& cells);
+
+// Compares two info.eval objects: the cell's and the reference's. No figures (why_none says why)
+// when either lacks the fields, when their weights or inputs hashes differ (they did not evaluate
+// the same thing), when shapes differ, or when a value is not finite.
+OutputAgreement CompareEvalOutputs(const nlohmann::json& eval, const nlohmann::json& reference_eval);
+
+// `cell` against its fp32 reference in `cells`: kNoFp32Reference when there is none.
+OutputAgreement CompareWithFp32(const record::CellRecord& cell, const std::vector<record::CellRecord>& cells);
+
+struct PrecisionRow {
+  const record::CellRecord* cell = nullptr;
+  std::string precision;
+  std::optional<double> weight_bytes;  // record::metric::kWeightBytes
+  std::optional<double> step_p50_ns;   // one step of batch_size samples
+  std::optional<double> step_p99_ns;
+  std::optional<double> samples_per_s;
+  OutputAgreement agreement;   // for the fp32 row: why_none "the reference"
+  bool fastest = false;        // the highest samples_per_s of the group
+  bool most_accurate = false;  // of the non-fp32 rows with figures: highest top-1, then lowest mean diff
+};
+
+// The cells that differ only in precision (same other parameters, ok outcome), when there are
+// at least two precisions: one row per precision, in the order the cells ran; of several cells
+// at one precision (repetitions) the lowest repetition.
+struct PrecisionGroup {
+  std::string label;  // the first row's cell label
+  std::vector<PrecisionRow> rows;
+};
+std::vector<PrecisionGroup> PrecisionTradeOff(const std::vector<record::CellRecord>& cells);
+
+}  // namespace dlbench::report

@@ -1,0 +1,155 @@
+#include "report/precision_view.h"
+
+#include <gtest/gtest.h>
+
+#include "record/metrics.h"
+
+namespace dlbench::report {
+namespace {
+
+using nlohmann::json;
+
+record::CellRecord Cell(const std::string& id, const std::string& precision,
+                        json extra_params = json::object()) {
+  record::CellRecord c;
+  c.cell_id = id;
+  c.label = "bert_base " + precision;
+  c.outcome = record::Outcome::kOk;
+  c.params = {{"runner", "torch"}, {"model", "bert_base"},   {"batch_size", 1},
+              {"hidden_size", 8},  {"precision", precision}, {"scenario", "infer"}};
+  c.params.update(extra_params);
+  return c;
+}
+
+json Eval(const std::vector<double>& values, const std::vector<int>& top1, const std::string& weights = "w1",
+          const std::string& inputs = "i1") {
+  const std::int64_t rows = static_cast<std::int64_t>(top1.size());
+  return {{"weights_hash", weights},
+          {"inputs_hash", inputs},
+          {"output_shape", {rows, static_cast<std::int64_t>(values.size()) / rows}},
+          {"top1", top1},
+          {"values", values}};
+}
+
+void SetEval(record::CellRecord& c, json eval) { c.extras["info"][kEvalInfoKey] = std::move(eval); }
+
+TEST(CompareEvalOutputs, HandComputedDifferencesAndTopOneAgreement) {
+  // Rows (1, 2) (3, 0) against (1.5, 2) (2, 3): |d| = 0.5, 0, 1, 3 -> max 3, mean 4.5 / 4;
+  // argmax 1, 0 against 1, 1 -> one of two rows agrees.
+  const OutputAgreement a = CompareEvalOutputs(Eval({1, 2, 3, 0}, {1, 0}), Eval({1.5, 2, 2, 3}, {1, 1}));
+  ASSERT_TRUE(a.has_figures()) << a.why_none;
+  EXPECT_DOUBLE_EQ(a.max_abs_diff, 3.0);
+  EXPECT_DOUBLE_EQ(a.mean_abs_diff, 1.125);
+  EXPECT_DOUBLE_EQ(a.top1_agreement, 0.5);
+  EXPECT_EQ(a.rows, 2);
+  EXPECT_EQ(a.values, 4);
+}
+
+TEST(CompareEvalOutputs, IdenticalOutputsAgreeFully) {
+  const OutputAgreement a = CompareEvalOutputs(Eval({0.25, -1}, {0}), Eval({0.25, -1}, {0}));
+  ASSERT_TRUE(a.has_figures());
+  EXPECT_EQ(a.max_abs_diff, 0.0);
+  EXPECT_EQ(a.mean_abs_diff, 0.0);
+  EXPECT_EQ(a.top1_agreement, 1.0);
+}
+
+TEST(CompareEvalOutputs, RefusesOtherWeightsOtherInputsAndNonFiniteValues) {
+  EXPECT_NE(
+      CompareEvalOutputs(Eval({1, 2}, {1}, "w1"), Eval({1, 2}, {1}, "w2")).why_none.find("other weights"),
+      std::string::npos);
+  EXPECT_NE(CompareEvalOutputs(Eval({1, 2}, {1}, "w1", "i1"), Eval({1, 2}, {1}, "w1", "i2"))
+                .why_none.find("other inputs"),
+            std::string::npos);
+  json bad = Eval({1, 2}, {1});
+  bad["values"][0] = nullptr;  // the runner writes a non-finite value as null
+  EXPECT_NE(CompareEvalOutputs(bad, Eval({1, 2}, {1})).why_none.find("not finite"), std::string::npos);
+  EXPECT_FALSE(CompareEvalOutputs(json::object(), Eval({1, 2}, {1})).has_figures());
+  EXPECT_NE(CompareEvalOutputs(Eval({1, 2, 3, 4}, {1, 1}), Eval({1, 2, 3, 4}, {1})).why_none, "");
+}
+
+TEST(FindFp32Reference, PicksTheFp32CellWithEveryOtherKeyEqual) {
+  std::vector<record::CellRecord> cells = {
+      Cell("fp32-other-size", "fp32", {{"hidden_size", 16}}),
+      Cell("bf16", "bf16"),
+      Cell("fp32-cuda", "fp32", {{"device", "cuda"}}),
+      Cell("fp32", "fp32"),
+      Cell("int8", "int8"),
+  };
+  const record::CellRecord* ref = FindFp32Reference(cells[4], cells);
+  ASSERT_NE(ref, nullptr);
+  EXPECT_EQ(ref->cell_id, "fp32");
+  EXPECT_EQ(FindFp32Reference(cells[3], cells), nullptr) << "fp32 has no reference but itself";
+
+  // A failed fp32 cell is no reference.
+  cells[3].outcome = record::Outcome::kError;
+  EXPECT_EQ(FindFp32Reference(cells[4], cells), nullptr);
+}
+
+TEST(FindFp32Reference, PrefersTheSameRepetitionThenTheLowest) {
+  std::vector<record::CellRecord> cells = {Cell("fp32#r2", "fp32"), Cell("fp32#r1", "fp32"),
+                                           Cell("int8#r1", "int8"), Cell("int8#r3", "int8")};
+  cells[0].repetition = 2;
+  cells[1].repetition = 1;
+  cells[2].repetition = 1;
+  cells[3].repetition = 3;
+  EXPECT_EQ(FindFp32Reference(cells[2], cells)->cell_id, "fp32#r1");
+  EXPECT_EQ(FindFp32Reference(cells[3], cells)->cell_id, "fp32#r1");
+}
+
+TEST(CompareWithFp32, SaysNoReferenceRatherThanComparingWithAnything) {
+  std::vector<record::CellRecord> cells = {Cell("fp32-other-size", "fp32", {{"hidden_size", 16}}),
+                                           Cell("int8", "int8")};
+  SetEval(cells[0], Eval({1, 2}, {1}));
+  SetEval(cells[1], Eval({1, 2}, {1}));
+  const OutputAgreement a = CompareWithFp32(cells[1], cells);
+  EXPECT_FALSE(a.has_figures());
+  EXPECT_EQ(a.why_none, kNoFp32Reference);
+  EXPECT_EQ(a.reference, nullptr);
+}
+
+TEST(CompareWithFp32, ComparesWithTheReferenceAndNamesAMissingEvaluation) {
+  std::vector<record::CellRecord> cells = {Cell("fp32", "fp32"), Cell("bf16", "bf16")};
+  SetEval(cells[0], Eval({1, 2}, {1}));
+  OutputAgreement a = CompareWithFp32(cells[1], cells);
+  EXPECT_FALSE(a.has_figures());
+  EXPECT_EQ(a.reference, &cells[0]);
+  EXPECT_NE(a.why_none.find("no evaluation outputs in this cell"), std::string::npos) << a.why_none;
+
+  SetEval(cells[1], Eval({1, 2.5}, {1}));
+  a = CompareWithFp32(cells[1], cells);
+  ASSERT_TRUE(a.has_figures()) << a.why_none;
+  EXPECT_DOUBLE_EQ(a.max_abs_diff, 0.5);
+  EXPECT_DOUBLE_EQ(a.mean_abs_diff, 0.25);
+}
+
+TEST(PrecisionTradeOff, OneRowPerPrecisionWithTheFastestAndTheMostAccurateMarked) {
+  std::vector<record::CellRecord> cells = {Cell("fp32", "fp32"), Cell("bf16", "bf16"), Cell("int8", "int8"),
+                                           Cell("int8#r1", "int8"),
+                                           Cell("alone", "fp32", {{"model", "resnet50"}})};
+  cells[3].repetition = 1;
+  const double rates[] = {100, 150, 300, 310, 50};
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    record::SetMetric(cells[i], record::metric::kSamplesPerS, rates[i]);
+  }
+  record::SetMetric(cells[2], record::metric::kWeightBytes, 1000);
+  SetEval(cells[0], Eval({1, 2, 3, 0}, {1, 0}));
+  SetEval(cells[1], Eval({1, 2, 3, 0.5}, {1, 0}));  // top-1 1.0, mean 0.125
+  SetEval(cells[2], Eval({1, 2, 0, 3}, {1, 1}));    // top-1 0.5
+  const std::vector<PrecisionGroup> groups = PrecisionTradeOff(cells);
+  ASSERT_EQ(groups.size(), 1u) << "resnet50 has one precision only";
+  const auto& rows = groups[0].rows;
+  ASSERT_EQ(rows.size(), 3u) << "the int8 repetition is not a row of its own";
+  EXPECT_EQ(rows[0].precision, "fp32");
+  EXPECT_EQ(rows[0].agreement.why_none, "the reference");
+  EXPECT_EQ(rows[2].cell->cell_id, "int8") << "the lowest repetition";
+  EXPECT_EQ(rows[2].weight_bytes, 1000.0);
+  EXPECT_TRUE(rows[2].fastest);
+  EXPECT_FALSE(rows[1].fastest);
+  EXPECT_TRUE(rows[1].most_accurate);
+  EXPECT_FALSE(rows[2].most_accurate);
+  EXPECT_FALSE(rows[0].most_accurate) << "fp32 is the reference, not a candidate";
+  EXPECT_DOUBLE_EQ(rows[2].agreement.top1_agreement, 0.5);
+}
+
+}  // namespace
+}  // namespace dlbench::report
