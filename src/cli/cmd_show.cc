@@ -271,12 +271,19 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
       std::printf("\nNotes:\n");
       header = true;
     }
-    std::printf("  #%d %s: %s", c.index, TerminalSafe(c.label).c_str(),
-                std::string(record::Name(c.outcome)).c_str());
-    if (failed) std::printf(": %s", TerminalSafe(c.message).c_str());
-    std::printf("\n");
+    // A failure's message that already starts with its outcome ("unsupported: ...") is not given
+    // the name twice.
+    const std::string outcome(record::Name(c.outcome));
+    if (failed && c.message.rfind(outcome + ":", 0) == 0) {
+      std::printf("  #%d %s: %s\n", c.index, TerminalSafe(c.label).c_str(), TerminalSafe(c.message).c_str());
+    } else {
+      std::printf("  #%d %s: %s", c.index, TerminalSafe(c.label).c_str(), outcome.c_str());
+      if (failed) std::printf(": %s", TerminalSafe(c.message).c_str());
+      std::printf("\n");
+    }
+    // Each reason starts with its verdict's name (docs/verdicts.md).
     for (const auto& r : c.verdict_reasons)
-      std::printf("      invalid: %s\n",
+      std::printf("      verdict %s\n",
                   TerminalSafe(r.is_string() ? r.get<std::string>() : r.dump()).c_str());
     if (c.extras.contains("warnings")) {
       for (const auto& w : c.extras["warnings"])

@@ -303,6 +303,12 @@ TEST(CliE2E, PlanBoundsTheTimeAndNamesTheCellsTooSlowForAnInterval) {
   EXPECT_EQ(stored[1].outcome, record::Outcome::kOk);
   EXPECT_EQ(stored[1].verdict, record::Verdict::kTooShort);
   EXPECT_EQ(stored[2].outcome, record::Outcome::kInvalid);
+  // show's notes: each verdict reason under "verdict", a failure's outcome named once.
+  auto show = Dlbench({"show", "1"}, dir, db);
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("  #1 step_ms=250.0: ok\n      verdict too_short: "), std::string::npos)
+      << show.out;
+  EXPECT_NE(show.out.find("  #2 step_ms=500.0: invalid: too little data: "), std::string::npos) << show.out;
   // With history the estimate is the stored durations' and the footnote is gone.
   auto again = Dlbench({"plan", matrix}, dir, db);
   ASSERT_EQ(again.exit_code, 0) << again.err;

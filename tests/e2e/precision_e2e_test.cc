@@ -119,5 +119,34 @@ matrix:
   EXPECT_NE(show.out.find(std::string("int8: ") + report::kNoFp32Reference), std::string::npos) << show.out;
 }
 
+// int8 where the runner has no int8 form ends unsupported, naming what works, and show says so
+// once ("unsupported: precision int8 of ..."), not "unsupported: unsupported: ...".
+TEST(PrecisionE2E, Int8OfACnnIsUnsupportedAndShowSaysItOnce) {
+  TempDir dir("precision_cnn_int8");
+  const std::string matrix = dir / "m.yaml", db = dir / "r.db";
+  WriteText(matrix, std::string(R"(runner: torch
+matrix:
+  model: resnet50
+  image_size: 32
+  base_width: 4
+  num_classes: 4
+  scenario: infer
+  batch_size: 2
+  device: cpu
+  threads: 1
+  precision: int8
+)") + kMeasure);
+  auto run = Dlbench({"run", matrix, "--out", dir / "out"}, dir, db);
+  const auto cells = StoredCells(db);
+  ASSERT_EQ(cells.size(), 1u) << run.out << run.err;
+  EXPECT_EQ(cells[0].outcome, record::Outcome::kUnsupported) << cells[0].message;
+  EXPECT_NE(cells[0].message.find("bert_base"), std::string::npos)
+      << "names what works: " << cells[0].message;
+  auto show = Dlbench({"show", "1"}, dir, db);
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find(": unsupported: precision int8 of resnet50"), std::string::npos) << show.out;
+  EXPECT_EQ(show.out.find("unsupported: unsupported:"), std::string::npos) << show.out;
+}
+
 }  // namespace
 }  // namespace dlbench::e2e
