@@ -14,6 +14,7 @@
 #include "common/text.h"
 #include "config/matrix.h"
 #include "load/settings.h"
+#include "orchestrator/boundary_cell.h"
 #include "plan/plan.h"
 #include "plan/selection.h"
 #include "stats/early_stopping.h"
@@ -117,6 +118,9 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
                             {"estimate_s", est.seconds},
                             {"estimate_from_history", est.from_history}};
     if (min_queries) entry["min_queries"] = *min_queries;
+    if (orchestrator::IsBoundarySearch(c)) {
+      entry["boundary_max_probes"] = stats::MaxBoundaryProbes(orchestrator::BoundarySettings(c));
+    }
     if (!c.input_control_id.empty()) entry["input_control_id"] = c.input_control_id;
     if (c.added_as_control) entry["added_as_control"] = true;
     js.push_back(std::move(entry));
@@ -136,6 +140,13 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
     std::printf(" (* no history: bounded by measure.max_time_s plus start-up)");
   }
   std::printf("\n");
+  for (const auto& c : *cells) {
+    if (!orchestrator::IsBoundarySearch(c)) continue;
+    std::printf(
+        "#%d %s: batch_size: max runs at most %zu probes (each a fresh runner process), then "
+        "measures the batch found; the estimate is the measured run's\n",
+        c.index, TerminalSafe(c.label).c_str(), stats::MaxBoundaryProbes(orchestrator::BoundarySettings(c)));
+  }
   const auto added =
       std::count_if(cells->begin(), cells->end(), [](const plan::Cell& c) { return c.added_as_control; });
   if (added > 0) {
