@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "common/text.h"
 #include "config/matrix.h"
+#include "plan/estimate.h"
 #include "plan/plan.h"
 #include "protocol/wire.h"
 #include "record/metrics.h"
@@ -56,6 +57,8 @@ int FuzzMatrix(const std::uint8_t* data, std::size_t size) {
     DLBENCH_CHECK(plan::CellKey(cell.params) == cell.key, "a cell's key is the key of its parameters");
     const plan::Estimate estimate = plan::EstimateCell(cell, *matrix, {});
     DLBENCH_CHECK(std::isfinite(estimate.seconds) && estimate.seconds >= 0, "estimates are finite and >= 0");
+    DLBENCH_CHECK(estimate.low_s <= estimate.seconds && estimate.seconds <= estimate.high_s,
+                  "an estimate lies within its bounds");
     // Keys and labels go into JSON (the store, the progress file), which holds only UTF-8.
     DLBENCH_CHECK(
         ValidUtf8Prefix(cell.key) == cell.key.size() && ValidUtf8Prefix(cell.label) == cell.label.size(),

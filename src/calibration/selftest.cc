@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 
+#include "common/human_text.h"
 #include "config/matrix.h"
 #include "history/compare.h"
 #include "history/text_table.h"
@@ -229,7 +230,8 @@ void Detectors(const SelftestOptions& o, SelftestReport& report) {
     if (cell.rec.verdict == record::Verdict::kShifted) ++drift_shifted;
   }
   Check d = ShareCheck("drift of +5 %/s detected as drifting", drifting, o.seeds, 0.9, 1.0, ">= 90%");
-  if (drift_shifted > 0) d.detail = fmt::format("{} cell(s) were called shifted instead", drift_shifted);
+  if (drift_shifted > 0)
+    d.detail = fmt::format("{} called shifted instead", CountNoun(drift_shifted, "cell was", "cells were"));
   report.checks.push_back(std::move(d));
 
   // A level shift is handled when the verdict reports it, or when the warm-up cut lies past it so

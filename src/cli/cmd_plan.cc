@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -11,12 +12,15 @@
 
 #include "cli/commands.h"
 #include "cli/console.h"
+#include "common/human_text.h"
 #include "common/text.h"
 #include "config/matrix.h"
 #include "load/settings.h"
 #include "orchestrator/boundary_cell.h"
+#include "plan/estimate.h"
 #include "plan/plan.h"
 #include "plan/selection.h"
+#include "record/metrics.h"
 #include "stats/early_stopping.h"
 #include "store/open_store.h"
 
@@ -32,9 +36,11 @@ struct PlanArgs {
   bool json = false;
 };
 
-// Mean stored duration of each cell key, when the database exists (estimates from history).
-std::map<std::string, double> HistorySeconds(CommandContext& ctx, const std::vector<plan::Cell>& cells) {
-  std::map<std::string, double> out;
+// What the store holds of each cell key, when the database exists: durations and the newest
+// stored median step time (docs/cli.md "plan").
+std::map<std::string, plan::KeyHistory> KeyHistories(CommandContext& ctx,
+                                                     const std::vector<plan::Cell>& cells) {
+  std::map<std::string, plan::KeyHistory> out;
   // Only a store that exists is asked, read-only; none (or one that cannot be opened) means no
   // history.
   store::OpenOptions options;
@@ -45,15 +51,22 @@ std::map<std::string, double> HistorySeconds(CommandContext& ctx, const std::vec
     if (out.count(c.key)) continue;
     auto history = (*store)->CellHistory(c.key);
     if (!history.ok() || history->empty()) continue;
+    plan::KeyHistory h;
     double sum = 0;
-    int n = 0;
-    for (const auto& [run, cell] : *history) {
+    for (const auto& [run, cell] : *history) {  // oldest first
       if (cell.finished_wall_ns > cell.started_wall_ns) {
-        sum += static_cast<double>(cell.finished_wall_ns - cell.started_wall_ns) * 1e-9;
-        ++n;
+        const double s = static_cast<double>(cell.finished_wall_ns - cell.started_wall_ns) * 1e-9;
+        h.min_s = h.cells == 0 ? s : std::min(h.min_s, s);
+        h.max_s = std::max(h.max_s, s);
+        sum += s;
+        ++h.cells;
       }
+      if (auto median = record::MetricValue(cell, record::metric::kStepTimeMedianNs); median && *median > 0)
+        h.step_s = *median * 1e-9;
     }
-    if (n > 0) out[c.key] = sum / n;
+    if (h.cells == 0) continue;
+    h.mean_s = sum / h.cells;
+    out[c.key] = h;
   }
   return out;
 }
@@ -82,29 +95,52 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
   const std::vector<plan::Cell>* cells = &selected->cells;
   // Compiler-style, on stderr, before the table (also with --json: stdout stays the JSON).
   for (const std::string& w : selected->warnings) std::fprintf(stderr, "%s\n", TerminalSafe(w).c_str());
-  const auto history = HistorySeconds(ctx, *cells);
-  double total = 0;
+  const auto history = KeyHistories(ctx, *cells);
+  double total = 0, total_low = 0, total_high = 0;
   int from_history = 0;
+  // Cells whose max_time_s cannot hold the measured steps an interval needs, at a known step time.
+  std::vector<std::string> short_cells;
   // A matrix with load cells gets a "min queries" column; others print as they always did.
   bool any_load = false;
   for (const auto& c : *cells) any_load = any_load || c.params.count("load") > 0;
-  std::vector<Table::Column> columns = {{"#", true},    {"cell", false},    {"rep", true},
-                                        {"seed", true}, {"estimate", true}, {"key", false}};
-  if (any_load) columns.insert(columns.begin() + 5, {"min queries", true});
+  std::vector<Table::Column> columns = {{"#", true},        {"cell", false},  {"rep", true}, {"seed", true},
+                                        {"estimate", true}, {"bounds", true}, {"key", false}};
+  if (any_load) columns.insert(columns.begin() + 6, {"min queries", true});
   Table table(columns);
   nlohmann::json js = nlohmann::json::array();
   for (const auto& c : *cells) {
     const auto est = plan::EstimateCell(c, *matrix, history);
     total += est.seconds;
+    total_low += est.low_s;
+    total_high += est.high_s;
     from_history += est.from_history ? 1 : 0;
+    const std::optional<double> reachable = plan::ReachableSteps(est, matrix->measure);
+    const double needed = plan::StepsNeeded(matrix->measure);
+    if (reachable && *reachable < needed) {
+      // Fewer than min_steps ends the cell invalid (too little data); fewer than an interval's
+      // steps leaves it too_short.
+      const std::string ends =
+          *reachable < static_cast<double>(matrix->measure.min_steps)
+              ? fmt::format(", fewer than min_steps {} (it ends invalid: too little data)",
+                            matrix->measure.min_steps)
+              : "";
+      short_cells.push_back(fmt::format(
+          "  #{} {}: {} per step ({}), so max_time_s {} holds about {}{}; an interval needs {} (warm-up cut "
+          "included): raise max_time_s to about {:.0f} s",
+          c.index, c.label, HumanDurationNs(*est.step_s * 1e9), est.step_from_history ? "stored" : "declared",
+          FormatSignificant(matrix->measure.max_time_s, 4),
+          CountNoun(static_cast<std::int64_t>(*reachable), "step"), ends, std::ceil(needed),
+          std::ceil(needed * *est.step_s + 1)));
+    }
     const std::optional<std::int64_t> min_queries = MinQueries(c);
     std::vector<std::string> row = {std::to_string(c.index),
                                     c.added_as_control ? c.label + " (control)" : c.label,
                                     std::to_string(c.repetition),
                                     std::to_string(c.seed),
                                     FormatSeconds(est.seconds) + (est.from_history ? "" : "*"),
+                                    FormatSeconds(est.low_s) + " - " + FormatSeconds(est.high_s),
                                     c.key};
-    if (any_load) row.insert(row.begin() + 5, min_queries ? std::to_string(*min_queries) : "-");
+    if (any_load) row.insert(row.begin() + 6, min_queries ? std::to_string(*min_queries) : "-");
     table.AddRow(row);
     nlohmann::json params = nlohmann::json::object();
     for (const auto& [k, v] : c.params) params[k] = v;
@@ -116,7 +152,11 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
                             {"seed", c.seed},
                             {"params", params},
                             {"estimate_s", est.seconds},
-                            {"estimate_from_history", est.from_history}};
+                            {"estimate_from_history", est.from_history},
+                            {"estimate_low_s", est.low_s},
+                            {"estimate_high_s", est.high_s}};
+    if (est.step_s) entry["step_s"] = *est.step_s;
+    if (reachable) entry["reachable_steps"] = *reachable;
     if (min_queries) entry["min_queries"] = *min_queries;
     if (orchestrator::IsBoundarySearch(c)) {
       entry["boundary_max_probes"] = stats::MaxBoundaryProbes(orchestrator::BoundarySettings(c));
@@ -132,14 +172,24 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
   }
   // The table escapes its cells (TerminalSafe); so is every other string printed here.
   std::printf("%s", table.Render().c_str());
-  std::printf("\n%zu cells%s (runner %s, %s order); estimated %s", cells->size(),
+  std::printf("\n%s%s (runner %s, %s order); estimated %s, between %s and %s\n",
+              CountNoun(static_cast<std::int64_t>(cells->size()), "cell").c_str(),
               TerminalSafe(plan::ShardSummary(*selected)).c_str(), TerminalSafe(matrix->runner.name).c_str(),
               matrix->ordering == config::Ordering::kGrouped ? "grouped" : "interleaved",
-              FormatSeconds(total).c_str());
+              FormatSeconds(total).c_str(), FormatSeconds(total_low).c_str(),
+              FormatSeconds(total_high).c_str());
   if (from_history < static_cast<int>(cells->size())) {
-    std::printf(" (* no history: bounded by measure.max_time_s plus start-up)");
+    std::printf(
+        "* no history for %s: the estimate is the least the measure settings take, without the runner's "
+        "start-up; the upper bound is the idle baseline plus timeout_s, where a cell is stopped. Once a "
+        "cell is stored, plan reads its times from the store.\n",
+        CountNoun(static_cast<std::int64_t>(cells->size()) - from_history, "cell").c_str());
   }
-  std::printf("\n");
+  if (!short_cells.empty()) {
+    std::printf("%s cannot reach the measured steps a confidence interval needs within max_time_s:\n",
+                CountNoun(static_cast<std::int64_t>(short_cells.size()), "cell").c_str());
+    for (const std::string& line : short_cells) std::printf("%s\n", TerminalSafe(line).c_str());
+  }
   for (const auto& c : *cells) {
     if (!orchestrator::IsBoundarySearch(c)) continue;
     std::printf(

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/console.h"
 #include "common/clock.h"
+#include "common/human_text.h"
 
 namespace dlbench::cli {
 namespace {
@@ -31,8 +32,8 @@ Status DeleteLockedRun(store::ResultStore& store, std::int64_t run_id) {
 void PrintDeleted(const store::RunRecord& r) {
   std::string tags;
   for (const auto& t : r.tags) tags += (tags.empty() ? ", tags " : ",") + t;
-  std::printf("deleted run %lld (%s, %s, %d cells%s)\n", static_cast<long long>(r.id), r.name.c_str(),
-              FormatUtc(r.started_wall_ns).c_str(), r.total_cells, tags.c_str());
+  std::printf("deleted run %lld (%s, %s, %s%s)\n", static_cast<long long>(r.id), r.name.c_str(),
+              FormatUtc(r.started_wall_ns).c_str(), CountNoun(r.total_cells, "cell").c_str(), tags.c_str());
 }
 
 int DeleteRuns(const std::vector<std::string>& refs, CommandContext& ctx) {
@@ -86,8 +87,8 @@ int Prune(const PruneArgs& args, CommandContext& ctx) {
   }
   for (const auto& r : doomed) {
     if (args.dry_run) {
-      std::printf("would delete run %lld (%s, %s, %d cells)\n", static_cast<long long>(r.id), r.name.c_str(),
-                  FormatUtc(r.started_wall_ns).c_str(), r.total_cells);
+      std::printf("would delete run %lld (%s, %s, %s)\n", static_cast<long long>(r.id), r.name.c_str(),
+                  FormatUtc(r.started_wall_ns).c_str(), CountNoun(r.total_cells, "cell").c_str());
       continue;
     }
     const Status deleted = DeleteLockedRun(*store, r.id);

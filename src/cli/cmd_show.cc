@@ -12,6 +12,7 @@
 #include "cli/load_console.h"
 #include "cli/memory_console.h"
 #include "common/clock.h"
+#include "common/human_text.h"
 #include "common/text.h"
 #include "monitor/fingerprint.h"
 #include "plan/selection.h"
@@ -192,8 +193,9 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
   if (!tags.empty()) tags += "]";
   std::printf("run %lld%s: %s (%s)\n", static_cast<long long>(run->id), TerminalSafe(tags).c_str(),
               TerminalSafe(run->name).c_str(), TerminalSafe(run->matrix_path).c_str());
-  std::printf("  started %s, status %s, %zu of %d cells stored\n", FormatUtc(run->started_wall_ns).c_str(),
-              std::string(record::Name(run->status)).c_str(), cells->size(), run->total_cells);
+  std::printf("  started %s, status %s, %zu of %s stored\n", FormatUtc(run->started_wall_ns).c_str(),
+              std::string(record::Name(run->status)).c_str(), cells->size(),
+              CountNoun(run->total_cells, "cell").c_str());
   if (!run->selection.empty())
     std::printf("  selection: %s\n", TerminalSafe(plan::SelectionArgs(run->selection)).c_str());
   std::printf("  dlbench %s (%s)\n", TerminalSafe(run->tool_version).c_str(),
@@ -250,8 +252,8 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
   }
   if (verbose) {
     for (const auto& c : *cells) {
-      std::printf("\n#%d %s  warm-up %s steps (%s), stopped: %s\n", c.index, TerminalSafe(c.label).c_str(),
-                  c.warmup_steps() ? std::to_string(*c.warmup_steps()).c_str() : "-",
+      std::printf("\n#%d %s  warm-up %s (%s), stopped: %s\n", c.index, TerminalSafe(c.label).c_str(),
+                  c.warmup_steps() ? CountNoun(*c.warmup_steps(), "step").c_str() : "- steps",
                   TerminalSafe(c.warmup_rule).c_str(), TerminalSafe(c.stop_reason).c_str());
       for (const auto& m : c.metrics)
         std::printf("    %-40s %16.6g %s\n", TerminalSafe(m.name).c_str(), m.value,

@@ -30,6 +30,13 @@ struct RunnerSpec {
 };
 
 // The measurement policy's knobs (the `measure:` block). Units are in the names.
+// The fewest measured steps that give a cell a confidence interval (batch means: docs/measurement.md);
+// fewer end `too_short`. plan warns of cells whose max_time_s cannot hold them.
+inline constexpr int kMinStepsForInterval = 20;
+// The margin over kMinStepsForInterval (or min_steps) that advice and plan ask for, so that the
+// warm-up cut still leaves enough.
+inline constexpr double kWarmupCutMargin = 1.25;
+
 struct MeasureSettings {
   std::int64_t min_steps = 10;            // never stop with fewer measured (post-warm-up) steps
   std::int64_t max_steps = 100'000;       // stop here whatever the CI says

@@ -99,6 +99,9 @@ struct ParamSpec {
 inline constexpr int kMaxCudaIndex = 1023;                           // cuda:N with 0 <= N <= this
 inline constexpr std::int64_t kMaxShapeDim = 999'999'999;            // an input shape's dimension
 inline constexpr std::int64_t kMaxByteSize = std::int64_t{1} << 40;  // kBytes: at most 1 TiB
+// batch_size: max's defaults (boundary_max_probes, boundary_probe_steps; docs/memory.md).
+inline constexpr std::int64_t kDefaultBoundaryMaxProbes = 24;
+inline constexpr std::int64_t kDefaultBoundaryProbeSteps = 5;
 
 // The dtype names kDtypes accepts, in documented order (torch's names).
 const std::vector<std::string>& KnownDtypes();

@@ -72,9 +72,10 @@ std::string MethodLine(const Comparison& cmp) {
   std::string process = "no between-run noise known (no repetitions, no history in this environment)";
   if (between > 0 || floor > 0) {
     process = fmt::format(
-        "between-run noise from repetitions for {} cell(s) (the wider interval used) and from a history "
-        "noise floor for {}",
-        between, floor);
+        "between-run noise from repetitions for {} (the wider interval used) and from a history noise floor "
+        "for "
+        "{}",
+        CountNoun(between, "cell"), floor);
   }
   return fmt::format(
       "threshold {:.1f}%, false-discovery rate {:.0f}% (Benjamini-Hochberg over the matrix), "

@@ -92,7 +92,8 @@ std::string FormatNoiseTable(const NoiseReport& r) {
                                   Align::kRight, Align::kRight});
   }
   if (!r.skipped.empty())
-    out += fmt::format("{} cell(s) with fewer than 2 ok repetitions left out\n", r.skipped.size());
+    out += fmt::format("{} with fewer than 2 ok repetitions left out\n",
+                       CountNoun(static_cast<std::int64_t>(r.skipped.size()), "cell"));
   return out;
 }
 

@@ -64,7 +64,7 @@ TEST(HistoryNoise, BetweenProcessSpreadIsTheRepetitionsFigures) {
 
   const std::string table = FormatNoiseTable(*report);
   EXPECT_THAT(table, HasSubstr("three"));
-  EXPECT_THAT(table, HasSubstr("1 cell(s) with fewer than 2 ok repetitions left out"));
+  EXPECT_THAT(table, HasSubstr("1 cell with fewer than 2 ok repetitions left out"));
   const nlohmann::json json = NoiseToJson(*report);
   EXPECT_EQ(json["cells"][0]["repetitions"], 3);
   EXPECT_TRUE(json["cells"][0]["within_rel_halfwidth"].is_null());

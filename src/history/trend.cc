@@ -9,6 +9,7 @@
 #include <set>
 
 #include "common/clock.h"
+#include "common/human_text.h"
 #include "history/environment.h"
 #include "history/text_table.h"
 #include "stats/descriptive.h"
@@ -234,12 +235,12 @@ std::string FormatTrendTable(const std::vector<CellTrend>& trends, Metric metric
       const TrendPoint& p = trend.points[i];
       std::string change;
       if (const ChangePoint* cp = ChangeAt(trend, i)) {
-        change = fmt::format("<- new level {:+.1f}% (median {:.4g} -> {:.4g})", cp->relative_change * 100,
-                             cp->before, cp->after);
+        change = fmt::format("<- new level {:+.1f}% (median {} -> {})", cp->relative_change * 100,
+                             FormatSignificant(cp->before, 4), FormatSignificant(cp->after, 4));
         for (const std::string& e : cp->environment_changes) change += "; " + e;
       }
       rows.push_back({fmt::format("{}", p.run_id), FormatUtc(p.started_wall_ns), JoinTags(p.tags),
-                      fmt::format("{:.4g}", p.value), change});
+                      FormatSignificant(p.value, 4), change});
     }
     std::string table =
         RenderTextTable(rows, {Align::kRight, Align::kLeft, Align::kLeft, Align::kRight, Align::kLeft});

@@ -68,14 +68,15 @@ stats::BoundarySearchSettings BoundarySettings(const plan::Cell& cell) {
   s.min_value = 1;
   const config::ParamSpec* spec = config::FindParam(kBatchSize, config::ParamSection::kCell);
   s.max_value = spec != nullptr && spec->max ? static_cast<std::int64_t>(spec->max->value) : 1 << 20;
-  s.max_probes = static_cast<std::size_t>(IntParam(cell, "boundary_max_probes", kDefaultBoundaryMaxProbes));
+  s.max_probes =
+      static_cast<std::size_t>(IntParam(cell, "boundary_max_probes", config::kDefaultBoundaryMaxProbes));
   return s;
 }
 
 record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOptions& options,
                                      const RunCellFn& run_cell) {
   const stats::BoundarySearchSettings settings = BoundarySettings(cell);
-  const std::int64_t probe_steps = IntParam(cell, "boundary_probe_steps", kDefaultBoundaryProbeSteps);
+  const std::int64_t probe_steps = IntParam(cell, "boundary_probe_steps", config::kDefaultBoundaryProbeSteps);
   CellRunOptions probe_options = options;
   probe_options.measure.max_steps = probe_steps;
   probe_options.measure.min_steps = std::min(probe_options.measure.min_steps, probe_steps);

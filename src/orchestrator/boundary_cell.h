@@ -21,10 +21,6 @@
 
 namespace dlbench::orchestrator {
 
-// The search keys' defaults (config/registry.cc states them in the help).
-inline constexpr std::int64_t kDefaultBoundaryMaxProbes = 24;
-inline constexpr std::int64_t kDefaultBoundaryProbeSteps = 5;
-
 // Whether the cell asks for a boundary search: batch_size: max.
 bool IsBoundarySearch(const plan::Cell& cell);
 

@@ -237,7 +237,7 @@ void ApplyVerdict(const measure::Outcome& measured, const config::MeasureSetting
   const double rel = s.ci_rel_halfwidth;
   if (!std::isfinite(rel)) {
     const double needed = std::max<double>(kMinStepsForInterval, static_cast<double>(settings.min_steps));
-    const double seconds = SecondsFor(needed * 1.25, s);
+    const double seconds = SecondsFor(needed * config::kWarmupCutMargin, s);
     reasons.push_back(fmt::format(
         "too_short: {}; a confidence interval needs {} (batch means){}",
         CountNoun(static_cast<std::int64_t>(s.steps), "measured step"), kMinStepsForInterval,

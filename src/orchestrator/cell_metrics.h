@@ -33,7 +33,7 @@ void AddFlopsMetrics(record::CellRecord& rec);
 // was skipped); plus whatever the monitor analysis found (throttled, leaking, contended), already
 // in rec.verdict_reasons. Every reason starts with its verdict's name; the cell's verdict is
 // record::HeadlineVerdict of them. Reads rec.steps and rec.series (still loaded in the orchestrator).
-inline constexpr int kMinStepsForInterval = 20;
+using config::kMinStepsForInterval;
 // The smallest drift or shift the verdict reports: 1% of the mean, or the interval's full width
 // (2 x target_rel_ci) when that is wider, so a movement the interval would absorb is not called one.
 inline constexpr double kMinStabilityChange = 0.01;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/human_text.h"
 #include "load/settings.h"
 #include "orchestrator/load_decomposition.h"
 #include "orchestrator/peak_cell.h"
@@ -32,7 +33,7 @@ std::string IdList(const std::vector<std::uint64_t>& ids, std::int64_t total) {
 
 // "12.4 ms", or "12.45 s" from a second on (an overloaded server's queue).
 std::string Ms(double ns) {
-  return ns >= 1e9 ? fmt::format("{:.4g} s", ns / 1e9) : fmt::format("{:.4g} ms", ns / 1e6);
+  return ns >= 1e9 ? FormatSignificant(ns / 1e9, 4) + " s" : FormatSignificant(ns / 1e6, 4) + " ms";
 }
 
 std::string PercentileName(double p) { return fmt::format("p{:g}", p * 100); }
@@ -251,9 +252,10 @@ std::vector<std::string> MeasureLoadWindow(const LoadCellSettings& s,
           "behind the schedule)");
     } else if (!issue.kept_up) {
       reasons.push_back(
-          fmt::format("fell_behind: issued {:.4g} queries/s of the scheduled {:.4g}/s (more "
+          fmt::format("fell_behind: issued {} queries/s of the scheduled {}/s (more "
                       "than {:g}% behind)",
-                      issue.achieved_per_s, issue.scheduled_per_s, kIssueTolerance * 100));
+                      FormatSignificant(issue.achieved_per_s, 4), FormatSignificant(issue.scheduled_per_s, 4),
+                      kIssueTolerance * 100));
     }
     if (!bound_met) {
       reasons.push_back(fmt::format("over_bound: {} {} > latency_bound_ms {:g} ({} of {} queries over)",

@@ -64,13 +64,4 @@ std::vector<config::Combination> ExpandCombinations(const config::Matrix& matrix
 // Stable across platforms and releases: stored results depend on it.
 std::uint64_t DeriveCellSeed(std::uint64_t matrix_seed, const std::string& key, int repetition);
 
-// Estimated seconds for the cell from history (nullopt when none) or from the measure
-// settings' bounds.
-struct Estimate {
-  double seconds = 0.0;
-  bool from_history = false;
-};
-Estimate EstimateCell(const Cell& cell, const config::Matrix& matrix,
-                      const std::map<std::string, double>& history_seconds_by_key);
-
 }  // namespace dlbench::plan

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "config/registry.h"
+#include "plan/estimate.h"
 
 namespace dlbench::plan {
 namespace {
@@ -323,13 +324,27 @@ TEST(EstimateTest, HistoryFirstThenMeasureBounds) {
   Plan plan = ExpandOk(m);
   const Cell& fast = plan.cells[0];
   const Cell& slow = plan.cells[1];
-  Estimate known = EstimateCell(fast, m, {{fast.key, 4.5}});
+  KeyHistory stored;
+  stored.cells = 3;
+  stored.mean_s = 4.5;
+  stored.min_s = 4.0;
+  stored.max_s = 5.5;
+  Estimate known = EstimateCell(fast, m, {{fast.key, stored}});
   EXPECT_TRUE(known.from_history);
   EXPECT_DOUBLE_EQ(known.seconds, 4.5);
+  EXPECT_DOUBLE_EQ(known.high_s, 5.5);
+  EXPECT_DOUBLE_EQ(known.low_s, 4.0) << "stored cells ran faster than the policy's least (5 s)";
   // fast: min_time_s (1) beats 12 steps of 1 ms; plus 2 s idle baseline and 2 s setup.
-  Estimate fast_est = EstimateCell(fast, m, {{"another-key", 99.0}});
+  KeyHistory other = stored;
+  other.mean_s = 99;
+  Estimate fast_est = EstimateCell(fast, m, {{"another-key", other}});
   EXPECT_FALSE(fast_est.from_history);
   EXPECT_DOUBLE_EQ(fast_est.seconds, 1.0 + 2.0 + 2.0);
+  EXPECT_DOUBLE_EQ(fast_est.low_s, fast_est.seconds);
+  EXPECT_DOUBLE_EQ(fast_est.high_s, 2.0 + 600.0) << "idle baseline + the default timeout_s";
+  ASSERT_TRUE(fast_est.step_s.has_value());
+  EXPECT_DOUBLE_EQ(*fast_est.step_s, 0.001);
+  EXPECT_FALSE(fast_est.step_from_history);
   // slow: (min_warmup_steps 2 + min_steps 10) x 0.5 s = 6 s of steps.
   EXPECT_DOUBLE_EQ(EstimateCell(slow, m, {}).seconds, 6.0 + 2.0 + 2.0);
 
@@ -339,6 +354,60 @@ TEST(EstimateTest, HistoryFirstThenMeasureBounds) {
   EXPECT_DOUBLE_EQ(EstimateCell(ExpandOk(timeout).cells[0], timeout, {}).seconds, 2.5);
   config::Matrix torch = Parse("runner: torch\nmatrix:\n  model: resnet50\nmeasure: {min_time_s: 4}\n");
   EXPECT_DOUBLE_EQ(EstimateCell(ExpandOk(torch).cells[0], torch, {}).seconds, 4.0);
+}
+
+// Which cells cannot hold the measured steps an interval needs: 20 (or min_steps) x 1.25 for the
+// warm-up cut, at a declared step time or the stored one; torch cells without history are not
+// judged (their step time is unknown).
+TEST(EstimateTest, ReachableStepsAtTheDeclaredOrStoredStepTime) {
+  config::Matrix m = Parse("matrix:\n  step_ms: [100, 500]\nmeasure:\n  max_time_s: 8\n");
+  EXPECT_DOUBLE_EQ(StepsNeeded(m.measure), 25.0);
+  Plan plan = ExpandOk(m);
+  auto reach = [&](const Cell& c) { return ReachableSteps(EstimateCell(c, m, {}), m.measure); };
+  EXPECT_EQ(reach(plan.cells[0]), 80.0);
+  EXPECT_EQ(reach(plan.cells[1]), 16.0) << "8 s at 0.5 s a step";
+  config::Matrix many = Parse("matrix:\n  step_ms: 100\nmeasure:\n  max_time_s: 8\n  min_steps: 100\n");
+  EXPECT_DOUBLE_EQ(StepsNeeded(many.measure), 125.0);
+
+  config::Matrix torch = Parse("runner: torch\nmatrix:\n  model: resnet50\nmeasure: {max_time_s: 5}\n");
+  const Plan torch_plan = ExpandOk(torch);
+  ASSERT_EQ(torch_plan.cells.size(), 1u);
+  const Cell& cell = torch_plan.cells[0];
+  EXPECT_FALSE(ReachableSteps(EstimateCell(cell, torch, {}), torch.measure).has_value());
+  KeyHistory slow;
+  slow.cells = 1;
+  slow.mean_s = slow.min_s = slow.max_s = 20;
+  slow.step_s = 0.4;
+  const Estimate e = EstimateCell(cell, torch, {{cell.key, slow}});
+  EXPECT_TRUE(e.step_from_history);
+  EXPECT_EQ(ReachableSteps(e, torch.measure), 12.0);
+}
+
+// Cells the measure policy does not stop: a converge cell trains to its target or its
+// max_train_time_s, a peak search probes for peak_max_time_s (max_time_s by default).
+TEST(EstimateTest, ConvergeAndPeakCellsAreBoundedByTheirOwnRules) {
+  config::Matrix converge = Parse(
+      "runner: torch\nmatrix:\n  model: fashion_cnn\n  scenario: converge\n  target_accuracy: 0.7\n  "
+      "max_train_time_s: 240\ntimeout_s: 300\nmeasure: {idle_baseline_s: 1}\n");
+  const Plan converge_plan = ExpandOk(converge);
+  ASSERT_EQ(converge_plan.cells.size(), 1u);
+  const Estimate c = EstimateCell(converge_plan.cells[0], converge, {});
+  EXPECT_FALSE(c.policy_stops);
+  EXPECT_DOUBLE_EQ(c.seconds, 241.0);
+  EXPECT_DOUBLE_EQ(c.low_s, 1.0);
+  EXPECT_DOUBLE_EQ(c.high_s, 301.0);
+  EXPECT_FALSE(ReachableSteps(c, converge.measure).has_value());
+
+  config::Matrix peak = Parse(
+      "matrix:\n  step_ms: 1\n  scenario: infer\n  load: server\n  target_qps: max\n  latency_bound_ms: 10\n "
+      " virtual_time: "
+      "true\nmeasure: {max_time_s: 30}\n");
+  const Plan peak_plan = ExpandOk(peak);
+  ASSERT_EQ(peak_plan.cells.size(), 1u);
+  const Estimate p = EstimateCell(peak_plan.cells[0], peak, {});
+  EXPECT_FALSE(p.policy_stops);
+  EXPECT_DOUBLE_EQ(p.seconds, 30.0);
+  EXPECT_DOUBLE_EQ(p.high_s, 600.0);
 }
 
 // The example matrices in examples/ stay valid and cover what they promise.

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/human_text.h"
 #include "config/registry.h"
 
 namespace dlbench::plan {
@@ -304,8 +305,8 @@ bool IsMatrixDiagnostic(const Error& error, const std::string& matrix_path) {
 std::string EmptySelectionMessage(const SelectedPlan& selected, const std::string& matrix_path) {
   if (!selected.cells.empty()) return "";
   if (selected.matched == 0) {
-    return fmt::format("--only matched none of the {} cells (see: dlbench plan {})", selected.planned,
-                       matrix_path);
+    return fmt::format("--only matched none of the {} (see: dlbench plan {})",
+                       CountNoun(static_cast<std::int64_t>(selected.planned), "cell"), matrix_path);
   }
   const std::string shard = ShardText(*selected.shard);
   return fmt::format(
@@ -329,13 +330,14 @@ Status CheckResumedCells(const record::RunRecord& run, const std::set<std::strin
   const auto stray = std::find_if(finished.begin(), finished.end(),
                                   [&](const std::string& id) { return ids.count(id) == 0; });
   if (same_count && stray == finished.end()) return Status::Ok();
-  const std::string kept = fmt::format("{} cells{}", selected.cells.size(), ShardSummary(selected));
+  const std::string kept = fmt::format(
+      "{}{}", CountNoun(static_cast<std::int64_t>(selected.cells.size()), "cell"), ShardSummary(selected));
   return MakeError(
       ErrorKind::kInvalidInput,
       fmt::format(
-          "run {} has {} cells, but this selection keeps {}{}; resume with the --only and "
+          "run {} has {}, but this selection keeps {}{}; resume with the --only and "
           "--shard options run {} was started with",
-          run.id, run.total_cells, kept,
+          run.id, CountNoun(run.total_cells, "cell"), kept,
           stray == finished.end() ? "" : fmt::format(", not including its finished cell '{}'", *stray),
           run.id));
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "common/human_text.h"
 #include "record/metrics.h"
 #include "record/series.h"
 #include "report/html_report.h"
@@ -16,7 +17,7 @@ using nlohmann::json;
 
 std::string Ms(const record::CellRecord& c, std::string_view metric) {
   const std::optional<double> v = record::MetricValue(c, metric);
-  return v && std::isfinite(*v) ? fmt::format("{:.4g} ms", *v / 1e6) : "-";
+  return v && std::isfinite(*v) ? FormatSignificant(*v / 1e6, 4) + " ms" : "-";
 }
 
 }  // namespace

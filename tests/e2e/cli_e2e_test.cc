@@ -160,7 +160,6 @@ TEST(CliE2E, CompareWithOneRunComparesItWithTheRunBefore) {
             std::string::npos)
       << too_far.err;
 }
-
 }  // namespace
 }  // namespace dlbench::e2e
 
@@ -256,6 +255,59 @@ TEST(CliE2E, ShowSaysWhichChecksWereSkippedAndWhy) {
                     "step times (virtual_time)"),
       std::string::npos)
       << show.out;
+}
+
+// plan bounds each cell's time and names the cells whose max_time_s cannot hold an interval's
+// steps at their declared step time; the run then ends exactly those too_short. Virtual time, so
+// the steps are what step_ms says whatever the machine's load.
+TEST(CliE2E, PlanBoundsTheTimeAndNamesTheCellsTooSlowForAnInterval) {
+  TempDir dir("cli_plan_bounds");
+  const std::string matrix = dir / "m.yaml", db = dir / "r.db";
+  WriteText(
+      matrix,
+      "runner: null\nmatrix:\n  step_ms: [10, 250, 500]\n  virtual_time: true\ntimeout_s: 30\nmeasure:\n  "
+      "min_time_s: 1\n  max_time_s: 4\n");
+  auto plan = Dlbench({"plan", matrix}, dir, db);
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  // 1 s (min_time_s) + 3 s (12 steps of 250 ms) + 4 s (max_time_s caps 6 s of 500 ms steps).
+  EXPECT_NE(
+      plan.out.find("\n3 cells (runner null, grouped order); estimated 8.0 s, between 8.0 s and 1:30\n"),
+      std::string::npos)
+      << plan.out;
+  EXPECT_NE(plan.out.find("* no history for 3 cells"), std::string::npos) << plan.out;
+  EXPECT_NE(
+      plan.out.find("2 cells cannot reach the measured steps a confidence interval needs within "
+                    "max_time_s:\n  #1 step_ms=250.0: 250 ms per step (declared), so max_time_s 4 holds "
+                    "about 16 steps; an interval needs 25 (warm-up cut included): raise max_time_s to about "
+                    "8 s\n  #2 step_ms=500.0: 500 ms per step (declared), so max_time_s 4 holds about 8 "
+                    "steps, fewer than min_steps 10 (it ends invalid: too little data); an interval needs 25 "
+                    "(warm-up cut included): raise max_time_s to about 14 s\n"),
+      std::string::npos)
+      << plan.out;
+  EXPECT_EQ(plan.out.find("#0 step_ms=10.0:"), std::string::npos) << "400 steps fit in 4 s: " << plan.out;
+  auto json = Dlbench({"plan", matrix, "--json"}, dir, db);
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto cells = nlohmann::json::parse(json.out);
+  ASSERT_EQ(cells.size(), 3u);
+  EXPECT_EQ(cells[0]["reachable_steps"], 400);
+  EXPECT_EQ(cells[1]["reachable_steps"], 16);
+  EXPECT_EQ(cells[2]["estimate_high_s"], 30);
+
+  // The run ends them as plan said: the 250 ms cell too_short, the 500 ms one invalid.
+  auto run = Dlbench({"run", matrix, "--out", dir / "out", "--no-monitor"}, dir, db);
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  const auto stored = Cells(db, 1);
+  ASSERT_EQ(stored.size(), 3u);
+  EXPECT_EQ(stored[0].outcome, record::Outcome::kOk);
+  EXPECT_NE(stored[0].verdict, record::Verdict::kTooShort);
+  EXPECT_EQ(stored[1].outcome, record::Outcome::kOk);
+  EXPECT_EQ(stored[1].verdict, record::Verdict::kTooShort);
+  EXPECT_EQ(stored[2].outcome, record::Outcome::kInvalid);
+  // With history the estimate is the stored durations' and the footnote is gone.
+  auto again = Dlbench({"plan", matrix}, dir, db);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out.find("* no history"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("2 cells cannot reach"), std::string::npos) << again.out;
 }
 
 }  // namespace

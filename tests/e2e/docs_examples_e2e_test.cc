@@ -62,6 +62,14 @@ TEST(DocsExamples, OneCellIsOneCellInRunAndReport) {
   auto run = Dlbench({"run", dir / "m.yaml", "--out", dir / "out"}, dir, db);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_NE(run.err.find("dlbench: run 1 (one): 1 cell, runner null"), std::string::npos) << run.err;
+  auto plan = Dlbench({"plan", dir / "m.yaml"}, dir, db);
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_NE(plan.out.find("\n1 cell (runner null"), std::string::npos) << plan.out;
+  auto show = Dlbench({"show", "1", "--verbose"}, dir, db);
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find(", 1 of 1 cell stored"), std::string::npos) << show.out;
+  EXPECT_EQ(show.out.find("1 steps"), std::string::npos) << show.out;
+  EXPECT_EQ(show.out.find("1 cells"), std::string::npos) << show.out;
   auto report = Dlbench({"report", "1", "-o", dir / "r.html"}, dir, db);
   ASSERT_EQ(report.exit_code, 0) << report.err;
   EXPECT_NE(report.out.find("(run 1, 1 cell)"), std::string::npos) << report.out;
@@ -70,6 +78,9 @@ TEST(DocsExamples, OneCellIsOneCellInRunAndReport) {
   EXPECT_NE(html->find(" &middot; 1 cell &middot; "), std::string::npos);
   EXPECT_EQ(html->find("1 cells"), std::string::npos);
   EXPECT_EQ(html->find("1 steps"), std::string::npos);
+  auto deleted = Dlbench({"runs", "--delete", "1"}, dir, db);
+  ASSERT_EQ(deleted.exit_code, 0) << deleted.err;
+  EXPECT_NE((deleted.out + deleted.err).find(", 1 cell)"), std::string::npos) << deleted.out << deleted.err;
 }
 
 }  // namespace

@@ -61,6 +61,24 @@ TEST(QuickstartE2E, EveryCellEndsOkWithAnIntervalOrRanOutOfTime) {
     EXPECT_NE(verdict, "too_short") << label << ": " << c["verdict_reasons"].dump();
   }
   std::cout << "valid: " << valid << " of 16 cells\n";
+
+  // Once stored, plan estimates every cell from history and knows its step time (the torch runner
+  // declares none), so it can tell which cells max_time_s leaves short of an interval.
+  auto plan =
+      Dlbench({"plan", std::string(DLBENCH_SOURCE_DIR) + "/examples/quickstart.yaml", "--json"}, dir, db);
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const auto planned = nlohmann::json::parse(plan.out);
+  ASSERT_EQ(planned.size(), 16u);
+  for (std::size_t i = 0; i < planned.size(); ++i) {
+    const auto& p = planned[i];
+    EXPECT_TRUE(p["estimate_from_history"].get<bool>()) << p["label"];
+    EXPECT_LE(p["estimate_low_s"].get<double>(), p["estimate_s"].get<double>()) << p["label"];
+    EXPECT_LE(p["estimate_s"].get<double>(), p["estimate_high_s"].get<double>()) << p["label"];
+    if (doc["cells"][i]["outcome"] == "ok") {
+      EXPECT_TRUE(p.contains("step_s") && p["step_s"].get<double>() > 0) << p.dump();
+      EXPECT_TRUE(p.contains("reachable_steps")) << p.dump();
+    }
+  }
 }
 
 }  // namespace
