@@ -46,8 +46,9 @@ Result<RunnerParams> RunnerParams::Parse(const nlohmann::json& params, std::stri
     // batch_size: max is the orchestrator's search (docs/memory.md): each probe, and the measured
     // run, reaches the runner with a number.
     if (key == "batch_size" && value.is_string()) {
-      return Invalid("parameter 'batch_size': 'max' is a search dlbench runs over runner processes; a "
-                     "runner receives a batch size");
+      return Invalid(
+          "parameter 'batch_size': 'max' is a search dlbench runs over runner processes; a "
+          "runner receives a batch size");
     }
   }
   RunnerParams out;
