@@ -30,6 +30,7 @@
 #include "protocol/runner_session.h"
 #include "record/metrics.h"
 #include "runners/null/faults.h"
+#include "runners/null/memory_model.h"
 #include "runners/null/synthetic_steps.h"
 #include "runners/null/virtual_load.h"
 
@@ -63,6 +64,10 @@ struct Params {
   double shift_factor = 1.0;
   std::string fault_field;
   std::int64_t flood_bytes = std::int64_t{80} << 20;
+  // The memory model: present when the cell sets either of its keys.
+  std::optional<synthetic::MemoryModel> memory_model;
+  std::int64_t batch_size = 1;
+  std::optional<std::int64_t> memory_cap_bytes;
 };
 
 // Reads the parameters this runner knows. The registry validates them here too (a runner must
@@ -97,6 +102,15 @@ bool ParseParams(const nlohmann::json& p, Params& out, std::string& error) {
   out.setup_ms = params.Number("setup_ms").value();
   out.warmup_steps = params.Int("warmup_steps").value();  // names: a parameter, not the metric
   out.warmup_factor = params.Number("warmup_factor").value();
+  out.batch_size = params.Int("batch_size").value();
+  if (params.Given("memory_base_bytes") || params.Given("memory_per_sample_bytes")) {
+    out.memory_model = synthetic::MemoryModel{params.Int("memory_base_bytes").value_or(0),
+                                              params.Int("memory_per_sample_bytes").value_or(0)};
+  }
+  // The registry validated the text; ParseByteSize reads it.
+  if (const std::optional<std::string> cap = params.Text("memory_cap")) {
+    out.memory_cap_bytes = config::ParseByteSize(*cap);
+  }
   return true;
 }
 
@@ -515,6 +529,14 @@ int Main(int argc, char** argv) {
     (void)session.SendError(RunnerErrorKind::kInvalid, st.error().message);
     return 0;
   }
+  if (p.memory_model) {
+    // The model "builds" before READY, as a real model's first allocations happen in setup.
+    if (const auto oom = synthetic::ModelledOom(*p.memory_model, p.batch_size, p.memory_cap_bytes)) {
+      (void)session.SendError(RunnerErrorKind::kOom, *oom,
+                              {{"requested_bytes", synthetic::NeededBytes(*p.memory_model, p.batch_size)}});
+      return 0;
+    }
+  }
   if (load::LoadRequested(cell->params)) return ServeLoad(session, *cell, p);
   if (p.inject == Fault::kHelloTwice) (void)session.SendHello(hello);
   BusyWaitNs(static_cast<std::int64_t>(p.setup_ms * 1e6));
@@ -536,6 +558,7 @@ int Main(int argc, char** argv) {
   effective["seed"] = cell->seed;
   // The orchestrator reads this to know the step times are simulated (docs/protocol.md, READY).
   if (p.virtual_time) effective["virtual_time"] = true;
+  if (p.memory_model) effective["memory_model_bytes"] = synthetic::NeededBytes(*p.memory_model, p.batch_size);
   nlohmann::json ready = {{"effective", effective}};
   if (BreaksFrame(p, "READY")) {
     BreakField(p.fault_field, ready);

@@ -72,7 +72,7 @@ TEST(ParseTorchCell, RejectsBadParamsWithClearMessages) {
       {"zero batch",
        {{"model", "m"}, {"batch_size", 0}},
        ErrorKind::kInvalidInput,
-       "'batch_size': expected an integer between 1 and 1048576"},
+       "'batch_size': expected an integer between 1 and 1048576 or max"},
       {"text batch",
        {{"model", "m"}, {"batch_size", "many"}},
        ErrorKind::kInvalidInput,

@@ -42,4 +42,19 @@ std::optional<long> CudnnVersion();
 std::optional<CudaAllocatorStats> CudaMemoryStats(int device_index);
 void CudaResetPeakMemory(int device_index);
 
+// What memory_cap did on a CUDA device (docs/memory.md "Memory cap").
+struct CudaMemoryCap {
+  std::int64_t cap_bytes = 0;
+  std::int64_t total_bytes = 0;  // the device's memory (cudaMemGetInfo)
+  double fraction = 0;           // cap / total, at most 1: what the caching allocator got
+  // Device memory in use before the cell's first allocation and outside the caching allocator: the
+  // CUDA context (and any other process on the device). The fraction cannot cover it.
+  std::int64_t outside_allocator_bytes = 0;
+};
+// Limits the caching allocator of `device_index` to cap_bytes with
+// CUDACachingAllocator::setMemoryFraction (an allocation beyond it raises OutOfMemoryError, as a
+// smaller device would); creates the CUDA context first, so outside_allocator_bytes includes it.
+// nullopt without CUDA or when the device cannot be queried.
+std::optional<CudaMemoryCap> CudaApplyMemoryCap(int device_index, std::int64_t cap_bytes);
+
 }  // namespace dlbench::torchrunner

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 #include <torch/cuda.h>
 
+#include <algorithm>
 #include <string>
 
 #include "cuda_support.h"
@@ -83,6 +84,27 @@ std::optional<CudaAllocatorStats> CudaMemoryStats(int device_index) {
 
 void CudaResetPeakMemory(int device_index) {
   c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(device_index));
+}
+
+std::optional<CudaMemoryCap> CudaApplyMemoryCap(int device_index, std::int64_t cap_bytes) {
+  if (!torch::cuda::is_available() || device_index >= static_cast<int>(torch::cuda::device_count())) {
+    return std::nullopt;
+  }
+  // cudaSetDevice creates the primary context; cudaMemGetInfo then sees it in use.
+  if (cudaSetDevice(device_index) != cudaSuccess) return std::nullopt;
+  std::size_t free_bytes = 0;
+  std::size_t total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess || total_bytes == 0) return std::nullopt;
+  const auto index = static_cast<c10::DeviceIndex>(device_index);
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index);
+  CudaMemoryCap cap;
+  cap.cap_bytes = cap_bytes;
+  cap.total_bytes = static_cast<std::int64_t>(total_bytes);
+  cap.fraction = std::min(1.0, static_cast<double>(cap_bytes) / static_cast<double>(total_bytes));
+  cap.outside_allocator_bytes = static_cast<std::int64_t>(total_bytes - free_bytes) -
+                                static_cast<std::int64_t>(stats.reserved_bytes[kAggregate].current);
+  c10::cuda::CUDACachingAllocator::setMemoryFraction(cap.fraction, index);
+  return cap;
 }
 
 }  // namespace dlbench::torchrunner

@@ -12,7 +12,9 @@
 #include "cell_options.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "config/registry.h"
 #include "converge.h"
+#include "cuda_support.h"
 #include "data/feeder.h"
 #include "ddp/cell.h"
 #include "ddp/process_group.h"
@@ -408,6 +410,29 @@ int RunTorchCell(RunnerSession& session) {
     }
   }
 
+  // memory_cap on CUDA is the caching allocator's fraction, set before the model's first
+  // allocation; on the CPU the orchestrator limited this process before CONFIGURE
+  // (orchestrator/memory_cap.h).
+  nlohmann::json cap_effective;
+  if (cell->device.kind == DeviceKind::kCuda && config->params.contains("memory_cap") &&
+      config->params["memory_cap"].is_string()) {
+    if (const auto bytes = config::ParseByteSize(config->params["memory_cap"].get<std::string>())) {
+      const std::optional<CudaMemoryCap> cap = CudaApplyMemoryCap(cell->device.index, *bytes);
+      if (!cap) {
+        return Report(session,
+                      {RunnerErrorKind::kUnsupported,
+                       "memory_cap: the CUDA device cannot be queried to set the allocator's fraction",
+                       nlohmann::json::object()});
+      }
+      cap_effective = {{"mechanism", "cuda_memory_fraction"},
+                       {"bytes", cap->cap_bytes},
+                       {"fraction", cap->fraction},
+                       {"device_total_bytes", cap->total_bytes},
+                       {"outside_allocator_bytes", cap->outside_allocator_bytes}};
+      if (*bytes > cap->total_bytes) cap_effective["warning"] = "memory_cap is above the device's memory";
+    }
+  }
+
   CellState state;
   state.cell = std::move(*cell);
   std::unique_ptr<LoadCell> load_cell;
@@ -431,6 +456,7 @@ int RunTorchCell(RunnerSession& session) {
   // The step loop's infer cells evaluate the fixed set after it (reference_eval.h); load cells do not.
   const bool reference_eval = !load_cell && RunsReferenceEval(state.cell);
   if (reference_eval) effective["reference_samples"] = state.cell.reference_samples;
+  if (!cap_effective.is_null()) effective["memory_cap_applied"] = cap_effective;
   if (!session.SendReady(effective).ok()) return 1;
   if (load_cell) return RunLoadCell(session, config->limits, state, *load_cell);
   if (converge) return RunConvergeCell(session, config->limits, state, *converge);

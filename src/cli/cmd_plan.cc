@@ -16,6 +16,7 @@
 #include "common/text.h"
 #include "config/matrix.h"
 #include "load/settings.h"
+#include "orchestrator/boundary_cell.h"
 #include "plan/estimate.h"
 #include "plan/plan.h"
 #include "plan/selection.h"
@@ -157,6 +158,9 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
     if (est.step_s) entry["step_s"] = *est.step_s;
     if (reachable) entry["reachable_steps"] = *reachable;
     if (min_queries) entry["min_queries"] = *min_queries;
+    if (orchestrator::IsBoundarySearch(c)) {
+      entry["boundary_max_probes"] = stats::MaxBoundaryProbes(orchestrator::BoundarySettings(c));
+    }
     if (!c.input_control_id.empty()) entry["input_control_id"] = c.input_control_id;
     if (c.added_as_control) entry["added_as_control"] = true;
     js.push_back(std::move(entry));
@@ -185,6 +189,13 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
     std::printf("%s cannot reach the measured steps a confidence interval needs within max_time_s:\n",
                 CountNoun(static_cast<std::int64_t>(short_cells.size()), "cell").c_str());
     for (const std::string& line : short_cells) std::printf("%s\n", TerminalSafe(line).c_str());
+  }
+  for (const auto& c : *cells) {
+    if (!orchestrator::IsBoundarySearch(c)) continue;
+    std::printf(
+        "#%d %s: batch_size: max runs at most %zu probes (each a fresh runner process), then "
+        "measures the batch found; the estimate is the measured run's\n",
+        c.index, TerminalSafe(c.label).c_str(), stats::MaxBoundaryProbes(orchestrator::BoundarySettings(c)));
   }
   const auto added =
       std::count_if(cells->begin(), cells->end(), [](const plan::Cell& c) { return c.added_as_control; });

@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/console.h"
 #include "cli/load_console.h"
+#include "cli/memory_console.h"
 #include "common/clock.h"
 #include "common/human_text.h"
 #include "common/text.h"
@@ -255,6 +256,7 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
   std::printf("%s", RenderLoadCells(*cells).c_str());
   std::printf("%s", RenderLatencyDecomposition(*cells).c_str());
   std::printf("%s", RenderPeakSearches(*cells).c_str());
+  std::printf("%s", RenderBoundarySearches(*cells).c_str());
   PrintRepetitions(*cells);
   PrintConvergence(*cells);
   PrintInputVerdicts(*cells);

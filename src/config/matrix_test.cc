@@ -138,7 +138,7 @@ TEST(MatrixTest, CommandRunnerPassesUnknownKeysThrough) {
   Result<Matrix> bad = ParseMatrix("runner: {command: [x]}\nmatrix:\n  batch_size: 0\n", "m.yaml");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().message,
-            "m.yaml:3:15: error: batch_size: expected an integer between 1 and 1048576 (got '0')");
+            "m.yaml:3:15: error: batch_size: expected an integer between 1 and 1048576 or max (got '0')");
 }
 
 struct ErrorCase {
@@ -177,8 +177,9 @@ INSTANTIATE_TEST_SUITE_P(
                   "m.yaml:3:1: error: duplicate key 'seed' (first at 2:1)"},
         ErrorCase{"duplicate_in_include", "matrix: {batch_size: 1}\ninclude:\n  - {step_ms: 1, step_ms: 2}\n",
                   "m.yaml:3:18: error: include[0]: duplicate key 'step_ms' (first at 3:6)"},
-        ErrorCase{"negative_batch", "matrix:\n  batch_size: [1, -4]\n",
-                  "m.yaml:2:19: error: batch_size: expected an integer between 1 and 1048576 (got '-4')"},
+        ErrorCase{
+            "negative_batch", "matrix:\n  batch_size: [1, -4]\n",
+            "m.yaml:2:19: error: batch_size: expected an integer between 1 and 1048576 or max (got '-4')"},
         ErrorCase{"fraction_for_int", "matrix:\n  world_size: 1.5\n",
                   "m.yaml:2:15: error: world_size: expected an integer between 1 and 1024 (got '1.5')"},
         ErrorCase{"enum_outside_set", "matrix:\n  precision: fp64\n",
@@ -188,8 +189,9 @@ INSTANTIATE_TEST_SUITE_P(
                   "m.yaml:4:20: error: cudnn_benchmark: expected true or false (got 'yes')"},
         ErrorCase{"axis_is_mapping", "matrix:\n  batch_size: {a: 1}\n",
                   "m.yaml:2:15: error: batch_size: expected a value or a list of values (got a mapping)"},
-        ErrorCase{"nested_list_value", "matrix:\n  batch_size: [[1]]\n",
-                  "m.yaml:2:16: error: batch_size: expected an integer between 1 and 1048576 (got a list)"},
+        ErrorCase{
+            "nested_list_value", "matrix:\n  batch_size: [[1]]\n",
+            "m.yaml:2:16: error: batch_size: expected an integer between 1 and 1048576 or max (got a list)"},
         ErrorCase{"empty_axis", "matrix:\n  batch_size: []\n",
                   "m.yaml:2:15: error: batch_size: expected a non-empty list of values (got [])"},
         ErrorCase{"repeated_axis_value", "matrix:\n  batch_size: [1, 1]\n",
@@ -251,9 +253,9 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{
             "empty_include_entry", "matrix:\n  batch_size: [1, 2]\ninclude:\n  - {}\n",
             "m.yaml:4:5: error: include[0]: expected a mapping of parameter to value (got an empty mapping)"},
-        ErrorCase{
-            "include_bad_value", "matrix:\n  batch_size: [1, 2]\ninclude:\n  - batch_size: x\n",
-            "m.yaml:4:17: error: include[0].batch_size: expected an integer between 1 and 1048576 (got 'x')"},
+        ErrorCase{"include_bad_value", "matrix:\n  batch_size: [1, 2]\ninclude:\n  - batch_size: x\n",
+                  "m.yaml:4:17: error: include[0].batch_size: expected an integer between 1 and 1048576 or "
+                  "max (got 'x')"},
         ErrorCase{"include_unknown_key", "matrix:\n  batch_size: [1, 2]\ninclude:\n  - setp_ms: 2\n",
                   "m.yaml:4:5: error: include[0]: unknown key 'setp_ms' (did you mean 'step_ms'?)"}),
     [](const ::testing::TestParamInfo<ErrorCase>& info) { return std::string(info.param.name); });
@@ -314,8 +316,9 @@ TEST_F(LoadMatrixTest, ErrorsNameTheFile) {
   ASSERT_TRUE(WriteFileAtomic(dir_ + "/m.yaml", "matrix:\n  batch_size: 0\n").ok());
   Result<Matrix> bad = LoadMatrix(dir_ + "/m.yaml");
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error().message,
-            dir_ + "/m.yaml:2:15: error: batch_size: expected an integer between 1 and 1048576 (got '0')");
+  EXPECT_EQ(
+      bad.error().message,
+      dir_ + "/m.yaml:2:15: error: batch_size: expected an integer between 1 and 1048576 or max (got '0')");
 
   Result<Matrix> missing = LoadMatrix(dir_ + "/absent.yaml");
   ASSERT_FALSE(missing.ok());

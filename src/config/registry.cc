@@ -254,10 +254,43 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Default(Int(1))
                   .Min(1)
                   .Max(1048576)
+                  .Keywords({"max"})
                   .Label("bs")
-                  .Help("Samples per step (per rank with ddp). At most 1048576 (2^20): no device holds a "
-                        "larger batch, and samples per step are 32-bit in the protocol.")
+                  .Help("Samples per step (per rank with ddp), or `max` to search for the largest batch "
+                        "that runs boundary_probe_steps steps without running out of memory "
+                        "(docs/memory.md). At most 1048576 (2^20): no device holds a larger batch, and "
+                        "samples per step are 32-bit in the protocol.")
                   .Build());
+  r.push_back(Entry("boundary_max_probes", kCell, kCore, ParamType::kInt)
+                  .Unit("probes")
+                  .Min(1)
+                  .Max(64)
+                  .DefaultText("24")
+                  .Help("batch_size: max: the search runs at most this many probes, each a fresh runner "
+                        "process (doubling and bisection together; `dlbench plan` states the most it "
+                        "will run). At most 64: doubling from 1 to 2^20 and bisecting to the exact "
+                        "batch take 40.")
+                  .Build());
+  r.push_back(Entry("boundary_probe_steps", kCell, kCore, ParamType::kInt)
+                  .Unit("steps")
+                  .Min(1)
+                  .Max(1000)
+                  .DefaultText("5")
+                  .Help("batch_size: max: the steps each probe runs; a probe fits when it ends `ok`. At "
+                        "most 1000: a probe only proves the batch fits; the stored cell is then measured "
+                        "at the batch found.")
+                  .Build());
+  r.push_back(
+      Entry("memory_cap", kCell, kCore, ParamType::kString)
+          .Format(StringFormat::kBytes)
+          .Unit("bytes")
+          .DefaultText("none: no cap")
+          .Label("cap")
+          .Help("The most memory the cell may use, as a smaller device would have it (docs/memory.md): on "
+                "the CPU a limit on the runner process (RLIMIT_DATA); on CUDA the caching allocator's "
+                "per-process fraction of the device (dlbench-torch; the CUDA context is outside it). A cell "
+                "beyond it ends `oom`. At most 1TiB, so that a wrong unit is caught here.")
+          .Build());
   r.push_back(Entry("device", kCell, kCore, ParamType::kString)
                   .Format(StringFormat::kDevice)
                   .Default(Str("cpu"))
@@ -556,6 +589,24 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Max(1073741824)
                   .Help("Memory kept and touched per step with inject: leak. At most 1073741824 (1 GiB), so "
                         "that a typo does not exhaust the host's memory.")
+                  .Build());
+  r.push_back(Entry("memory_base_bytes", kCell, kNull, ParamType::kInt)
+                  .Unit("bytes")
+                  .Min(0)
+                  .Max(1099511627776)
+                  .DefaultText("none: no memory model")
+                  .Help("The null runner's memory model (docs/memory.md): a cell needs this plus "
+                        "memory_per_sample_bytes per sample of its batch, and ends `oom` before its "
+                        "first step when that exceeds memory_cap. Nothing is allocated. At most "
+                        "1099511627776 (1 TiB), like memory_cap.")
+                  .Build());
+  r.push_back(Entry("memory_per_sample_bytes", kCell, kNull, ParamType::kInt)
+                  .Unit("bytes")
+                  .Min(0)
+                  .Max(1099511627776)
+                  .DefaultText("none: no memory model")
+                  .Help("The null runner's memory model: the bytes each sample of the batch needs on top of "
+                        "memory_base_bytes. At most 1099511627776 (1 TiB), like memory_cap.")
                   .Build());
   r.push_back(Entry("inject_rank", kCell, kNull, ParamType::kInt)
                   .Min(0)
@@ -964,6 +1015,8 @@ bool MatchesFormat(StringFormat format, const std::string& text) {
       return ParseShapes(text).has_value();
     case StringFormat::kDtypes:
       return ParseDtypes(text).has_value();
+    case StringFormat::kBytes:
+      return ParseByteSize(text).has_value();
   }
   return false;
 }
@@ -1000,6 +1053,9 @@ std::string FormatText(StringFormat format) {
       return "shapes like B,3,224,224;B,16";
     case StringFormat::kDtypes:
       return "dtypes like float32;int64 (" + Join(KnownDtypes(), ", ") + ")";
+    case StringFormat::kBytes:
+      return "bytes > 0 and at most 1TiB, as an integer with an optional unit (B, KiB, MiB, GiB, TiB, KB, "
+             "MB, GB, TB), like 16GiB";
   }
   return "";
 }
@@ -1043,7 +1099,18 @@ std::string DefaultText(const ParamSpec& spec) {
 }
 
 Status ValueError(const ParamSpec& spec, const std::string& got) {
-  return MakeError(ErrorKind::kInvalidInput, "expected " + DescribeExpected(spec) + " (got '" + got + "')");
+  std::string hint;
+  if (got == "max") {
+    // `max` asks for a search; say which keys have one.
+    std::vector<std::string> searchable;
+    for (const ParamSpec& other : Registry()) {
+      if (std::find(other.keywords.begin(), other.keywords.end(), "max") != other.keywords.end())
+        searchable.push_back(other.name);
+    }
+    hint = "; `max` (a search) is for " + Join(searchable, " and ") + " only";
+  }
+  return MakeError(ErrorKind::kInvalidInput,
+                   "expected " + DescribeExpected(spec) + " (got '" + got + "')" + hint);
 }
 
 Status CheckRange(const ParamSpec& spec, double v, const std::string& got) {
@@ -1101,6 +1168,33 @@ std::optional<std::vector<std::vector<std::int64_t>>> ParseShapes(std::string_vi
     shapes.push_back(std::move(shape));
   }
   return shapes;
+}
+
+std::optional<std::int64_t> ParseByteSize(std::string_view text) {
+  const std::string t = Trim(text);
+  std::size_t digits = 0;
+  while (digits < t.size() && t[digits] >= '0' && t[digits] <= '9') ++digits;
+  // 13 digits hold every value up to 1 TiB; more cannot be in range and could overflow below.
+  if (digits == 0 || digits > 13) return std::nullopt;
+  const std::optional<std::uint64_t> n = ParseUint(t.substr(0, digits));
+  if (!n) return std::nullopt;
+  const std::string unit = Trim(std::string_view(t).substr(digits));
+  static const std::map<std::string, std::uint64_t, std::less<>> kUnits = {{"", 1},
+                                                                           {"B", 1},
+                                                                           {"KiB", 1ull << 10},
+                                                                           {"MiB", 1ull << 20},
+                                                                           {"GiB", 1ull << 30},
+                                                                           {"TiB", 1ull << 40},
+                                                                           {"KB", 1000},
+                                                                           {"MB", 1000'000},
+                                                                           {"GB", 1000'000'000},
+                                                                           {"TB", 1000'000'000'000}};
+  const auto scale = kUnits.find(unit);
+  if (scale == kUnits.end()) return std::nullopt;
+  // n < 10^13 and the bound is 2^40: n > bound / scale is exact and cannot overflow.
+  const auto max = static_cast<std::uint64_t>(kMaxByteSize);
+  if (*n == 0 || *n > max / scale->second) return std::nullopt;
+  return static_cast<std::int64_t>(*n * scale->second);
 }
 
 std::optional<std::vector<std::string>> ParseDtypes(std::string_view text) {

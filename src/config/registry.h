@@ -49,6 +49,7 @@ enum class StringFormat {
   kDevice,  // cpu | cuda | cuda:N
   kShapes,  // input shapes: "B,3,224,224;B,16" (dims are positive integers or B, the batch size)
   kDtypes,  // input dtypes: "float32;int64" (torch dtype names)
+  kBytes,   // an amount of memory: "16GiB", "512MiB", "1073741824"; 1 byte to kMaxByteSize
 };
 
 // What a cell parameter says about how long its cell takes, for plan's estimate without history.
@@ -95,8 +96,12 @@ struct ParamSpec {
 };
 
 // Limits of the string formats, part of what ValidateParamValue checks.
-inline constexpr int kMaxCudaIndex = 1023;                 // cuda:N with 0 <= N <= this
-inline constexpr std::int64_t kMaxShapeDim = 999'999'999;  // an input shape's dimension
+inline constexpr int kMaxCudaIndex = 1023;                           // cuda:N with 0 <= N <= this
+inline constexpr std::int64_t kMaxShapeDim = 999'999'999;            // an input shape's dimension
+inline constexpr std::int64_t kMaxByteSize = std::int64_t{1} << 40;  // kBytes: at most 1 TiB
+// batch_size: max's defaults (boundary_max_probes, boundary_probe_steps; docs/memory.md).
+inline constexpr std::int64_t kDefaultBoundaryMaxProbes = 24;
+inline constexpr std::int64_t kDefaultBoundaryProbeSteps = 5;
 
 // The dtype names kDtypes accepts, in documented order (torch's names).
 const std::vector<std::string>& KnownDtypes();
@@ -112,6 +117,9 @@ std::optional<DeviceName> ParseDeviceName(std::string_view text);
 // 1..kMaxShapeDim or "B" (the batch size), returned as kBatchDim.
 inline constexpr std::int64_t kBatchDim = -1;
 std::optional<std::vector<std::vector<std::int64_t>>> ParseShapes(std::string_view text);
+// An integer, optionally followed (spaces allowed between) by a unit: B, KiB, MiB, GiB, TiB
+// (powers of 1024) or KB, MB, GB, TB (powers of 1000); the bytes, when 1..kMaxByteSize.
+std::optional<std::int64_t> ParseByteSize(std::string_view text);
 // Names from KnownDtypes separated by ';' (spaces around them allowed), in order.
 std::optional<std::vector<std::string>> ParseDtypes(std::string_view text);
 

@@ -59,7 +59,8 @@ TEST(RegistryTest, ScopesSelectParametersByRunner) {
   EXPECT_TRUE(names("torch").count("image_size"));
   EXPECT_FALSE(names("torch").count("step_ms"));
   const std::set<std::string> command = names("command");
-  EXPECT_EQ(command, (std::set<std::string>{"model", "scenario", "batch_size", "device", "precision",
+  EXPECT_EQ(command, (std::set<std::string>{"model", "scenario", "batch_size", "boundary_max_probes",
+                                            "boundary_probe_steps", "memory_cap", "device", "precision",
                                             "strategy", "world_size"}));
   EXPECT_EQ(FindParam("batch_size", ParamSection::kTopLevel), nullptr);
   EXPECT_EQ(FindParam("min_steps", ParamSection::kMeasure)->type, ParamType::kInt);
@@ -101,13 +102,15 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, ParseParamTextTest,
     ::testing::Values(
         ParseCase{"batch_size", "8", "8", nullptr}, ParseCase{"batch_size", "+8", "8", nullptr},
-        ParseCase{"batch_size", "-4", nullptr, "expected an integer between 1 and 1048576 (got '-4')"},
-        ParseCase{"batch_size", "0", nullptr, "expected an integer between 1 and 1048576 (got '0')"},
-        ParseCase{"batch_size", "1.5", nullptr, "expected an integer between 1 and 1048576 (got '1.5')"},
-        ParseCase{"batch_size", "0x10", nullptr, "expected an integer between 1 and 1048576 (got '0x10')"},
+        ParseCase{"batch_size", "-4", nullptr, "expected an integer between 1 and 1048576 or max (got '-4')"},
+        ParseCase{"batch_size", "0", nullptr, "expected an integer between 1 and 1048576 or max (got '0')"},
+        ParseCase{"batch_size", "1.5", nullptr,
+                  "expected an integer between 1 and 1048576 or max (got '1.5')"},
+        ParseCase{"batch_size", "0x10", nullptr,
+                  "expected an integer between 1 and 1048576 or max (got '0x10')"},
         ParseCase{"batch_size", "99999999999999999999", nullptr,
-                  "expected an integer between 1 and 1048576 (got '99999999999999999999')"},
-        ParseCase{"batch_size", "", nullptr, "expected an integer between 1 and 1048576 (got '')"},
+                  "expected an integer between 1 and 1048576 or max (got '99999999999999999999')"},
+        ParseCase{"batch_size", "", nullptr, "expected an integer between 1 and 1048576 or max (got '')"},
         ParseCase{"exit_code", "255", "255", nullptr},
         ParseCase{"exit_code", "256", nullptr, "expected an integer between 1 and 255 (got '256')"},
         ParseCase{"step_ms", "2", "2.0", nullptr}, ParseCase{"step_ms", "1e-3", "0.001", nullptr},
@@ -147,11 +150,11 @@ TEST(RegistryTest, ValidateParamValueChecksTypedValues) {
   const ParamSpec& batch = *FindParam("batch_size", ParamSection::kCell);
   EXPECT_TRUE(ValidateParamValue(batch, Value(4)).ok());
   EXPECT_EQ(ValidateParamValue(batch, Value(0)).error().message,
-            "expected an integer between 1 and 1048576 (got '0')");
+            "expected an integer between 1 and 1048576 or max (got '0')");
   EXPECT_EQ(ValidateParamValue(batch, Value(2.0)).error().message,
-            "expected an integer between 1 and 1048576 (got '2.0')");
+            "expected an integer between 1 and 1048576 or max (got '2.0')");
   EXPECT_EQ(ValidateParamValue(batch, Value("8")).error().message,
-            "expected an integer between 1 and 1048576 (got '8')");
+            "expected an integer between 1 and 1048576 or max (got '8')");
   const ParamSpec& step = *FindParam("step_ms", ParamSection::kCell);
   EXPECT_TRUE(ValidateParamValue(step, Value(2)).ok()) << "an integer is a valid number";
   EXPECT_FALSE(ValidateParamValue(step, Value(true)).ok());
@@ -293,6 +296,30 @@ TEST(RegistryTest, FormatParsersAndTheirLimits) {
   EXPECT_EQ(*ParseDtypes("float32; int64"), (std::vector<std::string>{"float32", "int64"}));
   for (const char* bad : {"float", "float32;", "", "half"}) EXPECT_FALSE(ParseDtypes(bad)) << bad;
   EXPECT_EQ(KnownDtypes().size(), 10u);
+}
+
+// memory_cap's amounts: binary and decimal units by hand, the 1 TiB bound on both sides, and what
+// is not an amount (0, a sign, a fraction, a lower-case unit, no digits).
+TEST(RegistryTest, ParsesByteSizes) {
+  EXPECT_EQ(ParseByteSize("16GiB"), std::int64_t{16} * 1024 * 1024 * 1024);
+  EXPECT_EQ(ParseByteSize("512 MiB"), std::int64_t{512} * 1024 * 1024);
+  EXPECT_EQ(ParseByteSize("3KiB"), 3072);
+  EXPECT_EQ(ParseByteSize("4GB"), std::int64_t{4'000'000'000});
+  EXPECT_EQ(ParseByteSize("7"), 7);
+  EXPECT_EQ(ParseByteSize("7B"), 7);
+  EXPECT_EQ(ParseByteSize("1TiB"), kMaxByteSize);
+  EXPECT_EQ(ParseByteSize("1099511627776"), kMaxByteSize);
+  EXPECT_EQ(ParseByteSize("1099511627KB"), std::int64_t{1099511627000});
+  for (const char* bad : {"1099511627777", "1099511628KB", "2TiB", "1025GiB", "0", "0MiB", "-1GiB", "+1GiB",
+                          "1.5GiB", "16gib", "16 G", "GiB", "", "99999999999999999999"}) {
+    EXPECT_FALSE(ParseByteSize(bad)) << bad;
+  }
+  const ParamSpec& cap = *FindParam("memory_cap", ParamSection::kCell);
+  EXPECT_TRUE(ValidateParamValue(cap, Value("16GiB")).ok());
+  const Status zero = ValidateParamValue(cap, Value("0"));
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.error().message.find("at most 1TiB"), std::string::npos) << zero.error().message;
+  EXPECT_FALSE(ValidateParamValue(cap, Value(16)).ok());  // typed values come as their text
 }
 
 // Bounds that the torch runner enforces are the registry's own: lr > 0, threads 1..4096.

@@ -43,6 +43,13 @@ Result<RunnerParams> RunnerParams::Parse(const nlohmann::json& params, std::stri
     if (Status st = ValidateParamValue(*spec, value); !st.ok()) {
       return Invalid("parameter '" + key + "': " + st.error().message);
     }
+    // batch_size: max is the orchestrator's search (docs/memory.md): each probe, and the measured
+    // run, reaches the runner with a number.
+    if (key == "batch_size" && value.is_string()) {
+      return Invalid(
+          "parameter 'batch_size': 'max' is a search dlbench runs over runner processes; a "
+          "runner receives a batch size");
+    }
   }
   RunnerParams out;
   out.runner_ = runner_name;

@@ -51,7 +51,11 @@ TEST(RunnerParamsTest, MessagesNameTheParameterAndWhatItAccepts) {
   EXPECT_EQ(ErrorOf({{"model", "m"}, {"device", "cuda:1024"}}, "torch"),
             "parameter 'device': expected cpu, cuda or cuda:N (got 'cuda:1024')");
   EXPECT_EQ(ErrorOf({{"model", "m"}, {"batch_size", "8"}}, "torch"),
-            "parameter 'batch_size': expected an integer between 1 and 1048576 (got '8')");
+            "parameter 'batch_size': expected an integer between 1 and 1048576 or max (got '8')");
+  // The search is the orchestrator's: a runner never takes batch_size: max.
+  EXPECT_EQ(ErrorOf({{"batch_size", "max"}}, "null"),
+            "parameter 'batch_size': 'max' is a search dlbench runs over runner processes; a runner "
+            "receives a batch size");
   EXPECT_EQ(ErrorOf({{"model", "m"}, {"deterministic", nullptr}}, "torch"),
             "parameter 'deterministic': expected true or false (got 'null')");
   EXPECT_EQ(ErrorOf({{"stepms", 1}}, "null"),

@@ -19,6 +19,7 @@
 #include "orchestrator/cell_metrics.h"
 #include "orchestrator/converge_verdict.h"
 #include "orchestrator/load_cell.h"
+#include "orchestrator/memory_cap.h"
 #include "orchestrator/process_tree.h"
 #include "protocol/runner_session.h"
 
@@ -476,6 +477,7 @@ void CellDriver::Conclude(std::vector<record::SeriesPoint> idle_series) {
     if (e.kind == record::RunnerErrorKind::kOom && e.details.contains("requested_bytes")) {
       rec_.extras["oom_requested_bytes"] = e.details["requested_bytes"];
     }
+    if (e.kind == record::RunnerErrorKind::kOom) message += MemoryCapNote(rec_);
     if (e.kind == record::RunnerErrorKind::kInvalid) message = "invalid configuration: " + message;
     if (e.kind == record::RunnerErrorKind::kInternal) message = WithTail("runner error: " + message);
     return finish(record::OutcomeOf(e.kind), message);

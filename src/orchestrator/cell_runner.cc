@@ -14,6 +14,7 @@
 #include "common/subprocess.h"
 #include "measure/policy.h"
 #include "orchestrator/cell_driver.h"
+#include "orchestrator/memory_cap.h"
 #include "orchestrator/process_tree.h"
 #include "orchestrator/rank_group.h"
 #include "protocol/runner_session.h"
@@ -127,7 +128,7 @@ record::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& options
   rec.params = nlohmann::json::object();
   for (const auto& [k, v] : cell.params) rec.params[k] = v;
   rec.started_wall_ns = WallNowNs();
-  const std::string base = fmt::format("{}/cell-{:04d}", o.log_dir, cell.index);
+  const std::string base = fmt::format("{}/cell-{:04d}{}", o.log_dir, cell.index, o.log_suffix);
   rec.stdout_path = base + ".stdout.log";
   rec.stderr_path = base + ".stderr.log";
   rec.verdict = record::Verdict::kNotApplicable;
@@ -159,6 +160,11 @@ record::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& options
   }
   auto spawned = SpawnRunner(o.runner, /*with_logs=*/true);
   if (!spawned.ok()) return fail(spawned.error().message);
+  if (auto st = ApplyMemoryCap(cell, spawned->process.pid(), rec); !st.ok()) {
+    spawned->process.Terminate(0);
+    (void)KillLeftovers(spawned->process.pid(), 1000);
+    return fail(st.error().message);
+  }
   CellDriver driver(cell, o, rec, *spawned);
   if (auto st = driver.OpenLogs(); !st.ok()) {
     spawned->process.Terminate(0);

@@ -37,6 +37,9 @@ struct CellProgress {
 struct CellRunOptions {
   RunnerCommand runner;
   std::string log_dir;  // per-cell stdout/stderr files go here
+  // Appended to the cell's log names (cell-0003<suffix>.stdout.log): a boundary search's probes
+  // (".probe-bs16") keep their own logs beside the measured run's.
+  std::string log_suffix;
   double timeout_s = 600;
   config::MeasureSettings measure;
   monitor::Monitor* monitor = nullptr;  // optional

@@ -13,6 +13,7 @@
 
 #include "common/clock.h"
 #include "orchestrator/cell_driver.h"
+#include "orchestrator/memory_cap.h"
 #include "orchestrator/process_tree.h"
 
 namespace dlbench::orchestrator {
@@ -106,6 +107,10 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
       return fail(fmt::format("rank {} of {}: {}", r, world, s.error().message));
     }
     spawned.push_back(std::move(s).value());
+    if (auto st = ApplyMemoryCap(cell, spawned.back().process.pid(), rr); !st.ok()) {
+      kill_spawned();
+      return fail(fmt::format("rank {} of {}: {}", r, world, st.error().message));
+    }
     DriverRole role{r, protocol::Rendezvous{*rendezvous, "", 0, r, world}};
     drivers.push_back(std::make_unique<CellDriver>(cell, o, rr, spawned.back(), role));
     if (auto st = drivers.back()->OpenLogs(); !st.ok()) {

@@ -14,6 +14,7 @@
 #include "common/version.h"
 #include "monitor/fingerprint.h"
 #include "monitor/sampler.h"
+#include "orchestrator/boundary_cell.h"
 #include "orchestrator/input_analysis.h"
 #include "orchestrator/run_folder.h"
 
@@ -293,7 +294,8 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
       for (RunObserver* o : observers) o->OnCellProgress(cell, progress);
     };
     if (request.adjust_cell) request.adjust_cell(options);
-    record::CellRecord rec = RunCell(cell, options);
+    record::CellRecord rec =
+        IsBoundarySearch(cell) ? RunBoundarySearch(cell, options) : RunCell(cell, options);
     if (rec.outcome == record::Outcome::kInterrupted) {
       interrupted = true;
       break;

@@ -101,6 +101,15 @@ Estimate EstimateCell(const Cell& cell, const config::Matrix& matrix,
     e.low_s = idle_s + setup_s + std::min(std::max(m.min_time_s, steps_s), m.max_time_s);
     e.seconds = e.low_s;
   }
+  if (StringParamIs(cell, "batch_size", "max")) {
+    // A boundary search runs up to boundary_max_probes probes, then the batch found, each its own
+    // runner process bounded by timeout_s (docs/memory.md "Boundary search").
+    const auto probes = cell.params.find("boundary_max_probes");
+    const std::int64_t max_probes = probes != cell.params.end() && probes->second.is_number_integer()
+                                        ? probes->second.get<std::int64_t>()
+                                        : config::kDefaultBoundaryMaxProbes;
+    e.high_s = idle_s + static_cast<double>(max_probes + 1) * matrix.timeout_s;
+  }
   e.low_s = std::min(e.low_s, e.high_s);
   e.seconds = std::min(e.seconds, e.high_s);
 

@@ -1,7 +1,11 @@
 #include "plan/plan.h"
 
+#include <fmt/core.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -56,6 +60,28 @@ void FillDefaults(const std::vector<const config::ParamSpec*>& specs, Combinatio
     auto source = params.find(spec->default_from);
     if (source != params.end()) params.emplace(spec->name, source->second);
   }
+}
+
+// A cpu cell's memory_cap above this host's physical memory cannot bind (the host runs out first):
+// the warning that says so, or empty. A cuda cell's device memory is the runner's to know; it
+// reports a cap above it in its effective cell (docs/memory.md).
+std::string CapAboveHostMemory(const config::Matrix& matrix, const Combination& params) {
+  const auto cap = params.find("memory_cap");
+  if (cap == params.end() || !cap->second.is_string()) return "";
+  const auto device = params.find("device");
+  if (device != params.end() && device->second.is_string() && device->second.get<std::string>() != "cpu")
+    return "";
+  const std::optional<std::int64_t> bytes = config::ParseByteSize(cap->second.get<std::string>());
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (!bytes || pages <= 0 || page <= 0) return "";
+  const double host = static_cast<double>(pages) * static_cast<double>(page);
+  if (static_cast<double>(*bytes) <= host) return "";
+  return fmt::format(
+      "{}: warning: memory_cap {} is above this host's memory ({:.1f} GiB): the host runs out "
+      "before the cap binds",
+      config::WhereInMatrix(matrix, params, "memory_cap"), cap->second.get<std::string>(),
+      host / (1024.0 * 1024.0 * 1024.0));
 }
 
 // Whether `value` is what the registry would have filled in for `name` in `params`.
@@ -287,6 +313,9 @@ Result<Plan> Expand(const config::Matrix& matrix) {
       }
     }
     FillDefaults(runner_specs, params);
+    if (std::string w = CapAboveHostMemory(matrix, params); !w.empty() && warned.insert(w).second) {
+      warnings.push_back(std::move(w));
+    }
     for (const config::ParamSpec* spec : runner_specs) {
       if (spec->required_with == runner && !params.count(spec->name)) {
         return MakeError(ErrorKind::kInvalidInput, matrix.path + ": error: the cell '" + CellKey(params) +

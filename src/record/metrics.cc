@@ -30,6 +30,7 @@ constexpr std::string_view kMeasured = "measured window";
 constexpr std::string_view kMeasuredQueries = "measured queries (load cells)";
 constexpr std::string_view kConverge = "the whole training (scenario: converge)";
 constexpr std::string_view kProbes = "every probe of a peak search (target_qps: max)";
+constexpr std::string_view kBoundaryProbesWindow = "every probe of a boundary search (batch_size: max)";
 constexpr std::string_view kMeasuredSamples = "monitor samples inside the measured window";
 constexpr std::string_view kCell = "whole cell";
 constexpr std::string_view kSnapshot = "the snapshot's moment";
@@ -326,6 +327,15 @@ const std::vector<MetricDef>& Table() {
       {kLoadPeakResolution, "ratio", Producer::kOrchestrator, kProbes,
        "the cell's peak_resolution: a converged search has load_peak_lowest_failing_qps / load_peak_qps - 1 "
        "<= this"},
+
+      {kBoundaryBatchSize, "samples", Producer::kOrchestrator, kBoundaryProbesWindow,
+       "the largest batch_size whose probe ended ok below every probe that ran out of memory; the cell is "
+       "then measured at it"},
+      {kBoundaryFirstFailingBatchSize, "samples", Producer::kOrchestrator, kBoundaryProbesWindow,
+       "the smallest batch_size whose probe ended oom: the bracket's upper end (boundary_batch_size + 1 "
+       "when the search converged)"},
+      {kBoundaryProbes, "probes", Producer::kOrchestrator, kBoundaryProbesWindow,
+       "probes the search ran (each a fresh runner process), not counting the measured run"},
 
       // MEMORY snapshot fields ("end" snapshot; other labels are prefixed).
       {memory::kHostRssBytes, "bytes", Producer::kRunnerMemory, kSnapshot, "the runner's resident set"},

@@ -200,6 +200,11 @@ inline constexpr std::string_view kLoadPeakQps = "load_peak_qps";
 inline constexpr std::string_view kLoadPeakLowestFailingQps = "load_peak_lowest_failing_qps";
 inline constexpr std::string_view kLoadPeakProbes = "load_peak_probes";
 inline constexpr std::string_view kLoadPeakResolution = "load_peak_resolution";
+// A boundary search's cell (batch_size: max; orchestrator/boundary_cell.h): each probe a fresh
+// runner process; the cell's other metrics are the found batch's measured run.
+inline constexpr std::string_view kBoundaryBatchSize = "boundary_batch_size";
+inline constexpr std::string_view kBoundaryFirstFailingBatchSize = "boundary_first_failing_batch_size";
+inline constexpr std::string_view kBoundaryProbes = "boundary_probes";
 }  // namespace metric
 
 // The fields of a MEMORY snapshot (docs/protocol.md). The snapshot labelled "end" is stored under

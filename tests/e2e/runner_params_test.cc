@@ -246,6 +246,13 @@ std::vector<Case> CasesFor(const ParamSpec& spec) {
           for (const std::string bad : {"", "float", "float32;", "complex64"})
             cases.push_back({json(bad), false});
           break;
+        case StringFormat::kBytes:
+          for (const std::string ok : {"16GiB", "512 MiB", "1", "1TiB", "1099511627776", "4GB"})
+            cases.push_back({json(ok), true});
+          for (const std::string bad :
+               {"", "0", "0GiB", "-1GiB", "1.5GiB", "1099511627777", "2TiB", "16gib", "GiB"})
+            cases.push_back({json(bad), false});
+          break;
       }
       cases.push_back({json(1), false});
       break;

@@ -1,0 +1,68 @@
+#include "cli/memory_console.h"
+
+#include <fmt/core.h>
+
+#include <optional>
+
+#include "cli/console.h"
+#include "common/text.h"
+
+namespace dlbench::cli {
+namespace {
+
+std::optional<double> Number(const nlohmann::json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return std::nullopt;
+  return j[key].get<double>();
+}
+
+std::string Text(const nlohmann::json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
+}
+
+std::string Count(std::optional<double> v) { return v ? fmt::format("{:.0f}", *v) : "none"; }
+
+// A probe's memory: its measured (or modelled) peak, or what its failed allocation asked for.
+std::string ProbeMemory(const nlohmann::json& memory) {
+  if (const auto bytes = Number(memory, "bytes")) {
+    return FormatBytes(bytes) + " (" + TerminalSafe(Text(memory, "metric")) + ")";
+  }
+  if (const auto asked = Number(memory, "requested_bytes")) return "asked " + FormatBytes(asked);
+  return "-";
+}
+
+}  // namespace
+
+std::string RenderBoundarySearches(const std::vector<record::CellRecord>& cells) {
+  std::string out;
+  for (const record::CellRecord& c : cells) {
+    if (!c.extras.contains("boundary_search") || !c.extras["boundary_search"].is_object()) continue;
+    const nlohmann::json& search = c.extras["boundary_search"];
+    const nlohmann::json probes = search.value("probes", nlohmann::json::array());
+    std::string cap;
+    if (c.extras.contains("memory_cap") && c.extras["memory_cap"].is_object()) {
+      cap = fmt::format(", memory_cap {} ({})", FormatBytes(Number(c.extras["memory_cap"], "bytes")),
+                        TerminalSafe(Text(c.extras["memory_cap"], "mechanism")));
+    }
+    out += fmt::format("  #{} {}: largest {} {}, first failing {} ({}; {} of at most {} probes{})\n", c.index,
+                       TerminalSafe(c.label.empty() ? c.key : c.label), TerminalSafe(Text(search, "key")),
+                       Count(Number(search, "found")), Count(Number(search, "first_failing")),
+                       TerminalSafe(Text(search, "end")), probes.is_array() ? probes.size() : 0,
+                       Count(Number(search, "max_probes")), cap);
+    if (!probes.is_array()) continue;
+    Table table(
+        {{"probe", true}, {"batch_size", true}, {"outcome", false}, {"memory", false}, {"message", false}});
+    for (std::size_t i = 0; i < probes.size(); ++i) {
+      const nlohmann::json& p = probes[i];
+      table.AddRow({std::to_string(i + 1), Count(Number(p, "batch_size")), TerminalSafe(Text(p, "outcome")),
+                    p.is_object() && p.contains("memory") ? ProbeMemory(p["memory"]) : "-",
+                    TerminalSafe(Text(p, "message"))});
+    }
+    out += table.Render();
+  }
+  if (out.empty()) return "";
+  return "\nBoundary search (batch_size: max; each probe a fresh runner process; the cell is the batch "
+         "found, measured):\n" +
+         out;
+}
+
+}  // namespace dlbench::cli

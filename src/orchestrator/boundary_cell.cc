@@ -1,0 +1,155 @@
+#include "orchestrator/boundary_cell.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/registry.h"
+#include "record/metrics.h"
+
+namespace dlbench::orchestrator {
+namespace {
+
+namespace metric = record::metric;
+
+constexpr const char* kBatchSize = "batch_size";
+constexpr const char* kSamplesPerStep = "samples_per_step";
+constexpr const char* kMax = "max";
+
+bool IsMax(const plan::Cell& cell, const char* key) {
+  const auto it = cell.params.find(key);
+  return it != cell.params.end() && it->second.is_string() && it->second.get<std::string>() == kMax;
+}
+
+std::int64_t IntParam(const plan::Cell& cell, const char* key, std::int64_t fallback) {
+  const auto it = cell.params.find(key);
+  return it != cell.params.end() && it->second.is_number_integer() ? it->second.get<std::int64_t>()
+                                                                   : fallback;
+}
+
+// The cell at one batch size. samples_per_step follows batch_size when it took its value from it.
+plan::Cell AtBatch(const plan::Cell& cell, std::int64_t batch) {
+  plan::Cell at = cell;
+  at.params[kBatchSize] = batch;
+  if (IsMax(cell, kSamplesPerStep)) at.params[kSamplesPerStep] = batch;
+  return at;
+}
+
+// The peak memory a record shows: the device's allocator peak, else the host's peak RSS, else
+// (dlbench-null's memory model) the modelled need. Absent when the runner reported none.
+nlohmann::json PeakMemory(const record::CellRecord& rec) {
+  for (std::string_view name :
+       {record::memory::kDeviceAllocatedPeakBytes, record::memory::kHostPeakRssBytes}) {
+    if (const std::optional<double> v = record::MetricValue(rec, name); v && *v > 0) {
+      return {{"bytes", *v}, {"metric", std::string(name)}};
+    }
+  }
+  if (rec.effective.contains("memory_model_bytes") && rec.effective["memory_model_bytes"].is_number()) {
+    return {{"bytes", rec.effective["memory_model_bytes"]}, {"metric", "memory_model_bytes"}};
+  }
+  if (rec.extras.contains("oom_requested_bytes")) {
+    return {{"requested_bytes", rec.extras["oom_requested_bytes"]}};
+  }
+  return nullptr;
+}
+
+// The first line of a message: a probe's stderr tail stays in its logs.
+std::string FirstLine(const std::string& message) { return message.substr(0, message.find('\n')); }
+
+}  // namespace
+
+bool IsBoundarySearch(const plan::Cell& cell) { return IsMax(cell, kBatchSize); }
+
+stats::BoundarySearchSettings BoundarySettings(const plan::Cell& cell) {
+  stats::BoundarySearchSettings s;
+  s.min_value = 1;
+  const config::ParamSpec* spec = config::FindParam(kBatchSize, config::ParamSection::kCell);
+  s.max_value = spec != nullptr && spec->max ? static_cast<std::int64_t>(spec->max->value) : 1 << 20;
+  s.max_probes =
+      static_cast<std::size_t>(IntParam(cell, "boundary_max_probes", config::kDefaultBoundaryMaxProbes));
+  return s;
+}
+
+record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOptions& options,
+                                     const RunCellFn& run_cell) {
+  const stats::BoundarySearchSettings settings = BoundarySettings(cell);
+  const std::int64_t probe_steps = IntParam(cell, "boundary_probe_steps", config::kDefaultBoundaryProbeSteps);
+  CellRunOptions probe_options = options;
+  probe_options.measure.max_steps = probe_steps;
+  probe_options.measure.min_steps = std::min(probe_options.measure.min_steps, probe_steps);
+  probe_options.measure.min_warmup_steps = std::min(probe_options.measure.min_warmup_steps, probe_steps);
+  probe_options.measure.min_time_s = 0;
+
+  std::vector<record::CellRecord> probes;
+  std::optional<std::size_t> other_end;  // the probe whose outcome was neither ok nor oom
+  auto probe = [&](std::int64_t batch) {
+    probe_options.log_suffix = fmt::format(".probe-bs{}", batch);
+    probes.push_back(run_cell(AtBatch(cell, batch), probe_options));
+    const record::Outcome outcome = probes.back().outcome;
+    if (outcome != record::Outcome::kOk && outcome != record::Outcome::kOom) other_end = probes.size() - 1;
+    return outcome == record::Outcome::kOk;
+  };
+  const stats::BoundarySearchResult result =
+      stats::SearchBoundary(settings, probe, [&] { return other_end.has_value(); });
+
+  nlohmann::json list = nlohmann::json::array();
+  for (std::size_t i = 0; i < probes.size(); ++i) {
+    list.push_back({{"batch_size", result.probes[i].value},
+                    {"outcome", std::string(record::Name(probes[i].outcome))},
+                    {"fits", result.probes[i].passed},
+                    {"memory", PeakMemory(probes[i])},
+                    {"message", FirstLine(probes[i].message)}});
+  }
+
+  record::CellRecord rec;
+  if (other_end) {
+    rec = probes[*other_end];
+    if (rec.outcome != record::Outcome::kInterrupted) {
+      rec.message = fmt::format("batch_size: max: the probe at batch_size {} ended {}: {}",
+                                result.probes[*other_end].value, record::Name(rec.outcome), rec.message);
+    }
+  } else if (!result.largest_passing) {
+    // Nothing fits: the smallest batch's oom is the cell's outcome.
+    rec = probes.front();
+    rec.message = "batch_size: max: even batch_size 1 does not fit: " + rec.message;
+  } else {
+    plan::Cell found = AtBatch(cell, *result.largest_passing);
+    rec = run_cell(found, options);
+  }
+  rec.params[kBatchSize] = kMax;
+  if (IsMax(cell, kSamplesPerStep)) rec.params[kSamplesPerStep] = kMax;
+  rec.cell_id = cell.id;
+
+  if (result.largest_passing) {
+    record::SetMetric(rec, metric::kBoundaryBatchSize, static_cast<double>(*result.largest_passing));
+  }
+  if (result.smallest_failing) {
+    record::SetMetric(rec, metric::kBoundaryFirstFailingBatchSize,
+                      static_cast<double>(*result.smallest_failing));
+  }
+  record::SetMetric(rec, metric::kBoundaryProbes, static_cast<double>(probes.size()));
+  rec.extras["boundary_search"] = {
+      {"key", kBatchSize},
+      {"end", stats::BoundarySearchEndName(result.end)},
+      {"found", result.largest_passing ? nlohmann::json(*result.largest_passing) : nlohmann::json(nullptr)},
+      {"first_failing",
+       result.smallest_failing ? nlohmann::json(*result.smallest_failing) : nlohmann::json(nullptr)},
+      {"max_probes", settings.max_probes},
+      {"probe_steps", probe_steps},
+      {"probes", std::move(list)}};
+  if (result.end == stats::BoundarySearchEnd::kProbeCap && rec.outcome == record::Outcome::kOk) {
+    rec.extras["warnings"].push_back(fmt::format(
+        "batch_size: max: the search reached boundary_max_probes ({}) before its bracket closed: "
+        "the largest batch that fits is {}",
+        settings.max_probes,
+        result.smallest_failing
+            ? fmt::format("between {} and {}", *result.largest_passing, *result.smallest_failing - 1)
+            : fmt::format("at least {}", *result.largest_passing)));
+  }
+  return rec;
+}
+
+}  // namespace dlbench::orchestrator

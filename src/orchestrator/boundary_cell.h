@@ -1,0 +1,40 @@
+// A boundary search's cell (batch_size: max; docs/memory.md "Boundary search") in the
+// orchestrator. stats::SearchBoundary chooses the batch sizes; each probe is the cell at one batch
+// size, run by RunCell in a fresh runner process for boundary_probe_steps steps (an out-of-memory
+// can leave a process unusable, and a fresh one starts with clean device state). A probe fits when
+// it ends `ok` and does not when it ends `oom`; any other end (a crash, a timeout, Ctrl-C) ends the
+// search with that probe's outcome, since it says nothing about memory. The found batch is then
+// run once more as an ordinary measured cell, and that run is the one stored cell: its params keep
+// batch_size: max, its effective cell the batch that ran, its metrics boundary_batch_size,
+// boundary_first_failing_batch_size and boundary_probes, and extras.boundary_search every probe
+// (batch, outcome, peak memory, message). The probes' own records are not stored; their logs stay
+// in the run folder beside the measured run's (cell-NNNN.probe-bsB.stderr.log).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+#include "orchestrator/cell_runner.h"
+#include "plan/plan.h"
+#include "record/records.h"
+#include "stats/boundary_search.h"
+
+namespace dlbench::orchestrator {
+
+// Whether the cell asks for a boundary search: batch_size: max.
+bool IsBoundarySearch(const plan::Cell& cell);
+
+// The search's settings from the cell: from batch_size 1 to the registry's maximum, at most
+// boundary_max_probes probes.
+stats::BoundarySearchSettings BoundarySettings(const plan::Cell& cell);
+
+// How a cell is run; RunCell in production.
+using RunCellFn = std::function<record::CellRecord(const plan::Cell&, const CellRunOptions&)>;
+
+// Runs the search and the measured run of the batch found, and returns the record to store. A
+// search in which nothing fits stores the smallest batch's `oom` probe; one that ended on another
+// outcome stores that probe, its message naming the batch.
+record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOptions& options,
+                                     const RunCellFn& run_cell = RunCell);
+
+}  // namespace dlbench::orchestrator

@@ -1,0 +1,216 @@
+// Memory limits through the real dlbench binary and real dlbench-null processes, whose memory
+// model (runners/null/memory_model.h) makes a cell need memory_base_bytes + memory_per_sample_bytes
+// x batch_size: 1 GiB + 256 MiB per sample here, so under a 4 GiB cap batch 12 needs exactly the cap
+// and fits, and 13 does not. The cap is also a real RLIMIT_DATA on each runner (4 GiB is far above
+// what dlbench-null uses). Checked: the cap's outcome and message, a cap above the need is as no
+// cap, batch_size: max equals a brute-force sweep under the same cap, the probes stay bounded when
+// every probe fails and when none does, `plan` states the most probes, and bad input is a config
+// error at its place in the file.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "e2e_util.h"
+
+namespace dlbench::e2e {
+namespace {
+
+constexpr std::int64_t kGiB = std::int64_t{1} << 30;
+constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+
+// The measurement is not what these tests are about: a few virtual steps a cell.
+constexpr char kHead[] = R"(runner: null
+measure: {min_steps: 3, max_steps: 6, min_time_s: 0, max_time_s: 30, min_warmup_steps: 1}
+)";
+
+std::string Model() { return "  memory_base_bytes: 1073741824\n  memory_per_sample_bytes: 268435456\n"; }
+
+double Metric(const nlohmann::json& cell, const std::string& name) {
+  if (!cell.at("metrics").contains(name)) {
+    ADD_FAILURE() << "no metric " << name << " in " << cell.at("metrics").dump();
+    return NAN;
+  }
+  return cell.at("metrics").at(name).at("value").get<double>();
+}
+
+nlohmann::json Cells(const TempDir& dir, const std::string& db) {
+  auto exported = Dlbench({"export", "latest", "--format", "json"}, dir, db);
+  EXPECT_EQ(exported.exit_code, 0) << exported.err;
+  return nlohmann::json::parse(exported.out).at("cells");
+}
+
+// Each cell of `body` run as `dlbench run` and exported, by batch_size.
+std::map<std::int64_t, nlohmann::json> RunByBatch(const TempDir& dir, const std::string& name,
+                                                  const std::string& body) {
+  const std::string matrix = dir / (name + ".yaml"), db = dir / (name + ".db");
+  WriteText(matrix, std::string(kHead) + body);
+  auto run = Dlbench({"run", matrix}, dir, db);
+  EXPECT_EQ(run.err.find("error:"), std::string::npos) << run.out << run.err;
+  std::map<std::int64_t, nlohmann::json> cells;
+  for (const nlohmann::json& c : Cells(dir, db)) {
+    const nlohmann::json& bs = c.at("params").at("batch_size");
+    cells[bs.is_string() ? -1 : bs.get<std::int64_t>()] = c;
+  }
+  return cells;
+}
+
+TEST(MemoryE2E, ACellBeyondItsCapEndsOomWithWhatItAskedAndWhatTheCapAllowed) {
+  TempDir dir("memory_cap");
+  auto capped = RunByBatch(
+      dir, "capped",
+      "matrix:\n  virtual_time: true\n" + Model() + "  batch_size: [12, 13]\n  memory_cap: 4GiB\n");
+  auto free =
+      RunByBatch(dir, "free", "matrix:\n  virtual_time: true\n" + Model() + "  batch_size: [12, 13]\n");
+  ASSERT_EQ(capped.size(), 2u);
+  ASSERT_EQ(free.size(), 2u);
+  const nlohmann::json& fits = capped.at(12);
+  EXPECT_EQ(fits.at("outcome"), "ok") << fits.at("message");
+  EXPECT_EQ(fits.at("extras").at("memory_cap").at("bytes"), 4 * kGiB);
+  EXPECT_EQ(fits.at("extras").at("memory_cap").at("mechanism"), "RLIMIT_DATA");
+  EXPECT_EQ(fits.at("effective").at("memory_model_bytes"), 4 * kGiB);
+  const nlohmann::json& over = capped.at(13);
+  EXPECT_EQ(over.at("outcome"), "oom");
+  const std::string message = over.at("message");
+  EXPECT_NE(message.find("tried to allocate " + std::to_string(kGiB + 13 * 256 * kMiB) + " bytes"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("memory_cap allowed " + std::to_string(4 * kGiB) + " bytes (4096 MiB, RLIMIT_DATA)"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(over.at("extras").at("oom_requested_bytes"), kGiB + 13 * 256 * kMiB);
+  // A cap the cell stays under changes nothing: the same outcome and steps as without one.
+  EXPECT_EQ(free.at(12).at("outcome"), "ok");
+  EXPECT_EQ(free.at(12).at("measured_steps"), fits.at("measured_steps"));
+  EXPECT_FALSE(free.at(12).at("extras").contains("memory_cap"));
+  EXPECT_EQ(free.at(13).at("outcome"), "ok");
+}
+
+// batch_size: max under the 4 GiB cap finds 12, as a sweep of batch sizes 1..16 under the same cap
+// does; the probes are 1, 2, 4, 8, 16 (oom), 12, 14 (oom), 13 (oom), each a fresh process, and the
+// stored cell is the measured run of batch 12.
+TEST(MemoryE2E, BatchSizeMaxEqualsABruteForceSweepUnderTheSameCap) {
+  TempDir dir("memory_search");
+  std::string sweep = "matrix:\n  virtual_time: true\n" + Model() + "  memory_cap: 4GiB\n  batch_size: [";
+  for (int b = 1; b <= 16; ++b) sweep += std::to_string(b) + (b < 16 ? ", " : "]\n");
+  std::int64_t brute = 0;
+  for (const auto& [batch, cell] : RunByBatch(dir, "sweep", sweep)) {
+    if (cell.at("outcome") == "ok") {
+      brute = std::max(brute, batch);
+    } else {
+      EXPECT_EQ(cell.at("outcome"), "oom") << batch;
+    }
+  }
+  EXPECT_EQ(brute, 12);
+
+  auto searched = RunByBatch(
+      dir, "search", "matrix:\n  virtual_time: true\n" + Model() + "  memory_cap: 4GiB\n  batch_size: max\n");
+  ASSERT_EQ(searched.size(), 1u);
+  const nlohmann::json& cell = searched.at(-1);
+  EXPECT_EQ(cell.at("outcome"), "ok") << cell.at("message");
+  EXPECT_EQ(cell.at("params").at("batch_size"), "max");
+  EXPECT_EQ(cell.at("effective").at("batch_size"), brute);
+  EXPECT_EQ(Metric(cell, "boundary_batch_size"), static_cast<double>(brute));
+  EXPECT_EQ(Metric(cell, "boundary_first_failing_batch_size"), static_cast<double>(brute + 1));
+  const nlohmann::json& search = cell.at("extras").at("boundary_search");
+  EXPECT_EQ(search.at("end"), "converged");
+  std::vector<std::int64_t> probed;
+  for (const nlohmann::json& p : search.at("probes")) {
+    probed.push_back(p.at("batch_size"));
+    EXPECT_EQ(p.at("outcome"), p.at("fits").get<bool>() ? "ok" : "oom") << p.dump();
+    EXPECT_EQ(p.at("memory").is_null(), false) << p.dump();
+  }
+  EXPECT_EQ(probed, (std::vector<std::int64_t>{1, 2, 4, 8, 16, 12, 14, 13}));
+  EXPECT_EQ(Metric(cell, "boundary_probes"), 8.0);
+  EXPECT_EQ(cell.at("extras").at("memory_cap").at("mechanism"), "RLIMIT_DATA");
+}
+
+// Every probe fails: one probe, the cell oom. None fails (no cap): the probe cap ends it, with
+// a warning saying what is known. `plan` states the most probes before anything runs.
+TEST(MemoryE2E, ProbesAreBoundedWhenEveryProbeFailsAndWhenNoneDoes) {
+  TempDir dir("memory_bounds");
+  auto none = RunByBatch(
+      dir, "none", "matrix:\n  virtual_time: true\n" + Model() + "  memory_cap: 512MiB\n  batch_size: max\n");
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_EQ(none.at(-1).at("outcome"), "oom");
+  EXPECT_NE(none.at(-1).at("message").get<std::string>().find("even batch_size 1 does not fit"),
+            std::string::npos);
+  EXPECT_EQ(none.at(-1).at("extras").at("boundary_search").at("end"), "none_fits");
+  EXPECT_EQ(Metric(none.at(-1), "boundary_probes"), 1.0);
+
+  const std::string all_body =
+      "matrix:\n  virtual_time: true\n" + Model() + "  batch_size: max\n  boundary_max_probes: 5\n";
+  auto all = RunByBatch(dir, "all", all_body);
+  ASSERT_EQ(all.size(), 1u);
+  const nlohmann::json& cell = all.at(-1);
+  EXPECT_EQ(cell.at("outcome"), "ok") << cell.at("message");
+  EXPECT_EQ(cell.at("extras").at("boundary_search").at("end"), "probe_cap");
+  EXPECT_EQ(Metric(cell, "boundary_probes"), 5.0);
+  EXPECT_EQ(Metric(cell, "boundary_batch_size"), 16.0);
+  EXPECT_NE(cell.at("extras").at("warnings").dump().find("at least 16"), std::string::npos);
+
+  const std::string matrix = dir / "all.yaml";
+  auto plan = Dlbench({"plan", matrix, "--json"}, dir, dir / "plan.db");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_EQ(nlohmann::json::parse(plan.out).at(0).at("boundary_max_probes"), 5);
+  auto text = Dlbench({"plan", matrix}, dir, dir / "plan.db");
+  EXPECT_NE(text.out.find("batch_size: max runs at most 5 probes"), std::string::npos) << text.out;
+  WriteText(dir / "default.yaml", std::string(kHead) + "matrix:\n  batch_size: max\n");
+  plan = Dlbench({"plan", dir / "default.yaml", "--json"}, dir, dir / "plan.db");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_EQ(nlohmann::json::parse(plan.out).at(0).at("boundary_max_probes"), 24);  // min(24, 21 + 19)
+
+  auto show = Dlbench({"show", "latest"}, dir, dir / "all.db");
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("Boundary search"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("largest batch_size 16, first failing none (probe_cap; 5 of at most 5 probes"),
+            std::string::npos)
+      << show.out;
+}
+
+// Bad input is a config error at its place in the file, before anything runs.
+TEST(MemoryE2E, BadCapsAndMaxOnAKeyWithoutASearchAreConfigErrors) {
+  TempDir dir("memory_errors");
+  struct Case {
+    std::string line;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {"  memory_cap: 0\n", "bad.yaml:3:15: error"},
+      {"  memory_cap: -1GiB\n", "bad.yaml:3:15: error"},
+      {"  memory_cap: 2TiB\n", "at most 1TiB"},
+      {"  memory_cap: lots\n", "(got 'lots')"},
+      {"  step_ms: max\n", "bad.yaml:3:12: error"},
+      {"  step_ms: max\n", "`max` (a search) is for batch_size and target_qps only"},
+      {"  boundary_max_probes: 65\n", "between 1 and 64"},
+  };
+  for (const Case& c : cases) {
+    WriteText(dir / "bad.yaml", std::string("runner: null\nmatrix:\n") + c.line);
+    auto plan = Dlbench({"plan", dir / "bad.yaml"}, dir, dir / "r.db");
+    EXPECT_NE(plan.exit_code, 0) << c.line << plan.out;
+    EXPECT_NE(plan.err.find(c.expected), std::string::npos) << c.line << plan.err;
+  }
+}
+
+// A cpu cap above this host's memory cannot bind: plan warns, at the key's place.
+TEST(MemoryE2E, ACapAboveTheHostsMemoryIsAPlanWarning) {
+  TempDir dir("memory_warn");
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (static_cast<double>(pages) * static_cast<double>(page) >= static_cast<double>(std::int64_t{1} << 40)) {
+    GTEST_SKIP() << "this host has 1 TiB or more";
+  }
+  WriteText(dir / "big.yaml", "runner: null\nmatrix:\n  memory_cap: 1TiB\n");
+  auto plan = Dlbench({"plan", dir / "big.yaml"}, dir, dir / "r.db");
+  EXPECT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_NE(plan.err.find("big.yaml:3:3: warning: memory_cap 1TiB is above this host's memory"),
+            std::string::npos)
+      << plan.err;
+}
+
+}  // namespace
+}  // namespace dlbench::e2e
