@@ -114,6 +114,31 @@ Status CheckTorchModelRules(const Matrix& matrix, const std::vector<Combination>
   return ReportCellRules(matrix, cells, CheckTorchModelCell);
 }
 
+std::string Int8Problem(const Combination& cell) {
+  auto text = [&](const char* key) {
+    const auto it = cell.find(key);
+    return it != cell.end() && it->second.is_string() ? it->second.get<std::string>() : std::string();
+  };
+  if (text("precision") != "int8") return "";
+  const std::string model = text("model");
+  if (model == "torchscript")
+    return "the runner quantizes only bert_base; quantize a TorchScript model offline and run it at "
+           "precision fp32";
+  if (model != "bert_base")
+    return "only bert_base has a dynamic int8 form here (its Linear layers); int8 CNNs need a TorchScript "
+           "model "
+           "quantized offline, run at precision fp32";
+  const std::string device = text("device");
+  if (device.rfind("cpu", 0) != 0)
+    return "dynamic int8 Linear runs on the CPU's quantized engines only; use device cpu for int8, or "
+           "bf16/fp16 on " +
+           device;
+  const std::string scenario = text("scenario");
+  if (scenario != "infer")
+    return "int8 is an inference deployment; use scenario infer (scenario " + scenario + " trains)";
+  return "";
+}
+
 std::vector<std::string> DropUnusedSizeKeys(Combination& cell) {
   std::vector<std::string> dropped;
   const auto model = cell.find("model");

@@ -40,6 +40,12 @@ std::vector<LoadRuleViolation> CheckTorchModelCell(const Combination& cell);
 // CheckTorchModelCell over a matrix's cells, reported as CheckLoadRules reports.
 Status CheckTorchModelRules(const Matrix& matrix, const std::vector<Combination>& cells);
 
+// Why `precision: int8` will end this cell `unsupported` (docs/precisions.md), or empty: the torch
+// runner's int8 is dynamic int8 Linear layers, for bert_base inference on the CPU
+// (runners/torch/cell_options.cc refuses the rest the same way at cell time). Reads the cell after
+// defaults (device, scenario).
+std::string Int8Problem(const Combination& cell);
+
 // Removes from `cell` the size keys its model does not read and returns them (empty when none,
 // or when the model is unknown). A TorchScript model reads none: its shapes are input_shapes.
 std::vector<std::string> DropUnusedSizeKeys(Combination& cell);

@@ -1179,18 +1179,19 @@ std::optional<std::int64_t> ParseByteSize(std::string_view text) {
   const std::optional<std::uint64_t> n = ParseUint(t.substr(0, digits));
   if (!n) return std::nullopt;
   const std::string unit = Trim(std::string_view(t).substr(digits));
-  static const std::map<std::string, std::uint64_t, std::less<>> kUnits = {{"", 1},
-                                                                           {"B", 1},
-                                                                           {"KiB", 1ull << 10},
-                                                                           {"MiB", 1ull << 20},
-                                                                           {"GiB", 1ull << 30},
-                                                                           {"TiB", 1ull << 40},
-                                                                           {"KB", 1000},
-                                                                           {"MB", 1000'000},
-                                                                           {"GB", 1000'000'000},
-                                                                           {"TB", 1000'000'000'000}};
-  const auto scale = kUnits.find(unit);
-  if (scale == kUnits.end()) return std::nullopt;
+  static constexpr std::pair<std::string_view, std::uint64_t> kUnits[] = {{"", 1},
+                                                                          {"B", 1},
+                                                                          {"KiB", 1ull << 10},
+                                                                          {"MiB", 1ull << 20},
+                                                                          {"GiB", 1ull << 30},
+                                                                          {"TiB", 1ull << 40},
+                                                                          {"KB", 1000},
+                                                                          {"MB", 1000'000},
+                                                                          {"GB", 1000'000'000},
+                                                                          {"TB", 1000'000'000'000}};
+  const auto* scale =
+      std::find_if(std::begin(kUnits), std::end(kUnits), [&](const auto& u) { return u.first == unit; });
+  if (scale == std::end(kUnits)) return std::nullopt;
   // n < 10^13 and the bound is 2^40: n > bound / scale is exact and cannot overflow.
   const auto max = static_cast<std::uint64_t>(kMaxByteSize);
   if (*n == 0 || *n > max / scale->second) return std::nullopt;

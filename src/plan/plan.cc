@@ -313,6 +313,22 @@ Result<Plan> Expand(const config::Matrix& matrix) {
       }
     }
     FillDefaults(runner_specs, params);
+    if (torch) {
+      // Caught at plan time rather than as an `unsupported` per cell; a warning, not an error, so
+      // that a matrix crossing precisions with models still runs the cells that can. Once per
+      // model, device and scenario.
+      auto text = [&](const char* key) {
+        const auto it = params.find(key);
+        return it != params.end() && it->second.is_string() ? it->second.get<std::string>()
+                                                            : std::string("-");
+      };
+      const std::string what =
+          text("model") + " (device " + text("device") + ", scenario " + text("scenario") + ")";
+      if (const std::string why = config::Int8Problem(params);
+          !why.empty() && warned.insert("int8\n" + what).second)
+        warnings.push_back(config::WhereInMatrix(matrix, params, "precision") +
+                           ": warning: precision int8 of " + what + " will end unsupported: " + why);
+    }
     if (std::string w = CapAboveHostMemory(matrix, params); !w.empty() && warned.insert(w).second) {
       warnings.push_back(std::move(w));
     }

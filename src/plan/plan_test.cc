@@ -216,6 +216,42 @@ TEST(ExpandTest, LabelsShowWhatVariesAndTheModel) {
   EXPECT_EQ(defaults.cells[0].label, "defaults");
 }
 
+// int8 where the torch runner has no int8 form is warned at the precision's place, once per
+// model, device and scenario; the cells stay in the plan (the matrix crosses precisions).
+TEST(ExpandTest, WarnsOfInt8CellsThatWillEndUnsupported) {
+  auto m = config::ParseMatrix(
+      "runner: torch\nmatrix:\n  model: [bert_base, resnet50]\n  precision: [fp32, int8]\n  scenario: "
+      "[infer, "
+      "train]\n  batch_size: [1, 8]\n",
+      "m.yaml");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  auto plan = Expand(*m);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  EXPECT_EQ(plan->cells.size(), 16u);
+  std::vector<std::string> int8;
+  for (const std::string& w : plan->warnings)
+    if (w.find("precision int8") != std::string::npos) int8.push_back(w);
+  ASSERT_EQ(int8.size(), 3u) << "bert_base train, resnet50 infer and train; not bert_base infer";
+  EXPECT_EQ(
+      int8[0],
+      "m.yaml:4:3: warning: precision int8 of bert_base (device cpu, scenario train) will end unsupported: "
+      "int8 is an inference deployment; use scenario infer (scenario train trains)");
+  EXPECT_NE(
+      int8[1].find("of resnet50 (device cpu, scenario infer) will end unsupported: only bert_base has a "
+                   "dynamic int8 form"),
+      std::string::npos)
+      << int8[1];
+  auto cuda = config::ParseMatrix(
+      "runner: torch\nmatrix:\n  model: bert_base\n  precision: int8\n  scenario: infer\n  device: cuda\n",
+      "m.yaml");
+  ASSERT_TRUE(cuda.ok());
+  auto on_cuda = Expand(*cuda);
+  ASSERT_TRUE(on_cuda.ok());
+  ASSERT_EQ(on_cuda->warnings.size(), 1u);
+  EXPECT_NE(on_cuda->warnings[0].find("CPU's quantized engines only"), std::string::npos)
+      << on_cuda->warnings[0];
+}
+
 // A ceiling under twice min_time_s can leave too little after MSER-5's cut: warned at its line.
 TEST(ExpandTest, WarnsWhenMaxTimeCannotHoldTwiceMinTime) {
   auto close = config::ParseMatrix(
