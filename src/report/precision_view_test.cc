@@ -10,7 +10,7 @@ namespace {
 using nlohmann::json;
 
 record::CellRecord Cell(const std::string& id, const std::string& precision,
-                        json extra_params = json::object()) {
+                        const json& extra_params = json::object()) {
   record::CellRecord c;
   c.cell_id = id;
   c.label = "bert_base " + precision;
