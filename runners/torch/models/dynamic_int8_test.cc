@@ -33,9 +33,9 @@ TEST(DynamicInt8Linear, AgreesWithFp32WithinTwoPercent) {
   EXPECT_GT(error, 0.0) << "the int8 path ran (an exact result would mean fp32 ran)";
   std::printf("int8 Linear 64 -> 48 on engine %s: relative error %.4g\n",
               models::QuantizedEngineName().c_str(), error);
-  EXPECT_EQ(int8.weight_elements(), 64 * 48);
-  EXPECT_EQ(int8.weight_bytes(), 64 * 48 + models::kPerTensorQParamBytes);
-  EXPECT_EQ(int8.bias_bytes(), 48 * 4);
+  EXPECT_EQ(int8.weight_elements(), std::int64_t{64} * 48);
+  EXPECT_EQ(int8.weight_bytes(), std::int64_t{64} * 48 + models::kPerTensorQParamBytes);
+  EXPECT_EQ(int8.bias_bytes(), std::int64_t{48} * 4);
 }
 
 TEST(DynamicInt8Linear, SlotFreesTheFp32WeightsAndSwitchesForward) {
