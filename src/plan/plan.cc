@@ -326,8 +326,8 @@ Result<Plan> Expand(const config::Matrix& matrix) {
           text("model") + " (device " + text("device") + ", scenario " + text("scenario") + ")";
       if (const std::string why = config::Int8Problem(params);
           !why.empty() && warned.insert("int8\n" + what).second)
-        warnings.push_back(config::WhereInMatrix(matrix, params, "precision") +
-                           ": warning: precision int8 of " + what + " will end unsupported: " + why);
+        warnings.push_back(fmt::format("{}: warning: precision int8 of {} will end unsupported: {}",
+                                       config::WhereInMatrix(matrix, params, "precision"), what, why));
     }
     if (std::string w = CapAboveHostMemory(matrix, params); !w.empty() && warned.insert(w).second) {
       warnings.push_back(std::move(w));

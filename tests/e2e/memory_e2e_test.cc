@@ -77,13 +77,14 @@ TEST(MemoryE2E, ACellBeyondItsCapEndsOomWithWhatItAskedAndWhatTheCapAllowed) {
   const nlohmann::json& over = capped.at(13);
   EXPECT_EQ(over.at("outcome"), "oom");
   const std::string message = over.at("message");
-  EXPECT_NE(message.find("tried to allocate " + std::to_string(kGiB + 13 * 256 * kMiB) + " bytes"),
-            std::string::npos)
+  EXPECT_NE(
+      message.find("tried to allocate " + std::to_string(kGiB + std::int64_t{13} * 256 * kMiB) + " bytes"),
+      std::string::npos)
       << message;
   EXPECT_NE(message.find("memory_cap allowed " + std::to_string(4 * kGiB) + " bytes (4096 MiB, RLIMIT_DATA)"),
             std::string::npos)
       << message;
-  EXPECT_EQ(over.at("extras").at("oom_requested_bytes"), kGiB + 13 * 256 * kMiB);
+  EXPECT_EQ(over.at("extras").at("oom_requested_bytes"), kGiB + std::int64_t{13} * 256 * kMiB);
   // A cap the cell stays under changes nothing: the same outcome and steps as without one.
   EXPECT_EQ(free.at(12).at("outcome"), "ok");
   EXPECT_EQ(free.at(12).at("measured_steps"), fits.at("measured_steps"));
