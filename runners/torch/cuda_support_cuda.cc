@@ -1,4 +1,5 @@
 // cuda_support.h for a LibTorch with CUDA. Compiled only in the GPU build.
+#include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -90,21 +91,31 @@ std::optional<CudaMemoryCap> CudaApplyMemoryCap(int device_index, std::int64_t c
   if (!torch::cuda::is_available() || device_index >= static_cast<int>(torch::cuda::device_count())) {
     return std::nullopt;
   }
-  // cudaSetDevice creates the primary context; cudaMemGetInfo then sees it in use.
-  if (cudaSetDevice(device_index) != cudaSuccess) return std::nullopt;
-  std::size_t free_bytes = 0;
-  std::size_t total_bytes = 0;
-  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess || total_bytes == 0) return std::nullopt;
   const auto index = static_cast<c10::DeviceIndex>(device_index);
-  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index);
-  CudaMemoryCap cap;
-  cap.cap_bytes = cap_bytes;
-  cap.total_bytes = static_cast<std::int64_t>(total_bytes);
-  cap.fraction = std::min(1.0, static_cast<double>(cap_bytes) / static_cast<double>(total_bytes));
-  cap.outside_allocator_bytes = static_cast<std::int64_t>(total_bytes - free_bytes) -
-                                static_cast<std::int64_t>(stats.reserved_bytes[kAggregate].current);
-  c10::cuda::CUDACachingAllocator::setMemoryFraction(cap.fraction, index);
-  return cap;
+  try {
+    // The caching allocator exists only after LibTorch's lazy CUDA initialisation, which the first
+    // CUDA tensor triggers (Python's set_per_process_memory_fraction calls torch.cuda._lazy_init
+    // first; before it, LibTorch 2.11's allocator throws "Invalid device argument"). A one-element
+    // tensor, freed and its block returned, initialises it.
+    { const at::Tensor probe = at::empty({1}, at::TensorOptions().device(at::Device(at::kCUDA, index))); }
+    c10::cuda::CUDACachingAllocator::emptyCache();
+    // The tensor above created the primary context; cudaMemGetInfo sees it in use.
+    if (cudaSetDevice(device_index) != cudaSuccess) return std::nullopt;
+    std::size_t free_bytes = 0;
+    std::size_t total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess || total_bytes == 0) return std::nullopt;
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index);
+    CudaMemoryCap cap;
+    cap.cap_bytes = cap_bytes;
+    cap.total_bytes = static_cast<std::int64_t>(total_bytes);
+    cap.fraction = std::min(1.0, static_cast<double>(cap_bytes) / static_cast<double>(total_bytes));
+    cap.outside_allocator_bytes = static_cast<std::int64_t>(total_bytes - free_bytes) -
+                                  static_cast<std::int64_t>(stats.reserved_bytes[kAggregate].current);
+    c10::cuda::CUDACachingAllocator::setMemoryFraction(cap.fraction, index);
+    return cap;
+  } catch (const c10::Error&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace dlbench::torchrunner
