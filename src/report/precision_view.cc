@@ -131,6 +131,9 @@ std::vector<PrecisionGroup> PrecisionTradeOff(const std::vector<record::CellReco
   std::vector<std::vector<const record::CellRecord*>> members;
   for (const record::CellRecord& c : cells) {
     if (c.outcome != record::Outcome::kOk) continue;
+    // A converge cell trains to a target: its precisions are compared by time to target (show's
+    // convergence table), and it records no evaluation outputs to set against fp32's.
+    if (const auto sc = c.params.find("scenario"); sc != c.params.end() && *sc == "converge") continue;
     auto [it, inserted] = group_of.emplace(OtherParams(c), members.size());
     if (inserted) members.emplace_back();
     auto& group = members[it->second];

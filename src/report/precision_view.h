@@ -66,7 +66,8 @@ struct PrecisionRow {
   bool most_accurate = false;  // of the non-fp32 rows with figures: highest top-1, then lowest mean diff
 };
 
-// The cells that differ only in precision (same other parameters, ok outcome), when there are
+// The cells that differ only in precision (same other parameters, ok outcome, not scenario
+// converge), when there are
 // at least two precisions: one row per precision, in the order the cells ran; of several cells
 // at one precision (repetitions) the lowest repetition.
 struct PrecisionGroup {

@@ -122,6 +122,19 @@ TEST(CompareWithFp32, ComparesWithTheReferenceAndNamesAMissingEvaluation) {
   EXPECT_DOUBLE_EQ(a.mean_abs_diff, 0.25);
 }
 
+// Converge cells (trained to a target, no evaluation outputs) form no precision table; infer
+// cells beside them still do.
+TEST(PrecisionTradeOff, LeavesConvergeCellsOut) {
+  std::vector<record::CellRecord> cells = {Cell("c32", "fp32", {{"scenario", "converge"}}),
+                                           Cell("c16", "bf16", {{"scenario", "converge"}}),
+                                           Cell("i32", "fp32"), Cell("i16", "bf16")};
+  const std::vector<PrecisionGroup> groups = PrecisionTradeOff(cells);
+  ASSERT_EQ(groups.size(), 1u);
+  ASSERT_EQ(groups[0].rows.size(), 2u);
+  EXPECT_EQ(groups[0].rows[0].cell->cell_id, "i32");
+  EXPECT_EQ(groups[0].rows[1].cell->cell_id, "i16");
+}
+
 TEST(PrecisionTradeOff, OneRowPerPrecisionWithTheFastestAndTheMostAccurateMarked) {
   std::vector<record::CellRecord> cells = {Cell("fp32", "fp32"), Cell("bf16", "bf16"), Cell("int8", "int8"),
                                            Cell("int8#r1", "int8"),
