@@ -548,10 +548,16 @@ CellAnalysis AnalyzeCell(const AnalysisInput& input) {
   if (auto it = map.find(std::string(series::kHostMemUsedBytes)); it != map.end()) {
     metrics.Add(metric::kHostMemUsedPeakBytes, MaxOf(ValuesIn(it->second, w)));
   }
-  std::vector<std::string> leaks;
+  // The leak tests' window: the measured window, or its second half when it holds the warm-up.
+  Window growth_window = w;
+  if (input.window_holds_warmup && steps.size() >= 2) {
+    growth_window.start_ns = steps[steps.size() / 2].start_ns;
+    result.info["leak_test_from_step"] =
+        input.window.first_step + static_cast<std::int64_t>(steps.size() / 2);
+  }
   if (auto it = map.find(std::string(series::kProcRssBytes)); it != map.end()) {
     metrics.Add(metric::kProcRssPeakBytes, MaxOf(ValuesIn(it->second, w)));
-    auto leak = Growth(it->second, w, steps,
+    auto leak = Growth(it->second, growth_window, steps,
                        {metric::kRssGrowthBytesPerStep, metric::kRssGrowthBytesPerStepCiLow,
                         metric::kRssGrowthBytesPerStepCiHigh},
                        "host RSS", metrics, result.info);
@@ -568,7 +574,7 @@ CellAnalysis AnalyzeCell(const AnalysisInput& input) {
     Series proc_mem = SumPerRound(proc_mem_by_gpu, all);
     std::vector<double> values = ValuesIn(proc_mem, w);
     metrics.Add(metric::kDeviceProcMemPeakBytes, MaxOf(values));
-    auto leak = Growth(proc_mem, w, steps,
+    auto leak = Growth(proc_mem, growth_window, steps,
                        {metric::kDeviceMemGrowthBytesPerStep, metric::kDeviceMemGrowthBytesPerStepCiLow,
                         metric::kDeviceMemGrowthBytesPerStepCiHigh},
                        "device memory", metrics, result.info);

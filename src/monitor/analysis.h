@@ -31,6 +31,11 @@ struct AnalysisInput {
   // limit is in the fingerprint), so it is reported as a warning; thermal and hardware slowdowns
   // always invalidate.
   bool power_cap_invalidates = false;
+  // Whether the window starts at the run's first step with no warm-up cut (a converge cell's
+  // `whole_run` window): start-up allocations (allocator pools, thread pools, the first
+  // evaluation's buffers) then sit inside it and read as growth, so the leak test judges only the
+  // window's second half (by steps), where a real leak still grows as it did from the start.
+  bool window_holds_warmup = false;
   // The processes outside the driver's tree that used the most CPU while the cell ran
   // (busy_processes.h: DescribeBusiest); a `contended` reason names them. Empty: not known.
   std::string busiest_elsewhere;

@@ -247,6 +247,36 @@ TEST(AnalysisTest, FlatRssIsNeverCalledALeakAcross200Seeds) {
   EXPECT_EQ(flagged, 0);
 }
 
+// A converge cell's whole-run window starts at step 0, so the runner's start-up growth sits
+// inside it: RSS climbing 40 MiB over the first 200 of 420 steps, then flat (the CI failure of
+// 2026-12-02 read such a cell "leaking: host RSS grows 19360 B/step"). With the window marked as
+// holding its warm-up, only the second half is judged: no leak; a real leak still shows there.
+AnalysisInput WholeRunRss(std::uint32_t seed, double leak_per_step) {
+  AnalysisInput in = RssRun(seed, leak_per_step);
+  in.window = record::MeasuredWindow{0, 420};
+  in.window_holds_warmup = true;
+  for (auto& p : in.series) {
+    const double steps_done = static_cast<double>(p.t_ns) / 73'000'000;
+    p.value += std::floor(std::min(steps_done, 200.0) / 200.0 * (40 << 20) / 4096) * 4096;
+  }
+  return in;
+}
+
+TEST(AnalysisTest, AWholeRunWindowJudgesGrowthOverItsSecondHalf) {
+  for (std::uint32_t seed = 1; seed <= 20; ++seed) {
+    AnalysisInput startup = WholeRunRss(seed, 0);
+    startup.window_holds_warmup = false;
+    EXPECT_EQ(AnalyzeCell(startup).verdict_reasons.size(), 1u)
+        << "seed " << seed << ": judged from step 0, start-up reads as growth";
+    const auto a = AnalyzeCell(WholeRunRss(seed, 0));
+    EXPECT_TRUE(a.verdict_reasons.empty()) << "seed " << seed << ": " << a.verdict_reasons[0];
+    EXPECT_EQ(a.info.value("leak_test_from_step", -1), 210);
+    const auto leak = AnalyzeCell(WholeRunRss(seed, 65536));
+    ASSERT_EQ(leak.verdict_reasons.size(), 1u) << "seed " << seed;
+    EXPECT_NEAR(Metric(leak, "rss_growth_bytes_per_step"), 65536, 0.05 * 65536) << "seed " << seed;
+  }
+}
+
 TEST(AnalysisTest, DeviceMemoryGrowingInAllocatorSegmentsIsALeak) {
   auto in = BaseInput();
   in.steps = Steps(0, 50'000'000, 600);

@@ -77,10 +77,14 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
                                      const RunCellFn& run_cell) {
   const stats::BoundarySearchSettings settings = BoundarySettings(cell);
   const std::int64_t probe_steps = IntParam(cell, "boundary_probe_steps", config::kDefaultBoundaryProbeSteps);
+  // A probe asks one thing: do probe_steps steps run without running out of memory? It is not a
+  // measurement, so none of the measure block's minimums apply: with the defaults (min_steps 10,
+  // min_warmup_steps 2) a 5-step probe ended `invalid` for too little data and stopped the search
+  // at its first probe (seen on the H200, 2026-12-02). Any step after the warm-up cut is enough.
   CellRunOptions probe_options = options;
   probe_options.measure.max_steps = probe_steps;
-  probe_options.measure.min_steps = std::min(probe_options.measure.min_steps, probe_steps);
-  probe_options.measure.min_warmup_steps = std::min(probe_options.measure.min_warmup_steps, probe_steps);
+  probe_options.measure.min_steps = 1;
+  probe_options.measure.min_warmup_steps = 0;
   probe_options.measure.min_time_s = 0;
 
   std::vector<record::CellRecord> probes;

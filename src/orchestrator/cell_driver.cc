@@ -72,6 +72,7 @@ void AddMonitorAnalysis(std::vector<record::SeriesPoint> idle_series, record::Ce
   in.series = std::move(rec.series);
   in.steps = std::move(rec.steps);
   in.window = rec.window.value_or(record::MeasuredWindow{});
+  in.window_holds_warmup = rec.warmup_rule == measure::kWholeRunRule;
   const auto scenario = rec.params.find("scenario");
   in.scenario =
       scenario != rec.params.end() && scenario->is_string() && scenario->get<std::string>() == "infer"

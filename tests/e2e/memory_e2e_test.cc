@@ -131,6 +131,29 @@ TEST(MemoryE2E, BatchSizeMaxEqualsABruteForceSweepUnderTheSameCap) {
   EXPECT_EQ(cell.at("extras").at("memory_cap").at("mechanism"), "RLIMIT_DATA");
 }
 
+// The same search under the default measure block (min_steps 10, min_warmup_steps 2, min_time_s
+// 1), with steps of 100 ms so that each record is a frame of its own, as a real model's are: a
+// probe runs boundary_probe_steps (5) steps, fewer than min_steps, and must still count as
+// fitting. On the H200 (2026-12-02) the first probe ended `invalid` (too little data: 4 measured
+// steps after 2 warm-up steps < min_steps 5) and the search stopped there.
+TEST(MemoryE2E, ProbesFitUnderTheDefaultMeasureSettings) {
+  TempDir dir("memory_default_measure");
+  const std::string matrix = dir / "m.yaml", db = dir / "m.db";
+  WriteText(matrix,
+            "runner: null\nmeasure: {max_time_s: 30}\nmatrix:\n  virtual_time: true\n  step_ms: 100\n" +
+                Model() + "  memory_cap: 4GiB\n  batch_size: max\n");
+  auto run = Dlbench({"run", matrix}, dir, db);
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  const nlohmann::json cells = Cells(dir, db);
+  ASSERT_EQ(cells.size(), 1u);
+  const nlohmann::json& cell = cells.at(0);
+  EXPECT_EQ(cell.at("outcome"), "ok") << cell.at("message");
+  EXPECT_EQ(Metric(cell, "boundary_batch_size"), 12.0);
+  for (const nlohmann::json& p : cell.at("extras").at("boundary_search").at("probes"))
+    EXPECT_EQ(p.at("outcome"), p.at("fits").get<bool>() ? "ok" : "oom") << p.dump();
+  EXPECT_GE(Metric(cell, "measured_steps"), 10.0) << "the cell measured at the batch found keeps min_steps";
+}
+
 // Every probe fails: one probe, the cell oom. None fails (no cap): the probe cap ends it, with
 // a warning saying what is known. `plan` states the most probes before anything runs.
 TEST(MemoryE2E, ProbesAreBoundedWhenEveryProbeFailsAndWhenNoneDoes) {
