@@ -301,6 +301,8 @@ void Throttling(const SeriesMap& map, const Window& w, bool power_cap_invalidate
 }
 
 // Why a training cell's GPU sits idle, from its step records.
+// The largest cause of a GPU kept waiting that the step records show ("likely cause: data wait
+// ..."), or "" when none is large enough to name.
 std::string LowBusyCause(const std::vector<StepRecord>& steps, const Window& w) {
   double in_steps = 0, wait = 0, wait_base = 0, comm = 0, comm_base = 0, other = 0, other_base = 0;
   for (const auto& s : steps) {
@@ -353,9 +355,47 @@ std::string LowBusyCause(const std::vector<StepRecord>& steps, const Window& w) 
   auto best = std::max_element(causes.begin(), causes.end(),
                                [](const Cause& a, const Cause& b) { return a.fraction < b.fraction; });
   if (best != causes.end() && best->fraction >= kMinCauseFraction) return "likely cause: " + best->text;
-  return "cause not visible in the step records (no phase times, no gaps): small kernels or launch overhead "
-         "are "
-         "likely; profile a window of steps";
+  return "";
+}
+
+constexpr const char* kCauseNotVisible =
+    "cause not visible in the step records (no phase times, no gaps): small kernels or launch overhead are "
+    "likely; profile a window of steps";
+
+// The host's side of a GPU kept waiting (analysis.h, kHostBoundMinCores): "host-bound (kernel
+// launch): ..." or "the host was not busy either: ...", with info.bound; "" when the runner's CPU
+// time is unknown or between the two thresholds.
+std::string HostFinding(double gpu_busy_pct, std::optional<double> runner_cores, nlohmann::json& info) {
+  if (!runner_cores || !std::isfinite(*runner_cores)) return "";
+  const char* kind = nullptr;
+  std::string text;
+  if (*runner_cores >= kHostBoundMinCores && *runner_cores < kHostBoundMaxLaunchCores) {
+    kind = "host_bound";
+    text = fmt::format(
+        "host-bound (kernel launch): the runner's process used {:.2f} CPU cores while the GPU idled {:.0f}% "
+        "of "
+        "the window, so launching kernels sets the pace; what would help: a larger batch_size (more work per "
+        "launch), fewer and fused kernels (a compiled model), or replaying the step as a CUDA graph",
+        *runner_cores, 100 - gpu_busy_pct);
+  } else if (*runner_cores >= kHostBoundMaxLaunchCores) {
+    kind = "host_bound";
+    text = fmt::format(
+        "host-bound: the runner's process used {:.2f} CPU cores while the GPU idled {:.0f}% of the window, "
+        "more "
+        "than the one thread that launches kernels: CPU work inside the step (pre-processing, CPU operators) "
+        "sets the pace; profile the host side of a step",
+        *runner_cores, 100 - gpu_busy_pct);
+  } else if (*runner_cores < kHostIdleMaxCores) {
+    kind = "host_idle";
+    text = fmt::format(
+        "the host was not busy either (the runner's process used {:.2f} CPU cores): the step waits on "
+        "something that is neither GPU nor CPU work (synchronisation, I/O, sleeps, another process)",
+        *runner_cores);
+  } else {
+    return "";
+  }
+  info["bound"] = {{"kind", kind}, {"gpu_busy_pct", gpu_busy_pct}, {"runner_cores", *runner_cores}};
+  return text;
 }
 
 // Host CPU cores busy outside the runner's process tree over [start, end]: the whole host's busy
@@ -581,10 +621,22 @@ CellAnalysis AnalyzeCell(const AnalysisInput& input) {
     if (!leak.empty()) result.verdict_reasons.push_back(leak);
   }
 
-  if (input.scenario == Scenario::kTrain && !util.empty() && util_mean < kTrainingMinGpuBusyPct) {
-    result.warnings.push_back(
-        fmt::format("GPU busy {:.0f}% of the measured window (below {:.0f}% for training); {}", util_mean,
-                    kTrainingMinGpuBusyPct, LowBusyCause(steps, w)));
+  if (!util.empty() && util_mean < kTrainingMinGpuBusyPct) {
+    std::optional<double> runner_cores;
+    if (auto it = map.find(std::string(series::kProcCpuS)); it != map.end()) {
+      if (auto cpu_s = CounterDelta(it->second, w)) runner_cores = *cpu_s / w.seconds();
+    }
+    // A cause the step records show (data wait, communication, gaps) comes first: an input
+    // pipeline's workers in the runner's process also keep its CPU busy.
+    std::string cause = LowBusyCause(steps, w);
+    if (cause.empty()) cause = HostFinding(util_mean, runner_cores, result.info);
+    if (input.scenario == Scenario::kTrain) {
+      result.warnings.push_back(
+          fmt::format("GPU busy {:.0f}% of the measured window (below {:.0f}% for training); {}", util_mean,
+                      kTrainingMinGpuBusyPct, cause.empty() ? kCauseNotVisible : cause));
+    } else if (!cause.empty()) {
+      result.warnings.push_back(fmt::format("GPU busy {:.0f}% of the measured window; {}", util_mean, cause));
+    }
   }
   return result;
 }

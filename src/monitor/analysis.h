@@ -89,6 +89,16 @@ inline constexpr double kLeakFloorBytesPerStep = 4096;     // one page per step
 inline constexpr double kLeakFloorFractionPerStep = 1e-5;  // 0.1% of the level per 100 steps
 inline constexpr std::size_t kLeakMinSamples = 10;
 inline constexpr double kTrainingMinGpuBusyPct = 70;
+// What kept a GPU waiting (any scenario, GPU busy under kTrainingMinGpuBusyPct of the window): the
+// runner's process tree using at least kHostBoundMinCores of a CPU core is host-bound (the thread
+// that launches kernels saturates its core, so the launches set the pace); under
+// kHostIdleMaxCores the host was not busy either, and the step waits on something else. Between
+// the two nothing is said. The finding is a warning (the measurement is sound; the workload is
+// what it is) and info.bound: {kind: host_bound | host_idle, gpu_busy_pct, runner_cores}.
+inline constexpr double kHostBoundMinCores = 0.85;
+// From this many cores the runner does CPU work of its own in the step, beyond launching kernels.
+inline constexpr double kHostBoundMaxLaunchCores = 1.5;
+inline constexpr double kHostIdleMaxCores = 0.5;
 // A cell is contended when, during its measured window, this many CPU cores on average were busy
 // outside the runner's process tree (the dlbench driver and its monitor included, which use a
 // few percent of one core), or when any other process computed on one of its GPUs.

@@ -319,6 +319,72 @@ TEST(AnalysisTest, LowGpuBusyInTrainingNamesDataWait) {
       << a.warnings[0];
 }
 
+// The GPU busy 60% of the window with no cause in the step records: the runner's CPU time says
+// which side waits. proc.cpu_s grows `cores` seconds per second (window 2 s..12 s).
+TEST(AnalysisTest, LowGpuBusyWithoutAVisibleCauseIsJudgedByTheRunnersCpu) {
+  struct Case {
+    Scenario scenario;
+    double cores;
+    const char* kind;     // info.bound.kind, or "" for none
+    const char* warning;  // a substring of the one warning, or "" for no warning
+  };
+  const Case cases[] = {
+      {Scenario::kTrain, 0.98, "host_bound",
+       "below 70% for training); host-bound (kernel launch): the runner's "
+       "process used 0.98 CPU cores while the GPU idled 40%"},
+      {Scenario::kInfer, 0.98, "host_bound",
+       "GPU busy 60% of the measured window; host-bound (kernel launch)"},
+      {Scenario::kInfer, 3.0, "host_bound", "host-bound: the runner's process used 3.00 CPU cores"},
+      {Scenario::kInfer, 0.2, "host_idle", "the host was not busy either (the runner's process used 0.20"},
+      {Scenario::kInfer, 0.7, "", ""},
+      {Scenario::kTrain, 0.7, "", "cause not visible in the step records"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(testing::Message() << "cores " << c.cores
+                                    << (c.scenario == Scenario::kTrain ? " train" : " infer"));
+    auto in = BaseInput();
+    in.scenario = c.scenario;
+    AddSeries(in.series, "gpu0.sm_util_pct", 0, 13 * kSecond, 100'000'000, [](std::int64_t) { return 60.0; });
+    const double cores = c.cores;
+    AddSeries(in.series, "proc.cpu_s", 0, 13 * kSecond, 100'000'000,
+              [cores](std::int64_t t) { return cores * static_cast<double>(t) / kSecond; });
+    const auto a = AnalyzeCell(in);
+    EXPECT_TRUE(a.verdict_reasons.empty()) << "a finding about the workload, not an invalid measurement";
+    if (*c.kind == '\0') {
+      EXPECT_FALSE(a.info.contains("bound"));
+    } else {
+      ASSERT_TRUE(a.info.contains("bound"));
+      EXPECT_EQ(a.info["bound"]["kind"], c.kind);
+      EXPECT_NEAR(a.info["bound"]["runner_cores"].get<double>(), c.cores, 1e-9);
+      EXPECT_DOUBLE_EQ(a.info["bound"]["gpu_busy_pct"].get<double>(), 60.0);
+    }
+    if (*c.warning == '\0') {
+      EXPECT_TRUE(a.warnings.empty()) << a.warnings[0];
+    } else {
+      ASSERT_EQ(a.warnings.size(), 1u);
+      EXPECT_NE(a.warnings[0].find(c.warning), std::string::npos) << a.warnings[0];
+    }
+  }
+}
+
+// A cause the step records show wins over the runner's CPU time: an input pipeline's workers live
+// in the runner's process and keep it busy while the step waits for data.
+TEST(AnalysisTest, AVisibleCauseComesBeforeTheHostFinding) {
+  auto in = BaseInput();
+  in.scenario = Scenario::kTrain;
+  for (auto& row : in.steps) {
+    row.record.data_wait_ns = 600'000'000;
+    row.record.present = record::kHasDataWait;
+  }
+  AddSeries(in.series, "gpu0.sm_util_pct", 0, 13 * kSecond, 100'000'000, [](std::int64_t) { return 40.0; });
+  AddSeries(in.series, "proc.cpu_s", 0, 13 * kSecond, 100'000'000,
+            [](std::int64_t t) { return 1.9 * static_cast<double>(t) / kSecond; });
+  const auto a = AnalyzeCell(in);
+  ASSERT_EQ(a.warnings.size(), 1u);
+  EXPECT_NE(a.warnings[0].find("likely cause: data wait"), std::string::npos) << a.warnings[0];
+  EXPECT_FALSE(a.info.contains("bound"));
+}
+
 TEST(AnalysisTest, LowGpuBusyNamesGapsBetweenSteps) {
   AnalysisInput in;
   in.scenario = Scenario::kTrain;
