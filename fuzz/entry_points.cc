@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "common/text.h"
 #include "config/matrix.h"
+#include "idx/idx.h"
 #include "plan/estimate.h"
 #include "plan/plan.h"
 #include "protocol/wire.h"
@@ -23,6 +24,8 @@
 #include "report/metrics_server.h"
 #include "report/prometheus.h"
 #include "store/sqlite_store.h"
+#include "tfrecord/example.h"
+#include "tfrecord/record.h"
 
 namespace dlbench::fuzz {
 namespace {
@@ -131,6 +134,38 @@ int FuzzFrames(const std::uint8_t* data, std::size_t size) {
 int FuzzProgress(const std::uint8_t* data, std::size_t size) {
   auto progress = report::ParseProgress(Text(data, size));
   if (progress.ok()) DLBENCH_CHECK(progress->pid >= 0, "a parsed pid is a process id");
+  return 0;
+}
+
+int FuzzTfRecord(const std::uint8_t* data, std::size_t size) {
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  std::int64_t next = 0;
+  // 64 KiB: an input's length field beyond it is refused, as a real file's beyond the default is.
+  const Status scanned = tfrecord::ScanRecords(
+      bytes, "fuzz.tfrecord",
+      [&](const tfrecord::RecordSpan& span, std::string_view record) {
+        DLBENCH_CHECK(span.offset == next, "records are found back to back from the start");
+        DLBENCH_CHECK(span.length == static_cast<std::int64_t>(record.size()),
+                      "a span's length is its data's");
+        const std::string framed = tfrecord::FrameRecord(record);
+        DLBENCH_CHECK(bytes.substr(static_cast<std::size_t>(span.offset), framed.size()) == framed,
+                      "a record re-frames to the bytes it was read from");
+        next = span.offset + static_cast<std::int64_t>(framed.size());
+        auto example = tfrecord::ParseImageExample(record);
+        if (!example.ok()) return;
+        auto again =
+            tfrecord::ParseImageExample(tfrecord::EncodeImageExample(example->encoded, example->label));
+        DLBENCH_CHECK(again.ok() && again->encoded == example->encoded && again->label == example->label,
+                      "an Example re-encodes to the same image and label");
+      },
+      std::int64_t{1} << 16);
+  if (scanned.ok())
+    DLBENCH_CHECK(next == static_cast<std::int64_t>(size), "a clean scan covers the whole file");
+  auto array = idx::ParseIdx(bytes, "fuzz.idx");
+  if (array.ok()) {
+    DLBENCH_CHECK(array->data.size() == array->count() * idx::ElementBytes(array->type),
+                  "an IDX array holds its dimensions' product of elements");
+  }
   return 0;
 }
 

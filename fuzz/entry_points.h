@@ -26,7 +26,11 @@ int FuzzProgress(const std::uint8_t* data, std::size_t size);
 // server's inactivity timeout is 1 s here, so an input that only waits for it costs about 1 s.
 int FuzzHttp(const std::uint8_t* data, std::size_t size);
 
-// The TFRecord reader of the input pipeline (issue 12) gets its target here when it lands:
-// int FuzzTfRecord(const std::uint8_t* data, std::size_t size), with fuzz/corpus/tfrecord/.
+// The bytes as a TFRecord file (tfrecord::ScanRecords, both CRCs checked), each record's data
+// parsed as a tf.train.Example (ParseImageExample), and the same bytes as an IDX file
+// (idx::ParseIdx, the Fashion-MNIST reader). A record found re-frames to the bytes at its span; an
+// Example parsed re-encodes and parses to the same image and label; an IDX array holds exactly
+// its dimensions' product of elements.
+int FuzzTfRecord(const std::uint8_t* data, std::size_t size);
 
 }  // namespace dlbench::fuzz

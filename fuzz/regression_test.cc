@@ -51,6 +51,7 @@ TEST(FuzzRegressionTest, Matrix) { Replay("matrix", &FuzzMatrix); }
 TEST(FuzzRegressionTest, Frames) { Replay("frames", &FuzzFrames); }
 TEST(FuzzRegressionTest, Progress) { Replay("progress", &FuzzProgress); }
 TEST(FuzzRegressionTest, Http) { Replay("http", &FuzzHttp); }
+TEST(FuzzRegressionTest, TfRecord) { Replay("tfrecord", &FuzzTfRecord); }
 
 }  // namespace
 }  // namespace dlbench::fuzz

@@ -3,7 +3,11 @@
 # bounded time over its seed corpus (docs/testing.md).
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]   SECONDS per target (default $DLBENCH_FUZZ_SECONDS or 45),
-#                                           TARGETs among matrix frames progress http (default all)
+#                                           TARGETs among matrix frames progress http tfrecord
+#                                           (default all)
+#
+# Targets run DLBENCH_JOBS (default nproc) at a time, each fuzzer single-threaded, so on 2 cores
+# five targets of 45 s take about 3 x 45 s.
 #
 # New inputs a run finds go to build-asan/fuzz-corpus/<target>/ (not the tree); a crash is saved as
 # build-asan/fuzz-artifacts/<target>/crash-* and fails the script: copy it to
@@ -16,7 +20,7 @@ if [ $# -gt 0 ] && [[ "$1" =~ ^[0-9]+$ ]]; then
   shift
 fi
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(matrix frames progress http)
+[ ${#targets[@]} -gt 0 ] || targets=(matrix frames progress http tfrecord)
 jobs="${DLBENCH_JOBS:-$(nproc)}"
 
 scripts/configure-asan.sh >/dev/null
@@ -24,20 +28,43 @@ cmake --build build-asan -j "$jobs" --target fuzzers
 
 export ASAN_OPTIONS="detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
-status=0
-for target in "${targets[@]}"; do
-  corpus="build-asan/fuzz-corpus/$target"
-  artifacts="build-asan/fuzz-artifacts/$target"
-  mkdir -p "$corpus" "$artifacts"
-  echo "== fuzz $target for ${seconds} s"
+# One target: its corpus and artifacts folders, its log in build-asan/fuzz-logs/; exit status 1 on
+# a finding (or a fuzzer that had to be killed).
+fuzz_one() {
+  local target="$1"
+  local corpus="build-asan/fuzz-corpus/$target"
+  local artifacts="build-asan/fuzz-artifacts/$target"
+  mkdir -p "$corpus" "$artifacts" build-asan/fuzz-logs
   # -max_len: a matrix file or an HTTP request of 64 KiB exercises every path a larger one does.
   # -timeout: one input taking longer is a hang. -rss_limit_mb: a leak or a runaway allocation.
   # The outer SIGKILL bound: a fuzzer that hit its memory limit was seen never to exit.
-  if ! timeout -s KILL "$((seconds + 120))" "build-asan/bin/fuzz_$target" -max_total_time="$seconds" -max_len=65536 -timeout=25 \
-      -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/" \
-      "$corpus" "fuzz/corpus/$target" "fuzz/regressions/$target"; then
-    echo "fuzz $target FAILED: the input is in $artifacts/; copy it to fuzz/regressions/$target/ and fix" >&2
+  timeout -s KILL "$((seconds + 120))" "build-asan/bin/fuzz_$target" -max_total_time="$seconds" -max_len=65536 -timeout=25 \
+    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/" \
+    "$corpus" "fuzz/corpus/$target" "fuzz/regressions/$target" > "build-asan/fuzz-logs/$target.log" 2>&1
+}
+
+status=0
+pids=()
+names=()
+# Wait for the oldest running target, print its log's tail and record its result.
+reap() {
+  local target="${names[0]}"
+  if wait "${pids[0]}"; then
+    echo "== fuzz $target: passed ($(grep -ho 'stat::number_of_executed_units: *[0-9]*' "build-asan/fuzz-logs/$target.log" | grep -o '[0-9]*$' || echo '?') inputs)"
+  else
+    tail -40 "build-asan/fuzz-logs/$target.log"
+    echo "fuzz $target FAILED: the input is in build-asan/fuzz-artifacts/$target/; copy it to fuzz/regressions/$target/ and fix" >&2
     status=1
   fi
+  pids=("${pids[@]:1}")
+  names=("${names[@]:1}")
+}
+for target in "${targets[@]}"; do
+  [ "${#pids[@]}" -lt "$jobs" ] || reap
+  echo "== fuzz $target for ${seconds} s"
+  fuzz_one "$target" &
+  pids+=("$!")
+  names+=("$target")
 done
+while [ "${#pids[@]}" -gt 0 ]; do reap; done
 exit "$status"

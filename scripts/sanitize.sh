@@ -38,6 +38,7 @@ case "$kind" in
     # their own (the monitor's sampler thread, the orchestrator's watchdog and readers, serve).
     targets=(monitor_test monitor_analysis_test orchestrator_test report_server_test dlbench-null)
     cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDLBENCH_SANITIZE=thread \
+      -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
       -DDLBENCH_WITH_TORCH=OFF -DDLBENCH_BUILD_BENCH=OFF ${DLBENCH_CMAKE_ARGS:-}
     cmake --build build-tsan -j "$jobs" --target "${targets[@]}"
     # A high ASLR entropy (vm.mmap_rnd_bits > 28) breaks TSan's fixed memory layout on some
