@@ -60,7 +60,7 @@ def test_reader_reassembles_frames_fed_one_byte_at_a_time():
 
 
 def test_unknown_type_is_a_violation_as_soon_as_the_header_is_complete():
-    for bad_type in (0, 10, 0xFFFF):
+    for bad_type in (0, 11, 0xFFFF):
         reader = FrameReader()
         reader.feed(bytes.fromhex("05000000") + bad_type.to_bytes(2, "little") + b"\0\0")
         with pytest.raises(ProtocolError, match="unknown frame type %d" % bad_type):
