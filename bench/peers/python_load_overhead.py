@@ -75,8 +75,8 @@ def report(name, result, records, wall):
         delay = sorted(r.issued_ns - r.scheduled_ns for r in records)
         span_s = (records[-1].scheduled_ns - records[0].scheduled_ns) / 1e9
         issue_span_s = (max(r.issued_ns for r in records) - min(r.issued_ns for r in records)) / 1e9
-        line += "   delay %7.2f %8.2f us   issued %.4f of the scheduled rate" % (
-            sum(delay) / len(delay) / 1e3, percentile(delay, 0.99) / 1e3,
+        line += "   delay mean %.2f p50 %.2f p99 %.2f us, issued %.4f of the scheduled rate" % (
+            sum(delay) / len(delay) / 1e3, percentile(delay, 0.5) / 1e3, percentile(delay, 0.99) / 1e3,
             span_s / issue_span_s if issue_span_s > 0 else float("nan"))
     print(line)
 

@@ -189,7 +189,8 @@ TEST(LoadRulesTest, ACommandRunnersLoadKeysAreTypedAndCheckedWithTheirPosition) 
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().message,
             "m.yaml:6:21: error: latency_bound_ms: expected a number > 0 and <= 10000000 (got '0')");
-  auto scenario = ParseMatrix("runner: {command: [x]}\nmatrix:\n  scenario: infer\n  load: burst\n", "m.yaml");
+  auto scenario =
+      ParseMatrix("runner: {command: [x]}\nmatrix:\n  scenario: infer\n  load: burst\n", "m.yaml");
   ASSERT_FALSE(scenario.ok());
   EXPECT_NE(scenario.error().message.find("m.yaml:4:9: error: load: expected one of"), std::string::npos)
       << scenario.error().message;

@@ -33,7 +33,6 @@ from __future__ import annotations
 import collections
 import json
 import math
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -68,9 +67,6 @@ FLUSH_INTERVAL_NS = 50_000_000
 #: The last stretch of a wait for a scheduled time is spun rather than slept: a timed wake-up is
 #: tens of microseconds late, and lateness counts against the server (MonotonicLoadClock's 100 us).
 SPIN_NS = 100_000
-#: The interpreter's switch interval during a server run (sys.setswitchinterval; Python's default is
-#: 5 ms): the longest the issue thread waits for the GIL behind a thread running Python code.
-SWITCH_INTERVAL_S = 50e-6
 #: After the last issue, how long the server's outstanding queries may take to complete.
 DRAIN_TIMEOUT_NS = 10_000_000_000
 
@@ -694,17 +690,6 @@ class _ServerRun:
 
     # The issue thread ---------------------------------------------------------------------------
     def run(self) -> LoadResult:
-        # A thread that wants the interpreter waits at most the switch interval (5 ms by default)
-        # for one that holds it; an arrival would be that late. The run shortens it, so that the
-        # issue thread's wake-ups are not held back by the workers' or the flush thread's Python.
-        switch = sys.getswitchinterval()
-        sys.setswitchinterval(min(switch, SWITCH_INTERVAL_S))
-        try:
-            return self._run()
-        finally:
-            sys.setswitchinterval(switch)
-
-    def _run(self) -> LoadResult:
         s, limits = self.s, self.limits
         schedule = QuerySchedule(s, self.library_size)
         clock, mono = _clock_gettime_ns, _CLOCK_MONOTONIC
