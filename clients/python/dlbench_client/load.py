@@ -686,7 +686,14 @@ class _ServerRun:
             self.flush_wake.clear()
             if self.flush_quit:
                 return
-            self.deliver()
+            try:
+                self.deliver()
+            except BaseException as e:  # a record the session refused: the run ends, the issue thread raises it
+                with self.cv:
+                    if self.failure is None:
+                        self.failure = e
+                    self.stop = True
+                return
 
     # The issue thread ---------------------------------------------------------------------------
     def run(self) -> LoadResult:
@@ -720,13 +727,16 @@ class _ServerRun:
                     reason = "max_time"
                     break
                 # A free slot: the one `cap` queries back must have been sent.
-                while n - self.flushed >= cap:
+                while n - self.flushed >= cap and not self.stop:
                     if n - sum(self.completed) >= cap:
                         reason = "too_many_outstanding"
                         break
                     self.flush_wake.set()
                     time.sleep(0.0005)
                 if reason == "too_many_outstanding":
+                    break
+                if self.stop:
+                    reason = "stopped"
                     break
                 slot = n & mask
                 self.sample[slot] = q.first_sample
@@ -764,7 +774,11 @@ class _ServerRun:
         self.flush_quit = True
         self.flush_wake.set()
         flusher.join()
-        self.deliver()
+        try:
+            self.deliver()
+        except BaseException as e:
+            if self.failure is None:
+                self.failure = e
         if self.failure is not None:
             raise self.failure
         completed = sum(self.completed)

@@ -345,7 +345,11 @@ class RunnerSession:
         present = 0
         pre = h2d = compute = d2h = post = 0
         if phases is not None:
-            p0, p1, p2, p3, p4 = phases
+            try:
+                p0, p1, p2, p3, p4 = phases
+            except (TypeError, ValueError):
+                raise TypeError("query %d: issue() must return None or a QueryPhases, got %r"
+                                % (query_id, phases)) from None
             if p0 is not None:
                 present |= QUERY_HAS_HOST_PRE
                 pre = p0

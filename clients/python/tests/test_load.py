@@ -174,6 +174,32 @@ def test_the_server_serves_every_query_once_in_batches_within_max_batch_one_per_
     assert [r[1] - first for r in session.records] == offsets
 
 
+def test_what_issue_returns_is_checked_and_an_error_ends_the_server_run():
+    settings = resolve_load_settings({"load": "server", "target_qps": 2000, "streams": 2}, 5)
+    with pytest.raises(ValueError, match="has a negative decomposition duration"):
+        run_load(KeepingRealSession(), settings, lambda s: QueryPhases(compute_ns=-5), RunnerLimits(100, 30))
+    with pytest.raises(TypeError, match=r"issue\(\) must return None or a QueryPhases, got 3"):
+        run_load(KeepingRealSession(), resolve_load_settings({"load": "single_stream"}, 5), lambda s: 3,
+                 RunnerLimits(100, 30))
+
+    def fails(samples: List[int]) -> None:
+        raise RuntimeError("out of cheese")
+
+    with pytest.raises(RuntimeError, match="out of cheese"):
+        run_load(KeepingRealSession(), settings, fails, RunnerLimits(100, 30))
+
+
+class KeepingRealSession:
+    """A RunnerSession on pipes nobody reads beyond their buffer: its record checks are the real ones."""
+
+    def __new__(cls):
+        import os
+        from dlbench_client import RunnerSession
+        cmd_r, _ = os.pipe()
+        _, out_w = os.pipe()
+        return RunnerSession(cmd_r, out_w)
+
+
 def test_closed_loop_scenarios_stop_at_stop_and_an_exception_propagates_after_the_records():
     settings = resolve_load_settings({"load": "offline", "offline_samples": 10, "batch_size": 4}, 5)
     parts: List[List[int]] = []
