@@ -383,6 +383,14 @@ class QuerySchedule:
         self._next_offset_ns = 0
         self._offline_cursor = 0
 
+    def restart(self, target_qps: float) -> None:
+        """A schedule for another rate from the current point (``QuerySchedule::Restart``): offsets
+        start again at 0; ids and both random streams continue."""
+        if self._scenario == "server" and not target_qps > 0:
+            raise ValueError("a server schedule needs a rate > 0")
+        self._target_qps = target_qps
+        self._next_offset_ns = 0
+
     def _draw_sample(self) -> int:
         # Multiply-shift (Lemire) without the rejection step, as schedule.cc.
         return (self._sample_rng() * self._library_size) >> 64
@@ -460,10 +468,13 @@ class QueryPhases(NamedTuple):
 
 class LoadResult(NamedTuple):
     """How a load run ended: ``reason`` for DONE (stopped, max_steps: ``limits.max_steps`` queries,
-    max_time, too_many_outstanding) and the queries issued (DONE's count)."""
+    max_time, too_many_outstanding; peak_search when a peak search ended by its own rule), the
+    queries issued (DONE's count), and what EXTRAS carries under ``info.load`` (a peak search's
+    report), or None."""
 
     reason: str
     queries: int
+    info: Optional[Dict[str, Any]] = None
 
 
 IssueFn = Callable[[List[int]], Optional[QueryPhases]]
@@ -507,11 +518,11 @@ def run_load(session: Any, settings: LoadSettings, issue: IssueFn, limits: Any,
     ``session.record_query`` / ``session.flush_queries`` (a RunnerSession). An exception from
     ``issue`` propagates after the records of the queries completed before it are sent.
     ``library_size`` defaults to the settings' ``sample_library_size``."""
-    if settings.peak_search:
-        raise LoadSettingsError("target_qps: max (the peak search) is not implemented in the Python client")
     size = library_size if library_size is not None else settings.sample_library_size
+    if settings.peak_search:
+        return _run_peak_search(session, settings, issue, limits, size)
     if settings.scenario == "server":
-        return _ServerRun(session, settings, issue, limits, size).run()
+        return _run_server(session, settings, issue, limits, size)
     return _run_closed(session, settings, issue, limits, size)
 
 
@@ -582,12 +593,15 @@ class _ServerRun:
     a flush thread. Per-query state lives in pre-sized lists indexed by ``id & mask`` (a ring of
     max_outstanding slots), written by one thread at a time."""
 
-    def __init__(self, session: Any, s: LoadSettings, issue: IssueFn, limits: Any, library_size: int) -> None:
+    def __init__(self, session: Any, s: LoadSettings, issue: IssueFn, library_size: int) -> None:
         self.session = session
         self.s = s
         self.issue = issue
-        self.limits = limits
-        self.library_size = library_size
+        self.schedule = QuerySchedule(s, library_size)
+        self.pending: Optional[ScheduledQuery] = None  # drawn, not issued when the last run ended
+        self.next_id = 0
+        #: When a list: every delivered record's (latency, scheduled, issued) is appended (a probe's).
+        self.kept: Optional[List[tuple]] = None
         cap = 1
         while cap < max(s.max_outstanding, 2):
             cap <<= 1
@@ -674,6 +688,9 @@ class _ServerRun:
                 break
             record(i, self.scheduled[slot], self.issued_ns[slot], self.done_ns[slot], 1, self.batch[slot],
                    self.phases[slot])
+            if self.kept is not None:
+                self.kept.append((self.done_ns[slot] - self.scheduled[slot], self.scheduled[slot],
+                                  self.issued_ns[slot]))
             i += 1
         self.flushed = i
         self.session.flush_queries()
@@ -696,32 +713,41 @@ class _ServerRun:
                 return
 
     # The issue thread ---------------------------------------------------------------------------
-    def run(self) -> LoadResult:
-        s, limits = self.s, self.limits
-        schedule = QuerySchedule(s, self.library_size)
+    def set_target_qps(self, rate: float) -> None:
+        """The Poisson rate of the next run, its offsets restarting at 0 (a peak-search probe); the
+        schedule's random streams continue (``QuerySchedule.restart``)."""
+        self.schedule.restart(rate)
+        self.pending = None
+
+    def run(self, max_queries: int, max_ns: int) -> "_Run":
+        """Issues queries from the current id until STOP, ``max_queries`` issued in this run, the
+        next arrival ``max_ns`` or more after the run's start, or the ring full of outstanding
+        queries; then drains (raising what ``issue`` raised). May be called again: ids continue."""
         clock, mono = _clock_gettime_ns, _CLOCK_MONOTONIC
-        max_queries = max(int(limits.max_steps), 1)
-        max_ns = int(limits.max_time_s * 1e9)
         cv, queue, mask, cap = self.cv, self.queue, self.mask, self.cap
+        self.flushing = self.quit = False
+        self.flush_quit = False
         workers = [threading.Thread(target=self.worker, args=(k,), name="dlbench-load-stream-%d" % k, daemon=True)
-                   for k in range(s.streams)]
+                   for k in range(self.s.streams)]
         flusher = threading.Thread(target=self.flusher, name="dlbench-load-flush", daemon=True)
         for t in workers:
             t.start()
         flusher.start()
         stopped = lambda: self.stop  # noqa: E731
         reason = "stopped"
-        n = 0
+        first = n = self.next_id
         start = clock(mono)
         try:
             while True:
                 if self.stop:
                     reason = "stopped"
                     break
-                if n >= max_queries:
+                if n - first >= max_queries:
                     reason = "max_steps"
                     break
-                q = schedule.next()
+                if self.pending is None:
+                    self.pending = self.schedule.next()
+                q = self.pending
                 due = start + q.offset_ns
                 if due - start >= max_ns:
                     reason = "max_time"
@@ -750,10 +776,12 @@ class _ServerRun:
                     self.issued = n + 1
                     queue.append(n)
                     cv.notify()
+                self.pending = None
                 n += 1
         finally:
+            self.next_id = n
             self._drain(n, workers, flusher)
-        return LoadResult(reason, n)
+        return _Run(reason, first, n - first)
 
     def _drain(self, issued: int, workers: Sequence[threading.Thread], flusher: threading.Thread) -> None:
         """Runs what is queued without waiting for the timeout, waits (at most DRAIN_TIMEOUT_NS) for
@@ -787,6 +815,263 @@ class _ServerRun:
                                % (self.flushed, issued - completed, DRAIN_TIMEOUT_NS // 1_000_000))
 
 
+class _Run(NamedTuple):
+    end: str  # stopped, max_steps, max_time, too_many_outstanding
+    first_id: int
+    issued: int
+
+
+def _run_server(session: Any, s: LoadSettings, issue: IssueFn, limits: Any, library_size: int) -> LoadResult:
+    server = _ServerRun(session, s, issue, library_size)
+    r = server.run(max(int(limits.max_steps), 1), int(limits.max_time_s * 1e9))
+    return LoadResult(r.end, r.issued)
+
+
+# -- the peak search (target_qps: max) -------------------------------------------------------------
+# src/stats/early_stopping.h, latency.h (LoadGenPercentileSorted, CheckIssueRate) and
+# peak_search.h, and src/load/peak_search.h's RunPeakSearch: the probes run and are judged here as
+# there, since the orchestrator judges every probe again from its records and makes the cell
+# `invalid` where its judgement and the runner's differ.
+PROBE_WARMUP_NS = 500_000_000  # each probe first runs this long at its rate (kProbeWarmupNs)
+PROBE_SEGMENTS = 4  # runs a probe's measurement may take, while early stopping is not met
+PEAK_MIN_RATE_PER_S = 1.0
+PEAK_MAX_RATE_PER_S = 1e6
+PROBE_ISSUE_TOLERANCE = 0.01
+
+
+def early_stopping_odds(h: int, t: int, percentile: float, tolerance: float = 0.0) -> float:
+    """I_{p-d}(h, t + 1) (``EarlyStoppingOdds``): the probability that a system with success
+    probability p - d has at most t failures in h + t queries, the binomial CDF summed in log
+    space (the C++ side uses Boost's regularized incomplete beta; the two agree to about 1e-9
+    relative, far inside the 1% the odds change from one h to the next near the limit)."""
+    x = percentile - tolerance
+    n = h + t
+    log_x, log_fail = math.log(x), math.log1p(-x)
+    lg = math.lgamma
+    base = lg(n + 1)
+    logs = [base - lg(j + 1) - lg(n - j + 1) + j * log_fail + (n - j) * log_x for j in range(t + 1)]
+    top = max(logs)
+    return math.exp(top) * math.fsum(math.exp(v - top) for v in logs)
+
+
+def min_passing_queries(t: int, percentile: float, confidence: float) -> int:
+    """The smallest h >= 1 with odds(h, t) < 1 - c (``MinPassingQueries``): p 0.99, c 0.99 gives
+    h(0) = 459, h(1) = 661."""
+    limit = 1.0 - confidence
+
+    def passes(h: int) -> bool:
+        return early_stopping_odds(h, t, percentile) < limit
+
+    if passes(1):
+        return 1
+    lo, hi = 1, 2
+    while not passes(hi):
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:
+        mid = lo + (hi - lo) // 2
+        if passes(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def percentile_sorted(values: Sequence[float], p: float) -> float:
+    """LoadGen's index rule, ``sorted[floor(n p)]`` (``LoadGenPercentileSorted``); NaN for none."""
+    if not values:
+        return math.nan
+    return values[min(int(len(values) * p), len(values) - 1)]
+
+
+def _rate_per_s(n: int, first_ns: int, last_ns: int) -> float:
+    if n < 2 or last_ns <= first_ns:
+        return math.nan
+    return (n - 1) / ((last_ns - first_ns) * 1e-9)
+
+
+class _IssueRate(NamedTuple):
+    scheduled_per_s: float
+    achieved_per_s: float
+    kept_up: bool
+
+
+def _check_issue_rate(scheduled_ns: Sequence[int], issued_ns: Sequence[int], tolerance: float) -> _IssueRate:
+    """``stats::CheckIssueRate``: the issue rate against the schedule's, over the same queries."""
+    n = min(len(scheduled_ns), len(issued_ns))
+    if n < 2:
+        return _IssueRate(math.nan, math.nan, False)
+    scheduled = _rate_per_s(n, min(scheduled_ns[:n]), max(scheduled_ns[:n]))
+    lo, hi = min(issued_ns[:n]), max(issued_ns[:n])
+    achieved = _rate_per_s(n, lo, hi)
+    if math.isnan(achieved) and hi == lo:
+        achieved = math.inf
+    return _IssueRate(scheduled, achieved, not math.isnan(scheduled) and achieved >= (1.0 - tolerance) * scheduled)
+
+
+class _Bracket:
+    """``stats::PeakBracket``: ``lo`` the highest passing rate below every failing one, ``hi`` the
+    lowest failing rate."""
+
+    def __init__(self) -> None:
+        self.lo: Optional[float] = None
+        self.hi: Optional[float] = None
+
+    def add(self, rate: float, passed: bool) -> None:
+        if passed:
+            if self.hi is None or rate < self.hi:
+                self.lo = rate if self.lo is None else max(self.lo, rate)
+        elif self.hi is None or rate < self.hi:
+            self.hi = rate
+            if self.lo is not None and self.lo >= rate:
+                self.lo = None
+
+
+def search_peak(probe: Callable[[float], bool], start: float, rel_tolerance: float, max_probes: int,
+                stop: Callable[[], bool], growth: float = 2.0, min_rate: float = PEAK_MIN_RATE_PER_S,
+                max_rate: float = PEAK_MAX_RATE_PER_S) -> tuple:
+    """``stats::SearchPeak`` over ``probe(rate) -> passed``: bracketing by ``growth`` from
+    ``start``, then bisection on the geometric mean until hi / lo - 1 <= rel_tolerance, at most
+    ``max_probes`` probes; ``stop`` is asked before every probe after the first. Returns (end,
+    peak, lowest failing rate, [(rate, passed), ...]), end one of converged, probe_cap,
+    no_passing_rate, rate_cap, stopped."""
+    probes: List[tuple] = []
+    b = _Bracket()
+
+    def run(rate: float) -> bool:
+        passed = probe(rate)
+        probes.append((rate, passed))
+        b.add(rate, passed)
+        return passed
+
+    stopped = [False]
+
+    def budget_left() -> bool:
+        if len(probes) >= max_probes:
+            return False
+        stopped[0] = stop()
+        return not stopped[0]
+
+    rate = min(max(start, min_rate), max_rate)
+    first_passed = run(rate)
+    while not (b.lo is not None and b.hi is not None) and budget_left():
+        if first_passed:
+            if rate >= max_rate:
+                break
+            rate = min(rate * growth, max_rate)
+        else:
+            if rate <= min_rate:
+                break
+            rate = max(rate / growth, min_rate)
+        run(rate)
+    if b.lo is None or b.hi is None:
+        if stopped[0]:
+            end = "stopped"
+        elif b.lo is None and b.hi is not None and b.hi <= min_rate:
+            end = "no_passing_rate"
+        elif b.lo is not None and b.hi is None and b.lo >= max_rate:
+            end = "rate_cap"
+        else:
+            end = "probe_cap"
+        return end, b.lo, b.hi, probes
+    end = "probe_cap"
+    while budget_left() and b.lo is not None and b.hi is not None:
+        if b.hi / b.lo - 1.0 <= rel_tolerance:
+            end = "converged"
+            break
+        run(math.sqrt(b.lo * b.hi))
+    if b.lo is not None and b.hi is not None and b.hi / b.lo - 1.0 <= rel_tolerance:
+        end = "converged"
+    elif stopped[0]:
+        end = "stopped"
+    return end, b.lo, b.hi, probes
+
+
+def _finite_or_none(value: Optional[float]) -> Optional[float]:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _run_peak_search(session: Any, s: LoadSettings, issue: IssueFn, limits: Any, library_size: int) -> LoadResult:
+    """``load::RunPeakSearch``: probes at Poisson rates chosen by ``search_peak``, each a 0.5 s
+    warm-up at its rate and then at least the early-stopping minimum of queries (extended at most
+    PROBE_SEGMENTS runs while some are over the bound and early stopping is not met), judged as a
+    server cell; within ``limits.max_time_s`` and ``peak_max_time_s``. The report goes to EXTRAS
+    as ``info.load.peak_search`` (docs/protocol.md "Peak search report")."""
+    assert s.latency_bound_ns is not None
+    clock, mono = _clock_gettime_ns, _CLOCK_MONOTONIC
+    server = _ServerRun(session, s, issue, library_size)
+    bound_ns = float(s.latency_bound_ns)
+    p, c = s.latency_percentile, s.confidence
+    floor = max(min_passing_queries(0, p, c), s.min_queries or 1)
+    budget_ns = int(limits.max_time_s * 1e9)
+    if s.peak_max_time_ns is not None:
+        budget_ns = min(budget_ns, s.peak_max_time_ns)
+    deadline = clock(mono) + budget_ns
+    state = {"stopped": False, "deadline_hit": False, "issued": 0}
+    reports: List[Dict[str, Any]] = []
+
+    def time_left() -> int:
+        return deadline - clock(mono)
+
+    def out_of_time() -> bool:
+        return state["stopped"] or state["deadline_hit"] or time_left() <= 0
+
+    def probe(rate: float) -> bool:
+        server.set_target_qps(rate)
+        warm_ns = min(PROBE_WARMUP_NS, max(time_left(), 1))
+        server.kept = None
+        warm = server.run(1 << 62, warm_ns)
+        state["deadline_hit"] = state["deadline_hit"] or (warm.end == "max_time" and warm_ns < PROBE_WARMUP_NS)
+        state["issued"] += warm.issued
+        state["stopped"] = state["stopped"] or warm.end == "stopped"
+        overloaded = warm.end == "too_many_outstanding"
+        kept: List[tuple] = []
+        server.kept = kept
+        needed = floor
+        met, queries_needed = False, 0
+        latency = math.inf
+        for _ in range(PROBE_SEGMENTS):
+            if overloaded or out_of_time():
+                break
+            server.set_target_qps(rate)  # each run's Poisson schedule starts at the run's start
+            r = server.run(needed - len(kept), time_left())
+            state["deadline_hit"] = state["deadline_hit"] or r.end == "max_time"
+            state["issued"] += r.issued
+            state["stopped"] = state["stopped"] or r.end == "stopped"
+            overloaded = r.end == "too_many_outstanding"
+            if not kept:
+                break
+            over = sum(1 for k in kept if k[0] > bound_ns)
+            queries_needed = min_passing_queries(over, p, c) + over
+            met = len(kept) >= queries_needed
+            latency = percentile_sorted(sorted(float(k[0]) for k in kept), p)
+            if met or not latency <= bound_ns:
+                break
+            needed = queries_needed
+        server.kept = None
+        rate_check = _check_issue_rate([k[1] for k in kept], [k[2] for k in kept], PROBE_ISSUE_TOLERANCE)
+        kept_up = rate_check.kept_up and not overloaded
+        es_met = met and len(kept) >= floor
+        if overloaded:
+            latency = math.inf
+        passed = kept_up and es_met and latency <= bound_ns
+        reports.append({
+            "target_qps": rate, "warmup_first_query": warm.first_id, "warmup_queries": warm.issued,
+            "first_query": warm.first_id + warm.issued, "queries": len(kept),
+            "latency_percentile_ms": latency / 1e6 if math.isfinite(latency) else None,
+            "scheduled_per_s": _finite_or_none(rate_check.scheduled_per_s),
+            "issued_per_s": _finite_or_none(rate_check.achieved_per_s),
+            "too_many_outstanding": overloaded, "early_stopping_met": es_met, "queries_needed": queries_needed,
+            "passed": passed})
+        return passed
+
+    end, peak, lowest_failing, _ = search_peak(probe, s.target_qps, s.peak_resolution, s.peak_max_probes, out_of_time)
+    reason = "stopped" if state["stopped"] else "max_time" if end == "stopped" else "peak_search"
+    report = {"end": end, "peak_qps": _finite_or_none(peak), "lowest_failing_qps": _finite_or_none(lowest_failing),
+              "latency_bound_ms": s.latency_bound_ns / 1e6, "latency_percentile": s.latency_percentile,
+              "rel_tolerance": s.peak_resolution, "probe_warmup_s": PROBE_WARMUP_NS / 1e9, "probes": reports}
+    return LoadResult(reason, state["issued"], {"peak_search": report})
+
+
 def effective_json(settings: LoadSettings, extra: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """The effective cell's ``load`` section: the settings, then what the runner adds."""
     j = settings.to_json()
@@ -800,5 +1085,6 @@ def effective_json(settings: LoadSettings, extra: Optional[Mapping[str, Any]] = 
 
 __all__ = ["BatchDecision", "DEFAULT_MAX_OUTSTANDING", "LOAD_KEYS", "LoadResult", "LoadSettings", "LoadSettingsError",
            "Mt19937_64", "QueryPhases", "QuerySchedule", "SCENARIOS", "ScheduledQuery",
-           "current_stream", "decide_batch", "effective_json", "load_requested", "resolve_load_settings", "run_load",
-           "sample_indices", "splitmix64"]
+           "current_stream", "decide_batch", "early_stopping_odds", "effective_json", "load_requested",
+           "min_passing_queries", "percentile_sorted", "resolve_load_settings", "run_load", "sample_indices",
+           "search_peak", "splitmix64"]

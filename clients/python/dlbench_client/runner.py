@@ -226,7 +226,7 @@ def supports_load(runner: Runner) -> bool:
 
 def _resolve_load(runner: Runner, cell: CellConfig) -> CellConfig:
     """The cell with its load settings resolved, for a cell with ``load``: Unsupported when the
-    runner has no ``issue`` or for the peak search, InvalidParameter for a bad load key."""
+    runner has no ``issue``, InvalidParameter for a bad load key."""
     if not _load.load_requested(cell.params):
         return cell
     if not supports_load(runner):
@@ -236,9 +236,6 @@ def _resolve_load(runner: Runner, cell: CellConfig) -> CellConfig:
         settings = _load.resolve_load_settings(cell.params, cell.seed)
     except _load.LoadSettingsError as e:
         raise InvalidParameter(str(e)) from None
-    if settings.peak_search:
-        raise Unsupported("target_qps: max (the peak search) is not implemented in the Python client; give a "
-                          "rate, or use runner: torch")
     return dataclasses.replace(cell, load=settings)
 
 
@@ -251,6 +248,8 @@ def _run_load_cell(session: RunnerSession, runner: Runner, cell: CellConfig) -> 
         extras = runner.extras()
         info = dict(extras.info)
         info["queries_issued"] = result.queries
+        if result.info:
+            info["load"] = result.info  # a peak search's report (info.load.peak_search)
         session.send_extras(list(extras.metrics), info)
     except Exception as e:
         report_exception(session, runner, e)

@@ -75,9 +75,10 @@ class MessageType(enum.IntEnum):
 #: The error kinds of ERROR, and the outcome the orchestrator records for each.
 ERROR_KINDS = ("oom", "invalid", "unsupported", "internal")
 
-#: The reasons DONE may carry; ``too_many_outstanding`` only for a load cell whose system under test
-#: fell so far behind the schedule that the driver stopped issuing (docs/load.md).
-DONE_REASONS = ("stopped", "max_steps", "max_time", "too_many_outstanding")
+#: The reasons DONE may carry; for a load cell also ``too_many_outstanding`` (its system under test
+#: fell so far behind the schedule that the driver stopped issuing) and ``peak_search`` (a peak
+#: search that ended by its own rule) (docs/load.md).
+DONE_REASONS = ("stopped", "max_steps", "max_time", "too_many_outstanding", "peak_search")
 
 
 class ProtocolError(Exception):

@@ -18,7 +18,8 @@ from conftest import metric, python_runner
 
 from dlbench_client import RunnerLimits
 from dlbench_client.load import (LoadSettings, LoadSettingsError, Mt19937_64, QueryPhases, QuerySchedule,
-                                 current_stream, decide_batch, resolve_load_settings, run_load, splitmix64)
+                                 current_stream, decide_batch, min_passing_queries, percentile_sorted,
+                                 resolve_load_settings, run_load, search_peak, splitmix64)
 
 FIXTURES = str(Path(__file__).resolve().parent / "fixture_load_runners.py")
 
@@ -116,6 +117,31 @@ def test_decide_batch_on_hand_cases():
     assert decide_batch(1, 1, 1, 400, 401, 8, 0, False).dispatch  # no timeout
 
 
+def test_early_stopping_and_the_percentile_are_src_stats():
+    # docs/load.md's table (early_stopping_test.cc checks it against the exact binomial CDF): h(t) + t
+    # queries at c = 0.99 for t = 0, 1, 2, 5, 10 over the bound.
+    assert [min_passing_queries(t, 0.90, 0.99) + t for t in (0, 1, 2, 5, 10)] == [44, 64, 81, 127, 197]
+    assert [min_passing_queries(t, 0.99, 0.99) + t for t in (0, 1, 2, 5, 10)] == [459, 662, 838, 1307, 2010]
+    assert min_passing_queries(0, 0.5, 0.99) == 7
+    # LoadGen's index rule, sorted[floor(n p)]: not type 7's interpolation.
+    assert percentile_sorted([1.0, 2.0, 3.0, 4.0], 0.5) == 3.0 and percentile_sorted([1.0, 2.0], 0.99) == 2.0
+
+
+def test_the_peak_search_brackets_then_bisects_as_stats_search_peak():
+    # PeakSearchTest (src/stats/peak_search_test.cc): a system within the bound up to 1000/s.
+    end, peak, failing, probes = search_peak(lambda r: r <= 1000.0, 100.0, 0.01, 40, lambda: False)
+    assert end == "converged" and [r for r, _ in probes[:5]] == [100.0, 200.0, 400.0, 800.0, 1600.0]
+    assert probes[5][0] == (800.0 * 1600.0) ** 0.5
+    assert peak <= 1000.0 < failing and failing / peak - 1.0 <= 0.01
+    end, _, _, probes = search_peak(lambda r: r <= 1000.0, 5000.0, 0.01, 40, lambda: False)
+    assert [r for r, _ in probes[:4]] == [5000.0, 2500.0, 1250.0, 625.0] and probes[3][1]
+    assert search_peak(lambda r: r <= 1000.0, 100.0, 0.01, 6, lambda: False)[0] == "probe_cap"
+    assert search_peak(lambda r: False, 100.0, 0.05, 40, lambda: False)[:3] == ("no_passing_rate", None, 1.0)
+    assert search_peak(lambda r: True, 100.0, 0.05, 40, lambda: False)[:3] == ("rate_cap", 1e6, None)
+    calls = []
+    assert search_peak(lambda r: calls.append(r) or True, 100.0, 0.05, 40, lambda: len(calls) >= 2)[0] == "stopped"
+
+
 # -- the driver in process, against a session that keeps what it is sent ----------------------------
 class KeepingSession:
     """What run_load needs of a RunnerSession: records kept in order, STOP after ``stop_after``."""
@@ -160,7 +186,7 @@ def test_the_server_serves_every_query_once_in_batches_within_max_batch_one_per_
 
     session = KeepingSession()
     result = run_load(session, settings, issue, RunnerLimits(max_steps=600, max_time_s=30))
-    assert result == ("max_steps", 600)
+    assert result[:2] == ("max_steps", 600)
     ids = [r[0] for r in session.records]
     assert ids == list(range(600))  # every query once, in id order
     assert not overlap and max(batches) <= 4 and sum(batches) == 600
@@ -205,7 +231,7 @@ def test_closed_loop_scenarios_stop_at_stop_and_an_exception_propagates_after_th
     parts: List[List[int]] = []
     session = KeepingSession(stop_after=3)
     result = run_load(session, settings, lambda s: parts.append(s), RunnerLimits(max_steps=100, max_time_s=30))
-    assert result == ("stopped", 3)
+    assert result[:2] == ("stopped", 3)
     # Queries of 10 samples walking the library of 64 in order, each served in batches of at most 4.
     assert parts == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9], [10, 11, 12, 13], [14, 15, 16, 17], [18, 19],
                      [20, 21, 22, 23], [24, 25, 26, 27], [28, 29]]
@@ -342,14 +368,32 @@ def test_a_server_over_its_latency_bound_is_over_bound(dlbench):
     assert metric(cell, "query_compute_mean_ns") >= 10e6
 
 
-def test_a_runner_without_issue_and_the_peak_search_are_unsupported(dlbench):
+def test_a_runner_without_issue_is_unsupported(dlbench):
     dlbench.run_matrix(python_runner("dlbench_runners.spin") + MEASURE +
                        "matrix:\n  model: spin\n  scenario: infer\n  load: single_stream\n", "spin.yaml")
     [spin] = dlbench.cells()
     assert spin["outcome"] == "unsupported"
     assert spin["message"].startswith("runner python-spin does not serve load scenarios (load: single_stream)")
-    dlbench.run_matrix(fixture_runner("noop") + MEASURE + "matrix:\n  scenario: infer\n  load: server\n"
-                       "  target_qps: max\n  latency_bound_ms: 5\n", "peak.yaml")
-    [peak] = dlbench.cells()
-    assert peak["outcome"] == "unsupported"
-    assert peak["message"].startswith("target_qps: max (the peak search) is not implemented in the Python client")
+
+
+def test_a_peak_search_stores_one_cell_whose_probes_the_orchestrator_judges_as_the_runner_did(dlbench):
+    # 2 ms a query on one stream (at most 500/s) under a 20 ms p90 bound, three probes. Which rates
+    # pass depends on the machine; what cannot is that dlbench, judging every probe again from its
+    # stored queries, agrees with the runner (else the cell is `invalid`), that the probes' query
+    # ranges tile the records, and that the search took its steps by its rules.
+    dlbench.run_matrix(fixture_runner("sleep") + "timeout_s: 120\nmeasure:\n  max_time_s: 30\nmatrix:\n"
+                       "  scenario: infer\n  load: server\n  target_qps: max\n  latency_bound_ms: 20\n"
+                       "  latency_percentile: 0.9\n  peak_max_probes: 3\n  sleep_us: 2000\n")
+    [cell] = dlbench.cells()
+    assert cell["outcome"] == "ok", cell["message"]
+    search = cell["extras"]["load"]["peak_search"]
+    probes = search["probes"]
+    assert len(probes) == 3 and search["end"] in ("probe_cap", "no_passing_rate")
+    assert probes[0]["target_qps"] == 100.0
+    # Bracketing: double after a pass, halve after a failure.
+    assert probes[1]["target_qps"] == (200.0 if probes[0]["valid"] else 50.0)
+    assert sum(p["queries"] + p["warmup_queries"] for p in probes) == cell["extras"]["load"]["queries_received"]
+    reported = cell["extras"]["info"]["load"]["peak_search"]["probes"]
+    assert [p["passed"] for p in reported] == [p["valid"] for p in probes]
+    assert all(p["queries"] >= 44 for p in reported if p["passed"])  # h(0) at p90
+    assert cell["verdict"] in ("valid", "too_short", "over_bound", "fell_behind"), cell["verdict_reasons"]
