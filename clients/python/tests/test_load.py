@@ -200,6 +200,21 @@ def test_the_server_serves_every_query_once_in_batches_within_max_batch_one_per_
     assert [r[1] - first for r in session.records] == offsets
 
 
+def test_multi_stream_at_an_interval_is_due_at_its_ticks_and_counts_lateness():
+    settings = resolve_load_settings({"load": "multi_stream", "samples_per_query": 3, "query_interval_ms": 2,
+                                      "sample_library_size": 4}, 5)
+    seen: List[List[int]] = []
+    session = KeepingSession()
+    result = run_load(session, settings, lambda s: seen.append(s), RunnerLimits(max_steps=20, max_time_s=30))
+    assert result[:2] == ("max_steps", 20)
+    first = session.records[0][1]
+    # Due every 2 ms from the start, computed, whatever the machine: the tick is the scheduled time.
+    assert [r[1] - first for r in session.records] == [2_000_000 * k for k in range(20)]
+    assert all(scheduled <= issued <= done for _, scheduled, issued, done, *_ in session.records)
+    # Three contiguous samples a query, wrapping at the library's end.
+    assert all(len(s) == 3 and s[1] == (s[0] + 1) % 4 and s[2] == (s[0] + 2) % 4 for s in seen)
+
+
 def test_what_issue_returns_is_checked_and_an_error_ends_the_server_run():
     settings = resolve_load_settings({"load": "server", "target_qps": 2000, "streams": 2}, 5)
     with pytest.raises(ValueError, match="has a negative decomposition duration"):
