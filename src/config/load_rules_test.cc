@@ -158,11 +158,42 @@ TEST(LoadRulesTest, RegistryTypesTheLoadKeys) {
     const ParamSpec* spec = FindParam(key, ParamSection::kCell);
     ASSERT_NE(spec, nullptr) << key;
     EXPECT_FALSE(spec->default_value.has_value()) << key;
-    // The runners that serve queries: torch, and null on its virtual clock (docs/load.md "Parameters").
+    // The runners that serve queries: torch, null on its virtual clock, and command runners (the
+    // Python client's load driver) (docs/load.md "Parameters").
     EXPECT_EQ(spec->scope, Scope::kLoad) << key;
     EXPECT_TRUE(ScopeValidForRunner(spec->scope, "torch")) << key;
     EXPECT_TRUE(ScopeValidForRunner(spec->scope, "null")) << key;
+    EXPECT_TRUE(ScopeValidForRunner(spec->scope, "command")) << key;
   }
+}
+
+TEST(LoadRulesTest, ACommandRunnersLoadKeysAreTypedAndCheckedWithTheirPosition) {
+  auto ok = ParseMatrix(
+      "runner: {command: [python3, -m, dlbench_runners.torch]}\nmatrix:\n  scenario: infer\n  load: server\n"
+      "  target_qps: [100, max]\n  latency_bound_ms: 5\n  fruit: 3\n",
+      "m.yaml");
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  for (const Axis& axis : ok->axes) {
+    if (axis.name == "target_qps") {
+      EXPECT_TRUE(axis.values[0].is_number_float()) << "typed by the registry (a number), not passed through";
+      EXPECT_EQ(axis.values[1], "max");
+    }
+    if (axis.name == "latency_bound_ms") {
+      EXPECT_TRUE(axis.values[0].is_number_float());
+    }
+  }
+  auto bad = ParseMatrix(
+      "runner: {command: [x]}\nmatrix:\n  scenario: infer\n  load: server\n  target_qps: 100\n"
+      "  latency_bound_ms: 0\n",
+      "m.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message,
+            "m.yaml:6:21: error: latency_bound_ms: expected a number > 0 and <= 10000000 (got '0')");
+  auto scenario =
+      ParseMatrix("runner: {command: [x]}\nmatrix:\n  scenario: infer\n  load: burst\n", "m.yaml");
+  ASSERT_FALSE(scenario.ok());
+  EXPECT_NE(scenario.error().message.find("m.yaml:4:9: error: load: expected one of"), std::string::npos)
+      << scenario.error().message;
 }
 
 TEST(LoadRulesTest, MatrixValueErrorsComeWithTheirPosition) {

@@ -387,7 +387,10 @@ class MatrixParser {
   std::optional<Value> CellValue(const ParamSpec* spec, const YAML::Node& node, const YAML::Mark& fallback,
                                  const std::string& path) {
     const YAML::Mark where = MarkOr(node, fallback);
-    if (spec != nullptr && (spec->scope == Scope::kCore || RunnerName() != "command")) {
+    // A command runner's load keys are validated too (Scope::kLoad includes it); its other non-core
+    // keys pass through.
+    if (spec != nullptr &&
+        (spec->scope == Scope::kCore || spec->scope == Scope::kLoad || RunnerName() != "command")) {
       if (!node.IsScalar()) {
         diag_.Add(where, path, "expected " + DescribeExpected(*spec) + " (got " + Describe(node) + ")");
         return std::nullopt;

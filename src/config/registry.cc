@@ -351,8 +351,8 @@ std::vector<ParamSpec> BuildRegistry() {
   // Inference under load (docs/load.md): LoadGen's scenarios. Every key but `load` applies only
   // with `load`, and some only with one scenario (config/load_rules.h checks each cell). None has
   // a constant default, so cells without `load` keep their keys; the runner reports the values it
-  // used in the effective cell. Scope kLoad: the runners that serve queries (dlbench-torch, and
-  // dlbench-null on its virtual clock).
+  // used in the effective cell. Scope kLoad: the runners that serve queries (dlbench-torch,
+  // dlbench-null on its virtual clock, and command runners: the Python client serves them).
   r.push_back(Entry("load", kCell, kLoad, ParamType::kEnum)
                   .Allowed({"single_stream", "multi_stream", "server", "offline"})
                   .DefaultText("none: back-to-back steps")
@@ -1230,7 +1230,9 @@ bool ScopeValidForRunner(Scope scope, const std::string& runner_name) {
     case Scope::kTorch:
       return runner_name == "torch";
     case Scope::kLoad:
-      return runner_name == "null" || runner_name == "torch";
+      // A command runner serves queries through the Python client (docs/python-client.md) or its own
+      // code; its load keys are validated here like the built-in runners'.
+      return runner_name == "null" || runner_name == "torch" || runner_name == "command";
   }
   return false;
 }
@@ -1276,7 +1278,7 @@ const char* ScopeName(Scope scope) {
     case Scope::kTorch:
       return "torch";
     case Scope::kLoad:
-      return "null or torch";
+      return "null, torch or command";
   }
   return "?";
 }
@@ -1540,11 +1542,11 @@ std::string RenderParamHelp() {
                        select(ParamSection::kCell, Scope::kCore));
   out += "\n" + render("Cell parameters, runner: null:", select(ParamSection::kCell, Scope::kNull));
   out += "\n" + render("Cell parameters, runner: torch:", select(ParamSection::kCell, Scope::kTorch));
-  out += "\n" + render("Cell parameters, inference under load (runner: null or torch):",
+  out += "\n" + render("Cell parameters, inference under load (runner: null, torch or command):",
                        select(ParamSection::kCell, Scope::kLoad));
   out +=
-      "\nA runner {command: [argv...]} takes the core parameters and passes any other key through "
-      "unvalidated.\nFull reference: docs/config-reference.md\n";
+      "\nA runner {command: [argv...]} takes the core parameters and the load keys, and passes any other key "
+      "through unvalidated.\nFull reference: docs/config-reference.md\n";
   return out;
 }
 
@@ -1649,7 +1651,8 @@ constexpr const char* kReferenceCells = R"md(
 A cell parameter may be a matrix axis (a list of values), a scalar (an axis with one value), or
 a key of an include entry. Which parameters are valid depends on the runner: core parameters
 always, null-runner parameters only with `runner: null`, torch-runner parameters only with
-`runner: torch`. A `runner: {command: [argv...]}` accepts the core parameters (validated) and
+`runner: torch`, inference-under-load keys with `runner: null`, `runner: torch` and command
+runners. A `runner: {command: [argv...]}` accepts the core and load parameters (validated) and
 passes any other key to the program unvalidated, since dlbench cannot know its parameters.
 Numbers accept integers (`step_ms: 2` is 2.0); integers do not accept fractions.
 The inference-under-load keys (`load` to `input_residency`) apply only to cells with `load`, some
@@ -1686,11 +1689,13 @@ effective value with the cell's results.
 )md";
 
 constexpr const char* kReferenceLoad = R"md(
-### Inference under load (`runner: null` or `runner: torch`)
+### Inference under load (`runner: null`, `runner: torch` or a command runner)
 
 A cell with `load` measures queries instead of steps ([load.md](load.md)): dlbench-torch serves
 them with the model, dlbench-null on its virtual clock with the service time of `service_us` and
-`service_per_sample_us`. The rules across these keys (which scenario each applies to) are checked
+`service_per_sample_us`, a command runner through the Python client's load driver
+([python-client.md](python-client.md)) or its own. These keys are validated for a command runner
+as for the built-in ones. The rules across these keys (which scenario each applies to) are checked
 per cell.
 
 )md";

@@ -40,7 +40,7 @@ enum class Scope {
   kCore,   // every runner
   kNull,   // only with runner: null
   kTorch,  // only with runner: torch
-  kLoad,   // inference under load: the runners that serve queries (null and torch)
+  kLoad,   // inference under load: the runners that serve queries (null, torch, and command runners)
 };
 
 // The shape a kString value must have; checked by ParseParamText/ValidateParamValue.

@@ -58,10 +58,35 @@ TEST(RegistryTest, ScopesSelectParametersByRunner) {
   EXPECT_FALSE(names("null").count("image_size"));
   EXPECT_TRUE(names("torch").count("image_size"));
   EXPECT_FALSE(names("torch").count("step_ms"));
+  // A command runner: the core keys, and the load keys (the Python client serves load cells).
   const std::set<std::string> command = names("command");
-  EXPECT_EQ(command, (std::set<std::string>{"model", "scenario", "batch_size", "boundary_max_probes",
-                                            "boundary_probe_steps", "memory_cap", "device", "precision",
-                                            "strategy", "world_size"}));
+  EXPECT_EQ(command, (std::set<std::string>{"model",
+                                            "scenario",
+                                            "batch_size",
+                                            "boundary_max_probes",
+                                            "boundary_probe_steps",
+                                            "memory_cap",
+                                            "device",
+                                            "precision",
+                                            "strategy",
+                                            "world_size",
+                                            "load",
+                                            "target_qps",
+                                            "latency_bound_ms",
+                                            "peak_max_probes",
+                                            "peak_resolution",
+                                            "peak_max_time_s",
+                                            "latency_percentile",
+                                            "samples_per_query",
+                                            "query_interval_ms",
+                                            "max_batch",
+                                            "batch_timeout_us",
+                                            "streams",
+                                            "offline_samples",
+                                            "min_queries",
+                                            "early_stopping_confidence",
+                                            "sample_library_size",
+                                            "input_residency"}));
   EXPECT_EQ(FindParam("batch_size", ParamSection::kTopLevel), nullptr);
   EXPECT_EQ(FindParam("min_steps", ParamSection::kMeasure)->type, ParamType::kInt);
 }

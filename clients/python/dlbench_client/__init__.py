@@ -23,24 +23,32 @@ The usual way is a Runner object driven by ``run``::
     if __name__ == "__main__":
         main(MyRunner())
 
+A cell with ``load`` (inference under load, docs/load.md) calls ``issue(samples)`` instead of
+``step()``: run the model on those entries of the sample library and return when the outputs are
+ready. ``dlbench_client.load`` runs the four LoadGen scenarios around it and sends QUERIES.
+
 ``RunnerSession`` is the same conversation message by message, for programs that own their loop.
 """
 
+from .load import (LoadResult, LoadSettings, LoadSettingsError, QueryPhases, current_stream, resolve_load_settings,
+                   run_load)
 from .runner import (Extras, Hello, InvalidParameter, OutOfMemory, Runner, RunnerError, Unsupported,
-                     last_traceback_line, main, run, run_cell)
+                     last_traceback_line, main, run, run_cell, supports_load)
 from .session import (FD_IN_ENV, FD_OUT_ENV, CellConfig, LoopResult, Metric, RunnerLimits, RunnerSession,
                       StepPhases, now_ns, parse_configure)
 from .wire import (DONE_REASONS, ERROR_KINDS, HAS_COMM, HAS_COMPUTE, HAS_DATA_WAIT, MAX_PAYLOAD_BYTES,
-                   PROTOCOL_VERSION, Frame, FrameReader, MessageType, ProtocolError, StepRecord)
+                   PROTOCOL_VERSION, Frame, FrameReader, MessageType, ProtocolError, QueryRecord, StepRecord)
 
 #: The client release: the major number is the protocol version it speaks (PROTOCOL_VERSION), the
 #: rest counts releases of this package for that protocol.
-__version__ = "1.1.0"
+__version__ = "1.2.0"
 
 __all__ = [
     "CellConfig", "DONE_REASONS", "ERROR_KINDS", "Extras", "FD_IN_ENV", "FD_OUT_ENV", "Frame", "FrameReader",
-    "HAS_COMM", "HAS_COMPUTE", "HAS_DATA_WAIT", "Hello", "InvalidParameter", "LoopResult", "MAX_PAYLOAD_BYTES",
-    "MessageType", "Metric", "OutOfMemory", "PROTOCOL_VERSION", "ProtocolError", "Runner", "RunnerError",
-    "RunnerLimits", "RunnerSession", "StepPhases", "StepRecord", "Unsupported", "__version__",
-    "last_traceback_line", "main", "now_ns", "parse_configure", "run", "run_cell",
+    "HAS_COMM", "HAS_COMPUTE", "HAS_DATA_WAIT", "Hello", "InvalidParameter", "LoadResult", "LoadSettings",
+    "LoadSettingsError", "LoopResult", "MAX_PAYLOAD_BYTES", "MessageType", "Metric", "OutOfMemory",
+    "PROTOCOL_VERSION", "ProtocolError", "QueryPhases", "QueryRecord", "Runner", "RunnerError", "RunnerLimits",
+    "RunnerSession", "StepPhases", "StepRecord", "Unsupported", "__version__", "current_stream",
+    "last_traceback_line", "main", "now_ns", "parse_configure", "resolve_load_settings", "run", "run_cell",
+    "run_load", "supports_load",
 ]

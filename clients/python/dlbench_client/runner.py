@@ -2,7 +2,9 @@
 
 ``run(runner)`` speaks the whole protocol: HELLO from ``runner.hello()``; CONFIGURE; READY with
 what ``runner.setup(cell)`` returns; the measured loop over ``runner.step()`` with a MEMORY
-snapshot after the first ``warmup_snapshot_steps`` steps; MEMORY ``end``, EXTRAS, DONE. Any
+snapshot after the first ``warmup_snapshot_steps`` steps; MEMORY ``end``, EXTRAS, DONE. A cell
+with ``load`` (inference under load, docs/load.md) runs the scenario over ``runner.issue(samples)``
+instead of the step loop (dlbench_client.load), and sends QUERIES instead of STEPS. Any
 exception that escapes the runner's code ends the cell as ERROR: a RunnerError with its own kind,
 anything else as ``internal`` with the traceback's last line as the message (the whole traceback
 goes to stderr, whose last lines the orchestrator appends to the cell's message). The process
@@ -12,12 +14,14 @@ then exits 0, so the matrix goes on.
 from __future__ import annotations
 
 import abc
+import dataclasses
 import faulthandler
 import sys
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
+from . import load as _load
 from .session import CellConfig, LoopResult, Metric, RunnerLimits, RunnerSession, StepPhases, now_ns
 from .wire import ProtocolError
 
@@ -80,7 +84,11 @@ class Runner(abc.ABC):
        InvalidParameter / Unsupported / OutOfMemory for expected failures;
     3. ``step()`` many times, each between two clock reads: do one step's work, synchronise the
        device, return the samples processed (or StepPhases); nothing else;
-    4. ``memory(label)`` between steps ("after_warmup") and after the loop ("end");
+       or, for a cell with ``load`` (``cell.load`` is set), ``issue(samples)`` for each query or
+       batch of queries the scenario runs (dlbench_client.load: on this thread, or on the server's
+       ``streams`` worker threads, concurrently);
+    4. ``memory(label)`` between steps ("after_warmup") and after the loop ("end"; a load cell
+       only "end");
     5. ``extras()`` once after the loop.
     """
 
@@ -99,9 +107,21 @@ class Runner(abc.ABC):
     def setup(self, cell: CellConfig) -> Mapping[str, Any]:
         """Builds everything the steps use; returns the effective parameters for READY."""
 
-    @abc.abstractmethod
     def step(self) -> Union[int, StepPhases]:
-        """One step, device synchronised before returning; the samples it processed."""
+        """One step, device synchronised before returning; the samples it processed. A runner
+        that serves load cells only need not override it: a cell without ``load`` then ends
+        ``unsupported``."""
+        raise Unsupported("runner %s serves load cells only (it implements no Runner.step); give the cell a load"
+                          % self.name)
+
+    def issue(self, samples: List[int]) -> Optional[_load.QueryPhases]:
+        """A load cell's work (docs/load.md): run the model on the sample library's entries
+        ``samples`` (indices in ``[0, cell.load.sample_library_size)``) and return when their
+        outputs are ready (synchronise the device, as ``step`` does); optionally the durations it
+        measured as a QueryPhases. In the server scenario it is called from the ``streams`` worker
+        threads at once (``dlbench_client.load.current_stream()`` says which). A runner that does
+        not override it answers a load cell with ``unsupported``."""
+        raise Unsupported("runner %s does not serve load scenarios (it implements no Runner.issue)" % self.name)
 
     def memory(self, label: str) -> Optional[Mapping[str, Any]]:
         """A memory snapshot (``<name>_bytes`` fields), or None for none."""
@@ -172,12 +192,18 @@ def run_cell(session: RunnerSession, runner: Runner) -> int:
         report_exception(session, runner, hello_error)
         return 0
     try:
+        cell = _resolve_load(runner, cell)
         effective = runner.setup(cell)
+        if cell.load is not None:
+            effective = dict(effective)
+            effective["load"] = _load.effective_json(cell.load, effective.get("load"))
     except Exception as e:
         report_exception(session, runner, e)
         return 0
     if not session.send_ready(effective):
         return 1
+    if cell.load is not None:
+        return _run_load_cell(session, runner, cell)
     try:
         loop = _measured_loop(session, runner, cell.limits)
         _snapshot(session, runner, "end")
@@ -191,6 +217,44 @@ def run_cell(session: RunnerSession, runner: Runner) -> int:
         report_exception(session, runner, e)
         return 0
     return 0 if session.send_done(loop.reason, loop.steps) else 1
+
+
+def supports_load(runner: Runner) -> bool:
+    """Whether the runner serves load scenarios (it overrides Runner.issue)."""
+    return getattr(type(runner), "issue", Runner.issue) is not Runner.issue
+
+
+def _resolve_load(runner: Runner, cell: CellConfig) -> CellConfig:
+    """The cell with its load settings resolved, for a cell with ``load``: Unsupported when the
+    runner has no ``issue``, InvalidParameter for a bad load key."""
+    if not _load.load_requested(cell.params):
+        return cell
+    if not supports_load(runner):
+        raise Unsupported("runner %s does not serve load scenarios (load: %s); it implements no Runner.issue"
+                          % (runner.name, cell.params.get("load")))
+    try:
+        settings = _load.resolve_load_settings(cell.params, cell.seed)
+    except _load.LoadSettingsError as e:
+        raise InvalidParameter(str(e)) from None
+    return dataclasses.replace(cell, load=settings)
+
+
+def _run_load_cell(session: RunnerSession, runner: Runner, cell: CellConfig) -> int:
+    """A load cell's measured part: the scenario over ``runner.issue``, then MEMORY ``end``,
+    EXTRAS and DONE with the queries issued."""
+    try:
+        result = _load.run_load(session, cell.load, runner.issue, cell.limits)
+        _snapshot(session, runner, "end")
+        extras = runner.extras()
+        info = dict(extras.info)
+        info["queries_issued"] = result.queries
+        if result.info:
+            info["load"] = result.info  # a peak search's report (info.load.peak_search)
+        session.send_extras(list(extras.metrics), info)
+    except Exception as e:
+        report_exception(session, runner, e)
+        return 0
+    return 0 if session.send_done(result.reason, result.queries) else 1
 
 
 def _measured_loop(session: RunnerSession, runner: Runner, limits: RunnerLimits) -> LoopResult:

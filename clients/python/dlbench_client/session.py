@@ -9,6 +9,8 @@ Calling sequence::
     ...build the model; on failure session.send_error("invalid", "...") and exit 0...
     session.send_ready({"batch_size": 32, "samples_per_step": 32})
     result = session.run_steps(step, cell.limits)     # STEPS until STOP or a ceiling
+    # (a cell with `load`: dlbench_client.load.run_load(session, settings, issue, cell.limits)
+    #  sends QUERIES instead, through record_query and flush_queries)
     session.send_memory("end", {...}); session.send_extras(metrics=[...], info={...})
     session.send_done(result.reason, result.steps)
 
@@ -28,8 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Union
 
 from .wire import (DONE_REASONS, ERROR_KINDS, HAS_COMM, HAS_COMPUTE, HAS_DATA_WAIT, HEADER, PROTOCOL_VERSION,
-                   STEP_RECORD, STEPS_HEADER, FrameReader, MessageType, ProtocolError, check_step, decode_json,
-                   encode_json_frame)
+                   QUERIES_HEADER, QUERIES_VERSION, QUERY_HAS_COMPUTE, QUERY_HAS_D2H, QUERY_HAS_H2D, QUERY_HAS_HOST_POST,
+                   QUERY_HAS_HOST_PRE, QUERY_RECORD, STEP_RECORD, STEPS_HEADER, FrameReader, MessageType, ProtocolError,
+                   QueryRecord, check_step, decode_json, encode_json_frame, query_record_problem)
 
 FD_IN_ENV = "DLBENCH_PROTOCOL_FD_IN"  # the runner reads commands here
 FD_OUT_ENV = "DLBENCH_PROTOCOL_FD_OUT"  # the runner writes messages here
@@ -65,6 +68,9 @@ class CellConfig:
     world_size: int = 1
     cell_key: str = ""
     limits: RunnerLimits = RunnerLimits()
+    #: A load cell's settings (dlbench_client.load.LoadSettings), resolved from ``params`` by
+    #: ``run`` before ``setup``; None for a cell that steps.
+    load: Optional[Any] = None
 
 
 def _int_field(body: Mapping[str, Any], name: str, default: int, low: int, high: int) -> int:
@@ -144,7 +150,12 @@ class RunnerSession:
         self._steps_prefix = HEADER.size + STEPS_HEADER.size
         self._steps = bytearray(self._steps_prefix + self.BATCH_RECORDS * STEP_RECORD.size)
         self._count = 0
+        # The QUERIES frame of a load cell, built in place the same way.
+        self._queries_prefix = HEADER.size + QUERIES_HEADER.size
+        self._queries = bytearray(self._queries_prefix + self.BATCH_RECORDS * QUERY_RECORD.size)
+        self._query_count = 0
         self._last_flush_ns = now_ns()
+        self._last_query_flush_ns = self._last_flush_ns
         self._stop_requested = False
         self._peer_gone = False
         self._rank = 0
@@ -315,6 +326,75 @@ class RunnerSession:
                 return
             if self._read_some() == 0:
                 return
+
+    def poll_stop(self) -> bool:
+        """Reads the commands that arrived, without blocking; returns ``stop_requested``."""
+        self._poll_commands()
+        return self._stop_requested
+
+    # -- queries (inference under load) ---------------------------------------------------------
+    def record_query(self, query_id: int, scheduled_ns: int, issued_ns: int, completed_ns: int, samples: int,
+                     batch_samples: int = 0, phases: Optional[Any] = None) -> None:
+        """Outside every query's stamps: packs one query record (docs/protocol.md "Query record")
+        into the pre-sized QUERIES buffer, and sends the buffer when it holds BATCH_RECORDS records
+        or FLUSH_INTERVAL_NS has passed since the last send (measured to ``completed_ns``).
+        ``phases`` is a dlbench_client.load.QueryPhases (host_pre, h2d, compute, d2h, host_post ns;
+        None fields absent) or None. Records go in query-id order, each id once (the orchestrator
+        makes the cell ``invalid`` otherwise). ValueError for a record the orchestrator would
+        reject (issued before scheduled, completed before issued, no samples, negative durations)."""
+        present = 0
+        pre = h2d = compute = d2h = post = 0
+        if phases is not None:
+            try:
+                p0, p1, p2, p3, p4 = phases
+            except (TypeError, ValueError):
+                raise TypeError("query %d: issue() must return None or a QueryPhases, got %r"
+                                % (query_id, phases)) from None
+            if p0 is not None:
+                present |= QUERY_HAS_HOST_PRE
+                pre = p0
+            if p1 is not None:
+                present |= QUERY_HAS_H2D
+                h2d = p1
+            if p2 is not None:
+                present |= QUERY_HAS_COMPUTE
+                compute = p2
+            if p3 is not None:
+                present |= QUERY_HAS_D2H
+                d2h = p3
+            if p4 is not None:
+                present |= QUERY_HAS_HOST_POST
+                post = p4
+            if pre < 0 or h2d < 0 or compute < 0 or d2h < 0 or post < 0:
+                raise ValueError("query %d has a negative decomposition duration" % query_id)
+        if issued_ns < scheduled_ns or completed_ns < issued_ns or samples < 1:
+            raise ValueError("query %d %s" % (query_id, query_record_problem(
+                QueryRecord(query_id, scheduled_ns, issued_ns, completed_ns, samples, batch_samples))))
+        try:
+            QUERY_RECORD.pack_into(self._queries, self._queries_prefix + self._query_count * QUERY_RECORD.size,
+                                   query_id, scheduled_ns, issued_ns, completed_ns, pre, h2d, compute, d2h, post,
+                                   samples, batch_samples, present, 0)
+        except struct.error:
+            problem = query_record_problem(QueryRecord(query_id, scheduled_ns, issued_ns, completed_ns, samples,
+                                                       batch_samples, pre, h2d, compute, d2h, post))
+            raise ValueError("query %d %s" % (query_id, problem or "does not fit the wire's integer widths")) from None
+        self._query_count += 1
+        if (self._query_count == self.BATCH_RECORDS
+                or completed_ns - self._last_query_flush_ns >= self.FLUSH_INTERVAL_NS):
+            self.flush_queries(completed_ns)
+
+    def flush_queries(self, now: Optional[int] = None) -> None:
+        """Sends the buffered query records as one QUERIES frame, then looks (without blocking)
+        for STOP or a closed pipe."""
+        self._last_query_flush_ns = now if now is not None else now_ns()
+        if self._query_count and not self._peer_gone:
+            payload = QUERIES_HEADER.size + self._query_count * QUERY_RECORD.size
+            HEADER.pack_into(self._queries, 0, payload, int(MessageType.QUERIES), 0)
+            QUERIES_HEADER.pack_into(self._queries, HEADER.size, self._rank, self._query_count, QUERIES_VERSION,
+                                     QUERY_RECORD.size)
+            self._write(memoryview(self._queries)[:HEADER.size + payload])
+        self._query_count = 0
+        self._poll_commands()
 
     # -- steps ----------------------------------------------------------------------------------
     def record(self, start_ns: int, end_ns: int, samples: int, data_wait_ns: Optional[int] = None,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from dlbench_client import InvalidParameter
+from dlbench_client.load import LOAD_KEYS
 
 
 @dataclass(frozen=True)
@@ -110,10 +111,12 @@ def _check(spec: Param, value: Any) -> Any:
 def parse_params(params: Mapping[str, Any], specs: Sequence[Param], runner: str) -> Dict[str, Any]:
     """Every parameter of ``specs`` typed and checked, defaults filled (absent ones without a
     default stay None); InvalidParameter for an unknown key (with the nearest known one) or a bad
-    value. A null value counts as absent."""
+    value. A null value counts as absent. The load keys (dlbench_client.load.LOAD_KEYS) are not
+    this function's: the client's harness checks them (resolve_load_settings) and refuses a load
+    cell for a runner without ``issue``."""
     by_name = {s.name: s for s in specs}
     for key in params:
-        if key not in by_name:
+        if key not in by_name and key not in LOAD_KEYS:
             near = difflib.get_close_matches(key, list(by_name), n=1, cutoff=0.75)
             hint = " (did you mean '%s'?)" % near[0] if near else ""
             raise InvalidParameter("unknown parameter '%s' for runner %s%s; it accepts: %s"

@@ -8,6 +8,10 @@ or a TorchScript file. The same fixed synthetic batch resident on the device, th
 (SGD lr 0.1 momentum 0.9 weight decay 1e-4 for the CNNs, AdamW lr 1e-4 for BERT), autocast for
 bf16/fp16 (GradScaler for fp16 training), channels_last for the CNNs on CUDA, and every step
 ends with a device synchronize. docs/python-client.md lists the parameters.
+
+An infer cell with ``load`` (docs/load.md) serves the LoadGen scenarios through the client's load
+driver (dlbench_client.load): the sample library is ``sample_library_size`` synthetic samples of
+the model's input, and ``issue`` gathers a query's samples, runs the forward and synchronises.
 """
 
 from __future__ import annotations
@@ -20,8 +24,9 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from dlbench_client import (CellConfig, Extras, Hello, InvalidParameter, Metric, OutOfMemory, Runner, RunnerError,
-                            Unsupported, __version__, main as _client_main)
+from dlbench_client import (CellConfig, Extras, Hello, InvalidParameter, Metric, OutOfMemory, QueryPhases, Runner,
+                            RunnerError, Unsupported, __version__, main as _client_main)
+from dlbench_client.load import current_stream
 
 from .host import cpu_device, device_uuids, host_memory, python_facts
 from .params import CORE, Param, parse_device, parse_params, require_single_process
@@ -154,6 +159,7 @@ class TorchRunner(Runner):
         self.compile_second_call_s: Optional[float] = None
         self.info: Dict[str, Any] = {}
         self.seed = 0
+        self._serve: Optional[Callable[[List[int], int], QueryPhases]] = None
 
     # -- HELLO ----------------------------------------------------------------------------------
     def hello(self) -> Hello:
@@ -243,18 +249,30 @@ class TorchRunner(Runner):
         torch.backends.cudnn.benchmark = p["cudnn_benchmark"] and not p["deterministic"]
         torch.backends.cudnn.deterministic = p["deterministic"]
 
+        load = cell.load
+        if load is not None and p["compile"]:
+            raise Unsupported("compile: true with load is not implemented in the Python runner (the batcher runs "
+                              "every batch size from 1 to max_batch, each a recompilation)")
         self.seed = cell.seed
         torch.manual_seed(cell.seed)
         generator = torch.Generator().manual_seed(cell.seed)
         self.batch = batch = p["batch_size"]
         self.device = device = torch.device("cuda", index) if kind == "cuda" else torch.device("cpu")
-        model, inputs, target, loss_fn, convolutional, optimizer_name, options = self._build(p, batch, generator)
+        # A load cell's inputs are its sample library: sample_library_size synthetic samples.
+        built_batch = load.sample_library_size if load is not None else batch
+        model, inputs, target, loss_fn, convolutional, optimizer_name, options = self._build(p, built_batch, generator)
 
         if p["memory_format"] == "channels_last" or (p["memory_format"] == "auto" and convolutional and kind == "cuda"):
             memory_format = torch.channels_last
         else:
             memory_format = torch.contiguous_format
         model = model.to(device)
+        if load is not None:
+            if any(t.dim() == 0 or t.shape[0] < load.sample_library_size for t in inputs):
+                raise InvalidParameter("the model's inputs hold fewer than sample_library_size (%d) samples: a "
+                                       "custom factory must make batch_size samples" % load.sample_library_size)
+            library = tuple(t[:load.sample_library_size] for t in inputs)
+            inputs = ()  # the library replaces the fixed batch (_prepare_load places it)
         inputs = tuple(t.to(device) for t in inputs)
         if memory_format is torch.channels_last:
             model = model.to(memory_format=torch.channels_last)
@@ -291,6 +309,9 @@ class TorchRunner(Runner):
         autocast = (lambda: torch.autocast(device.type, dtype=amp)) if amp is not None else None
         self._step = self._make_step(forward, inputs, target, loss_fn, optimizer, autocast, sync, train,
                                      compiled=p["compile"])
+        load_effective: Dict[str, Any] = {}
+        if load is not None:
+            load_effective = self._prepare_load(load, forward, library, autocast, memory_format)
         if p["compile"]:
             # Compilation happens on the first calls; run them here, before READY and the timed
             # steps, and report their time apart (EXTRAS compile_s).
@@ -322,6 +343,9 @@ class TorchRunner(Runner):
             "torch_version": torch.__version__, "framework": "pytorch", "model_options": options,
         }
         effective.update(self.info)
+        if load is not None:
+            effective["load"] = load_effective
+            effective["timing"] = load_effective["timing"]
         if p["deterministic"]:
             effective["cublas_workspace_config"] = os.environ.get("CUBLAS_WORKSPACE_CONFIG", "")
         uuids = [self._uuid(index)] if kind == "cuda" else []
@@ -358,7 +382,7 @@ class TorchRunner(Runner):
         if not p["module"]:
             raise InvalidParameter("model custom needs module: 'pkg.mod:factory' or 'file.py:factory'")
         factory = load_factory(p["module"])
-        made = factory(dict(self.p, seed=self.seed))
+        made = factory(dict(self.p, seed=self.seed, batch_size=batch))
         if not isinstance(made, Mapping) or not isinstance(made.get("model"), torch.nn.Module):
             raise InvalidParameter("module %s: the factory must return a dict with 'model' (an nn.Module) and "
                                    "'inputs' (a tuple of tensors)" % p["module"])
@@ -391,6 +415,106 @@ class TorchRunner(Runner):
                 inputs.append(torch.randint(2, shape, generator=generator).to(dtype))
         model = torch.jit.load(p["model_path"], map_location="cpu")
         return model, tuple(inputs), None, None, False, "custom", {"model_path": p["model_path"]}
+
+    def _prepare_load(self, load: Any, forward: Any, library: Tuple[Any, ...], autocast: Any,
+                      memory_format: Any) -> Dict[str, Any]:
+        """Makes ``issue`` for a load cell and runs every batch size it can be called with once per
+        stream before READY (cuDNN's autotuning and lazy allocations stay out of the records, as
+        dlbench-torch does); returns the effective cell's additions to ``load``."""
+        torch = self.torch
+        device = self.device
+        cuda = device.type == "cuda"
+        channels_last = memory_format is torch.channels_last
+        host = load.input_residency == "host"
+        streams = load.streams if load.scenario == "server" else 1
+        if host:
+            lib = tuple(t.contiguous() for t in library)
+            if cuda:
+                lib = tuple(t.pin_memory() for t in lib)
+        else:
+            lib = tuple(t.to(device) for t in library)
+        clock = time.monotonic_ns
+        largest = max(load.batch_sizes())
+        if cuda:
+            cuda_streams = [torch.cuda.Stream(device) for _ in range(streams)]
+            # Page-locked staging buffers per stream, each for the largest batch.
+            staging = [tuple(torch.empty((largest,) + tuple(t.shape[1:]), dtype=t.dtype).pin_memory() for t in lib)
+                       for _ in range(streams)] if host else None
+
+        def place(xs: Tuple[Any, ...]) -> Tuple[Any, ...]:
+            if channels_last:
+                return tuple(x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else x for x in xs)
+            return xs
+
+        def run_forward(xs: Tuple[Any, ...]) -> None:
+            with torch.inference_mode():
+                if autocast is not None:
+                    with autocast():
+                        forward(*xs)
+                else:
+                    forward(*xs)
+
+        def serve_cpu(samples: List[int], stream: int) -> QueryPhases:
+            t0 = clock()
+            idx = torch.tensor(samples, dtype=torch.long)
+            xs = place(tuple(t.index_select(0, idx) for t in lib))
+            t1 = clock()
+            run_forward(xs)
+            t2 = clock()
+            return QueryPhases(host_pre_ns=t1 - t0, compute_ns=t2 - t1)
+
+        def serve_cuda_host(samples: List[int], stream: int) -> QueryPhases:
+            st = cuda_streams[stream]
+            t0 = clock()
+            n = len(samples)
+            idx = torch.tensor(samples, dtype=torch.long)
+            bufs = tuple(b[:n] for b in staging[stream])
+            for t, b in zip(lib, bufs):
+                torch.index_select(t, 0, idx, out=b)
+            t1 = clock()
+            with torch.cuda.stream(st):
+                e0, e1, e2 = (torch.cuda.Event(enable_timing=True) for _ in range(3))
+                e0.record(st)
+                xs = place(tuple(b.to(device, non_blocking=True) for b in bufs))
+                e1.record(st)
+                run_forward(xs)
+                e2.record(st)
+            st.synchronize()
+            return QueryPhases(host_pre_ns=t1 - t0, h2d_ns=int(e0.elapsed_time(e1) * 1e6),
+                               compute_ns=int(e1.elapsed_time(e2) * 1e6))
+
+        def serve_cuda_device(samples: List[int], stream: int) -> QueryPhases:
+            st = cuda_streams[stream]
+            t0 = clock()
+            with torch.cuda.stream(st):
+                idx = torch.tensor(samples, dtype=torch.long, device=device)
+                run_forward(place(tuple(t.index_select(0, idx) for t in lib)))
+            st.synchronize()
+            return QueryPhases(compute_ns=clock() - t0)
+
+        self._serve = serve_cpu if not cuda else (serve_cuda_host if host else serve_cuda_device)
+        warmed = load.batch_sizes()
+        for stream in range(streams):
+            for n in warmed:
+                self._serve([j % load.sample_library_size for j in range(n)], stream)
+        if not cuda:
+            path = "host gather (index_select) -> forward (CPU: no copies)"
+            timing = "host clock: host_pre (gather) and compute (forward) per batch"
+        elif host:
+            path = "host gather into a page-locked buffer -> H2D copy on the stream -> forward; outputs stay on the device"
+            timing = ("host clock for the gather (host_pre); CUDA events on the query's stream around the H2D copy "
+                      "and the forward; the host waits on the stream; latency from the host clock")
+        else:
+            path = "device-resident library: gather on the device -> forward (pure compute)"
+            timing = "host clock from the gather to the stream's synchronize (compute)"
+        return {"input_path": path, "timing": timing, "warmed_batch_sizes": warmed,
+                "cuda_streams": streams if cuda else 0}
+
+    def issue(self, samples: List[int]) -> Optional[QueryPhases]:
+        """A load cell's batch: gather ``samples`` from the library, forward, synchronise."""
+        if self._serve is None:
+            raise Unsupported("this cell has no load")
+        return self._serve(samples, current_stream())
 
     def _make_step(self, forward: Any, inputs: Tuple[Any, ...], target: Any, loss_fn: Any, optimizer: Any,
                    autocast: Any, sync: Callable[[], None], train: bool, compiled: bool) -> Callable[[], int]:

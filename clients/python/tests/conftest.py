@@ -77,6 +77,21 @@ class Dlbench:
             con.close()
 
 
+    def series(self, cell_index: int, name: str, run_id: int = 1) -> List[Tuple[int, Optional[float]]]:
+        """A stored cell's series ``name`` as (t_ns, value) in time order, read-only from the
+        SQLite store (docs/storage.md: table series; a load cell's query records are the
+        ``load.*`` series at each query's scheduled time)."""
+        import sqlite3
+        con = sqlite3.connect("file:%s?mode=ro" % self.db, uri=True)
+        try:
+            return con.execute(
+                "SELECT s.t_ns, s.value FROM series s JOIN cells c ON c.id = s.cell_id "
+                "WHERE c.run_id = ? AND c.idx = ? AND s.series = ? ORDER BY s.t_ns, s.id",
+                (run_id, cell_index, name)).fetchall()
+        finally:
+            con.close()
+
+
 @pytest.fixture
 def dlbench(tmp_path: Path) -> Dlbench:
     """The dlbench binary of DLBENCH_BIN_DIR, working in a fresh folder."""

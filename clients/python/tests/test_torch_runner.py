@@ -147,3 +147,29 @@ def test_hello_describes_pytorch_and_the_devices(tmp_path):
     assert hello.framework["version"] == torch.__version__ and hello.framework["python"] == sys.version.split()[0]
     assert hello.devices[0]["type"] == "cpu"
     assert len(hello.devices) == 1 + (torch.cuda.device_count() if torch.cuda.is_available() else 0)
+
+
+def test_load_scenarios_serve_queries_with_the_model(dlbench):
+    # `runner: {command: [python3, -m, dlbench_runners.torch]}` with `load: server`: the dynamic
+    # batcher over a small custom model (and MobileNetV2 in single stream), every batch size warmed
+    # before READY, the gather and the forward timed per batch.
+    mlp = json.dumps(str(TESTS / "custom_models.py") + ":mlp")
+    run = dlbench.run_matrix(RUNNER + "timeout_s: 180\nmeasure:\n  min_time_s: 0.2\n  max_time_s: 3\n"
+                             "matrix:\n  scenario: infer\n  threads: 1\n  load: server\n  model: custom\n"
+                             "  module: %s\n  target_qps: 200\n  max_batch: 4\n  batch_timeout_us: 1000\n"
+                             "include:\n  - {model: mobilenet_v2, image_size: 32, width_mult: 0.25, num_classes: 10,"
+                             " scenario: infer, threads: 1, load: single_stream, sample_library_size: 8}\n" % mlp)
+    server, single = sorted(dlbench.cells(), key=lambda c: c["params"]["load"])
+    for cell in (server, single):
+        assert cell["outcome"] == "ok", cell["message"]
+        assert cell["runner"]["runner"] == "python-torch"
+        info = cell["extras"]["load"]
+        assert info["queries_received"] == info["queries_issued"] >= info["measured_queries"] > 0
+        assert metric(cell, "query_pre_mean_ns") > 0 and metric(cell, "query_compute_mean_ns") > 0
+        assert cell["effective"]["load"]["input_path"].startswith("host gather")
+    assert server["effective"]["load"]["warmed_batch_sizes"] == [1, 2, 3, 4]
+    assert server["effective"]["load"]["streams"] == 1 and server["effective"]["load"]["max_batch"] == 4
+    assert all(1 <= v <= 4 for _, v in dlbench.series(0, "load.batch"))
+    assert single["effective"]["load"]["warmed_batch_sizes"] == [1]
+    assert single["effective"]["load"]["sample_library_size"] == 8
+    assert single["extras"]["load"]["headline"]["metric"] == "query_latency_early_stopping_ns"

@@ -60,7 +60,7 @@ def test_reader_reassembles_frames_fed_one_byte_at_a_time():
 
 
 def test_unknown_type_is_a_violation_as_soon_as_the_header_is_complete():
-    for bad_type in (0, 10, 0xFFFF):
+    for bad_type in (0, 11, 0xFFFF):
         reader = FrameReader()
         reader.feed(bytes.fromhex("05000000") + bad_type.to_bytes(2, "little") + b"\0\0")
         with pytest.raises(ProtocolError, match="unknown frame type %d" % bad_type):
@@ -135,3 +135,88 @@ def test_protocol_version_equals_the_cpp_one_and_leads_the_package_version():
     assert m, "kProtocolVersion not found in src/protocol/wire.h"
     assert dlbench_client.PROTOCOL_VERSION == int(m.group(1))
     assert dlbench_client.__version__.split(".")[0] == m.group(1)
+
+
+# One QUERIES frame (docs/protocol.md "QUERIES: query records"), rank 1, one version-1 record of 88
+# bytes: query 7 scheduled at 1000, issued at 1500, completed at 4000; host_pre 100 (bit 0) and
+# compute 2000 (bit 2) present, h2d, d2h, host_post absent; 1 sample, served in a batch of 4.
+# Payload: 16 + 88 = 104 = 0x68 bytes.
+QUERIES_BYTES = bytes.fromhex(
+    "68000000" "0a00" "0000"  # header: type 10
+    "01000000" "01000000" "01000000" "58000000"  # rank 1, count 1, version 1, record_bytes 88
+    "0700000000000000"  # query_id 7
+    "e803000000000000"  # scheduled_ns 1000
+    "dc05000000000000"  # issued_ns 1500
+    "a00f000000000000"  # completed_ns 4000
+    "6400000000000000"  # host_pre_ns 100
+    "0000000000000000"  # h2d_ns (absent)
+    "d007000000000000"  # compute_ns 2000
+    "0000000000000000"  # d2h_ns (absent)
+    "0000000000000000"  # host_post_ns (absent)
+    "01000000"  # samples 1
+    "04000000"  # batch_samples 4
+    "05000000"  # present: bits 0 and 2
+    "00000000")  # reserved
+QUERY = wire.QueryRecord(7, 1000, 1500, 4000, 1, 4, host_pre_ns=100, compute_ns=2000)
+
+
+def test_queries_frame_matches_the_documented_bytes():
+    assert wire.encode_queries_frame(1, [QUERY]) == QUERIES_BYTES
+    reader = FrameReader()
+    reader.feed(QUERIES_BYTES)
+    frame = reader.next()
+    assert frame is not None and frame.type == MessageType.QUERIES
+    assert wire.decode_queries(frame) == (1, [QUERY])
+
+
+def test_the_sessions_in_place_queries_frame_is_the_same_bytes():
+    import os
+    from dlbench_client import QueryPhases, RunnerSession
+    cmd_r, cmd_w = os.pipe()
+    out_r, out_w = os.pipe()
+    try:
+        session = RunnerSession(cmd_r, out_w)
+        session._rank = 1
+        session.record_query(7, 1000, 1500, 4000, 1, 4, QueryPhases(host_pre_ns=100, compute_ns=2000))
+        session.flush_queries()
+        assert os.read(out_r, 4096) == QUERIES_BYTES
+        with pytest.raises(ValueError, match="query 8 completes before it is issued"):
+            session.record_query(8, 1000, 1500, 1400, 1)
+        with pytest.raises(ValueError, match="query 9 has a negative decomposition duration"):
+            session.record_query(9, 1000, 1500, 1600, 1, 1, QueryPhases(compute_ns=-1))
+    finally:
+        for fd in (cmd_r, cmd_w, out_r, out_w):
+            os.close(fd)
+
+
+def test_a_queries_frame_the_orchestrator_would_refuse_is_refused_here_too():
+    payload = QUERIES_BYTES[8:]
+    with pytest.raises(ProtocolError, match="layout version 2"):
+        wire.decode_queries(Frame(MessageType.QUERIES, payload[:8] + b"\x02\0\0\0" + payload[12:]))
+    with pytest.raises(ProtocolError, match="record size 80 bytes"):
+        wire.decode_queries(Frame(MessageType.QUERIES, payload[:12] + b"\x50\0\0\0" + payload[16:]))
+    with pytest.raises(ProtocolError, match="does not match its record count 2"):
+        wire.decode_queries(Frame(MessageType.QUERIES, payload[:4] + b"\x02\0\0\0" + payload[8:]))
+    # A record of a later version-1 layout (fields appended) is read as its first 88 bytes.
+    longer = payload[:12] + b"\x60\0\0\0" + payload[16:] + b"\xff" * 8
+    assert wire.decode_queries(Frame(MessageType.QUERIES, longer)) == (1, [QUERY])
+    with pytest.raises(ProtocolError, match="query 7 sets decomposition bits 32"):
+        wire.decode_queries(Frame(MessageType.QUERIES, payload[:-8] + b"\x25\0\0\0" + payload[-4:]))
+    with pytest.raises(ValueError, match="query 3 is issued before it is scheduled"):
+        wire.encode_queries_frame(0, [wire.QueryRecord(3, 10, 9, 11, 1)])
+    with pytest.raises(ValueError, match="query 3 has no samples"):
+        wire.encode_queries_frame(0, [wire.QueryRecord(3, 10, 10, 11, 0)])
+
+
+def test_query_record_layout_matches_query_h_and_wire_h():
+    query = (SOURCE_DIR / "src/record/query.h").read_text()
+    for name, value in (("kQueryHasHostPre", wire.QUERY_HAS_HOST_PRE), ("kQueryHasH2d", wire.QUERY_HAS_H2D),
+                        ("kQueryHasCompute", wire.QUERY_HAS_COMPUTE), ("kQueryHasD2h", wire.QUERY_HAS_D2H),
+                        ("kQueryHasHostPost", wire.QUERY_HAS_HOST_POST)):
+        m = re.search(r"%s = 1u << (\d+)" % name, query)
+        assert m and value == 1 << int(m.group(1)), name
+    assert re.search(r"kQueryFieldMask = 0x1f", query) and wire.QUERY_FIELD_MASK == 0x1F
+    assert re.search(r"sizeof\(QueryRecord\) == 88", query) and wire.QUERY_RECORD.size == 88
+    header = (SOURCE_DIR / "src/protocol/wire.h").read_text()
+    assert re.search(r"kQueriesVersion = %d;" % wire.QUERIES_VERSION, header)
+    assert re.search(r"kMaxQueryRecordBytes = %d;" % wire.MAX_QUERY_RECORD_BYTES, header)
