@@ -496,6 +496,7 @@ std::vector<json> BuildCharts(const ReportInput& input, const ReportOptions& opt
   LatencyCharts(input, options, charts);
   LoadLatencyCharts(input.cells, options.max_points, charts);
   PeakSearchCharts(input.cells, charts);
+  LatencyDecompositionChart(input.cells, charts);
   StepCharts(input.cells, options.max_points, charts);
   MonitorCharts(input, options, charts);
   InputCharts(input.cells, charts);

@@ -143,4 +143,53 @@ void PeakSearchCharts(const std::vector<record::CellRecord>& cells, std::vector<
   }
 }
 
+void LatencyDecompositionChart(const std::vector<record::CellRecord>& cells, std::vector<json>& charts) {
+  namespace metric = record::metric;
+  struct Part {
+    std::string_view metric;
+    const char* label;
+  };
+  static constexpr Part kParts[] = {
+      {metric::kQueryQueueMeanNs, "queue (latency less the timed parts)"},
+      {metric::kQueryHostPreMeanNs, "host pre-processing"},
+      {metric::kQueryH2dMeanNs, "H2D copy"},
+      {metric::kQueryComputeMeanNs, "compute"},
+      {metric::kQueryD2hMeanNs, "D2H copy"},
+      {metric::kQueryHostPostMeanNs, "host post-processing"},
+  };
+  json labels = json::array();
+  std::vector<json> data(std::size(kParts), json::array());
+  std::vector<bool> present(std::size(kParts), false);
+  for (const record::CellRecord& c : cells) {
+    if (c.outcome != record::Outcome::kOk || !c.extras.contains("load")) continue;
+    bool any = false;
+    for (const Part& part : kParts) any = any || record::MetricValue(c, part.metric).has_value();
+    if (!any) continue;
+    labels.push_back(fmt::format("cell {}: {}", c.index, c.label.empty() ? c.key : c.label));
+    for (std::size_t i = 0; i < std::size(kParts); ++i) {
+      const std::optional<double> ns = record::MetricValue(c, kParts[i].metric);
+      present[i] = present[i] || (ns && std::isfinite(*ns));
+      data[i].push_back(ns && std::isfinite(*ns) ? json(*ns / 1e6) : json(nullptr));
+    }
+  }
+  if (labels.empty()) return;
+  json datasets = json::array();
+  for (std::size_t i = 0; i < std::size(kParts); ++i) {
+    if (present[i]) datasets.push_back({{"label", kParts[i].label}, {"data", std::move(data[i])}});
+  }
+  charts.push_back(
+      {{"section", "latency"},
+       {"type", "bar"},
+       {"title", fmt::format("Latency decomposition ({})",
+                             CountNoun(static_cast<std::int64_t>(labels.size()), "load cell"))},
+       {"note",
+        "Each part's mean over the cell's measured queries; a bar's length is the mean latency. The queue "
+        "is derived: a query's latency less the parts it timed (issue delay, the wait for a batch and a "
+        "stream). Parts a runner does not time are left out."},
+       {"labels", std::move(labels)},
+       {"x", {{"label", "mean latency (ms)"}, {"type", "linear"}, {"min", 0}}},
+       {"y", {{"label", "cell"}, {"type", "category"}}},
+       {"datasets", std::move(datasets)}});
+}
+
 }  // namespace dlbench::report

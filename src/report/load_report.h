@@ -25,4 +25,12 @@ void LoadLatencyCharts(const std::vector<record::CellRecord>& cells, int max_poi
 // counted in the note.
 void PeakSearchCharts(const std::vector<record::CellRecord>& cells, std::vector<nlohmann::json>& charts);
 
+// Appends one chart (section "latency", `type` "bar") when any ok load cell has a latency
+// decomposition (docs/load.md, "The per-cell summary"): a horizontal bar per such cell, stacked
+// from its parts' means in ms in a query's order (queue, host pre-processing, H2D, compute, D2H,
+// host post-processing), so each bar's length is the cell's mean latency. A part a cell's records
+// do not carry is null in its bar (drawn as nothing), never 0.
+void LatencyDecompositionChart(const std::vector<record::CellRecord>& cells,
+                               std::vector<nlohmann::json>& charts);
+
 }  // namespace dlbench::report

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "record/metrics.h"
+
 namespace dlbench::report {
 namespace {
 
@@ -82,6 +84,56 @@ TEST(PeakSearchChartsTest, NoPeakNoChartForOtherCellsAndFailedCells) {
   charts.clear();
   PeakSearchCharts({server, crashed, record::CellRecord{}}, charts);
   EXPECT_TRUE(charts.empty());
+}
+
+// Two load cells with a decomposition (one timing H2D/compute/D2H, one compute only), a load cell
+// without one and a plain cell: one bar chart, a bar per decomposed cell, a dataset per part some
+// cell carries, null where a cell does not carry the part, values in ms.
+TEST(LatencyDecompositionChartTest, OneStackedBarPerDecomposedLoadCell) {
+  auto load_cell = [](int index, const std::string& label) {
+    record::CellRecord c;
+    c.index = index;
+    c.label = label;
+    c.outcome = record::Outcome::kOk;
+    c.extras["load"] = {{"scenario", "server"}};
+    return c;
+  };
+  record::CellRecord gpu = load_cell(0, "resnet server");
+  record::SetMetric(gpu, record::metric::kQueryQueueMeanNs, 500'000);
+  record::SetMetric(gpu, record::metric::kQueryH2dMeanNs, 100'000);
+  record::SetMetric(gpu, record::metric::kQueryComputeMeanNs, 2'000'000);
+  record::SetMetric(gpu, record::metric::kQueryD2hMeanNs, 50'000);
+  record::CellRecord null_runner = load_cell(1, "null single");
+  record::SetMetric(null_runner, record::metric::kQueryQueueMeanNs, 0);
+  record::SetMetric(null_runner, record::metric::kQueryComputeMeanNs, 2'010'000);
+  record::CellRecord bare = load_cell(2, "no parts");
+  record::CellRecord plain;
+  plain.index = 3;
+  plain.outcome = record::Outcome::kOk;
+  record::SetMetric(plain, record::metric::kQueryComputeMeanNs, 1);
+
+  std::vector<json> charts;
+  LatencyDecompositionChart({gpu, null_runner, bare, plain}, charts);
+  ASSERT_EQ(charts.size(), 1u);
+  const json& chart = charts[0];
+  EXPECT_EQ(chart["type"], "bar");
+  EXPECT_EQ(chart["section"], "latency");
+  EXPECT_EQ(chart["title"], "Latency decomposition (2 load cells)");
+  EXPECT_EQ(chart["labels"], json::array({"cell 0: resnet server", "cell 1: null single"}));
+  ASSERT_EQ(chart["datasets"].size(), 4u) << "queue, H2D, compute, D2H: no cell times pre or post";
+  const json* queue = Dataset(chart, "queue");
+  ASSERT_NE(queue, nullptr);
+  EXPECT_EQ((*queue)["data"], json::array({0.5, 0.0}));
+  const json* h2d = Dataset(chart, "H2D");
+  ASSERT_NE(h2d, nullptr);
+  EXPECT_EQ((*h2d)["data"], json::array({0.1, nullptr}));
+  const json* compute = Dataset(chart, "compute");
+  ASSERT_NE(compute, nullptr);
+  EXPECT_EQ((*compute)["data"], json::array({2.0, 2.01}));
+
+  charts.clear();
+  LatencyDecompositionChart({bare, plain}, charts);
+  EXPECT_TRUE(charts.empty()) << "no decomposed load cell, no chart";
 }
 
 }  // namespace

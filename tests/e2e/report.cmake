@@ -7,7 +7,7 @@ add_dependencies(report_e2e_test dlbench dlbench-null)
 
 dlbench_add_test(report_browser_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/report_browser_test.cc
   DEPS dlbench::store dlbench::common LABELS browser)
-add_dependencies(report_browser_test dlbench)
+add_dependencies(report_browser_test dlbench dlbench-null)
 
 dlbench_add_test(report_prometheus_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/report_prometheus_test.cc
   DEPS dlbench::store dlbench::common PkgConfig::DLBENCH_HTTPLIB LABELS prometheus)

@@ -96,17 +96,11 @@ std::vector<std::string> ChromiumArgs(const std::string& chromium, const TempDir
           "--virtual-time-budget=15000"};
 }
 
-// Writes the report of WriteReportDb's second run (against the first) to dir/report.html, loads a
-// copy with kProbe in headless Chromium and returns what the probe saw; sets `dom_err` to
-// Chromium's stderr. A fatal failure (checked with ASSERT_NO_FATAL_FAILURE) when any step fails.
-void ProbeReport(const std::string& chromium, const TempDir& dir, double first_step_ms,
-                 nlohmann::json& result, std::string& dom_err) {
-  const std::string db = dir / "r.db";
-  const ReportDb ids = WriteReportDb(db, first_step_ms);
-  auto r = Dlbench({"report", std::to_string(ids.run), "--baseline", std::to_string(ids.baseline_run), "-o",
-                    dir / "report.html"},
-                   dir, db);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+// Loads a copy of dir/report.html with kProbe in headless Chromium and returns what the probe
+// saw; sets `dom_err` to Chromium's stderr. A fatal failure (checked with ASSERT_NO_FATAL_FAILURE)
+// when any step fails.
+void ProbeHtml(const std::string& chromium, const TempDir& dir, nlohmann::json& result,
+               std::string& dom_err) {
   auto html = ReadFile(dir / "report.html");
   ASSERT_TRUE(html.ok());
   std::string probed = *html;
@@ -128,6 +122,19 @@ void ProbeReport(const std::string& chromium, const TempDir& dir, double first_s
   const auto content = begin + std::string("<pre id=\"dlbench-probe\">").size();
   const auto end = dom.out.find("</pre>", content);
   result = nlohmann::json::parse(Unescape(dom.out.substr(content, end - content)));
+}
+
+// Writes the report of WriteReportDb's second run (against the first) to dir/report.html and
+// probes it (ProbeHtml).
+void ProbeReport(const std::string& chromium, const TempDir& dir, double first_step_ms,
+                 nlohmann::json& result, std::string& dom_err) {
+  const std::string db = dir / "r.db";
+  const ReportDb ids = WriteReportDb(db, first_step_ms);
+  auto r = Dlbench({"report", std::to_string(ids.run), "--baseline", std::to_string(ids.baseline_run), "-o",
+                    dir / "report.html"},
+                   dir, db);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ProbeHtml(chromium, dir, result, dom_err);
 }
 
 TEST(ReportBrowser, LoadsWithoutErrorsDrawsEveryChartAndEscapesHostileNames) {
@@ -228,6 +235,53 @@ TEST(ReportBrowser, ChartsAreTitledByLabelsScaledToTheMeasuredStepsAndThroughput
       << "the cells table scrolls inside a box: " << table.dump();
   EXPECT_GE(table["holder_client_height"].get<double>(), table["table_height"].get<double>() - 1)
       << table.dump();
+}
+
+// Load cells of the null runner (virtual time: a query of n samples takes 2 ms + 10 us x n): the
+// report draws each one's latency distribution and one stacked bar chart of their latency
+// decomposition (compute and the derived queue), without a script error.
+TEST(ReportBrowser, LoadCellsDrawTheirLatencyAndItsDecomposition) {
+  const std::string chromium = FindInPath("chromium");
+  if (chromium.empty())
+    GTEST_SKIP() << "chromium is not installed (apt-get install chromium); browser test skipped";
+  TempDir dir("report_browser_load");
+  const std::string matrix = dir / "load.yaml", db = dir / "r.db";
+  WriteText(matrix, R"(runner: null
+measure: {min_time_s: 0.2, max_time_s: 10}
+matrix:
+  scenario: infer
+  service_us: 2000
+  service_per_sample_us: 10
+  load: single_stream
+include:
+  - {scenario: infer, service_us: 2000, service_per_sample_us: 10, load: server, target_qps: 200,
+     latency_bound_ms: 10}
+)");
+  auto run = Dlbench({"run", matrix}, dir, db);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  auto r = Dlbench({"report", "latest", "-o", dir / "report.html"}, dir, db);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json result;
+  std::string dom_err;
+  ASSERT_NO_FATAL_FAILURE(ProbeHtml(chromium, dir, result, dom_err));
+  EXPECT_TRUE(result["errors"].empty()) << result["errors"].dump(2);
+  const nlohmann::json* bars = nullptr;
+  int latency_charts = 0;
+  for (const auto& c : result["charts"]) {
+    EXPECT_TRUE(c["has_chart"].get<bool>()) << c.dump();
+    EXPECT_GT(c["painted"].get<int>(), 500) << c.dump();
+    if (c["section"] != "latency") continue;
+    ++latency_charts;
+    if (c["title"] == "Latency decomposition (2 load cells)") bars = &c;
+  }
+  EXPECT_EQ(latency_charts, 3) << "two latency distributions and the decomposition";
+  ASSERT_NE(bars, nullptr) << result["charts"].dump(2);
+  std::vector<std::string> parts;
+  for (const auto& ds : (*bars)["datasets"]) {
+    parts.push_back(ds["label"]);
+    EXPECT_EQ(ds["points"], 2) << "one value per cell: " << ds.dump();
+  }
+  EXPECT_EQ(parts, (std::vector<std::string>{"queue (latency less the timed parts)", "compute"}));
 }
 
 }  // namespace

@@ -44,9 +44,37 @@
     return (ctx.dataset.label || '') + ': (' + raw.x + ', ' + y + ')';
   }
 
+  // A horizontal stacked bar chart: one bar per label, one stacked part per dataset.
+  function drawBarChart(canvas, spec) {
+    // eslint-disable-next-line no-new
+    new Chart(canvas.getContext('2d'), {
+      type: 'bar',
+      data: {
+        labels: spec.labels,
+        datasets: spec.datasets.map(function (ds, index) {
+          var color = ds.color || palette[index % palette.length];
+          return { label: ds.label, data: ds.data, backgroundColor: color, borderColor: color };
+        })
+      },
+      options: {
+        animation: false,
+        responsive: true,
+        maintainAspectRatio: false,
+        indexAxis: 'y',
+        scales: { x: Object.assign(axis(spec.x), { stacked: true }),
+                  y: { type: 'category', stacked: true, title: { display: true, text: spec.y.label } } },
+        plugins: { legend: { display: true, position: 'bottom' }, tooltip: { enabled: true } }
+      }
+    });
+  }
+
   function drawChart(spec) {
     var canvas = document.getElementById(spec.id);
     if (!canvas) return;
+    if (spec.type === 'bar') {
+      drawBarChart(canvas, spec);
+      return;
+    }
     // eslint-disable-next-line no-new
     new Chart(canvas.getContext('2d'), {
       type: 'scatter',

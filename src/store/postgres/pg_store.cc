@@ -154,7 +154,9 @@ void AppendDouble(std::string& out, double value) {
   } else if (std::isinf(value)) {
     out += value > 0 ? "Infinity" : "-Infinity";
   } else {
-    fmt::format_to(std::back_inserter(out), "{}", value);
+    // Not fmt::format_to(std::back_inserter(out), ...): clang 14 mangles the fmt 9 function that
+    // calls differently from the gcc-built libfmt, so the sanitizer build (clang) could not link.
+    out += fmt::format("{}", value);
   }
 }
 
