@@ -225,7 +225,8 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
     if (!plan::IsDdpCell(c.params) || world == c.params.end() || !world->second.is_number_integer() ||
         world->second.get<std::int64_t>() <= 1)
       continue;
-    ranked += fmt::format("{}#{} {}", ranked.empty() ? "" : ", ", c.index, world->second.get<std::int64_t>());
+    ranked +=
+        fmt::format("{}#{} {} ranks", ranked.empty() ? "" : ", ", c.index, world->second.get<std::int64_t>());
     ++ranked_cells;
     const auto model = c.params.find("model");
     if (!c.ddp_scaling_control_id.empty() ||
@@ -235,7 +236,7 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
     ++uncontrolled_cells;
   }
   if (ranked_cells > 0) {
-    std::printf("%s of several ranks, one process per rank on this host (cell ranks): %s\n",
+    std::printf("%s of several ranks, one process per rank on this host: %s\n",
                 CountNoun(ranked_cells, "ddp cell").c_str(), ranked.c_str());
   }
   if (uncontrolled_cells > 0) {

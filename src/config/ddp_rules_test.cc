@@ -9,6 +9,7 @@ namespace {
 
 std::vector<std::string> Keys(const std::vector<LoadRuleViolation>& v) {
   std::vector<std::string> keys;
+  keys.reserve(v.size());
   for (const auto& x : v) keys.push_back(x.key);
   return keys;
 }

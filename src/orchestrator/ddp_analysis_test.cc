@@ -30,8 +30,9 @@ record::StepRecord Step(std::int64_t start_ms, std::int64_t end_ms, std::uint32_
 // Rank 1: three 10 ms steps from 5 ms, 2 samples each, 2 ms of all-reduce each (own 8 ms).
 std::vector<record::StepRow> TwoRanks() {
   std::vector<record::StepRow> rows;
-  for (int i = 0; i < 3; ++i) rows.push_back({0, Step(10 * i, 10 * i + 10, 2, 4)});
-  for (int i = 0; i < 3; ++i) rows.push_back({1, Step(5 + 10 * i, 15 + 10 * i, 2, 2)});
+  rows.reserve(6);
+  for (std::int64_t i = 0; i < 3; ++i) rows.push_back({0, Step(10 * i, 10 * i + 10, 2, 4)});
+  for (std::int64_t i = 0; i < 3; ++i) rows.push_back({1, Step(5 + 10 * i, 15 + 10 * i, 2, 2)});
   return rows;
 }
 

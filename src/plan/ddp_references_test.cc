@@ -150,6 +150,7 @@ TEST(DdpReferencesTest, AnAllreduceCellHasNoReferences) {
        {"world_size", Value(2)},
        {"ddp_mode", Value("compute_only")}}};
   std::vector<std::string> keys;
+  keys.reserve(cells.size());
   for (const Combination& c : cells) keys.push_back(CellKey(c));
   const DdpReferences refs = FindDdpReferences(cells, keys);
   EXPECT_EQ(refs.scaling_control_of, (std::vector<long>{-1, -1, -1}));

@@ -24,8 +24,9 @@ int Report(protocol::RunnerSession& session, const Failure& failure) {
 }
 
 torch::Device DeviceOf(const TorchCell& cell) {
-  return cell.device.kind == DeviceKind::kCuda ? torch::Device(torch::kCUDA, cell.device.index)
-                                               : torch::Device(torch::kCPU);
+  return cell.device.kind == DeviceKind::kCuda
+             ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(cell.device.index))
+             : torch::Device(torch::kCPU);
 }
 
 void Synchronize(const torch::Device& device) {
