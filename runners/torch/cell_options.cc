@@ -50,8 +50,8 @@ constexpr std::pair<const char*, OptimizerImpl> kOptimizerImpls[] = {
     {"auto", OptimizerImpl::kAuto},
     {"foreach", OptimizerImpl::kForeach},
     {"per_param", OptimizerImpl::kPerParameter}};
-constexpr std::pair<const char*, DdpMode> kDdpModes[] = {{"overlap", DdpMode::kOverlap},
-                                                         {"serial", DdpMode::kSerial}};
+constexpr std::pair<const char*, DdpMode> kDdpModes[] = {
+    {"overlap", DdpMode::kOverlap}, {"serial", DdpMode::kSerial}, {"compute_only", DdpMode::kComputeOnly}};
 constexpr std::pair<const char*, DdpBackend> kDdpBackends[] = {
     {"auto", DdpBackend::kAuto}, {"gloo", DdpBackend::kGloo}, {"nccl", DdpBackend::kNccl}};
 constexpr std::pair<const char*, InputDtype> kInputDtypes[] = {

@@ -33,8 +33,10 @@ const char* MemoryFormatName(MemoryFormat format);
 enum class OptimizerImpl { kAuto, kForeach, kPerParameter };
 
 // strategy: ddp (docs/distributed.md). kOverlap: c10d's Reducer all-reduces gradient buckets as
-// backward produces them; kSerial: the same buckets all-reduced after backward (no overlap).
-enum class DdpMode { kOverlap, kSerial };
+// backward produces them; kSerial: the same buckets all-reduced after backward (no overlap);
+// kComputeOnly: no gradient all-reduce, a barrier per step (the step without communication that
+// exposed communication is measured against; the ranks' parameters drift apart).
+enum class DdpMode { kOverlap, kSerial, kComputeOnly };
 enum class DdpBackend { kAuto, kGloo, kNccl };
 const char* DdpModeName(DdpMode mode);
 const char* DdpBackendName(DdpBackend backend);

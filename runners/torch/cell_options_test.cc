@@ -277,6 +277,11 @@ TEST(ParseTorchCell, DdpOptionsAndTheirDefaults) {
   EXPECT_EQ(given->ddp->bucket_cap_bytes, 4096);
   EXPECT_STREQ(DdpModeName(DdpMode::kSerial), "serial");
   EXPECT_STREQ(DdpBackendName(DdpBackend::kNccl), "nccl");
+  auto compute_only =
+      ParseTorchCell({{"model", "resnet50"}, {"strategy", "ddp"}, {"ddp_mode", "compute_only"}});
+  ASSERT_TRUE(compute_only.ok()) << compute_only.error().message;
+  EXPECT_EQ(compute_only->ddp->mode, DdpMode::kComputeOnly);
+  EXPECT_STREQ(DdpModeName(DdpMode::kComputeOnly), "compute_only");
 }
 
 TEST(CheckSupported, DdpRules) {

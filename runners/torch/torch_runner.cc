@@ -16,6 +16,7 @@
 #include "converge.h"
 #include "cuda_support.h"
 #include "data/feeder.h"
+#include "ddp/allreduce_cell.h"
 #include "ddp/cell.h"
 #include "ddp/process_group.h"
 #include "ddp/rank.h"
@@ -391,6 +392,31 @@ int RunTorchCell(RunnerSession& session) {
     if (!placed.ok())
       return Report(session,
                     {WireKind(placed.error().kind), placed.error().message, nlohmann::json::object()});
+  }
+  // model: allreduce measures the collective alone (ddp/allreduce_cell.h): no model is built.
+  const bool allreduce_bytes_given = config->params.contains("allreduce_bytes");
+  if (cell->model == ddp::kAllReduceModel) {
+    if (!cell->ddp) {
+      return Report(session,
+                    {RunnerErrorKind::kInvalid,
+                     "model allreduce measures the all-reduce of a ddp group: it needs strategy: ddp",
+                     nlohmann::json::object()});
+    }
+    std::int64_t bytes = ddp::kDefaultAllReduceBytes;
+    if (allreduce_bytes_given) {
+      const nlohmann::json& given = config->params.at("allreduce_bytes");
+      if (!given.is_number_integer()) {
+        return Report(session, {RunnerErrorKind::kInvalid, "parameter 'allreduce_bytes' must be an integer",
+                                nlohmann::json::object()});
+      }
+      bytes = given.get<std::int64_t>();
+    }
+    return ddp::RunAllReduceCell(session, *config, *cell, bytes);
+  }
+  if (allreduce_bytes_given) {
+    return Report(session,
+                  {RunnerErrorKind::kInvalid, "parameter 'allreduce_bytes' applies to model allreduce only",
+                   nlohmann::json::object()});
   }
 
   std::optional<load::EffectiveLoadSettings> load_settings;

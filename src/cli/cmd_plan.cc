@@ -17,6 +17,7 @@
 #include "config/matrix.h"
 #include "load/settings.h"
 #include "orchestrator/boundary_cell.h"
+#include "plan/ddp_references.h"
 #include "plan/estimate.h"
 #include "plan/plan.h"
 #include "plan/selection.h"
@@ -163,6 +164,15 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
     }
     if (!c.input_control_id.empty()) entry["input_control_id"] = c.input_control_id;
     if (c.added_as_control) entry["added_as_control"] = true;
+    if (plan::IsDdpCell(c.params)) {
+      const auto world = c.params.find("world_size");
+      entry["ranks"] = world != c.params.end() && world->second.is_number_integer()
+                           ? world->second.get<std::int64_t>()
+                           : 1;
+    }
+    if (!c.ddp_scaling_control_id.empty()) entry["ddp_scaling_control_id"] = c.ddp_scaling_control_id;
+    if (!c.ddp_compute_only_id.empty()) entry["ddp_compute_only_id"] = c.ddp_compute_only_id;
+    if (!c.ddp_serial_id.empty()) entry["ddp_serial_id"] = c.ddp_serial_id;
     js.push_back(std::move(entry));
   }
   if (args.json) {
@@ -204,6 +214,36 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
         "%lld of them (control) added: the same cell with data: device, which the input-bound verdict "
         "compares a cell reading host data with (docs/input-pipeline.md)\n",
         static_cast<long long>(added));
+  }
+  // The ddp cells of several ranks: how many processes each starts, and those without their
+  // world_size 1 cell, which get no scaling efficiency (the plan does not add one:
+  // plan/ddp_references.h); said here, before anything runs.
+  std::string ranked, uncontrolled;
+  std::int64_t ranked_cells = 0, uncontrolled_cells = 0;
+  for (const auto& c : *cells) {
+    const auto world = c.params.find("world_size");
+    if (!plan::IsDdpCell(c.params) || world == c.params.end() || !world->second.is_number_integer() ||
+        world->second.get<std::int64_t>() <= 1)
+      continue;
+    ranked +=
+        fmt::format("{}#{} {} ranks", ranked.empty() ? "" : ", ", c.index, world->second.get<std::int64_t>());
+    ++ranked_cells;
+    const auto model = c.params.find("model");
+    if (!c.ddp_scaling_control_id.empty() ||
+        (model != c.params.end() && model->second == config::Value("allreduce")))
+      continue;
+    uncontrolled += fmt::format("{}#{}", uncontrolled.empty() ? "" : ", ", c.index);
+    ++uncontrolled_cells;
+  }
+  if (ranked_cells > 0) {
+    std::printf("%s of several ranks, one process per rank on this host: %s\n",
+                CountNoun(ranked_cells, "ddp cell").c_str(), ranked.c_str());
+  }
+  if (uncontrolled_cells > 0) {
+    std::printf(
+        "%s without a world_size 1 cell of the same parameters in the matrix (%s): no scaling efficiency "
+        "for them; add 1 to world_size to measure it in the same run (docs/distributed.md)\n",
+        CountNoun(uncontrolled_cells, "ddp cell").c_str(), uncontrolled.c_str());
   }
   if (selected->shard && cells->empty()) {
     std::printf("%s; `run` refuses an empty shard\n",

@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/console.h"
+#include "cli/ddp_console.h"
 #include "cli/load_console.h"
 #include "cli/memory_console.h"
 #include "common/clock.h"
@@ -260,6 +261,7 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
   PrintRepetitions(*cells);
   PrintConvergence(*cells);
   PrintInputVerdicts(*cells);
+  std::printf("%s", RenderScaling(*cells).c_str());
   PrintPrecisionTradeOff(*cells);
 
   bool header = false;

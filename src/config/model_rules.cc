@@ -19,7 +19,8 @@ const TorchModelInfo* FindModel(const std::string& name) {
 std::string KnownList() {
   std::string out;
   for (const TorchModelInfo& m : TorchModelTable()) out += (out.empty() ? "" : ", ") + m.name;
-  return out + ", or torchscript with model_path and input_shapes";
+  return out +
+         ", allreduce (strategy: ddp: the all-reduce alone), or torchscript with model_path and input_shapes";
 }
 
 // "fashion_cnn or fashion_cnn_bn": the models scenario: converge trains.
@@ -102,7 +103,7 @@ std::vector<LoadRuleViolation> CheckTorchModelCell(const Combination& cell) {
     if (!cell.count("input_shapes")) {
       out.push_back({"model", "torchscript needs input_shapes (`B,3,224,224`, B for the batch size)"});
     }
-  } else if (FindModel(name) == nullptr) {
+  } else if (FindModel(name) == nullptr && name != "allreduce") {
     out.push_back({"model", "unknown model '" + name + "' (the torch runner has " + KnownList() +
                                 "; `dlbench models` lists them with their sizes)"});
   }

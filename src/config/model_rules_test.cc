@@ -25,7 +25,7 @@ TEST(ModelRulesTest, AnUnknownModelIsAnErrorAtItsAxisNamingTheKnownOnes) {
   EXPECT_EQ(st.error().message.rfind(
                 "m.yaml:3:3: error: model: unknown model 'resnet51' (the torch runner has "
                 "resnet50, mobilenet_v2, bert_base, ssd_mobilenet, fashion_cnn, fashion_cnn_bn, "
-                "or torchscript",
+                "allreduce (strategy: ddp: the all-reduce alone), or torchscript",
                 0),
             0u)
       << st.error().message;

@@ -238,8 +238,9 @@ std::vector<ParamSpec> BuildRegistry() {
   r.push_back(Entry("model", kCell, kCore, ParamType::kString)
                   .RequiredWith("torch")
                   .Label("=")
-                  .Help("The model to run: a name from the torch runner's model zoo, or "
-                        "`torchscript` with model_path. Other runners record it.")
+                  .Help("The model to run: a name from the torch runner's model zoo, "
+                        "`torchscript` with model_path, or `allreduce` (strategy: ddp: each step one "
+                        "all-reduce of allreduce_bytes, nothing else). Other runners record it.")
                   .Build());
   r.push_back(Entry("scenario", kCell, kCore, ParamType::kEnum)
                   .Allowed({"train", "infer", "converge"})
@@ -323,12 +324,14 @@ std::vector<ParamSpec> BuildRegistry() {
   // The ddp keys have no registry default, so that cells stored before them keep their keys; the
   // runner reports what it used in the effective cell (docs/distributed.md).
   r.push_back(Entry("ddp_mode", kCell, kTorch, ParamType::kEnum)
-                  .Allowed({"overlap", "serial"})
+                  .Allowed({"overlap", "serial", "compute_only"})
                   .DefaultText("overlap")
                   .Label("=")
                   .Help("With strategy: ddp, how gradients are all-reduced: `overlap` (c10d's Reducer: "
-                        "bucketed all-reduce during backward, as PyTorch's DDP) or `serial` (the same "
-                        "buckets all-reduced after backward: the no-overlap baseline).")
+                        "bucketed all-reduce during backward, as PyTorch's DDP), `serial` (the same "
+                        "buckets all-reduced after backward: the no-overlap baseline) or `compute_only` "
+                        "(no gradient all-reduce, a barrier per step: the step without communication "
+                        "that exposed communication and overlap are measured against).")
                   .Build());
   r.push_back(Entry("backend", kCell, kTorch, ParamType::kEnum)
                   .Allowed({"auto", "gloo", "nccl"})
@@ -346,6 +349,15 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Help("With strategy: ddp, the gradient bytes per all-reduce bucket, at least 1024. At "
                         "most 1073741824 (1 GiB): one bucket then holds every gradient of any model the "
                         "zoo has.")
+                  .Build());
+  r.push_back(Entry("allreduce_bytes", kCell, kTorch, ParamType::kInt)
+                  .Unit("bytes")
+                  .Min(4)
+                  .Max(1073741824)
+                  .DefaultText("26214400 (25 MiB, PyTorch DDP's bucket)")
+                  .Label("bytes")
+                  .Help("With model: allreduce (and strategy: ddp), the bytes each step all-reduces: float32 "
+                        "elements, rounded down to a multiple of 4. At most 1073741824 (1 GiB).")
                   .Build());
 
   // Inference under load (docs/load.md): LoadGen's scenarios. Every key but `load` applies only

@@ -15,6 +15,7 @@
 #include "monitor/fingerprint.h"
 #include "monitor/sampler.h"
 #include "orchestrator/boundary_cell.h"
+#include "orchestrator/ddp_analysis.h"
 #include "orchestrator/input_analysis.h"
 #include "orchestrator/run_folder.h"
 
@@ -244,9 +245,13 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
   // The input-bound verdict's controls (plan::Cell::input_control_id) run before the cells that
   // need them; their records are kept here (without steps and series) until those cells end. A
   // resumed run reads the controls it finished before from the store, once.
+  // A ddp cell's references (plan/ddp_references.h) are kept the same way.
   std::set<std::string> needed_controls;
   for (const auto& c : cells) {
-    if (!c.input_control_id.empty()) needed_controls.insert(c.input_control_id);
+    for (const std::string* id :
+         {&c.input_control_id, &c.ddp_scaling_control_id, &c.ddp_compute_only_id, &c.ddp_serial_id}) {
+      if (!id->empty()) needed_controls.insert(*id);
+    }
   }
   std::map<std::string, record::CellRecord> controls;
   bool read_stored_controls = !resumed;
@@ -258,6 +263,7 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
     controls[rec.cell_id] = std::move(kept);
   };
   auto control_of = [&](const std::string& id) -> const record::CellRecord* {
+    if (id.empty()) return nullptr;
     if (!controls.count(id) && !read_stored_controls) {
       read_stored_controls = true;
       if (auto stored_cells = store->GetCells(run.id, store::CellQuery{}); stored_cells.ok()) {
@@ -303,6 +309,11 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
     if (!cell.input_control_id.empty()) {
       AddInputVerdict(rec, control_of(cell.input_control_id), cell.input_control_id);
     }
+    AddDdpFigures(rec);
+    AddDdpComparisons(rec,
+                      DdpReferenceCells{cell.ddp_scaling_control_id, control_of(cell.ddp_scaling_control_id),
+                                        cell.ddp_compute_only_id, control_of(cell.ddp_compute_only_id),
+                                        cell.ddp_serial_id, control_of(cell.ddp_serial_id)});
     rec.run_id = run.id;
     if (auto st = store->PutCell(rec); !st.ok()) return open.Fail(st.error());
     keep_control(rec);

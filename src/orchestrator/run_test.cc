@@ -11,6 +11,7 @@
 #include "common/files.h"
 #include "orchestrator/progress_file.h"
 #include "orchestrator/run_folder.h"
+#include "record/metrics.h"
 #include "record/progress.h"
 
 namespace dlbench::orchestrator {
@@ -239,6 +240,65 @@ TEST_F(RunTest, SelectionProblemsCreateNothing) {
   ASSERT_FALSE(bad.ok());
   EXPECT_TRUE(plan::IsMatrixDiagnostic(bad.error(), matrix_)) << bad.error().message;
   EXPECT_FALSE(std::filesystem::exists(db_)) << "a bad matrix creates no database";
+}
+
+// A ddp matrix of dlbench-null ranks in virtual time: the world_size 1 cell, written second, runs
+// first, and the two-rank cell's figures are computed over both ranks' stored steps and compared
+// with it; without a world_size 1 cell the efficiency is missing and the cell says why. Rank 0
+// measures at least 300 steps (30 ms at 10x real time), so that rank 1, started with it, has
+// steps inside rank 0's span; exact figures are ddp_analysis_test's.
+TEST_F(RunTest, DdpCellsAreComparedWithTheRunsWorldSizeOneCell) {
+  ASSERT_TRUE(WriteFileAtomic(matrix_,
+                              "name: t\nrunner: null\nmatrix:\n  strategy: ddp\n  world_size: [2, 1]\n"
+                              "  step_ms: [1]\n  samples_per_step: [4]\n  virtual_time: [true]\n"
+                              "  virtual_speedup: [10]\nmeasure:\n  min_steps: 300\n  min_time_s: 0.05\n"
+                              "  max_time_s: 1\n")
+                  .ok());
+  auto end = RunMatrix(Request(), {});
+  ASSERT_TRUE(end.ok()) << end.error().message;
+  auto store = store::OpenSqliteStore(db_);
+  ASSERT_TRUE(store.ok());
+  auto cells = (*store)->GetCells(end->run_id, store::CellQuery{});
+  ASSERT_TRUE(cells.ok());
+  ASSERT_EQ(cells->size(), 2u);
+  const record::CellRecord& single = (*cells)[0];
+  const record::CellRecord& pair = (*cells)[1];
+  ASSERT_EQ(single.params["world_size"], 1) << "the control runs first";
+  ASSERT_EQ(pair.params["world_size"], 2);
+  ASSERT_EQ(pair.outcome, record::Outcome::kOk) << pair.message;
+  namespace metric = record::metric;
+  // One rank: its global rate is its own (4 samples per 1 ms virtual step).
+  EXPECT_NEAR(*record::MetricValue(single, metric::kDdpGlobalSamplesPerS),
+              *record::MetricValue(single, metric::kSamplesPerS), 1e-6);
+  EXPECT_NEAR(*record::MetricValue(single, metric::kSamplesPerS), 4000.0, 1.0);
+  EXPECT_FALSE(record::MetricValue(single, metric::kDdpScalingEfficiencyPct)) << "the control itself";
+  const std::optional<double> global = record::MetricValue(pair, metric::kDdpGlobalSamplesPerS);
+  ASSERT_TRUE(global);
+  EXPECT_GT(*global, *record::MetricValue(pair, metric::kSamplesPerS)) << "rank 1's samples count too";
+  const nlohmann::json& x = pair.extras.at(record::kDdpScalingExtrasKey);
+  ASSERT_EQ(x.at("ranks").size(), 2u) << x.dump();
+  EXPECT_EQ(x.at("efficiency").at("control_cell"), single.cell_id) << x.dump();
+  const double single_rate = *record::MetricValue(single, metric::kDdpGlobalSamplesPerS);
+  EXPECT_NEAR(*record::MetricValue(pair, metric::kDdpSpeedup), *global / single_rate, 1e-9);
+  EXPECT_NEAR(*record::MetricValue(pair, metric::kDdpScalingEfficiencyPct), *global / single_rate / 2 * 100,
+              1e-9);
+  EXPECT_TRUE(record::MetricValue(pair, metric::kDdpSlowestRank)) << "two ranks with steps in the span";
+
+  // The same ranks without the world_size 1 cell in the matrix: no efficiency, and why.
+  ASSERT_TRUE(WriteFileAtomic(matrix_,
+                              "name: t\nrunner: null\nmatrix:\n  strategy: ddp\n  world_size: [2]\n"
+                              "  step_ms: [1]\n  virtual_time: [true]\n  virtual_speedup: [10]\nmeasure:\n"
+                              "  min_steps: 20\n  min_time_s: 0.05\n  max_time_s: 1\n")
+                  .ok());
+  auto alone = RunMatrix(Request(), {});
+  ASSERT_TRUE(alone.ok()) << alone.error().message;
+  auto lone = (*store)->GetCells(alone->run_id, store::CellQuery{});
+  ASSERT_TRUE(lone.ok());
+  ASSERT_EQ(lone->size(), 1u) << "nothing added";
+  EXPECT_FALSE(record::MetricValue((*lone)[0], metric::kDdpScalingEfficiencyPct));
+  const std::string why =
+      (*lone)[0].extras.at(record::kDdpScalingExtrasKey).at("efficiency").value("why_none", std::string());
+  EXPECT_NE(why.find("the run has no world_size 1 cell"), std::string::npos) << why;
 }
 
 }  // namespace

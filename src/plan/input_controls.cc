@@ -85,17 +85,31 @@ InputControls FindOrAddInputControls(std::vector<Combination>& combinations, std
 
 std::vector<std::pair<std::size_t, int>> ControlsFirst(const std::vector<std::pair<std::size_t, int>>& order,
                                                        const std::vector<long>& control_of) {
+  std::vector<std::vector<long>> needs(control_of.size());
+  for (std::size_t c = 0; c < control_of.size(); ++c) {
+    if (control_of[c] >= 0) needs[c].push_back(control_of[c]);
+  }
+  return ControlsFirst(order, needs);
+}
+
+std::vector<std::pair<std::size_t, int>> ControlsFirst(const std::vector<std::pair<std::size_t, int>>& order,
+                                                       const std::vector<std::vector<long>>& needs) {
   std::set<std::pair<std::size_t, int>> placed;
   std::vector<std::pair<std::size_t, int>> out;
   out.reserve(order.size());
-  for (const auto& entry : order) {
-    const long control = entry.first < control_of.size() ? control_of[entry.first] : -1;
-    if (control >= 0) {
-      const std::pair<std::size_t, int> needed{static_cast<std::size_t>(control), entry.second};
-      if (placed.insert(needed).second) out.push_back(needed);
+  // Depth-first: a needed cell's own needs go before it. The needs form no cycle, so the depth is
+  // at most the number of combinations; in practice 2 (a ddp cell, its twin, the twin's twin).
+  auto place = [&](const auto& self, const std::pair<std::size_t, int>& entry) -> void {
+    if (placed.count(entry)) return;
+    if (entry.first < needs.size()) {
+      for (long n : needs[entry.first]) {
+        if (n >= 0 && static_cast<std::size_t>(n) != entry.first)
+          self(self, {static_cast<std::size_t>(n), entry.second});
+      }
     }
     if (placed.insert(entry).second) out.push_back(entry);
-  }
+  };
+  for (const auto& entry : order) place(place, entry);
   return out;
 }
 

@@ -43,4 +43,11 @@ InputControls FindOrAddInputControls(std::vector<config::Combination>& combinati
 std::vector<std::pair<std::size_t, int>> ControlsFirst(const std::vector<std::pair<std::size_t, int>>& order,
                                                        const std::vector<long>& control_of);
 
+// The same for cells that need several others (an input control, a ddp cell's world_size 1 cell
+// and twins: plan/ddp_references.h): `needs[c]` lists the combinations c is compared with (indices,
+// -1 entries ignored). Each needed occurrence is placed, its own needs first, just before the
+// first cell that needs it. The needs must not form a cycle.
+std::vector<std::pair<std::size_t, int>> ControlsFirst(const std::vector<std::pair<std::size_t, int>>& order,
+                                                       const std::vector<std::vector<long>>& needs);
+
 }  // namespace dlbench::plan

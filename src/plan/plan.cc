@@ -10,9 +10,11 @@
 #include <utility>
 
 #include "common/hash.h"
+#include "config/ddp_rules.h"
 #include "config/load_rules.h"
 #include "config/model_rules.h"
 #include "config/registry.h"
+#include "plan/ddp_references.h"
 #include "plan/input_controls.h"
 
 namespace dlbench::plan {
@@ -292,6 +294,7 @@ Result<Plan> Expand(const config::Matrix& matrix) {
   DLBENCH_RETURN_IF_ERROR(config::CheckLoadRules(matrix, combinations));
   const bool torch = runner == "torch";
   if (torch) DLBENCH_RETURN_IF_ERROR(config::CheckTorchModelRules(matrix, combinations));
+  if (torch) DLBENCH_RETURN_IF_ERROR(config::CheckDdpRules(matrix, combinations));
   std::vector<std::string> warnings;
   std::set<std::string> warned;  // (key, model) once
   for (Combination& params : combinations) {
@@ -374,6 +377,26 @@ Result<Plan> Expand(const config::Matrix& matrix) {
   for (std::size_t c = 0; c < cells.size(); ++c) {
     if (controls.control_of[c] >= 0) control_ids[c] = keys[static_cast<std::size_t>(controls.control_of[c])];
   }
+  const DdpReferences ddp = FindDdpReferences(cells, keys);
+  auto key_of = [&](long index) { return index < 0 ? std::string() : keys[static_cast<std::size_t>(index)]; };
+  // What each combination needs to have run before it: its input control and its ddp references.
+  std::vector<std::vector<long>> needs(cells.size());
+  bool any_needs = false;
+  for (std::size_t c = 0; c < cells.size(); ++c) {
+    for (long n :
+         {controls.control_of[c], ddp.scaling_control_of[c], ddp.compute_only_of[c], ddp.serial_of[c]}) {
+      if (n >= 0) needs[c].push_back(n);
+    }
+    any_needs = any_needs || !needs[c].empty();
+  }
+  struct DdpIds {
+    std::string scaling, compute_only, serial;
+  };
+  std::vector<DdpIds> ddp_ids(cells.size());
+  for (std::size_t c = 0; c < cells.size(); ++c) {
+    ddp_ids[c] = {key_of(ddp.scaling_control_of[c]), key_of(ddp.compute_only_of[c]),
+                  key_of(ddp.serial_of[c])};
+  }
   std::vector<std::string> labels = Labels(cells, matrix);
 
   // (cell, repetition) pairs in run order.
@@ -397,9 +420,7 @@ Result<Plan> Expand(const config::Matrix& matrix) {
     }
   }
 
-  if (std::any_of(controls.control_of.begin(), controls.control_of.end(), [](long c) { return c >= 0; })) {
-    order = ControlsFirst(order, controls.control_of);
-  }
+  if (any_needs) order = ControlsFirst(order, needs);
 
   Plan plan;
   // MSER-5 may cut up to half of the steps (its truncation point lies in the first half), so a
@@ -430,7 +451,11 @@ Result<Plan> Expand(const config::Matrix& matrix) {
     cell.seed = DeriveCellSeed(matrix.seed, cell.key, r);
     cell.id = cell.key + "#r" + std::to_string(r);
     cell.label = last_use ? std::move(labels[c]) : labels[c];
-    if (!control_ids[c].empty()) cell.input_control_id = control_ids[c] + "#r" + std::to_string(r);
+    const std::string rep = "#r" + std::to_string(r);
+    if (!control_ids[c].empty()) cell.input_control_id = control_ids[c] + rep;
+    if (!ddp_ids[c].scaling.empty()) cell.ddp_scaling_control_id = ddp_ids[c].scaling + rep;
+    if (!ddp_ids[c].compute_only.empty()) cell.ddp_compute_only_id = ddp_ids[c].compute_only + rep;
+    if (!ddp_ids[c].serial.empty()) cell.ddp_serial_id = ddp_ids[c].serial + rep;
     cell.added_as_control = c >= named;
     plan.cells.push_back(std::move(cell));
   }

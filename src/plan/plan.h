@@ -24,6 +24,12 @@ struct Cell {
   // device this cell is compared with (earlier in run order); empty when the cell takes none.
   std::string input_control_id;
   bool added_as_control = false;  // the matrix does not name this cell: the plan added it as a control
+  // A ddp cell's references (plan/ddp_references.h), each earlier in run order; empty when the
+  // plan has no such cell: its world_size 1 cell (scaling efficiency), its ddp_mode compute_only
+  // twin (exposed communication) and its serial twin (overlap).
+  std::string ddp_scaling_control_id;
+  std::string ddp_compute_only_id;
+  std::string ddp_serial_id;
 };
 
 struct Plan {
@@ -45,7 +51,7 @@ std::uint64_t MaxCellCount(const config::Matrix& matrix);
 
 // Cartesian product of the axes, minus exclude, plus include, plus the input-bound verdict's
 // controls that the matrix lacks (plan/input_controls.h); repeated; ordered by policy, with each
-// control before the cells compared with it.
+// control, and each ddp cell's references (plan/ddp_references.h), before the cells compared with it.
 // kInvalidInput when nothing is left to run, or, before anything is expanded, when MaxCellCount
 // exceeds kMaxCells (the message gives the count and how it arises).
 Result<Plan> Expand(const config::Matrix& matrix);

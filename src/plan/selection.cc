@@ -259,6 +259,7 @@ std::vector<Cell> WithInputControls(const std::vector<Cell>& planned, std::vecto
   for (const Cell& c : kept) {
     ids.insert(c.id);
     if (!c.input_control_id.empty()) needed.insert(c.input_control_id);
+    if (!c.ddp_scaling_control_id.empty()) needed.insert(c.ddp_scaling_control_id);
   }
   if (std::all_of(needed.begin(), needed.end(), [&](const std::string& id) { return ids.count(id) > 0; })) {
     return kept;

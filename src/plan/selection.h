@@ -90,7 +90,9 @@ Result<Selection> ResumeSelection(std::int64_t run_id, const Selection& stored, 
 
 // A matrix read, validated and expanded, with the cells the selection keeps.
 // `kept` (a subset of `planned`, in its order) with the input-bound controls its cells need
-// (Cell::input_control_id) put back in plan order: --only keeps a cell's control with it.
+// (Cell::input_control_id) and their ddp cells' world_size 1 cells (Cell::ddp_scaling_control_id)
+// put back in plan order: --only keeps a cell's control with it. A ddp cell's twins are not put
+// back: each is a cell of as many ranks, which --only did not ask for.
 std::vector<Cell> WithInputControls(const std::vector<Cell>& planned, std::vector<Cell> kept);
 
 struct SelectedPlan {

@@ -174,6 +174,39 @@ const std::vector<MetricDef>& Table() {
        "the GPUs' power series integrated over each measured step's wait [start, start + data_wait)"},
       {kInputWaitingEnergySharePct, "%", Producer::kOrchestrator, kMeasured,
        "input_waiting_energy_j / energy_total_j x 100"},
+      // Data-parallel cells: every rank over rank 0's measured span [first measured step's start, last
+      // measured step's end]; comparisons with cells of the same run.
+      {kDdpGlobalSamplesPerS, "1/s", Producer::kOrchestrator, kMeasured,
+       "sum over the ranks of the samples each did within rank 0's measured span (a step partly inside "
+       "counts by the part inside) / measured_window_s"},
+      {kDdpSlowestRank, "rank", Producer::kOrchestrator, kMeasured,
+       "the rank with the longest mean own step time (step time less comm_ns where reported) over its "
+       "steps inside rank 0's measured span"},
+      {kDdpStragglerLagNs, "ns", Producer::kOrchestrator, kMeasured,
+       "the slowest rank's mean own step time - the fastest rank's"},
+      {kDdpStragglerLagPct, "%", Producer::kOrchestrator, kMeasured,
+       "ddp_straggler_lag_ns / the fastest rank's mean own step time x 100"},
+      {kDdpAllreduceMeanNs, "ns", Producer::kOrchestrator, kMeasured,
+       "ddp_mode serial: mean comm_ns (the gradient buckets' all-reduce after backward) of rank 0's "
+       "measured steps"},
+      {kDdpAllreduceSharePct, "%", Producer::kOrchestrator, kMeasured,
+       "ddp_mode serial: sum of comm_ns / sum of step time x 100, rank 0's measured steps"},
+      {kDdpSpeedup, "ratio", Producer::kOrchestrator, kMeasured,
+       "ddp_global_samples_per_s / that of the world_size 1 cell with every other parameter equal, "
+       "from the same run"},
+      {kDdpScalingEfficiencyPct, "%", Producer::kOrchestrator, kMeasured, "ddp_speedup / world_size x 100"},
+      {kDdpExposedCommNs, "ns", Producer::kOrchestrator, kMeasured,
+       "step_time_mean_ns - that of the ddp_mode compute_only twin (every other parameter equal, same "
+       "run): the communication the step did not hide"},
+      {kDdpOverlapPct, "%", Producer::kOrchestrator, kMeasured,
+       "ddp_mode overlap: (1 - ddp_exposed_comm_ns / the serial twin's ddp_allreduce_mean_ns) x 100: the "
+       "share of the all-reduce hidden behind backward"},
+      {kAllreduceAlgbwBytesPerS, "bytes/s", Producer::kOrchestrator, kMeasured,
+       "model allreduce: nccl-tests' algorithm bandwidth, allreduce_bytes / step_time_mean_ns (rank 0's "
+       "mean time of one all-reduce)"},
+      {kAllreduceBusbwBytesPerS, "bytes/s", Producer::kOrchestrator, kMeasured,
+       "model allreduce: nccl-tests' bus bandwidth, allreduce_algbw_bytes_per_s x 2 (world_size - 1) / "
+       "world_size (0 for one rank)"},
 
       // Monitor analysis.
       {kGpuUtilMeanPct, "%", Producer::kMonitor, kMeasuredSamples,

@@ -97,6 +97,21 @@ inline constexpr std::string_view kInputComputeSharePct = "input_compute_share_p
 inline constexpr std::string_view kInputGpuIdleSharePct = "input_gpu_idle_share_pct";
 inline constexpr std::string_view kInputWaitingEnergyJ = "input_waiting_energy_j";
 inline constexpr std::string_view kInputWaitingEnergySharePct = "input_waiting_energy_share_pct";
+// Data-parallel cells (strategy: ddp; orchestrator/ddp_analysis.h, docs/distributed.md): every
+// rank's steps over rank 0's measured span, and comparisons with the cell's world_size 1 cell and
+// its ddp_mode twins from the same run. model: allreduce cells get nccl-tests' bandwidths.
+inline constexpr std::string_view kDdpGlobalSamplesPerS = "ddp_global_samples_per_s";
+inline constexpr std::string_view kDdpSlowestRank = "ddp_slowest_rank";
+inline constexpr std::string_view kDdpStragglerLagNs = "ddp_straggler_lag_ns";
+inline constexpr std::string_view kDdpStragglerLagPct = "ddp_straggler_lag_pct";
+inline constexpr std::string_view kDdpAllreduceMeanNs = "ddp_allreduce_mean_ns";
+inline constexpr std::string_view kDdpAllreduceSharePct = "ddp_allreduce_share_pct";
+inline constexpr std::string_view kDdpSpeedup = "ddp_speedup";
+inline constexpr std::string_view kDdpScalingEfficiencyPct = "ddp_scaling_efficiency_pct";
+inline constexpr std::string_view kDdpExposedCommNs = "ddp_exposed_comm_ns";
+inline constexpr std::string_view kDdpOverlapPct = "ddp_overlap_pct";
+inline constexpr std::string_view kAllreduceAlgbwBytesPerS = "allreduce_algbw_bytes_per_s";
+inline constexpr std::string_view kAllreduceBusbwBytesPerS = "allreduce_busbw_bytes_per_s";
 
 // scenario: converge (docs/convergence.md), from the torch runner (EXTRAS). "To target" counts up
 // to the end of the first evaluation that met the target; absent when the target was not reached.

@@ -126,6 +126,9 @@ struct CellRecord {
 // CellRecord::extras["input_verdict"]: a host-data cell against its control (orchestrator/
 // input_analysis.h writes it; show, the report and exports read it).
 inline constexpr const char* kInputVerdictExtrasKey = "input_verdict";
+// CellRecord::extras["ddp_scaling"]: a ddp cell's per-rank figures and its comparisons with the
+// same run's cells, or why none (orchestrator/ddp_analysis.h writes it; show and the report read it).
+inline constexpr const char* kDdpScalingExtrasKey = "ddp_scaling";
 
 // Rank 0's steps in step order (by start time: the records the measurement policy saw).
 std::vector<StepRecord> RankZeroSteps(const CellRecord& cell);

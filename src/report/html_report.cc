@@ -18,6 +18,7 @@
 #include "report/export.h"
 #include "report/input_charts.h"
 #include "report/load_report.h"
+#include "report/scaling_charts.h"
 #include "report/step_charts.h"
 
 namespace dlbench::report {
@@ -500,6 +501,7 @@ std::vector<json> BuildCharts(const ReportInput& input, const ReportOptions& opt
   StepCharts(input.cells, options.max_points, charts);
   MonitorCharts(input, options, charts);
   InputCharts(input.cells, charts);
+  ScalingCharts(input.cells, charts);
   // Two configurations whose labels share the same words (they differ only in a parameter the
   // labels leave out) would get one title: those say their whole configuration.
   std::map<std::pair<std::string, std::string>, int> titles;
@@ -560,6 +562,7 @@ std::string RenderHtmlReport(const ReportInput& input, const ReportOptions& opti
       "<a href=\"#throughput\">throughput</a> &middot; <a href=\"#latency\">latency</a> &middot; "
       "<a href=\"#steps\">step time</a> &middot; <a href=\"#monitor\">utilisation</a> &middot; "
       "<a href=\"#input\">input pipeline</a> &middot; "
+      "<a href=\"#scaling\">scaling</a> &middot; "
       "<a href=\"#baseline\">baseline</a></nav>\n";
   html += "<section id=\"environment\"><h2>Environment</h2>\n" + EnvironmentSection(input, warnings) +
           "</section>\n";
@@ -578,6 +581,9 @@ std::string RenderHtmlReport(const ReportInput& input, const ReportOptions& opti
       "<section id=\"input\"><h2>Input pipeline: throughput vs decode workers</h2>\n" +
       ChartSection(charts, "input", "No cell read JPEG folders or TFRecords at two or more worker counts.") +
       "</section>\n";
+  html += "<section id=\"scaling\"><h2>Data-parallel scaling: global samples/s vs ranks</h2>\n" +
+          ChartSection(charts, "scaling", "No ddp configuration was measured at two or more world sizes.") +
+          "</section>\n";
   html += "<section id=\"baseline\"><h2>Against the baseline</h2>\n" + BaselineSection(input, options) +
           "</section>\n";
   html += "<script id=\"dlbench-data\" type=\"application/json\">" + JsonForScript(data) + "</script>\n";

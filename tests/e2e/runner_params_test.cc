@@ -364,6 +364,11 @@ TEST_P(RunnerAgreesWithRegistry, OnEveryBoundValueAndType) {
     if (key.runner == "torch" && (key.spec->name == "world_size" || key.spec->name == "ddp_mode" ||
                                   key.spec->name == "backend" || key.spec->name == "bucket_cap_bytes"))
       params["strategy"] = "ddp";
+    // allreduce_bytes is model allreduce's, which is a ddp cell.
+    if (key.runner == "torch" && key.spec->name == "allreduce_bytes") {
+      params["model"] = "allreduce";
+      params["strategy"] = "ddp";
+    }
     // data: jpeg_dir and tfrecord read data_path (a rule across keys; the path is opened later).
     if (key.runner == "torch" && key.spec->name == "data") params["data_path"] = "/nonexistent/data";
     // pipeline_only needs a pipeline: a host-fed data source.

@@ -1,5 +1,6 @@
 // Data-parallel training through the real `dlbench run` and dlbench-torch ranks (Gloo, CPU, a tiny
-// ResNet): two ranks of each ddp_mode end bitwise identical and store both ranks' steps; a run in
+// ResNet): two ranks of each ddp_mode end bitwise identical (compute_only aside) and store both
+// ranks' steps, with their scaling figures and an allreduce cell's bandwidths; a run in
 // which the ranks forget to reduce their gradients (the test-only fault) fails its cells; a rank
 // killed mid-cell ends the cell naming it, with no rank left running.
 #include <gtest/gtest.h>
@@ -18,6 +19,7 @@
 #include "e2e_sqlite.h"
 #include "e2e_util.h"
 #include "orchestrator/process_tree.h"
+#include "record/metrics.h"
 
 namespace dlbench::e2e {
 namespace {
@@ -89,38 +91,119 @@ int UsableCpus() {
   return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
 }
 
-TEST(TorchDdpE2E, TwoGlooRanksStayBitwiseIdenticalInBothModes) {
+// Two ranks in each ddp_mode, one rank of overlap (the scaling control) and an allreduce cell of
+// two ranks, in one run: overlap and serial ranks end bitwise identical, compute_only ranks skip
+// the check, and the scaling figures and bandwidths reach the store and `show`.
+TEST(TorchDdpE2E, TwoGlooRanksStayBitwiseIdenticalAndTheirScalingFiguresReachShow) {
   TempDir dir("torch_ddp");
   const std::string matrix = dir / "m.yaml", db = dir / "r.db";
-  WriteText(matrix, Matrix("[overlap, serial]", kShortMeasure));
+  WriteText(matrix, R"(runner: torch
+matrix:
+  model: resnet50
+  image_size: 32
+  base_width: 4
+  num_classes: 4
+  batch_size: 2
+  lr: 0.01
+  device: cpu
+  threads: 1
+  strategy: ddp
+  world_size: [2, 1]
+  ddp_mode: [overlap, serial, compute_only]
+exclude:
+  - {world_size: 1, ddp_mode: serial}
+  - {world_size: 1, ddp_mode: compute_only}
+include:
+  - {model: allreduce, strategy: ddp, world_size: 2, device: cpu, threads: 1, allreduce_bytes: 1048576}
+timeout_s: 180
+measure:
+)" + std::string(kShortMeasure));
   const CommandResult run = Dlbench({"run", matrix, "--out", dir / "out"}, dir, db);
   EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
   const auto cells = Cells(db, 1, /*steps=*/true);
-  ASSERT_EQ(cells.size(), 2u) << run.out << run.err;
+  ASSERT_EQ(cells.size(), 5u) << run.out << run.err;
+  std::map<std::string, const record::CellRecord*> by;  // "2 overlap", "1 overlap", "allreduce"
   for (const auto& c : cells) {
     SCOPED_TRACE(c.label + ": " + c.message);
     ASSERT_EQ(c.outcome, record::Outcome::kOk);
+    const int world = c.params.value("world_size", 0);
+    if (c.params.value("model", std::string()) == "allreduce") {
+      by["allreduce"] = &c;
+      continue;
+    }
     const std::string mode = c.params.value("ddp_mode", std::string());
+    by[std::to_string(world) + " " + mode] = &c;
     const nlohmann::json& ddp = c.effective["ddp"];
     EXPECT_EQ(ddp["backend"], "gloo");
     EXPECT_EQ(ddp["ddp_mode"], mode);
-    EXPECT_EQ(ddp["world_size"], 2);
-    EXPECT_GE(ddp["buckets"].get<int>(), 1);
-    EXPECT_EQ(c.effective["threads"], std::max(1, UsableCpus() / 2)) << "the CPUs shared between the ranks";
+    EXPECT_EQ(ddp["world_size"], world);
+    EXPECT_EQ(c.effective["threads"], 1) << "as given: one rank or two, each one thread";
+    if (world == 1) continue;
     const auto per_rank = StepsPerRank(c);
     ASSERT_EQ(per_rank.size(), 2u);
     EXPECT_EQ(per_rank.at(0), per_rank.at(1)) << "the ranks agree when to stop, so they run the same steps";
     for (const auto& row : c.steps) {
-      EXPECT_EQ((row.record.present & record::kHasComm) != 0, mode == "serial")
-          << "only serial mode separates the all-reduce";
+      EXPECT_EQ((row.record.present & record::kHasComm) != 0, mode != "overlap")
+          << "serial separates the all-reduce, compute_only the barrier";
     }
     const nlohmann::json& ranks = c.extras["ddp"]["ranks"];
     ASSERT_EQ(ranks.size(), 2u);
     const nlohmann::json& check0 = ranks[0]["parameter_check"];
     const nlohmann::json& check1 = ranks[1]["parameter_check"];
+    if (mode == "compute_only") {
+      EXPECT_FALSE(check0["checked"].get<bool>()) << "no gradient is reduced: nothing to agree on";
+      continue;
+    }
+    EXPECT_GE(ddp["buckets"].get<int>(), 1);
     EXPECT_TRUE(check0["identical"].get<bool>());
     EXPECT_EQ(check0["local_hash"], check1["local_hash"]) << "bitwise identical parameters";
   }
+  ASSERT_EQ(by.size(), 5u);
+  namespace metric = record::metric;
+  const record::CellRecord& overlap = *by["2 overlap"];
+  const record::CellRecord& serial = *by["2 serial"];
+  const record::CellRecord& single = *by["1 overlap"];
+  // The references ran first: the world_size 1 cell and the twins before the overlap cell.
+  EXPECT_LT(single.index, overlap.index);
+  EXPECT_LT(by["2 compute_only"]->index, serial.index);
+  EXPECT_LT(serial.index, overlap.index);
+  for (const record::CellRecord* c : {&overlap, &serial, &single}) {
+    const auto global = record::MetricValue(*c, metric::kDdpGlobalSamplesPerS);
+    ASSERT_TRUE(global) << c->label;
+    EXPECT_GT(*global, 0) << c->label;
+  }
+  const double speedup = *record::MetricValue(overlap, metric::kDdpSpeedup);
+  EXPECT_NEAR(speedup,
+              *record::MetricValue(overlap, metric::kDdpGlobalSamplesPerS) /
+                  *record::MetricValue(single, metric::kDdpGlobalSamplesPerS),
+              1e-9);
+  EXPECT_NEAR(*record::MetricValue(overlap, metric::kDdpScalingEfficiencyPct), speedup / 2 * 100, 1e-9);
+  const auto share = record::MetricValue(serial, metric::kDdpAllreduceSharePct);
+  ASSERT_TRUE(share);
+  EXPECT_GT(*share, 0);
+  EXPECT_LT(*share, 100);
+  EXPECT_TRUE(record::MetricValue(overlap, metric::kDdpExposedCommNs));
+  EXPECT_TRUE(record::MetricValue(overlap, metric::kDdpOverlapPct));
+  EXPECT_TRUE(record::MetricValue(serial, metric::kDdpSlowestRank));
+  // The serial cell has no world_size 1 cell in this run, and says so.
+  EXPECT_FALSE(record::MetricValue(serial, metric::kDdpScalingEfficiencyPct));
+  const std::string why = serial.extras[record::kDdpScalingExtrasKey]["efficiency"].value("why_none", "");
+  EXPECT_NE(why.find("the run has no world_size 1 cell"), std::string::npos) << why;
+  // The allreduce cell: nccl-tests' bandwidths from its mean step, one all-reduce of 1 MiB.
+  const record::CellRecord& allreduce = *by["allreduce"];
+  EXPECT_EQ(allreduce.effective["allreduce"]["bytes"], 1048576);
+  const double algbw = *record::MetricValue(allreduce, metric::kAllreduceAlgbwBytesPerS);
+  EXPECT_NEAR(algbw, 1048576.0 / (*record::MetricValue(allreduce, metric::kStepTimeMeanNs) * 1e-9), 1e-3);
+  EXPECT_DOUBLE_EQ(*record::MetricValue(allreduce, metric::kAllreduceBusbwBytesPerS), algbw);  // 2(n-1)/n = 1
+
+  const CommandResult show = Dlbench({"show", "1"}, dir, db);
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("Scaling of resnet50, batch_size 2, device cpu, precision fp32 (ddp;"),
+            std::string::npos)
+      << show.out;
+  EXPECT_NE(show.out.find("1 (control)"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("no efficiency: the run has no world_size 1 cell"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("All-reduce alone"), std::string::npos) << show.out;
 }
 
 TEST(TorchDdpE2E, RanksThatDoNotReduceTheirGradientsFailTheCell) {
@@ -136,6 +219,8 @@ TEST(TorchDdpE2E, RanksThatDoNotReduceTheirGradientsFailTheCell) {
     SCOPED_TRACE(c.label);
     EXPECT_EQ(c.outcome, record::Outcome::kError) << c.message;
     EXPECT_NE(c.message.find("the ranks' parameters differ"), std::string::npos) << c.message;
+    EXPECT_EQ(c.effective["threads"], std::max(1, UsableCpus() / 2))
+        << "without threads, the ranks of a host share its CPUs";
     // Every rank finds it; the cell names the first whose ERROR arrived.
     EXPECT_TRUE(c.message.rfind("rank 0 of 2: ", 0) == 0 || c.message.rfind("rank 1 of 2: ", 0) == 0)
         << c.message;

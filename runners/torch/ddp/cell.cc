@@ -56,8 +56,7 @@ Status PlaceRank(const protocol::CellConfig& config, TorchCell& cell, const Capa
   return Status::Ok();
 }
 
-std::unique_ptr<Rank> JoinGroup(const protocol::CellConfig& config, const TorchCell& cell,
-                                torch::Device device, const Workload& workload) {
+RankSetup MakeRankSetup(const protocol::CellConfig& config, const TorchCell& cell, torch::Device device) {
   const DdpOptions& d = *cell.ddp;
   RankSetup setup;
   setup.rank = config.rank;
@@ -68,21 +67,33 @@ std::unique_ptr<Rank> JoinGroup(const protocol::CellConfig& config, const TorchC
   setup.bucket_cap_bytes = d.bucket_cap_bytes;
   setup.timeout = kGroupTimeout;
   setup.device = device;
-  return Rank::Join(setup, workload.Parameters(), workload.Buffers());
+  return setup;
+}
+
+std::unique_ptr<Rank> JoinGroup(const protocol::CellConfig& config, const TorchCell& cell,
+                                torch::Device device, const Workload& workload) {
+  return Rank::Join(MakeRankSetup(config, cell, device), workload.Parameters(), workload.Buffers());
 }
 
 void AddEffective(const Rank& rank, nlohmann::json& effective) {
   nlohmann::json ddp = rank.Effective();
   ddp["threads_per_rank"] = effective.value("threads", 0);
   effective["ddp"] = ddp;
-  const bool serial = ddp.value("ddp_mode", "") == std::string(DdpModeName(DdpMode::kSerial));
+  const std::string mode = ddp.value("ddp_mode", "");
+  const bool serial = mode == DdpModeName(DdpMode::kSerial);
+  const bool compute_only = mode == DdpModeName(DdpMode::kComputeOnly);
   nlohmann::json& phases = effective["step_phases"];
   phases["compute_ns"] =
       serial ? "forward, backward and optimizer, to the closing synchronisation, less the all-reduce"
-             : "forward, backward with the Reducer's all-reduces overlapping it, and optimizer, to the "
-               "closing synchronisation";
-  phases["comm_ns"] = serial ? "the gradient buckets' all-reduce after backward, the device synchronised"
-                             : "absent: the Reducer's all-reduces overlap backward and are not separable";
+      : compute_only
+          ? "forward, backward and optimizer, to the closing synchronisation, less the barrier"
+          : "forward, backward with the Reducer's all-reduces overlapping it, and optimizer, to the "
+            "closing synchronisation";
+  phases["comm_ns"] =
+      serial         ? "the gradient buckets' all-reduce after backward, the device synchronised"
+      : compute_only ? "the per-step barrier after backward (a one-element all-reduce): the wait for the "
+                       "slowest rank; no gradient is all-reduced"
+                     : "absent: the Reducer's all-reduces overlap backward and are not separable";
   phases["between_steps"] = "the ranks' stop agreement (an all-reduce), outside the timed region";
 }
 
@@ -94,6 +105,11 @@ void SplitCommunication(std::int64_t comm_ns, protocol::StepRecord& record) {
 }
 
 std::optional<Failure> CheckRanksAgree(Rank& rank, std::int64_t steps, nlohmann::json& info) {
+  if (!rank.Synchronises()) {
+    info = {{"checked", false},
+            {"why", "ddp_mode compute_only all-reduces no gradient: the ranks' parameters differ by design"}};
+    return std::nullopt;
+  }
   const ParameterCheck check = rank.CheckParameters();
   info = {{"identical", check.identical},
           {"local_hash", check.local_hash},

@@ -30,6 +30,10 @@ std::uint64_t BatchSeed(std::uint64_t seed, int rank);
 // a host do not oversubscribe it.
 Status PlaceRank(const protocol::CellConfig& config, TorchCell& cell, const Capabilities& caps);
 
+// The rank's setup from CONFIGURE and the cell: rank, rendezvous, mode, backend (auto: nccl on
+// CUDA, gloo otherwise), bucket cap, device and the collectives' timeout.
+RankSetup MakeRankSetup(const protocol::CellConfig& config, const TorchCell& cell, torch::Device device);
+
 // Joins the cell's group from CONFIGURE (collective). Throws what Rank::Join throws.
 std::unique_ptr<Rank> JoinGroup(const protocol::CellConfig& config, const TorchCell& cell,
                                 torch::Device device, const Workload& workload);
@@ -41,7 +45,7 @@ void AddEffective(const Rank& rank, nlohmann::json& effective);
 void SplitCommunication(std::int64_t comm_ns, protocol::StepRecord& record);
 
 // The end-of-cell parameter check (collective); `info` receives what it found. A Failure when the
-// ranks' parameters differ.
+// ranks' parameters differ. Not run in ddp_mode compute_only (no gradient is reduced; `info` says so).
 std::optional<Failure> CheckRanksAgree(Rank& rank, std::int64_t steps, nlohmann::json& info);
 
 }  // namespace dlbench::torchrunner::ddp

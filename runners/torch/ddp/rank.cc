@@ -103,10 +103,15 @@ std::unique_ptr<Rank> Rank::Join(const RankSetup& setup, std::vector<torch::Tens
   for (const torch::Tensor& b : buffers) state.push_back(b);
   BroadcastFromRankZero(*r->group_, state);
 
-  r->plan_ = AssignBuckets(r->params_, kFirstBucketCapBytes, setup.bucket_cap_bytes);
+  if (!setup.collective_only)
+    r->plan_ = AssignBuckets(r->params_, kFirstBucketCapBytes, setup.bucket_cap_bytes);
   for (const torch::Tensor& p : r->params_) r->gradient_bytes_ += p.numel() * p.element_size();
-  if (setup.mode == DdpMode::kOverlap) {
+  if (setup.collective_only) {
+    // model: allreduce: its steps call AllReduce themselves.
+  } else if (setup.mode == DdpMode::kOverlap) {
     r->reducer_ = MakeReducer(r->params_, r->plan_, r->group_, kFirstBucketCapBytes, setup.bucket_cap_bytes);
+  } else if (setup.mode == DdpMode::kComputeOnly) {
+    r->barrier_ = torch::zeros({1}, torch::TensorOptions().dtype(torch::kFloat).device(setup.device));
   } else {
     for (const auto& bucket : r->plan_.indices) {
       std::int64_t n = 0;
@@ -140,6 +145,16 @@ void Rank::BeforeBackward(const torch::Tensor& loss) {
 
 std::optional<std::int64_t> Rank::AfterBackward() {
   if (reducer_) return std::nullopt;
+  if (setup_.mode == DdpMode::kComputeOnly) {
+    // The barrier after this rank's backward: a rank waits here for the slowest, as it would in
+    // the gradients' all-reduce, but nothing of the gradients moves. The device finishes the
+    // backward first, so that its time stays compute.
+    if (setup_.device.is_cuda()) torch::cuda::synchronize(setup_.device.index());
+    const std::int64_t b0 = MonotonicNowNs();
+    AllReduceInPlace(barrier_);
+    if (setup_.device.is_cuda()) torch::cuda::synchronize(setup_.device.index());
+    return MonotonicNowNs() - b0;
+  }
   const std::int64_t t0 = MonotonicNowNs();
   torch::NoGradGuard no_grad;
   const double scale = 1.0 / setup_.world_size;
@@ -201,9 +216,12 @@ nlohmann::json Rank::Effective() const {
       {"local_world_size", setup_.rendezvous.local_world_size},
       {"backend", setup_.nccl ? "nccl" : "gloo"},
       {"ddp_mode", DdpModeName(setup_.mode)},
-      {"engine", setup_.mode == DdpMode::kOverlap
+      {"engine", setup_.collective_only ? "the process group alone: one all-reduce per step (model allreduce)"
+                 : setup_.mode == DdpMode::kOverlap
                      ? "c10d::Reducer (bucketed all-reduce during backward, as PyTorch DDP)"
-                     : "the same buckets flattened and all-reduced after backward, then averaged"},
+                 : setup_.mode == DdpMode::kSerial
+                     ? "the same buckets flattened and all-reduced after backward, then averaged"
+                     : "no gradient all-reduce; a one-element all-reduce after backward as a barrier"},
       {"bucket_cap_bytes", setup_.bucket_cap_bytes},
       {"first_bucket_cap_bytes", kFirstBucketCapBytes},
       {"buckets", plan_.indices.size()},

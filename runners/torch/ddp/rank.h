@@ -1,7 +1,7 @@
 // One rank of a ddp cell (docs/distributed.md): the process group it joined, how its gradients
 // are all-reduced (ddp_mode overlap: c10d's Reducer during backward; serial: the same buckets
-// after backward), the agreement between steps on when to stop, and the end-of-cell check that
-// every rank holds the same parameters.
+// after backward; compute_only: not at all, a barrier per step instead), the agreement between steps on when
+// to stop, and the end-of-cell check that every rank holds the same parameters.
 //
 // Calling rules: every method marked "collective" must be called by every rank of the group, in
 // the same order, or the group hangs (until its timeout). Per training step, in this order:
@@ -46,6 +46,8 @@ struct RankSetup {
   std::int64_t bucket_cap_bytes = kDefaultBucketCapBytes;
   std::chrono::milliseconds timeout{300'000};  // joining the group, and any one collective
   torch::Device device{torch::kCPU};
+  // model: allreduce (ddp/allreduce_cell.h): the group alone, no gradients, buckets or Reducer.
+  bool collective_only = false;
 };
 
 // What the end-of-cell check found: a 62-bit hash of every parameter's bytes, its minimum and
@@ -72,8 +74,10 @@ class Rank {
   // overlap: prepare_for_backward({loss}), which arms the Reducer's autograd hooks. serial: nothing.
   void BeforeBackward(const torch::Tensor& loss);
   // serial: all-reduces the gradients bucket by bucket and averages them (collective); returns
-  // the nanoseconds it took, the device synchronised. overlap: the Reducer has already done it
-  // inside backward; returns nullopt (its communication is not separable from backward's compute).
+  // the nanoseconds it took, the device synchronised. compute_only: a barrier (a one-element
+  // all-reduce, collective) in place of the gradients' all-reduce, so that a rank still waits for
+  // the slowest; returns its nanoseconds. overlap: the Reducer has already done it inside
+  // backward; returns nullopt (its communication is not separable from backward's compute).
   std::optional<std::int64_t> AfterBackward();
 
   // Between steps, outside the timed region (collective): the loop's end that every rank agrees
@@ -81,8 +85,14 @@ class Rank {
   enum class Wish : std::int64_t { kContinue = 0, kMaxTime = 1, kStop = 2 };
   Wish Agree(Wish local);
 
+  // Sums `t` over the ranks in place (collective); on CUDA the caller synchronises.
+  void AllReduce(torch::Tensor& t) { AllReduceInPlace(t); }
+
   // After the last step (collective): whether all ranks hold bitwise identical parameters.
   ParameterCheck CheckParameters();
+  // Whether the ranks are meant to hold the same parameters: not in compute_only, which reduces
+  // no gradients.
+  bool Synchronises() const { return setup_.mode != DdpMode::kComputeOnly; }
 
   // The effective cell's "ddp" object: rank, world size, backend, mode, buckets, gradient bytes.
   nlohmann::json Effective() const;
@@ -98,6 +108,7 @@ class Rank {
   std::shared_ptr<c10d::Reducer> reducer_;   // overlap only
   std::vector<torch::Tensor> flat_buckets_;  // serial only: one buffer per bucket
   torch::Tensor agree_;                      // the stop agreement's two int64s
+  torch::Tensor barrier_;                    // compute_only: the per-step barrier's one element
   std::int64_t gradient_bytes_ = 0;
   bool skip_reduction_ = false;  // the test-only fault
   bool buckets_rebuilt_ = false;

@@ -1,0 +1,179 @@
+#include "cli/ddp_console.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "cli/console.h"
+#include "common/human_text.h"
+#include "common/text.h"
+#include "record/metrics.h"
+
+namespace dlbench::cli {
+namespace {
+
+namespace metric = record::metric;
+using nlohmann::json;
+
+std::string Param(const record::CellRecord& c, const char* key) {
+  auto it = c.params.find(key);
+  if (it == c.params.end()) return "";
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+int WorldSize(const record::CellRecord& c) {
+  auto it = c.params.find("world_size");
+  return it != c.params.end() && it->is_number_integer() ? it->get<int>() : 1;
+}
+
+std::string Mode(const record::CellRecord& c) {
+  const std::string mode = Param(c, "ddp_mode");
+  return mode.empty() ? "overlap" : mode;
+}
+
+std::optional<double> Metric(const record::CellRecord& c, std::string_view name) {
+  return record::MetricValue(c, name);
+}
+
+std::string Pct(std::optional<double> v) { return v ? fmt::format("{:.1f}%", *v) : "-"; }
+
+// What groups cells into one scaling table: every parameter but world_size and ddp_mode.
+std::string GroupKey(const record::CellRecord& c) {
+  json p = c.params;
+  if (p.is_object()) {
+    p.erase("world_size");
+    p.erase("ddp_mode");
+  }
+  return p.dump();
+}
+
+std::string GroupTitle(const record::CellRecord& c) {
+  std::string title = Param(c, "model");
+  for (const char* key : {"batch_size", "device", "precision", "backend"}) {
+    const std::string v = Param(c, key);
+    if (!v.empty()) title += ", " + std::string(key) + " " + v;
+  }
+  return title;
+}
+
+std::string Slowest(const record::CellRecord& c) {
+  const std::optional<double> rank = Metric(c, metric::kDdpSlowestRank);
+  if (!rank) return "-";
+  return fmt::format("{:.0f} (+{}, {:.1f}%)", *rank, FormatDurationNs(Metric(c, metric::kDdpStragglerLagNs)),
+                     Metric(c, metric::kDdpStragglerLagPct).value_or(0.0));
+}
+
+// The cell's extras[kDdpScalingExtrasKey], or an empty object.
+json ScalingExtras(const record::CellRecord& c) {
+  if (!c.extras.is_object()) return json::object();
+  auto it = c.extras.find(record::kDdpScalingExtrasKey);
+  return it != c.extras.end() && it->is_object() ? *it : json::object();
+}
+
+std::string WhyNone(const json& x, const char* figure) {
+  if (!x.is_object() || !x.contains(figure) || !x[figure].is_object()) return "";
+  const json& f = x[figure];
+  return f.contains("why_none") && f["why_none"].is_string() ? f["why_none"].get<std::string>() : "";
+}
+
+std::string RenderAllReduce(const std::vector<const record::CellRecord*>& cells) {
+  Table table({{"#", true},
+               {"ranks", true},
+               {"backend", false},
+               {"bytes", true},
+               {"time", true},
+               {"algbw", true},
+               {"busbw", true}});
+  for (const record::CellRecord* c : cells) {
+    const json x = ScalingExtras(*c);
+    std::optional<double> bytes;
+    if (x.is_object() && x.contains("allreduce_bytes") && x["allreduce_bytes"].is_number())
+      bytes = x["allreduce_bytes"].get<double>();
+    auto bw = [&](std::string_view name) {
+      const std::optional<double> v = Metric(*c, name);
+      return v ? FormatBytes(*v) + "/s" : std::string("-");
+    };
+    table.AddRow({std::to_string(c->index), std::to_string(WorldSize(*c)),
+                  TerminalSafe(Param(*c, "backend").empty() ? std::string("auto") : Param(*c, "backend")),
+                  FormatBytes(bytes), FormatDurationNs(Metric(*c, metric::kStepTimeMeanNs)),
+                  bw(metric::kAllreduceAlgbwBytesPerS), bw(metric::kAllreduceBusbwBytesPerS)});
+  }
+  return fmt::format(
+      "\nAll-reduce alone (model allreduce; nccl-tests' definitions: algbw = bytes / time, busbw = algbw x "
+      "2(n-1)/n; time = rank 0's mean):\n{}",
+      table.Render());
+}
+
+}  // namespace
+
+std::string RenderScaling(const std::vector<record::CellRecord>& cells) {
+  std::map<std::string, std::vector<const record::CellRecord*>> groups;
+  std::vector<std::string> order;
+  std::vector<const record::CellRecord*> allreduce;
+  for (const record::CellRecord& c : cells) {
+    if (c.outcome != record::Outcome::kOk || Param(c, "strategy") != "ddp") continue;
+    if (Param(c, "model") == "allreduce") {
+      allreduce.push_back(&c);
+      continue;
+    }
+    if (!Metric(c, metric::kDdpGlobalSamplesPerS)) continue;
+    const std::string key = GroupKey(c);
+    if (!groups.count(key)) order.push_back(key);
+    groups[key].push_back(&c);
+  }
+  std::string out;
+  for (const std::string& key : order) {
+    std::vector<const record::CellRecord*>& group = groups[key];
+    std::stable_sort(
+        group.begin(), group.end(), [](const record::CellRecord* a, const record::CellRecord* b) {
+          return std::make_pair(Mode(*a), WorldSize(*a)) < std::make_pair(Mode(*b), WorldSize(*b));
+        });
+    Table table({{"#", true},
+                 {"ranks", true},
+                 {"ddp_mode", false},
+                 {"global samples/s", true},
+                 {"speedup", true},
+                 {"efficiency", true},
+                 {"all-reduce share", true},
+                 {"exposed comm", true},
+                 {"overlap", true},
+                 {"slowest rank (lag)", false}});
+    std::vector<std::string> notes;
+    std::set<std::string> noted;
+    for (const record::CellRecord* c : group) {
+      const int world = WorldSize(*c);
+      const std::optional<double> speedup = Metric(*c, metric::kDdpSpeedup);
+      table.AddRow({std::to_string(c->index), std::to_string(world), TerminalSafe(Mode(*c)),
+                    FormatRate(Metric(*c, metric::kDdpGlobalSamplesPerS)),
+                    world == 1 ? "1 (control)"
+                    : speedup  ? fmt::format("{:.2f}x", *speedup)
+                               : "-",
+                    world == 1 ? "-" : Pct(Metric(*c, metric::kDdpScalingEfficiencyPct)),
+                    Pct(Metric(*c, metric::kDdpAllreduceSharePct)),
+                    FormatDurationNs(Metric(*c, metric::kDdpExposedCommNs)),
+                    Pct(Metric(*c, metric::kDdpOverlapPct)), Slowest(*c)});
+      const json x = ScalingExtras(*c);
+      static constexpr std::pair<const char*, const char*> kFigures[] = {
+          {"efficiency", "no efficiency"},
+          {"exposed", "no exposed communication"},
+          {"overlap", "no overlap"}};
+      for (const auto& [figure, name] : kFigures) {
+        const std::string why = WhyNone(x, figure);
+        if (why.empty()) continue;
+        const std::string note = fmt::format("#{} {}: {}", c->index, name, why);
+        if (noted.insert(note).second) notes.push_back(note);
+      }
+    }
+    out += fmt::format(
+        "\nScaling of {} (ddp; batch_size is per rank; speedup against the run's world_size 1 cell):\n{}",
+        TerminalSafe(GroupTitle(*group.front())), table.Render());
+    for (const std::string& n : notes) out += "  " + TerminalSafe(n) + "\n";
+  }
+  if (!allreduce.empty()) out += RenderAllReduce(allreduce);
+  return out;
+}
+
+}  // namespace dlbench::cli
