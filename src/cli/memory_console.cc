@@ -95,10 +95,9 @@ std::string RenderMemoryBreakdowns(const std::vector<record::CellRecord>& cells)
     };
     const bool cuda = record::MetricValue(c, metric::kAllocatorFragmentationBytes).has_value();
     table.AddRow({fmt::format("#{} {}", c.index, TerminalSafe(c.label.empty() ? c.key : c.label)),
-                  bytes(metric::kWeightBytes), bytes(metric::kGradBytes),
-                  bytes(metric::kOptimizerStateBytes), bytes(metric::kInputBatchBytes),
-                  bytes(metric::kExpectedResidentBytes), bytes(metric::kMemoryPeakBytes),
-                  bytes(metric::kActivationWorkspaceBytes),
+                  bytes(metric::kWeightBytes), bytes(metric::kGradBytes), bytes(metric::kOptimizerStateBytes),
+                  bytes(metric::kInputBatchBytes), bytes(metric::kExpectedResidentBytes),
+                  bytes(metric::kMemoryPeakBytes), bytes(metric::kActivationWorkspaceBytes),
                   cuda ? bytes(record::memory::kDeviceReservedPeakBytes) : std::string("-"),
                   bytes(metric::kAllocatorFragmentationBytes)});
   }
