@@ -233,7 +233,7 @@ TEST(MemoryE2E, SeqLenAndImageSizeMaxEqualSweepsUnderTheSameCap) {
   EXPECT_EQ(seq.at("outcome"), "ok") << seq.at("message");
   EXPECT_EQ(seq.at("params").at("seq_len"), "max");
   EXPECT_EQ(seq.at("effective").at("seq_len"), brute);
-  EXPECT_EQ(seq.at("effective").at("memory_model_bytes"), kGiB + 2 * 24 * 64 * kMiB);
+  EXPECT_EQ(seq.at("effective").at("memory_model_bytes"), kGiB + std::int64_t{2} * 24 * 64 * kMiB);
   EXPECT_EQ(Metric(seq, "boundary_seq_len"), 24.0);
   EXPECT_EQ(Metric(seq, "boundary_first_failing_seq_len"), 25.0);
   std::vector<std::int64_t> probed;
