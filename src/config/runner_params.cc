@@ -47,8 +47,9 @@ Result<RunnerParams> RunnerParams::Parse(const nlohmann::json& params, std::stri
     }
     // batch_size, seq_len or image_size: max is the orchestrator's search (docs/memory.md): each
     // probe, and the measured run, reaches the runner with a number.
+    const std::string& name = key;  // clang before 16 cannot capture a structured binding
     const bool searched = std::any_of(std::begin(kBoundarySearchKeys), std::end(kBoundarySearchKeys),
-                                      [&](const char* k) { return key == k; });
+                                      [&name](const char* k) { return name == k; });
     if (searched && value.is_string()) {
       return Invalid("parameter '" + key +
                      "': 'max' is a search dlbench runs over runner processes; a runner receives " +
