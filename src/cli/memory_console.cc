@@ -66,8 +66,8 @@ std::string RenderBoundarySearches(const std::vector<record::CellRecord>& cells)
     out += table.Render();
   }
   if (out.empty()) return "";
-  return "\nBoundary search (KEY: max; each probe a fresh runner process; the cell is the value found, "
-         "measured):\n" +
+  return "\nBoundary search (batch_size, seq_len or image_size: max; each probe a fresh runner process; the "
+         "cell is the value found, measured):\n" +
          out;
 }
 
