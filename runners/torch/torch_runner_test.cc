@@ -184,8 +184,12 @@ TEST(TorchRunner, RecordsSwitchesItWasGiven) {
   params["threads"] = 1;
   params["memory_format"] = "channels_last";
   params["lr"] = 0.02;
-  const CellTranscript t = RunCellOf(params);
+  // What the orchestrator sets from cuda_alloc_conf (docs/memory.md): echoed from the environment.
+  HarnessOptions options;
+  options.extra_env = {{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}};
+  const CellTranscript t = RunCellOf(params, options);
   ASSERT_TRUE(t.ready) << (t.error ? t.error->dump() : "");
+  EXPECT_EQ(t.ready->value("pytorch_cuda_alloc_conf", ""), "expandable_segments:True");
   EXPECT_EQ(t.ready->value("deterministic", false), true);
   EXPECT_EQ(t.ready->value("deterministic_algorithms", false), true);
   EXPECT_EQ(t.ready->value("threads", 0), 1);
