@@ -26,6 +26,7 @@
 
 #include "common/clock.h"
 #include "common/version.h"
+#include "config/cuda_alloc_conf.h"
 #include "config/runner_params.h"
 #include "protocol/runner_session.h"
 #include "record/metrics.h"
@@ -67,6 +68,8 @@ struct Params {
   // The memory model: present when the cell sets either of its keys.
   std::optional<synthetic::MemoryModel> memory_model;
   std::int64_t batch_size = 1;
+  std::int64_t seq_len = 0;     // 0: the cell sets none
+  std::int64_t image_size = 0;  // 0: the cell sets none
   std::optional<std::int64_t> memory_cap_bytes;
 };
 
@@ -103,10 +106,14 @@ bool ParseParams(const nlohmann::json& p, Params& out, std::string& error) {
   out.warmup_steps = params.Int("warmup_steps").value();  // names: a parameter, not the metric
   out.warmup_factor = params.Number("warmup_factor").value();
   out.batch_size = params.Int("batch_size").value();
-  if (params.Given("memory_base_bytes") || params.Given("memory_per_sample_bytes")) {
-    out.memory_model = synthetic::MemoryModel{params.Int("memory_base_bytes").value_or(0),
-                                              params.Int("memory_per_sample_bytes").value_or(0)};
+  if (params.Given("memory_base_bytes") || params.Given("memory_per_sample_bytes") ||
+      params.Given("memory_per_token_bytes") || params.Given("memory_per_pixel_bytes")) {
+    out.memory_model = synthetic::MemoryModel{
+        params.Int("memory_base_bytes").value_or(0), params.Int("memory_per_sample_bytes").value_or(0),
+        params.Int("memory_per_token_bytes").value_or(0), params.Int("memory_per_pixel_bytes").value_or(0)};
   }
+  out.seq_len = params.Int("seq_len").value_or(0);
+  out.image_size = params.Int("image_size").value_or(0);
   // The registry validated the text; ParseByteSize reads it.
   if (const std::optional<std::string> cap = params.Text("memory_cap")) {
     out.memory_cap_bytes = config::ParseByteSize(*cap);
@@ -531,9 +538,10 @@ int Main(int argc, char** argv) {
   }
   if (p.memory_model) {
     // The model "builds" before READY, as a real model's first allocations happen in setup.
-    if (const auto oom = synthetic::ModelledOom(*p.memory_model, p.batch_size, p.memory_cap_bytes)) {
+    const synthetic::InputShape input{p.batch_size, p.seq_len, p.image_size};
+    if (const auto oom = synthetic::ModelledOom(*p.memory_model, input, p.memory_cap_bytes)) {
       (void)session.SendError(RunnerErrorKind::kOom, *oom,
-                              {{"requested_bytes", synthetic::NeededBytes(*p.memory_model, p.batch_size)}});
+                              {{"requested_bytes", synthetic::NeededBytes(*p.memory_model, input)}});
       return 0;
     }
   }
@@ -558,7 +566,14 @@ int Main(int argc, char** argv) {
   effective["seed"] = cell->seed;
   // The orchestrator reads this to know the step times are simulated (docs/protocol.md, READY).
   if (p.virtual_time) effective["virtual_time"] = true;
-  if (p.memory_model) effective["memory_model_bytes"] = synthetic::NeededBytes(*p.memory_model, p.batch_size);
+  if (p.memory_model) {
+    effective["memory_model_bytes"] =
+        synthetic::NeededBytes(*p.memory_model, synthetic::InputShape{p.batch_size, p.seq_len, p.image_size});
+  }
+  // What this process's environment holds, not the parameter: the orchestrator sets it before the
+  // exec from cuda_alloc_conf (docs/memory.md), and this shows it arrived.
+  if (const char* conf = std::getenv(config::kCudaAllocConfEnv))
+    effective[config::kCudaAllocConfEffective] = conf;
   nlohmann::json ready = {{"effective", effective}};
   if (BreaksFrame(p, "READY")) {
     BreakField(p.fault_field, ready);

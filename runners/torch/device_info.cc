@@ -34,14 +34,6 @@ std::string FormatCudnnVersion(long v) {
   return fmt::format("{}.{}.{}", v / 1000, (v % 1000) / 100, v % 100);
 }
 
-std::int64_t HostRssBytes() {
-  std::ifstream statm("/proc/self/statm");
-  std::int64_t size_pages = 0;
-  std::int64_t rss_pages = 0;
-  if (!(statm >> size_pages >> rss_pages)) return 0;
-  return rss_pages * static_cast<std::int64_t>(sysconf(_SC_PAGESIZE));
-}
-
 std::int64_t HostPeakRssBytes() {
   rusage usage{};
   if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
@@ -49,6 +41,14 @@ std::int64_t HostPeakRssBytes() {
 }
 
 }  // namespace
+
+std::int64_t HostRssBytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::int64_t size_pages = 0;
+  std::int64_t rss_pages = 0;
+  if (!(statm >> size_pages >> rss_pages)) return 0;
+  return rss_pages * static_cast<std::int64_t>(sysconf(_SC_PAGESIZE));
+}
 
 std::string TorchVersion() { return TORCH_VERSION; }
 int TorchMajorVersion() { return TORCH_VERSION_MAJOR; }

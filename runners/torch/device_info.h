@@ -33,6 +33,8 @@ std::optional<CudaDeviceInfo> FindCudaDevice(const DeviceSpec& device);
 nlohmann::json MemorySnapshot(const std::string& label, const DeviceSpec& device);
 // Starts a new peak window for the device's allocator counters (no-op on the CPU).
 void ResetPeakMemory(const DeviceSpec& device);
+// The runner's resident set now (/proc/self/statm), 0 when it cannot be read.
+std::int64_t HostRssBytes();
 
 // "12.4" from CUDA's 12040 encoding.
 std::string FormatCudaVersion(int encoded);

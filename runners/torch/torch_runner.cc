@@ -12,6 +12,7 @@
 #include "cell_options.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "config/cuda_alloc_conf.h"
 #include "config/registry.h"
 #include "converge.h"
 #include "cuda_support.h"
@@ -25,6 +26,7 @@
 #include "foreach_optim.h"
 #include "load/settings.h"
 #include "load_scenario.h"
+#include "memory_accounting.h"
 #include "models/dynamic_int8.h"
 #include "peak_flops.h"
 #include "precision.h"
@@ -72,6 +74,11 @@ struct CellState {
   std::unique_ptr<data::Feeder> feeder;      // each step's batch from cell.data (device: the fixed one)
   std::unique_ptr<ddp::Rank> ddp;            // strategy ddp only
   std::optional<std::int64_t> step_comm_ns;  // ddp serial: this step's all-reduce
+  // Where the memory goes (memory_accounting.h): the runner's RSS before the model was built, the
+  // expected bytes once it was, and whether the device's peak counters restarted after warm-up.
+  std::int64_t rss_before_build = 0;
+  ExpectedMemory expected_memory;
+  bool steady_peak_window = false;
 };
 
 void Synchronize(const CellState& s) {
@@ -133,6 +140,7 @@ torch::MemoryFormat ResolveMemoryFormat(const TorchCell& cell, const Workload& w
 // caller classifies.
 void Build(CellState& s, std::uint64_t seed, int rank) {
   const TorchCell& cell = s.cell;
+  s.rss_before_build = HostRssBytes();
   if (cell.threads) at::set_num_threads(*cell.threads);
   s.switches = ApplyMathSwitches(cell);
   torch::manual_seed(seed);
@@ -164,6 +172,10 @@ void Build(CellState& s, std::uint64_t seed, int rank) {
     }
     if (cell.precision == Precision::kFp16) s.scaler = std::make_unique<LossScaler>(s.device);
   }
+  const std::optional<WeightBytes> weights = s.workload->DeployedWeightBytes();
+  s.expected_memory = ExpectMemory(s.workload->Parameters(), s.workload->Buffers(), s.workload->FeedTensors(),
+                                   weights ? std::optional<std::int64_t>(weights->total) : std::nullopt,
+                                   s.optimizer.get(), s.optimizer_impl == "foreach");
 }
 
 std::optional<double> FlopsPerSample(const CellState& s) {
@@ -207,6 +219,9 @@ nlohmann::json Effective(const CellState& s, std::uint64_t seed) {
                          {"engine", models::QuantizedEngineName()},
                          {"reduce_range", models::ReduceRangeOnEngine()}};
   }
+  // The caching allocator's settings as this process's environment holds them (the orchestrator sets
+  // them from cuda_alloc_conf before the exec; docs/memory.md): what the allocator read.
+  if (const char* conf = std::getenv(config::kCudaAllocConfEnv)) e[config::kCudaAllocConfEffective] = conf;
   if (cell.deterministic) {
     const char* ws = std::getenv("CUBLAS_WORKSPACE_CONFIG");
     e["cublas_workspace_config"] = ws != nullptr ? ws : "";
@@ -304,6 +319,7 @@ LoopResult RunMeasured(RunnerSession& session, const RunnerLimits& limits, CellS
 
   (void)session.SendMemory(MemorySnapshot(std::string(record::memory::kAfterWarmupLabel), s.cell.device));
   ResetPeakMemory(s.cell.device);
+  s.steady_peak_window = true;
   s.feeder->MarkSteady();
 
   RunnerLimits rest = limits;
@@ -327,8 +343,10 @@ int RunLoadCell(RunnerSession& session, const RunnerLimits& limits, CellState& s
   const LoadOutcome outcome = load_cell.Run(session, limits);
   if (outcome.failure) return Report(session, *outcome.failure);
   try {
-    (void)session.SendMemory(MemorySnapshot(std::string(record::memory::kEndLabel), s.cell.device));
+    const nlohmann::json end_memory = MemorySnapshot(std::string(record::memory::kEndLabel), s.cell.device);
+    (void)session.SendMemory(end_memory);
     nlohmann::json extras = Extras(s);
+    AddMemoryBreakdown(s.expected_memory, PeakFromSnapshot(end_memory, s.rss_before_build, false), extras);
     if (!outcome.info.empty()) extras["info"]["load"] = outcome.info;
     (void)session.SendExtras(extras);
   } catch (...) {
@@ -502,8 +520,13 @@ int RunTorchCell(RunnerSession& session) {
   }
 
   try {
-    (void)session.SendMemory(MemorySnapshot(std::string(record::memory::kEndLabel), state.cell.device));
+    const nlohmann::json end_memory =
+        MemorySnapshot(std::string(record::memory::kEndLabel), state.cell.device);
+    (void)session.SendMemory(end_memory);
     nlohmann::json extras = Extras(state);
+    AddMemoryBreakdown(state.expected_memory,
+                       PeakFromSnapshot(end_memory, state.rss_before_build, state.steady_peak_window),
+                       extras);
     if (!ddp_check.is_null()) extras["info"]["ddp_parameter_check"] = ddp_check;
     if (reference_eval) {
       // After the end snapshot: the second model's memory is no part of the cell's figures. A

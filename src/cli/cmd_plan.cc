@@ -203,9 +203,10 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
   for (const auto& c : *cells) {
     if (!orchestrator::IsBoundarySearch(c)) continue;
     std::printf(
-        "#%d %s: batch_size: max runs at most %zu probes (each a fresh runner process), then "
-        "measures the batch found; the estimate is the measured run's\n",
-        c.index, TerminalSafe(c.label).c_str(), stats::MaxBoundaryProbes(orchestrator::BoundarySettings(c)));
+        "#%d %s: %s: max runs at most %zu probes (each a fresh runner process), then "
+        "measures the value found; the estimate is the measured run's\n",
+        c.index, TerminalSafe(c.label).c_str(), orchestrator::BoundarySearchKey(c).c_str(),
+        stats::MaxBoundaryProbes(orchestrator::BoundarySettings(c)));
   }
   const auto added =
       std::count_if(cells->begin(), cells->end(), [](const plan::Cell& c) { return c.added_as_control; });

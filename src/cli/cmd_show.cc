@@ -258,6 +258,7 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
   std::printf("%s", RenderLatencyDecomposition(*cells).c_str());
   std::printf("%s", RenderPeakSearches(*cells).c_str());
   std::printf("%s", RenderBoundarySearches(*cells).c_str());
+  std::printf("%s", RenderMemoryBreakdowns(*cells).c_str());
   PrintRepetitions(*cells);
   PrintConvergence(*cells);
   PrintInputVerdicts(*cells);

@@ -6,6 +6,7 @@
 
 #include "cli/console.h"
 #include "common/text.h"
+#include "record/metrics.h"
 
 namespace dlbench::cli {
 namespace {
@@ -43,26 +44,68 @@ std::string RenderBoundarySearches(const std::vector<record::CellRecord>& cells)
       cap = fmt::format(", memory_cap {} ({})", FormatBytes(Number(c.extras["memory_cap"], "bytes")),
                         TerminalSafe(Text(c.extras["memory_cap"], "mechanism")));
     }
+    // Records stored before seq_len and image_size could be searched have no key: batch_size.
+    const std::string key = Text(search, "key").empty() ? "batch_size" : Text(search, "key");
     out += fmt::format("  #{} {}: largest {} {}, first failing {} ({}; {} of at most {} probes{})\n", c.index,
-                       TerminalSafe(c.label.empty() ? c.key : c.label), TerminalSafe(Text(search, "key")),
+                       TerminalSafe(c.label.empty() ? c.key : c.label), TerminalSafe(key),
                        Count(Number(search, "found")), Count(Number(search, "first_failing")),
                        TerminalSafe(Text(search, "end")), probes.is_array() ? probes.size() : 0,
                        Count(Number(search, "max_probes")), cap);
     if (!probes.is_array()) continue;
-    Table table(
-        {{"probe", true}, {"batch_size", true}, {"outcome", false}, {"memory", false}, {"message", false}});
+    Table table({{"probe", true},
+                 {TerminalSafe(key), true},
+                 {"outcome", false},
+                 {"memory", false},
+                 {"message", false}});
     for (std::size_t i = 0; i < probes.size(); ++i) {
       const nlohmann::json& p = probes[i];
-      table.AddRow({std::to_string(i + 1), Count(Number(p, "batch_size")), TerminalSafe(Text(p, "outcome")),
+      table.AddRow({std::to_string(i + 1), Count(Number(p, key.c_str())), TerminalSafe(Text(p, "outcome")),
                     p.is_object() && p.contains("memory") ? ProbeMemory(p["memory"]) : "-",
                     TerminalSafe(Text(p, "message"))});
     }
     out += table.Render();
   }
   if (out.empty()) return "";
-  return "\nBoundary search (batch_size: max; each probe a fresh runner process; the cell is the batch "
-         "found, measured):\n" +
+  return "\nBoundary search (batch_size, seq_len or image_size: max; each probe a fresh runner process; the "
+         "cell is the value found, measured):\n" +
          out;
+}
+
+std::string RenderMemoryBreakdowns(const std::vector<record::CellRecord>& cells) {
+  namespace metric = record::metric;
+  Table table({{"cell", false},
+               {"weights", true},
+               {"gradients", true},
+               {"optimizer", true},
+               {"batch", true},
+               {"expected", true},
+               {"peak", true},
+               {"rest", true},
+               {"reserved peak", true},
+               {"fragmentation", true}});
+  bool any = false;
+  for (const record::CellRecord& c : cells) {
+    const auto expected = record::MetricValue(c, metric::kExpectedResidentBytes);
+    const auto peak = record::MetricValue(c, metric::kMemoryPeakBytes);
+    if (!expected && !peak) continue;
+    any = true;
+    auto bytes = [&](std::string_view name) {
+      const auto v = record::MetricValue(c, name);
+      return v ? FormatBytes(v) : std::string("-");
+    };
+    const bool cuda = record::MetricValue(c, metric::kAllocatorFragmentationBytes).has_value();
+    table.AddRow({fmt::format("#{} {}", c.index, TerminalSafe(c.label.empty() ? c.key : c.label)),
+                  bytes(metric::kWeightBytes), bytes(metric::kGradBytes), bytes(metric::kOptimizerStateBytes),
+                  bytes(metric::kInputBatchBytes), bytes(metric::kExpectedResidentBytes),
+                  bytes(metric::kMemoryPeakBytes), bytes(metric::kActivationWorkspaceBytes),
+                  cuda ? bytes(record::memory::kDeviceReservedPeakBytes) : std::string("-"),
+                  bytes(metric::kAllocatorFragmentationBytes)});
+  }
+  if (!any) return "";
+  return "\nMemory (expected from the model's tensors and optimizer; peak: the CUDA allocator's, or on the "
+         "CPU "
+         "the RSS above the runner's before the build; rest: activations and workspaces; docs/memory.md):\n" +
+         table.Render();
 }
 
 }  // namespace dlbench::cli

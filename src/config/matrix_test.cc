@@ -213,8 +213,8 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"null_scope_with_torch", "runner: torch\nmatrix:\n  model: resnet50\n  step_ms: 2\n",
                   "m.yaml:4:3: error: step_ms: valid only with runner null (this matrix's runner is torch)"},
         ErrorCase{
-            "torch_scope_with_null", "matrix:\n  image_size: 224\n",
-            "m.yaml:2:3: error: image_size: valid only with runner torch (this matrix's runner is null)"},
+            "torch_scope_with_null", "matrix:\n  base_width: 64\n",
+            "m.yaml:2:3: error: base_width: valid only with runner torch (this matrix's runner is null)"},
         ErrorCase{"torch_needs_model", "runner: torch\nmatrix:\n  batch_size: 1\n",
                   "m.yaml:2:1: error: matrix: 'model' is required with runner torch (add it as an axis)"},
         ErrorCase{

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "common/text.h"
+#include "config/cuda_alloc_conf.h"
 
 namespace dlbench::config {
 namespace {
@@ -101,6 +102,7 @@ std::vector<ParamSpec> BuildRegistry() {
   constexpr auto kNull = Scope::kNull;
   constexpr auto kTorch = Scope::kTorch;
   constexpr auto kLoad = Scope::kLoad;
+  constexpr auto kInput = Scope::kInputSize;
   const std::string kModelSize = "model's standard";
   std::vector<ParamSpec> r;
 
@@ -262,12 +264,30 @@ std::vector<ParamSpec> BuildRegistry() {
                         "(docs/memory.md). At most 1048576 (2^20): no device holds a larger batch, and "
                         "samples per step are 32-bit in the protocol.")
                   .Build());
+  // The boundary search (batch_size, seq_len or image_size: max; docs/memory.md).
+  r.push_back(Entry("boundary_min", kCell, kCore, ParamType::kInt)
+                  .Min(1)
+                  .Max(1048576)
+                  .DefaultText("1; image_size 32")
+                  .Help("KEY: max: the first value the search probes (doubling from it). image_size starts "
+                        "at 32 unless set, the smallest input the zoo's CNNs take. At most 1048576, like "
+                        "batch_size.")
+                  .Build());
+  r.push_back(Entry("boundary_max", kCell, kCore, ParamType::kInt)
+                  .Min(1)
+                  .Max(1048576)
+                  .DefaultText("the key's maximum")
+                  .Help("KEY: max: the largest value the search probes, at least boundary_min (a model's own "
+                        "limit: bert_base's 512 positions for seq_len). A probe above what the model accepts "
+                        "ends the search `invalid`. At most 1048576, like batch_size.")
+                  .Build());
   r.push_back(Entry("boundary_max_probes", kCell, kCore, ParamType::kInt)
                   .Unit("probes")
                   .Min(1)
                   .Max(64)
                   .DefaultText("24")
-                  .Help("batch_size: max: the search runs at most this many probes, each a fresh runner "
+                  .Help("KEY: max (batch_size, seq_len, image_size): the search runs at most this many "
+                        "probes, each a fresh runner "
                         "process (doubling and bisection together; `dlbench plan` states the most it "
                         "will run). At most 64: doubling from 1 to 2^20 and bisecting to the exact "
                         "batch take 40.")
@@ -277,7 +297,7 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Min(1)
                   .Max(1000)
                   .DefaultText("5")
-                  .Help("batch_size: max: the steps each probe runs; a probe fits when it ends `ok`. At "
+                  .Help("KEY: max: the steps each probe runs; a probe fits when it ends `ok`. At "
                         "most 1000: a probe only proves the batch fits; the stored cell is then measured "
                         "at the batch found.")
                   .Build());
@@ -291,6 +311,17 @@ std::vector<ParamSpec> BuildRegistry() {
                 "the CPU a limit on the runner process (RLIMIT_DATA); on CUDA the caching allocator's "
                 "per-process fraction of the device (dlbench-torch; the CUDA context is outside it). A cell "
                 "beyond it ends `oom`. At most 1TiB, so that a wrong unit is caught here.")
+          .Build());
+  r.push_back(
+      Entry("cuda_alloc_conf", kCell, kCore, ParamType::kString)
+          .Format(StringFormat::kCudaAllocConf)
+          .DefaultText("none: the environment's")
+          .Label("alloc")
+          .Help("The CUDA caching allocator's settings (docs/memory.md): the orchestrator sets "
+                "PYTORCH_CUDA_ALLOC_CONF to this in the runner's environment before it starts, so it is a "
+                "matrix axis (expandable_segments:True against the default). Checked against PyTorch's "
+                "documented options and values; at most 512 characters. Absent: the runner inherits "
+                "dlbench's own environment (recorded in the fingerprint).")
           .Build());
   r.push_back(Entry("device", kCell, kCore, ParamType::kString)
                   .Format(StringFormat::kDevice)
@@ -608,9 +639,9 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Max(1099511627776)
                   .DefaultText("none: no memory model")
                   .Help("The null runner's memory model (docs/memory.md): a cell needs this plus "
-                        "memory_per_sample_bytes per sample of its batch, and ends `oom` before its "
-                        "first step when that exceeds memory_cap. Nothing is allocated. At most "
-                        "1099511627776 (1 TiB), like memory_cap.")
+                        "memory_per_sample_bytes per sample of its batch (and the per-token and per-pixel "
+                        "terms), and ends `oom` before its first step when that exceeds memory_cap. Nothing "
+                        "is allocated. At most 1099511627776 (1 TiB), like memory_cap.")
                   .Build());
   r.push_back(Entry("memory_per_sample_bytes", kCell, kNull, ParamType::kInt)
                   .Unit("bytes")
@@ -619,6 +650,22 @@ std::vector<ParamSpec> BuildRegistry() {
                   .DefaultText("none: no memory model")
                   .Help("The null runner's memory model: the bytes each sample of the batch needs on top of "
                         "memory_base_bytes. At most 1099511627776 (1 TiB), like memory_cap.")
+                  .Build());
+  r.push_back(Entry("memory_per_token_bytes", kCell, kNull, ParamType::kInt)
+                  .Unit("bytes")
+                  .Min(0)
+                  .Max(1099511627776)
+                  .DefaultText("none: no memory model")
+                  .Help("The null runner's memory model: the bytes each token needs, times batch_size x "
+                        "seq_len (seq_len: max is tested with it). At most 1099511627776 (1 TiB).")
+                  .Build());
+  r.push_back(Entry("memory_per_pixel_bytes", kCell, kNull, ParamType::kInt)
+                  .Unit("bytes")
+                  .Min(0)
+                  .Max(1099511627776)
+                  .DefaultText("none: no memory model")
+                  .Help("The null runner's memory model: the bytes each pixel needs, times batch_size x "
+                        "image_size^2 (image_size: max is tested with it). At most 1099511627776 (1 TiB).")
                   .Build());
   r.push_back(Entry("inject_rank", kCell, kNull, ParamType::kInt)
                   .Min(0)
@@ -762,13 +809,16 @@ std::vector<ParamSpec> BuildRegistry() {
 
   // The torch runner's knobs. Size knobs have no default: absent means the model's standard
   // size, and the runner reports the effective value.
-  r.push_back(Entry("image_size", kCell, kTorch, ParamType::kInt)
+  r.push_back(Entry("image_size", kCell, kInput, ParamType::kInt)
                   .Unit("px")
                   .Min(1)
                   .Max(16384)
+                  .Keywords({"max"})
                   .DefaultText(kModelSize)
-                  .Help("Input height and width of vision models. At most 16384, so that a typo is caught "
-                        "here rather than as an out-of-memory cell.")
+                  .Help("Input height and width of vision models, or `max` to search for the largest that "
+                        "runs without running out of memory (docs/memory.md). dlbench-null's memory model "
+                        "reads it (memory_per_pixel_bytes). At most 16384, so that a typo is caught here "
+                        "rather than as an out-of-memory cell.")
                   .Build());
   r.push_back(Entry("width_mult", kCell, kTorch, ParamType::kNumber)
                   .Min(0, false)
@@ -812,13 +862,17 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Help("Attention heads of transformer models. At most 1024, so that a typo is caught here "
                         "rather than as an out-of-memory cell.")
                   .Build());
-  r.push_back(Entry("seq_len", kCell, kTorch, ParamType::kInt)
+  r.push_back(Entry("seq_len", kCell, kInput, ParamType::kInt)
                   .Unit("tokens")
                   .Min(1)
                   .Max(1048576)
+                  .Keywords({"max"})
                   .DefaultText(kModelSize)
-                  .Help("Sequence length of transformer inputs. At most 1048576 (2^20) tokens, so that a "
-                        "typo is caught here rather than as an out-of-memory cell.")
+                  .Help("Sequence length of transformer inputs, or `max` to search for the longest that runs "
+                        "without running out of memory (docs/memory.md; bert_base takes at most 512: set "
+                        "boundary_max). dlbench-null's memory model reads it (memory_per_token_bytes). At "
+                        "most 1048576 (2^20) tokens, so that a typo is caught here rather than as an "
+                        "out-of-memory cell.")
                   .Build());
   r.push_back(Entry("vocab_size", kCell, kTorch, ParamType::kInt)
                   .Min(1)
@@ -1029,6 +1083,8 @@ bool MatchesFormat(StringFormat format, const std::string& text) {
       return ParseDtypes(text).has_value();
     case StringFormat::kBytes:
       return ParseByteSize(text).has_value();
+    case StringFormat::kCudaAllocConf:
+      return CudaAllocConfProblem(text).empty();
   }
   return false;
 }
@@ -1068,6 +1124,9 @@ std::string FormatText(StringFormat format) {
     case StringFormat::kBytes:
       return "bytes > 0 and at most 1TiB, as an integer with an optional unit (B, KiB, MiB, GiB, TiB, KB, "
              "MB, GB, TB), like 16GiB";
+    case StringFormat::kCudaAllocConf:
+      return "PYTORCH_CUDA_ALLOC_CONF options name:value separated by commas, like "
+             "expandable_segments:True,max_split_size_mb:128 (docs/memory.md)";
   }
   return "";
 }
@@ -1119,7 +1178,9 @@ Status ValueError(const ParamSpec& spec, const std::string& got) {
       if (std::find(other.keywords.begin(), other.keywords.end(), "max") != other.keywords.end())
         searchable.push_back(other.name);
     }
-    hint = "; `max` (a search) is for " + Join(searchable, " and ") + " only";
+    const std::string last = searchable.back();
+    searchable.pop_back();
+    hint = "; `max` (a search) is for " + Join(searchable, ", ") + " and " + last + " only";
   }
   return MakeError(ErrorKind::kInvalidInput,
                    "expected " + DescribeExpected(spec) + " (got '" + got + "')" + hint);
@@ -1245,6 +1306,8 @@ bool ScopeValidForRunner(Scope scope, const std::string& runner_name) {
       // A command runner serves queries through the Python client (docs/python-client.md) or its own
       // code; its load keys are validated here like the built-in runners'.
       return runner_name == "null" || runner_name == "torch" || runner_name == "command";
+    case Scope::kInputSize:
+      return runner_name == "null" || runner_name == "torch";
   }
   return false;
 }
@@ -1291,6 +1354,8 @@ const char* ScopeName(Scope scope) {
       return "torch";
     case Scope::kLoad:
       return "null, torch or command";
+    case Scope::kInputSize:
+      return "null or torch";
   }
   return "?";
 }
@@ -1378,6 +1443,10 @@ Status ValidateParamValue(const ParamSpec& spec, const Value& value) {
   switch (spec.type) {
     case ParamType::kString:
       if (!value.is_string() || !MatchesFormat(spec.format, value.get<std::string>())) {
+        if (value.is_string() && spec.format == StringFormat::kCudaAllocConf) {
+          return MakeError(ErrorKind::kInvalidInput, ValueError(spec, got).error().message + ": " +
+                                                         CudaAllocConfProblem(value.get<std::string>()));
+        }
         return ValueError(spec, got);
       }
       return Status::Ok();
@@ -1554,6 +1623,8 @@ std::string RenderParamHelp() {
                        select(ParamSection::kCell, Scope::kCore));
   out += "\n" + render("Cell parameters, runner: null:", select(ParamSection::kCell, Scope::kNull));
   out += "\n" + render("Cell parameters, runner: torch:", select(ParamSection::kCell, Scope::kTorch));
+  out += "\n" + render("Cell parameters, input sizes (runner: null or torch):",
+                       select(ParamSection::kCell, Scope::kInputSize));
   out += "\n" + render("Cell parameters, inference under load (runner: null, torch or command):",
                        select(ParamSection::kCell, Scope::kLoad));
   out +=
@@ -1697,6 +1768,15 @@ constexpr const char* kReferenceTorch = R"md(
 
 Size parameters are optional: absent means the model's standard size, and the runner records the
 effective value with the cell's results.
+
+)md";
+
+constexpr const char* kReferenceInputSize = R"md(
+### Input sizes (`runner: null` or `runner: torch`)
+
+The torch runner's models read these as their input's size; dlbench-null's memory model reads them
+too (`memory_per_token_bytes`, `memory_per_pixel_bytes`), so that the boundary search over them
+(`seq_len: max`, `image_size: max`; [memory.md](memory.md)) is tested with an exact answer.
 
 )md";
 
@@ -1845,6 +1925,8 @@ std::string RenderConfigReference() {
   out += MarkdownTable(ParamSection::kCell, Scope::kNull);
   out += kReferenceTorch;
   out += MarkdownTable(ParamSection::kCell, Scope::kTorch);
+  out += kReferenceInputSize;
+  out += MarkdownTable(ParamSection::kCell, Scope::kInputSize);
   out += kReferenceLoad;
   out += MarkdownTable(ParamSection::kCell, Scope::kLoad);
   out += kReferenceOutro;

@@ -41,15 +41,19 @@ enum class Scope {
   kNull,   // only with runner: null
   kTorch,  // only with runner: torch
   kLoad,   // inference under load: the runners that serve queries (null, torch, and command runners)
+  // The input's size (seq_len, image_size): the torch runner's models read it, and so does
+  // dlbench-null's memory model, so that `seq_len: max` and `image_size: max` are tested exactly.
+  kInputSize,
 };
 
 // The shape a kString value must have; checked by ParseParamText/ValidateParamValue.
 enum class StringFormat {
   kAny,
-  kDevice,  // cpu | cuda | cuda:N
-  kShapes,  // input shapes: "B,3,224,224;B,16" (dims are positive integers or B, the batch size)
-  kDtypes,  // input dtypes: "float32;int64" (torch dtype names)
-  kBytes,   // an amount of memory: "16GiB", "512MiB", "1073741824"; 1 byte to kMaxByteSize
+  kDevice,         // cpu | cuda | cuda:N
+  kShapes,         // input shapes: "B,3,224,224;B,16" (dims are positive integers or B, the batch size)
+  kDtypes,         // input dtypes: "float32;int64" (torch dtype names)
+  kBytes,          // an amount of memory: "16GiB", "512MiB", "1073741824"; 1 byte to kMaxByteSize
+  kCudaAllocConf,  // PYTORCH_CUDA_ALLOC_CONF's documented grammar (config/cuda_alloc_conf.h)
 };
 
 // What a cell parameter says about how long its cell takes, for plan's estimate without history.
@@ -99,9 +103,14 @@ struct ParamSpec {
 inline constexpr int kMaxCudaIndex = 1023;                           // cuda:N with 0 <= N <= this
 inline constexpr std::int64_t kMaxShapeDim = 999'999'999;            // an input shape's dimension
 inline constexpr std::int64_t kMaxByteSize = std::int64_t{1} << 40;  // kBytes: at most 1 TiB
-// batch_size: max's defaults (boundary_max_probes, boundary_probe_steps; docs/memory.md).
+// The boundary search's defaults (batch_size, seq_len or image_size: max; boundary_max_probes,
+// boundary_probe_steps, boundary_min; docs/memory.md).
 inline constexpr std::int64_t kDefaultBoundaryMaxProbes = 24;
 inline constexpr std::int64_t kDefaultBoundaryProbeSteps = 5;
+// image_size: max starts at 32, the smallest input the zoo's CNNs take (their total stride).
+inline constexpr std::int64_t kDefaultBoundaryMinImageSize = 32;
+// The keys a boundary search can search, in the order a cell's first `max` among them is taken.
+inline constexpr const char* kBoundarySearchKeys[] = {"batch_size", "seq_len", "image_size"};
 
 // The dtype names kDtypes accepts, in documented order (torch's names).
 const std::vector<std::string>& KnownDtypes();

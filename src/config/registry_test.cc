@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/files.h"
+#include "config/cuda_alloc_conf.h"
 
 namespace dlbench::config {
 namespace {
@@ -55,17 +56,24 @@ TEST(RegistryTest, ScopesSelectParametersByRunner) {
     return out;
   };
   EXPECT_TRUE(names("null").count("step_ms"));
-  EXPECT_FALSE(names("null").count("image_size"));
+  EXPECT_FALSE(names("null").count("base_width"));
+  EXPECT_TRUE(names("torch").count("base_width"));
+  // The input's size is read by both: the torch runner's models and dlbench-null's memory model.
+  EXPECT_TRUE(names("null").count("image_size"));
   EXPECT_TRUE(names("torch").count("image_size"));
+  EXPECT_FALSE(names("command").count("seq_len"));
   EXPECT_FALSE(names("torch").count("step_ms"));
   // A command runner: the core keys, and the load keys (the Python client serves load cells).
   const std::set<std::string> command = names("command");
   EXPECT_EQ(command, (std::set<std::string>{"model",
                                             "scenario",
                                             "batch_size",
+                                            "boundary_min",
+                                            "boundary_max",
                                             "boundary_max_probes",
                                             "boundary_probe_steps",
                                             "memory_cap",
+                                            "cuda_alloc_conf",
                                             "device",
                                             "precision",
                                             "strategy",
@@ -357,6 +365,57 @@ TEST(RegistryTest, RunnerBoundsLiveHere) {
   EXPECT_FALSE(ValidateParamValue(threads, Value(4097)).ok());
 }
 
+// cuda_alloc_conf against PyTorch's documented PYTORCH_CUDA_ALLOC_CONF grammar
+// (config/cuda_alloc_conf.h): each option's values at and beyond their bounds, and the message.
+TEST(RegistryTest, CudaAllocConfFollowsTheDocumentedGrammar) {
+  for (const char* ok :
+       {"expandable_segments:True", "expandable_segments:False", "backend:native", "backend:cudaMallocAsync",
+        "max_split_size_mb:21", "max_split_size_mb:1048576", "max_non_split_rounding_mb:1024",
+        "roundup_power2_divisions:4", "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]",
+        "garbage_collection_threshold:0.6",
+        "pinned_use_cuda_host_register:True,pinned_num_register_threads:128",
+        "pinned_use_background_threads:True",
+        "expandable_segments:True,max_split_size_mb:128,garbage_collection_threshold:0.8"}) {
+    EXPECT_EQ(CudaAllocConfProblem(ok), "") << ok;
+  }
+  const std::vector<std::pair<const char*, const char*>> bad = {
+      {"", "empty"},
+      {"expandable_segments:true", "expandable_segments: expected True or False (got 'true')"},
+      {"expandable_segment:True", "unknown option 'expandable_segment' (options: backend, max_split_size_mb"},
+      {"expandable_segments", "'expandable_segments' is not name:value"},
+      {"expandable_segments:True,expandable_segments:False", "expandable_segments given twice"},
+      {"expandable_segments: True", "no spaces"},
+      {"max_split_size_mb:20", "max_split_size_mb: expected an integer > 20 and <= 1048576 (MB) (got '20')"},
+      {"max_split_size_mb:1048577", "max_split_size_mb: expected"},
+      {"max_split_size_mb:1.5", "max_split_size_mb: expected"},
+      {"max_non_split_rounding_mb:0", "max_non_split_rounding_mb: expected"},
+      {"roundup_power2_divisions:3", "roundup_power2_divisions: expected a power of 2"},
+      {"roundup_power2_divisions:[256:3]", "roundup_power2_divisions: expected"},
+      {"roundup_power2_divisions:[300:2]", "roundup_power2_divisions: expected"},
+      {"roundup_power2_divisions:[256:1,256:2]", "roundup_power2_divisions: expected"},
+      {"roundup_power2_divisions:[256:1", "unbalanced brackets"},
+      {"garbage_collection_threshold:1", "garbage_collection_threshold: expected a number > 0 and < 1"},
+      {"garbage_collection_threshold:0", "garbage_collection_threshold: expected"},
+      {"pinned_num_register_threads:256", "pinned_num_register_threads: expected a power of 2 <= 128"},
+      {"pinned_num_register_threads:6", "pinned_num_register_threads: expected"},
+      {"backend:cuda", "backend: expected native or cudaMallocAsync (got 'cuda')"},
+  };
+  for (const auto& [text, problem] : bad) {
+    EXPECT_NE(CudaAllocConfProblem(text).find(problem), std::string::npos)
+        << text << " -> " << CudaAllocConfProblem(text);
+  }
+  EXPECT_NE(CudaAllocConfProblem(std::string(600, 'x')).find("longer than 512"), std::string::npos);
+  // Through the registry: the parameter's error names what is wrong.
+  const ParamSpec& spec = *FindParam("cuda_alloc_conf", ParamSection::kCell);
+  const Status st = ValidateParamValue(spec, Value("expandable_segments:yes"));
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(
+      st.error().message.find("(got 'expandable_segments:yes'): expandable_segments: expected True or False"),
+      std::string::npos)
+      << st.error().message;
+  EXPECT_TRUE(ValidateParamValue(spec, Value("expandable_segments:True")).ok());
+}
+
 // plan's estimate reads these hints instead of the null runner's parameter names.
 TEST(RegistryTest, EstimateHintsAreOnNumbersOfTheNullRunner) {
   std::set<EstimateHint> hints;
@@ -414,7 +473,8 @@ TEST(RegistryTest, ModelDocNamesRegistryOptions) {
   ASSERT_FALSE(named.empty());
   for (const std::string& name : named) {
     const ParamSpec* spec = FindParam(name, ParamSection::kCell);
-    EXPECT_TRUE(spec != nullptr && spec->scope == Scope::kTorch) << name << " in docs/models.md";
+    EXPECT_TRUE(spec != nullptr && (spec->scope == Scope::kTorch || spec->scope == Scope::kInputSize))
+        << name << " in docs/models.md";
   }
   for (const ParamSpec* spec : CellParamsForRunner("torch")) {
     if (spec->default_text == "model's standard" && spec->name != "lr") {

@@ -1,5 +1,7 @@
 #include "config/runner_params.h"
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,12 +45,17 @@ Result<RunnerParams> RunnerParams::Parse(const nlohmann::json& params, std::stri
     if (Status st = ValidateParamValue(*spec, value); !st.ok()) {
       return Invalid("parameter '" + key + "': " + st.error().message);
     }
-    // batch_size: max is the orchestrator's search (docs/memory.md): each probe, and the measured
-    // run, reaches the runner with a number.
-    if (key == "batch_size" && value.is_string()) {
-      return Invalid(
-          "parameter 'batch_size': 'max' is a search dlbench runs over runner processes; a "
-          "runner receives a batch size");
+    // batch_size, seq_len or image_size: max is the orchestrator's search (docs/memory.md): each
+    // probe, and the measured run, reaches the runner with a number.
+    const std::string& name = key;  // clang before 16 cannot capture a structured binding
+    const bool searched = std::any_of(std::begin(kBoundarySearchKeys), std::end(kBoundarySearchKeys),
+                                      [&name](const char* k) { return name == k; });
+    if (searched && value.is_string()) {
+      return Invalid("parameter '" + key +
+                     "': 'max' is a search dlbench runs over runner processes; a runner receives " +
+                     (key == "batch_size" ? "a batch size"
+                      : key == "seq_len"  ? "a sequence length"
+                                          : "an image size"));
     }
   }
   RunnerParams out;

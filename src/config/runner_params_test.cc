@@ -56,6 +56,9 @@ TEST(RunnerParamsTest, MessagesNameTheParameterAndWhatItAccepts) {
   EXPECT_EQ(ErrorOf({{"batch_size", "max"}}, "null"),
             "parameter 'batch_size': 'max' is a search dlbench runs over runner processes; a runner "
             "receives a batch size");
+  EXPECT_EQ(ErrorOf({{"seq_len", "max"}}, "null"),
+            "parameter 'seq_len': 'max' is a search dlbench runs over runner processes; a runner "
+            "receives a sequence length");
   EXPECT_EQ(ErrorOf({{"model", "m"}, {"deterministic", nullptr}}, "torch"),
             "parameter 'deterministic': expected true or false (got 'null')");
   EXPECT_EQ(ErrorOf({{"stepms", 1}}, "null"),

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 
 #include "record/series.h"
 
@@ -90,6 +91,43 @@ void KeepGpuSeries(std::vector<record::SeriesPoint>& series, const std::vector<i
                                                                index) == nvml_indices.end();
                               }),
                series.end());
+}
+
+std::vector<std::string> OtherGpuProcessWarnings(const std::vector<GpuProcess>& before,
+                                                 const std::optional<std::vector<int>>& gpus,
+                                                 bool cell_on_cuda) {
+  std::map<int, std::vector<const GpuProcess*>> by_gpu;
+  for (const GpuProcess& p : before) {
+    const bool cells =
+        gpus ? std::find(gpus->begin(), gpus->end(), p.nvml_index) != gpus->end() : cell_on_cuda;
+    if (cells) by_gpu[p.nvml_index].push_back(&p);
+  }
+  std::vector<std::string> out;
+  for (const auto& [index, processes] : by_gpu) {
+    std::uint64_t known = 0;
+    int unknown = 0;
+    std::vector<std::string> named;
+    for (const GpuProcess* p : processes) {
+      const std::string name = p->name.empty() ? "(no /proc entry here)" : p->name;
+      if (p->used_bytes) {
+        known += *p->used_bytes;
+        named.push_back(fmt::format("pid {} {} holding {:.1f} MiB", p->pid, name,
+                                    static_cast<double>(*p->used_bytes) / (1024.0 * 1024.0)));
+      } else {
+        ++unknown;
+        named.push_back(fmt::format("pid {} {} (its memory not readable)", p->pid, name));
+      }
+    }
+    const std::string uuid =
+        processes.front()->gpu_uuid.empty() ? "" : " (" + processes.front()->gpu_uuid + ")";
+    out.push_back(fmt::format(
+        "gpu{}{} was in use just before the cell's runner started: {} other compute process{} held {:.1f} "
+        "MiB{} ({}); the cell's memory and speed may be those of a shared GPU",
+        index, uuid, processes.size(), processes.size() == 1 ? "" : "es",
+        static_cast<double>(known) / (1024.0 * 1024.0),
+        unknown > 0 ? fmt::format(" and {} unknown", unknown) : "", fmt::join(named, "; ")));
+  }
+  return out;
 }
 
 }  // namespace dlbench::monitor

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "monitor/sampler.h"
 #include "record/records.h"
 
 namespace dlbench::monitor {
@@ -24,6 +25,16 @@ struct GpuAttribution {
 
 // effective: the cell's READY "effective" object; monitor_description: Monitor::Describe().
 GpuAttribution AttributeGpus(const nlohmann::json& effective, const nlohmann::json& monitor_description);
+
+// The warnings of a cell whose GPUs other processes held just before its runner started (docs/
+// memory.md "Another process on the GPU"): one per GPU of the cell that NVML listed a compute
+// process on, naming each process (pid, /proc name) and the memory it held. `before` is
+// Monitor::GpuProcesses() taken just before the runner was spawned (so none of them is the cell's);
+// `gpus` the cell's NVML indices (AttributeGpus). When the runner named no GPU (nullopt), every GPU
+// in `before` counts if `cell_on_cuda` (the cell's device is cuda), none otherwise.
+std::vector<std::string> OtherGpuProcessWarnings(const std::vector<GpuProcess>& before,
+                                                 const std::optional<std::vector<int>>& gpus,
+                                                 bool cell_on_cuda);
 
 // Drops the gpu<i>.* points whose i is not in nvml_indices; other series are kept.
 void KeepGpuSeries(std::vector<record::SeriesPoint>& series, const std::vector<int>& nvml_indices);

@@ -2,8 +2,10 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <utility>
 
+#include "common/text.h"
 #include "record/series.h"
 
 namespace dlbench::monitor {
@@ -295,17 +297,13 @@ void NvmlSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
   }
 }
 
-void NvmlSampler::SampleProcesses(Device& d, std::int64_t t_ns, std::vector<SeriesPoint>& out) {
+std::optional<unsigned int> NvmlSampler::FetchProcesses(Device& d) {
   unsigned int count = 0;
   NvmlReturn rc = api_.device_get_compute_running_processes(d.handle, &count, nullptr);
-  const std::string other_series = record::series::GpuSeriesName(d.index, record::series::kOtherProcs);
-  if (rc == kNvmlSuccess) {  // no compute process on this GPU
-    out.push_back({t_ns, other_series, 0.0});
-    return;
-  }
+  if (rc == kNvmlSuccess) return 0u;  // no compute process on this GPU
   if (rc != kNvmlErrorInsufficientSize) {
     Ok(d, Reading::kProcMem, rc);
-    return;
+    return std::nullopt;
   }
   for (int attempt = 0; attempt < kProcessFetchAttempts; ++attempt) {
     if (process_buffer_.size() < count + kProcessSlack) process_buffer_.resize(count + kProcessSlack);
@@ -313,11 +311,22 @@ void NvmlSampler::SampleProcesses(Device& d, std::int64_t t_ns, std::vector<Seri
     rc = api_.device_get_compute_running_processes(d.handle, &count, process_buffer_.data());
     if (rc != kNvmlErrorInsufficientSize) break;
   }
-  if (!Ok(d, Reading::kProcMem, rc)) return;
+  if (!Ok(d, Reading::kProcMem, rc)) return std::nullopt;
+  return std::min(count, static_cast<unsigned int>(process_buffer_.size()));
+}
+
+void NvmlSampler::SampleProcesses(Device& d, std::int64_t t_ns, std::vector<SeriesPoint>& out) {
+  const std::string other_series = record::series::GpuSeriesName(d.index, record::series::kOtherProcs);
+  const std::optional<unsigned int> count = FetchProcesses(d);
+  if (!count) return;
+  if (*count == 0) {
+    out.push_back({t_ns, other_series, 0.0});
+    return;
+  }
   double bytes = 0;
   bool known = false;
   int others = 0;
-  for (unsigned int i = 0; i < count && i < process_buffer_.size(); ++i) {
+  for (unsigned int i = 0; i < *count; ++i) {
     const NvmlProcessInfo& p = process_buffer_[i];
     const bool in_tree = procfs_ && IsInTree(*procfs_, static_cast<pid_t>(p.pid), target_);
     if (!in_tree) ++others;  // another process computing on the cell's GPU (issue 17's contention)
@@ -328,6 +337,30 @@ void NvmlSampler::SampleProcesses(Device& d, std::int64_t t_ns, std::vector<Seri
   }
   if (known) out.push_back({t_ns, d.series[static_cast<int>(Reading::kProcMem)], bytes});
   if (procfs_) out.push_back({t_ns, other_series, static_cast<double>(others)});
+}
+
+std::vector<GpuProcess> NvmlSampler::GpuProcesses() {
+  std::vector<GpuProcess> out;
+  if (state_ != "ok" || api_.device_get_compute_running_processes == nullptr) return out;
+  for (Device& d : devices_) {
+    if (!d.supported[static_cast<int>(Reading::kProcMem)]) continue;
+    const std::optional<unsigned int> count = FetchProcesses(d);
+    if (!count) continue;
+    for (unsigned int i = 0; i < *count; ++i) {
+      const NvmlProcessInfo& p = process_buffer_[i];
+      GpuProcess g;
+      g.nvml_index = d.index;
+      g.gpu_uuid = d.facts.value("uuid", std::string());
+      g.pid = p.pid;
+      if (p.used_gpu_memory != kNvmlValueNotAvailable) g.used_bytes = p.used_gpu_memory;
+      if (procfs_) {
+        if (auto comm = procfs_->Read("/proc/" + std::to_string(p.pid) + "/comm"); comm.ok())
+          g.name = Trim(*comm);
+      }
+      out.push_back(std::move(g));
+    }
+  }
+  return out;
 }
 
 nlohmann::json NvmlSampler::Describe() const {

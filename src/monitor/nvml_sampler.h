@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -135,6 +136,9 @@ class NvmlSampler final : public Sampler {
   // {driver_version, nvml_version, devices: [{index, name, uuid, power_limit_w,
   //  memory_total_bytes, supported_clocks_event_reasons}], sampled: [indices], unsupported: {...}}
   nlohmann::json Describe() const override;
+  // Every compute process NVML lists on the sampled GPUs now, named from /proc/<pid>/comm where
+  // that can be read. A GPU whose list cannot be read adds none.
+  std::vector<GpuProcess> GpuProcesses() override;
 
  private:
   explicit NvmlSampler(std::string reason);
@@ -163,6 +167,9 @@ class NvmlSampler final : public Sampler {
   };
   bool Ok(Device& device, Reading reading, NvmlReturn rc);
   void SampleProcesses(Device& device, std::int64_t t_ns, std::vector<SeriesPoint>& out);
+  // Fills process_buffer_ with the device's compute processes; their count, or nullopt when NVML
+  // refused (unsupported readings are marked as Sample marks them).
+  std::optional<unsigned int> FetchProcesses(Device& device);
   std::string ErrorText(NvmlReturn rc) const;
   std::string ReadString(NvmlReturn (*fn)(char*, unsigned int)) const;
 

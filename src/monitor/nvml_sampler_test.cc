@@ -9,6 +9,7 @@
 
 #include "monitor/fake_nvml.h"
 #include "monitor/fake_procfs.h"
+#include "monitor/gpu_attribution.h"
 
 namespace dlbench::monitor {
 namespace {
@@ -192,6 +193,60 @@ TEST(NvmlSamplerTest, ProcessMemoryAbsentWhenNoTreeProcessOrValueUnknown) {
   fake.gpus[0].processes = std::vector<NvmlProcessInfo>{};
   sampler->Sample(2, out);
   EXPECT_EQ(Last(out).count("gpu0.proc_mem_bytes"), 0u);
+}
+
+// Another process on the cell's GPU before it starts (docs/memory.md): NVML's list taken through
+// the Monitor before the runner exists, named from /proc, and warned about for the cell's GPUs only.
+TEST(NvmlSamplerTest, ProcessesOnTheCellsGpuBeforeItStartsAreWarnings) {
+  FakeNvml fake;
+  fake.gpus.push_back(FakeGpu{});
+  fake.gpus[0].uuid = "GPU-aaaaaaaa-0000-0000-0000-000000000000";
+  fake.gpus[1].uuid = "GPU-bbbbbbbb-1111-1111-1111-111111111111";
+  fake.gpus[0].processes =
+      std::vector<NvmlProcessInfo>{{4242, 3ull << 30, 0, 0}, {777, kNvmlValueNotAvailable, 0, 0}};
+  fake.gpus[1].processes = std::vector<NvmlProcessInfo>{{5151, 512ull << 20, 0, 0}};
+  auto fs = std::make_shared<FakeProcFs>();
+  fs->Set("/proc/4242/comm", "python3\n");
+  fs->Set("/proc/5151/comm", "trainer\n");
+  std::vector<std::unique_ptr<Sampler>> samplers;
+  samplers.push_back(Make(fake, fs));
+  SimulatedClock clock;
+  Monitor monitor(std::move(samplers), clock, 1000);
+  const std::vector<GpuProcess> before = monitor.GpuProcesses();
+  ASSERT_EQ(before.size(), 3u);
+  EXPECT_EQ(before[0].nvml_index, 0);
+  EXPECT_EQ(before[0].pid, 4242u);
+  EXPECT_EQ(before[0].name, "python3");
+  EXPECT_EQ(before[0].used_bytes, std::optional<std::uint64_t>(3ull << 30));
+  EXPECT_EQ(before[0].gpu_uuid, "GPU-aaaaaaaa-0000-0000-0000-000000000000");
+  EXPECT_FALSE(before[1].used_bytes.has_value());
+  EXPECT_EQ(before[1].name, "");
+  EXPECT_EQ(before[2].nvml_index, 1);
+
+  // The cell runs on gpu0: one warning, naming both processes and the memory known.
+  std::vector<std::string> w = OtherGpuProcessWarnings(before, std::vector<int>{0}, true);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("gpu0 (GPU-aaaaaaaa-0000-0000-0000-000000000000) was in use just before the cell's "
+                      "runner started: 2 other compute processes held 3072.0 MiB and 1 unknown"),
+            std::string::npos)
+      << w[0];
+  EXPECT_NE(w[0].find("pid 4242 python3 holding 3072.0 MiB"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("pid 777 (no /proc entry here) (its memory not readable)"), std::string::npos) << w[0];
+  // On gpu1 the other process is named; a cpu cell (no GPU) and a cell that named none while not
+  // on CUDA get nothing; a cuda cell that named none is warned about every GPU.
+  w = OtherGpuProcessWarnings(before, std::vector<int>{1}, true);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("1 other compute process held 512.0 MiB (pid 5151 trainer holding 512.0 MiB)"),
+            std::string::npos)
+      << w[0];
+  EXPECT_TRUE(OtherGpuProcessWarnings(before, std::vector<int>{}, false).empty());
+  EXPECT_TRUE(OtherGpuProcessWarnings(before, std::nullopt, false).empty());
+  EXPECT_EQ(OtherGpuProcessWarnings(before, std::nullopt, true).size(), 2u);
+  // A GPU nobody holds, or a list NVML refuses, gives nothing.
+  EXPECT_TRUE(OtherGpuProcessWarnings({}, std::vector<int>{0}, true).empty());
+  fake.gpus[0].processes = std::nullopt;
+  fake.gpus[1].processes = std::vector<NvmlProcessInfo>{};
+  EXPECT_TRUE(monitor.GpuProcesses().empty());
 }
 
 TEST(NvmlSamplerTest, FailedInitIsUnsupportedWithTheDriversWords) {

@@ -62,6 +62,16 @@ nlohmann::json Monitor::Describe() const {
   return out;
 }
 
+std::vector<GpuProcess> Monitor::GpuProcesses() {
+  std::vector<GpuProcess> out;
+  if (running_.load()) return out;
+  for (auto& sampler : samplers_) {
+    std::vector<GpuProcess> some = sampler->GpuProcesses();
+    out.insert(out.end(), some.begin(), some.end());
+  }
+  return out;
+}
+
 void Monitor::SampleRound(std::vector<SeriesPoint>& out) {
   const std::int64_t t_ns = clock_.NowNs();
   for (auto& sampler : samplers_) sampler->Sample(t_ns, out);

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +21,16 @@
 namespace dlbench::monitor {
 
 using record::SeriesPoint;
+
+// A compute process on a GPU, from NVML's process list (nvmlDeviceGetComputeRunningProcesses).
+struct GpuProcess {
+  int nvml_index = 0;
+  std::string gpu_uuid;                     // "GPU-5e0c..." when NVML told it
+  unsigned int pid = 0;                     // a host PID: inside a PID namespace it need not be one of ours
+  std::optional<std::uint64_t> used_bytes;  // its device memory, CUDA context included; unknown
+                                            // without permission
+  std::string name;                         // /proc/<pid>/comm, or empty when not readable here
+};
 
 // Called from the monitor thread only, never concurrently with itself.
 class Sampler {
@@ -34,6 +45,9 @@ class Sampler {
   virtual void Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) = 0;
   // Static facts for the environment fingerprint (GPU names, driver, power limit...).
   virtual nlohmann::json Describe() const = 0;
+  // The compute processes on this sampler's GPUs now; none for samplers without GPUs. Called
+  // only while the monitor is not running, like Describe.
+  virtual std::vector<GpuProcess> GpuProcesses() { return {}; }
 };
 
 // Runs samplers on one thread at a fixed interval. Start/Stop are called by the orchestrator
@@ -58,6 +72,9 @@ class Monitor {
   // {sampler name: {state, facts}}. Call while not running (before Start or after Stop): samplers
   // are not required to describe themselves concurrently with sampling.
   nlohmann::json Describe() const;
+  // Every sampler's GpuProcesses(): which processes hold the GPUs before a cell's runner starts
+  // (docs/memory.md "Another process on the GPU"). Call while not running; empty while it runs.
+  std::vector<GpuProcess> GpuProcesses();
   bool running() const { return running_.load(); }
 
  private:

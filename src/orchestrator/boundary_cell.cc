@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/registry.h"
@@ -19,6 +20,18 @@ constexpr const char* kBatchSize = "batch_size";
 constexpr const char* kSamplesPerStep = "samples_per_step";
 constexpr const char* kMax = "max";
 
+// The metrics of a search over `key`: the largest value that fit and the smallest that did not.
+struct KeyMetrics {
+  std::string_view found;
+  std::string_view first_failing;
+  const char* log_tag;  // the probes' log names: cell-0003.probe-bs16.stderr.log
+};
+KeyMetrics MetricsOf(const std::string& key) {
+  if (key == "seq_len") return {metric::kBoundarySeqLen, metric::kBoundaryFirstFailingSeqLen, "seq"};
+  if (key == "image_size") return {metric::kBoundaryImageSize, metric::kBoundaryFirstFailingImageSize, "img"};
+  return {metric::kBoundaryBatchSize, metric::kBoundaryFirstFailingBatchSize, "bs"};
+}
+
 bool IsMax(const plan::Cell& cell, const char* key) {
   const auto it = cell.params.find(key);
   return it != cell.params.end() && it->second.is_string() && it->second.get<std::string>() == kMax;
@@ -30,11 +43,12 @@ std::int64_t IntParam(const plan::Cell& cell, const char* key, std::int64_t fall
                                                                    : fallback;
 }
 
-// The cell at one batch size. samples_per_step follows batch_size when it took its value from it.
-plan::Cell AtBatch(const plan::Cell& cell, std::int64_t batch) {
+// The cell at one value of the searched key. samples_per_step follows batch_size when it took its
+// value from it.
+plan::Cell AtValue(const plan::Cell& cell, const std::string& key, std::int64_t value) {
   plan::Cell at = cell;
-  at.params[kBatchSize] = batch;
-  if (IsMax(cell, kSamplesPerStep)) at.params[kSamplesPerStep] = batch;
+  at.params[key] = value;
+  if (key == kBatchSize && IsMax(cell, kSamplesPerStep)) at.params[kSamplesPerStep] = value;
   return at;
 }
 
@@ -61,13 +75,27 @@ std::string FirstLine(const std::string& message) { return message.substr(0, mes
 
 }  // namespace
 
-bool IsBoundarySearch(const plan::Cell& cell) { return IsMax(cell, kBatchSize); }
+std::string BoundarySearchKey(const plan::Cell& cell) {
+  for (const char* key : config::kBoundarySearchKeys) {
+    if (IsMax(cell, key)) return key;
+  }
+  return "";
+}
+
+bool IsBoundarySearch(const plan::Cell& cell) { return !BoundarySearchKey(cell).empty(); }
 
 stats::BoundarySearchSettings BoundarySettings(const plan::Cell& cell) {
+  const std::string key = BoundarySearchKey(cell);
   stats::BoundarySearchSettings s;
-  s.min_value = 1;
-  const config::ParamSpec* spec = config::FindParam(kBatchSize, config::ParamSection::kCell);
-  s.max_value = spec != nullptr && spec->max ? static_cast<std::int64_t>(spec->max->value) : 1 << 20;
+  s.min_value =
+      IntParam(cell, "boundary_min", key == "image_size" ? config::kDefaultBoundaryMinImageSize : 1);
+  const config::ParamSpec* spec = config::FindParam(key, config::ParamSection::kCell);
+  s.max_value =
+      IntParam(cell, "boundary_max",
+               spec != nullptr && spec->max ? static_cast<std::int64_t>(spec->max->value) : 1 << 20);
+  // The plan refuses boundary_min above boundary_max; a default start above a small boundary_max
+  // starts at the maximum instead.
+  s.min_value = std::min(s.min_value, s.max_value);
   s.max_probes =
       static_cast<std::size_t>(IntParam(cell, "boundary_max_probes", config::kDefaultBoundaryMaxProbes));
   return s;
@@ -87,11 +115,13 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
   probe_options.measure.min_warmup_steps = 0;
   probe_options.measure.min_time_s = 0;
 
+  const std::string key = BoundarySearchKey(cell);
+  const KeyMetrics names = MetricsOf(key);
   std::vector<record::CellRecord> probes;
   std::optional<std::size_t> other_end;  // the probe whose outcome was neither ok nor oom
-  auto probe = [&](std::int64_t batch) {
-    probe_options.log_suffix = fmt::format(".probe-bs{}", batch);
-    probes.push_back(run_cell(AtBatch(cell, batch), probe_options));
+  auto probe = [&](std::int64_t value) {
+    probe_options.log_suffix = fmt::format(".probe-{}{}", names.log_tag, value);
+    probes.push_back(run_cell(AtValue(cell, key, value), probe_options));
     const record::Outcome outcome = probes.back().outcome;
     if (outcome != record::Outcome::kOk && outcome != record::Outcome::kOom) other_end = probes.size() - 1;
     return outcome == record::Outcome::kOk;
@@ -101,7 +131,7 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
 
   nlohmann::json list = nlohmann::json::array();
   for (std::size_t i = 0; i < probes.size(); ++i) {
-    list.push_back({{"batch_size", result.probes[i].value},
+    list.push_back({{key, result.probes[i].value},
                     {"outcome", std::string(record::Name(probes[i].outcome))},
                     {"fits", result.probes[i].passed},
                     {"memory", PeakMemory(probes[i])},
@@ -112,31 +142,32 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
   if (other_end) {
     rec = probes[*other_end];
     if (rec.outcome != record::Outcome::kInterrupted) {
-      rec.message = fmt::format("batch_size: max: the probe at batch_size {} ended {}: {}",
+      rec.message = fmt::format("{0}: max: the probe at {0} {1} ended {2}: {3}", key,
                                 result.probes[*other_end].value, record::Name(rec.outcome), rec.message);
     }
   } else if (!result.largest_passing) {
-    // Nothing fits: the smallest batch's oom is the cell's outcome.
+    // Nothing fits: the smallest value's oom is the cell's outcome.
     rec = probes.front();
-    rec.message = "batch_size: max: even batch_size 1 does not fit: " + rec.message;
+    rec.message =
+        fmt::format("{0}: max: even {0} {1} does not fit: {2}", key, settings.min_value, rec.message);
   } else {
-    plan::Cell found = AtBatch(cell, *result.largest_passing);
+    plan::Cell found = AtValue(cell, key, *result.largest_passing);
     rec = run_cell(found, options);
   }
-  rec.params[kBatchSize] = kMax;
-  if (IsMax(cell, kSamplesPerStep)) rec.params[kSamplesPerStep] = kMax;
+  rec.params[key] = kMax;
+  if (key == kBatchSize && IsMax(cell, kSamplesPerStep)) rec.params[kSamplesPerStep] = kMax;
   rec.cell_id = cell.id;
 
-  if (result.largest_passing) {
-    record::SetMetric(rec, metric::kBoundaryBatchSize, static_cast<double>(*result.largest_passing));
-  }
+  if (result.largest_passing)
+    record::SetMetric(rec, names.found, static_cast<double>(*result.largest_passing));
   if (result.smallest_failing) {
-    record::SetMetric(rec, metric::kBoundaryFirstFailingBatchSize,
-                      static_cast<double>(*result.smallest_failing));
+    record::SetMetric(rec, names.first_failing, static_cast<double>(*result.smallest_failing));
   }
   record::SetMetric(rec, metric::kBoundaryProbes, static_cast<double>(probes.size()));
   rec.extras["boundary_search"] = {
-      {"key", kBatchSize},
+      {"key", key},
+      {"min", settings.min_value},
+      {"max", settings.max_value},
       {"end", stats::BoundarySearchEndName(result.end)},
       {"found", result.largest_passing ? nlohmann::json(*result.largest_passing) : nlohmann::json(nullptr)},
       {"first_failing",
@@ -146,9 +177,9 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
       {"probes", std::move(list)}};
   if (result.end == stats::BoundarySearchEnd::kProbeCap && rec.outcome == record::Outcome::kOk) {
     rec.extras["warnings"].push_back(fmt::format(
-        "batch_size: max: the search reached boundary_max_probes ({}) before its bracket closed: "
-        "the largest batch that fits is {}",
-        settings.max_probes,
+        "{}: max: the search reached boundary_max_probes ({}) before its bracket closed: "
+        "the largest value that fits is {}",
+        key, settings.max_probes,
         result.smallest_failing
             ? fmt::format("between {} and {}", *result.largest_passing, *result.smallest_failing - 1)
             : fmt::format("at least {}", *result.largest_passing)));

@@ -1,6 +1,7 @@
-// A boundary search's cell (batch_size: max; docs/memory.md "Boundary search") in the
-// orchestrator. stats::SearchBoundary chooses the batch sizes; each probe is the cell at one batch
-// size, run by RunCell in a fresh runner process for boundary_probe_steps steps (an out-of-memory
+// A boundary search's cell (batch_size: max, and the same over the input's size, seq_len: max and
+// image_size: max; docs/memory.md "Boundary search") in the orchestrator. stats::SearchBoundary
+// chooses the values (below: batch sizes); each probe is the cell at one value, run by RunCell in
+// a fresh runner process for boundary_probe_steps steps (an out-of-memory
 // can leave a process unusable, and a fresh one starts with clean device state). A probe fits when
 // it ends `ok` and does not when it ends `oom`; any other end (a crash, a timeout, Ctrl-C) ends the
 // search with that probe's outcome, since it says nothing about memory. The found batch is then
@@ -13,6 +14,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <string>
 
 #include "orchestrator/cell_runner.h"
 #include "plan/plan.h"
@@ -21,11 +23,15 @@
 
 namespace dlbench::orchestrator {
 
-// Whether the cell asks for a boundary search: batch_size: max.
+// The key the cell searches: the first of batch_size, seq_len and image_size (config::
+// kBoundarySearchKeys) whose value is `max`, or empty when none is (the plan allows one per cell).
+std::string BoundarySearchKey(const plan::Cell& cell);
+
+// Whether the cell asks for a boundary search: batch_size, seq_len or image_size: max.
 bool IsBoundarySearch(const plan::Cell& cell);
 
-// The search's settings from the cell: from batch_size 1 to the registry's maximum, at most
-// boundary_max_probes probes.
+// The search's settings from the cell: from boundary_min (default 1; image_size 32) to
+// boundary_max (default the key's registry maximum), at most boundary_max_probes probes.
 stats::BoundarySearchSettings BoundarySettings(const plan::Cell& cell);
 
 // How a cell is run; RunCell in production.

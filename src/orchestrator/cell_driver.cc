@@ -99,7 +99,9 @@ void AddMonitorAnalysis(std::vector<record::SeriesPoint> idle_series, record::Ce
 
 }  // namespace
 
-CellMonitoring::CellMonitoring(monitor::Monitor* monitor, pid_t pid) : monitor_(monitor) {
+CellMonitoring::CellMonitoring(monitor::Monitor* monitor, pid_t pid,
+                               std::vector<monitor::GpuProcess> gpu_before)
+    : monitor_(monitor), gpu_before_(std::move(gpu_before)) {
   if (monitor_ == nullptr) return;
   // Which other processes ran meanwhile: two snapshots of /proc around the cell (a few ms each).
   before_ = monitor::SnapshotProcesses(monitor::RealProcFs());
@@ -118,6 +120,11 @@ void CellMonitoring::Finish(record::CellRecord& rec) {
     const monitor::GpuAttribution gpus = monitor::AttributeGpus(rec.effective, description);
     if (gpus.nvml_indices) monitor::KeepGpuSeries(rec.series, *gpus.nvml_indices);
     rec.extras["monitor"]["gpu_attribution"] = gpus.note;
+    const auto device = rec.params.find("device");
+    const bool on_cuda =
+        device != rec.params.end() && device->is_string() && device->get<std::string>().rfind("cuda", 0) == 0;
+    for (const std::string& w : monitor::OtherGpuProcessWarnings(gpu_before_, gpus.nvml_indices, on_cuda))
+      rec.extras["warnings"].push_back(w);
   }
 }
 
@@ -149,8 +156,9 @@ Result<Spawned> SpawnRunner(const RunnerCommand& runner, bool with_logs) {
     opts.stdout_path = "/dev/null";
   }
   opts.unset_env = LauncherVariables();
-  opts.extra_env = {{protocol::kFdInEnv, std::to_string(kChildFdIn)},
-                    {protocol::kFdOutEnv, std::to_string(kChildFdOut)}};
+  opts.extra_env = runner.env;
+  opts.extra_env.emplace_back(protocol::kFdInEnv, std::to_string(kChildFdIn));
+  opts.extra_env.emplace_back(protocol::kFdOutEnv, std::to_string(kChildFdOut));
   auto process = Subprocess::Spawn(opts);
   if (!process.ok()) return fail(process.error());
   Spawned s{std::move(process).value(), ours[0].second, ours[1].first, -1, -1};

@@ -53,12 +53,15 @@ std::int64_t Ns(double seconds);
 // GPUs the cell's effective parameters name.
 class CellMonitoring {
  public:
-  CellMonitoring(monitor::Monitor* monitor, pid_t pid);
+  // `gpu_before`: the GPUs' compute processes taken just before the runner was spawned
+  // (Monitor::GpuProcesses); those on the cell's GPUs become the cell's warnings in Finish.
+  CellMonitoring(monitor::Monitor* monitor, pid_t pid, std::vector<monitor::GpuProcess> gpu_before = {});
   void Finish(record::CellRecord& rec);
 
  private:
   monitor::Monitor* monitor_;
   std::vector<monitor::ProcessCpu> before_;
+  std::vector<monitor::GpuProcess> gpu_before_;
 };
 
 // Which rank of its cell a driver's runner is. A single-process cell is rank 0 of 1 with no

@@ -118,6 +118,7 @@ record::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& options
   PrepareDriverProcess();
   CellRunOptions o = options;
   o.measure = measure::SettingsForCell(options.measure, cell.params);
+  o.runner.env = CellRunnerEnvironment(cell);
   record::CellRecord rec;
   rec.index = cell.index;
   rec.cell_id = cell.id;
@@ -158,6 +159,9 @@ record::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& options
     RunRankGroup(cell, o, world, std::move(idle_series), rec);
     return rec;
   }
+  // Who holds the GPUs just before the runner starts: any process there is another's (docs/memory.md).
+  std::vector<monitor::GpuProcess> gpu_before;
+  if (o.monitor != nullptr) gpu_before = o.monitor->GpuProcesses();
   auto spawned = SpawnRunner(o.runner, /*with_logs=*/true);
   if (!spawned.ok()) return fail(spawned.error().message);
   if (auto st = ApplyMemoryCap(cell, spawned->process.pid(), rec); !st.ok()) {
@@ -171,7 +175,7 @@ record::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& options
     (void)KillLeftovers(spawned->process.pid(), 1000);
     return fail(st.error().message);
   }
-  CellMonitoring monitoring(o.monitor, spawned->process.pid());
+  CellMonitoring monitoring(o.monitor, spawned->process.pid(), std::move(gpu_before));
   driver.Drive();
   monitoring.Finish(rec);
   driver.Conclude(std::move(idle_series));

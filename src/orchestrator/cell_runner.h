@@ -7,6 +7,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -22,6 +23,9 @@ namespace dlbench::orchestrator {
 struct RunnerCommand {
   std::vector<std::string> argv;
   std::string name;  // "null", "torch", or the program's basename
+  // Set in the runner's environment on top of dlbench's (a cell's cuda_alloc_conf; RunCell fills
+  // it from the cell: CellRunnerEnvironment in memory_cap.h).
+  std::vector<std::pair<std::string, std::string>> env;
 };
 
 // dlbench-null / dlbench-torch beside the dlbench binary, or the matrix's command.

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "config/cuda_alloc_conf.h"
 #include "config/registry.h"
 
 namespace dlbench::orchestrator {
@@ -43,6 +44,12 @@ Status ApplyMemoryCap(const plan::Cell& cell, pid_t pid, record::CellRecord& rec
   DLBENCH_RETURN_IF_ERROR(LimitProcessData(pid, *cap));
   rec.extras["memory_cap"] = {{"bytes", *cap}, {"mechanism", kCapRlimitData}};
   return Status::Ok();
+}
+
+std::vector<std::pair<std::string, std::string>> CellRunnerEnvironment(const plan::Cell& cell) {
+  const auto conf = cell.params.find("cuda_alloc_conf");
+  if (conf == cell.params.end() || !conf->second.is_string()) return {};
+  return {{config::kCudaAllocConfEnv, conf->second.get<std::string>()}};
 }
 
 std::string MemoryCapNote(const record::CellRecord& rec) {

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/error.h"
 #include "plan/plan.h"
@@ -37,6 +39,11 @@ Status LimitProcessData(pid_t pid, std::int64_t bytes);
 // cell (the runner reports its own in the effective cell). No cap: nothing. An error is the cell's
 // (the caller ends it as `error`): a cap that was asked for and not applied must not pass silently.
 Status ApplyMemoryCap(const plan::Cell& cell, pid_t pid, record::CellRecord& rec);
+
+// The variables the cell's runner gets on top of dlbench's environment: PYTORCH_CUDA_ALLOC_CONF
+// from cuda_alloc_conf (docs/memory.md "Allocator settings"), which the runner's allocator reads
+// when CUDA initialises, so it must be in place before the exec; empty when the cell sets none.
+std::vector<std::pair<std::string, std::string>> CellRunnerEnvironment(const plan::Cell& cell);
 
 // The sentence an oom cell's message ends with when the cell had a cap: "; memory_cap allowed
 // 536870912 bytes (512 MiB, RLIMIT_DATA)", or empty without one.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "config/registry.h"
 
@@ -101,8 +102,9 @@ Estimate EstimateCell(const Cell& cell, const config::Matrix& matrix,
     e.low_s = idle_s + setup_s + std::min(std::max(m.min_time_s, steps_s), m.max_time_s);
     e.seconds = e.low_s;
   }
-  if (StringParamIs(cell, "batch_size", "max")) {
-    // A boundary search runs up to boundary_max_probes probes, then the batch found, each its own
+  if (std::any_of(std::begin(config::kBoundarySearchKeys), std::end(config::kBoundarySearchKeys),
+                  [&](const char* key) { return StringParamIs(cell, key, "max"); })) {
+    // A boundary search runs up to boundary_max_probes probes, then the value found, each its own
     // runner process bounded by timeout_s (docs/memory.md "Boundary search").
     const auto probes = cell.params.find("boundary_max_probes");
     const std::int64_t max_probes = probes != cell.params.end() && probes->second.is_number_integer()

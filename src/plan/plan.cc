@@ -86,6 +86,45 @@ std::string CapAboveHostMemory(const config::Matrix& matrix, const Combination& 
       host / (1024.0 * 1024.0 * 1024.0));
 }
 
+// The boundary search's rules across keys (docs/memory.md "Boundary search"): at most one of
+// batch_size, seq_len and image_size is `max` in a cell (a search has one axis), boundary_min is at
+// most boundary_max; an error at the key's place. A boundary_* key in a cell without any `max` does
+// nothing: the warning that says so (in `warning`), or empty.
+Status CheckBoundaryKeys(const config::Matrix& matrix, const Combination& params, std::string& warning) {
+  std::vector<std::string> searched;
+  for (const char* key : config::kBoundarySearchKeys) {
+    const auto it = params.find(key);
+    if (it != params.end() && it->second.is_string() && it->second.get<std::string>() == "max")
+      searched.emplace_back(key);
+  }
+  if (searched.size() > 1) {
+    return MakeError(
+        ErrorKind::kInvalidInput,
+        fmt::format("{}: error: {}: max and {}: max in one cell: a boundary search has one axis; "
+                    "search one key with the other fixed",
+                    config::WhereInMatrix(matrix, params, searched[1]), searched[0], searched[1]));
+  }
+  const auto min = params.find("boundary_min");
+  const auto max = params.find("boundary_max");
+  if (min != params.end() && max != params.end() && min->second.is_number_integer() &&
+      max->second.is_number_integer() && min->second.get<std::int64_t>() > max->second.get<std::int64_t>()) {
+    return MakeError(ErrorKind::kInvalidInput,
+                     fmt::format("{}: error: boundary_min {} is above boundary_max {}",
+                                 config::WhereInMatrix(matrix, params, "boundary_min"),
+                                 min->second.get<std::int64_t>(), max->second.get<std::int64_t>()));
+  }
+  if (!searched.empty()) return Status::Ok();
+  for (const char* key : {"boundary_max_probes", "boundary_probe_steps", "boundary_min", "boundary_max"}) {
+    if (!params.count(key)) continue;
+    warning = fmt::format(
+        "{}: warning: {} applies to a boundary search (batch_size, seq_len or image_size: max) and this "
+        "cell has none: it changes nothing",
+        config::WhereInMatrix(matrix, params, key), key);
+    break;
+  }
+  return Status::Ok();
+}
+
 // Whether `value` is what the registry would have filled in for `name` in `params`.
 bool IsDefault(const std::string& name, const Value& value, const Combination& params) {
   const config::ParamSpec* spec = config::FindParam(name, config::ParamSection::kCell);
@@ -335,6 +374,10 @@ Result<Plan> Expand(const config::Matrix& matrix) {
     if (std::string w = CapAboveHostMemory(matrix, params); !w.empty() && warned.insert(w).second) {
       warnings.push_back(std::move(w));
     }
+    std::string boundary_warning;
+    DLBENCH_RETURN_IF_ERROR(CheckBoundaryKeys(matrix, params, boundary_warning));
+    if (!boundary_warning.empty() && warned.insert(boundary_warning).second)
+      warnings.push_back(std::move(boundary_warning));
     for (const config::ParamSpec* spec : runner_specs) {
       if (spec->required_with == runner && !params.count(spec->name)) {
         return MakeError(ErrorKind::kInvalidInput, matrix.path + ": error: the cell '" + CellKey(params) +

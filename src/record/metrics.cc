@@ -30,7 +30,8 @@ constexpr std::string_view kMeasured = "measured window";
 constexpr std::string_view kMeasuredQueries = "measured queries (load cells)";
 constexpr std::string_view kConverge = "the whole training (scenario: converge)";
 constexpr std::string_view kProbes = "every probe of a peak search (target_qps: max)";
-constexpr std::string_view kBoundaryProbesWindow = "every probe of a boundary search (batch_size: max)";
+constexpr std::string_view kBoundaryProbesWindow =
+    "every probe of a boundary search (batch_size, seq_len or image_size: max)";
 constexpr std::string_view kMeasuredSamples = "monitor samples inside the measured window";
 constexpr std::string_view kCell = "whole cell";
 constexpr std::string_view kSnapshot = "the snapshot's moment";
@@ -105,6 +106,26 @@ const std::vector<MetricDef>& Table() {
       {kLinearWeightBytes, "bytes", Producer::kRunner, kCell,
        "the Linear layers' weight matrices as held (no biases): 4 bytes per element in fp32, 1 plus 16 per "
        "layer in int8"},
+      {kGradBytes, "bytes", Producer::kRunner, kCell,
+       "train: one gradient per trainable parameter at the parameter's dtype (fp32 under autocast)"},
+      {kOptimizerStateBytes, "bytes", Producer::kRunner, kCell,
+       "train: the optimizer's tensors per trainable parameter at its dtype: SGD with momentum 1, AdamW 2 "
+       "(its int64 step counters are on the host, stated in extras.info.memory)"},
+      {kInputBatchBytes, "bytes", Producer::kRunner, kCell,
+       "the fixed batch every step reads: its inputs and training target"},
+      {kExpectedResidentBytes, "bytes", Producer::kRunner, kCell,
+       "weight_bytes + grad_bytes + optimizer_state_bytes + input_batch_bytes: what the cell holds "
+       "whatever its activations"},
+      {kMemoryPeakBytes, "bytes", Producer::kRunner, kCell,
+       "CUDA: the caching allocator's peak allocated bytes of the end snapshot (after the warm-up snapshot "
+       "when the cell ran past it); CPU: the runner's peak RSS - its RSS just before the model was built"},
+      {kActivationWorkspaceBytes, "bytes", Producer::kRunner, kCell,
+       "memory_peak_bytes - expected_resident_bytes: activations, autocast's weight copies, the optimizer "
+       "step's temporaries and library workspaces (CPU: also code pages and thread stacks); absent when "
+       "negative"},
+      {kAllocatorFragmentationBytes, "bytes", Producer::kRunner, kCell,
+       "CUDA: device_reserved_peak_bytes - device_allocated_peak_bytes of the end snapshot: memory the "
+       "caching allocator held but no tensor used at the peaks"},
       {kClientOverheadNsPerStep, "ns", Producer::kRunner, kMeasured,
        "the Python client's own time per step in its loop, outside the step function (clients/python)"},
 
@@ -369,6 +390,15 @@ const std::vector<MetricDef>& Table() {
        "when the search converged)"},
       {kBoundaryProbes, "probes", Producer::kOrchestrator, kBoundaryProbesWindow,
        "probes the search ran (each a fresh runner process), not counting the measured run"},
+      {kBoundarySeqLen, "tokens", Producer::kOrchestrator, kBoundaryProbesWindow,
+       "seq_len: max: the largest seq_len whose probe ended ok below every probe that ran out of memory"},
+      {kBoundaryFirstFailingSeqLen, "tokens", Producer::kOrchestrator, kBoundaryProbesWindow,
+       "seq_len: max: the smallest seq_len whose probe ended oom"},
+      {kBoundaryImageSize, "px", Producer::kOrchestrator, kBoundaryProbesWindow,
+       "image_size: max: the largest image_size whose probe ended ok below every probe that ran out of "
+       "memory"},
+      {kBoundaryFirstFailingImageSize, "px", Producer::kOrchestrator, kBoundaryProbesWindow,
+       "image_size: max: the smallest image_size whose probe ended oom"},
 
       // MEMORY snapshot fields ("end" snapshot; other labels are prefixed).
       {memory::kHostRssBytes, "bytes", Producer::kRunnerMemory, kSnapshot, "the runner's resident set"},

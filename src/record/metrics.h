@@ -73,6 +73,15 @@ inline constexpr std::string_view kXlaCompileS = "xla_compile_s";
 // dtype; dynamic int8 Linear layers at 1 byte per weight plus their quantization parameters).
 inline constexpr std::string_view kWeightBytes = "weight_bytes";
 inline constexpr std::string_view kLinearWeightBytes = "linear_weight_bytes";
+// Where the memory goes (runners/torch/memory_accounting.h; docs/memory.md): the bytes a cell holds
+// whatever its activations, from its tensors and optimizer, against the measured peak.
+inline constexpr std::string_view kGradBytes = "grad_bytes";
+inline constexpr std::string_view kOptimizerStateBytes = "optimizer_state_bytes";
+inline constexpr std::string_view kInputBatchBytes = "input_batch_bytes";
+inline constexpr std::string_view kExpectedResidentBytes = "expected_resident_bytes";
+inline constexpr std::string_view kMemoryPeakBytes = "memory_peak_bytes";
+inline constexpr std::string_view kActivationWorkspaceBytes = "activation_workspace_bytes";
+inline constexpr std::string_view kAllocatorFragmentationBytes = "allocator_fragmentation_bytes";
 // The Python client's own cost per step (clients/python): time in its loop outside the step.
 inline constexpr std::string_view kClientOverheadNsPerStep = "client_overhead_ns_per_step";
 
@@ -215,11 +224,17 @@ inline constexpr std::string_view kLoadPeakQps = "load_peak_qps";
 inline constexpr std::string_view kLoadPeakLowestFailingQps = "load_peak_lowest_failing_qps";
 inline constexpr std::string_view kLoadPeakProbes = "load_peak_probes";
 inline constexpr std::string_view kLoadPeakResolution = "load_peak_resolution";
-// A boundary search's cell (batch_size: max; orchestrator/boundary_cell.h): each probe a fresh
+// A boundary search's cell (batch_size, seq_len or image_size: max; orchestrator/boundary_cell.h):
+// each probe a fresh
 // runner process; the cell's other metrics are the found batch's measured run.
 inline constexpr std::string_view kBoundaryBatchSize = "boundary_batch_size";
 inline constexpr std::string_view kBoundaryFirstFailingBatchSize = "boundary_first_failing_batch_size";
 inline constexpr std::string_view kBoundaryProbes = "boundary_probes";
+// seq_len: max and image_size: max: the same search over the input's size.
+inline constexpr std::string_view kBoundarySeqLen = "boundary_seq_len";
+inline constexpr std::string_view kBoundaryFirstFailingSeqLen = "boundary_first_failing_seq_len";
+inline constexpr std::string_view kBoundaryImageSize = "boundary_image_size";
+inline constexpr std::string_view kBoundaryFirstFailingImageSize = "boundary_first_failing_image_size";
 }  // namespace metric
 
 // The fields of a MEMORY snapshot (docs/protocol.md). The snapshot labelled "end" is stored under

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -210,7 +211,15 @@ TEST(MemoryE2E, BadCapsAndMaxOnAKeyWithoutASearchAreConfigErrors) {
       {"  memory_cap: 2TiB\n", "at most 1TiB"},
       {"  memory_cap: lots\n", "(got 'lots')"},
       {"  step_ms: max\n", "bad.yaml:3:12: error"},
-      {"  step_ms: max\n", "`max` (a search) is for batch_size and target_qps only"},
+      {"  step_ms: max\n", "`max` (a search) is for batch_size, target_qps, image_size and seq_len only"},
+      {"  batch_size: max\n  seq_len: max\n",
+       "bad.yaml:4:3: error: batch_size: max and seq_len: max in one cell"},
+      {"  seq_len: max\n  boundary_min: 64\n  boundary_max: 32\n",
+       "bad.yaml:4:3: error: boundary_min 64 is above boundary_max 32"},
+      {"  cuda_alloc_conf: expandable_segment:True\n", "bad.yaml:3:20: error"},
+      {"  cuda_alloc_conf: expandable_segments:true\n",
+       "expandable_segments: expected True or False (got 'true')"},
+      {"  cuda_alloc_conf: max_split_size_mb:20\n", "max_split_size_mb: expected an integer > 20"},
       {"  boundary_max_probes: 65\n", "between 1 and 64"},
   };
   for (const Case& c : cases) {
@@ -218,6 +227,107 @@ TEST(MemoryE2E, BadCapsAndMaxOnAKeyWithoutASearchAreConfigErrors) {
     auto plan = Dlbench({"plan", dir / "bad.yaml"}, dir, dir / "r.db");
     EXPECT_NE(plan.exit_code, 0) << c.line << plan.out;
     EXPECT_NE(plan.err.find(c.expected), std::string::npos) << c.line << plan.err;
+  }
+}
+
+// seq_len: max and image_size: max run the same search over the input's size, with dlbench-null's
+// per-token and per-pixel terms: 1 GiB + 64 MiB per token x batch 2 x seq_len fits 4 GiB up to
+// seq_len 24 exactly; 1 GiB + 16 KiB per pixel x image_size^2 fits up to 443 (443^2 = 196249 <= 3 GiB /
+// 16 KiB = 196608 < 444^2). Each answer equals a sweep under the same cap.
+TEST(MemoryE2E, SeqLenAndImageSizeMaxEqualSweepsUnderTheSameCap) {
+  TempDir dir("memory_shape");
+  auto run = [&](const std::string& name, const std::string& body) {
+    const std::string matrix = dir / (name + ".yaml"), db = dir / (name + ".db");
+    WriteText(matrix, std::string(kHead) + "matrix:\n  virtual_time: true\n  memory_cap: 4GiB\n" +
+                          "  memory_base_bytes: 1073741824\n" + body);
+    auto r = Dlbench({"run", matrix}, dir, db);
+    EXPECT_EQ(r.err.find("error:"), std::string::npos) << r.out << r.err;
+    return Cells(dir, db);
+  };
+  const std::string tokens = "  memory_per_token_bytes: 67108864\n  batch_size: 2\n";
+  std::int64_t brute = 0;
+  for (const nlohmann::json& c : run("seq_sweep", tokens + "  seq_len: [22, 23, 24, 25, 26]\n")) {
+    if (c.at("outcome") == "ok") brute = std::max(brute, c.at("params").at("seq_len").get<std::int64_t>());
+  }
+  EXPECT_EQ(brute, 24);
+  nlohmann::json cells = run("seq", tokens + "  seq_len: max\n");
+  ASSERT_EQ(cells.size(), 1u);
+  const nlohmann::json& seq = cells[0];
+  EXPECT_EQ(seq.at("outcome"), "ok") << seq.at("message");
+  EXPECT_EQ(seq.at("params").at("seq_len"), "max");
+  EXPECT_EQ(seq.at("effective").at("seq_len"), brute);
+  EXPECT_EQ(seq.at("effective").at("memory_model_bytes"), kGiB + std::int64_t{2} * 24 * 64 * kMiB);
+  EXPECT_EQ(Metric(seq, "boundary_seq_len"), 24.0);
+  EXPECT_EQ(Metric(seq, "boundary_first_failing_seq_len"), 25.0);
+  std::vector<std::int64_t> probed;
+  for (const nlohmann::json& p : seq.at("extras").at("boundary_search").at("probes"))
+    probed.push_back(p.at("seq_len"));
+  EXPECT_EQ(probed, (std::vector<std::int64_t>{1, 2, 4, 8, 16, 32, 24, 28, 26, 25}));
+  EXPECT_EQ(seq.at("extras").at("boundary_search").at("key"), "seq_len");
+
+  const std::string pixels = "  memory_per_pixel_bytes: 16384\n";
+  brute = 0;
+  for (const nlohmann::json& c : run("img_sweep", pixels + "  image_size: [442, 443, 444, 445]\n")) {
+    if (c.at("outcome") == "ok") brute = std::max(brute, c.at("params").at("image_size").get<std::int64_t>());
+  }
+  EXPECT_EQ(brute, 443);
+  cells = run("img", pixels + "  image_size: max\n");
+  ASSERT_EQ(cells.size(), 1u);
+  const nlohmann::json& img = cells[0];
+  EXPECT_EQ(img.at("outcome"), "ok") << img.at("message");
+  EXPECT_EQ(img.at("effective").at("image_size"), brute);
+  EXPECT_EQ(Metric(img, "boundary_image_size"), 443.0);
+  EXPECT_EQ(Metric(img, "boundary_first_failing_image_size"), 444.0);
+  // From image_size 32 (the default start): 32 .. 256 fit, 512 does not, then bisection.
+  EXPECT_EQ(img.at("extras").at("boundary_search").at("probes").at(0).at("image_size"), 32);
+  EXPECT_EQ(img.at("extras").at("boundary_search").at("min"), 32);
+
+  auto show = Dlbench({"show", "latest"}, dir, dir / "img.db");
+  EXPECT_NE(show.out.find("largest image_size 443, first failing 444 (converged;"), std::string::npos)
+      << show.out;
+}
+
+// A boundary_* key without any `max` changes nothing: plan says so at its place.
+TEST(MemoryE2E, BoundaryKeysWithoutASearchAreAPlanWarning) {
+  TempDir dir("memory_boundary_warn");
+  WriteText(dir / "w.yaml", "runner: null\nmatrix:\n  batch_size: 4\n  boundary_max_probes: 8\n");
+  auto plan = Dlbench({"plan", dir / "w.yaml"}, dir, dir / "r.db");
+  EXPECT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_NE(plan.err.find("w.yaml:4:3: warning: boundary_max_probes applies to a boundary search"),
+            std::string::npos)
+      << plan.err;
+  WriteText(dir / "ok.yaml", "runner: null\nmatrix:\n  batch_size: max\n  boundary_max_probes: 8\n");
+  plan = Dlbench({"plan", dir / "ok.yaml"}, dir, dir / "r.db");
+  EXPECT_EQ(plan.err.find("warning"), std::string::npos) << plan.err;
+}
+
+// cuda_alloc_conf reaches the runner's environment as PYTORCH_CUDA_ALLOC_CONF before it starts (no
+// shell): dlbench-null echoes its environment's value in the effective cell; as a matrix axis each
+// cell gets its own. Its effect on a GPU's reserved memory is not measurable here (docs/memory.md).
+TEST(MemoryE2E, CudaAllocConfIsTheRunnersEnvironment) {
+  TempDir dir("memory_alloc_conf");
+  WriteText(dir / "a.yaml",
+            std::string(kHead) +
+                "matrix:\n  virtual_time: true\n  cuda_alloc_conf: [\"expandable_segments:True\", "
+                "\"max_split_size_mb:128,garbage_collection_threshold:0.6\"]\n  batch_size: [1, 2]\n");
+  auto run = Dlbench({"run", dir / "a.yaml"}, dir, dir / "a.db");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::json cells = Cells(dir, dir / "a.db");
+  ASSERT_EQ(cells.size(), 4u);
+  for (const nlohmann::json& c : cells) {
+    EXPECT_EQ(c.at("outcome"), "ok") << c.at("message");
+    EXPECT_EQ(c.at("effective").at("pytorch_cuda_alloc_conf"), c.at("params").at("cuda_alloc_conf"))
+        << c.dump();
+  }
+  // Without the key the runner's environment is dlbench's own.
+  WriteText(dir / "none.yaml", std::string(kHead) + "matrix:\n  virtual_time: true\n");
+  run = Dlbench({"run", dir / "none.yaml"}, dir, dir / "none.db");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::json effective = Cells(dir, dir / "none.db").at(0).at("effective");
+  if (const char* inherited = std::getenv("PYTORCH_CUDA_ALLOC_CONF")) {
+    EXPECT_EQ(effective.value("pytorch_cuda_alloc_conf", ""), inherited);
+  } else {
+    EXPECT_FALSE(effective.contains("pytorch_cuda_alloc_conf")) << effective.dump();
   }
 }
 

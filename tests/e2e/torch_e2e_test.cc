@@ -149,8 +149,23 @@ measure:
     EXPECT_GT(flops, 0) << c.label << ": FLOP/s comes from the model's FLOPs per sample";
     EXPECT_EQ(c.hello.value("runner", std::string()), "torch");
     EXPECT_TRUE(c.effective.is_object() && !c.effective.empty()) << c.label;
+    // Where the memory goes (docs/memory.md): training holds gradients and optimizer state on top
+    // of the weights and the batch; inference the weights and the batch only.
+    const auto weights = record::MetricValue(c, record::metric::kWeightBytes);
+    const auto expected = record::MetricValue(c, record::metric::kExpectedResidentBytes);
+    const auto batch = record::MetricValue(c, record::metric::kInputBatchBytes);
+    ASSERT_TRUE(weights && expected && batch) << c.label;
+    if (c.params.value("scenario", std::string()) == "train") {
+      EXPECT_GT(*expected, *weights + *batch) << c.label;
+    } else {
+      EXPECT_EQ(*expected, *weights + *batch) << c.label;
+    }
+    EXPECT_TRUE(record::MetricValue(c, record::metric::kMemoryPeakBytes).has_value()) << c.label;
   }
   EXPECT_TRUE(saw_unsupported);
+  auto show = Dlbench({"show", "latest"}, dir, db);
+  EXPECT_NE(show.out.find("\nMemory (expected from the model's tensors"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("bert_base"), std::string::npos) << show.out;
   for (const char* m : {"resnet50", "mobilenet_v2", "bert_base", "ssd_mobilenet"}) {
     EXPECT_EQ(ok_by_model[m], 2) << m << " must be stored for infer and train";
   }
