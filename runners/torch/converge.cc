@@ -195,10 +195,7 @@ ConvergeCell::Quality ConvergeCell::EvaluateInt8(ConvergeContext& c, nlohmann::j
     auto copy_all = [](const std::vector<torch::Tensor>& from, const std::vector<torch::Tensor>& to) {
       if (from.size() != to.size())
         throw std::logic_error("int8 evaluation: the model copy differs in layout");
-      for (std::size_t i = 0; i < from.size(); ++i) {
-        torch::Tensor target = to[i];
-        target.copy_(from[i]);
-      }
+      for (std::size_t i = 0; i < from.size(); ++i) to[i].copy_(from[i]);
     };
     copy_all(c.workload->Parameters(), copy->Parameters());
     copy_all(c.workload->Buffers(), copy->Buffers());

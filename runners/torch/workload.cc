@@ -173,11 +173,9 @@ nlohmann::json FindQuantized(const torch::jit::Module& module) {
 // A user's scripted module with declared inputs. Training needs forward to return the loss.
 class TorchScriptWorkload final : public Workload {
  public:
-  TorchScriptWorkload(const TorchScriptSpec& spec, torch::jit::Module module, std::int64_t file_bytes)
-      : spec_(spec),
-        module_(std::move(module)),
-        quantized_(FindQuantized(module_)),
-        file_bytes_(file_bytes) {}
+  // A jit::Module is a handle to the scripted object: copying it shares the object.
+  TorchScriptWorkload(const TorchScriptSpec& spec, const torch::jit::Module& module, std::int64_t file_bytes)
+      : spec_(spec), module_(module), quantized_(FindQuantized(module_)), file_bytes_(file_bytes) {}
 
   std::string name() const override { return kTorchScriptModel; }
   bool is_convolutional() const override { return false; }
