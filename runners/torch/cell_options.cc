@@ -176,6 +176,22 @@ Result<TorchCell> ParseTorchCell(const nlohmann::json& params) {
   if (auto threads = p.Int("threads")) cell.threads = static_cast<int>(*threads);  // 1..4096
   cell.lr = p.Number("lr");
   if (auto n = p.Int("reference_samples")) cell.reference_samples = static_cast<int>(*n);  // 0..256
+  if (auto text = p.Text("eval_precisions")) {
+    if (cell.scenario != Scenario::kConverge) {
+      return Invalid(
+          "parameter 'eval_precisions' applies with scenario: converge (the trained model's held-out "
+          "accuracy per precision); an infer cell compares its outputs with the fp32 cell's instead");
+    }
+    const std::optional<std::vector<std::string>> names = config::ParsePrecisionList(*text);
+    DLBENCH_CHECK(names.has_value(), "the registry validated eval_precisions");
+    // fp32 is the reference of every delta: evaluated first, listed or not.
+    cell.eval_precisions.push_back(Precision::kFp32);
+    for (const std::string& name : *names) {
+      auto precision = FromName(kPrecisions, "eval_precisions", name);
+      if (!precision.ok()) return precision.error();
+      if (*precision != Precision::kFp32) cell.eval_precisions.push_back(*precision);
+    }
+  }
 
   // Support and cross-parameter rules: what the registry cannot say about one value alone.
   auto ddp = ParseDdp(p, cell.scenario);
@@ -214,6 +230,37 @@ Result<TorchCell> ParseTorchCell(const nlohmann::json& params) {
   if (!data.ok()) return data.error();
   cell.data = std::move(*data);
   return cell;
+}
+
+Status CheckEvalPrecision(Precision precision, const TorchCell& cell, const Capabilities& caps) {
+  const bool cuda = cell.device.kind == DeviceKind::kCuda;
+  switch (precision) {
+    case Precision::kFp32:
+    case Precision::kInt8:  // the trained model's int8 form runs on the CPU (converge.h)
+      return Status::Ok();
+    case Precision::kTf32:
+      if (!cuda || (caps.compute_major && *caps.compute_major < 8)) {
+        return Unsupported(
+            "unsupported: eval_precisions tf32 is a CUDA matrix-unit mode (compute capability 8.0 or newer); "
+            "leave it out of eval_precisions on this device");
+      }
+      return Status::Ok();
+    case Precision::kBf16:
+      if (cuda && caps.compute_major && *caps.compute_major < 8) {
+        return Unsupported(fmt::format(
+            "unsupported: eval_precisions bf16 needs compute capability 8.0 or newer; {} has {}.x",
+            cell.device.ToString(), *caps.compute_major));
+      }
+      return Status::Ok();
+    case Precision::kFp16:
+      if (!cuda && caps.torch_major < 2) {
+        return Unsupported(
+            "unsupported: eval_precisions fp16 on cpu needs LibTorch 2.x (1.13's cpu autocast is bf16 "
+            "only); use bf16 on cpu");
+      }
+      return Status::Ok();
+  }
+  return Status::Ok();
 }
 
 Status CheckSupported(const TorchCell& cell, const Capabilities& caps) {
@@ -261,26 +308,26 @@ Status CheckSupported(const TorchCell& cell, const Capabilities& caps) {
                                      cell.device.ToString(), caps.cuda_device_count));
     }
   }
+  for (const Precision p : cell.eval_precisions) DLBENCH_RETURN_IF_ERROR(CheckEvalPrecision(p, cell, caps));
   switch (cell.precision) {
-    // Dynamic int8 Linear layers (models/dynamic_int8.h): the CPU's quantized engines only.
+    // Dynamic int8 Linear layers (models/dynamic_int8.h), or a TorchScript file quantized offline:
+    // the CPU's quantized engines only.
     case Precision::kInt8:
-      if (cell.model == kTorchScriptModel) {
-        return Unsupported(
-            "unsupported: precision int8 of a TorchScript model (the runner quantizes only bert_base); "
-            "quantize the model offline and run the saved int8 TorchScript at precision fp32");
-      }
-      if (cell.model != kDynamicInt8Model) {
+      if (cell.model != kDynamicInt8Model && cell.model != kTorchScriptModel) {
         return Unsupported(
             fmt::format("unsupported: precision int8 of {}: only bert_base has a dynamic int8 form here "
-                        "(its Linear layers); int8 CNNs need a TorchScript model quantized offline, run at "
-                        "precision fp32",
+                        "(its Linear layers); int8 CNNs need a TorchScript model quantized offline "
+                        "(scripts/quantize_cnn.py), run as model torchscript at precision int8",
                         cell.model));
       }
       if (cuda) {
-        return Unsupported(
-            fmt::format("unsupported: precision int8 on {}: dynamic int8 Linear runs on the CPU's quantized "
-                        "engines only; use device cpu for int8, or bf16/fp16 on CUDA",
-                        cell.device.ToString()));
+        return Unsupported(fmt::format(
+            "unsupported: precision int8 on {}: {} runs on the CPU's quantized engines only (int8 on "
+            "CUDA needs TensorRT, which this runner does not use); use device cpu for int8, or bf16/fp16 "
+            "on CUDA",
+            cell.device.ToString(),
+            cell.model == kTorchScriptModel ? "a TorchScript model quantized offline"
+                                            : "dynamic int8 Linear"));
       }
       if (cell.scenario != Scenario::kInfer) {
         return Unsupported(

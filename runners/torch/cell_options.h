@@ -99,6 +99,9 @@ struct TorchCell {
   // Infer cells: samples of the fixed evaluation set run after the measured loop
   // (reference_eval.h); 0: none.
   int reference_samples = 4;
+  // scenario converge: the precisions the trained model is evaluated at on the held-out set after
+  // training (converge.h), fp32 first and always; empty when eval_precisions is not set.
+  std::vector<Precision> eval_precisions;
   std::optional<TorchScriptSpec> torchscript;  // set exactly when model == "torchscript"
   DataOptions data;                            // where each step's batch comes from
   std::optional<DdpOptions> ddp;               // set exactly when strategy is ddp
@@ -106,7 +109,8 @@ struct TorchCell {
 };
 
 inline constexpr char kTorchScriptModel[] = "torchscript";
-// The zoo model that has a dynamic int8 form (precision int8).
+// The zoo model that has a dynamic int8 form (precision int8). A TorchScript model runs at int8
+// when its file holds quantized layers (quantized offline: scripts/quantize_cnn.py).
 inline constexpr char kDynamicInt8Model[] = "bert_base";
 
 // Reads CONFIGURE's params, validated against the config registry (config::RunnerParams: types,
@@ -130,6 +134,12 @@ struct Capabilities {
   std::optional<int> compute_major;  // of the requested CUDA device, when there is one
   bool nccl_built = false;           // c10d's ProcessGroupNCCL is compiled into this runner
 };
+
+// Whether a converge cell's trained model can be evaluated at `precision` here (eval_precisions):
+// int8 always (it is evaluated on the CPU, whatever device trained); tf32 on CUDA of compute
+// capability 8.0 or newer; bf16 where the cell could run bf16; fp16 on CUDA, or on the CPU with
+// LibTorch 2.x. kUnsupported naming what would work.
+Status CheckEvalPrecision(Precision precision, const TorchCell& cell, const Capabilities& caps);
 
 // Whether the cell can run here, before any model is built. kUnsupported with a message that
 // says what is missing and what would work (e.g. "tf32 is a CUDA matrix-unit mode ...").

@@ -236,11 +236,76 @@ TEST(CheckSupported, Int8IsBertInferenceOnTheCpu) {
   };
   const std::vector<SupportCase> cases = {
       {"bert cpu infer", bert, cpu_113, true, ""},
-      {"bert cuda", with({{"device", "cuda"}}), h200, false, "CPU's quantized engines only; use device cpu"},
+      {"bert cuda", with({{"device", "cuda"}}), h200, false,
+       "CPU's quantized engines only (int8 on CUDA needs TensorRT"},
       {"bert train", with({{"scenario", "train"}}), cpu_113, false, "use scenario infer"},
-      {"resnet50", with({{"model", "resnet50"}}), cpu_113, false, "TorchScript model quantized offline"},
-      {"torchscript", with({{"model", "torchscript"}, {"model_path", "/m.pt"}, {"input_shapes", "B,4"}}),
-       cpu_113, false, "quantize the model offline"},
+      {"resnet50", with({{"model", "resnet50"}}), cpu_113, false,
+       "quantized offline (scripts/quantize_cnn.py)"},
+      // A TorchScript file quantized offline runs as saved; whether it holds quantized layers is
+      // checked when the runner loads it.
+      {"torchscript cpu infer",
+       with({{"model", "torchscript"}, {"model_path", "/m.pt"}, {"input_shapes", "B,4"}}), cpu_113, true, ""},
+      {"torchscript cuda",
+       with({{"model", "torchscript"}, {"model_path", "/m.pt"}, {"input_shapes", "B,4"}, {"device", "cuda"}}),
+       h200, false, "a TorchScript model quantized offline runs on the CPU's quantized engines only"},
+      {"torchscript train",
+       with({{"model", "torchscript"},
+             {"model_path", "/m.pt"},
+             {"input_shapes", "B,4"},
+             {"scenario", "train"}}),
+       cpu_113, false, "use scenario infer"},
+  };
+  for (const SupportCase& c : cases) {
+    auto cell = ParseTorchCell(c.params);
+    ASSERT_TRUE(cell.ok()) << c.name << ": " << cell.error().message;
+    const Status st = CheckSupported(*cell, c.caps);
+    EXPECT_EQ(st.ok(), c.ok) << c.name;
+    if (!c.ok && !st.ok()) {
+      EXPECT_EQ(st.error().kind, ErrorKind::kUnsupported) << c.name;
+      EXPECT_NE(st.error().message.find(c.message_part), std::string::npos)
+          << c.name << ": " << st.error().message;
+    }
+  }
+}
+
+// eval_precisions: fp32 first and always, each precision once, converge cells only; each checked
+// against the device and LibTorch.
+TEST(ParseTorchCell, EvalPrecisionsOfAConvergeCell) {
+  const json converge = {{"model", "fashion_cnn"}, {"scenario", "converge"}, {"target_accuracy", 0.8}};
+  auto with = [&](const json& extra) {
+    json params = converge;
+    params.update(extra);
+    return params;
+  };
+  auto none = ParseTorchCell(converge);
+  ASSERT_TRUE(none.ok()) << none.error().message;
+  EXPECT_TRUE(none->eval_precisions.empty());
+  auto listed = ParseTorchCell(with({{"eval_precisions", "int8; bf16"}}));
+  ASSERT_TRUE(listed.ok()) << listed.error().message;
+  EXPECT_EQ(listed->eval_precisions,
+            (std::vector<Precision>{Precision::kFp32, Precision::kInt8, Precision::kBf16}));
+  auto with_fp32 = ParseTorchCell(with({{"eval_precisions", "bf16;fp32"}}));
+  ASSERT_TRUE(with_fp32.ok());
+  EXPECT_EQ(with_fp32->eval_precisions, (std::vector<Precision>{Precision::kFp32, Precision::kBf16}));
+  auto twice = ParseTorchCell(with({{"eval_precisions", "int8;int8"}}));
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.error().kind, ErrorKind::kInvalidInput);
+  auto infer = ParseTorchCell({{"model", "fashion_cnn"}, {"scenario", "infer"}, {"eval_precisions", "int8"}});
+  ASSERT_FALSE(infer.ok());
+  EXPECT_NE(infer.error().message.find("applies with scenario: converge"), std::string::npos)
+      << infer.error().message;
+
+  const Capabilities cpu_113{1, false, 0, std::nullopt};
+  const Capabilities cpu_2{2, false, 0, std::nullopt};
+  const Capabilities h200{2, true, 1, 9};
+  const std::vector<SupportCase> cases = {
+      {"int8 bf16 cpu", with({{"eval_precisions", "int8;bf16"}}), cpu_113, true, ""},
+      {"int8 cuda (evaluated on the cpu)", with({{"eval_precisions", "int8"}, {"device", "cuda"}}), h200,
+       true, ""},
+      {"tf32 cpu", with({{"eval_precisions", "tf32"}}), cpu_113, false, "leave it out of eval_precisions"},
+      {"tf32 h200", with({{"eval_precisions", "tf32;fp16"}, {"device", "cuda"}}), h200, true, ""},
+      {"fp16 cpu 1.13", with({{"eval_precisions", "fp16"}}), cpu_113, false, "needs LibTorch 2.x"},
+      {"fp16 cpu 2.x", with({{"eval_precisions", "fp16"}}), cpu_2, true, ""},
   };
   for (const SupportCase& c : cases) {
     auto cell = ParseTorchCell(c.params);

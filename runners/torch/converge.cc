@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <memory>
 #include <stdexcept>
 
 #include "common/clock.h"
 #include "config/runner_params.h"
 #include "idx/idx.h"
+#include "models/dynamic_int8.h"
 #include "precision.h"
 #include "record/metrics.h"
 #include "record/series.h"
@@ -108,7 +110,7 @@ nlohmann::json ThinnedCurve::ToJson() const {
 
 ConvergeCell::ConvergeCell(const TorchCell& cell, Workload& workload, torch::Device device,
                            std::uint64_t seed)
-    : batch_size_(cell.batch_size), seed_(seed) {
+    : cell_(cell), batch_size_(cell.batch_size), seed_(seed) {
   auto options = ParseConvergeOptions(cell.params);
   if (!options.ok()) throw std::invalid_argument(options.error().message);
   options_ = *options;
@@ -145,34 +147,127 @@ nlohmann::json ConvergeCell::Effective() const {
       {"preprocessing", "pixels / 255"}};
 }
 
-ConvergeCell::Quality ConvergeCell::Evaluate(ConvergeContext& c) {
-  c.workload->SetTraining(false);
+ConvergeCell::Quality ConvergeCell::Evaluate(Workload& workload, torch::Device device,
+                                             torch::MemoryFormat format,
+                                             std::optional<torch::ScalarType> autocast,
+                                             const torch::Tensor& x, const torch::Tensor& y) {
+  workload.SetTraining(false);
   double loss_sum = 0;
   std::int64_t correct = 0;
   {
     c10::InferenceMode inference;
-    AutocastRegion region(c.device.type(), c.autocast_dtype);
-    const std::int64_t n = eval_x_.size(0);
-    torch::Tensor loss_total =
-        torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(c.device));
-    torch::Tensor correct_total =
-        torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(c.device));
+    AutocastRegion region(device.type(), autocast);
+    const std::int64_t n = x.size(0);
+    torch::Tensor loss_total = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device));
+    torch::Tensor correct_total = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(device));
     for (std::int64_t begin = 0; begin < n; begin += kEvalChunk) {
       const std::int64_t size = std::min(kEvalChunk, n - begin);
-      const torch::Tensor x = ToMemoryFormat(eval_x_.narrow(0, begin, size), c.memory_format);
-      const torch::Tensor y = eval_y_.narrow(0, begin, size);
-      const torch::Tensor logits = c.workload->ForwardInputs({x}).at(0).to(torch::kFloat);
+      const torch::Tensor xs = ToMemoryFormat(x.narrow(0, begin, size), format);
+      const torch::Tensor ys = y.narrow(0, begin, size);
+      const torch::Tensor logits = workload.ForwardInputs({xs}).at(0).to(torch::kFloat);
       loss_total += torch::nn::functional::cross_entropy(
-                        logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                        logits, ys, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
                         .to(torch::kDouble);
-      correct_total += logits.argmax(1).eq(y).sum();
+      correct_total += logits.argmax(1).eq(ys).sum();
     }
     loss_sum = loss_total.item<double>();
     correct = correct_total.item<std::int64_t>();
   }
-  c.workload->SetTraining(true);
-  const double n = static_cast<double>(eval_x_.size(0));
+  workload.SetTraining(true);
+  const double n = static_cast<double>(x.size(0));
   return {static_cast<double>(correct) / n, loss_sum / n};
+}
+
+ConvergeCell::Quality ConvergeCell::Evaluate(ConvergeContext& c) {
+  return Evaluate(*c.workload, c.device, c.memory_format, c.autocast_dtype, eval_x_, eval_y_);
+}
+
+ConvergeCell::Quality ConvergeCell::EvaluateInt8(ConvergeContext& c, nlohmann::json& entry) {
+  const torch::Device cpu(torch::kCPU);
+  TorchCell cpu_cell = cell_;
+  cpu_cell.device = DeviceSpec{};
+  cpu_cell.precision = Precision::kFp32;
+  std::unique_ptr<Workload> copy = MakeWorkload(cpu_cell);
+  copy->Prepare(cpu_cell, cpu, torch::MemoryFormat::Contiguous, seed_);
+  {
+    // The trained weights and BatchNorm statistics, in the module's order.
+    torch::NoGradGuard no_grad;
+    auto copy_all = [](const std::vector<torch::Tensor>& from, const std::vector<torch::Tensor>& to) {
+      if (from.size() != to.size())
+        throw std::logic_error("int8 evaluation: the model copy differs in layout");
+      for (std::size_t i = 0; i < from.size(); ++i) to[i].copy_(from[i]);
+    };
+    copy_all(c.workload->Parameters(), copy->Parameters());
+    copy_all(c.workload->Buffers(), copy->Buffers());
+  }
+  const std::optional<WeightBytes> fp32_bytes = copy->DeployedWeightBytes();
+  const std::int64_t calibration = std::min(kInt8CalibrationSamples, train_x_.size(0));
+  copy->SetTraining(false);
+  copy->QuantizeCalibratedInt8(train_x_.narrow(0, 0, calibration).to(cpu));
+  const std::optional<WeightBytes> int8_bytes = copy->DeployedWeightBytes();
+  entry["device"] = "cpu";
+  entry["form"] =
+      "static int8 convolutions (BatchNorm folded, qint8 per-channel symmetric weights, quint8 activations "
+      "calibrated by min/max), dynamic int8 Linear (qint8 per-tensor weights, activations quantized per "
+      "call)";
+  entry["engine"] = models::QuantizedEngineName();
+  entry["reduce_range"] = models::ReduceRangeOnEngine();
+  entry["calibration_samples"] = calibration;
+  entry["calibration_set"] = "the first training samples";
+  if (fp32_bytes && int8_bytes) {
+    entry["fp32_weight_bytes"] = fp32_bytes->total;
+    entry["int8_weight_bytes"] = int8_bytes->total;
+  }
+  return Evaluate(*copy, cpu, torch::MemoryFormat::Contiguous, std::nullopt, eval_x_.to(cpu),
+                  eval_y_.to(cpu));
+}
+
+PrecisionEvalResult ConvergeCell::EvaluatePrecisions(ConvergeContext& c) {
+  PrecisionEvalResult r;
+  std::optional<double> fp32;
+  for (const Precision p : cell_.eval_precisions) {
+    const std::string name = PrecisionName(p);
+    nlohmann::json entry = nlohmann::json::object();
+    const std::int64_t t0 = MonotonicNowNs();
+    Quality q;
+    if (p == Precision::kInt8) {
+      q = EvaluateInt8(c, entry);
+    } else {
+      // TF32 as the precision sets it (ApplyMathSwitches' rule), restored after.
+      const bool cublas = at::globalContext().allowTF32CuBLAS();
+      const bool cudnn = at::globalContext().allowTF32CuDNN();
+      at::globalContext().setAllowTF32CuBLAS(p == Precision::kTf32);
+      at::globalContext().setAllowTF32CuDNN(p != Precision::kFp32);
+      try {
+        q = Evaluate(*c.workload, c.device, c.memory_format, AutocastDtype(p), eval_x_, eval_y_);
+      } catch (...) {
+        at::globalContext().setAllowTF32CuBLAS(cublas);
+        at::globalContext().setAllowTF32CuDNN(cudnn);
+        throw;
+      }
+      at::globalContext().setAllowTF32CuBLAS(cublas);
+      at::globalContext().setAllowTF32CuDNN(cudnn);
+      entry["device"] = c.device.str();
+      const std::optional<torch::ScalarType> autocast = AutocastDtype(p);
+      entry["autocast_dtype"] = autocast ? nlohmann::json(c10::toString(*autocast)) : nlohmann::json(nullptr);
+    }
+    entry["accuracy"] = q.accuracy;
+    entry["loss"] = q.loss;
+    entry["time_s"] = NsToSeconds(MonotonicNowNs() - t0);
+    if (auto metric = record::EvalAccuracyMetric(name)) r.metrics.push_back(Metric(*metric, q.accuracy));
+    if (p == Precision::kFp32) {
+      fp32 = q.accuracy;
+    } else if (auto delta = record::EvalAccuracyDeltaMetric(name); delta && fp32) {
+      r.metrics.push_back(Metric(*delta, q.accuracy - *fp32));
+      entry["delta"] = q.accuracy - *fp32;
+    }
+    r.info["precisions"][name] = entry;
+  }
+  if (!r.info.empty()) {
+    r.info["eval_samples"] = eval_x_.size(0);
+    r.info["reference"] = "fp32: the trained model with TF32 off and no autocast";
+  }
+  return r;
 }
 
 ConvergeResult ConvergeCell::Run(protocol::RunnerSession& session, const protocol::RunnerLimits& limits,

@@ -69,6 +69,20 @@ struct ConvergeContext {
   std::function<torch::Tensor()> train_step;
 };
 
+// Calibration images of the int8 evaluation: the first this many training samples (fewer when the
+// training subset is smaller), as PyTorch's post-training quantization tutorials calibrate on a
+// few hundred to a few thousand images.
+inline constexpr std::int64_t kInt8CalibrationSamples = 1000;
+
+// The trained model at each of eval_precisions (EXTRAS metrics eval_accuracy_<p> and
+// eval_accuracy_delta_<p>; info.precision_eval: eval_samples, reference, and under "precisions"
+// per precision its accuracy, loss, delta, time and device, and for int8 the form, engine,
+// calibration and weight bytes).
+struct PrecisionEvalResult {
+  nlohmann::json metrics = nlohmann::json::array();
+  nlohmann::json info = nlohmann::json::object();
+};
+
 struct ConvergeResult {
   std::string
       done_reason;  // DONE's reason: "converged", "max_epochs", "max_train_time", "max_steps", "stopped"
@@ -92,12 +106,28 @@ class ConvergeCell {
   ConvergeResult Run(protocol::RunnerSession& session, const protocol::RunnerLimits& limits,
                      ConvergeContext& context);
 
+  // After Run, between no steps: the trained model evaluated on the held-out set at each of the
+  // cell's eval_precisions (fp32 first), each with the switches its precision sets (TF32 on only
+  // for tf32; autocast for bf16 and fp16) and restored after. int8 evaluates a copy of the trained
+  // model on the CPU, quantized after training (ZooModel::QuantizeCalibratedInt8, calibrated on the
+  // first kInt8CalibrationSamples training images); the trained model is left as it was. Empty
+  // when the cell has no eval_precisions. Throws what building or running a model throws.
+  PrecisionEvalResult EvaluatePrecisions(ConvergeContext& context);
+
  private:
   struct Quality {
     double accuracy = 0, loss = 0;
   };
+  // `workload` on `device` over the held-out set `x`, `y` (on the same device), in eval mode,
+  // without gradients, under `autocast`.
+  static Quality Evaluate(Workload& workload, torch::Device device, torch::MemoryFormat format,
+                          std::optional<torch::ScalarType> autocast, const torch::Tensor& x,
+                          const torch::Tensor& y);
   Quality Evaluate(ConvergeContext& context);
+  // The int8 evaluation (EvaluatePrecisions); fills `entry` with what it ran.
+  Quality EvaluateInt8(ConvergeContext& context, nlohmann::json& entry);
 
+  TorchCell cell_;
   ConvergeOptions options_;
   std::int64_t batch_size_ = 1;
   std::uint64_t seed_ = 0;

@@ -115,6 +115,47 @@ const json* FindMetricIn(const json& extras, std::string_view name) {
   return nullptr;
 }
 
+// eval_precisions through the real runner on a tiny variant (width 4, dense 32, 256 training
+// images, calibration on all 256): after training, the trained model's accuracy at fp32, bf16 and
+// int8, each delta its accuracy minus fp32's, fp32's equal to the last training evaluation's (the
+// same model, set and precision), and the int8 form's weight bytes as hand-computed. None of it is
+// in a step: the cell has its 16 steps.
+TEST(ConvergeRunnerTest, EvaluatesTheTrainedModelAtEachPrecision) {
+  if (!DatasetInstalled()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  auto t = testing::RunCell(kRunner, ConvergeConfig({{"eval_precisions", "int8;bf16"}}), NoStop());
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  ASSERT_FALSE(t->error) << t->error->dump();
+  EXPECT_EQ(t->steps.size(), 16u);
+  ASSERT_EQ(t->extras.size(), 1u);
+  const json& extras = t->extras[0];
+  ASSERT_TRUE(extras["info"].contains("precision_eval")) << extras["info"].dump();
+  auto value = [&](std::string_view name) {
+    const json* m = FindMetricIn(extras, name);
+    EXPECT_NE(m, nullptr) << name;
+    return m == nullptr ? -1.0 : (*m)["value"].get<double>();
+  };
+  const double fp32 = value(record::metric::kEvalAccuracyFp32);
+  EXPECT_EQ(fp32, value(record::metric::kFinalEvalAccuracy));
+  EXPECT_DOUBLE_EQ(value(record::metric::kEvalAccuracyDeltaInt8),
+                   value(record::metric::kEvalAccuracyInt8) - fp32);
+  EXPECT_DOUBLE_EQ(value(record::metric::kEvalAccuracyDeltaBf16),
+                   value(record::metric::kEvalAccuracyBf16) - fp32);
+  EXPECT_EQ(FindMetricIn(extras, record::metric::kEvalAccuracyFp16), nullptr);
+  const json& info = extras["info"]["precision_eval"];
+  EXPECT_EQ(info["eval_samples"], 128);
+  // fp32 always, and the two asked.
+  EXPECT_EQ(info["precisions"].size(), 3u);
+  EXPECT_TRUE(info["precisions"].contains("fp32"));
+  const json& int8 = info["precisions"]["int8"];
+  EXPECT_EQ(int8["device"], "cpu");
+  EXPECT_EQ(int8["calibration_samples"], 256) << "all of a training set smaller than 1,000";
+  // fp32: conv1 1x4x25 + 4, conv2 4x8x25 + 8, dense 392x32 + 32, logits 32x10 + 10 = 104 + 808 +
+  // 12576 + 330 = 13818 floats;
+  // int8 (models/static_int8_test.cc): 180 + 960 + 12688 + 376 = 14204 bytes.
+  EXPECT_EQ(int8["fp32_weight_bytes"], 4 * 13818);
+  EXPECT_EQ(int8["int8_weight_bytes"], 14204);
+}
+
 TEST(ConvergeRunnerTest, TrainsEpochsOfWholeBatchesAndReportsItsCurves) {
   if (!DatasetInstalled()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   auto t = testing::RunCell(kRunner, ConvergeConfig({}), NoStop());

@@ -153,7 +153,20 @@ void Build(CellState& s, std::uint64_t seed, int rank) {
   s.memory_format = ResolveMemoryFormat(cell, *s.workload);
   // The model starts from `seed` on every rank; each rank of a ddp cell trains on its own batch.
   s.workload->Prepare(cell, s.device, s.memory_format, ddp::BatchSeed(seed, rank));
-  if (cell.precision == Precision::kInt8) s.workload->QuantizeDynamicInt8();
+  if (cell.precision == Precision::kInt8) {
+    if (cell.torchscript) {
+      // The file's own int8 layers run as saved; the runner quantizes nothing.
+      if (s.workload->QuantizedInModel().is_null()) {
+        throw UnsupportedError(fmt::format(
+            "unsupported: precision int8 of TorchScript model {}: it holds no quantized layers (no "
+            "torch.classes.quantized packed weights, no quantized tensors); quantize it offline "
+            "(scripts/quantize_cnn.py) or run it at precision fp32",
+            cell.torchscript->path));
+      }
+    } else {
+      s.workload->QuantizeDynamicInt8();
+    }
+  }
   s.workload->SetTraining(Trains(cell.scenario));
   s.feeder = std::make_unique<data::Feeder>(cell, *s.workload, s.device, seed);
   if (Trains(cell.scenario)) {
@@ -184,6 +197,18 @@ std::optional<double> FlopsPerSample(const CellState& s) {
   return Trains(s.cell.scenario) ? 3.0 * *forward : *forward;
 }
 
+// What the weights are held as: fp32, with bert_base's Linear weights packed at int8, or as a
+// TorchScript file saved them (its quantized layers counted).
+std::string ParamDtype(const CellState& s) {
+  const nlohmann::json quantized = s.workload->QuantizedInModel();
+  if (!quantized.is_null()) {
+    return fmt::format("as saved in the TorchScript file: {} packed quantized layers, {} quantized tensors",
+                       quantized.value("packed_layers_total", std::int64_t{0}),
+                       quantized.value("quantized_tensors", std::int64_t{0}));
+  }
+  return s.cell.precision == Precision::kInt8 ? "float32; Linear weights qint8" : "float32";
+}
+
 nlohmann::json Effective(const CellState& s, std::uint64_t seed) {
   const TorchCell& cell = s.cell;
   nlohmann::json e = {
@@ -193,7 +218,7 @@ nlohmann::json Effective(const CellState& s, std::uint64_t seed) {
       {"samples_per_step", cell.batch_size},
       {"device", cell.device.ToString()},
       {"precision", PrecisionName(cell.precision)},
-      {"param_dtype", cell.precision == Precision::kInt8 ? "float32; Linear weights qint8" : "float32"},
+      {"param_dtype", ParamDtype(s)},
       {"autocast_dtype",
        s.autocast_dtype ? nlohmann::json(c10::toString(*s.autocast_dtype)) : nlohmann::json(nullptr)},
       {"loss_scaling", s.scaler != nullptr},
@@ -211,7 +236,11 @@ nlohmann::json Effective(const CellState& s, std::uint64_t seed) {
       {"model_options", s.workload->EffectiveOptions()},
   };
   e.update(s.switches.ToJson());
-  if (cell.precision == Precision::kInt8) {
+  if (cell.precision == Precision::kInt8 && cell.torchscript) {
+    e["quantization"] = {{"scheme", "offline: the TorchScript file's own quantized layers, run as saved"},
+                         {"in_model", s.workload->QuantizedInModel()},
+                         {"engine", models::QuantizedEngineName()}};
+  } else if (cell.precision == Precision::kInt8) {
     e["quantization"] = {{"scheme", "dynamic"},
                          {"layers", "every Linear"},
                          {"weights", "qint8, per tensor, symmetric (max |w| / 127.5)"},
@@ -261,6 +290,8 @@ nlohmann::json Extras(const CellState& s) {
     metrics.push_back(Metric(record::metric::kWeightBytes, static_cast<double>(weights->total)));
     metrics.push_back(Metric(record::metric::kLinearWeightBytes, static_cast<double>(weights->linear)));
   }
+  if (auto file = s.workload->ModelFileBytes())
+    metrics.push_back(Metric(record::metric::kModelFileBytes, static_cast<double>(*file)));
   if (s.cuda_device) {
     info["device_name"] = s.cuda_device->name;
     if (auto peak = PeakFlopsPerS(s.cuda_device->name, s.cell.precision)) {
@@ -370,6 +401,17 @@ int RunConvergeCell(RunnerSession& session, const RunnerLimits& limits, CellStat
     nlohmann::json extras = Extras(s);
     for (const auto& m : result.metrics) extras["metrics"].push_back(m);
     extras["info"]["converge"] = result.info;
+    // After the end snapshot, outside every step: the trained model at each eval_precisions entry.
+    // A failed evaluation is stated; the trained cell stands.
+    if (!s.cell.eval_precisions.empty()) {
+      try {
+        const PrecisionEvalResult precisions = converge.EvaluatePrecisions(context);
+        for (const auto& m : precisions.metrics) extras["metrics"].push_back(m);
+        extras["info"]["precision_eval"] = precisions.info;
+      } catch (const std::exception& e) {
+        extras["info"]["precision_eval_error"] = e.what();
+      }
+    }
     (void)session.SendExtras(extras);
     return session.SendDone(result.done_reason, result.steps).ok() ? 0 : 1;
   } catch (...) {

@@ -6,6 +6,8 @@
 #include <torch/script.h>
 
 #include <algorithm>
+#include <map>
+#include <string_view>
 
 #include "models/zoo.h"
 
@@ -84,7 +86,16 @@ class ZooWorkload final : public Workload {
     }
     model_->QuantizeDynamicInt8();
   }
+  void QuantizeCalibratedInt8(const torch::Tensor& calibration_images) override {
+    if (!model_->SupportsCalibratedInt8()) {
+      throw UnsupportedError("int8 evaluation: " + model_->name() +
+                             " has no calibrated int8 form; fashion_cnn and fashion_cnn_bn have");
+    }
+    model_->QuantizeCalibratedInt8(calibration_images);
+  }
   std::optional<WeightBytes> DeployedWeightBytes() const override { return model_->DeployedWeightBytes(); }
+  nlohmann::json QuantizedInModel() const override { return nullptr; }
+  std::optional<std::int64_t> ModelFileBytes() const override { return std::nullopt; }
 
  private:
   std::shared_ptr<ZooModel> model_;
@@ -138,11 +149,33 @@ std::vector<torch::Tensor> OutputTensors(const c10::IValue& out) {
   return tensors;
 }
 
+// The quantized content of a scripted module: the packed parameters of quantized layers (objects of
+// the torch.classes.quantized custom classes: Conv2dPackedParamsBase, LinearPackedParamsBase, ...),
+// by class, and the quantized tensors among its attributes. null when there is neither.
+nlohmann::json FindQuantized(const torch::jit::Module& module) {
+  constexpr std::string_view kQuantizedClasses = "torch.classes.quantized.";
+  std::map<std::string, std::int64_t> packed;
+  std::int64_t packed_total = 0, tensors = 0;
+  for (const auto& attribute : module.named_attributes(/*recurse=*/true)) {
+    const c10::IValue& v = attribute.value;
+    if (v.isTensor() && v.toTensor().is_quantized()) ++tensors;
+    if (!v.isObject()) continue;
+    const std::string type = v.type()->str();
+    const std::size_t at = type.find(kQuantizedClasses);
+    if (at == std::string::npos) continue;
+    ++packed[type.substr(at + kQuantizedClasses.size())];
+    ++packed_total;
+  }
+  if (packed_total == 0 && tensors == 0) return nullptr;
+  return {{"packed_layers", packed}, {"packed_layers_total", packed_total}, {"quantized_tensors", tensors}};
+}
+
 // A user's scripted module with declared inputs. Training needs forward to return the loss.
 class TorchScriptWorkload final : public Workload {
  public:
-  TorchScriptWorkload(const TorchScriptSpec& spec, torch::jit::Module module)
-      : spec_(spec), module_(std::move(module)) {}
+  // A jit::Module is a handle to the scripted object: copying it shares the object.
+  TorchScriptWorkload(const TorchScriptSpec& spec, const torch::jit::Module& module, std::int64_t file_bytes)
+      : spec_(spec), module_(module), quantized_(FindQuantized(module_)), file_bytes_(file_bytes) {}
 
   std::string name() const override { return kTorchScriptModel; }
   bool is_convolutional() const override { return false; }
@@ -210,7 +243,9 @@ class TorchScriptWorkload final : public Workload {
     for (std::size_t i = 0; i < spec_.input_shapes.size(); ++i) {
       inputs.push_back({{"shape", spec_.input_shapes[i]}, {"dtype", InputDtypeName(spec_.input_dtypes[i])}});
     }
-    return {{"model_path", spec_.path}, {"inputs", inputs}};
+    nlohmann::json options = {{"model_path", spec_.path}, {"inputs", inputs}, {"file_bytes", file_bytes_}};
+    if (!quantized_.is_null()) options["quantized"] = quantized_;
+    return options;
   }
   std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(std::optional<double> lr) override {
     return std::make_unique<torch::optim::SGD>(Parameters(),
@@ -244,10 +279,15 @@ class TorchScriptWorkload final : public Workload {
   }
   void QuantizeDynamicInt8() override {
     throw UnsupportedError(
-        "unsupported: precision int8 of a TorchScript model; quantize it offline and run the scripted int8 "
-        "model at precision fp32 (docs/torch-runner.md, \"int8\")");
+        "unsupported: the runner does not quantize a TorchScript model; quantize it offline "
+        "(scripts/quantize_cnn.py) and run the saved int8 model at precision int8");
+  }
+  void QuantizeCalibratedInt8(const torch::Tensor&) override {
+    throw UnsupportedError("unsupported: int8 evaluation of a TorchScript model");
   }
   std::optional<WeightBytes> DeployedWeightBytes() const override { return std::nullopt; }
+  nlohmann::json QuantizedInModel() const override { return quantized_; }
+  std::optional<std::int64_t> ModelFileBytes() const override { return file_bytes_; }
 
  private:
   std::string DescribeInputs() const {
@@ -261,6 +301,8 @@ class TorchScriptWorkload final : public Workload {
 
   TorchScriptSpec spec_;
   torch::jit::Module module_;
+  nlohmann::json quantized_;  // FindQuantized's, at load
+  std::int64_t file_bytes_ = 0;
   std::vector<c10::IValue> inputs_;
 };
 
@@ -287,7 +329,8 @@ std::unique_ptr<Workload> MakeWorkload(const TorchCell& cell) {
       throw std::invalid_argument(fmt::format("model_path '{}' does not exist", path));
     }
     try {
-      return std::make_unique<TorchScriptWorkload>(*cell.torchscript, torch::jit::load(path));
+      return std::make_unique<TorchScriptWorkload>(*cell.torchscript, torch::jit::load(path),
+                                                   static_cast<std::int64_t>(st.st_size));
     } catch (const c10::Error& e) {
       throw std::invalid_argument(
           fmt::format("cannot load TorchScript model '{}': {}", path, e.what_without_backtrace()));

@@ -62,9 +62,19 @@ class Workload {
   // precision int8: the workload's dynamic int8 form (ZooModel::QuantizeDynamicInt8), after
   // Prepare on the CPU. Throws UnsupportedError where there is none.
   virtual void QuantizeDynamicInt8() = 0;
+  // Converge's evaluation at int8 (converge.h): the calibrated static int8 form
+  // (ZooModel::QuantizeCalibratedInt8), after Prepare on the CPU. Throws UnsupportedError where
+  // there is none.
+  virtual void QuantizeCalibratedInt8(const torch::Tensor& calibration_images) = 0;
   // The weights as held now (after QuantizeDynamicInt8: packed); nullopt where not counted (a
   // TorchScript module, whose Linear layers are not known by type here).
   virtual std::optional<WeightBytes> DeployedWeightBytes() const = 0;
+  // What the loaded model holds quantized already (a TorchScript file saved after quantization):
+  // {"packed_layers": {class: count}, "packed_layers_total": n, "quantized_tensors": m}; null when
+  // it holds nothing quantized (every zoo model as built).
+  virtual nlohmann::json QuantizedInModel() const = 0;
+  // The size of the file the model was loaded from (a TorchScript model); nullopt for the zoo.
+  virtual std::optional<std::int64_t> ModelFileBytes() const = 0;
 };
 
 // Builds the workload the cell names. Throws std::invalid_argument for a bad model name, bad

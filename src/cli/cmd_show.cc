@@ -178,6 +178,40 @@ void PrintInputVerdicts(const std::vector<record::CellRecord>& cells) {
   }
 }
 
+// Converge cells with eval_precisions: the trained model's held-out accuracy at each precision, and
+// its delta from fp32 (docs/precisions.md, "Accuracy of a trained model per precision").
+void PrintAccuracyPerPrecision(const std::vector<record::CellRecord>& cells) {
+  static constexpr const char* kPrecisions[] = {"fp32", "tf32", "bf16", "fp16", "int8"};
+  std::vector<std::string> present;
+  for (const char* p : kPrecisions) {
+    const std::string_view metric = *record::EvalAccuracyMetric(p);
+    if (std::any_of(cells.begin(), cells.end(),
+                    [&](const auto& c) { return MetricValue(c, metric).has_value(); }))
+      present.emplace_back(p);
+  }
+  if (present.empty()) return;
+  std::vector<Table::Column> columns = {{"#", true}, {"cell", false}};
+  for (const std::string& p : present) columns.push_back({p, true});
+  Table table(columns);
+  for (const auto& c : cells) {
+    if (!MetricValue(c, record::metric::kEvalAccuracyFp32)) continue;
+    std::vector<std::string> row = {std::to_string(c.index), TerminalSafe(c.label)};
+    for (const std::string& p : present) {
+      const auto accuracy = MetricValue(c, *record::EvalAccuracyMetric(p));
+      const auto delta_name = record::EvalAccuracyDeltaMetric(p);
+      const auto delta = delta_name ? MetricValue(c, *delta_name) : std::nullopt;
+      row.push_back(!accuracy ? "-"
+                    : delta   ? fmt::format("{:.4f} ({:+.4f})", *accuracy, *delta)
+                              : fmt::format("{:.4f}", *accuracy));
+    }
+    table.AddRow(row);
+  }
+  std::printf(
+      "\nAccuracy of the trained model per precision (the held-out set after training; in brackets "
+      "the difference from fp32):\n%s",
+      table.Render().c_str());
+}
+
 // The precision trade-off (report/precision_view.h): cells that differ only in precision, one row
 // each, with the outputs compared with the fp32 cell's on the fixed evaluation set.
 void PrintPrecisionTradeOff(const std::vector<record::CellRecord>& cells) {
@@ -187,6 +221,8 @@ void PrintPrecisionTradeOff(const std::vector<record::CellRecord>& cells) {
                  {"step p50", true},
                  {"step p99", true},
                  {"samples/s", true},
+                 {"energy/sample", true},
+                 {"peak mem", true},
                  {"top-1 agree", true},
                  {"max |diff|", true},
                  {"mean |diff|", true},
@@ -198,8 +234,14 @@ void PrintPrecisionTradeOff(const std::vector<record::CellRecord>& cells) {
       if (r.fastest) marks = "fastest";
       if (r.most_accurate) marks += marks.empty() ? "most accurate" : ", most accurate";
       const bool fig = a.has_figures();
+      std::string energy = "-";
+      if (r.energy_per_sample_j) {
+        energy = FormatSignificant(*r.energy_per_sample_j, 4) + " J";
+        if (r.energy_source == "cpu_package") energy += " (CPU)";
+      }
       table.AddRow({TerminalSafe(r.precision), FormatBytes(r.weight_bytes), FormatDurationNs(r.step_p50_ns),
-                    FormatDurationNs(r.step_p99_ns), FormatRate(r.samples_per_s),
+                    FormatDurationNs(r.step_p99_ns), FormatRate(r.samples_per_s), energy,
+                    FormatBytes(r.peak_memory_bytes),
                     fig ? fmt::format("{:.1f}% of {}", 100.0 * a.top1_agreement, a.rows) : "-",
                     fig ? fmt::format("{:.3g}", a.max_abs_diff) : "-",
                     fig ? fmt::format("{:.3g}", a.mean_abs_diff) : "-", marks});
@@ -208,7 +250,8 @@ void PrintPrecisionTradeOff(const std::vector<record::CellRecord>& cells) {
     }
     std::printf(
         "\nPrecisions of %s (outputs on the fixed evaluation set against the fp32 cell's; step = "
-        "one batch):\n%s",
+        "one batch; energy: the GPU's, or the CPU package's marked (CPU); peak mem: the device "
+        "allocator's, else the process's RSS):\n%s",
         TerminalSafe(g.label).c_str(), table.Render().c_str());
     for (const auto& n : notes) std::printf("  %s\n", TerminalSafe(n).c_str());
   }
@@ -261,6 +304,7 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
   std::printf("%s", RenderMemoryBreakdowns(*cells).c_str());
   PrintRepetitions(*cells);
   PrintConvergence(*cells);
+  PrintAccuracyPerPrecision(*cells);
   PrintInputVerdicts(*cells);
   std::printf("%s", RenderScaling(*cells).c_str());
   PrintPrecisionTradeOff(*cells);

@@ -133,7 +133,7 @@ std::vector<LoadRuleViolation> CheckLoadCell(const Combination& cell) {
 std::vector<LoadRuleViolation> CheckConvergeCell(const Combination& cell) {
   static constexpr const char* kConvergeKeys[] = {"target_accuracy", "target_loss",      "eval_every",
                                                   "max_epochs",      "max_train_time_s", "dataset_dir",
-                                                  "train_samples",   "eval_samples"};
+                                                  "train_samples",   "eval_samples",     "eval_precisions"};
   std::vector<LoadRuleViolation> out;
   const auto scenario = cell.find("scenario");
   const bool converge = scenario != cell.end() && Text(scenario->second) == "converge";

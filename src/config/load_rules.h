@@ -29,7 +29,7 @@ std::vector<LoadRuleViolation> CheckLoadCell(const Combination& cell);
 
 // The rules of scenario: converge (docs/convergence.md), in the same form: its keys
 // (target_accuracy, target_loss, eval_every, max_epochs, max_train_time_s, dataset_dir,
-// train_samples, eval_samples) only with scenario: converge; converge with exactly one of
+// train_samples, eval_samples, eval_precisions) only with scenario: converge; converge with exactly one of
 // target_accuracy and target_loss, and without `data` (it reads its own dataset).
 std::vector<LoadRuleViolation> CheckConvergeCell(const Combination& cell);
 

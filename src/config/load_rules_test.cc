@@ -277,7 +277,7 @@ TEST(ConvergeRulesTest, MatrixErrorsPointAtTheKeyInTheFile) {
             "(cell 'model=fashion_cnn,scenario=train,target_accuracy=0.9')");
   // No converge key has a constant default: every other cell keeps its key.
   for (const char* key : {"target_accuracy", "target_loss", "eval_every", "max_epochs", "max_train_time_s",
-                          "dataset_dir", "train_samples", "eval_samples"}) {
+                          "dataset_dir", "train_samples", "eval_samples", "eval_precisions"}) {
     const ParamSpec* spec = FindParam(key, ParamSection::kCell);
     ASSERT_NE(spec, nullptr) << key;
     EXPECT_FALSE(spec->default_value.has_value()) << key;

@@ -122,17 +122,15 @@ std::string Int8Problem(const Combination& cell) {
   };
   if (text("precision") != "int8") return "";
   const std::string model = text("model");
-  if (model == "torchscript")
-    return "the runner quantizes only bert_base; quantize a TorchScript model offline and run it at "
-           "precision fp32";
-  if (model != "bert_base")
+  const bool torchscript = model == "torchscript";
+  if (model != "bert_base" && !torchscript)
     return "only bert_base has a dynamic int8 form here (its Linear layers); int8 CNNs need a TorchScript "
-           "model "
-           "quantized offline, run at precision fp32";
+           "model quantized offline (scripts/quantize_cnn.py), run as model torchscript at precision int8";
   const std::string device = text("device");
   if (device.rfind("cpu", 0) != 0)
-    return "dynamic int8 Linear runs on the CPU's quantized engines only; use device cpu for int8, or "
-           "bf16/fp16 on " +
+    return std::string(torchscript ? "a TorchScript model quantized offline" : "dynamic int8 Linear") +
+           " runs on the CPU's quantized engines only (int8 on CUDA needs TensorRT, which this runner does "
+           "not use); use device cpu for int8, or bf16/fp16 on " +
            device;
   const std::string scenario = text("scenario");
   if (scenario != "infer")

@@ -41,9 +41,10 @@ std::vector<LoadRuleViolation> CheckTorchModelCell(const Combination& cell);
 Status CheckTorchModelRules(const Matrix& matrix, const std::vector<Combination>& cells);
 
 // Why `precision: int8` will end this cell `unsupported` (docs/precisions.md), or empty: the torch
-// runner's int8 is dynamic int8 Linear layers, for bert_base inference on the CPU
-// (runners/torch/cell_options.cc refuses the rest the same way at cell time). Reads the cell after
-// defaults (device, scenario).
+// runner's int8 is dynamic int8 Linear layers for bert_base, or a TorchScript model quantized
+// offline, for inference on the CPU (runners/torch/cell_options.cc refuses the rest the same way at
+// cell time; whether a TorchScript file holds quantized layers is known only when the runner loads
+// it). Reads the cell after defaults (device, scenario).
 std::string Int8Problem(const Combination& cell);
 
 // Removes from `cell` the size keys its model does not read and returns them (empty when none,

@@ -101,6 +101,26 @@ TEST(ModelRulesTest, ConvergeTakesOnlyTheFashionMnistModelsWithTenClasses) {
       << st.error().message;
 }
 
+// The plan's int8 rule, in step with the runner's CheckSupported: bert_base and a TorchScript
+// model quantized offline run int8 inference on the CPU; the rest says what works.
+TEST(ModelRulesTest, Int8ProblemNamesWhatWorks) {
+  auto cell = [](const std::string& model, const std::string& device, const std::string& scenario) {
+    return Combination{{"model", model}, {"precision", "int8"}, {"device", device}, {"scenario", scenario}};
+  };
+  EXPECT_EQ(Int8Problem(cell("bert_base", "cpu", "infer")), "");
+  EXPECT_EQ(Int8Problem(cell("torchscript", "cpu", "infer")), "");
+  EXPECT_NE(Int8Problem(cell("resnet50", "cpu", "infer")).find("scripts/quantize_cnn.py"), std::string::npos);
+  EXPECT_NE(Int8Problem(cell("torchscript", "cuda", "infer"))
+                .find("a TorchScript model quantized offline runs on the CPU's quantized engines only (int8 "
+                      "on CUDA needs TensorRT"),
+            std::string::npos)
+      << Int8Problem(cell("torchscript", "cuda", "infer"));
+  EXPECT_NE(Int8Problem(cell("torchscript", "cpu", "train")).find("use scenario infer"), std::string::npos);
+  Combination fp32 = cell("resnet50", "cpu", "infer");
+  fp32["precision"] = "fp32";
+  EXPECT_EQ(Int8Problem(fp32), "");
+}
+
 TEST(ModelRulesTest, TheSizeKeysAreTheRegistrysModelSizedKeys) {
   // Every key the table names is one of ModelSizeKeys, and each of those is a torch cell key.
   for (const auto& m : TorchModelTable()) {

@@ -1063,6 +1063,15 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Help("With scenario: converge, evaluate on the first N test samples only. At most 10000, "
                         "the test set's size.")
                   .Build());
+  r.push_back(Entry("eval_precisions", kCell, kTorch, ParamType::kString)
+                  .Format(StringFormat::kPrecisions)
+                  .DefaultText("none")
+                  .Help("With scenario: converge, the precisions at which the trained model is evaluated "
+                        "on the held-out set after training, outside the timed steps: "
+                        "`eval_accuracy_<precision>` and its delta from fp32 (always evaluated). int8 is "
+                        "the model quantized after training (static int8 convolutions calibrated on "
+                        "training images, dynamic int8 Linear), run on the CPU (docs/precisions.md).")
+                  .Build());
   r.push_back(Entry("pipeline_only", kCell, kTorch, ParamType::kBool)
                   .DefaultText("false")
                   .Help("Run the input pipeline (and the copy to the device) without the model: the "
@@ -1085,6 +1094,8 @@ bool MatchesFormat(StringFormat format, const std::string& text) {
       return ParseByteSize(text).has_value();
     case StringFormat::kCudaAllocConf:
       return CudaAllocConfProblem(text).empty();
+    case StringFormat::kPrecisions:
+      return ParsePrecisionList(text).has_value();
   }
   return false;
 }
@@ -1127,6 +1138,9 @@ std::string FormatText(StringFormat format) {
     case StringFormat::kCudaAllocConf:
       return "PYTORCH_CUDA_ALLOC_CONF options name:value separated by commas, like "
              "expandable_segments:True,max_split_size_mb:128 (docs/memory.md)";
+    case StringFormat::kPrecisions:
+      return "precisions like fp32;bf16;int8, each at most once (" +
+             Join(FindParam("precision", ParamSection::kCell)->allowed, ", ") + ")";
   }
   return "";
 }
@@ -1280,6 +1294,21 @@ std::optional<std::vector<std::string>> ParseDtypes(std::string_view text) {
     dtypes.push_back(std::move(name));
   }
   return dtypes;
+}
+
+std::optional<std::vector<std::string>> ParsePrecisionList(std::string_view text) {
+  const std::vector<std::string>& known = FindParam("precision", ParamSection::kCell)->allowed;
+  std::vector<std::string> names;
+  for (const std::string& piece : Split(text, ';')) {
+    std::string name = Trim(piece);
+    if (std::find(known.begin(), known.end(), name) == known.end() ||
+        std::find(names.begin(), names.end(), name) != names.end()) {
+      return std::nullopt;
+    }
+    names.push_back(std::move(name));
+  }
+  if (names.empty()) return std::nullopt;
+  return names;
 }
 
 const ParamSpec* FindParam(std::string_view name, ParamSection section) {

@@ -54,6 +54,8 @@ enum class StringFormat {
   kDtypes,         // input dtypes: "float32;int64" (torch dtype names)
   kBytes,          // an amount of memory: "16GiB", "512MiB", "1073741824"; 1 byte to kMaxByteSize
   kCudaAllocConf,  // PYTORCH_CUDA_ALLOC_CONF's documented grammar (config/cuda_alloc_conf.h)
+  // precision names: "fp32;bf16;int8" (the precision key's values, each at most once)
+  kPrecisions,
 };
 
 // What a cell parameter says about how long its cell takes, for plan's estimate without history.
@@ -131,6 +133,9 @@ std::optional<std::vector<std::vector<std::int64_t>>> ParseShapes(std::string_vi
 std::optional<std::int64_t> ParseByteSize(std::string_view text);
 // Names from KnownDtypes separated by ';' (spaces around them allowed), in order.
 std::optional<std::vector<std::string>> ParseDtypes(std::string_view text);
+// Values of the `precision` key separated by ';' (spaces around them allowed), each at most once,
+// in order.
+std::optional<std::vector<std::string>> ParsePrecisionList(std::string_view text);
 
 // Every entry, in documented order (top-level keys, measure keys, then cell parameters by scope).
 const std::vector<ParamSpec>& Registry();

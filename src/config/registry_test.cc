@@ -175,6 +175,13 @@ INSTANTIATE_TEST_SUITE_P(
         ParseCase{"input_dtypes", "float;int64", nullptr,
                   "expected dtypes like float32;int64 (float32, float16, bfloat16, float64, int64, int32, "
                   "int16, int8, uint8, bool) (got 'float;int64')"},
+        ParseCase{"eval_precisions", "fp32; bf16;int8", "\"fp32; bf16;int8\"", nullptr},
+        ParseCase{"eval_precisions", "int8;int8", nullptr,
+                  "expected precisions like fp32;bf16;int8, each at most once (fp32, tf32, bf16, fp16, int8) "
+                  "(got 'int8;int8')"},
+        ParseCase{"eval_precisions", "fp64", nullptr,
+                  "expected precisions like fp32;bf16;int8, each at most once (fp32, tf32, bf16, fp16, int8) "
+                  "(got 'fp64')"},
         ParseCase{"model", "resnet50", "\"resnet50\"", nullptr}, ParseCase{"model", "50", "\"50\"", nullptr},
         ParseCase{"min_steps", "10", "10", nullptr},
         ParseCase{"seed", "-1", nullptr, "expected an integer >= 0 (got '-1')"}));

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "common/error.h"
 #include "common/text.h"
@@ -34,6 +35,7 @@ constexpr std::string_view kBoundaryProbesWindow =
     "every probe of a boundary search (batch_size, seq_len or image_size: max)";
 constexpr std::string_view kMeasuredSamples = "monitor samples inside the measured window";
 constexpr std::string_view kCell = "whole cell";
+constexpr std::string_view kPrecisionEval = "the held-out set after training (eval_precisions)";
 constexpr std::string_view kSnapshot = "the snapshot's moment";
 constexpr std::string_view kRunnerLoop = "the runner's loop after its first 3 steps";
 
@@ -126,6 +128,8 @@ const std::vector<MetricDef>& Table() {
       {kAllocatorFragmentationBytes, "bytes", Producer::kRunner, kCell,
        "CUDA: device_reserved_peak_bytes - device_allocated_peak_bytes of the end snapshot: memory the "
        "caching allocator held but no tensor used at the peaks"},
+      {kModelFileBytes, "bytes", Producer::kRunner, kCell,
+       "size of the model file the runner loaded (model: torchscript), as stat() reports it"},
       {kClientOverheadNsPerStep, "ns", Producer::kRunner, kMeasured,
        "the Python client's own time per step in its loop, outside the step function (clients/python)"},
 
@@ -178,6 +182,23 @@ const std::vector<MetricDef>& Table() {
       {kEvaluations, "count", Producer::kRunner, kConverge, "evaluations of the held-out set"},
       {kTrainEpochs, "epochs", Producer::kRunner, kConverge,
        "training samples seen / training samples (fractional), the whole training"},
+      {kEvalAccuracyFp32, "ratio", Producer::kRunner, kPrecisionEval,
+       "correct top-1 predictions / evaluated samples of the trained model in fp32 (TF32 off)"},
+      {kEvalAccuracyTf32, "ratio", Producer::kRunner, kPrecisionEval,
+       "the same with TF32 matmuls and convolutions on (CUDA)"},
+      {kEvalAccuracyBf16, "ratio", Producer::kRunner, kPrecisionEval, "the same under bf16 autocast"},
+      {kEvalAccuracyFp16, "ratio", Producer::kRunner, kPrecisionEval, "the same under fp16 autocast"},
+      {kEvalAccuracyInt8, "ratio", Producer::kRunner, kPrecisionEval,
+       "the same of the model quantized after training (static int8 convolutions with BatchNorm folded "
+       "and activation ranges calibrated on training images, dynamic int8 Linear), on the CPU"},
+      {kEvalAccuracyDeltaTf32, "ratio", Producer::kRunner, kPrecisionEval,
+       "eval_accuracy_tf32 - eval_accuracy_fp32 (negative: tf32 lost accuracy)"},
+      {kEvalAccuracyDeltaBf16, "ratio", Producer::kRunner, kPrecisionEval,
+       "eval_accuracy_bf16 - eval_accuracy_fp32"},
+      {kEvalAccuracyDeltaFp16, "ratio", Producer::kRunner, kPrecisionEval,
+       "eval_accuracy_fp16 - eval_accuracy_fp32"},
+      {kEvalAccuracyDeltaInt8, "ratio", Producer::kRunner, kPrecisionEval,
+       "eval_accuracy_int8 - eval_accuracy_fp32"},
       // The input-bound verdict: the cell against its control (data: device) from the same run.
       {kInputControlSpeedup, "ratio", Producer::kOrchestrator, kMeasured,
        "the control's samples_per_s / the cell's samples_per_s"},
@@ -477,6 +498,30 @@ std::string RenderMetricsText() {
                        unit_w, Name(d.producer), prod_w, d.formula, d.window);
   }
   return out;
+}
+
+std::optional<std::string_view> EvalAccuracyMetric(std::string_view precision) {
+  static constexpr std::pair<std::string_view, std::string_view> kNames[] = {{"fp32", kEvalAccuracyFp32},
+                                                                             {"tf32", kEvalAccuracyTf32},
+                                                                             {"bf16", kEvalAccuracyBf16},
+                                                                             {"fp16", kEvalAccuracyFp16},
+                                                                             {"int8", kEvalAccuracyInt8}};
+  for (const auto& [p, name] : kNames) {
+    if (p == precision) return name;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string_view> EvalAccuracyDeltaMetric(std::string_view precision) {
+  static constexpr std::pair<std::string_view, std::string_view> kNames[] = {
+      {"tf32", kEvalAccuracyDeltaTf32},
+      {"bf16", kEvalAccuracyDeltaBf16},
+      {"fp16", kEvalAccuracyDeltaFp16},
+      {"int8", kEvalAccuracyDeltaInt8}};
+  for (const auto& [p, name] : kNames) {
+    if (p == precision) return name;
+  }
+  return std::nullopt;
 }
 
 }  // namespace dlbench::record

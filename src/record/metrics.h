@@ -137,6 +137,19 @@ inline constexpr std::string_view kBestEvalLoss = "best_eval_loss";
 inline constexpr std::string_view kEvalTimeS = "eval_time_s";
 inline constexpr std::string_view kEvaluations = "evaluations";
 inline constexpr std::string_view kTrainEpochs = "train_epochs";
+// scenario: converge with eval_precisions (docs/precisions.md): the trained model evaluated on the
+// held-out set at each precision after training, and each one's accuracy minus fp32's.
+inline constexpr std::string_view kEvalAccuracyFp32 = "eval_accuracy_fp32";
+inline constexpr std::string_view kEvalAccuracyTf32 = "eval_accuracy_tf32";
+inline constexpr std::string_view kEvalAccuracyBf16 = "eval_accuracy_bf16";
+inline constexpr std::string_view kEvalAccuracyFp16 = "eval_accuracy_fp16";
+inline constexpr std::string_view kEvalAccuracyInt8 = "eval_accuracy_int8";
+inline constexpr std::string_view kEvalAccuracyDeltaTf32 = "eval_accuracy_delta_tf32";
+inline constexpr std::string_view kEvalAccuracyDeltaBf16 = "eval_accuracy_delta_bf16";
+inline constexpr std::string_view kEvalAccuracyDeltaFp16 = "eval_accuracy_delta_fp16";
+inline constexpr std::string_view kEvalAccuracyDeltaInt8 = "eval_accuracy_delta_int8";
+// A TorchScript model's file as loaded (the serialized size of the deployment).
+inline constexpr std::string_view kModelFileBytes = "model_file_bytes";
 
 // The monitor analysis (monitor/analysis.h).
 inline constexpr std::string_view kGpuUtilMeanPct = "gpu_util_mean_pct";
@@ -250,6 +263,11 @@ inline constexpr std::string_view kDeviceAllocatedPeakBytes = "device_allocated_
 inline constexpr std::string_view kDeviceReservedBytes = "device_reserved_bytes";
 inline constexpr std::string_view kDeviceReservedPeakBytes = "device_reserved_peak_bytes";
 }  // namespace memory
+
+// The eval_accuracy_<precision> and eval_accuracy_delta_<precision> names of a precision ("fp32",
+// "bf16", ...); nullopt for a name that is not a precision, and for fp32's delta.
+std::optional<std::string_view> EvalAccuracyMetric(std::string_view precision);
+std::optional<std::string_view> EvalAccuracyDeltaMetric(std::string_view precision);
 
 // Every declared metric, in documented order (memory fields under their plain names).
 const std::vector<MetricDef>& MetricDefinitions();

@@ -18,6 +18,7 @@
 #include "report/export.h"
 #include "report/input_charts.h"
 #include "report/load_report.h"
+#include "report/precision_view.h"
 #include "report/scaling_charts.h"
 #include "report/step_charts.h"
 
@@ -315,6 +316,62 @@ std::string CellsSection(const ReportInput& input) {
   return out + "</tbody></table></div>\n";
 }
 
+// The precision trade-off (precision_view.h), as `dlbench show` prints it: per model, one row per
+// precision with size, latency, throughput, energy per sample, peak memory and the outputs against
+// the fp32 cell's; and converge cells' accuracy of the trained model per precision.
+std::string PrecisionSection(const ReportInput& input) {
+  std::string out;
+  for (const PrecisionGroup& g : PrecisionTradeOff(input.cells)) {
+    out += "<h3>" + EscapeHtml(g.label) + "</h3>\n";
+    out +=
+        "<div class=\"wide\"><table class=\"sortable\"><thead><tr><th>precision</th><th>weights "
+        "(bytes)</th><th>step P50 (ms)</th><th>step P99 (ms)</th><th>samples/s</th><th>energy/sample "
+        "(J)</th><th>energy source</th><th>peak memory (bytes)</th><th>top-1 agreement</th><th>max "
+        "|diff|</th><th>mean |diff|</th><th>marks</th></tr></thead><tbody>\n";
+    for (const PrecisionRow& r : g.rows) {
+      const OutputAgreement& a = r.agreement;
+      std::string marks;
+      if (r.fastest) marks = "fastest";
+      if (r.most_accurate) marks += marks.empty() ? "most accurate" : ", most accurate";
+      if (!a.has_figures() && r.precision != kReferencePrecision)
+        marks += (marks.empty() ? "" : "; ") + a.why_none;
+      const auto fig = [&](double v) { return a.has_figures() ? std::optional<double>(v) : std::nullopt; };
+      out += "<tr>" + Td(r.precision, r.precision) + NumTd(r.weight_bytes) + NumTd(r.step_p50_ns, 1e-6) +
+             NumTd(r.step_p99_ns, 1e-6) + NumTd(r.samples_per_s) + NumTd(r.energy_per_sample_j) +
+             Td(r.energy_source, r.energy_source) + NumTd(r.peak_memory_bytes) +
+             NumTd(fig(a.top1_agreement)) + NumTd(fig(a.max_abs_diff)) + NumTd(fig(a.mean_abs_diff)) +
+             Td(marks, marks) + "</tr>\n";
+    }
+    out += "</tbody></table></div>\n";
+  }
+  // Converge cells with eval_precisions.
+  static constexpr const char* kPrecisions[] = {"fp32", "tf32", "bf16", "fp16", "int8"};
+  std::string rows;
+  for (const auto& c : input.cells) {
+    if (!Metric(c, record::metric::kEvalAccuracyFp32)) continue;
+    rows += "<tr>" + Td(std::to_string(c.index), std::to_string(c.index)) + Td(c.label, c.label);
+    for (const char* p : kPrecisions) {
+      rows += NumTd(Metric(c, *record::EvalAccuracyMetric(p)));
+      if (auto delta = record::EvalAccuracyDeltaMetric(p)) rows += NumTd(Metric(c, *delta));
+    }
+    rows += "</tr>\n";
+  }
+  if (!rows.empty()) {
+    out +=
+        "<h3>Accuracy of the trained model per precision</h3>\n<p>The held-out set after training "
+        "(scenario converge, eval_precisions); each delta is that precision's accuracy minus fp32's.</p>\n"
+        "<div class=\"wide\"><table class=\"sortable\"><thead><tr><th>#</th><th>cell</th><th>fp32</th>"
+        "<th>tf32</th><th>&Delta; tf32</th><th>bf16</th><th>&Delta; bf16</th><th>fp16</th><th>&Delta; "
+        "fp16</th><th>int8</th><th>&Delta; int8</th></tr></thead><tbody>\n" +
+        rows + "</tbody></table></div>\n";
+  }
+  if (out.empty()) {
+    return "<p class=\"empty\">No cells differ only in precision, and no converge cell evaluated its "
+           "trained model at several precisions.</p>\n";
+  }
+  return out;
+}
+
 // The baseline section from history's comparison: the same numbers `dlbench compare` prints.
 std::string ComparisonSection(const ReportInput& input, const history::Comparison& cmp) {
   const record::RunRecord& base = *input.baseline_run;
@@ -562,7 +619,7 @@ std::string RenderHtmlReport(const ReportInput& input, const ReportOptions& opti
       "<a href=\"#throughput\">throughput</a> &middot; <a href=\"#latency\">latency</a> &middot; "
       "<a href=\"#steps\">step time</a> &middot; <a href=\"#monitor\">utilisation</a> &middot; "
       "<a href=\"#input\">input pipeline</a> &middot; "
-      "<a href=\"#scaling\">scaling</a> &middot; "
+      "<a href=\"#scaling\">scaling</a> &middot; <a href=\"#precisions\">precisions</a> &middot; "
       "<a href=\"#baseline\">baseline</a></nav>\n";
   html += "<section id=\"environment\"><h2>Environment</h2>\n" + EnvironmentSection(input, warnings) +
           "</section>\n";
@@ -584,6 +641,7 @@ std::string RenderHtmlReport(const ReportInput& input, const ReportOptions& opti
   html += "<section id=\"scaling\"><h2>Data-parallel scaling: global samples/s vs ranks</h2>\n" +
           ChartSection(charts, "scaling", "No ddp configuration was measured at two or more world sizes.") +
           "</section>\n";
+  html += "<section id=\"precisions\"><h2>Precisions</h2>\n" + PrecisionSection(input) + "</section>\n";
   html += "<section id=\"baseline\"><h2>Against the baseline</h2>\n" + BaselineSection(input, options) +
           "</section>\n";
   html += "<script id=\"dlbench-data\" type=\"application/json\">" + JsonForScript(data) + "</script>\n";

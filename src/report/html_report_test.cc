@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <regex>
 
+#include "record/metrics.h"
 #include "report/assets.h"
 #include "report/test_store.h"
 
@@ -231,6 +232,38 @@ TEST(RenderHtmlReport, SelfContainedWithEverySection) {
   // One canvas per chart.
   EXPECT_EQ(Count(html, "<canvas"), BuildCharts(SampleInput("resnet50"), {}).size());
   EXPECT_NE(html.find("No baseline given"), std::string::npos);
+}
+
+// The precision section: the trade-off table of cells that differ only in precision (with
+// energy and peak memory), and converge cells' accuracy per precision; escaped like the rest.
+TEST(RenderHtmlReport, PrecisionSectionHasTheTradeOffAndTheTrainedAccuracies) {
+  ReportInput input = SampleInput("resnet50");
+  EXPECT_NE(RenderHtmlReport(input).find("No cells differ only in precision"), std::string::npos);
+  auto fp32 = MakeCell(5, 10, "bert<i>", 1, 100, "infer");
+  auto int8 = MakeCell(5, 11, "bert<i>", 1, 300, "infer");
+  int8.params["precision"] = "int8";
+  int8.label = "bert<i> int8";
+  record::SetMetric(int8, record::metric::kCpuPackageEnergyPerSampleJ, 0.125);
+  record::SetMetric(int8, record::metric::kProcRssPeakBytes, 2048);
+  auto converge = MakeCell(5, 12, "fashion_cnn", 50, 10);
+  record::SetMetric(converge, record::metric::kEvalAccuracyFp32, 0.8206);
+  record::SetMetric(converge, record::metric::kEvalAccuracyInt8, 0.8208);
+  record::SetMetric(converge, record::metric::kEvalAccuracyDeltaInt8, 0.0002);
+  input.cells.push_back(fp32);
+  input.cells.push_back(int8);
+  input.cells.push_back(converge);
+  const std::string html = RenderHtmlReport(input);
+  const std::size_t section = html.find("<section id=\"precisions\">");
+  ASSERT_NE(section, std::string::npos);
+  const std::string body = html.substr(section, html.find("</section>", section) - section);
+  EXPECT_EQ(body.find("No cells differ only in precision"), std::string::npos);
+  EXPECT_EQ(body.find("<i>"), std::string::npos) << "labels are text";
+  EXPECT_NE(body.find("cpu_package"), std::string::npos);
+  EXPECT_NE(body.find("data-v=\"0.125\""), std::string::npos) << body;
+  EXPECT_NE(body.find("data-v=\"2048\""), std::string::npos) << body;
+  EXPECT_NE(body.find("no evaluation outputs in this cell"), std::string::npos) << body;
+  EXPECT_NE(body.find("Accuracy of the trained model per precision"), std::string::npos);
+  EXPECT_NE(body.find("data-v=\"0.8208\""), std::string::npos) << body;
 }
 
 TEST(RenderHtmlReport, EmbeddedAssetsCannotBreakOutOfTheirScript) {

@@ -159,6 +159,15 @@ std::vector<PrecisionGroup> PrecisionTradeOff(const std::vector<record::CellReco
       row.step_p50_ns = record::MetricValue(*c, record::metric::kStepTimeP50Ns);
       row.step_p99_ns = record::MetricValue(*c, record::metric::kStepTimeP99Ns);
       row.samples_per_s = record::MetricValue(*c, record::metric::kSamplesPerS);
+      row.energy_per_sample_j = record::MetricValue(*c, record::metric::kEnergyPerSampleJ);
+      row.energy_source = "gpu";
+      if (!row.energy_per_sample_j) {
+        row.energy_per_sample_j = record::MetricValue(*c, record::metric::kCpuPackageEnergyPerSampleJ);
+        row.energy_source = row.energy_per_sample_j ? "cpu_package" : "";
+      }
+      row.peak_memory_bytes = record::MetricValue(*c, record::memory::kDeviceAllocatedPeakBytes);
+      if (!row.peak_memory_bytes)
+        row.peak_memory_bytes = record::MetricValue(*c, record::metric::kProcRssPeakBytes);
       row.agreement =
           row.precision == kReferencePrecision ? None("the reference") : CompareWithFp32(*c, cells);
       g.rows.push_back(std::move(row));

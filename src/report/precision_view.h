@@ -1,7 +1,7 @@
 // The precision trade-off of a run (docs/precisions.md): each cell at a precision other than
 // fp32 set against the fp32 cell of the same model, on the outputs both runners recorded for the
 // same fixed evaluation set (extras.info.eval, runners/torch/reference_eval.h), and one row per
-// precision with its size, latency, throughput and output agreement.
+// precision with its size, latency, throughput, energy per sample, peak memory and output agreement.
 //
 // Everything here is computed when read (show, report), from stored records: the fp32 cell may
 // run after the cell compared with it, and the figures follow from what both stored.
@@ -61,6 +61,15 @@ struct PrecisionRow {
   std::optional<double> step_p50_ns;   // one step of batch_size samples
   std::optional<double> step_p99_ns;
   std::optional<double> samples_per_s;
+  // Energy per sample over the measured window: the GPU's (energy_per_sample_j, NVML) where the
+  // monitor has it, else the CPU package's (cpu_package_energy_per_sample_j, RAPL), as
+  // energy_source says ("gpu" or "cpu_package"); absent when neither was measured.
+  std::optional<double> energy_per_sample_j;
+  std::string energy_source;
+  // The peak memory the results table shows: the device allocator's steady-state peak
+  // (device_allocated_peak_bytes) on a GPU, else the runner process's peak RSS over the measured
+  // window (proc_rss_peak_bytes).
+  std::optional<double> peak_memory_bytes;
   OutputAgreement agreement;   // for the fp32 row: why_none "the reference"
   bool fastest = false;        // the highest samples_per_s of the group
   bool most_accurate = false;  // of the non-fp32 rows with figures: highest top-1, then lowest mean diff

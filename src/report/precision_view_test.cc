@@ -164,5 +164,30 @@ TEST(PrecisionTradeOff, OneRowPerPrecisionWithTheFastestAndTheMostAccurateMarked
   EXPECT_DOUBLE_EQ(rows[2].agreement.top1_agreement, 0.5);
 }
 
+// Energy per sample: the GPU's where measured, else the CPU package's; peak memory: the device
+// allocator's, else the process's RSS; absent when the cell has neither.
+TEST(PrecisionTradeOff, RowsCarryEnergyPerSampleAndPeakMemory) {
+  std::vector<record::CellRecord> cells = {Cell("fp32", "fp32"), Cell("bf16", "bf16"), Cell("int8", "int8")};
+  record::SetMetric(cells[0], record::metric::kEnergyPerSampleJ, 0.5);
+  record::SetMetric(cells[0], record::metric::kCpuPackageEnergyPerSampleJ, 9.0);
+  record::SetMetric(cells[0], record::memory::kDeviceAllocatedPeakBytes, 4096);
+  record::SetMetric(cells[0], record::metric::kProcRssPeakBytes, 1e9);
+  record::SetMetric(cells[1], record::metric::kCpuPackageEnergyPerSampleJ, 0.25);
+  record::SetMetric(cells[1], record::metric::kProcRssPeakBytes, 2048);
+  const std::vector<PrecisionGroup> groups = PrecisionTradeOff(cells);
+  ASSERT_EQ(groups.size(), 1u);
+  const auto& rows = groups[0].rows;
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].energy_per_sample_j, 0.5);
+  EXPECT_EQ(rows[0].energy_source, "gpu");
+  EXPECT_EQ(rows[0].peak_memory_bytes, 4096.0);
+  EXPECT_EQ(rows[1].energy_per_sample_j, 0.25);
+  EXPECT_EQ(rows[1].energy_source, "cpu_package");
+  EXPECT_EQ(rows[1].peak_memory_bytes, 2048.0);
+  EXPECT_FALSE(rows[2].energy_per_sample_j.has_value());
+  EXPECT_EQ(rows[2].energy_source, "");
+  EXPECT_FALSE(rows[2].peak_memory_bytes.has_value());
+}
+
 }  // namespace
 }  // namespace dlbench::report

@@ -1,9 +1,11 @@
 // Precisions through the real `dlbench run` and dlbench-torch: a tiny BERT at fp32, int8 and bf16
 // on the CPU, each int8/bf16 cell compared with the fp32 cell of the same model on the fixed
 // evaluation set (report/precision_view.h), and `dlbench show`'s trade-off table. A model with
-// no fp32 cell in the run says so instead of being compared with anything.
+// no fp32 cell in the run says so instead of being compared with anything. A CNN quantized offline
+// by scripts/quantize_cnn.py (Debian's python3-torch) runs as a TorchScript model at int8.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -146,6 +148,69 @@ matrix:
   ASSERT_EQ(show.exit_code, 0) << show.err;
   EXPECT_NE(show.out.find(": unsupported: precision int8 of resnet50"), std::string::npos) << show.out;
   EXPECT_EQ(show.out.find("unsupported: unsupported:"), std::string::npos) << show.out;
+}
+
+// The interpreter with Debian's python3-torch: /usr/bin/python3 where present (a pyenv or venv
+// python3 on PATH may lack the Debian packages), else python3 on PATH.
+std::string Python() { return std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3"; }
+
+// scripts/quantize_cnn.py makes a tiny Fashion-MNIST CNN (width 4, dense 32) quantized statically
+// and its fp32 twin; `dlbench run` runs the int8 file at precision int8 (its layers as saved, the
+// file's size reported) and refuses the fp32 file at int8, since it holds nothing quantized.
+TEST(PrecisionE2E, AnOfflineQuantizedTorchScriptCnnRunsAtInt8) {
+  TempDir dir("precision_ts_int8");
+  if (RunCommand({Python(), "-c", "import torch, torchvision"}, dir).exit_code != 0)
+    GTEST_SKIP() << "python3-torch and python3-torchvision are not installed";
+  const std::string int8_file = dir / "q.pt", fp32_file = dir / "f.pt";
+  auto made = RunCommand(
+      {Python(), std::string(DLBENCH_SOURCE_DIR) + "/scripts/quantize_cnn.py", "--out", int8_file,
+       "--fp32-out", fp32_file, "--base-width", "4", "--hidden-size", "32", "--calibration-samples", "64"},
+      dir);
+  ASSERT_EQ(made.exit_code, 0) << made.out << made.err;
+  const nlohmann::json made_info = nlohmann::json::parse(made.out);
+  EXPECT_EQ(made_info.value("input_shapes", ""), "B,1,28,28");
+  const std::int64_t int8_bytes = static_cast<std::int64_t>(std::filesystem::file_size(int8_file));
+  EXPECT_EQ(made_info.value("file_bytes", std::int64_t{0}), int8_bytes);
+
+  const std::string matrix = dir / "m.yaml", db = dir / "r.db";
+  WriteText(matrix, std::string(R"(runner: torch
+matrix:
+  model: torchscript
+  model_path: [)") + int8_file +
+                        ", " + fp32_file + R"(]
+  input_shapes: B,1,28,28
+  scenario: infer
+  batch_size: 2
+  device: cpu
+  threads: 1
+  precision: int8
+)" + kMeasure);
+  auto run = Dlbench({"run", matrix, "--out", dir / "out"}, dir, db);
+  const auto cells = StoredCells(db);
+  ASSERT_EQ(cells.size(), 2u) << run.out << run.err;
+  std::map<std::string, const record::CellRecord*> by_file;
+  for (const auto& c : cells) by_file[c.params.value("model_path", "")] = &c;
+  ASSERT_EQ(by_file.size(), 2u);
+
+  const record::CellRecord& int8 = *by_file[int8_file];
+  ASSERT_EQ(int8.outcome, record::Outcome::kOk) << int8.message;
+  EXPECT_EQ(record::MetricValue(int8, record::metric::kModelFileBytes), static_cast<double>(int8_bytes));
+  ASSERT_TRUE(int8.effective.contains("quantization")) << int8.effective.dump();
+  const nlohmann::json& q = int8.effective["quantization"];
+  EXPECT_EQ(q.value("scheme", "").rfind("offline", 0), 0u) << q.dump();
+  // conv1 and conv2 (ConvReLU2d), dense (LinearReLU) and logits (Linear): 4 packed layers.
+  EXPECT_EQ(q["in_model"].value("packed_layers_total", 0), 4) << q.dump();
+  EXPECT_NE(int8.effective.value("param_dtype", "").find("as saved in the TorchScript file"),
+            std::string::npos)
+      << int8.effective.dump();
+  EXPECT_FALSE(int8.extras.contains("undeclared_metrics")) << int8.extras.dump();
+
+  const record::CellRecord& fp32 = *by_file[fp32_file];
+  EXPECT_EQ(fp32.outcome, record::Outcome::kUnsupported);
+  EXPECT_NE(fp32.message.find("holds no quantized layers"), std::string::npos) << fp32.message;
+  EXPECT_NE(fp32.message.find("scripts/quantize_cnn.py"), std::string::npos) << fp32.message;
+  // At these sizes the file's code is a large share: the fp32 twin is larger, not 4 times larger.
+  EXPECT_GT(static_cast<std::int64_t>(std::filesystem::file_size(fp32_file)), int8_bytes);
 }
 
 }  // namespace

@@ -2,10 +2,13 @@
 // TensorFlow's layers tutorial) and its batch-norm variant ("2 Conv+pooling+BN" in the dataset's
 // README table). docs/models.md and docs/convergence.md describe both.
 #include <cmath>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
+#include "models/dynamic_int8.h"
 #include "models/layers.h"
+#include "models/static_int8.h"
 
 namespace dlbench::torchrunner::models {
 namespace {
@@ -14,6 +17,15 @@ constexpr int64_t kImageSize = 28;  // Fashion-MNIST's images: 1 x 28 x 28
 // convnet.py: tf.train.GradientDescentOptimizer(learning_rate=0.001), constant, no momentum.
 constexpr double kReferenceLr = 0.001;
 constexpr double kDropout = 0.4;  // tf.layers.dropout(rate=0.4) after the dense layer
+// Calibration batches: bounded activation memory (1,000 images of conv1's output at base width 32
+// are 100 MB in fp32).
+constexpr int64_t kCalibrationChunk = 250;
+
+// Empties a tensor in place (the module keeps it registered): the deployed int8 model holds the
+// packed copy only.
+void Free(torch::Tensor& t) {
+  if (t.defined()) t.set_data(torch::empty({0}, t.options()));
+}
 
 // conv1 5x5 "same" (32) + ReLU, max-pool 2x2/2, conv2 5x5 "same" (64) + ReLU, max-pool 2x2/2,
 // dense 7*7*64 -> 1024 + ReLU, dropout 0.4 (training only), dense 1024 -> 10. With batch_norm,
@@ -61,6 +73,7 @@ class FashionCnn : public ZooModel {
   }
 
   std::vector<torch::Tensor> Forward(const Batch& batch) override {
+    if (int8_) return {Int8Forward(batch.inputs.at(0))};
     torch::Tensor x = conv1_->forward(batch.inputs.at(0));
     if (batch_norm_) x = bn1_->forward(x);
     x = pool1_->forward(torch::relu(x));
@@ -89,6 +102,58 @@ class FashionCnn : public ZooModel {
             {"init", "glorot_uniform weights, zero biases (tf.layers)"}};
   }
 
+  // Static int8 convolutions (BatchNorm folded) and dynamic int8 dense layers, as eager-mode
+  // post-training quantization with fused Conv+BN+ReLU and quantize_dynamic's Linear would make them.
+  bool SupportsCalibratedInt8() const override { return true; }
+  void QuantizeCalibratedInt8(const torch::Tensor& calibration_images) override {
+    if (int8_) throw std::logic_error(name() + ": already quantized");
+    if (calibration_images.dim() != 4 || calibration_images.size(0) == 0) {
+      throw std::invalid_argument(name() + ": calibration needs a non-empty batch of images");
+    }
+    torch::NoGradGuard no_grad;
+    eval();
+    auto folded = [&](const torch::nn::Conv2d& conv, const torch::nn::BatchNorm2d& bn) {
+      return batch_norm_ ? FoldBatchNorm(conv->weight, conv->bias, bn)
+                         : std::make_pair(conv->weight.detach(), conv->bias.detach());
+    };
+    const auto [w1, b1] = folded(conv1_, bn1_);
+    const auto [w2, b2] = folded(conv2_, bn2_);
+    const int64_t pad1 = (conv1_->options.kernel_size()->at(0) - 1) / 2;  // as NetBuilder pads
+    const int64_t pad2 = (conv2_->options.kernel_size()->at(0) - 1) / 2;
+    // The activations each quantized tensor carries: the input, and each convolution's output
+    // after its ReLU (max-pooling keeps the range), observed on the folded fp32 network.
+    MinMaxRange input, act1, act2;
+    for (const torch::Tensor& chunk : calibration_images.split(kCalibrationChunk)) {
+      const torch::Tensor x = chunk.to(torch::kCPU, torch::kFloat);
+      input.Observe(x);
+      torch::Tensor y = torch::relu(torch::conv2d(x, w1, b1, 1, pad1));
+      act1.Observe(y);
+      y = torch::relu(torch::conv2d(pool1_->forward(y), w2, b2, 1, pad2));
+      act2.Observe(y);
+    }
+    const bool reduce_range = ReduceRangeOnEngine();
+    auto form = std::make_unique<Int8Form>(
+        Int8Form{input.AffineQuint8(reduce_range),
+                 StaticInt8ConvRelu(w1, b1, 1, pad1, act1.AffineQuint8(reduce_range)),
+                 StaticInt8ConvRelu(w2, b2, 1, pad2, act2.AffineQuint8(reduce_range))});
+    dense_int8_.Quantize(dense_);
+    logits_int8_.Quantize(logits_);
+    for (torch::nn::Conv2d* conv : {&conv1_, &conv2_}) {
+      Free((*conv)->weight);
+      Free((*conv)->bias);
+    }
+    if (batch_norm_) {
+      for (torch::nn::BatchNorm2d* bn : {&bn1_, &bn2_}) {
+        Free((*bn)->weight);
+        Free((*bn)->bias);
+        Free((*bn)->running_mean);
+        Free((*bn)->running_var);
+        Free((*bn)->num_batches_tracked);
+      }
+    }
+    int8_ = std::move(form);
+  }
+
   // The reference's optimizer: plain SGD at a constant rate (no momentum, no weight decay, no
   // schedule).
   std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(std::optional<double> lr) override {
@@ -96,7 +161,37 @@ class FashionCnn : public ZooModel {
                                                torch::optim::SGDOptions(lr.value_or(kReferenceLr)));
   }
 
+ protected:
+  WeightBytes PackedWeightBytes() const override {
+    WeightBytes out;
+    if (!int8_) return out;
+    for (const StaticInt8ConvRelu* conv : {&int8_->conv1, &int8_->conv2})
+      out.total += conv->weight_bytes() + conv->bias_bytes();
+    for (const Int8Slot* slot : {&dense_int8_, &logits_int8_}) {
+      if (const DynamicInt8Linear* packed = slot->packed()) {
+        out.linear += packed->weight_bytes();
+        out.total += packed->weight_bytes() + packed->bias_bytes();
+      }
+    }
+    return out;
+  }
+
  private:
+  // The int8 network: the input's quantization and the two packed convolutions (the dense layers
+  // are in their Int8Slots).
+  struct Int8Form {
+    QuantParams input;
+    StaticInt8ConvRelu conv1, conv2;
+  };
+
+  torch::Tensor Int8Forward(const torch::Tensor& images) {
+    torch::Tensor q = QuantizeActivation(images, int8_->input);
+    q = pool1_->forward(int8_->conv1.Forward(q));
+    q = pool2_->forward(int8_->conv2.Forward(q));
+    const torch::Tensor x = torch::relu(dense_int8_.Forward(dense_, q.dequantize().flatten(1)));
+    return logits_int8_.Forward(logits_, x);
+  }
+
   bool batch_norm_;
   int64_t filters_, dense_units_, num_classes_;
   double macs_ = 0.0;
@@ -104,6 +199,8 @@ class FashionCnn : public ZooModel {
   torch::nn::BatchNorm2d bn1_{nullptr}, bn2_{nullptr};
   torch::nn::MaxPool2d pool1_{nullptr}, pool2_{nullptr};
   torch::nn::Linear dense_{nullptr}, logits_{nullptr};
+  std::unique_ptr<const Int8Form> int8_;  // set by QuantizeCalibratedInt8
+  Int8Slot dense_int8_, logits_int8_;
 };
 
 }  // namespace

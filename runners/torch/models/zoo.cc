@@ -69,6 +69,10 @@ void ZooModel::QuantizeDynamicInt8() {
   throw std::logic_error(name() + ": no dynamic int8 form (only bert_base has one)");
 }
 
+void ZooModel::QuantizeCalibratedInt8(const torch::Tensor&) {
+  throw std::logic_error(name() + ": no calibrated int8 form (fashion_cnn and fashion_cnn_bn have one)");
+}
+
 WeightBytes ZooModel::DeployedWeightBytes() const {
   auto bytes = [](const torch::Tensor& t) {
     return t.defined() ? static_cast<std::int64_t>(t.numel() * t.element_size()) : std::int64_t{0};

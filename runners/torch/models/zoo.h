@@ -80,6 +80,13 @@ class ZooModel : public torch::nn::Module {
   // model is on the CPU, once.
   virtual bool SupportsDynamicInt8() const { return false; }
   virtual void QuantizeDynamicInt8();
+  // Post-training static int8 (converge's evaluation at int8, docs/precisions.md): convolutions
+  // static int8 (models/static_int8.h: BatchNorm folded, per-channel qint8 weights, activation
+  // ranges observed on `calibration_images`), Linear layers dynamic int8 (DynamicInt8Linear); the
+  // fp32 weights freed. Models without it say so in SupportsCalibratedInt8 and throw
+  // std::logic_error from QuantizeCalibratedInt8. Call on the CPU, in eval mode, once.
+  virtual bool SupportsCalibratedInt8() const { return false; }
+  virtual void QuantizeCalibratedInt8(const torch::Tensor& calibration_images);
   // The weights as held now (after QuantizeDynamicInt8: the packed sizes).
   WeightBytes DeployedWeightBytes() const;
 
