@@ -10,6 +10,7 @@
 #include "cli/console.h"
 #include "common/human_text.h"
 #include "common/text.h"
+#include "orchestrator/ddp_analysis.h"
 #include "record/metrics.h"
 
 namespace dlbench::cli {
@@ -24,15 +25,8 @@ std::string Param(const record::CellRecord& c, const char* key) {
   return it->is_string() ? it->get<std::string>() : it->dump();
 }
 
-int WorldSize(const record::CellRecord& c) {
-  auto it = c.params.find("world_size");
-  return it != c.params.end() && it->is_number_integer() ? it->get<int>() : 1;
-}
-
-std::string Mode(const record::CellRecord& c) {
-  const std::string mode = Param(c, "ddp_mode");
-  return mode.empty() ? "overlap" : mode;
-}
+int WorldSize(const record::CellRecord& c) { return orchestrator::DdpWorldSize(c); }
+std::string Mode(const record::CellRecord& c) { return orchestrator::DdpModeOf(c); }
 
 std::optional<double> Metric(const record::CellRecord& c, std::string_view name) {
   return record::MetricValue(c, name);

@@ -21,16 +21,6 @@ std::string ParamText(const record::CellRecord& cell, const char* key) {
 
 bool IsDdp(const record::CellRecord& cell) { return ParamText(cell, "strategy") == "ddp"; }
 
-int WorldSize(const record::CellRecord& cell) {
-  auto it = cell.params.find("world_size");
-  return it != cell.params.end() && it->is_number_integer() ? it->get<int>() : 1;
-}
-
-std::string Mode(const record::CellRecord& cell) {
-  const std::string mode = ParamText(cell, "ddp_mode");
-  return mode.empty() ? "overlap" : mode;
-}
-
 bool IsAllReduceCell(const record::CellRecord& cell) { return ParamText(cell, "model") == "allreduce"; }
 
 // The bytes one all-reduce of an allreduce cell moves: what the runner reports it ran
@@ -66,6 +56,16 @@ std::string Unusable(const std::string& id, const record::CellRecord* ref, const
 }
 
 }  // namespace
+
+int DdpWorldSize(const record::CellRecord& cell) {
+  auto it = cell.params.find("world_size");
+  return it != cell.params.end() && it->is_number_integer() ? it->get<int>() : 1;
+}
+
+std::string DdpModeOf(const record::CellRecord& cell) {
+  const std::string mode = ParamText(cell, "ddp_mode");
+  return mode.empty() ? "overlap" : mode;
+}
 
 double SamplesInSpan(const std::vector<record::StepRecord>& steps, std::int64_t from_ns, std::int64_t to_ns) {
   double samples = 0;
@@ -174,10 +174,10 @@ void AddDdpFigures(record::CellRecord& cell) {
   if (cell.outcome != record::Outcome::kOk || !IsDdp(cell)) return;
   const std::vector<record::StepRecord> measured = record::MeasuredSteps(cell);
   if (measured.empty()) return;
-  const int world = WorldSize(cell);
+  const int world = DdpWorldSize(cell);
   json& x = Extras(cell);
   x["world_size"] = world;
-  x["ddp_mode"] = Mode(cell);
+  x["ddp_mode"] = DdpModeOf(cell);
 
   if (IsAllReduceCell(cell)) {
     const std::optional<double> mean_ns = record::MetricValue(cell, metric::kStepTimeMeanNs);
@@ -220,7 +220,7 @@ void AddDdpFigures(record::CellRecord& cell) {
     record::SetMetric(cell, metric::kDdpStragglerLagPct, s->lag_pct);
     x["fastest_rank"] = s->fastest_rank;
   }
-  if (Mode(cell) == "serial") {
+  if (DdpModeOf(cell) == "serial") {
     if (auto mean = CommMeanNs(measured)) record::SetMetric(cell, metric::kDdpAllreduceMeanNs, *mean);
     if (auto share = CommShare(measured))
       record::SetMetric(cell, metric::kDdpAllreduceSharePct, *share * 100.0);
@@ -230,8 +230,8 @@ void AddDdpFigures(record::CellRecord& cell) {
 void AddDdpComparisons(record::CellRecord& cell, const DdpReferenceCells& refs) {
   if (cell.outcome != record::Outcome::kOk || !IsDdp(cell) || IsAllReduceCell(cell)) return;
   json& x = Extras(cell);
-  const int world = WorldSize(cell);
-  const std::string mode = Mode(cell);
+  const int world = DdpWorldSize(cell);
+  const std::string mode = DdpModeOf(cell);
 
   if (world > 1) {
     json e = json::object();

@@ -18,6 +18,10 @@
 
 namespace dlbench::orchestrator {
 
+// A cell's world_size (1 when absent) and ddp_mode ("overlap" when absent), as stored.
+int DdpWorldSize(const record::CellRecord& cell);
+std::string DdpModeOf(const record::CellRecord& cell);
+
 // The samples `steps` did within [from_ns, to_ns]: each step's samples times the share of its
 // duration inside the span; a step of no duration counts whole when it lies inside.
 double SamplesInSpan(const std::vector<record::StepRecord>& steps, std::int64_t from_ns, std::int64_t to_ns);
