@@ -30,6 +30,8 @@ packages=(
   # the LibTorch runner: Debian's LibTorch 1.13, OpenBLAS so it does not fall back to the
   # reference BLAS (30x slower), Gloo headers for c10d
   libtorch-dev libopenblas0-pthread libgloo-dev
+  # the host_allocator axis's preloaded allocators (docs/memory.md "The host allocator")
+  libjemalloc2 libtcmalloc-minimal4
   # the input pipeline (docs/input-pipeline.md): libjpeg-turbo's TurboJPEG API, protobuf for
   # tf.train.Example, Intel ISA-L for TFRecord's CRC-32C
   libturbojpeg0-dev libprotobuf-dev protobuf-compiler libisal-dev

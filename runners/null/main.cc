@@ -27,6 +27,7 @@
 #include "common/clock.h"
 #include "common/version.h"
 #include "config/cuda_alloc_conf.h"
+#include "config/host_allocator.h"
 #include "config/runner_params.h"
 #include "protocol/runner_session.h"
 #include "record/metrics.h"
@@ -574,6 +575,8 @@ int Main(int argc, char** argv) {
   // exec from cuda_alloc_conf (docs/memory.md), and this shows it arrived.
   if (const char* conf = std::getenv(config::kCudaAllocConfEnv))
     effective[config::kCudaAllocConfEffective] = conf;
+  // The allocator this process found itself running with (host_allocator; docs/memory.md).
+  effective[config::kHostAllocatorEffective] = config::DetectHostAllocator();
   nlohmann::json ready = {{"effective", effective}};
   if (BreaksFrame(p, "READY")) {
     BreakField(p.fault_field, ready);

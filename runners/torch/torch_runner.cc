@@ -9,10 +9,12 @@
 #include <memory>
 #include <optional>
 
+#include "blas_threads.h"
 #include "cell_options.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "config/cuda_alloc_conf.h"
+#include "config/host_allocator.h"
 #include "config/registry.h"
 #include "converge.h"
 #include "cuda_support.h"
@@ -70,6 +72,7 @@ struct CellState {
   std::unique_ptr<LossScaler> scaler;                  // fp16 train only
   torch::Tensor last_loss;                             // train only, read after the loop
   MathSwitches switches;
+  BlasThreading blas;
   std::optional<CudaDeviceInfo> cuda_device;
   std::unique_ptr<data::Feeder> feeder;      // each step's batch from cell.data (device: the fixed one)
   std::unique_ptr<ddp::Rank> ddp;            // strategy ddp only
@@ -142,6 +145,8 @@ void Build(CellState& s, std::uint64_t seed, int rank) {
   const TorchCell& cell = s.cell;
   s.rss_before_build = HostRssBytes();
   if (cell.threads) at::set_num_threads(*cell.threads);
+  // at::set_num_threads leaves the BLAS library's own pool alone (blas_threads.h).
+  s.blas = SetBlasThreads(cell.threads);
   s.switches = ApplyMathSwitches(cell);
   torch::manual_seed(seed);
   s.device = cell.device.kind == DeviceKind::kCuda
@@ -227,6 +232,7 @@ nlohmann::json Effective(const CellState& s, std::uint64_t seed) {
       {"memory_format_requested", MemoryFormatName(cell.memory_format)},
       {"threads", at::get_num_threads()},
       {"interop_threads", at::get_num_interop_threads()},
+      {"blas", ToJson(s.blas)},
       {"deterministic", cell.deterministic},
       {"seed", seed},
       {"strategy", s.ddp ? "ddp" : "none"},
@@ -251,6 +257,8 @@ nlohmann::json Effective(const CellState& s, std::uint64_t seed) {
   // The caching allocator's settings as this process's environment holds them (the orchestrator sets
   // them from cuda_alloc_conf before the exec; docs/memory.md): what the allocator read.
   if (const char* conf = std::getenv(config::kCudaAllocConfEnv)) e[config::kCudaAllocConfEffective] = conf;
+  // The host allocator this process runs with (host_allocator; docs/memory.md "The host allocator").
+  e[config::kHostAllocatorEffective] = config::DetectHostAllocator();
   if (cell.deterministic) {
     const char* ws = std::getenv("CUBLAS_WORKSPACE_CONFIG");
     e["cublas_workspace_config"] = ws != nullptr ? ws : "";

@@ -186,10 +186,25 @@ TEST(TorchRunner, RecordsSwitchesItWasGiven) {
   params["lr"] = 0.02;
   // What the orchestrator sets from cuda_alloc_conf (docs/memory.md): echoed from the environment.
   HarnessOptions options;
-  options.extra_env = {{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}};
+  options.extra_env = {{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"},
+                       {"GLIBC_TUNABLES", "glibc.malloc.trim_threshold=1048576"}};
   const CellTranscript t = RunCellOf(params, options);
   ASSERT_TRUE(t.ready) << (t.error ? t.error->dump() : "");
   EXPECT_EQ(t.ready->value("pytorch_cuda_alloc_conf", ""), "expandable_segments:True");
+  // What host_allocator sets (docs/memory.md): the runner reports the malloc it runs with.
+  const json alloc = t.ready->value("host_allocator", json::object());
+  EXPECT_EQ(alloc.value("malloc", ""), "glibc") << alloc.dump();
+  EXPECT_EQ(alloc.value("glibc_tunables", ""), "glibc.malloc.trim_threshold=1048576") << alloc.dump();
+  // `threads` reaches the BLAS library's own pool too (blas_threads.h). Debian's libblas.so.3 is
+  // OpenBLAS where libopenblas0-pthread is installed (scripts/setup-debian.sh installs it).
+  const json blas = t.ready->value("blas", json::object());
+  ASSERT_TRUE(blas.contains("library")) << t.ready->dump();
+  if (blas.at("library") == "openblas" || blas.at("library") == "blis") {
+    EXPECT_EQ(blas.value("threads", 0), 1) << blas.dump();
+  } else {
+    EXPECT_EQ(blas.at("library"), "unknown") << blas.dump();
+    EXPECT_TRUE(blas.at("threads").is_null()) << blas.dump();
+  }
   EXPECT_EQ(t.ready->value("deterministic", false), true);
   EXPECT_EQ(t.ready->value("deterministic_algorithms", false), true);
   EXPECT_EQ(t.ready->value("threads", 0), 1);

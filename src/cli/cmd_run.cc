@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "common/human_text.h"
 #include "common/subprocess.h"
+#include "common/text.h"
 #include "orchestrator/progress_file.h"
 #include "orchestrator/run.h"
 #include "plan/selection.h"
@@ -127,8 +128,14 @@ class RunConsole final : public orchestrator::RunObserver {
     row.AddRow(ResultRow(rec));
     std::printf("%s", row.Render(/*with_header=*/false).c_str());
     if (rec.outcome != record::Outcome::kOk) {
-      std::printf("    %s: %s\n", std::string(record::Name(rec.outcome)).c_str(),
-                  rec.message.substr(0, rec.message.find('\n')).c_str());
+      // A message that already starts with its outcome ("unsupported: ...") is not given it twice.
+      const std::string outcome(record::Name(rec.outcome));
+      const std::string first = TerminalSafe(rec.message.substr(0, rec.message.find('\n')));
+      if (first.rfind(outcome + ":", 0) == 0) {
+        std::printf("    %s\n", first.c_str());
+      } else {
+        std::printf("    %s: %s\n", outcome.c_str(), first.c_str());
+      }
     }
     // A log that could not be written (a full disk) is said at once, whatever the outcome.
     if (rec.extras.contains("logs") && rec.extras["logs"].is_object()) {

@@ -11,6 +11,7 @@
 
 #include "common/text.h"
 #include "config/cuda_alloc_conf.h"
+#include "config/host_allocator.h"
 
 namespace dlbench::config {
 namespace {
@@ -323,6 +324,17 @@ std::vector<ParamSpec> BuildRegistry() {
                 "documented options and values; at most 512 characters. Absent: the runner inherits "
                 "dlbench's own environment (recorded in the fingerprint).")
           .Build());
+  r.push_back(Entry("host_allocator", kCell, kCore, ParamType::kEnum)
+                  .Allowed(HostAllocators())
+                  .DefaultText("none: the runner's malloc as dlbench's environment gives it")
+                  .Label("malloc")
+                  .Help("The runner process's host memory allocator (docs/memory.md \"The host allocator\"): "
+                        "`system` (as absent), `glibc_fixed` (glibc's mmap and trim thresholds fixed through "
+                        "GLIBC_TUNABLES, so freed blocks stay in the heap instead of being page-faulted "
+                        "again), `jemalloc` or `tcmalloc` (Debian's libjemalloc2 or libtcmalloc-minimal4, "
+                        "preloaded; a plan error when not installed). The runner reports the allocator it "
+                        "found itself running with.")
+                  .Build());
   r.push_back(Entry("device", kCell, kCore, ParamType::kString)
                   .Format(StringFormat::kDevice)
                   .Default(Str("cpu"))

@@ -74,6 +74,7 @@ TEST(RegistryTest, ScopesSelectParametersByRunner) {
                                             "boundary_probe_steps",
                                             "memory_cap",
                                             "cuda_alloc_conf",
+                                            "host_allocator",
                                             "device",
                                             "precision",
                                             "strategy",

@@ -118,7 +118,8 @@ record::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& options
   PrepareDriverProcess();
   CellRunOptions o = options;
   o.measure = measure::SettingsForCell(options.measure, cell.params);
-  o.runner.env = CellRunnerEnvironment(cell);
+  auto runner_env = CellRunnerEnvironment(cell);
+  if (runner_env.ok()) o.runner.env = std::move(*runner_env);
   record::CellRecord rec;
   rec.index = cell.index;
   rec.cell_id = cell.id;
@@ -140,6 +141,12 @@ record::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& options
     return rec;
   };
   auto interrupted = [&] { return o.interrupts != nullptr && o.interrupts->load() > 0; };
+  if (!runner_env.ok()) {
+    rec.outcome = record::Outcome::kUnsupported;
+    rec.message = runner_env.error().message;
+    rec.finished_wall_ns = WallNowNs();
+    return rec;
+  }
 
   // Idle baseline: the machine sampled with no runner, so energy can be reported above idle.
   std::vector<record::SeriesPoint> idle_series;

@@ -4,9 +4,11 @@
 #include <sys/resource.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "config/cuda_alloc_conf.h"
+#include "config/host_allocator.h"
 #include "config/registry.h"
 
 namespace dlbench::orchestrator {
@@ -46,10 +48,19 @@ Status ApplyMemoryCap(const plan::Cell& cell, pid_t pid, record::CellRecord& rec
   return Status::Ok();
 }
 
-std::vector<std::pair<std::string, std::string>> CellRunnerEnvironment(const plan::Cell& cell) {
-  const auto conf = cell.params.find("cuda_alloc_conf");
-  if (conf == cell.params.end() || !conf->second.is_string()) return {};
-  return {{config::kCudaAllocConfEnv, conf->second.get<std::string>()}};
+Result<std::vector<std::pair<std::string, std::string>>> CellRunnerEnvironment(const plan::Cell& cell) {
+  std::vector<std::pair<std::string, std::string>> env;
+  if (const auto conf = cell.params.find("cuda_alloc_conf");
+      conf != cell.params.end() && conf->second.is_string())
+    env.emplace_back(config::kCudaAllocConfEnv, conf->second.get<std::string>());
+  if (const auto alloc = cell.params.find(config::kHostAllocatorKey);
+      alloc != cell.params.end() && alloc->second.is_string()) {
+    auto more = config::HostAllocatorEnvironment(alloc->second.get<std::string>(),
+                                                 std::getenv("GLIBC_TUNABLES"), std::getenv("LD_PRELOAD"));
+    if (!more.ok()) return more.error();
+    env.insert(env.end(), more->begin(), more->end());
+  }
+  return env;
 }
 
 std::string MemoryCapNote(const record::CellRecord& rec) {

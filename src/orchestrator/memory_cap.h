@@ -42,8 +42,10 @@ Status ApplyMemoryCap(const plan::Cell& cell, pid_t pid, record::CellRecord& rec
 
 // The variables the cell's runner gets on top of dlbench's environment: PYTORCH_CUDA_ALLOC_CONF
 // from cuda_alloc_conf (docs/memory.md "Allocator settings"), which the runner's allocator reads
-// when CUDA initialises, so it must be in place before the exec; empty when the cell sets none.
-std::vector<std::pair<std::string, std::string>> CellRunnerEnvironment(const plan::Cell& cell);
+// when CUDA initialises, so it must be in place before the exec, and GLIBC_TUNABLES or LD_PRELOAD
+// from host_allocator (docs/memory.md "The host allocator"); empty when the cell sets neither. An
+// error (kUnsupported) when host_allocator's library is not installed.
+Result<std::vector<std::pair<std::string, std::string>>> CellRunnerEnvironment(const plan::Cell& cell);
 
 // The sentence an oom cell's message ends with when the cell had a cap: "; memory_cap allowed
 // 536870912 bytes (512 MiB, RLIMIT_DATA)", or empty without one.

@@ -11,6 +11,7 @@
 
 #include "common/hash.h"
 #include "config/ddp_rules.h"
+#include "config/host_allocator.h"
 #include "config/load_rules.h"
 #include "config/model_rules.h"
 #include "config/registry.h"
@@ -373,6 +374,16 @@ Result<Plan> Expand(const config::Matrix& matrix) {
     }
     if (std::string w = CapAboveHostMemory(matrix, params); !w.empty() && warned.insert(w).second) {
       warnings.push_back(std::move(w));
+    }
+    // A preloaded allocator must be installed here; a missing one would end every cell alike.
+    if (const auto alloc = params.find(config::kHostAllocatorKey);
+        alloc != params.end() && alloc->second.is_string()) {
+      if (const std::string why = config::HostAllocatorProblem(alloc->second.get<std::string>());
+          !why.empty()) {
+        return MakeError(ErrorKind::kInvalidInput,
+                         fmt::format("{}: error: host_allocator {}",
+                                     config::WhereInMatrix(matrix, params, config::kHostAllocatorKey), why));
+      }
     }
     std::string boundary_warning;
     DLBENCH_RETURN_IF_ERROR(CheckBoundaryKeys(matrix, params, boundary_warning));

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "config/host_allocator.h"
 #include "e2e_util.h"
 
 namespace dlbench::e2e {
@@ -329,6 +330,47 @@ TEST(MemoryE2E, CudaAllocConfIsTheRunnersEnvironment) {
   } else {
     EXPECT_FALSE(effective.contains("pytorch_cuda_alloc_conf")) << effective.dump();
   }
+}
+
+// host_allocator (docs/memory.md "The host allocator"): the runner reports the malloc it found
+// itself running with, so a preload that did not take would show. (Not under ASan: an ASan runtime
+// must come first in the process; this file runs in the suite stage only, scripts/sanitize.sh.)
+TEST(MemoryE2E, HostAllocatorIsTheMallocTheRunnerRunsWith) {
+  TempDir dir("memory_host_allocator");
+  std::vector<std::string> values = {"system", "glibc_fixed"};
+  for (const char* preloaded : {"jemalloc", "tcmalloc"}) {
+    if (config::PreloadLibrary(preloaded)) values.emplace_back(preloaded);
+  }
+  std::string list;
+  for (const std::string& v : values) list += (list.empty() ? "" : ", ") + v;
+  WriteText(dir / "a.yaml",
+            std::string(kHead) + "matrix:\n  virtual_time: true\n  host_allocator: [" + list + "]\n");
+  auto run = Dlbench({"run", dir / "a.yaml"}, dir, dir / "a.db");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::json cells = Cells(dir, dir / "a.db");
+  ASSERT_EQ(cells.size(), values.size());
+  for (const nlohmann::json& c : cells) {
+    EXPECT_EQ(c.at("outcome"), "ok") << c.at("message");
+    const std::string asked = c.at("params").at("host_allocator");
+    const nlohmann::json found = c.at("effective").at("host_allocator");
+    if (asked == "jemalloc" || asked == "tcmalloc") {
+      EXPECT_EQ(found.at("malloc"), asked) << c.dump();
+    } else {
+      EXPECT_EQ(found.at("malloc"), "glibc") << c.dump();
+    }
+    if (asked == "glibc_fixed") {
+      EXPECT_NE(found.value("glibc_tunables", "")
+                    .find("glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296"),
+                std::string::npos)
+          << found.dump();
+    }
+  }
+  // A value outside the four is refused at its place in the file.
+  WriteText(dir / "bad.yaml", std::string(kHead) + "matrix:\n  host_allocator: mimalloc\n");
+  auto bad = Dlbench({"plan", dir / "bad.yaml"}, dir, dir / "b.db");
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("bad.yaml:"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("jemalloc"), std::string::npos) << bad.err;
 }
 
 // A cpu cap above this host's memory cannot bind: plan warns, at the key's place.

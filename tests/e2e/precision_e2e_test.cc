@@ -122,7 +122,7 @@ matrix:
 }
 
 // int8 where the runner has no int8 form ends unsupported, naming what works, and show says so
-// once ("unsupported: precision int8 of ..."), not "unsupported: unsupported: ...".
+// once ("unsupported: precision int8 of ..."), not "unsupported: unsupported: ...", and so does run.
 TEST(PrecisionE2E, Int8OfACnnIsUnsupportedAndShowSaysItOnce) {
   TempDir dir("precision_cnn_int8");
   const std::string matrix = dir / "m.yaml", db = dir / "r.db";
@@ -144,6 +144,9 @@ matrix:
   EXPECT_EQ(cells[0].outcome, record::Outcome::kUnsupported) << cells[0].message;
   EXPECT_NE(cells[0].message.find("bert_base"), std::string::npos)
       << "names what works: " << cells[0].message;
+  // run's line under the cell says it once too.
+  EXPECT_NE(run.out.find("\n    unsupported: precision int8 of resnet50"), std::string::npos) << run.out;
+  EXPECT_EQ(run.out.find("unsupported: unsupported:"), std::string::npos) << run.out;
   auto show = Dlbench({"show", "1"}, dir, db);
   ASSERT_EQ(show.exit_code, 0) << show.err;
   EXPECT_NE(show.out.find(": unsupported: precision int8 of resnet50"), std::string::npos) << show.out;
