@@ -37,9 +37,9 @@ bool IsRegularFile(const std::string& path) {
 }  // namespace
 
 const std::vector<std::string>& HostAllocators() {
-  static const std::vector<std::string> kAll = {kHostAllocatorSystem, kHostAllocatorGlibcFixed,
-                                                kHostAllocatorJemalloc, kHostAllocatorTcmalloc};
-  return kAll;
+  static const std::vector<std::string> values = {kHostAllocatorSystem, kHostAllocatorGlibcFixed,
+                                                  kHostAllocatorJemalloc, kHostAllocatorTcmalloc};
+  return values;
 }
 
 std::optional<std::string> PreloadLibrary(std::string_view allocator) {
