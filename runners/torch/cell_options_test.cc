@@ -1,8 +1,10 @@
 // The torch runner's parameter parsing and support rules, without LibTorch.
 #include "cell_options.h"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include "config/model_rules.h"
 #include "config/registry.h"
 #include "peak_flops.h"
 
@@ -390,6 +392,46 @@ TEST(PeakFlopsPerS, TableLookupBySubstringAndPrecision) {
   EXPECT_DOUBLE_EQ(*PeakFlopsPerS("NVIDIA H100 PCIe", Precision::kBf16), 756e12);
   EXPECT_FALSE(PeakFlopsPerS("NVIDIA H200", Precision::kInt8).has_value());
   EXPECT_FALSE(PeakFlopsPerS("Tesla T4", Precision::kFp32).has_value());
+}
+
+}  // namespace
+}  // namespace dlbench::torchrunner
+
+namespace dlbench::torchrunner {
+namespace {
+
+// The plan's int8 warning (config::Int8Problem) and the runner's refusal (CheckSupported) are two
+// tables of the same rule: a cell the plan lets through must run, and one it warns about must end
+// unsupported. Every model, device and scenario of the rule, at int8.
+TEST(CheckSupported, AgreesWithThePlansInt8Rule) {
+  const Capabilities gpu{2, true, 1, 9};
+  for (const char* model :
+       {"resnet50", "mobilenet_v2", "bert_base", "ssd_mobilenet", "fashion_cnn", "torchscript"}) {
+    for (const char* device : {"cpu", "cuda"}) {
+      for (const char* scenario : {"infer", "train"}) {
+        SCOPED_TRACE(fmt::format("{} {} {}", model, device, scenario));
+        config::Combination combination = {
+            {"model", model}, {"device", device}, {"scenario", scenario}, {"precision", "int8"}};
+        json params = json::object();
+        for (const auto& [key, value] : combination) params[key] = value;
+        if (std::string(model) == "torchscript") {
+          params["model_path"] = "/nonexistent/m.pt";
+          params["input_shapes"] = "B,3,32,32";
+        }
+        auto cell = ParseTorchCell(params);
+        ASSERT_TRUE(cell.ok()) << cell.error().message;
+        // The same cell at fp32 runs here, so int8 alone decides.
+        TorchCell fp32 = *cell;
+        fp32.precision = Precision::kFp32;
+        ASSERT_TRUE(CheckSupported(fp32, gpu).ok());
+        const std::string plan = config::Int8Problem(combination);
+        const Status runner = CheckSupported(*cell, gpu);
+        EXPECT_EQ(plan.empty(), runner.ok())
+            << "plan: '" << plan << "'; runner: '"
+            << (runner.ok() ? std::string("ok") : runner.error().message) << "'";
+      }
+    }
+  }
 }
 
 }  // namespace
