@@ -10,3 +10,8 @@ if(TARGET dlbench-torch)
     DEPS dlbench::orchestrator dlbench::common LABELS e2e torch)
   add_dependencies(quickstart_e2e_test dlbench dlbench-torch)
 endif()
+
+# deploy/kubernetes/dlbench-sweep.yaml: its shard numbering and its matrix, checked without a cluster.
+dlbench_add_test(deploy_e2e_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/deploy_e2e_test.cc
+  DEPS dlbench::common yaml-cpp LABELS e2e)
+add_dependencies(deploy_e2e_test dlbench)
