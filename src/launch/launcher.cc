@@ -346,8 +346,9 @@ nlohmann::json ToJson(const LaunchContext& context) {
 
 const std::vector<std::string>& InheritedLauncherVariables() {
   static const std::vector<std::string> names = {
-      "RANK",        "WORLD_SIZE",  "LOCAL_RANK",     "LOCAL_WORLD_SIZE", "GROUP_RANK",        "ROLE_RANK",
-      "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_*", "SLURM_*",          "OMPI_COMM_WORLD_*", "PMI_*"};
+      "RANK",      "WORLD_SIZE",        "LOCAL_RANK",  "LOCAL_WORLD_SIZE", "GROUP_RANK",
+      "ROLE_RANK", "MASTER_ADDR",       "MASTER_PORT", "TORCHELASTIC_*",   "SLURM_*",
+      "SLURMD_*",  "OMPI_COMM_WORLD_*", "PMI_*"};
   return names;
 }
 
