@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "e2e_util.h"
+#include "launcher_e2e_util.h"
 #include "store/result_store.h"
 
 namespace dlbench::e2e {
@@ -179,50 +180,6 @@ class SlurmCluster {
   std::vector<std::string> pid_files_;
 };
 
-// A command to completion, or killed after `limit_s` (then exit code -1).
-CommandResult RunFor(const std::vector<std::string>& argv, const TempDir& dir,
-                     const std::vector<std::pair<std::string, std::string>>& env, const std::string& tag,
-                     int limit_s) {
-  SpawnOptions o;
-  o.argv = argv;
-  o.extra_env = env;
-  o.stdout_path = dir / (tag + ".out");
-  o.stderr_path = dir / (tag + ".err");
-  CommandResult r;
-  auto p = Subprocess::Spawn(o);
-  if (!p.ok()) {
-    r.err = p.error().message;
-    return r;
-  }
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(limit_s);
-  std::optional<ExitStatus> st;
-  while (!(st = p->TryWait()) && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  if (!st) {
-    p->Terminate(2000);
-    r.exit_code = -1;
-  } else {
-    r.exit_code = st->signaled ? 128 + st->signal : st->code;
-  }
-  r.out = ReadFile(o.stdout_path).ok() ? *ReadFile(o.stdout_path) : "";
-  r.err = ReadFile(o.stderr_path).ok() ? *ReadFile(o.stderr_path) : "";
-  return r;
-}
-
-// Four cells in virtual time: fast, and each cell's outcome independent of this machine's load.
-constexpr char kSweep[] = R"(name: slurm-sweep
-runner: null
-matrix:
-  model: [a, b, c, d]
-  step_ms: 1
-  virtual_time: true
-measure:
-  min_steps: 20
-  min_time_s: 0.05
-  max_time_s: 0.2
-)";
-
 TEST(SlurmE2E, SrunTasksWithShardAutoRunEachCellOnceAndRecordTheSlurmLauncher) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root: slurmd runs the job as SlurmUser root here";
   for (const char* exe : {kSlurmctld, kSlurmd, kMunged, kSrun, kSinfo}) {
@@ -287,32 +244,12 @@ TEST(SlurmE2E, SrunTasksWithShardAutoRunEachCellOnceAndRecordTheSlurmLauncher) {
 
   // A runner started by a dlbench under srun sees none of Slurm's variables: a command runner
   // that writes its environment to a file and then is the null runner.
-  WriteText(dir / "env.yaml", std::string(R"(name: env
-runner:
-  command: [/bin/sh, -c, 'env > "$0/runner-env-$$.txt"; exec "$1"', )") +
-                                  dir.path().string() + ", " + Bin("dlbench-null") + R"(]
-matrix:
-  model: [x]
-measure:
-  min_steps: 5
-  min_time_s: 0.02
-  max_time_s: 0.1
-)");
+  WriteRunnerEnvMatrix(dir);
   auto env_run = RunFor({kSrun, "-n", "1", Bin("dlbench"), "--db", dir / "env.db", "run", dir / "env.yaml",
                          "--out", dir / "out", "--no-monitor"},
                         dir, cluster.Env(), "srun-env", 60);
   ASSERT_EQ(env_run.exit_code, 0) << env_run.err;
-  int files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
-    if (entry.path().filename().string().rfind("runner-env-", 0) != 0) continue;
-    ++files;
-    auto text = ReadFile(entry.path().string());
-    ASSERT_TRUE(text.ok());
-    const std::string env = "\n" + *text;
-    EXPECT_NE(env.find("\nPATH="), std::string::npos) << *text;
-    EXPECT_EQ(env.find("\nSLURM"), std::string::npos) << "a Slurm variable reached the runner:\n" << *text;
-  }
-  EXPECT_EQ(files, 2) << "the probe and the cell";
+  CheckRunnerEnvFiles(dir, {"\nSLURM"});
   const auto t3 = std::chrono::steady_clock::now();
   cluster.Stop();
   std::printf("[ info ] the runner-environment run took %.2f s; stopping Slurm %.2f s\n",

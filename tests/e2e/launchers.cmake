@@ -5,3 +5,9 @@
 dlbench_add_test(slurm_e2e_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/slurm_e2e_test.cc
   DEPS dlbench::store dlbench::common LABELS slurm)
 add_dependencies(slurm_e2e_test dlbench dlbench-null)
+
+# torchrun (python3-torch 1.13's) starting two `dlbench run --shard auto`; skipped when torchrun is
+# not installed. Its cells are virtual-time null cells, so it needs no LibTorch build.
+dlbench_add_test(torchrun_e2e_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/torchrun_e2e_test.cc
+  DEPS dlbench::store dlbench::common LABELS e2e)
+add_dependencies(torchrun_e2e_test dlbench dlbench-null)
