@@ -283,9 +283,6 @@ Result<std::string> FirstHost(std::string_view nodelist) {
 
 Result<LaunchContext> ReadLaunchContext(const Environment& env) {
   LaunchContext c;
-  for (const auto& [name, value] : env) {
-    if (name.rfind("NCCL_", 0) == 0) c.nccl.emplace(name, value);
-  }
   for (const char* name : kTorchrunNames) {
     if (const std::string* v = Find(env, name)) c.seen.emplace(name, *v);
   }
@@ -339,7 +336,6 @@ nlohmann::json ToJson(const LaunchContext& context) {
     j["master_addr"] = {{"value", *context.master_addr}, {"from", context.master_addr_from}};
   put("master_port", context.master_port);
   j["seen"] = context.seen;
-  j["nccl"] = context.nccl;
   if (!context.overridden.empty()) j["overridden"] = context.overridden;
   return j;
 }

@@ -49,9 +49,9 @@ struct LaunchContext {
       master_addr;  // the rendezvous host: MASTER_ADDR or the first of SLURM_JOB_NODELIST
   std::string master_addr_from;
   std::optional<Sourced> master_port;  // 1..65535
-  // Every launcher variable present (those read and those overridden), and every NCCL_* variable.
+  // Every variable of the contract present (those read and those overridden). The NCCL_*
+  // variables are in the fingerprint's `env` beside it, with its redaction of secret-looking names.
   Environment seen;
-  Environment nccl;
   // Values present but not used, with why: "SLURM_PROCID=1 (torchrun's RANK takes precedence)".
   std::vector<std::string> overridden;
 };
@@ -85,7 +85,7 @@ std::string LookedFor();
 
 // The fingerprint's record: {"launcher": "slurm", "rank": {"value": 1, "from": "SLURM_PROCID"}, ...,
 // "master_addr": {"value": "vm", "from": "SLURM_JOB_NODELIST (first host)"}, "seen": {...},
-// "nccl": {...}, "overridden": [...]}; absent values are left out.
+// "overridden": [...]}; absent values are left out.
 nlohmann::json ToJson(const LaunchContext& context);
 
 // Launcher variables (torchrun's, Slurm's, Open MPI's, PMI's): a runner that inherits them may
