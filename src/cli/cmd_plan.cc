@@ -266,11 +266,10 @@ void RegisterPlan(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--set", args->set,
                   "Override a measurement setting, as run --set does (its estimates use it)")
       ->type_name("measure.KEY=VALUE");
-  cmd->add_option(
-         "--shard", args->shard,
-         "Keep part K of N (K/N) of the cells --only keeps, exactly those run --shard K/N runs; auto: "
-         "K/N from the launcher, as run --shard auto")
-      ->type_name("K/N");
+  cmd->add_option("--shard", args->shard,
+                  "Keep part K of N (K/N) of the cells --only keeps, exactly those run --shard K/N runs; "
+                  "auto: K/N from the launcher, as run --shard auto")
+      ->type_name("K/N|auto");
   cmd->add_flag("--json", args->json, "Print the cells as JSON");
   cmd->callback([args, &ctx] { ctx.exit_code = ShowPlan(*args, ctx); });
 }
