@@ -35,6 +35,9 @@ packages=(
   # the input pipeline (docs/input-pipeline.md): libjpeg-turbo's TurboJPEG API, protobuf for
   # tf.train.Example, Intel ISA-L for TFRecord's CRC-32C
   libturbojpeg0-dev libprotobuf-dev protobuf-compiler libisal-dev
+  # a real Slurm for the `slurm` CTest label (tests/e2e/slurm_e2e_test.cc starts munged, slurmctld
+  # and slurmd in a temporary folder, as root): `srun -n 2 dlbench run --shard auto`
+  slurm-wlm munge
   # convergence (docs/convergence.md): zlib for the IDX reader's gzip files, and Fashion-MNIST
   # (60,000 + 10,000 images under /usr/share/datasets/fashion-mnist/)
   zlib1g-dev dataset-fashion-mnist

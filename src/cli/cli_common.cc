@@ -1,3 +1,5 @@
+#include <fmt/core.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -5,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "common/text.h"
+#include "launch/launcher.h"
 #include "plan/selection.h"
 #include "store/open_store.h"
 
@@ -65,6 +68,28 @@ int ReportSelectionError(const Error& error, const std::string& matrix_path) {
   if (!plan::IsMatrixDiagnostic(error, matrix_path)) return ReportError(error);
   std::fprintf(stderr, "%s\n", TerminalSafe(error.message).c_str());
   return kExitUsage;
+}
+
+Result<std::string> ResolveShard(const std::string& shard, nlohmann::json* launcher) {
+  auto context = launch::ReadLaunchContext(launch::ProcessEnvironment());
+  if (shard == "auto") {
+    if (!context.ok()) return MakeError(ErrorKind::kInvalidInput, "--shard auto: " + context.error().message);
+    auto from_launcher = launch::ShardFromLauncher(*context);
+    if (!from_launcher.ok()) return from_launcher.error();
+    const std::string resolved = fmt::format("{}/{}", from_launcher->index, from_launcher->count);
+    if (launcher != nullptr) {
+      *launcher = launch::ToJson(*context);
+      (*launcher)["shard"] = {{"value", resolved}, {"from", "--shard auto: " + from_launcher->from}};
+    }
+    return resolved;
+  }
+  if (launcher != nullptr) {
+    *launcher = context.ok() ? launch::ToJson(*context)
+                             : nlohmann::json{{"launcher", "invalid"}, {"error", context.error().message}};
+    // Flags take precedence over any launcher.
+    if (!shard.empty()) (*launcher)["shard"] = {{"value", shard}, {"from", "--shard"}};
+  }
+  return shard;
 }
 
 std::unique_ptr<store::ResultStore> OpenStoreOrReport(CommandContext& ctx) {

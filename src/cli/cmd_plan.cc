@@ -90,7 +90,9 @@ std::optional<std::int64_t> MinQueries(const plan::Cell& cell) {
 }
 
 int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
-  auto selected = plan::SelectPlan(args.matrix_path, plan::Selection{args.only, args.shard, args.set});
+  auto shard = ResolveShard(args.shard, nullptr);
+  if (!shard.ok()) return ReportError(shard.error());
+  auto selected = plan::SelectPlan(args.matrix_path, plan::Selection{args.only, *shard, args.set});
   if (!selected.ok()) return ReportSelectionError(selected.error(), args.matrix_path);
   const config::Matrix* matrix = &selected->matrix;
   const std::vector<plan::Cell>* cells = &selected->cells;
@@ -265,8 +267,9 @@ void RegisterPlan(CLI::App& app, CommandContext& ctx) {
                   "Override a measurement setting, as run --set does (its estimates use it)")
       ->type_name("measure.KEY=VALUE");
   cmd->add_option("--shard", args->shard,
-                  "Keep part K of N (K/N) of the cells --only keeps, exactly those run --shard K/N runs")
-      ->type_name("K/N");
+                  "Keep part K of N (K/N) of the cells --only keeps, exactly those run --shard K/N runs; "
+                  "auto: K/N from the launcher, as run --shard auto")
+      ->type_name("K/N|auto");
   cmd->add_flag("--json", args->json, "Print the cells as JSON");
   cmd->callback([args, &ctx] { ctx.exit_code = ShowPlan(*args, ctx); });
 }

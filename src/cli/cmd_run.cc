@@ -196,7 +196,9 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
   const std::filesystem::path canonical = std::filesystem::weakly_canonical(ctx.db_path, ec);
   request.store_key = ctx.db_path.find("://") != std::string::npos || ec ? store::DisplayLocation(ctx.db_path)
                                                                          : canonical.string();
-  request.selection = plan::Selection{args.only, args.shard, args.set};
+  auto shard = ResolveShard(args.shard, &request.launcher);
+  if (!shard.ok()) return ReportError(shard.error());
+  request.selection = plan::Selection{args.only, *shard, args.set};
   request.resume = args.resume;
   request.monitor = !args.no_monitor;
   request.bin_dir = ExecutableDir();
@@ -242,8 +244,10 @@ void RegisterRun(CLI::App& app, CommandContext& ctx) {
                   "name!=value or a word from the cell label; repeat for OR");
   cmd->add_option("--shard", args->shard,
                   "Run only part K of N (K/N, 1 <= K <= N) of the cells --only keeps: those at positions "
-                  "K-1, K-1+N, ... of the plan. N processes with 1/N ... N/N run the matrix once; see below")
-      ->type_name("K/N");
+                  "K-1, K-1+N, ... of the plan. N processes with 1/N ... N/N run the matrix once; see below. "
+                  "auto: K/N from the launcher (srun's SLURM_PROCID/SLURM_NTASKS, a Slurm job array's "
+                  "task, torchrun's RANK/WORLD_SIZE)")
+      ->type_name("K/N|auto");
   cmd->add_option("--set", args->set,
                   "Override a measurement setting of the matrix, as if written in its measure section "
                   "(same types and bounds): --set measure.max_time_s=10; repeatable, later ones win. "
@@ -265,6 +269,8 @@ void RegisterRun(CLI::App& app, CommandContext& ctx) {
       "Several GPUs: one process per GPU, each its own run in one database, e.g.\n"
       "  CUDA_VISIBLE_DEVICES=0 dlbench --db r.db run m.yaml --shard 1/2 &\n"
       "  CUDA_VISIBLE_DEVICES=1 dlbench --db r.db run m.yaml --shard 2/2\n"
+      "Under Slurm, one task per shard: srun -n 2 sh -c 'dlbench --db r-$SLURM_PROCID.db run m.yaml --shard "
+      "auto'\n"
       "Every matrix key: dlbench params (or docs/config-reference.md).\n"
       "Exit: 0 every cell ok; 1 some cell not ok (or, with --fail-on-invalid, not valid); 2 bad matrix or\n"
       "options; 3 store; 4 I/O; 130 interrupted.");

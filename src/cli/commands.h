@@ -13,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "common/error.h"
@@ -56,6 +57,13 @@ int ReportError(const Error& error);
 // The same for an error of plan::SelectPlan (or of a run, which starts with it): a matrix file's
 // diagnostics are printed as they are, one "file:line:col: error: ..." per line, and exit 2.
 int ReportSelectionError(const Error& error, const std::string& matrix_path);
+
+// --shard as given, with `auto` read from the launcher this process runs under (launch/launcher.h):
+// "K/N" for `auto` (rank + 1 of world size), anything else unchanged (SelectPlan checks it).
+// `launcher` (when not null) gets the fingerprint's record of the launcher contract, with where
+// the shard came from. kInvalidInput for `auto` without a launcher or with a malformed one; a
+// malformed launcher without `auto` is recorded as {"launcher": "invalid", "error": ...}.
+Result<std::string> ResolveShard(const std::string& shard, nlohmann::json* launcher);
 
 // An option that no longer exists, kept so that a script using it fails with what to write
 // instead, never with a value read in another unit. Hidden from --help.

@@ -13,6 +13,8 @@
 //   gpu:     state, driver_version, nvml_version, models, power_limits_w, devices (from NVML)
 //   runner:  the runner's HELLO as sent (framework versions, CUDA, cuDNN, NCCL, devices)
 //   monitor: each sampler's state
+//   launcher: set by the run, not here: the launcher contract as `dlbench run` read it
+//            (launch::ToJson: launcher, values and their sources, the shard's source; NCCL_* are in env)
 #pragma once
 
 #include <cstdint>

@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "common/subprocess.h"
+#include "launch/launcher.h"
 #include "monitor/busy_processes.h"
 #include "monitor/sampler.h"
 #include "orchestrator/cell_logs.h"
@@ -23,13 +24,8 @@ namespace dlbench::orchestrator {
 
 // Launcher variables (torchrun's, Slurm's): a runner that inherits them may try to join the
 // group they describe, and hang; no runner dlbench starts gets them (a ddp rank gets its group
-// from CONFIGURE's rendezvous). An entry ending in '*' is a prefix.
-inline const std::vector<std::string>& LauncherVariables() {
-  static const std::vector<std::string> names = {
-      "RANK",        "WORLD_SIZE",  "LOCAL_RANK",     "LOCAL_WORLD_SIZE", "GROUP_RANK",        "ROLE_RANK",
-      "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_*", "SLURM_*",          "OMPI_COMM_WORLD_*", "PMI_*"};
-  return names;
-}
+// from CONFIGURE's rendezvous). The list is the launcher contract's (launch/launcher.h).
+inline const std::vector<std::string>& LauncherVariables() { return launch::InheritedLauncherVariables(); }
 
 // The runner's end of its pipes is mapped onto fixed fds in the child; ours stay above 9.
 struct Spawned {

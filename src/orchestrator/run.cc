@@ -149,6 +149,7 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
     MonotonicClock probe_clock;  // Monitor keeps a reference: it must outlive the monitor
     monitor::Monitor probe_monitor(monitor::DefaultSamplers(), probe_clock, 1000);
     run.environment = monitor::CollectFingerprint(*hello, probe_monitor.Describe());
+    if (!request.launcher.is_null()) run.environment["launcher"] = request.launcher;
     run.environment_hash = monitor::ComparabilityHash(run.environment);
     run.name = matrix.name.empty() ? std::filesystem::path(request.matrix_path).stem().string() : matrix.name;
     run.matrix_path = request.matrix_path;
@@ -162,6 +163,10 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
     if (!id.ok()) return id.error();
     run.id = *id;
     warnings = monitor::FingerprintWarnings(run.environment);
+    if (request.launcher.is_object() && request.launcher.value("launcher", "") == "invalid") {
+      warnings.push_back("the launcher's variables are malformed (recorded in the fingerprint's launcher): " +
+                         request.launcher.value("error", ""));
+    }
     // bf16/fp16 on a CPU without instructions for them measures an emulation (issue 18).
     std::map<std::string, std::size_t> cpu_precisions;
     for (const plan::Cell& c : cells) {

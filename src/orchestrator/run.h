@@ -27,10 +27,13 @@ struct RunRequest {
   // The store's identity for its log folder (a database file's canonical path); empty: the
   // store's Describe().
   std::string store_key;
-  plan::Selection selection;  // --only and --shard as given
+  plan::Selection selection;  // --only and --shard as given (--shard auto resolved to K/N)
   std::string resume;         // a run id or tag to resume; empty: a new run
   bool monitor = true;        // sample the GPUs and the host while cells run
   std::string bin_dir;        // where dlbench-null and dlbench-torch are
+  // The launcher contract as read (launch::ToJson, with the shard's source): stored in a new run's
+  // fingerprint as `launcher`; null: left out.
+  nlohmann::json launcher;
   // Opens the store, once: first thing for a resume (its selection is stored), after the matrix
   // and the runner were found good for a new run (a bad matrix creates no database).
   std::function<Result<std::unique_ptr<store::ResultStore>>()> open_store;

@@ -270,5 +270,126 @@ measure:
   EXPECT_EQ(Cells(db).size(), 4u);
 }
 
+// Four cells in virtual time: a shard's outcome does not depend on this machine's speed.
+constexpr char kFourVirtualCells[] = R"(name: auto
+runner: null
+matrix:
+  model: [a, b, c, d]
+  step_ms: 1
+  virtual_time: true
+measure:
+  min_steps: 20
+  min_time_s: 0.05
+  max_time_s: 0.2
+)";
+
+// The variables srun gave task 1 of `srun -n 2` on this machine (set by hand here; the `slurm`
+// test reads the real ones), with an NCCL variable the fingerprint records beside them.
+const std::vector<std::pair<std::string, std::string>> kSrunTask1 = {{"SLURM_JOB_ID", "7"},
+                                                                     {"SLURM_STEP_ID", "0"},
+                                                                     {"SLURM_PROCID", "1"},
+                                                                     {"SLURM_NTASKS", "2"},
+                                                                     {"SLURM_LOCALID", "1"},
+                                                                     {"SLURM_NODEID", "0"},
+                                                                     {"SLURM_JOB_NODELIST", "node[03-04]"},
+                                                                     {"NCCL_DEBUG", "WARN"}};
+
+TEST(ShardE2E, AutoTakesTheShardFromTheLauncherAndTheFingerprintSaysWhere) {
+  TempDir dir("shard_auto");
+  const std::string matrix = dir / "m.yaml", db = dir / "r.db";
+  WriteText(matrix, kFourVirtualCells);
+  auto run = RunCommand({Bin("dlbench"), "--db", db, "run", matrix, "--out", dir / "out", "--shard", "auto"},
+                        dir, kSrunTask1);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.err.find("2 cells, shard 2/2 of 4"), std::string::npos) << run.err;
+  auto s = OpenStore(db);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(CellIds(*s, 1), PlannedIds(matrix, dir, db, {"--shard", "2/2"}));
+  auto stored = s->GetRun(1);
+  ASSERT_TRUE(stored.ok()) << stored.error().message;
+  EXPECT_EQ(stored->selection.shard, "2/2") << "the run stores the resolved shard, as --resume compares it";
+  const nlohmann::json& l = stored->environment["launcher"];
+  EXPECT_EQ(l["launcher"], "slurm") << l.dump();
+  EXPECT_EQ(l["rank"], (nlohmann::json{{"value", 1}, {"from", "SLURM_PROCID"}}));
+  EXPECT_EQ(l["world_size"], (nlohmann::json{{"value", 2}, {"from", "SLURM_NTASKS"}}));
+  EXPECT_EQ(l["local_rank"]["from"], "SLURM_LOCALID");
+  EXPECT_EQ(l["master_addr"],
+            (nlohmann::json{{"value", "node03"}, {"from", "SLURM_JOB_NODELIST (first host)"}}));
+  EXPECT_EQ(l["shard"]["value"], "2/2");
+  EXPECT_EQ(l["shard"]["from"], "--shard auto: slurm: SLURM_PROCID + 1 of SLURM_NTASKS");
+  EXPECT_FALSE(l.contains("nccl")) << "NCCL_* are in the fingerprint's env, redacted as it does";
+  EXPECT_EQ(stored->environment["env"]["NCCL_DEBUG"], "WARN");
+  EXPECT_EQ(l["seen"]["SLURM_JOB_ID"], "7");
+  s.reset();
+
+  // torchrun's variables take precedence over Slurm's, and `plan --shard auto` agrees with run.
+  auto both = kSrunTask1;
+  both.insert(both.end(), {{"RANK", "0"},
+                           {"WORLD_SIZE", "4"},
+                           {"LOCAL_RANK", "0"},
+                           {"MASTER_ADDR", "127.0.0.1"},
+                           {"MASTER_PORT", "29500"}});
+  auto plan =
+      RunCommand({Bin("dlbench"), "--db", db, "plan", matrix, "--json", "--shard", "auto"}, dir, both);
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  std::set<std::string> planned;
+  for (const auto& c : nlohmann::json::parse(plan.out)) planned.insert(c["id"].get<std::string>());
+  EXPECT_EQ(planned, PlannedIds(matrix, dir, db, {"--shard", "1/4"}));
+  // A flag takes precedence over both; the fingerprint still records the launcher it saw.
+  auto flagged = RunCommand(
+      {Bin("dlbench"), "--db", db, "run", matrix, "--out", dir / "out", "--shard", "4/4"}, dir, both);
+  ASSERT_EQ(flagged.exit_code, 0) << flagged.err;
+  s = OpenStore(db);
+  ASSERT_TRUE(s);
+  const nlohmann::json l2 = s->GetRun(2)->environment["launcher"];
+  EXPECT_EQ(l2["launcher"], "torchrun") << l2.dump();
+  EXPECT_EQ(l2["shard"], (nlohmann::json{{"value", "4/4"}, {"from", "--shard"}}));
+  EXPECT_EQ(l2["master_port"]["value"], 29500);
+  ASSERT_TRUE(l2["overridden"].is_array());
+  EXPECT_EQ(CellIds(*s, 2), PlannedIds(matrix, dir, db, {"--shard", "4/4"}));
+}
+
+TEST(ShardE2E, AutoWithoutALauncherOrWithAMalformedOneIsAnErrorNamingTheVariables) {
+  TempDir dir("shard_auto_bad");
+  const std::string matrix = dir / "m.yaml", db = dir / "r.db";
+  WriteText(matrix, kFourVirtualCells);
+  // Whatever launched this test, its variables are not passed on to dlbench here.
+  const std::vector<std::string> argv = {"/usr/bin/env",
+                                         "-u",
+                                         "RANK",
+                                         "-u",
+                                         "WORLD_SIZE",
+                                         "-u",
+                                         "SLURM_PROCID",
+                                         "-u",
+                                         "SLURM_NTASKS",
+                                         "-u",
+                                         "SLURM_ARRAY_TASK_ID",
+                                         Bin("dlbench"),
+                                         "--db",
+                                         db,
+                                         "run",
+                                         matrix,
+                                         "--shard",
+                                         "auto"};
+  auto none = RunCommand(argv, dir);
+  EXPECT_EQ(none.exit_code, 2) << none.err;
+  EXPECT_EQ(none.err.rfind("dlbench run: ", 0), 0u) << none.err;
+  for (const char* name : {"RANK and WORLD_SIZE (torchrun)", "SLURM_PROCID and SLURM_NTASKS (srun)",
+                           "SLURM_ARRAY_TASK_ID", "--shard K/N"})
+    EXPECT_NE(none.err.find(name), std::string::npos) << name << ": " << none.err;
+  EXPECT_FALSE(std::filesystem::exists(db)) << "nothing is created";
+
+  auto bad = RunCommand({Bin("dlbench"), "--db", db, "run", matrix, "--shard", "auto"}, dir,
+                        {{"RANK", "2"}, {"WORLD_SIZE", "2"}});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--shard auto: RANK=2 is not below WORLD_SIZE=2"), std::string::npos) << bad.err;
+  auto batch = RunCommand({Bin("dlbench"), "--db", db, "run", matrix, "--shard", "auto"}, dir,
+                          {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}});
+  EXPECT_EQ(batch.exit_code, 2) << batch.err;
+  EXPECT_NE(batch.err.find("SLURM_NTASKS=2 but SLURM_STEP_ID is not set"), std::string::npos) << batch.err;
+  EXPECT_FALSE(std::filesystem::exists(db));
+}
+
 }  // namespace
 }  // namespace dlbench::e2e

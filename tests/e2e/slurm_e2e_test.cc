@@ -1,0 +1,261 @@
+// `srun -n 2 dlbench run m.yaml --shard auto` under a real Slurm (Debian's slurm-wlm and munge),
+// started by this test on this machine as ../shared/notes/slurm-on-one-host.md describes, but
+// with everything in a temporary folder: its own munge key and socket, slurm.conf through
+// SLURM_CONF, free ports for slurmctld and slurmd. Nothing in /etc is read or written. The
+// variables are Slurm's own: the test sets none of them. Skipped (with the reason) when not root
+// or when Slurm or munge is not installed.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "e2e_util.h"
+#include "launcher_e2e_util.h"
+#include "store/result_store.h"
+
+namespace dlbench::e2e {
+namespace {
+
+constexpr const char* kSlurmctld = "/usr/sbin/slurmctld";
+constexpr const char* kSlurmd = "/usr/sbin/slurmd";
+constexpr const char* kMunged = "/usr/sbin/munged";
+constexpr const char* kSrun = "/usr/bin/srun";
+constexpr const char* kSinfo = "/usr/bin/sinfo";
+
+// A TCP port nobody listens on now (bound to port 0 and released; another process could take it
+// before slurmctld does, which would fail the start-up loudly, not silently).
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  socklen_t len = sizeof addr;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+std::string ShortHostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "";
+  const std::string host(name);
+  return host.substr(0, host.find('.'));
+}
+
+bool Alive(pid_t pid) { return pid > 0 && ::kill(pid, 0) == 0; }
+
+// munged, slurmctld and slurmd of one test, stopped (by the PIDs in their pid files) when it ends.
+class SlurmCluster {
+ public:
+  explicit SlurmCluster(const TempDir& dir) : dir_(dir) {}
+  ~SlurmCluster() { Stop(); }
+
+  // The environment every Slurm command of the test needs.
+  std::vector<std::pair<std::string, std::string>> Env() const {
+    return {{"SLURM_CONF", dir_ / "slurm.conf"}};
+  }
+
+  ::testing::AssertionResult Start() {
+    namespace fs = std::filesystem;
+    // munged refuses a key or a socket folder others may write or read.
+    fs::permissions(dir_.path(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                     fs::perms::others_read | fs::perms::others_exec);
+    const std::string munge = dir_ / "munge";
+    fs::create_directories(munge);
+    fs::permissions(munge, fs::perms::owner_all);
+    for (const char* sub : {"state", "spool", "log"}) fs::create_directories(dir_ / sub);
+    {
+      std::ifstream random("/dev/urandom", std::ios::binary);
+      std::string key(1024, '\0');
+      random.read(key.data(), static_cast<std::streamsize>(key.size()));
+      std::ofstream(munge + "/munge.key", std::ios::binary) << key;
+    }
+    fs::permissions(munge + "/munge.key", fs::perms::owner_read);
+    auto m = RunCommand({kMunged, "--force", "--key-file=" + munge + "/munge.key",
+                         "--socket=" + munge + "/socket", "--pid-file=" + munge + "/munged.pid",
+                         "--log-file=" + munge + "/munged.log", "--seed-file=" + munge + "/seed"},
+                        dir_);
+    pid_files_.push_back(munge + "/munged.pid");
+    if (m.exit_code != 0) return ::testing::AssertionFailure() << "munged: " << m.err;
+
+    const std::string host = ShortHostName();
+    const int ctld_port = FreePort(), d_port = FreePort();
+    if (host.empty() || ctld_port == 0 || d_port == 0 || ctld_port == d_port) {
+      return ::testing::AssertionFailure() << "no host name or free ports";
+    }
+    const std::string s = dir_.path().string();
+    WriteText(dir_ / "slurm.conf", "ClusterName=dlbenchtest\nSlurmctldHost=" + host + "\nSlurmctldPort=" +
+                                       std::to_string(ctld_port) + "\nSlurmdPort=" + std::to_string(d_port) +
+                                       "\nSlurmUser=root\nSlurmdUser=root\nAuthType=auth/munge\n"
+                                       "AuthInfo=socket=" +
+                                       munge +
+                                       "/socket\nCredType=cred/munge\n"
+                                       "StateSaveLocation=" +
+                                       s + "/state\nSlurmdSpoolDir=" + s +
+                                       "/spool\n"
+                                       "SlurmctldLogFile=" +
+                                       s + "/log/ctld.log\nSlurmdLogFile=" + s +
+                                       "/log/d.log\n"
+                                       "SlurmctldPidFile=" +
+                                       s + "/ctld.pid\nSlurmdPidFile=" + s +
+                                       "/d.pid\n"
+                                       "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n"
+                                       "SelectType=select/cons_tres\nSelectTypeParameters=CR_CPU\n"
+                                       "MpiDefault=none\nReturnToService=2\n"
+                                       "NodeName=" +
+                                       host +
+                                       " CPUs=2 State=UNKNOWN\n"
+                                       "PartitionName=p Nodes=" +
+                                       host + " Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES\n");
+    for (const auto& [daemon, pid_file] :
+         {std::pair{kSlurmctld, s + "/ctld.pid"}, std::pair{kSlurmd, s + "/d.pid"}}) {
+      auto r = RunCommand({daemon}, dir_, Env());
+      pid_files_.push_back(pid_file);
+      if (r.exit_code != 0) return ::testing::AssertionFailure() << daemon << ": " << r.err << Logs();
+    }
+    // The node is idle once slurmd has registered with slurmctld.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < give_up) {
+      auto r = RunCommand({kSinfo, "-h", "-o", "%t"}, dir_, Env());
+      if (r.exit_code == 0 && r.out.find("idle") != std::string::npos) return ::testing::AssertionSuccess();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return ::testing::AssertionFailure() << "the node did not become idle in 30 s" << Logs();
+  }
+
+  // slurmd, slurmctld, munged: SIGTERM to all, up to 1 s, then SIGKILL to those left (slurmctld
+  // took about 5 s to end on SIGTERM here; its state is in the temporary folder, thrown away).
+  void Stop() {
+    std::vector<pid_t> pids;
+    for (auto it = pid_files_.rbegin(); it != pid_files_.rend(); ++it) {
+      auto text = ReadFile(*it);
+      if (!text.ok() || text->empty()) continue;
+      const pid_t pid = static_cast<pid_t>(std::stol(*text));
+      if (Alive(pid) && ::kill(pid, SIGTERM) == 0) pids.push_back(pid);
+    }
+    pid_files_.clear();
+    const auto wait_for_all = [&pids](std::chrono::milliseconds limit) {
+      const auto give_up = std::chrono::steady_clock::now() + limit;
+      for (const pid_t pid : pids) {
+        while (Alive(pid) && std::chrono::steady_clock::now() < give_up) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+      }
+    };
+    wait_for_all(std::chrono::milliseconds(1000));
+    for (const pid_t pid : pids) {
+      if (Alive(pid)) ::kill(pid, SIGKILL);
+    }
+    wait_for_all(std::chrono::milliseconds(2000));
+  }
+
+  std::string Logs() const {
+    std::string out;
+    for (const char* log : {"log/ctld.log", "log/d.log"}) {
+      auto text = ReadFile(dir_ / log);
+      if (text.ok())
+        out +=
+            "\n--- " + std::string(log) + ":\n" + text->substr(text->size() > 3000 ? text->size() - 3000 : 0);
+    }
+    return out;
+  }
+
+ private:
+  const TempDir& dir_;
+  std::vector<std::string> pid_files_;
+};
+
+TEST(SlurmE2E, SrunTasksWithShardAutoRunEachCellOnceAndRecordTheSlurmLauncher) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: slurmd runs the job as SlurmUser root here";
+  for (const char* exe : {kSlurmctld, kSlurmd, kMunged, kSrun, kSinfo}) {
+    if (::access(exe, X_OK) != 0) {
+      GTEST_SKIP() << exe << " is not installed (apt-get install slurm-wlm munge: scripts/setup-debian.sh)";
+    }
+  }
+  TempDir dir("slurm");
+  const auto t0 = std::chrono::steady_clock::now();
+  SlurmCluster cluster(dir);
+  ASSERT_TRUE(cluster.Start());
+  const auto t1 = std::chrono::steady_clock::now();
+
+  WriteText(dir / "m.yaml", kSweep);
+  // One SQLite file per task, named by the task's own SLURM_PROCID (expanded by the task's shell).
+  auto srun = RunFor(
+      {kSrun, "-n", "2", "/bin/sh", "-c",
+       R"(exec "$0" --db "$1/r-$SLURM_PROCID.db" run "$1/m.yaml" --out "$1/out" --no-monitor --shard auto)",
+       Bin("dlbench"), dir.path().string()},
+      dir, cluster.Env(), "srun", 60);
+  const auto t2 = std::chrono::steady_clock::now();
+  std::printf("[ info ] Slurm up in %.2f s; srun -n 2 dlbench run --shard auto took %.2f s\n",
+              std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count());
+  ASSERT_EQ(srun.exit_code, 0) << srun.err << cluster.Logs();
+
+  auto plan = Dlbench({"plan", dir / "m.yaml", "--json"}, dir, dir / "plan.db");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  std::set<std::string> planned;
+  for (const auto& c : nlohmann::json::parse(plan.out)) planned.insert(c["id"].get<std::string>());
+  ASSERT_EQ(planned.size(), 4u);
+
+  std::set<std::string> ran;
+  for (int task = 0; task < 2; ++task) {
+    const std::string db = dir / ("r-" + std::to_string(task) + ".db");
+    auto store = store::OpenSqliteStore(db);
+    ASSERT_TRUE(store.ok()) << db << ": " << store.error().message << "\n" << srun.err;
+    auto runs = (*store)->ListRuns();
+    ASSERT_TRUE(runs.ok());
+    ASSERT_EQ(runs->size(), 1u) << db;
+    const std::int64_t id = runs->front().id;
+    auto run = (*store)->GetRun(id);
+    ASSERT_TRUE(run.ok());
+    EXPECT_EQ(run->status, record::RunStatus::kCompleted);
+    const std::string shard = std::to_string(task + 1) + "/2";
+    EXPECT_EQ(run->selection.shard, shard);
+    const nlohmann::json& l = run->environment["launcher"];
+    EXPECT_EQ(l["launcher"], "slurm") << l.dump();
+    EXPECT_EQ(l["rank"], (nlohmann::json{{"value", task}, {"from", "SLURM_PROCID"}})) << l.dump();
+    EXPECT_EQ(l["world_size"], (nlohmann::json{{"value", 2}, {"from", "SLURM_NTASKS"}})) << l.dump();
+    EXPECT_EQ(l["master_addr"]["value"], ShortHostName()) << l.dump();
+    EXPECT_EQ(l["shard"]["value"], shard);
+    EXPECT_TRUE(l["seen"].contains("SLURM_JOB_ID")) << l.dump();
+    auto cells = (*store)->GetCells(id, store::CellQuery{});
+    ASSERT_TRUE(cells.ok());
+    EXPECT_EQ(cells->size(), 2u);
+    for (const auto& c : *cells) {
+      EXPECT_EQ(c.outcome, record::Outcome::kOk) << c.label << ": " << c.message;
+      EXPECT_TRUE(ran.insert(c.cell_id).second) << c.cell_id << " ran in both tasks";
+    }
+  }
+  EXPECT_EQ(ran, planned) << "the two tasks together ran the whole matrix";
+
+  // A runner started by a dlbench under srun sees none of Slurm's variables: a command runner
+  // that writes its environment to a file and then is the null runner.
+  WriteRunnerEnvMatrix(dir);
+  auto env_run = RunFor({kSrun, "-n", "1", Bin("dlbench"), "--db", dir / "env.db", "run", dir / "env.yaml",
+                         "--out", dir / "out", "--no-monitor"},
+                        dir, cluster.Env(), "srun-env", 60);
+  ASSERT_EQ(env_run.exit_code, 0) << env_run.err;
+  CheckRunnerEnvFiles(dir, {"\nSLURM"});
+  const auto t3 = std::chrono::steady_clock::now();
+  cluster.Stop();
+  std::printf("[ info ] the runner-environment run took %.2f s; stopping Slurm %.2f s\n",
+              std::chrono::duration<double>(t3 - t2).count(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t3).count());
+}
+
+}  // namespace
+}  // namespace dlbench::e2e
