@@ -155,6 +155,7 @@ TEST(InputControlsTest, FindsThePipelineOnlyTwinOfTheSameSettingsAndNeverAddsOne
       {{"model", Value("a")}, {"data", Value("device")}},
   };
   std::vector<std::string> keys;
+  keys.reserve(combos.size());
   for (const auto& c : combos) keys.push_back(CellKey(c));
   const InputControls controls = FindOrAddInputControls(combos, keys);
   EXPECT_EQ(controls.added, 0U);
