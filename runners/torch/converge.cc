@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
 #include <stdexcept>
 
 #include "common/clock.h"
@@ -268,6 +269,16 @@ PrecisionEvalResult ConvergeCell::EvaluatePrecisions(ConvergeContext& c) {
     r.info["reference"] = "fp32: the trained model with TF32 off and no autocast";
   }
   return r;
+}
+
+std::int64_t ConvergeCell::DatasetBytes() const {
+  std::set<const void*> seen;
+  std::int64_t bytes = 0;
+  for (const torch::Tensor* t : {&train_x_, &train_y_, &eval_x_, &eval_y_}) {
+    if (!t->defined() || !seen.insert(t->storage().data()).second) continue;
+    bytes += static_cast<std::int64_t>(t->storage().nbytes());
+  }
+  return bytes;
 }
 
 ConvergeResult ConvergeCell::Run(protocol::RunnerSession& session, const protocol::RunnerLimits& limits,

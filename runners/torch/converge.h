@@ -101,6 +101,10 @@ class ConvergeCell {
   // What the cell trains on and until when, for READY's effective.converge.
   nlohmann::json Effective() const;
 
+  // The bytes of the training and held-out sets it keeps on the device (each storage once): the
+  // memory breakdown's dataset_bytes (memory_accounting.h).
+  std::int64_t DatasetBytes() const;
+
   // Trains until the target, max_epochs, max_train_time_s or the runner's limits, or STOP,
   // streaming a step record per training step. Throws what the steps throw.
   ConvergeResult Run(protocol::RunnerSession& session, const protocol::RunnerLimits& limits,

@@ -189,6 +189,37 @@ TEST(ConvergeRunnerTest, TrainsEpochsOfWholeBatchesAndReportsItsCurves) {
   EXPECT_EQ(best, std::max(accuracy["value"][0].get<double>(), accuracy["value"][1].get<double>()));
 }
 
+// Where a converge cell's memory goes, as a train cell's (memory_accounting.h), with the sets it
+// keeps on the device counted by hand: 256 training images of 1 x 28 x 28 float32 (802,816 bytes)
+// and their int64 labels (2,048), 128 held-out images (401,408) and labels (1,024): 1,207,296.
+TEST(ConvergeRunnerTest, SendsWhereTheMemoryGoesWithItsDataset) {
+  if (!DatasetInstalled()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  auto t = testing::RunCell(kRunner, ConvergeConfig({{"max_epochs", 1}}), NoStop());
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  ASSERT_FALSE(t->error) << t->error->dump();
+  ASSERT_EQ(t->extras.size(), 1u);
+  const json& extras = t->extras[0];
+  auto value = [&](std::string_view name) {
+    const json* m = FindMetricIn(extras, name);
+    EXPECT_NE(m, nullptr) << name << " in " << extras["metrics"].dump();
+    return m == nullptr ? -1.0 : (*m)["value"].get<double>();
+  };
+  namespace metric = record::metric;
+  constexpr double kWeights = 4 * 13818;  // the tiny fashion_cnn's floats (EvaluatesTheTrainedModel...)
+  constexpr double kBatch = 32 * 784 * 4 + 32 * 8;
+  constexpr double kDataset = 256 * 784 * 4 + 256 * 8 + 128 * 784 * 4 + 128 * 8;
+  EXPECT_EQ(value(metric::kWeightBytes), kWeights);
+  EXPECT_EQ(value(metric::kGradBytes), kWeights);
+  EXPECT_EQ(value(metric::kInputBatchBytes), kBatch);
+  EXPECT_EQ(value(metric::kDatasetBytes), kDataset);
+  const double optimizer = value(metric::kOptimizerStateBytes);
+  EXPECT_EQ(value(metric::kExpectedResidentBytes), 2 * kWeights + optimizer + kBatch + kDataset);
+  // On the CPU the peak is the RSS above the pre-build reading, which holds the loaded sets.
+  EXPECT_GE(value(metric::kMemoryPeakBytes), kDataset);
+  EXPECT_TRUE(extras["info"].contains("memory")) << extras["info"].dump();
+  EXPECT_EQ(extras["info"]["converge"].is_object(), true) << "the converge info stays";
+}
+
 TEST(ConvergeRunnerTest, ACorruptDatasetFileIsAnInvalidCellNamingIt) {
   if (!DatasetInstalled()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   const fs::path dir = fs::temp_directory_path() / ("converge_corrupt_" + std::to_string(::getpid()));

@@ -152,6 +152,7 @@ void AddMemoryBreakdown(const ExpectedMemory& expected, const std::optional<Meas
       metrics.push_back(Metric(metric::kOptimizerStateBytes, expected.optimizer_state_bytes));
   }
   metrics.push_back(Metric(metric::kInputBatchBytes, expected.input_bytes));
+  if (expected.dataset_bytes > 0) metrics.push_back(Metric(metric::kDatasetBytes, expected.dataset_bytes));
   // The sum is only what it says when every part is known.
   const bool complete = !trains || expected.optimizer_known;
   if (complete) metrics.push_back(Metric(metric::kExpectedResidentBytes, expected.resident_bytes()));

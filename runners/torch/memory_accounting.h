@@ -12,7 +12,9 @@
 //                    momentum); AdamW (and Adam) two (three with amsgrad), plus one int64 step
 //                    counter per parameter tensor on the host (LibTorch keeps the step as a C++
 //                    integer, not a tensor as torch.optim does); the same for the foreach twins;
-//   input batch      the fixed batch every step reads (inputs and target).
+//   input batch      the fixed batch every step reads (inputs and target);
+//   dataset          scenario: converge: the training and held-out sets the cell keeps in memory
+//                    on its device (converge.h), which its steps' batches are gathered from.
 // The optimizer step's own temporaries are stated apart (not resident): the foreach forms make
 // one temporary per parameter at once (SGD with weight decay: the decayed gradients; AdamW: the
 // denominators), the per-parameter loop one parameter's worth at a time (two for AdamW).
@@ -51,13 +53,14 @@ struct ExpectedMemory {
   std::int64_t gradient_bytes = 0;
   std::int64_t optimizer_state_bytes = 0;
   std::int64_t input_bytes = 0;
+  std::int64_t dataset_bytes = 0;                   // converge: ConvergeCell::DatasetBytes
   std::int64_t optimizer_step_counters = 0;         // host int64s, not in optimizer_state_bytes
   std::int64_t optimizer_step_temporary_bytes = 0;  // the most the step allocates at once
   bool optimizer_known = true;                      // false: optimizer_state_bytes is not known
   std::string optimizer_rule;                       // OptimizerMemoryRule::text, "" for inference
-  // weights + gradients + optimizer state + input batch.
+  // weights + gradients + optimizer state + input batch + dataset.
   std::int64_t resident_bytes() const {
-    return weight_bytes + gradient_bytes + optimizer_state_bytes + input_bytes;
+    return weight_bytes + gradient_bytes + optimizer_state_bytes + input_bytes + dataset_bytes;
   }
 };
 
@@ -83,7 +86,8 @@ std::optional<MeasuredPeak> PeakFromSnapshot(const nlohmann::json& end_snapshot,
                                              std::int64_t rss_before_build, bool steady_window);
 
 // Appends the breakdown to an EXTRAS body ({"metrics": [...], "info": {...}}): the metrics
-// grad_bytes, optimizer_state_bytes (train), input_batch_bytes, expected_resident_bytes,
+// grad_bytes, optimizer_state_bytes (train), input_batch_bytes, dataset_bytes (when not 0),
+// expected_resident_bytes,
 // memory_peak_bytes, activation_workspace_bytes (the peak less the resident bytes, when not
 // negative) and allocator_fragmentation_bytes (CUDA), and info.memory with the rules and sources.
 // weight_bytes is the runner's own metric already (Extras in torch_runner.cc).

@@ -405,8 +405,13 @@ int RunConvergeCell(RunnerSession& session, const RunnerLimits& limits, CellStat
   try {
     (void)session.SendMemory(MemorySnapshot(std::string(record::memory::kAfterWarmupLabel), s.cell.device));
     const ConvergeResult result = converge.Run(session, limits, context);
-    (void)session.SendMemory(MemorySnapshot(std::string(record::memory::kEndLabel), s.cell.device));
+    const nlohmann::json end_memory = MemorySnapshot(std::string(record::memory::kEndLabel), s.cell.device);
+    (void)session.SendMemory(end_memory);
     nlohmann::json extras = Extras(s);
+    // Where the memory goes, as a train cell's, with the sets kept on the device counted; the
+    // peak counters were not reset, so the peak spans the whole training and its evaluations.
+    s.expected_memory.dataset_bytes = converge.DatasetBytes();
+    AddMemoryBreakdown(s.expected_memory, PeakFromSnapshot(end_memory, s.rss_before_build, false), extras);
     for (const auto& m : result.metrics) extras["metrics"].push_back(m);
     extras["info"]["converge"] = result.info;
     // After the end snapshot, outside every step: the trained model at each eval_precisions entry.

@@ -165,6 +165,7 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
       entry["boundary_max_probes"] = stats::MaxBoundaryProbes(orchestrator::BoundarySettings(c));
     }
     if (!c.input_control_id.empty()) entry["input_control_id"] = c.input_control_id;
+    if (!c.input_pipeline_id.empty()) entry["input_pipeline_id"] = c.input_pipeline_id;
     if (c.added_as_control) entry["added_as_control"] = true;
     if (plan::IsDdpCell(c.params)) {
       const auto world = c.params.find("world_size");

@@ -143,7 +143,61 @@ InputVerdict DecideInputBound(const InputVerdictInputs& in) {
         fmt::format("fewer data_workers ({} now) or a core kept for the training loop", p.workers));
     return v;
   }
-  if (p.worker_cpu_util_pct && *p.worker_cpu_util_pct >= kSaturatedCpuPct) {
+  // The pipeline's own rate (its pipeline_only twin's samples/s) against what the model takes
+  // (the control's): a pipeline that keeps up alone loses its rate to fluctuations or to the
+  // model's use of the CPU; one that does not is short of rate, which no queue makes up.
+  const std::optional<double>& alone = in.pipeline_samples_per_s;
+  const double demand = in.control_samples_per_s;
+  const bool bursty = in.phases.wait_top_decile_share >= kBurstyTopDecile;
+  const bool short_of_rate = alone && *alone < demand;
+  bool advised_cache = false;
+  if (alone && !short_of_rate) {
+    v.reasons.push_back(fmt::format(
+        "the pipeline alone (its pipeline_only twin) delivers {:.0f} samples/s, {:.2f}x the {:.0f} the model "
+        "takes, yet the step gets {:.0f} beside the model",
+        *alone, *alone / demand, demand, in.samples_per_s));
+    const bool blocked = p.worker_busy_pct && *p.worker_busy_pct < kSaturatedCpuPct;
+    if (bursty || blocked) {
+      std::string why = "the pipeline keeps up on average, so a deeper queue absorbs its fluctuations";
+      if (bursty) {
+        why += fmt::format("; the longest 10% of waits hold {:.0f}% of the waiting",
+                           pct(in.phases.wait_top_decile_share));
+      }
+      if (blocked) {
+        why +=
+            fmt::format("; the workers were busy {:.0f}% of the time and blocked the rest with batches made",
+                        *p.worker_busy_pct);
+      }
+      v.advice.push_back(fmt::format("more prefetch ({} now): {}", p.prefetch, why));
+    } else {
+      v.reasons.push_back(fmt::format(
+          "the waits are steady{}: beside the model the pipeline runs slower than alone (they share the "
+          "CPU), which more prefetch does not change",
+          p.worker_busy_pct ? fmt::format(" and the workers busy {:.0f}% of the time", *p.worker_busy_pct)
+                            : ""));
+    }
+  }
+  if (short_of_rate) {
+    v.reasons.push_back(fmt::format(
+        "the pipeline alone delivers {:.0f} samples/s, below the {:.0f} the model takes (its pipeline_only "
+        "twin): a shortfall of rate, which more prefetch cannot make up",
+        *alone, demand));
+    if (p.workers > 0) {
+      const int needed = static_cast<int>(std::ceil(static_cast<double>(p.workers) * demand / *alone));
+      if (p.usable_cores <= 0 || needed <= p.usable_cores) {
+        v.advice.push_back(fmt::format(
+            "more data_workers: about {} ({} now) if the rate grows with the workers: {} deliver {:.0f} "
+            "samples/s alone and the model takes {:.0f}",
+            needed, p.workers, p.workers, *alone, demand));
+      } else {
+        advised_cache = !p.cache;
+        v.advice.push_back(fmt::format(
+            "{}a cheaper decode (smaller images, decoding on the GPU): at {:.0f} samples/s per worker the "
+            "model's {:.0f} needs about {} workers, more than the {} cores the runner may use",
+            p.cache ? "" : "cache: true, or ", *alone / p.workers, demand, needed, p.usable_cores));
+      }
+    }
+  } else if (p.worker_cpu_util_pct && *p.worker_cpu_util_pct >= kSaturatedCpuPct) {
     if (p.workers < p.usable_cores) {
       v.advice.push_back(fmt::format(
           "more data_workers: the {} workers use {:.0f}% of their CPU and the runner may use {} cores",
@@ -156,14 +210,13 @@ InputVerdict DecideInputBound(const InputVerdictInputs& in) {
                       p.workers, *p.worker_cpu_util_pct, p.usable_cores));
     }
   }
-  const bool keeps_up = in.pipeline_samples_per_s && *in.pipeline_samples_per_s >= in.control_samples_per_s;
-  if (in.phases.wait_top_decile_share >= kBurstyTopDecile && (keeps_up || !in.pipeline_samples_per_s)) {
+  if (!alone && bursty) {
     v.advice.push_back(
         fmt::format("more prefetch ({} now): the waits come in bursts (the longest 10% of waits hold {:.0f}% "
                     "of the waiting)",
                     p.prefetch, pct(in.phases.wait_top_decile_share)));
   }
-  if (p.decode_pct && *p.decode_pct >= kDecodeDominatesPct && !p.cache) {
+  if (p.decode_pct && *p.decode_pct >= kDecodeDominatesPct && !p.cache && !advised_cache) {
     v.advice.push_back(
         fmt::format("cache: true: decoding takes {:.0f}% of the workers' time", *p.decode_pct));
   }
@@ -174,11 +227,6 @@ InputVerdict DecideInputBound(const InputVerdictInputs& in) {
                     "{:.0f}% of their "
                     "time reading",
                     *p.worker_cpu_util_pct, *p.read_pct));
-  }
-  if (in.pipeline_samples_per_s && *in.pipeline_samples_per_s < in.control_samples_per_s) {
-    v.reasons.push_back(
-        fmt::format("the pipeline alone delivers {:.0f} samples/s, below the {:.0f} the model takes",
-                    *in.pipeline_samples_per_s, in.control_samples_per_s));
   }
   return v;
 }

@@ -97,10 +97,14 @@ struct InputVerdict {
 // copy-bound when the copy's share of step time exceeds the wait's, input-bound otherwise; any
 // other cell is compute-bound. Advice for input-bound cells: more workers when their CPU is
 // saturated (or caching, or cheaper decode, when they already have every core), more prefetch
-// when the waits come in bursts and the pipeline alone keeps up, caching when decode dominates,
-// a faster disk when busy workers use little CPU and spend their time in reads. For copy-bound
-// cells: pinned memory, then the asynchronous copy. control_samples_per_s and samples_per_s must
-// be positive (DLBENCH_CHECK).
+// when the waits come in bursts, caching when decode dominates, a faster disk when busy workers use
+// little CPU and spend their time in reads. With the pipeline's own rate (pipeline_samples_per_s,
+// its pipeline_only twin's) the rate decides first: a pipeline at least as fast as the control
+// gets more prefetch, first, when its waits are bursts or its workers stood blocked (busy under
+// kSaturatedCpuPct); one slower than the control gets no prefetch but the workers that rate needs
+// (ceil(workers x control / alone)), or caching and a cheaper decode when that exceeds the usable
+// cores. For copy-bound cells: pinned memory, then the asynchronous copy. control_samples_per_s
+// and samples_per_s must be positive (DLBENCH_CHECK).
 InputVerdict DecideInputBound(const InputVerdictInputs& in);
 
 }  // namespace dlbench::monitor

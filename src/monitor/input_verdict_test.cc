@@ -138,14 +138,83 @@ TEST(DecideInputBound, SaturatedWorkersWithCoresLeftWantMoreWorkers) {
 TEST(DecideInputBound, BurstyWaitsWithAPipelineThatKeepsUpWantPrefetch) {
   InputVerdictInputs in = Base();
   in.phases.wait_top_decile_share = 0.8;
+  const InputVerdict unknown = DecideInputBound(in);  // no twin: the bursts alone ask for prefetch
+  EXPECT_TRUE(Contains(unknown.advice,
+                       "more prefetch (2 now): the waits come in bursts (the longest 10% of "
+                       "waits hold 80% of the waiting)"));
   in.pipeline_samples_per_s = 1500;
   const InputVerdict v = DecideInputBound(in);
   EXPECT_EQ(v.bound, InputBound::kInputBound);
-  EXPECT_TRUE(Contains(v.advice, "more prefetch (2 now)")) << v.advice.size();
+  ASSERT_FALSE(v.advice.empty());
+  EXPECT_EQ(v.advice[0],
+            "more prefetch (2 now): the pipeline keeps up on average, so a deeper queue absorbs its "
+            "fluctuations; the longest 10% of waits hold 80% of the waiting");
+  // 1500 / 1000 = 1.50x; the cell itself runs at 500.
+  EXPECT_TRUE(Contains(v.reasons,
+                       "delivers 1500 samples/s, 1.50x the 1000 the model takes, yet the step gets "
+                       "500 beside the model"));
   in.pipeline_samples_per_s = 700;  // the pipeline alone is too slow: prefetch cannot help
   const InputVerdict slow = DecideInputBound(in);
   EXPECT_FALSE(Contains(slow.advice, "more prefetch"));
   EXPECT_TRUE(Contains(slow.reasons, "the pipeline alone delivers 700 samples/s, below the 1000"));
+  EXPECT_TRUE(Contains(slow.reasons, "which more prefetch cannot make up"));
+}
+
+TEST(DecideInputBound, APipelineThatKeepsUpWithBlockedWorkersWantsPrefetchFirst) {
+  InputVerdictInputs in = Base();  // steady waits (the top tenth holds 15%)
+  in.pipeline_samples_per_s = 1200;
+  in.pipeline.worker_busy_pct = 60;  // 40% of their time blocked with batches made
+  in.pipeline.worker_cpu_util_pct = 90;
+  const InputVerdict v = DecideInputBound(in);
+  ASSERT_EQ(v.advice.size(), 2U);
+  EXPECT_EQ(v.advice[0],
+            "more prefetch (2 now): the pipeline keeps up on average, so a deeper queue absorbs its "
+            "fluctuations; the workers were busy 60% of the time and blocked the rest with batches made");
+  EXPECT_NE(v.advice[1].find("more data_workers: the 4 workers use 90%"), std::string::npos) << v.advice[1];
+
+  in.pipeline.worker_busy_pct = 95;  // busy and steady: they share the CPU with the model
+  const InputVerdict busy = DecideInputBound(in);
+  EXPECT_FALSE(Contains(busy.advice, "more prefetch"));
+  EXPECT_TRUE(Contains(busy.reasons, "the waits are steady and the workers busy 95% of the time"));
+
+  in.pipeline.worker_busy_pct.reset();
+  in.pipeline_samples_per_s = 1000;  // exactly the demand keeps up
+  const InputVerdict equal = DecideInputBound(in);
+  EXPECT_FALSE(Contains(equal.advice, "more prefetch"));
+  EXPECT_TRUE(Contains(equal.reasons, "the waits are steady: beside the model"));
+  EXPECT_TRUE(Contains(equal.reasons, "1000 samples/s, 1.00x the 1000"));
+}
+
+TEST(DecideInputBound, APipelineShortOfRateWantsTheWorkersThatRateNeeds) {
+  InputVerdictInputs in = Base();
+  in.phases.wait_top_decile_share = 0.8;  // bursty, yet a queue cannot make up a rate
+  in.pipeline.worker_cpu_util_pct = 95;
+  in.pipeline_samples_per_s = 700;
+  // 4 workers deliver 700/s; 1000/s needs ceil(4 x 1000 / 700) = ceil(5.71) = 6.
+  const InputVerdict v = DecideInputBound(in);
+  ASSERT_EQ(v.advice.size(), 1U);
+  EXPECT_EQ(v.advice[0],
+            "more data_workers: about 6 (4 now) if the rate grows with the workers: 4 deliver 700 samples/s "
+            "alone and the model takes 1000");
+
+  in.pipeline.usable_cores = 5;  // 6 workers would not fit
+  in.pipeline.decode_pct = 70;   // the cache is advised once
+  const InputVerdict capped = DecideInputBound(in);
+  ASSERT_EQ(capped.advice.size(), 1U);
+  EXPECT_EQ(capped.advice[0],
+            "cache: true, or a cheaper decode (smaller images, decoding on the GPU): at 175 samples/s per "
+            "worker the model's 1000 needs about 6 workers, more than the 5 cores the runner may use");
+  in.pipeline.cache = true;
+  const InputVerdict cached = DecideInputBound(in);
+  ASSERT_EQ(cached.advice.size(), 1U);
+  EXPECT_EQ(cached.advice[0].rfind("a cheaper decode", 0), 0U) << cached.advice[0];
+
+  in.pipeline.workers = 0;  // a source without workers: the figures, no worker count to advise
+  in.pipeline.cache = false;
+  in.pipeline.decode_pct.reset();
+  const InputVerdict host = DecideInputBound(in);
+  EXPECT_TRUE(host.advice.empty());
+  EXPECT_TRUE(Contains(host.reasons, "below the 1000 the model takes"));
 }
 
 TEST(DecideInputBound, DecodeDominatingWantsTheCacheAndBusyIdleWorkersAFasterDisk) {

@@ -108,7 +108,7 @@ CellMonitoring::CellMonitoring(monitor::Monitor* monitor, pid_t pid,
   monitor_->Start(pid);
 }
 
-void CellMonitoring::Finish(record::CellRecord& rec) {
+void CellMonitoring::Finish(record::CellRecord& rec, const nlohmann::json& effective) {
   if (monitor_ == nullptr) return;
   rec.series = monitor_->Stop();
   const auto busiest = monitor::BusiestOthers(before_, monitor::SnapshotProcesses(monitor::RealProcFs()),
@@ -117,7 +117,7 @@ void CellMonitoring::Finish(record::CellRecord& rec) {
   // Only the cell's own GPUs count towards its utilisation, power and energy.
   const nlohmann::json description = monitor_->Describe();
   if (description.contains("nvml") && description["nvml"].value("state", std::string()) == "ok") {
-    const monitor::GpuAttribution gpus = monitor::AttributeGpus(rec.effective, description);
+    const monitor::GpuAttribution gpus = monitor::AttributeGpus(effective, description);
     if (gpus.nvml_indices) monitor::KeepGpuSeries(rec.series, *gpus.nvml_indices);
     rec.extras["monitor"]["gpu_attribution"] = gpus.note;
     const auto device = rec.params.find("device");

@@ -52,7 +52,10 @@ class CellMonitoring {
   // `gpu_before`: the GPUs' compute processes taken just before the runner was spawned
   // (Monitor::GpuProcesses); those on the cell's GPUs become the cell's warnings in Finish.
   CellMonitoring(monitor::Monitor* monitor, pid_t pid, std::vector<monitor::GpuProcess> gpu_before = {});
-  void Finish(record::CellRecord& rec);
+  void Finish(record::CellRecord& rec) { Finish(rec, rec.effective); }
+  // The cell's GPUs are those `effective` names (a rank group's: every rank's, RankGroupEffective)
+  // rather than rec.effective's.
+  void Finish(record::CellRecord& rec, const nlohmann::json& effective);
 
  private:
   monitor::Monitor* monitor_;

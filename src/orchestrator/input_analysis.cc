@@ -69,7 +69,8 @@ std::optional<double> WaitingEnergyJ(const record::CellRecord& cell,
 }  // namespace
 
 void AddInputVerdict(record::CellRecord& cell, const record::CellRecord* control,
-                     const std::string& control_id) {
+                     const std::string& control_id, const record::CellRecord* pipeline,
+                     const std::string& pipeline_id) {
   if (cell.outcome != record::Outcome::kOk) return;
   if (control == nullptr) {
     Unconcluded(
@@ -101,6 +102,21 @@ void AddInputVerdict(record::CellRecord& cell, const record::CellRecord* control
   in.gpu_util_mean_pct = record::MetricValue(cell, metric::kGpuUtilMeanPct);
   in.energy_total_j = record::MetricValue(cell, metric::kEnergyTotalJ);
   in.energy_while_waiting_j = WaitingEnergyJ(cell, steps);
+  std::optional<std::string> twin_unusable;
+  if (!pipeline_id.empty()) {
+    const std::optional<double> rate =
+        pipeline != nullptr ? record::MetricValue(*pipeline, metric::kSamplesPerS) : std::nullopt;
+    if (pipeline == nullptr) {
+      twin_unusable = fmt::format("its pipeline_only twin {} did not run in this invocation", pipeline_id);
+    } else if (pipeline->outcome != record::Outcome::kOk) {
+      twin_unusable =
+          fmt::format("its pipeline_only twin {} ended {}", pipeline->label, record::Name(pipeline->outcome));
+    } else if (!rate || *rate <= 0) {
+      twin_unusable = fmt::format("its pipeline_only twin {} has no samples_per_s", pipeline->label);
+    } else {
+      in.pipeline_samples_per_s = *rate;
+    }
+  }
   monitor::PipelineFacts& p = in.pipeline;
   p.workers = EffectiveInt(cell.effective, "data_workers");
   p.usable_cores = EffectiveInt(cell.effective, "usable_cores");
@@ -113,7 +129,8 @@ void AddInputVerdict(record::CellRecord& cell, const record::CellRecord* control
   p.read_pct = record::MetricValue(cell, metric::kDataReadPct);
   p.decode_pct = record::MetricValue(cell, metric::kDataDecodePct);
 
-  const monitor::InputVerdict v = monitor::DecideInputBound(in);
+  monitor::InputVerdict v = monitor::DecideInputBound(in);
+  if (twin_unusable) v.reasons.push_back(*twin_unusable + ": the pipeline's own rate is unknown");
   record::SetMetric(cell, metric::kInputControlSpeedup, v.control_speedup);
   record::SetMetric(cell, metric::kInputSlowdownPct, v.slowdown * 100.0);
   if (in.phases.steps > 0) {
@@ -131,6 +148,12 @@ void AddInputVerdict(record::CellRecord& cell, const record::CellRecord* control
                                                      {"control_label", control->label},
                                                      {"reasons", v.reasons},
                                                      {"advice", v.advice}};
+  if (in.pipeline_samples_per_s) {
+    json& stored = cell.extras[record::kInputVerdictExtrasKey];
+    stored["pipeline_cell"] = pipeline_id;
+    stored["pipeline_label"] = pipeline->label;
+    stored["pipeline_samples_per_s"] = *in.pipeline_samples_per_s;
+  }
 }
 
 }  // namespace dlbench::orchestrator

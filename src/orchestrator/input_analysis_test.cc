@@ -89,6 +89,86 @@ TEST(InputAnalysisTest, OnlyTheMeasuredWindowCounts) {
   EXPECT_NEAR(*record::MetricValue(cell, metric::kInputWaitingEnergyJ), 3.0, 1e-9);
 }
 
+record::CellRecord PipelineTwin(double samples_per_s) {
+  record::CellRecord twin;
+  twin.cell_id = "p#r0";
+  twin.label = "pipeline cell";
+  twin.outcome = record::Outcome::kOk;
+  record::SetMetric(twin, metric::kSamplesPerS, samples_per_s);
+  return twin;
+}
+
+TEST(InputAnalysisTest, ThePipelineOnlyTwinsRateDecidesTheAdvice) {
+  {
+    // The twin delivers 1200/s alone, the model takes 1000, the cell gets 400; its one worker was
+    // busy half the time: it keeps up, so a deeper queue is the first thing to try.
+    record::CellRecord cell = WaitingCell();
+    record::SetMetric(cell, metric::kDataWorkerBusyPct, 50);
+    const record::CellRecord control = Control(1000);
+    const record::CellRecord twin = PipelineTwin(1200);
+    AddInputVerdict(cell, &control, control.cell_id, &twin, twin.cell_id);
+    const auto& v = cell.extras.at(record::kInputVerdictExtrasKey);
+    EXPECT_EQ(v.at("bound"), "input-bound") << v.dump();
+    EXPECT_EQ(v.at("pipeline_cell"), "p#r0");
+    EXPECT_EQ(v.at("pipeline_label"), "pipeline cell");
+    EXPECT_DOUBLE_EQ(v.at("pipeline_samples_per_s").get<double>(), 1200);
+    ASSERT_FALSE(v.at("advice").empty());
+    EXPECT_EQ(v.at("advice")[0].get<std::string>().rfind("more prefetch (2 now): the pipeline keeps up", 0),
+              0U)
+        << v.dump();
+  }
+  {
+    // 300/s alone: 1 worker x 1000 / 300 -> 4 workers, more than the 2 usable cores.
+    record::CellRecord cell = WaitingCell();
+    const record::CellRecord control = Control(1000);
+    const record::CellRecord twin = PipelineTwin(300);
+    AddInputVerdict(cell, &control, control.cell_id, &twin, twin.cell_id);
+    const auto& v = cell.extras.at(record::kInputVerdictExtrasKey);
+    ASSERT_EQ(v.at("advice").size(), 1U) << v.dump();
+    EXPECT_EQ(v.at("advice")[0],
+              "cache: true, or a cheaper decode (smaller images, decoding on the GPU): at 300 samples/s per "
+              "worker the model's 1000 needs about 4 workers, more than the 2 cores the runner may use");
+  }
+}
+
+TEST(InputAnalysisTest, AnUnusableTwinIsAReasonAndTheVerdictStands) {
+  const record::CellRecord control = Control(1000);
+  {
+    record::CellRecord cell = WaitingCell();
+    AddInputVerdict(cell, &control, control.cell_id, nullptr, "p#r0");
+    const auto& v = cell.extras.at(record::kInputVerdictExtrasKey);
+    EXPECT_EQ(v.at("bound"), "input-bound");
+    EXPECT_FALSE(v.contains("pipeline_samples_per_s"));
+    EXPECT_NE(
+        v.at("reasons").back().get<std::string>().find(
+            "its pipeline_only twin p#r0 did not run in this invocation: the pipeline's own rate is unknown"),
+        std::string::npos)
+        << v.dump();
+  }
+  {
+    record::CellRecord cell = WaitingCell();
+    record::CellRecord twin = PipelineTwin(1200);
+    twin.outcome = record::Outcome::kError;
+    AddInputVerdict(cell, &control, control.cell_id, &twin, twin.cell_id);
+    const auto& v = cell.extras.at(record::kInputVerdictExtrasKey);
+    EXPECT_NE(v.at("reasons").back().get<std::string>().find("pipeline cell ended error"), std::string::npos)
+        << v.dump();
+    // Without the twin the advice is the workers' (their CPU is saturated), as before.
+    EXPECT_NE(v.at("advice")[0].get<std::string>().find("more data_workers"), std::string::npos) << v.dump();
+  }
+  {
+    record::CellRecord cell = WaitingCell();
+    record::CellRecord twin = PipelineTwin(0);
+    AddInputVerdict(cell, &control, control.cell_id, &twin, twin.cell_id);
+    EXPECT_NE(cell.extras.at(record::kInputVerdictExtrasKey)
+                  .at("reasons")
+                  .back()
+                  .get<std::string>()
+                  .find("has no samples_per_s"),
+              std::string::npos);
+  }
+}
+
 TEST(InputAnalysisTest, NoConclusionIsStatedWithItsReason) {
   {
     record::CellRecord cell = WaitingCell();

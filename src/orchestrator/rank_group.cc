@@ -36,6 +36,24 @@ bool Failed(const CellDriver& d) {
 
 }  // namespace
 
+nlohmann::json RankGroupEffective(const std::vector<const nlohmann::json*>& rank_effectives) {
+  if (rank_effectives.empty() || rank_effectives.front() == nullptr) return nlohmann::json::object();
+  nlohmann::json out = *rank_effectives.front();
+  nlohmann::json uuids = nlohmann::json::array();
+  bool named = false;
+  for (const nlohmann::json* e : rank_effectives) {
+    if (e == nullptr || !e->is_object()) continue;
+    const auto it = e->find("device_uuids");
+    if (it == e->end() || !it->is_array()) continue;
+    named = true;
+    for (const nlohmann::json& u : *it) {
+      if (std::find(uuids.begin(), uuids.end(), u) == uuids.end()) uuids.push_back(u);
+    }
+  }
+  if (named && out.is_object()) out["device_uuids"] = std::move(uuids);
+  return out;
+}
+
 int RankGroupSize(const plan::Cell& cell) {
   const auto strategy = cell.params.find("strategy");
   if (strategy == cell.params.end() || !strategy->second.is_string() ||
@@ -94,6 +112,9 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
     for (Spawned& s : spawned) s.process.SignalGroup(SIGKILL);
     for (Spawned& s : spawned) (void)KillLeftovers(s.process.pid(), 1000);
   };
+  // Who holds the GPUs before any rank exists: none of them is the cell's (docs/memory.md).
+  std::vector<monitor::GpuProcess> gpu_before;
+  if (o.monitor != nullptr) gpu_before = o.monitor->GpuProcesses();
   for (int r = 0; r < world; ++r) {
     record::CellRecord& rr = r == 0 ? rec : others[static_cast<std::size_t>(r - 1)];
     if (r > 0) {
@@ -119,7 +140,7 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
     }
   }
 
-  CellMonitoring monitoring(o.monitor, spawned.front().process.pid());
+  CellMonitoring monitoring(o.monitor, spawned.front().process.pid(), std::move(gpu_before));
   for (auto& d : drivers) d->Start();
   std::vector<std::int64_t> failed_ns(static_cast<std::size_t>(world), 0);
   std::vector<bool> aborted(static_cast<std::size_t>(world), false);
@@ -164,7 +185,10 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
   int leftovers = 0;
   for (Spawned& s : spawned) leftovers += KillLeftovers(s.process.pid(), 2000);
   drivers.front()->AddLeftovers(leftovers);
-  monitoring.Finish(rec);
+  // The group's GPUs are every rank's: the other-process warnings and the GPU series cover them all.
+  std::vector<const nlohmann::json*> effectives = {&rec.effective};
+  for (const record::CellRecord& rr : others) effectives.push_back(&rr.effective);
+  monitoring.Finish(rec, RankGroupEffective(effectives));
   for (std::size_t r = drivers.size(); r-- > 0;)
     drivers[r]->Conclude(r == 0 ? std::move(idle_series) : std::vector<record::SeriesPoint>{});
 

@@ -7,6 +7,7 @@
 // left running. The stored cell holds every rank's step records.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "common/error.h"
@@ -28,8 +29,15 @@ int RankGroupSize(const plan::Cell& cell);
 // is an error, never removed.
 Result<std::string> FreshRendezvousFile(const std::string& log_base);
 
+// The effective cell a rank group's GPUs are attributed by: rank 0's (the first entry), with
+// `device_uuids` the union of every rank's in rank order, each once, since the ranks of one cell
+// run on several GPUs. Rank 0's as it is when no rank named its GPUs.
+nlohmann::json RankGroupEffective(const std::vector<const nlohmann::json*>& rank_effectives);
+
 // Runs `cell` as `world_size` ranks; `rec` is RunCell's record of the cell (identity, parameters,
-// rank 0's log paths) and receives the outcome, rank 0's conversation and every rank's steps.
+// rank 0's log paths) and receives the outcome, rank 0's conversation and every rank's steps. The
+// GPUs' compute processes are taken before the first rank is spawned (Monitor::GpuProcesses), and
+// every GPU of the group that had one is a warning of the cell (docs/memory.md).
 void RunRankGroup(const plan::Cell& cell, const CellRunOptions& options, int world_size,
                   std::vector<record::SeriesPoint> idle_series, record::CellRecord& rec);
 

@@ -13,7 +13,11 @@
 #include <map>
 #include <string>
 
+#include "common/clock.h"
 #include "common/files.h"
+#include "monitor/fake_nvml.h"
+#include "monitor/fake_procfs.h"
+#include "monitor/nvml_sampler.h"
 #include "orchestrator/cell_runner.h"
 #include "orchestrator/process_tree.h"
 
@@ -133,6 +137,60 @@ TEST_F(RankGroupTest, TwoRanksStoreEveryRanksStepsAndStopTogether) {
                 .string());
   EXPECT_FALSE(std::filesystem::exists(rendezvous.substr(std::string("file://").size())));
   EXPECT_TRUE(std::filesystem::exists(ranks[1]["stderr"].get<std::string>())) << "rank 1 has its own logs";
+  EXPECT_TRUE(Descendants(::getpid()).empty()) << "nothing is left running";
+}
+
+TEST(RankGroupEffectiveTest, NamesEveryRanksGpusOnce) {
+  const nlohmann::json r0 = {{"device", "cuda:0"}, {"device_uuids", {"GPU-a"}}};
+  const nlohmann::json r1 = {{"device", "cuda:1"}, {"device_uuids", {"GPU-b"}}};
+  const nlohmann::json r2 = {{"device", "cuda:0"}, {"device_uuids", {"GPU-a"}}};
+  const nlohmann::json group = RankGroupEffective({&r0, &r1, &r2});
+  EXPECT_EQ(group["device"], "cuda:0") << "rank 0's otherwise";
+  EXPECT_EQ(group["device_uuids"], nlohmann::json({"GPU-a", "GPU-b"}));
+  const nlohmann::json cpu = {{"device", "cpu"}, {"device_uuids", nlohmann::json::array()}};
+  EXPECT_EQ(RankGroupEffective({&cpu, &cpu})["device_uuids"], nlohmann::json::array());
+  const nlohmann::json unnamed = {{"device", "cuda:0"}};
+  EXPECT_EQ(RankGroupEffective({&unnamed, &unnamed}), unnamed) << "no rank named a GPU: nothing is made up";
+  EXPECT_EQ(RankGroupEffective({&unnamed, &r1})["device_uuids"], nlohmann::json({"GPU-b"}));
+  EXPECT_EQ(RankGroupEffective({}), nlohmann::json::object());
+}
+
+// The other-process check for a ddp cell (docs/memory.md): NVML's list (the fake's) is taken before
+// the ranks start, and every GPU of the group that another process held is a warning of the cell.
+// dlbench-null names no GPU, so a cuda cell's group is every sampled GPU: gpu0 and gpu2 hold a
+// process, gpu1 none.
+TEST_F(RankGroupTest, EveryGpuOfTheGroupThatAnotherProcessHeldIsAWarning) {
+  monitor::FakeNvml fake;
+  fake.gpus.resize(3);
+  fake.gpus[0].uuid = "GPU-aaaaaaaa-0000-0000-0000-000000000000";
+  fake.gpus[1].uuid = "GPU-bbbbbbbb-1111-1111-1111-111111111111";
+  fake.gpus[2].uuid = "GPU-cccccccc-2222-2222-2222-222222222222";
+  fake.gpus[0].processes = std::vector<monitor::NvmlProcessInfo>{{4242, 3ull << 30, 0, 0}};
+  fake.gpus[2].processes = std::vector<monitor::NvmlProcessInfo>{{5151, 512ull << 20, 0, 0}};
+  auto fs = std::make_shared<monitor::FakeProcFs>();
+  fs->Set("/proc/4242/comm", "python3\n");
+  fs->Set("/proc/5151/comm", "trainer\n");
+  std::vector<std::unique_ptr<monitor::Sampler>> samplers;
+  samplers.push_back(
+      std::make_unique<monitor::NvmlSampler>(fake.Api(), nullptr, fs, monitor::SamplerOptions{}));
+  MonotonicClock clock;
+  monitor::Monitor mon(std::move(samplers), clock, 50);
+  CellRunOptions o = Options();
+  o.monitor = &mon;
+  const record::CellRecord rec = Run({{"strategy", "ddp"}, {"world_size", 2}, {"device", "cuda:0"}}, o);
+  ASSERT_EQ(rec.outcome, record::Outcome::kOk) << rec.message;
+  ASSERT_TRUE(rec.extras.contains("warnings")) << rec.extras.dump();
+  std::vector<std::string> gpu_warnings;
+  for (const auto& w : rec.extras["warnings"]) {
+    if (w.get<std::string>().find("was in use just before the cell's runner started") != std::string::npos)
+      gpu_warnings.push_back(w.get<std::string>());
+  }
+  ASSERT_EQ(gpu_warnings.size(), 2U) << rec.extras["warnings"].dump();
+  EXPECT_EQ(gpu_warnings[0].rfind("gpu0 (GPU-aaaaaaaa", 0), 0U) << gpu_warnings[0];
+  EXPECT_NE(gpu_warnings[0].find("pid 4242 python3 holding 3072.0 MiB"), std::string::npos)
+      << gpu_warnings[0];
+  EXPECT_EQ(gpu_warnings[1].rfind("gpu2 (GPU-cccccccc", 0), 0U) << gpu_warnings[1];
+  EXPECT_NE(gpu_warnings[1].find("pid 5151 trainer"), std::string::npos) << gpu_warnings[1];
   EXPECT_TRUE(Descendants(::getpid()).empty()) << "nothing is left running";
 }
 

@@ -247,14 +247,15 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
   open.Started();
   for (RunObserver* o : observers) o->OnRunStart(start);
 
-  // The input-bound verdict's controls (plan::Cell::input_control_id) run before the cells that
-  // need them; their records are kept here (without steps and series) until those cells end. A
-  // resumed run reads the controls it finished before from the store, once.
+  // The input-bound verdict's controls (plan::Cell::input_control_id, and input_pipeline_id when the
+  // matrix has that twin) run before the cells that need them; their records are kept here
+  // (without steps and series) until those cells end. A resumed run reads the controls it finished
+  // before from the store, once.
   // A ddp cell's references (plan/ddp_references.h) are kept the same way.
   std::set<std::string> needed_controls;
   for (const auto& c : cells) {
-    for (const std::string* id :
-         {&c.input_control_id, &c.ddp_scaling_control_id, &c.ddp_compute_only_id, &c.ddp_serial_id}) {
+    for (const std::string* id : {&c.input_control_id, &c.input_pipeline_id, &c.ddp_scaling_control_id,
+                                  &c.ddp_compute_only_id, &c.ddp_serial_id}) {
       if (!id->empty()) needed_controls.insert(*id);
     }
   }
@@ -312,7 +313,8 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
       break;
     }
     if (!cell.input_control_id.empty()) {
-      AddInputVerdict(rec, control_of(cell.input_control_id), cell.input_control_id);
+      AddInputVerdict(rec, control_of(cell.input_control_id), cell.input_control_id,
+                      control_of(cell.input_pipeline_id), cell.input_pipeline_id);
     }
     AddDdpFigures(rec);
     AddDdpComparisons(rec,

@@ -49,6 +49,12 @@ Combination InputControlParams(const Combination& params) {
   return control;
 }
 
+Combination PipelineTwinParams(const Combination& params) {
+  Combination twin = params;
+  twin["pipeline_only"] = Value(true);
+  return twin;
+}
+
 InputControls FindOrAddInputControls(std::vector<Combination>& combinations, std::vector<std::string>& keys) {
   const std::size_t given = combinations.size();
   std::map<std::string, std::size_t> by_key;
@@ -59,8 +65,12 @@ InputControls FindOrAddInputControls(std::vector<Combination>& combinations, std
   }
   InputControls out;
   out.control_of.assign(given, -1);
+  out.pipeline_twin_of.assign(given, -1);
   for (std::size_t i = 0; i < given; ++i) {
     if (!TakesInputVerdict(combinations[i])) continue;
+    if (auto twin = by_key.find(CellKey(PipelineTwinParams(combinations[i]))); twin != by_key.end()) {
+      out.pipeline_twin_of[i] = static_cast<long>(twin->second);
+    }
     Combination control = InputControlParams(combinations[i]);
     std::string key = CellKey(control);
     if (auto it = by_key.find(key); it != by_key.end()) {
@@ -80,6 +90,7 @@ InputControls FindOrAddInputControls(std::vector<Combination>& combinations, std
     ++out.added;
   }
   out.control_of.resize(combinations.size(), -1);
+  out.pipeline_twin_of.resize(combinations.size(), -1);
   return out;
 }
 

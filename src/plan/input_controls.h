@@ -23,9 +23,18 @@ bool TakesInputVerdict(const config::Combination& params);
 // shuffle_buffer, skip_corrupt, pipeline_only).
 config::Combination InputControlParams(const config::Combination& params);
 
+// Its pipeline_only twin: the same parameters with pipeline_only: true, which runs the same
+// pipeline (source, workers, prefetch, cache, batch and input size, device) without the model, so
+// its samples_per_s is what that pipeline delivers alone.
+config::Combination PipelineTwinParams(const config::Combination& params);
+
 struct InputControls {
   // For each combination, the index of its control in the (grown) list, or -1.
   std::vector<long> control_of;
+  // For each combination that takes a verdict, the index of its pipeline_only twin
+  // (PipelineTwinParams, matched exactly) when the matrix has one, else -1. A twin is never
+  // added: it is asked for with a `pipeline_only: [false, true]` axis (or an include entry).
+  std::vector<long> pipeline_twin_of;
   // How many combinations were appended as controls (the last `added` of the list).
   std::size_t added = 0;
 };
@@ -33,7 +42,8 @@ struct InputControls {
 // For every combination that takes a verdict, finds its control among `combinations` (the one
 // with exactly InputControlParams' parameters first; else the first data: device cell whose other
 // parameters, pipeline keys aside, are equal) or appends InputControlParams(c) to `combinations`
-// and its CellKey to `keys` (parallel to it). Combinations are distinct on entry and stay so.
+// and its CellKey to `keys` (parallel to it), and finds its pipeline_only twin among the given
+// combinations. Combinations are distinct on entry and stay so.
 InputControls FindOrAddInputControls(std::vector<config::Combination>& combinations,
                                      std::vector<std::string>& keys);
 

@@ -137,6 +137,69 @@ TEST(InputControlsTest, NoControlsWithoutHostDataOrForACommandRunner) {
   for (const Cell& c : command.cells) EXPECT_TRUE(c.input_control_id.empty());
 }
 
+TEST(InputControlsTest, FindsThePipelineOnlyTwinOfTheSameSettingsAndNeverAddsOne) {
+  std::vector<Combination> combos = {
+      {{"model", Value("a")}, {"data", Value("host")}, {"prefetch", Value(2)}},
+      {{"model", Value("a")},
+       {"data", Value("host")},
+       {"prefetch", Value(2)},
+       {"pipeline_only", Value(true)}},
+      {{"model", Value("a")},
+       {"data", Value("host")},
+       {"prefetch", Value(4)},
+       {"pipeline_only", Value(false)}},
+      {{"model", Value("a")},
+       {"data", Value("host")},
+       {"prefetch", Value(8)},
+       {"pipeline_only", Value(true)}},
+      {{"model", Value("a")}, {"data", Value("device")}},
+  };
+  std::vector<std::string> keys;
+  keys.reserve(combos.size());
+  for (const auto& c : combos) keys.push_back(CellKey(c));
+  const InputControls controls = FindOrAddInputControls(combos, keys);
+  EXPECT_EQ(controls.added, 0U);
+  // Cell 0's twin is cell 1 (the same prefetch); cell 2 (prefetch 4) has none: the prefetch 8 twin
+  // measures another pipeline. Twins and the control take no twin themselves.
+  EXPECT_EQ(controls.pipeline_twin_of, (std::vector<long>{1, -1, -1, -1, -1}));
+  EXPECT_EQ(controls.control_of, (std::vector<long>{4, -1, 4, -1, -1}));
+  EXPECT_EQ(PipelineTwinParams(combos[2]).at("pipeline_only"), Value(true));
+}
+
+TEST(InputControlsTest, ExpandRunsEachPipelineOnlyTwinBeforeTheCellItIsMatchedTo) {
+  const Plan plan = ExpandText(
+      "runner: torch\nrepetitions: 2\nordering: interleaved\nmatrix:\n  model: [resnet50]\n  scenario: "
+      "[train]\n  batch_size: [4]\n  data: [host]\n  prefetch: [2, 4]\n  pipeline_only: [false, true]\n");
+  // Four cells of the matrix and one added control (prefetch is a pipeline key), twice.
+  ASSERT_EQ(plan.cells.size(), 10U);
+  std::map<std::string, int> position;
+  for (const Cell& c : plan.cells) position[c.id] = c.index;
+  int matched = 0;
+  for (const Cell& c : plan.cells) {
+    const auto only = c.params.find("pipeline_only");
+    if (Data(c) == "device" || (only != c.params.end() && only->second == Value(true))) {
+      EXPECT_TRUE(c.input_pipeline_id.empty()) << c.id;
+      continue;
+    }
+    ASSERT_FALSE(c.input_pipeline_id.empty()) << c.id;
+    const Cell* twin = ById(plan, c.input_pipeline_id);
+    ASSERT_NE(twin, nullptr) << c.input_pipeline_id;
+    EXPECT_EQ(twin->params.at("pipeline_only"), Value(true));
+    EXPECT_EQ(twin->params.at("prefetch"), c.params.at("prefetch"));
+    EXPECT_EQ(twin->repetition, c.repetition);
+    EXPECT_LT(position[twin->id], position[c.id]);
+    EXPECT_FALSE(c.input_control_id.empty());
+    ++matched;
+  }
+  EXPECT_EQ(matched, 4);
+
+  for (const Cell& c : ExpandText("runner: torch\nmatrix:\n  model: [resnet50]\n  scenario: [train]\n  "
+                                  "batch_size: [4]\n  data: [host]\n  prefetch: [2, 4]\n")
+                           .cells) {
+    EXPECT_TRUE(c.input_pipeline_id.empty()) << "no twin in the matrix, none added: " << c.id;
+  }
+}
+
 TEST(InputControlsTest, OnlyKeepsTheControlOfWhatItKeeps) {
   const Plan plan = ExpandText(
       "runner: torch\nordering: grouped\nmatrix:\n  model: [resnet50]\n  scenario: [train]\n  batch_size: "

@@ -419,6 +419,7 @@ Result<Plan> Expand(const config::Matrix& matrix) {
     controls = FindOrAddInputControls(cells, keys);
   } else {
     controls.control_of.assign(cells.size(), -1);
+    controls.pipeline_twin_of.assign(cells.size(), -1);
   }
   if (static_cast<std::uint64_t>(cells.size()) * static_cast<std::uint64_t>(matrix.repetitions) > kMaxCells) {
     return MakeError(ErrorKind::kInvalidInput,
@@ -428,17 +429,22 @@ Result<Plan> Expand(const config::Matrix& matrix) {
                          std::to_string(kMaxCells) + " cells a plan may hold (docs/limits.md)");
   }
   std::vector<std::string> control_ids(cells.size());
+  std::vector<std::string> twin_ids(cells.size());
   for (std::size_t c = 0; c < cells.size(); ++c) {
     if (controls.control_of[c] >= 0) control_ids[c] = keys[static_cast<std::size_t>(controls.control_of[c])];
+    if (controls.pipeline_twin_of[c] >= 0) {
+      twin_ids[c] = keys[static_cast<std::size_t>(controls.pipeline_twin_of[c])];
+    }
   }
   const DdpReferences ddp = FindDdpReferences(cells, keys);
   auto key_of = [&](long index) { return index < 0 ? std::string() : keys[static_cast<std::size_t>(index)]; };
-  // What each combination needs to have run before it: its input control and its ddp references.
+  // What each combination needs to have run before it: its input control and pipeline_only twin,
+  // and its ddp references.
   std::vector<std::vector<long>> needs(cells.size());
   bool any_needs = false;
   for (std::size_t c = 0; c < cells.size(); ++c) {
-    for (long n :
-         {controls.control_of[c], ddp.scaling_control_of[c], ddp.compute_only_of[c], ddp.serial_of[c]}) {
+    for (long n : {controls.control_of[c], controls.pipeline_twin_of[c], ddp.scaling_control_of[c],
+                   ddp.compute_only_of[c], ddp.serial_of[c]}) {
       if (n >= 0) needs[c].push_back(n);
     }
     any_needs = any_needs || !needs[c].empty();
@@ -507,6 +513,7 @@ Result<Plan> Expand(const config::Matrix& matrix) {
     cell.label = last_use ? std::move(labels[c]) : labels[c];
     const std::string rep = "#r" + std::to_string(r);
     if (!control_ids[c].empty()) cell.input_control_id = control_ids[c] + rep;
+    if (!twin_ids[c].empty()) cell.input_pipeline_id = twin_ids[c] + rep;
     if (!ddp_ids[c].scaling.empty()) cell.ddp_scaling_control_id = ddp_ids[c].scaling + rep;
     if (!ddp_ids[c].compute_only.empty()) cell.ddp_compute_only_id = ddp_ids[c].compute_only + rep;
     if (!ddp_ids[c].serial.empty()) cell.ddp_serial_id = ddp_ids[c].serial + rep;

@@ -23,6 +23,9 @@ struct Cell {
   // The input-bound verdict's control (plan/input_controls.h): the id of the cell with data:
   // device this cell is compared with (earlier in run order); empty when the cell takes none.
   std::string input_control_id;
+  // Its pipeline_only twin (InputControls::pipeline_twin_of), earlier in run order, when the
+  // matrix has one: the pipeline's own rate, set against what the model takes.
+  std::string input_pipeline_id;
   bool added_as_control = false;  // the matrix does not name this cell: the plan added it as a control
   // A ddp cell's references (plan/ddp_references.h), each earlier in run order; empty when the
   // plan has no such cell: its world_size 1 cell (scaling efficiency), its ddp_mode compute_only

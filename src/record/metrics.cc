@@ -115,9 +115,13 @@ const std::vector<MetricDef>& Table() {
        "(its int64 step counters are on the host, stated in extras.info.memory)"},
       {kInputBatchBytes, "bytes", Producer::kRunner, kCell,
        "the fixed batch every step reads: its inputs and training target"},
+      {kDatasetBytes, "bytes", Producer::kRunner, kCell,
+       "scenario: converge: the training and held-out sets the cell keeps on its device (images float32, "
+       "labels int64), which each step's batch is gathered from"},
       {kExpectedResidentBytes, "bytes", Producer::kRunner, kCell,
-       "weight_bytes + grad_bytes + optimizer_state_bytes + input_batch_bytes: what the cell holds "
-       "whatever its activations"},
+       "weight_bytes + grad_bytes + optimizer_state_bytes + input_batch_bytes (+ dataset_bytes for "
+       "converge): "
+       "what the cell holds whatever its activations"},
       {kMemoryPeakBytes, "bytes", Producer::kRunner, kCell,
        "CUDA: the caching allocator's peak allocated bytes of the end snapshot (after the warm-up snapshot "
        "when the cell ran past it); CPU: the runner's peak RSS - its RSS just before the model was built"},

@@ -78,6 +78,7 @@ inline constexpr std::string_view kLinearWeightBytes = "linear_weight_bytes";
 inline constexpr std::string_view kGradBytes = "grad_bytes";
 inline constexpr std::string_view kOptimizerStateBytes = "optimizer_state_bytes";
 inline constexpr std::string_view kInputBatchBytes = "input_batch_bytes";
+inline constexpr std::string_view kDatasetBytes = "dataset_bytes";
 inline constexpr std::string_view kExpectedResidentBytes = "expected_resident_bytes";
 inline constexpr std::string_view kMemoryPeakBytes = "memory_peak_bytes";
 inline constexpr std::string_view kActivationWorkspaceBytes = "activation_workspace_bytes";
