@@ -215,7 +215,8 @@ BENCHMARK(BM_CellFixedCost)
     ->Arg(1)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
-    ->Iterations(20);
+    ->Iterations(20)
+    ->ComputeStatistics("min", Min);
 
 }  // namespace
 
