@@ -85,6 +85,7 @@ BENCHMARK(BM_StepLoopOverhead)
     ->ComputeStatistics("min", Min);
 
 // The floor: two clock reads per step and nothing else.
+// NOLINTNEXTLINE(readability-identifier-naming): Google Benchmark's BM_ names
 void BM_TwoClockReads(benchmark::State& state) {
   std::int64_t steps = 0;
   const std::int64_t cpu0 = ThreadCpuNs();
@@ -106,6 +107,7 @@ BENCHMARK(BM_TwoClockReads)
     ->ComputeStatistics("min", Min);
 
 // The step loop writing to /dev/null: the loop and the record without the pipe's cost.
+// NOLINTNEXTLINE(readability-identifier-naming): Google Benchmark's BM_ names
 void BM_StepLoopToDevNull(benchmark::State& state) {
   auto to_runner = MakePipe();
   const int null_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);

@@ -96,6 +96,7 @@ class RunnerSession {
   // The same without the copy, for a loop that fills the record in place: NextRecord() is the
   // slot the next Record would fill, zeroed; CommitRecord() takes it once it holds the step.
   StepRecord& NextRecord() noexcept { return frame_->records[count_] = StepRecord{}; }
+  // NOLINTNEXTLINE(bugprone-exception-escape): as Record, a flush that cannot allocate ends the runner
   void CommitRecord() noexcept { Commit(frame_->records[count_].end_ns); }
   // Sends what is buffered, then looks (without blocking) for STOP or a closed command pipe.
   void FlushSteps(std::int64_t now_ns);
@@ -116,6 +117,7 @@ class RunnerSession {
   RunnerSession(int in_fd, int out_fd);
   Status SendJson(MessageType type, const nlohmann::json& body);
   void PollCommands();
+  // NOLINTNEXTLINE(bugprone-exception-escape): as Record, a flush that cannot allocate ends the runner
   void Commit(std::int64_t end_ns) noexcept {
     if (++count_ == kBatchRecords || end_ns - last_flush_ns_ >= kFlushIntervalNs) FlushSteps(end_ns);
   }
