@@ -91,11 +91,22 @@ Status BecomeSubreaper() {
 
 std::vector<pid_t> Descendants(pid_t root) { return DescendantsIn(ReadProcesses(), root); }
 
+bool HasChildProcesses() {
+  siginfo_t info{};
+  // WNOWAIT leaves a zombie to be reaped below; any error but ECHILD counts as "maybe".
+  return ::waitid(P_ALL, 0, &info, WEXITED | WSTOPPED | WCONTINUED | WNOHANG | WNOWAIT) == 0 ||
+         errno != ECHILD;
+}
+
 int KillLeftovers(pid_t pgid, int timeout_ms) {
   const pid_t self = getpid();
   const std::int64_t deadline = MonotonicNowNs() + std::int64_t{timeout_ms} * 1'000'000;
   std::set<pid_t> killed;
   for (;;) {
+    if (!HasChildProcesses()) {  // no descendant: only the runner's group may be left
+      if (pgid > 0) ::kill(-pgid, SIGKILL);
+      break;
+    }
     // Descendants first, so that a process counts as killed here, not as one the group kill
     // already turned into a zombie.
     const std::map<pid_t, ProcEntry> procs = ReadProcesses();

@@ -21,9 +21,16 @@ Status BecomeSubreaper();
 // /proc, parents before their children. Empty when /proc cannot be read.
 std::vector<pid_t> Descendants(pid_t root);
 
+// Whether this process has any child, live or zombie (waitid's ECHILD; no /proc read). Without one
+// it has no descendant at all: an orphan below a subreaper is reparented to it, so the topmost
+// living process of any chain below this one is its child.
+bool HasChildProcesses();
+
 // Ends everything left of a cell: SIGKILL to process group `pgid` (when > 0) and to every
 // descendant of this process, reaping those that are (or become) its children, until none is left
 // or `timeout_ms` has passed. Returns how many processes other than zombies it found and killed.
+// When this process has no child (HasChildProcesses), the group kill is all it does: the /proc
+// walk, a read of every process's stat file (about 1.3 ms on a host with 175 processes), is skipped.
 //
 // Contract: the caller has already reaped its runner, and no other code of this process starts
 // child processes while a cell runs (the orchestrator runs one cell at a time), so whatever is

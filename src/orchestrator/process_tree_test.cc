@@ -71,6 +71,43 @@ TEST(ProcessTreeTest, ASetsidGrandchildWhoseParentExitedIsFoundAndKilled) {
   ::close(report[1]);
 }
 
+// KillLeftovers skips its /proc walk when this process has no child: the test of that must see a
+// zombie, a stopped and a running child as children, and nothing once they are reaped.
+TEST(ProcessTreeTest, HasChildProcessesSeesLiveStoppedAndZombieChildren) {
+  ASSERT_TRUE(Descendants(::getpid()).empty());
+  EXPECT_FALSE(HasChildProcesses());
+  const pid_t running = ::fork();
+  ASSERT_GE(running, 0);
+  if (running == 0) {
+    for (;;) pause();
+  }
+  EXPECT_TRUE(HasChildProcesses());
+  ASSERT_EQ(::kill(running, SIGSTOP), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(running, &status, WUNTRACED), running);
+  EXPECT_TRUE(HasChildProcesses()) << "a stopped child";
+  const pid_t exited = ::fork();
+  ASSERT_GE(exited, 0);
+  if (exited == 0) _exit(0);
+  ASSERT_EQ(::kill(running, SIGKILL), 0);
+  ASSERT_EQ(::waitpid(running, nullptr, 0), running);
+  // `exited` is a zombie until reaped; HasChildProcesses must not reap it (WNOWAIT).
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(HasChildProcesses()) << "a zombie child";
+  ASSERT_EQ(::waitpid(exited, nullptr, 0), exited);
+  EXPECT_FALSE(HasChildProcesses());
+}
+
+// A zombie child is a child: KillLeftovers takes the /proc path, reaps it and counts no kill.
+TEST(ProcessTreeTest, AZombieChildIsReapedNotCountedAsKilled) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(0);
+  siginfo_t info{};
+  ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT), 0);  // now a zombie
+  EXPECT_EQ(KillLeftovers(0, 2000), 0);
+  EXPECT_FALSE(HasChildProcesses()) << "the zombie was reaped";
+}
+
 TEST(ProcessTreeTest, NothingLeftIsNothingKilled) {
   EXPECT_EQ(KillLeftovers(0, 100), 0);
   EXPECT_TRUE(Descendants(::getpid()).empty());

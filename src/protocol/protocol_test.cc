@@ -1,12 +1,19 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstring>
+
 #include "common/subprocess.h"
 #include "protocol/runner_session.h"
 #include "protocol/wire.h"
 
 namespace dlbench::protocol {
 namespace {
+
+const StepRecord& StepRecordZero() {
+  static const StepRecord zero{};
+  return zero;
+}
 
 std::vector<Frame> DecodeAll(const std::string& bytes, std::size_t piece) {
   FrameReader reader;
@@ -224,6 +231,60 @@ TEST(RunnerSessionTest, CeilingEndsTheLoopWithoutAnOrchestrator) {
   EXPECT_EQ(result.end, LoopEnd::kMaxSteps);
   EXPECT_EQ(result.steps, 10);
   for (int fd : {to_runner->first, to_runner->second, to_orch->first, to_orch->second}) close(fd);
+}
+
+// The session fills its STEPS frame in place (RunnerSession::Record copies a record into it,
+// NextRecord/CommitRecord let the loop write the slot directly): what reaches the pipe must be
+// exactly what AppendStepsFrame makes of the same records, split after kBatchRecords, and a slot
+// reused after a flush must start zeroed.
+TEST(RunnerSessionTest, InPlaceStepsFramesMatchAppendStepsFrameByteForByte) {
+  auto to_runner = MakePipe();
+  auto to_orch = MakePipe();
+  ASSERT_TRUE(to_runner.ok() && to_orch.ok());
+  auto session = RunnerSession::FromFds(to_runner->first, to_orch->second);
+  session->set_rank(3);
+  constexpr std::size_t kRecords = RunnerSession::kBatchRecords + 3;
+  std::vector<StepRecord> sent;
+  // All records end within one flush interval of the session's creation: only the count flushes.
+  const std::int64_t base = MonotonicNowNs();
+  for (std::size_t i = 0; i < kRecords; ++i) {
+    const auto n = static_cast<std::int64_t>(i);
+    StepRecord r;
+    r.start_ns = base + 2 * n;
+    r.end_ns = base + 2 * n + 1;
+    r.samples = static_cast<std::uint32_t>(i + 1);
+    if (i % 2 == 0) {
+      r.compute_ns = 7 * n + 1;
+      r.data_wait_ns = n;
+      r.comm_ns = 3;
+      r.present = kHasCompute | kHasDataWait | kHasComm;
+      session->Record(r);
+    } else {
+      StepRecord& slot = session->NextRecord();
+      EXPECT_EQ(std::memcmp(&slot, &StepRecordZero(), sizeof slot), 0) << "slot " << i << " is not zeroed";
+      slot.start_ns = r.start_ns;
+      slot.end_ns = r.end_ns;
+      slot.samples = r.samples;
+      session->CommitRecord();
+    }
+    sent.push_back(r);
+  }
+  session->FlushSteps(base + 2 * static_cast<std::int64_t>(kRecords));
+  ::close(to_orch->second);
+  std::string got;
+  for (;;) {
+    char buf[1 << 16];
+    const ssize_t n = ::read(to_orch->first, buf, sizeof buf);
+    ASSERT_GE(n, 0);
+    if (n == 0) break;
+    got.append(buf, static_cast<std::size_t>(n));
+  }
+  std::string want;
+  AppendStepsFrame(want, 3, sent.data(), RunnerSession::kBatchRecords);
+  AppendStepsFrame(want, 3, sent.data() + RunnerSession::kBatchRecords, 3);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_TRUE(got == want) << "the STEPS frames differ from AppendStepsFrame's";
+  for (int fd : {to_runner->first, to_runner->second, to_orch->first}) close(fd);
 }
 
 }  // namespace

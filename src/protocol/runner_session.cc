@@ -80,8 +80,8 @@ nlohmann::json ConfigureToJson(const CellConfig& c) {
   return j;
 }
 
-RunnerSession::RunnerSession(int in_fd, int out_fd) : in_fd_(in_fd), out_fd_(out_fd), buffer_(kBatchRecords) {
-  out_scratch_.reserve(kFrameHeaderBytes + 8 + kBatchRecords * sizeof(StepRecord));
+RunnerSession::RunnerSession(int in_fd, int out_fd)
+    : in_fd_(in_fd), out_fd_(out_fd), frame_(std::make_unique<StepsFrame>()) {
   last_flush_ns_ = MonotonicNowNs();
 }
 
@@ -164,9 +164,8 @@ Status RunnerSession::SendDone(const std::string& reason, std::int64_t steps) {
 void RunnerSession::FlushSteps(std::int64_t now_ns) {
   last_flush_ns_ = now_ns;
   if (count_ > 0 && !stop_requested_) {
-    out_scratch_.clear();
-    AppendStepsFrame(out_scratch_, rank_, buffer_.data(), count_);
-    if (!WriteAll(out_fd_, out_scratch_).ok()) stop_requested_ = true;
+    const std::size_t bytes = EncodeStepsHead(frame_->head, rank_, count_);
+    if (!WriteAll(out_fd_, frame_->head, bytes).ok()) stop_requested_ = true;
   }
   count_ = 0;
   PollCommands();

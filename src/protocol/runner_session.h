@@ -12,6 +12,7 @@
 //   session->SendDone(reason, steps);
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -85,15 +86,18 @@ class RunnerSession {
                    const nlohmann::json& details = nlohmann::json::object());
   Status SendDone(const std::string& reason, std::int64_t steps);
 
-  // Hot path: copies the record into a pre-sized buffer; sends a STEPS frame when the buffer is
-  // full or kFlushIntervalNs has passed since the last one (checked against the record's end).
-  // No allocation. Call it outside the timed region, after the end timestamp is taken.
+  // Hot path: copies the record into the STEPS frame being filled; sends the frame when it holds
+  // kBatchRecords records or kFlushIntervalNs has passed since the last one (checked against the
+  // record's end). No allocation. Call it outside the timed region, after the end timestamp.
   void Record(const StepRecord& record) noexcept {
-    buffer_[count_++] = record;
-    if (count_ == buffer_.size() || record.end_ns - last_flush_ns_ >= kFlushIntervalNs) {
-      FlushSteps(record.end_ns);
-    }
+    frame_->records[count_] = record;
+    Commit(record.end_ns);
   }
+  // The same without the copy, for a loop that fills the record in place: NextRecord() is the
+  // slot the next Record would fill, zeroed; CommitRecord() takes it once it holds the step.
+  StepRecord& NextRecord() noexcept { return frame_->records[count_] = StepRecord{}; }
+  // NOLINTNEXTLINE(bugprone-exception-escape): as Record, a flush that cannot allocate ends the runner
+  void CommitRecord() noexcept { Commit(frame_->records[count_].end_ns); }
   // Sends what is buffered, then looks (without blocking) for STOP or a closed command pipe.
   void FlushSteps(std::int64_t now_ns);
   // True once STOP arrived, the orchestrator went away, or a write failed.
@@ -102,18 +106,29 @@ class RunnerSession {
   ~RunnerSession();
 
  private:
+  // The STEPS frame being filled, laid out as it goes on the wire (frame header, rank, count, then
+  // the records), so that a flush writes it as it is, without copying the records again.
+  struct StepsFrame {
+    char head[kStepsHeadBytes];
+    StepRecord records[kBatchRecords];
+  };
+  static_assert(offsetof(StepsFrame, records) == kStepsHeadBytes, "the records follow the head, no padding");
+
   RunnerSession(int in_fd, int out_fd);
   Status SendJson(MessageType type, const nlohmann::json& body);
   void PollCommands();
+  // NOLINTNEXTLINE(bugprone-exception-escape): as Record, a flush that cannot allocate ends the runner
+  void Commit(std::int64_t end_ns) noexcept {
+    if (++count_ == kBatchRecords || end_ns - last_flush_ns_ >= kFlushIntervalNs) FlushSteps(end_ns);
+  }
 
   int in_fd_;
   int out_fd_;
   std::uint32_t rank_ = 0;
-  std::vector<StepRecord> buffer_;
+  std::unique_ptr<StepsFrame> frame_;
   std::size_t count_ = 0;
   std::int64_t last_flush_ns_ = 0;
   bool stop_requested_ = false;
-  std::string out_scratch_;
   FrameReader reader_;
 };
 
@@ -128,20 +143,21 @@ struct LoopResult {
 // The measured loop shared by every C++ runner. `step(StepRecord&)` does one step, sets
 // `samples` (and phase fields it knows), and must leave the device synchronised before it
 // returns; it returns false on failure (after reporting it). The loop takes the start and end
-// timestamps around the call and nothing else runs between them.
+// timestamps around the call and nothing else runs between them. The record `step` fills is the
+// session's next slot (NextRecord), so `step` must not record or flush through the session itself.
 template <class StepFn>
 LoopResult RunStepLoop(RunnerSession& session, const RunnerLimits& limits, StepFn&& step) {
   const std::int64_t begin_ns = MonotonicNowNs();
   const std::int64_t max_time_ns = static_cast<std::int64_t>(limits.max_time_s * 1e9);
   LoopResult result;
   for (;;) {
-    StepRecord record;
+    StepRecord& record = session.NextRecord();
     const std::int64_t t0 = MonotonicNowNs();
     const bool ok = step(record);
     const std::int64_t t1 = MonotonicNowNs();
     record.start_ns = t0;
     record.end_ns = t1;
-    session.Record(record);
+    session.CommitRecord();
     ++result.steps;
     if (!ok) {
       result.end = LoopEnd::kStepFailed;

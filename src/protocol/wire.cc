@@ -37,13 +37,17 @@ const char* MessageTypeName(MessageType type) {
 
 namespace {
 
-void AppendHeader(std::string& out, MessageType type, std::uint32_t length) {
-  char header[kFrameHeaderBytes];
+void EncodeHeader(char* header, MessageType type, std::uint32_t length) {
   std::uint16_t t = static_cast<std::uint16_t>(type);
   std::uint16_t reserved = 0;
   std::memcpy(header, &length, 4);
   std::memcpy(header + 4, &t, 2);
   std::memcpy(header + 6, &reserved, 2);
+}
+
+void AppendHeader(std::string& out, MessageType type, std::uint32_t length) {
+  char header[kFrameHeaderBytes];
+  EncodeHeader(header, type, length);
   out.append(header, sizeof header);
 }
 
@@ -58,11 +62,19 @@ void AppendJsonFrame(std::string& out, MessageType type, const nlohmann::json& b
   out += text;
 }
 
-void AppendStepsFrame(std::string& out, std::uint32_t rank, const StepRecord* records, std::size_t count) {
+std::size_t EncodeStepsHead(char* head, std::uint32_t rank, std::size_t count) {
   const std::uint32_t n = static_cast<std::uint32_t>(count);
-  AppendHeader(out, MessageType::kSteps, static_cast<std::uint32_t>(8 + count * sizeof(StepRecord)));
-  out.append(reinterpret_cast<const char*>(&rank), 4);
-  out.append(reinterpret_cast<const char*>(&n), 4);
+  const std::size_t payload = 8 + count * sizeof(StepRecord);
+  EncodeHeader(head, MessageType::kSteps, static_cast<std::uint32_t>(payload));
+  std::memcpy(head + kFrameHeaderBytes, &rank, 4);
+  std::memcpy(head + kFrameHeaderBytes + 4, &n, 4);
+  return kFrameHeaderBytes + payload;
+}
+
+void AppendStepsFrame(std::string& out, std::uint32_t rank, const StepRecord* records, std::size_t count) {
+  char head[kStepsHeadBytes];
+  EncodeStepsHead(head, rank, count);
+  out.append(head, sizeof head);
   out.append(reinterpret_cast<const char*>(records), count * sizeof(StepRecord));
 }
 

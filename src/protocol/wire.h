@@ -67,6 +67,11 @@ struct Frame {
 // Appends one frame to `out`.
 void AppendJsonFrame(std::string& out, MessageType type, const nlohmann::json& body);
 void AppendStepsFrame(std::string& out, std::uint32_t rank, const StepRecord* records, std::size_t count);
+// A STEPS frame's bytes before its records: the frame header, rank and count.
+inline constexpr std::size_t kStepsHeadBytes = kFrameHeaderBytes + 8;
+// Writes those kStepsHeadBytes into `head` and returns the whole frame's length, for a frame whose
+// `count` records follow `head` in memory (RunnerSession fills its frame in place).
+std::size_t EncodeStepsHead(char* head, std::uint32_t rank, std::size_t count);
 
 // Appends one QUERIES frame (version kQueriesVersion, records of sizeof(QueryRecord) bytes).
 void AppendQueriesFrame(std::string& out, std::uint32_t rank, const QueryRecord* records, std::size_t count);
