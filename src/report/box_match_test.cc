@@ -5,7 +5,8 @@
 namespace dlbench::report {
 namespace {
 
-Detection Box(std::int64_t image, double x1, double y1, double x2, double y2, double score, std::int64_t label) {
+Detection Box(std::int64_t image, double x1, double y1, double x2, double y2, double score,
+              std::int64_t label) {
   return {image, x1, y1, x2, y2, score, label};
 }
 

@@ -282,4 +282,29 @@ std::vector<PrecisionGroup> PrecisionTradeOff(const std::vector<record::CellReco
   return out;
 }
 
+// What a comparison adds beyond the table's columns: SSD's boxes matched by IoU (or why not), a
+// figure below the cell's tolerance, and the layer its runner found most likely at fault.
+std::vector<std::string> AgreementNotes(const OutputAgreement& a) {
+  std::vector<std::string> notes;
+  if (!a.has_figures()) return notes;
+  if (a.boxes) {
+    const BoxMatch& b = *a.boxes;
+    notes.push_back(
+        b.match_share
+            ? fmt::format(
+                  "boxes matched (same class, IoU >= {}): {:.1f}% of {} reference boxes ({} here), mean "
+                  "IoU {}",
+                  kBoxMatchIou, 100.0 * *b.match_share, b.reference_boxes, b.candidate_boxes,
+                  b.mean_iou ? fmt::format("{:.3f}", *b.mean_iou) : std::string("-"))
+            : fmt::format("boxes matched: the reference detected no boxes ({} here)", b.candidate_boxes));
+  } else if (!a.boxes_why_none.empty()) {
+    notes.push_back("boxes not matched: " + a.boxes_why_none);
+  }
+  if (!a.warning.empty()) {
+    notes.push_back("warning: " + a.warning +
+                    (a.fault.empty() ? std::string() : "; layer most likely at fault: " + a.fault));
+  }
+  return notes;
+}
+
 }  // namespace dlbench::report

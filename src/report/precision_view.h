@@ -79,6 +79,11 @@ inline constexpr char kNoCpuReference[] = "no CPU cell with the same parameters 
 const record::CellRecord* FindCpuReference(const record::CellRecord& cell,
                                            const std::vector<record::CellRecord>& cells);
 
+// What a comparison says beyond its top-1 and difference figures, one line each: SSD's boxes
+// matched by IoU (or why not), "warning: ..." for a figure below the tolerance with the layer its
+// runner found most likely at fault. Empty without figures.
+std::vector<std::string> AgreementNotes(const OutputAgreement& a);
+
 struct ConsistencyRow {
   const record::CellRecord* cell = nullptr;  // the CUDA cell
   std::string precision;

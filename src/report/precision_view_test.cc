@@ -253,6 +253,31 @@ TEST(ApplyTolerance, NamesTheBoxShareWhenItFallsBelow) {
             "min_agreement 0.8");
 }
 
+TEST(AgreementNotes, BoxesWarningAndFault) {
+  OutputAgreement a;
+  a.rows = 2;
+  a.top1_agreement = 0.5;
+  a.boxes = BoxMatch{};
+  a.boxes->reference_boxes = 4;
+  a.boxes->candidate_boxes = 5;
+  a.boxes->matched = 3;
+  a.boxes->match_share = 0.75;
+  a.boxes->mean_iou = 0.8125;
+  a.fault = "layers.1";
+  ApplyTolerance(a, json{{"min_agreement", 0.9}, {"fault", {{"layer", "layers.1"}}}}, "fp32");
+  const std::vector<std::string> notes = AgreementNotes(a);
+  ASSERT_EQ(notes.size(), 2U);
+  EXPECT_EQ(notes[0],
+            "boxes matched (same class, IoU >= 0.5): 75.0% of 4 reference boxes (5 here), mean IoU 0.812");
+  EXPECT_EQ(notes[1],
+            "warning: top-1 agreement 0.5 (2 rows) and boxes matched 0.75 (3 of 4 at IoU >= 0.5) against "
+            "fp32 below "
+            "the tolerance min_agreement 0.9; layer most likely at fault: layers.1");
+  OutputAgreement none;
+  none.why_none = "no fp32 reference in this run";
+  EXPECT_TRUE(AgreementNotes(none).empty());
+}
+
 // CPU-GPU consistency: a CUDA cell against the CPU cell with every other key equal (precision
 // included); the mechanism runs on stored records, so it is tested without a GPU.
 TEST(CpuGpuConsistency, SetsEachCudaCellAgainstItsCpuCell) {
