@@ -17,11 +17,16 @@ constexpr char kPrecisionKey[] = "precision";
 constexpr char kDeviceKey[] = "device";
 constexpr char kCpuDevice[] = "cpu";
 
-// The parameters other than `key`, as one comparable string (nlohmann's object keys are
-// ordered, so equal parameters dump equally).
+// The tolerance of a comparison, not a property of what is compared: a cell without it (the fp32
+// cell, when only other precisions set it) is still the reference of one with it.
+constexpr char kToleranceKey[] = "min_agreement";
+
+// The parameters other than `key` and the tolerance, as one comparable string (nlohmann's object
+// keys are ordered, so equal parameters dump equally).
 std::string OtherParams(const record::CellRecord& cell, const char* key = kPrecisionKey) {
   nlohmann::json p = cell.params.is_object() ? cell.params : nlohmann::json::object();
   p.erase(key);
+  p.erase(kToleranceKey);
   return p.dump();
 }
 

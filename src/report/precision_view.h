@@ -55,8 +55,8 @@ std::string PrecisionOf(const record::CellRecord& cell);
 
 // The fp32 cell `cell` is compared with: among `cells`, a cell that ended ok, requested fp32,
 // and requested the same value for every other parameter (model, sizes, batch, device, runner,
-// reference_samples, ...). The same repetition is preferred, then the lowest. nullptr when there is
-// none, or when `cell` is fp32 itself.
+// reference_samples, ...) but min_agreement (the comparison's tolerance). The same repetition is preferred,
+// then the lowest. nullptr when there is none, or when `cell` is fp32 itself.
 const record::CellRecord* FindFp32Reference(const record::CellRecord& cell,
                                             const std::vector<record::CellRecord>& cells);
 

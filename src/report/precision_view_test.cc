@@ -232,6 +232,10 @@ TEST(CompareWithFp32, WarnsWhenAFigureFallsBelowTheCellsTolerance) {
   eval["min_agreement"] = 0.5;  // equal: not below
   SetEval(cells[1], eval);
   EXPECT_EQ(CompareWithFp32(cells[1], cells).warning, "");
+  // The fp32 cell without the key (set on the int8 cell only) is still its reference.
+  cells[1].params["min_agreement"] = "int8=0.9";
+  EXPECT_EQ(FindFp32Reference(cells[1], cells), &cells[0]);
+  EXPECT_EQ(PrecisionTradeOff(cells).size(), 1U);
   // No tolerance recorded: no warning, whatever the agreement.
   eval.erase("min_agreement");
   SetEval(cells[1], eval);
