@@ -176,6 +176,17 @@ Result<TorchCell> ParseTorchCell(const nlohmann::json& params) {
   if (auto threads = p.Int("threads")) cell.threads = static_cast<int>(*threads);  // 1..4096
   cell.lr = p.Number("lr");
   if (auto n = p.Int("reference_samples")) cell.reference_samples = static_cast<int>(*n);  // 0..256
+  if (auto text = p.Text("min_agreement")) {
+    if (cell.scenario != Scenario::kInfer) {
+      return Invalid(
+          "parameter 'min_agreement' applies with scenario: infer, whose evaluation outputs it checks");
+    }
+    const auto tolerances = config::ParsePrecisionTolerances(*text);
+    DLBENCH_CHECK(tolerances.has_value(), "the registry validated min_agreement");
+    for (const auto& [name, tolerance] : *tolerances) {
+      if (name == PrecisionName(cell.precision)) cell.min_agreement = tolerance;
+    }
+  }
   if (auto text = p.Text("eval_precisions")) {
     if (cell.scenario != Scenario::kConverge) {
       return Invalid(

@@ -99,6 +99,10 @@ struct TorchCell {
   // Infer cells: samples of the fixed evaluation set run after the measured loop
   // (reference_eval.h); 0: none.
   int reference_samples = 4;
+  // min_agreement's tolerance for this cell's precision (docs/precisions.md): the least top-1
+  // agreement (and, for detection, box match share) with fp32 before the evaluation names the
+  // layer most likely at fault; absent when the key is not set or names another precision.
+  std::optional<double> min_agreement;
   // scenario converge: the precisions the trained model is evaluated at on the held-out set after
   // training (converge.h), fp32 first and always; empty when eval_precisions is not set.
   std::vector<Precision> eval_precisions;

@@ -322,6 +322,28 @@ TEST(ParseTorchCell, EvalPrecisionsOfAConvergeCell) {
   }
 }
 
+TEST(ParseTorchCell, MinAgreementTakesTheEntryOfTheCellsPrecision) {
+  const json infer = {{"model", "bert_base"}, {"scenario", "infer"}, {"min_agreement", "bf16=0.99;int8=0.9"}};
+  auto at = [&](const char* precision) {
+    json params = infer;
+    params["precision"] = precision;
+    return ParseTorchCell(params);
+  };
+  auto int8 = at("int8");
+  ASSERT_TRUE(int8.ok()) << int8.error().message;
+  EXPECT_EQ(int8->min_agreement, 0.9);
+  auto bf16 = at("bf16");
+  ASSERT_TRUE(bf16.ok());
+  EXPECT_EQ(bf16->min_agreement, 0.99);
+  auto fp32 = at("fp32");  // not listed: no tolerance
+  ASSERT_TRUE(fp32.ok());
+  EXPECT_FALSE(fp32->min_agreement.has_value());
+  auto train = ParseTorchCell({{"model", "bert_base"}, {"min_agreement", "bf16=0.99"}});
+  ASSERT_FALSE(train.ok());
+  EXPECT_NE(train.error().message.find("applies with scenario: infer"), std::string::npos)
+      << train.error().message;
+}
+
 TEST(ParseTorchCell, DdpOptionsAndTheirDefaults) {
   auto plain = ParseTorchCell({{"model", "resnet50"}});
   ASSERT_TRUE(plain.ok());

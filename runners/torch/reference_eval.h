@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cell_options.h"
+#include "layer_fault.h"
 
 namespace dlbench::torchrunner {
 
@@ -25,6 +26,10 @@ inline constexpr std::uint64_t kEvalInputsSeed = 0x5eed0002;
 // the first kEvalMaxRows output rows.
 inline constexpr std::int64_t kEvalMaxValues = 4096;
 inline constexpr std::int64_t kEvalMaxRows = 1024;
+// Detection models: at most this many boxes in all, the same number per image (the first by score).
+inline constexpr std::int64_t kEvalMaxDetections = 2048;
+
+class Workload;
 
 // Whether the cell runs the evaluation: scenario infer, a zoo model, reference_samples > 0.
 bool RunsReferenceEval(const TorchCell& cell);
@@ -33,9 +38,21 @@ bool RunsReferenceEval(const TorchCell& cell);
 //   weights_seed, inputs_seed, samples, weights_hash and inputs_hash (FNV-1a 64 of the fp32
 //   weights before any precision change and of the input tensors' bytes, hex), output_shape
 //   (of the first output), rows (its elements / last dimension), top1 (argmax over the last
-//   dimension per row), values (flattened, as double; a non-finite value is null), values_total.
+//   dimension per row), values (flattened, as double; a non-finite value is null), values_total;
+//   for a detection model (its post-processing returns boxes: SSD) detections, rows [image, x1,
+//   y1, x2, y2, score, class] (the first kEvalMaxDetections / samples of each image by score),
+//   and detections_total;
+//   with min_agreement set for a precision other than fp32: min_agreement, self_check (the same
+//   copy's fp32 forward against the precision's: top1_agreement, rows) and, when that agreement
+//   is below the tolerance, fault (LocateFault's JSON).
 // Throws what building or running the model throws.
 nlohmann::json RunReferenceEval(const TorchCell& cell, torch::Device device, torch::MemoryFormat format);
+
+// The layer most likely at fault (layer_fault.h) of `workload`, the evaluation copy at the cell's
+// precision: its stage chain against an fp32 chain (a second copy of the same seeds for int8,
+// which changed the first in place; the same copy otherwise), or why_none for a model without one.
+LayerFault LocateFault(const TorchCell& cell, Workload& workload, torch::Device device,
+                       torch::MemoryFormat format);
 
 // FNV-1a 64 over the bytes of `tensors` (each made contiguous on the CPU), in order, as 16 hex
 // digits.

@@ -42,6 +42,7 @@ class ZooWorkload final : public Workload {
   }
   void SetTraining(bool training) override { model_->train(training); }
   std::vector<torch::Tensor> Forward() override { return model_->Forward(batch_); }
+  std::vector<ForwardStage> ForwardStages() override { return model_->ForwardStages(batch_); }
   torch::Tensor Loss(const std::vector<torch::Tensor>& outputs) override {
     return model_->Loss(outputs, batch_);
   }
@@ -235,6 +236,8 @@ class TorchScriptWorkload final : public Workload {
 
   void SetTraining(bool training) override { module_.train(training); }
   std::vector<torch::Tensor> Forward() override { return OutputTensors(module_.forward(inputs_)); }
+  // A scripted module's forward is opaque here.
+  std::vector<ForwardStage> ForwardStages() override { return {}; }
   torch::Tensor Loss(const std::vector<torch::Tensor>& outputs) override { return outputs.at(0); }
   torch::Tensor PostProcess(const std::vector<torch::Tensor>& outputs) override { return outputs.at(0); }
   std::optional<double> ForwardFlopsPerSample() const override { return std::nullopt; }

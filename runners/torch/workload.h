@@ -32,6 +32,9 @@ class Workload {
   virtual void SetTraining(bool training) = 0;
   // Forward on the fixed batch.
   virtual std::vector<torch::Tensor> Forward() = 0;
+  // Forward on the fixed batch as a chain of named stages (ZooModel::ForwardStages); empty when
+  // the model's forward is not written as one. Valid while the workload lives.
+  virtual std::vector<ForwardStage> ForwardStages() = 0;
   // Scalar training loss from Forward's outputs.
   virtual torch::Tensor Loss(const std::vector<torch::Tensor>& outputs) = 0;
   // The inference post-processing that belongs to latency (SSD's decoding and NMS).

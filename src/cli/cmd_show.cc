@@ -212,6 +212,34 @@ void PrintAccuracyPerPrecision(const std::vector<record::CellRecord>& cells) {
       table.Render().c_str());
 }
 
+// CPU-GPU consistency (report/precision_view.h): each CUDA cell's evaluation outputs against the
+// CPU cell with the same parameters.
+void PrintCpuGpuConsistency(const std::vector<record::CellRecord>& cells) {
+  const std::vector<report::ConsistencyRow> rows = report::CpuGpuConsistency(cells);
+  if (rows.empty()) return;
+  Table table({{"cell", false},
+               {"precision", false},
+               {"top-1 agree", true},
+               {"max |diff|", true},
+               {"mean |diff|", true}});
+  std::vector<std::string> notes;
+  for (const report::ConsistencyRow& r : rows) {
+    const report::OutputAgreement& a = r.agreement;
+    const bool fig = a.has_figures();
+    table.AddRow({TerminalSafe(r.cell->label), TerminalSafe(r.precision),
+                  fig ? fmt::format("{:.1f}% of {}", 100.0 * a.top1_agreement, a.rows) : "-",
+                  fig ? fmt::format("{:.3g}", a.max_abs_diff) : "-",
+                  fig ? fmt::format("{:.3g}", a.mean_abs_diff) : "-"});
+    if (!fig) notes.push_back(r.cell->label + ": " + a.why_none);
+    for (std::string& n : report::AgreementNotes(a)) notes.push_back(r.cell->label + ": " + n);
+  }
+  std::printf(
+      "\nCPU-GPU consistency (each CUDA cell's outputs on the fixed evaluation set against the CPU "
+      "cell's):\n%s",
+      table.Render().c_str());
+  for (const auto& n : notes) std::printf("  %s\n", TerminalSafe(n).c_str());
+}
+
 // The precision trade-off (report/precision_view.h): cells that differ only in precision, one row
 // each, with the outputs compared with the fp32 cell's on the fixed evaluation set.
 void PrintPrecisionTradeOff(const std::vector<record::CellRecord>& cells) {
@@ -247,6 +275,7 @@ void PrintPrecisionTradeOff(const std::vector<record::CellRecord>& cells) {
                     fig ? fmt::format("{:.3g}", a.mean_abs_diff) : "-", marks});
       if (!fig && r.precision != report::kReferencePrecision)
         notes.push_back(r.precision + ": " + a.why_none);
+      for (std::string& n : report::AgreementNotes(a)) notes.push_back(r.precision + ": " + n);
     }
     std::printf(
         "\nPrecisions of %s (outputs on the fixed evaluation set against the fp32 cell's; step = "
@@ -308,6 +337,7 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
   PrintInputVerdicts(*cells);
   std::printf("%s", RenderScaling(*cells).c_str());
   PrintPrecisionTradeOff(*cells);
+  PrintCpuGpuConsistency(*cells);
 
   bool header = false;
   for (const auto& c : *cells) {

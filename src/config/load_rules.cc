@@ -158,10 +158,29 @@ std::vector<LoadRuleViolation> CheckConvergeCell(const Combination& cell) {
   return out;
 }
 
+std::vector<LoadRuleViolation> CheckAgreementCell(const Combination& cell) {
+  std::vector<LoadRuleViolation> out;
+  if (!cell.count("min_agreement")) return out;
+  const auto scenario = cell.find("scenario");
+  if (scenario == cell.end() || Text(scenario->second) != "infer") {
+    const std::string what = scenario == cell.end() ? "the default, train" : Text(scenario->second);
+    out.push_back({"min_agreement",
+                   "applies only with scenario: infer, whose evaluation outputs it checks (this "
+                   "cell's is " +
+                       what + ")"});
+  } else if (const auto samples = cell.find("reference_samples");
+             samples != cell.end() && Text(samples->second) == "0") {
+    out.push_back(
+        {"min_agreement", "has nothing to check with reference_samples: 0 (no evaluation outputs)"});
+  }
+  return out;
+}
+
 Status CheckLoadRules(const Matrix& matrix, const std::vector<Combination>& cells) {
   return ReportCellRules(matrix, cells, [](const Combination& cell) {
     std::vector<LoadRuleViolation> violations = CheckLoadCell(cell);
     for (LoadRuleViolation& v : CheckConvergeCell(cell)) violations.push_back(std::move(v));
+    for (LoadRuleViolation& v : CheckAgreementCell(cell)) violations.push_back(std::move(v));
     return violations;
   });
 }

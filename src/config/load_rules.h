@@ -33,10 +33,13 @@ std::vector<LoadRuleViolation> CheckLoadCell(const Combination& cell);
 // target_accuracy and target_loss, and without `data` (it reads its own dataset).
 std::vector<LoadRuleViolation> CheckConvergeCell(const Combination& cell);
 
-// CheckLoadCell and CheckConvergeCell over a matrix's cells (plan::ExpandCombinations' output). kInvalidInput
-// with one line per distinct violation, sorted by position, "FILE:LINE:COL: error: KEY: message (cell
-// 'KEY')", the position being where the key is written (its include entry or its axis; `load`'s
-// for a missing key), found in the matrix's own text.
+// min_agreement (docs/precisions.md) only with scenario: infer, and not with reference_samples: 0.
+std::vector<LoadRuleViolation> CheckAgreementCell(const Combination& cell);
+
+// CheckLoadCell, CheckConvergeCell and CheckAgreementCell over a matrix's cells (plan::ExpandCombinations'
+// output). kInvalidInput with one line per distinct violation, sorted by position, "FILE:LINE:COL: error:
+// KEY: message (cell 'KEY')", the position being where the key is written (its include entry or its axis;
+// `load`'s for a missing key), found in the matrix's own text.
 Status CheckLoadRules(const Matrix& matrix, const std::vector<Combination>& cells);
 
 // The reporting half of CheckLoadRules for any per-cell rule (config/model_rules.h uses it too):

@@ -285,5 +285,38 @@ TEST(ConvergeRulesTest, MatrixErrorsPointAtTheKeyInTheFile) {
   }
 }
 
+TEST(AgreementRulesTest, MinAgreementOnlyWithInferAndEvaluationSamples) {
+  EXPECT_TRUE(CheckAgreementCell(Cell({{"scenario", "infer"}, {"min_agreement", "bf16=0.9"}})).empty());
+  EXPECT_TRUE(CheckAgreementCell(Cell({{"scenario", "train"}})).empty());
+  const auto train = CheckAgreementCell(Cell({{"min_agreement", "bf16=0.9"}}));
+  ASSERT_EQ(train.size(), 1U);
+  EXPECT_EQ(
+      train[0].message,
+      "applies only with scenario: infer, whose evaluation outputs it checks (this cell's is the default, "
+      "train)");
+  const auto none = CheckAgreementCell(
+      Cell({{"scenario", "infer"}, {"reference_samples", 0}, {"min_agreement", "bf16=0.9"}}));
+  ASSERT_EQ(none.size(), 1U);
+  EXPECT_EQ(none[0].message, "has nothing to check with reference_samples: 0 (no evaluation outputs)");
+}
+
+TEST(AgreementRulesTest, MatrixErrorsPointAtTheKeyInTheFile) {
+  const std::string text =
+      "runner: torch\n"                   // 1
+      "matrix:\n"                         // 2
+      "  model: bert_base\n"              // 3
+      "  scenario: train\n"               // 4
+      "  min_agreement: \"int8=0.9\"\n";  // 5
+  auto matrix = ParseMatrix(text, "m.yaml");
+  ASSERT_TRUE(matrix.ok()) << matrix.error().message;
+  const Status st = CheckLoadRules(
+      *matrix, {Cell({{"model", "bert_base"}, {"scenario", "train"}, {"min_agreement", "int8=0.9"}})});
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(
+      st.error().message,
+      "m.yaml:5:3: error: min_agreement: applies only with scenario: infer, whose evaluation outputs it "
+      "checks (this cell's is train) (cell 'min_agreement=\"int8=0.9\",model=bert_base,scenario=train')");
+}
+
 }  // namespace
 }  // namespace dlbench::config

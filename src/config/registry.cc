@@ -1084,6 +1084,18 @@ std::vector<ParamSpec> BuildRegistry() {
                         "the model quantized after training (static int8 convolutions calibrated on "
                         "training images, dynamic int8 Linear), run on the CPU (docs/precisions.md).")
                   .Build());
+  r.push_back(Entry("min_agreement", kCell, kTorch, ParamType::kString)
+                  .Format(StringFormat::kPrecisionTolerances)
+                  .DefaultText("none")
+                  .Help("Per precision, the least agreement with the reference that an infer cell's "
+                        "outputs on the fixed evaluation set may show: top-1 agreement and, for "
+                        "detection models, the share of boxes matched at IoU >= 0.5. Against the fp32 "
+                        "cell (show's precision table) and, for a CUDA cell, against the CPU cell of the "
+                        "same parameters (CPU-GPU consistency); a figure below it is a warning naming "
+                        "figure and tolerance. When the runner's own fp32 forward disagrees beyond it, "
+                        "the runner names the layer most likely at fault (docs/precisions.md). Like "
+                        "`bf16=0.99;int8=0.9`.")
+                  .Build());
   r.push_back(Entry("pipeline_only", kCell, kTorch, ParamType::kBool)
                   .DefaultText("false")
                   .Help("Run the input pipeline (and the copy to the device) without the model: the "
@@ -1108,6 +1120,8 @@ bool MatchesFormat(StringFormat format, const std::string& text) {
       return CudaAllocConfProblem(text).empty();
     case StringFormat::kPrecisions:
       return ParsePrecisionList(text).has_value();
+    case StringFormat::kPrecisionTolerances:
+      return ParsePrecisionTolerances(text).has_value();
   }
   return false;
 }
@@ -1153,6 +1167,10 @@ std::string FormatText(StringFormat format) {
     case StringFormat::kPrecisions:
       return "precisions like fp32;bf16;int8, each at most once (" +
              Join(FindParam("precision", ParamSection::kCell)->allowed, ", ") + ")";
+    case StringFormat::kPrecisionTolerances:
+      return "precision=number pairs like bf16=0.99;int8=0.9, each precision at most once (" +
+             Join(FindParam("precision", ParamSection::kCell)->allowed, ", ") +
+             "), each number between 0 and 1";
   }
   return "";
 }
@@ -1321,6 +1339,30 @@ std::optional<std::vector<std::string>> ParsePrecisionList(std::string_view text
   }
   if (names.empty()) return std::nullopt;
   return names;
+}
+
+std::optional<std::vector<std::pair<std::string, double>>> ParsePrecisionTolerances(std::string_view text) {
+  const std::vector<std::string>& known = FindParam("precision", ParamSection::kCell)->allowed;
+  std::vector<std::pair<std::string, double>> out;
+  for (const std::string& piece : Split(text, ';')) {
+    const std::size_t eq = piece.find('=');
+    if (eq == std::string::npos) return std::nullopt;
+    std::string name = Trim(piece.substr(0, eq));
+    const std::string number = Trim(piece.substr(eq + 1));
+    if (std::find(known.begin(), known.end(), name) == known.end() ||
+        std::any_of(out.begin(), out.end(), [&](const auto& p) { return p.first == name; })) {
+      return std::nullopt;
+    }
+    double value = 0.0;
+    const auto res = std::from_chars(number.data(), number.data() + number.size(), value);
+    if (number.empty() || res.ec != std::errc() || res.ptr != number.data() + number.size() ||
+        !(value >= 0.0 && value <= 1.0)) {
+      return std::nullopt;
+    }
+    out.emplace_back(std::move(name), value);
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
 }
 
 const ParamSpec* FindParam(std::string_view name, ParamSection section) {

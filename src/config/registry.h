@@ -56,6 +56,9 @@ enum class StringFormat {
   kCudaAllocConf,  // PYTORCH_CUDA_ALLOC_CONF's documented grammar (config/cuda_alloc_conf.h)
   // precision names: "fp32;bf16;int8" (the precision key's values, each at most once)
   kPrecisions,
+  // per-precision tolerances: "bf16=0.99;int8=0.9" (precision names each at most once, each with a
+  // number between 0 and 1)
+  kPrecisionTolerances,
 };
 
 // What a cell parameter says about how long its cell takes, for plan's estimate without history.
@@ -136,6 +139,9 @@ std::optional<std::vector<std::string>> ParseDtypes(std::string_view text);
 // Values of the `precision` key separated by ';' (spaces around them allowed), each at most once,
 // in order.
 std::optional<std::vector<std::string>> ParsePrecisionList(std::string_view text);
+// `precision=number` pairs separated by ';' (spaces around each part allowed): each precision a
+// value of the `precision` key at most once, each number between 0 and 1; in order.
+std::optional<std::vector<std::pair<std::string, double>>> ParsePrecisionTolerances(std::string_view text);
 
 // Every entry, in documented order (top-level keys, measure keys, then cell parameters by scope).
 const std::vector<ParamSpec>& Registry();

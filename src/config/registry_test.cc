@@ -183,6 +183,32 @@ INSTANTIATE_TEST_SUITE_P(
         ParseCase{"eval_precisions", "fp64", nullptr,
                   "expected precisions like fp32;bf16;int8, each at most once (fp32, tf32, bf16, fp16, int8) "
                   "(got 'fp64')"},
+        ParseCase{"min_agreement", "bf16=0.99; int8 = 0.9", "\"bf16=0.99; int8 = 0.9\"", nullptr},
+        ParseCase{"min_agreement", "fp32=1;fp16=0", "\"fp32=1;fp16=0\"", nullptr},
+        ParseCase{"min_agreement", "bf16=1.5", nullptr,
+                  "expected precision=number pairs like bf16=0.99;int8=0.9, each precision at most once "
+                  "(fp32, tf32, bf16, fp16, int8), each number between 0 and 1 "
+                  "(got 'bf16=1.5')"},
+        ParseCase{"min_agreement", "int8=0.9;int8=0.8", nullptr,
+                  "expected precision=number pairs like bf16=0.99;int8=0.9, each precision at most once "
+                  "(fp32, tf32, bf16, fp16, int8), each number between 0 and 1 "
+                  "(got 'int8=0.9;int8=0.8')"},
+        ParseCase{"min_agreement", "bf16", nullptr,
+                  "expected precision=number pairs like bf16=0.99;int8=0.9, each precision at most once "
+                  "(fp32, tf32, bf16, fp16, int8), each number between 0 and 1 "
+                  "(got 'bf16')"},
+        ParseCase{"min_agreement", "fp64=0.9", nullptr,
+                  "expected precision=number pairs like bf16=0.99;int8=0.9, each precision at most once "
+                  "(fp32, tf32, bf16, fp16, int8), each number between 0 and 1 "
+                  "(got 'fp64=0.9')"},
+        ParseCase{"min_agreement", "bf16=0.9x", nullptr,
+                  "expected precision=number pairs like bf16=0.99;int8=0.9, each precision at most once "
+                  "(fp32, tf32, bf16, fp16, int8), each number between 0 and 1 "
+                  "(got 'bf16=0.9x')"},
+        ParseCase{"min_agreement", "bf16=nan", nullptr,
+                  "expected precision=number pairs like bf16=0.99;int8=0.9, each precision at most once "
+                  "(fp32, tf32, bf16, fp16, int8), each number between 0 and 1 "
+                  "(got 'bf16=nan')"},
         ParseCase{"model", "resnet50", "\"resnet50\"", nullptr}, ParseCase{"model", "50", "\"50\"", nullptr},
         ParseCase{"min_steps", "10", "10", nullptr},
         ParseCase{"seed", "-1", nullptr, "expected an integer >= 0 (got '-1')"}));

@@ -335,6 +335,7 @@ std::string PrecisionSection(const ReportInput& input) {
       if (r.most_accurate) marks += marks.empty() ? "most accurate" : ", most accurate";
       if (!a.has_figures() && r.precision != kReferencePrecision)
         marks += (marks.empty() ? "" : "; ") + a.why_none;
+      for (const std::string& n : AgreementNotes(a)) marks += (marks.empty() ? "" : "; ") + n;
       const auto fig = [&](double v) { return a.has_figures() ? std::optional<double>(v) : std::nullopt; };
       out += "<tr>" + Td(r.precision, r.precision) + NumTd(r.weight_bytes) + NumTd(r.step_p50_ns, 1e-6) +
              NumTd(r.step_p99_ns, 1e-6) + NumTd(r.samples_per_s) + NumTd(r.energy_per_sample_j) +

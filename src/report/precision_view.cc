@@ -14,13 +14,62 @@ namespace dlbench::report {
 namespace {
 
 constexpr char kPrecisionKey[] = "precision";
+constexpr char kDeviceKey[] = "device";
+constexpr char kCpuDevice[] = "cpu";
 
-// The parameters other than precision, as one comparable string (nlohmann's object keys are
-// ordered, so equal parameters dump equally).
-std::string OtherParams(const record::CellRecord& cell) {
+// The tolerance of a comparison, not a property of what is compared: a cell without it (the fp32
+// cell, when only other precisions set it) is still the reference of one with it.
+constexpr char kToleranceKey[] = "min_agreement";
+
+// The parameters other than `key` and the tolerance, as one comparable string (nlohmann's object
+// keys are ordered, so equal parameters dump equally).
+std::string OtherParams(const record::CellRecord& cell, const char* key = kPrecisionKey) {
   nlohmann::json p = cell.params.is_object() ? cell.params : nlohmann::json::object();
-  p.erase(kPrecisionKey);
+  p.erase(key);
+  p.erase(kToleranceKey);
   return p.dump();
+}
+
+// params.device; "cpu" when absent (the registry default).
+std::string DeviceOf(const record::CellRecord& cell) {
+  auto it = cell.params.find(kDeviceKey);
+  return it != cell.params.end() && it->is_string() ? it->get<std::string>() : kCpuDevice;
+}
+
+bool IsCuda(const std::string& device) { return device.rfind("cuda", 0) == 0; }
+
+// Of the ok cells in `cells` other than `cell` that `fits`, the same repetition, then the lowest.
+template <typename Fits>
+const record::CellRecord* PreferredReference(const record::CellRecord& cell,
+                                             const std::vector<record::CellRecord>& cells, Fits fits) {
+  auto rank = [&](const record::CellRecord& c) {
+    return std::pair(c.repetition != cell.repetition, c.repetition);
+  };
+  const record::CellRecord* best = nullptr;
+  for (const record::CellRecord& c : cells) {
+    if (&c == &cell || c.outcome != record::Outcome::kOk || !fits(c)) continue;
+    if (best == nullptr || rank(c) < rank(*best)) best = &c;
+  }
+  return best;
+}
+
+// The box figures of two evaluations that recorded detections (SSD).
+void CompareDetections(OutputAgreement& a, const nlohmann::json& eval, const nlohmann::json& reference_eval) {
+  const bool mine = eval.contains("detections");
+  const bool theirs = reference_eval.contains("detections");
+  if (!mine && !theirs) return;
+  if (!mine || !theirs) {
+    a.boxes_why_none = fmt::format("only {} recorded detections", mine ? "this cell" : "the reference");
+    return;
+  }
+  std::string error;
+  auto boxes = ParseDetections(eval["detections"], error);
+  auto ref_boxes = ParseDetections(reference_eval["detections"], error);
+  if (!boxes || !ref_boxes) {
+    a.boxes_why_none = error;
+    return;
+  }
+  a.boxes = MatchBoxes(*ref_boxes, *boxes);
 }
 
 const nlohmann::json* EvalOf(const record::CellRecord& cell) {
@@ -49,19 +98,18 @@ const record::CellRecord* FindFp32Reference(const record::CellRecord& cell,
                                             const std::vector<record::CellRecord>& cells) {
   if (PrecisionOf(cell) == kReferencePrecision) return nullptr;
   const std::string others = OtherParams(cell);
-  // Preference: the same repetition, then the lowest.
-  auto rank = [&](const record::CellRecord& c) {
-    return std::pair(c.repetition != cell.repetition, c.repetition);
-  };
-  const record::CellRecord* best = nullptr;
-  for (const record::CellRecord& c : cells) {
-    if (&c == &cell || c.outcome != record::Outcome::kOk || PrecisionOf(c) != kReferencePrecision ||
-        OtherParams(c) != others) {
-      continue;
-    }
-    if (best == nullptr || rank(c) < rank(*best)) best = &c;
-  }
-  return best;
+  return PreferredReference(cell, cells, [&](const record::CellRecord& c) {
+    return PrecisionOf(c) == kReferencePrecision && OtherParams(c) == others;
+  });
+}
+
+const record::CellRecord* FindCpuReference(const record::CellRecord& cell,
+                                           const std::vector<record::CellRecord>& cells) {
+  if (!IsCuda(DeviceOf(cell))) return nullptr;
+  const std::string others = OtherParams(cell, kDeviceKey);
+  return PreferredReference(cell, cells, [&](const record::CellRecord& c) {
+    return DeviceOf(c) == kCpuDevice && OtherParams(c, kDeviceKey) == others;
+  });
 }
 
 OutputAgreement CompareEvalOutputs(const nlohmann::json& eval, const nlohmann::json& reference_eval) {
@@ -74,7 +122,7 @@ OutputAgreement CompareEvalOutputs(const nlohmann::json& eval, const nlohmann::j
   for (const char* hash : {"weights_hash", "inputs_hash"}) {
     if (eval.value(hash, std::string()) != reference_eval.value(hash, std::string()) ||
         eval.value(hash, std::string()).empty()) {
-      return None(fmt::format("the fp32 reference evaluated other {} ({} differs)",
+      return None(fmt::format("the reference evaluated other {} ({} differs)",
                               hash[0] == 'w' ? "weights" : "inputs", hash));
     }
   }
@@ -105,7 +153,32 @@ OutputAgreement CompareEvalOutputs(const nlohmann::json& eval, const nlohmann::j
   a.rows = static_cast<std::int64_t>(top1.size());
   a.mean_abs_diff = a.values > 0 ? sum / static_cast<double>(a.values) : 0.0;
   a.top1_agreement = static_cast<double>(same) / static_cast<double>(a.rows);
+  CompareDetections(a, eval, reference_eval);
   return a;
+}
+
+void ApplyTolerance(OutputAgreement& a, const nlohmann::json& eval, const std::string& against) {
+  if (const auto fault = eval.find("fault"); fault != eval.end() && fault->is_object()) {
+    a.fault = fault->value("layer", std::string());
+    if (a.fault.empty()) a.fault = fault->value("why_none", std::string());
+  }
+  const auto tol = eval.find("min_agreement");
+  if (tol == eval.end() || !tol->is_number()) return;
+  a.tolerance = tol->get<double>();
+  if (!a.has_figures()) return;
+  std::vector<std::string> below;
+  if (a.top1_agreement < *a.tolerance) {
+    below.push_back(fmt::format("top-1 agreement {:.4g} ({} rows)", a.top1_agreement, a.rows));
+  }
+  if (a.boxes && a.boxes->match_share && *a.boxes->match_share < *a.tolerance) {
+    below.push_back(fmt::format("boxes matched {:.4g} ({} of {} at IoU >= {})", *a.boxes->match_share,
+                                a.boxes->matched, a.boxes->reference_boxes, kBoxMatchIou));
+  }
+  if (below.empty()) return;
+  std::string figures;
+  for (const std::string& b : below) figures += (figures.empty() ? "" : " and ") + b;
+  a.warning =
+      fmt::format("{} against {} below the tolerance min_agreement {:.4g}", figures, against, *a.tolerance);
 }
 
 OutputAgreement CompareWithFp32(const record::CellRecord& cell,
@@ -121,9 +194,33 @@ OutputAgreement CompareWithFp32(const record::CellRecord& cell,
                     eval == nullptr ? "this cell" : "the fp32 reference"));
   } else {
     a = CompareEvalOutputs(*eval, *ref_eval);
+    ApplyTolerance(a, *eval, kReferencePrecision);
   }
   a.reference = ref;
   return a;
+}
+
+std::vector<ConsistencyRow> CpuGpuConsistency(const std::vector<record::CellRecord>& cells) {
+  std::vector<ConsistencyRow> out;
+  for (const record::CellRecord& c : cells) {
+    const nlohmann::json* eval = EvalOf(c);
+    if (c.outcome != record::Outcome::kOk || !IsCuda(DeviceOf(c)) || eval == nullptr) continue;
+    ConsistencyRow row;
+    row.cell = &c;
+    row.precision = PrecisionOf(c);
+    const record::CellRecord* ref = FindCpuReference(c, cells);
+    if (ref == nullptr) {
+      row.agreement = None(kNoCpuReference);
+    } else if (const nlohmann::json* ref_eval = EvalOf(*ref); ref_eval == nullptr) {
+      row.agreement = None("no evaluation outputs in the CPU cell");
+    } else {
+      row.agreement = CompareEvalOutputs(*eval, *ref_eval);
+      ApplyTolerance(row.agreement, *eval, "the CPU cell");
+    }
+    row.agreement.reference = ref;
+    out.push_back(std::move(row));
+  }
+  return out;
 }
 
 std::vector<PrecisionGroup> PrecisionTradeOff(const std::vector<record::CellRecord>& cells) {
@@ -188,6 +285,31 @@ std::vector<PrecisionGroup> PrecisionTradeOff(const std::vector<record::CellReco
     out.push_back(std::move(g));
   }
   return out;
+}
+
+// What a comparison adds beyond the table's columns: SSD's boxes matched by IoU (or why not), a
+// figure below the cell's tolerance, and the layer its runner found most likely at fault.
+std::vector<std::string> AgreementNotes(const OutputAgreement& a) {
+  std::vector<std::string> notes;
+  if (!a.has_figures()) return notes;
+  if (a.boxes) {
+    const BoxMatch& b = *a.boxes;
+    notes.push_back(
+        b.match_share
+            ? fmt::format(
+                  "boxes matched (same class, IoU >= {}): {:.1f}% of {} reference boxes ({} here), mean "
+                  "IoU {}",
+                  kBoxMatchIou, 100.0 * *b.match_share, b.reference_boxes, b.candidate_boxes,
+                  b.mean_iou ? fmt::format("{:.3f}", *b.mean_iou) : std::string("-"))
+            : fmt::format("boxes matched: the reference detected no boxes ({} here)", b.candidate_boxes));
+  } else if (!a.boxes_why_none.empty()) {
+    notes.push_back("boxes not matched: " + a.boxes_why_none);
+  }
+  if (!a.warning.empty()) {
+    notes.push_back("warning: " + a.warning +
+                    (a.fault.empty() ? std::string() : "; layer most likely at fault: " + a.fault));
+  }
+  return notes;
 }
 
 }  // namespace dlbench::report

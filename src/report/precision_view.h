@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "record/records.h"
+#include "report/box_match.h"
 
 namespace dlbench::report {
 
@@ -33,6 +34,19 @@ struct OutputAgreement {
   double top1_agreement = 0.0;                    // share of rows with the same argmax, in [0, 1]
   double max_abs_diff = 0.0;                      // over the compared values
   double mean_abs_diff = 0.0;
+  // Detection models (both evaluations recorded "detections"): the reference's boxes matched to
+  // this cell's by IoU (box_match.h); boxes_why_none says why not when either lacks them or they
+  // do not parse.
+  std::optional<BoxMatch> boxes;
+  std::string boxes_why_none;
+  // The cell's tolerance (min_agreement for its precision, as its runner recorded it in
+  // info.eval), and whether a figure fell below it: top-1 agreement, and for detection the share
+  // of boxes matched. `warning` names the figure and the tolerance; empty when none fell below.
+  std::optional<double> tolerance;
+  std::string warning;
+  // What the cell's runner found when its own fp32 forward disagreed beyond the tolerance
+  // (info.eval.fault: the layer most likely at fault, or why it could not be told); empty otherwise.
+  std::string fault;
   bool has_figures() const { return why_none.empty(); }
 };
 
@@ -41,8 +55,8 @@ std::string PrecisionOf(const record::CellRecord& cell);
 
 // The fp32 cell `cell` is compared with: among `cells`, a cell that ended ok, requested fp32,
 // and requested the same value for every other parameter (model, sizes, batch, device, runner,
-// reference_samples, ...). The same repetition is preferred, then the lowest. nullptr when there is
-// none, or when `cell` is fp32 itself.
+// reference_samples, ...) but min_agreement (the comparison's tolerance). The same repetition is preferred,
+// then the lowest. nullptr when there is none, or when `cell` is fp32 itself.
 const record::CellRecord* FindFp32Reference(const record::CellRecord& cell,
                                             const std::vector<record::CellRecord>& cells);
 
@@ -53,6 +67,30 @@ OutputAgreement CompareEvalOutputs(const nlohmann::json& eval, const nlohmann::j
 
 // `cell` against its fp32 reference in `cells`: kNoFp32Reference when there is none.
 OutputAgreement CompareWithFp32(const record::CellRecord& cell, const std::vector<record::CellRecord>& cells);
+
+// Sets a.tolerance, a.warning and a.fault from the cell's info.eval (min_agreement, fault) and
+// a's figures; `against` names the reference in the warning ("fp32", "the CPU cell").
+void ApplyTolerance(OutputAgreement& a, const nlohmann::json& eval, const std::string& against);
+
+// CPU-GPU consistency (docs/precisions.md): a cell on a CUDA device (params.device "cuda" or
+// "cuda:N") set against the cell of the same run that ended ok on device "cpu" with the same value
+// of every other parameter (precision included): same repetition first, then the lowest.
+inline constexpr char kNoCpuReference[] = "no CPU cell with the same parameters in this run";
+const record::CellRecord* FindCpuReference(const record::CellRecord& cell,
+                                           const std::vector<record::CellRecord>& cells);
+
+// What a comparison says beyond its top-1 and difference figures, one line each: SSD's boxes
+// matched by IoU (or why not), "warning: ..." for a figure below the tolerance with the layer its
+// runner found most likely at fault. Empty without figures.
+std::vector<std::string> AgreementNotes(const OutputAgreement& a);
+
+struct ConsistencyRow {
+  const record::CellRecord* cell = nullptr;  // the CUDA cell
+  std::string precision;
+  OutputAgreement agreement;  // its outputs against the CPU cell's; reference = the CPU cell
+};
+// Every ok CUDA cell that records an evaluation, against its CPU cell; in the order the cells ran.
+std::vector<ConsistencyRow> CpuGpuConsistency(const std::vector<record::CellRecord>& cells);
 
 struct PrecisionRow {
   const record::CellRecord* cell = nullptr;

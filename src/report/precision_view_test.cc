@@ -189,5 +189,132 @@ TEST(PrecisionTradeOff, RowsCarryEnergyPerSampleAndPeakMemory) {
   EXPECT_FALSE(rows[2].peak_memory_bytes.has_value());
 }
 
+// SSD: both evaluations' detections matched by IoU, the reference's boxes first.
+TEST(CompareEvalOutputs, DetectionsAreMatchedByIou) {
+  json ref = Eval({1, 2}, {1});
+  json cand = Eval({1, 2}, {1});
+  // Reference: [0,0,2,2] class 1 and [5,5,6,6] class 2; candidate: [0,0,2,1.5] class 1 (IoU 0.75)
+  // and [5,5,6,6] class 3 (a class mismatch).
+  ref["detections"] = json::parse("[[0, 0, 0, 2, 2, 0.9, 1], [0, 5, 5, 6, 6, 0.8, 2]]");
+  cand["detections"] = json::parse("[[0, 0, 0, 2, 1.5, 0.9, 1], [0, 5, 5, 6, 6, 0.8, 3]]");
+  const OutputAgreement a = CompareEvalOutputs(cand, ref);
+  ASSERT_TRUE(a.has_figures()) << a.why_none;
+  ASSERT_TRUE(a.boxes.has_value()) << a.boxes_why_none;
+  EXPECT_EQ(a.boxes->reference_boxes, 2);
+  EXPECT_EQ(a.boxes->matched, 1);
+  EXPECT_DOUBLE_EQ(*a.boxes->match_share, 0.5);
+  EXPECT_DOUBLE_EQ(*a.boxes->mean_iou, 0.75);
+  // Only one side with detections: no box figures, and why.
+  cand.erase("detections");
+  const OutputAgreement b = CompareEvalOutputs(cand, ref);
+  EXPECT_FALSE(b.boxes.has_value());
+  EXPECT_EQ(b.boxes_why_none, "only the reference recorded detections");
+  // Classifiers record none: neither figures nor a reason.
+  const OutputAgreement c = CompareEvalOutputs(Eval({1, 2}, {1}), Eval({1, 2}, {1}));
+  EXPECT_FALSE(c.boxes.has_value());
+  EXPECT_EQ(c.boxes_why_none, "");
+}
+
+// min_agreement, as the runner recorded it: a figure below it is a warning naming figure and
+// tolerance; at or above it, none.
+TEST(CompareWithFp32, WarnsWhenAFigureFallsBelowTheCellsTolerance) {
+  std::vector<record::CellRecord> cells = {Cell("fp32", "fp32"), Cell("int8", "int8")};
+  SetEval(cells[0], Eval({1, 2, 3, 0}, {1, 0}));
+  json eval = Eval({1, 2, 3, 0}, {1, 1});  // one of two rows agrees: 0.5
+  eval["min_agreement"] = 0.9;
+  eval["fault"] = {{"layer", "encoder.0.ffn"}};
+  SetEval(cells[1], eval);
+  const OutputAgreement a = CompareWithFp32(cells[1], cells);
+  ASSERT_TRUE(a.has_figures()) << a.why_none;
+  EXPECT_EQ(a.tolerance, 0.9);
+  EXPECT_EQ(a.warning, "top-1 agreement 0.5 (2 rows) against fp32 below the tolerance min_agreement 0.9");
+  EXPECT_EQ(a.fault, "encoder.0.ffn");
+  eval["min_agreement"] = 0.5;  // equal: not below
+  SetEval(cells[1], eval);
+  EXPECT_EQ(CompareWithFp32(cells[1], cells).warning, "");
+  // The fp32 cell without the key (set on the int8 cell only) is still its reference.
+  cells[1].params["min_agreement"] = "int8=0.9";
+  EXPECT_EQ(FindFp32Reference(cells[1], cells), &cells[0]);
+  EXPECT_EQ(PrecisionTradeOff(cells).size(), 1U);
+  // No tolerance recorded: no warning, whatever the agreement.
+  eval.erase("min_agreement");
+  SetEval(cells[1], eval);
+  EXPECT_FALSE(CompareWithFp32(cells[1], cells).tolerance.has_value());
+  EXPECT_EQ(CompareWithFp32(cells[1], cells).warning, "");
+}
+
+TEST(ApplyTolerance, NamesTheBoxShareWhenItFallsBelow) {
+  OutputAgreement a;
+  a.rows = 4;
+  a.top1_agreement = 1.0;
+  a.boxes = BoxMatch{};
+  a.boxes->reference_boxes = 4;
+  a.boxes->matched = 3;
+  a.boxes->match_share = 0.75;
+  ApplyTolerance(a, json{{"min_agreement", 0.8}}, "the CPU cell");
+  EXPECT_EQ(a.warning,
+            "boxes matched 0.75 (3 of 4 at IoU >= 0.5) against the CPU cell below the tolerance "
+            "min_agreement 0.8");
+}
+
+TEST(AgreementNotes, BoxesWarningAndFault) {
+  OutputAgreement a;
+  a.rows = 2;
+  a.top1_agreement = 0.5;
+  a.boxes = BoxMatch{};
+  a.boxes->reference_boxes = 4;
+  a.boxes->candidate_boxes = 5;
+  a.boxes->matched = 3;
+  a.boxes->match_share = 0.75;
+  a.boxes->mean_iou = 0.8125;
+  a.fault = "layers.1";
+  ApplyTolerance(a, json{{"min_agreement", 0.9}, {"fault", {{"layer", "layers.1"}}}}, "fp32");
+  const std::vector<std::string> notes = AgreementNotes(a);
+  ASSERT_EQ(notes.size(), 2U);
+  EXPECT_EQ(notes[0],
+            "boxes matched (same class, IoU >= 0.5): 75.0% of 4 reference boxes (5 here), mean IoU 0.812");
+  EXPECT_EQ(notes[1],
+            "warning: top-1 agreement 0.5 (2 rows) and boxes matched 0.75 (3 of 4 at IoU >= 0.5) against "
+            "fp32 below "
+            "the tolerance min_agreement 0.9; layer most likely at fault: layers.1");
+  OutputAgreement none;
+  none.why_none = "no fp32 reference in this run";
+  EXPECT_TRUE(AgreementNotes(none).empty());
+}
+
+// CPU-GPU consistency: a CUDA cell against the CPU cell with every other key equal (precision
+// included); the mechanism runs on stored records, so it is tested without a GPU.
+TEST(CpuGpuConsistency, SetsEachCudaCellAgainstItsCpuCell) {
+  std::vector<record::CellRecord> cells = {
+      Cell("cpu-bf16", "bf16", {{"device", "cpu"}}), Cell("gpu-bf16", "bf16", {{"device", "cuda:0"}}),
+      Cell("gpu-fp16", "fp16", {{"device", "cuda"}}), Cell("cpu-fp32", "fp32", {{"device", "cpu"}}),
+      Cell("gpu-fp32", "fp32", {{"device", "cuda:0"}, {"threads", 2}})};
+  SetEval(cells[0], Eval({1, 2, 3, 0}, {1, 0}));
+  json gpu = Eval({1, 2.5, 3, 0}, {1, 0});
+  gpu["min_agreement"] = 1.0;
+  SetEval(cells[1], gpu);
+  SetEval(cells[2], Eval({1, 2, 3, 0}, {1, 0}));
+  SetEval(cells[3], Eval({1, 2, 3, 0}, {1, 0}));
+  SetEval(cells[4], Eval({1, 2, 3, 0}, {1, 0}));
+  const std::vector<ConsistencyRow> rows = CpuGpuConsistency(cells);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].cell->cell_id, "gpu-bf16");
+  EXPECT_EQ(rows[0].agreement.reference, &cells[0]);
+  ASSERT_TRUE(rows[0].agreement.has_figures());
+  EXPECT_DOUBLE_EQ(rows[0].agreement.max_abs_diff, 0.5);
+  EXPECT_DOUBLE_EQ(rows[0].agreement.top1_agreement, 1.0);
+  EXPECT_EQ(rows[0].agreement.warning, "");  // 1.0 is not below 1.0
+  // fp16 has no CPU cell; the fp32 GPU cell differs in threads from the CPU one.
+  EXPECT_EQ(rows[1].agreement.why_none, kNoCpuReference);
+  EXPECT_EQ(rows[2].agreement.why_none, kNoCpuReference);
+  // A CPU cell has no CPU reference of its own.
+  EXPECT_EQ(FindCpuReference(cells[0], cells), nullptr);
+  // A top-1 flip on the GPU below its tolerance is a warning against the CPU cell.
+  gpu["top1"] = {1, 1};
+  SetEval(cells[1], gpu);
+  EXPECT_EQ(CpuGpuConsistency(cells)[0].agreement.warning,
+            "top-1 agreement 0.5 (2 rows) against the CPU cell below the tolerance min_agreement 1");
+}
+
 }  // namespace
 }  // namespace dlbench::report

@@ -121,6 +121,59 @@ matrix:
   EXPECT_NE(show.out.find(std::string("int8: ") + report::kNoFp32Reference), std::string::npos) << show.out;
 }
 
+// The small SSD at fp32 and bf16: both record their detections, the bf16 cell's boxes are matched
+// with the fp32 cell's by IoU, and show prints the share and the mean IoU. min_agreement for bf16
+// travels to the runner, which records it and its own check against fp32.
+TEST(PrecisionE2E, SsdBoxesAreMatchedByIouInShow) {
+  TempDir dir("precision-ssd");
+  const std::string matrix = dir / "m.yaml", db = dir / "r.db";
+  WriteText(matrix, std::string(R"(runner: torch
+matrix:
+  model: ssd_mobilenet
+  image_size: 64
+  width_mult: 0.25
+  num_classes: 3
+  scenario: infer
+  batch_size: 1
+  device: cpu
+  threads: 1
+  reference_samples: 2
+  min_agreement: "bf16=0.5"
+  precision: [fp32, bf16]
+)") + kMeasure);
+  auto run = Dlbench({"run", matrix, "--out", dir / "out"}, dir, db);
+  const auto cells = StoredCells(db);
+  ASSERT_EQ(cells.size(), 2u) << run.out << run.err;
+  const record::CellRecord* bf16 = nullptr;
+  for (const auto& c : cells) {
+    ASSERT_EQ(c.outcome, record::Outcome::kOk) << c.label << ": " << c.message;
+    const auto& eval = c.extras["info"]["eval"];
+    ASSERT_TRUE(eval.contains("detections")) << eval.dump();
+    EXPECT_GT(eval["detections"].size(), 0u);
+    // At most 2048 / 2 per image; the SSD keeps at most 300 per image.
+    EXPECT_LE(eval["detections"].size(), 600u);
+    if (report::PrecisionOf(c) == "bf16") bf16 = &c;
+  }
+  ASSERT_NE(bf16, nullptr);
+  const auto& eval = bf16->extras["info"]["eval"];
+  EXPECT_EQ(eval["min_agreement"], 0.5);
+  ASSERT_TRUE(eval.contains("self_check")) << eval.dump();
+  const report::OutputAgreement a = report::CompareWithFp32(*bf16, cells);
+  ASSERT_TRUE(a.has_figures()) << a.why_none;
+  ASSERT_TRUE(a.boxes.has_value()) << a.boxes_why_none;
+  EXPECT_GT(a.boxes->reference_boxes, 0);
+  ASSERT_TRUE(a.boxes->match_share.has_value());
+  EXPECT_GT(*a.boxes->match_share, 0.0) << "bf16 moves SSD's boxes little: some must match";
+  ASSERT_TRUE(a.boxes->mean_iou.has_value());
+  EXPECT_GE(*a.boxes->mean_iou, 0.5);
+  EXPECT_LE(*a.boxes->mean_iou, 1.0);
+
+  auto show = Dlbench({"show", "1"}, dir, db);
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("bf16: boxes matched (same class, IoU >= 0.5): "), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("mean IoU "), std::string::npos) << show.out;
+}
+
 // int8 where the runner has no int8 form ends unsupported, naming what works, and show says so
 // once ("unsupported: precision int8 of ..."), not "unsupported: unsupported: ...", and so does run.
 TEST(PrecisionE2E, Int8OfACnnIsUnsupportedAndShowSaysItOnce) {

@@ -155,19 +155,35 @@ class BertBase : public ZooModel {
           "bert_base: expects token ids and attention mask of the same shape [N, L] with L <= " +
           std::to_string(kMaxPositions));
     }
-    const int64_t length = ids.size(1);
-    torch::Tensor positions = torch::arange(length, ids.options()).unsqueeze(0);
-    torch::Tensor x = word_embeddings_->forward(ids) + position_embeddings_->forward(positions) +
-                      token_type_embeddings_->forward(torch::zeros_like(ids));
-    x = dropout_->forward(embedding_norm_->forward(x));
-    // -1e4 rather than the dtype's lowest value: it stays finite in fp16 and bf16, and exp()
-    // of it is 0 in every precision.
-    torch::Tensor mask_bias = ((1.0 - mask.to(x.scalar_type())) * -1e4).unsqueeze(1).unsqueeze(2);
+    torch::Tensor x = Embed(ids);
+    const torch::Tensor mask_bias = MaskBias(mask, x.scalar_type());
     for (const auto& layer : *layers_) {
       x = layer->as<EncoderLayer>()->forward(x, mask_bias);
     }
-    torch::Tensor pooled = torch::tanh(pooler_int8_.Forward(pooler_, x.select(1, 0)));
-    return {classifier_int8_.Forward(classifier_, dropout_->forward(pooled))};
+    return {Classify(Pool(x))};
+  }
+
+  // Forward's own steps, one stage each: embeddings, every encoder layer, pooler, classifier.
+  std::vector<ForwardStage> ForwardStages(const Batch& batch) override {
+    const torch::Tensor& ids = batch.inputs.at(0);
+    const torch::Tensor& mask = batch.inputs.at(1);
+    // The mask bias takes the embeddings' output dtype, as in Forward; each chain has its own.
+    auto mask_bias = std::make_shared<torch::Tensor>();
+    std::vector<ForwardStage> stages;
+    stages.push_back({"embeddings", [this, &ids, &mask, mask_bias](const torch::Tensor& /*previous*/) {
+                        torch::Tensor x = Embed(ids);
+                        *mask_bias = MaskBias(mask, x.scalar_type());
+                        return x;
+                      }});
+    for (std::size_t i = 0; i < layers_->size(); ++i) {
+      auto layer = (*layers_)[i]->as<EncoderLayer>();
+      stages.push_back({"layers." + std::to_string(i), [layer, mask_bias](const torch::Tensor& previous) {
+                          return layer->forward(previous, *mask_bias);
+                        }});
+    }
+    stages.push_back({"pooler", [this](const torch::Tensor& previous) { return Pool(previous); }});
+    stages.push_back({"classifier", [this](const torch::Tensor& previous) { return Classify(previous); }});
+    return stages;
   }
 
   torch::Tensor Loss(const std::vector<torch::Tensor>& outputs, const Batch& batch) override {
@@ -222,6 +238,25 @@ class BertBase : public ZooModel {
   }
 
  private:
+  torch::Tensor Embed(const torch::Tensor& ids) {
+    const int64_t length = ids.size(1);
+    torch::Tensor positions = torch::arange(length, ids.options()).unsqueeze(0);
+    torch::Tensor x = word_embeddings_->forward(ids) + position_embeddings_->forward(positions) +
+                      token_type_embeddings_->forward(torch::zeros_like(ids));
+    return dropout_->forward(embedding_norm_->forward(x));
+  }
+  // -1e4 rather than the dtype's lowest value: it stays finite in fp16 and bf16, and exp() of it
+  // is 0 in every precision.
+  static torch::Tensor MaskBias(const torch::Tensor& mask, torch::ScalarType dtype) {
+    return ((1.0 - mask.to(dtype)) * -1e4).unsqueeze(1).unsqueeze(2);
+  }
+  torch::Tensor Pool(const torch::Tensor& x) {
+    return torch::tanh(pooler_int8_.Forward(pooler_, x.select(1, 0)));
+  }
+  torch::Tensor Classify(const torch::Tensor& pooled) {
+    return classifier_int8_.Forward(classifier_, dropout_->forward(pooled));
+  }
+
   BertSizes sizes_;
   torch::nn::Embedding word_embeddings_{nullptr}, position_embeddings_{nullptr},
       token_type_embeddings_{nullptr};

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -44,6 +45,14 @@ struct WeightBytes {
   std::int64_t linear = 0;  // the Linear layers' weight matrices only (no biases)
 };
 
+// One stage of a model's forward as a chain (ZooModel::ForwardStages): its module path
+// ("layers.1") and what it does to the previous stage's output (the first stage gets an undefined
+// tensor and reads the batch it was made for).
+struct ForwardStage {
+  std::string path;
+  std::function<torch::Tensor(const torch::Tensor& previous)> run;
+};
+
 // A built model. Weights are drawn from torch's global generator when MakeModel runs, so the
 // caller seeds it first (torch::manual_seed) for reproducible weights.
 class ZooModel : public torch::nn::Module {
@@ -63,6 +72,11 @@ class ZooModel : public torch::nn::Module {
   // returning per image a [K, 6] tensor (x1, y1, x2, y2, score, class) concatenated with a
   // leading image index, i.e. [total_K, 7]); identity (outputs[0]) for other models.
   virtual torch::Tensor PostProcess(const std::vector<torch::Tensor>& outputs) { return outputs.at(0); }
+  // The forward on `batch` as a chain of named stages whose last output is Forward's first
+  // (layer_fault.h: where a precision's error grows); empty for a model whose forward is not
+  // written as one (only bert_base's is here). The stages hold the model and the batch by
+  // reference: use them while both live.
+  virtual std::vector<ForwardStage> ForwardStages(const Batch& /*batch*/) { return {}; }
   // Forward FLOPs per sample (multiply-add = 2 FLOPs), counted from the layer shapes actually
   // built (so small variants are right too). Counted: convolutions, linear layers and the
   // attention matmuls; not counted: normalisation, activations, pooling, softmax, residual adds,
