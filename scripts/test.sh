@@ -15,9 +15,9 @@ cd "$(dirname "$0")/.."
 scripts/setup-debian.sh --with-browser-tests || exit 1
 export DLBENCH_REQUIRE_POSTGRES=1
 
-# All four stages by default (docs/testing.md has each one's time on a fresh 2-core machine);
+# All five stages by default (docs/testing.md has each one's time on a fresh 2-core machine);
 # DLBENCH_STAGES picks some, e.g. DLBENCH_STAGES=suite for the plain build and suite alone.
-stages="${DLBENCH_STAGES:-suite asan fuzz tsan}"
+stages="${DLBENCH_STAGES:-suite quickstart asan fuzz tsan}"
 failed=()
 summary=()
 run_stage() {
@@ -48,13 +48,31 @@ suite() {
   fi
   (cd build && ctest --output-on-failure --timeout 900 -j "${DLBENCH_TEST_JOBS:-2}" "$@")
 }
+# The README's claim that the quickstart's 16 cells come out valid on a 2-core machine (issue 18):
+# the quickstart alone, after the suite, with nothing else of ours running, every cell required ok
+# and valid. The cells' verdicts judge the machine too (another tenant's burst makes a cell
+# `contended` or `drifting`, truthfully), so up to three attempts: the check is that the matrix is
+# sized so every cell can be valid here, not that this machine never has a noisy minute.
+quickstart() {
+  local bin=build/tests/quickstart_e2e_test attempt
+  if [ ! -x "$bin" ]; then
+    echo "test.sh: quickstart: $bin was not built (no LibTorch?); nothing to check"
+    return 0
+  fi
+  for attempt in 1 2 3; do
+    echo "== quickstart, attempt $attempt of 3: every cell ok and valid"
+    if DLBENCH_QUICKSTART_REQUIRE_VALID=1 "$bin"; then return 0; fi
+  done
+  return 1
+}
 for stage in $stages; do
   case "$stage" in
     suite) run_stage suite suite "$@" ;;
+    quickstart) run_stage quickstart quickstart ;;
     asan) run_stage asan scripts/sanitize.sh address ;;
     fuzz) run_stage fuzz scripts/fuzz.sh ;;
     tsan) run_stage tsan scripts/sanitize.sh thread ;;
-    *) echo "unknown stage '$stage' (expected suite, asan, fuzz, tsan)" >&2; exit 2 ;;
+    *) echo "unknown stage '$stage' (expected suite, quickstart, asan, fuzz, tsan)" >&2; exit 2 ;;
   esac
 done
 printf '%s\n' "${summary[@]}"
