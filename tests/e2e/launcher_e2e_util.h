@@ -1,5 +1,6 @@
-// Shared by the launcher e2e tests (slurm_e2e_test.cc, torchrun_e2e_test.cc): a command run with
-// a time limit, the sweep every launcher runs, and a runner that writes down its environment.
+// Shared by the launcher e2e tests (slurm_e2e_test.cc, torchrun_e2e_test.cc and shard_e2e_test.cc's
+// --shard auto tests): a command run with a time limit, the sweep every launcher runs, and a runner
+// that writes down its environment.
 #pragma once
 
 #include <gtest/gtest.h>

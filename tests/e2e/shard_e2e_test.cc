@@ -17,6 +17,7 @@
 
 #include "e2e_sqlite.h"
 #include "e2e_util.h"
+#include "launcher_e2e_util.h"
 #include "store/result_store.h"
 
 namespace dlbench::e2e {
@@ -270,19 +271,6 @@ measure:
   EXPECT_EQ(Cells(db).size(), 4u);
 }
 
-// Four cells in virtual time: a shard's outcome does not depend on this machine's speed.
-constexpr char kFourVirtualCells[] = R"(name: auto
-runner: null
-matrix:
-  model: [a, b, c, d]
-  step_ms: 1
-  virtual_time: true
-measure:
-  min_steps: 20
-  min_time_s: 0.05
-  max_time_s: 0.2
-)";
-
 // The variables srun gave task 1 of `srun -n 2` on this machine (set by hand here; the `slurm`
 // test reads the real ones), with an NCCL variable the fingerprint records beside them.
 const std::vector<std::pair<std::string, std::string>> kSrunTask1 = {{"SLURM_JOB_ID", "7"},
@@ -297,7 +285,7 @@ const std::vector<std::pair<std::string, std::string>> kSrunTask1 = {{"SLURM_JOB
 TEST(ShardE2E, AutoTakesTheShardFromTheLauncherAndTheFingerprintSaysWhere) {
   TempDir dir("shard_auto");
   const std::string matrix = dir / "m.yaml", db = dir / "r.db";
-  WriteText(matrix, kFourVirtualCells);
+  WriteText(matrix, kSweep);
   auto run = RunCommand({Bin("dlbench"), "--db", db, "run", matrix, "--out", dir / "out", "--shard", "auto"},
                         dir, kSrunTask1);
   ASSERT_EQ(run.exit_code, 0) << run.err;
@@ -352,7 +340,7 @@ TEST(ShardE2E, AutoTakesTheShardFromTheLauncherAndTheFingerprintSaysWhere) {
 TEST(ShardE2E, AutoWithoutALauncherOrWithAMalformedOneIsAnErrorNamingTheVariables) {
   TempDir dir("shard_auto_bad");
   const std::string matrix = dir / "m.yaml", db = dir / "r.db";
-  WriteText(matrix, kFourVirtualCells);
+  WriteText(matrix, kSweep);
   // Whatever launched this test, its variables are not passed on to dlbench here.
   const std::vector<std::string> argv = {"/usr/bin/env",
                                          "-u",
