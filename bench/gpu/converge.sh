@@ -11,7 +11,12 @@
 #   build-gpu), PYTHON (default python3), TARGET (default 0.91), REPS (default 5), MAX_TIME_S
 #   (per cell, default 600), LR_64 / LR_256 / LR_1024 (the learning rate per batch size; defaults
 #   0.05, 0.1, 0.2: the reference's 0.001 at batch 400 needs about 200,000 steps), DATASET (default
-#   /usr/share/datasets/fashion-mnist; the .deb travels with the other packages)
+#   /usr/share/datasets/fashion-mnist; the .deb travels with the other packages), DEADLINE_S
+#   (seconds for `dlbench run`, default 0 = none: past it the run is stopped with SIGTERM, its
+#   finished cells stay stored, and the script exits 3 without the tables)
+# Resumable: when OUT already holds the database of an interrupted run, the same command continues
+# it (`dlbench run --resume latest`) instead of starting again, so 45 cells can be spread over
+# several device calls of 10 minutes.
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 BUILD="${BUILD:-$ROOT/build-gpu}"
@@ -24,8 +29,9 @@ LR_64="${LR_64:-0.05}"
 LR_256="${LR_256:-0.1}"
 LR_1024="${LR_1024:-0.2}"
 DATASET="${DATASET:-/usr/share/datasets/fashion-mnist}"
-for v in "$REPS" "$MAX_TIME_S"; do
-  case "$v" in '' | *[!0-9]*) echo "converge: REPS and MAX_TIME_S are whole numbers (got '$v')" >&2; exit 2 ;; esac
+DEADLINE_S="${DEADLINE_S:-0}"
+for v in "$REPS" "$MAX_TIME_S" "$DEADLINE_S"; do
+  case "$v" in '' | *[!0-9]*) echo "converge: REPS, MAX_TIME_S and DEADLINE_S are whole numbers (got '$v')" >&2; exit 2 ;; esac
 done
 if [ ! -f "$DATASET/t10k-labels-idx1-ubyte.gz" ]; then
   echo "converge: no Fashion-MNIST under $DATASET (install dataset-fashion-mnist)" >&2
@@ -40,7 +46,7 @@ if [ ! -x "$DL" ] || [ ! -x "$BUILD/bin/dlbench-torch" ]; then
   fi
 fi
 mkdir -p "$OUT"
-exec > >(tee "$OUT/converge.log") 2>&1
+exec > >(tee -a "$OUT/converge.log") 2>&1
 echo "== machine"
 nvidia-smi -L || true
 
@@ -68,8 +74,21 @@ repetitions: $REPS
 ordering: interleaved
 timeout_s: $(( MAX_TIME_S + 120 ))
 YAML
-echo "== dlbench run $MATRIX"
-"$DL" --db "$DB" run "$MATRIX" --out "$OUT/logs"
+resume=()
+if [ -f "$DB" ]; then
+  resume=(--resume latest)
+  echo "== dlbench run $MATRIX --resume latest (OUT holds an earlier run's database)"
+else
+  echo "== dlbench run $MATRIX"
+fi
+deadline=()
+[ "$DEADLINE_S" -gt 0 ] && deadline=(timeout -s TERM "$DEADLINE_S")
+"${deadline[@]}" "$DL" --db "$DB" run "$MATRIX" --out "$OUT/logs" "${resume[@]}"
+rc=$?
+if [ "$rc" = 124 ]; then
+  echo "converge: stopped at DEADLINE_S=${DEADLINE_S}s; the finished cells are stored. Run the same command again to resume."
+  exit 3
+fi
 echo "== dlbench show"
 "$DL" --db "$DB" show latest
 echo "== TensorBoard export"
