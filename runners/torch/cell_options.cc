@@ -172,6 +172,7 @@ Result<TorchCell> ParseTorchCell(const nlohmann::json& params) {
   cell.optimizer_impl = *impl;
 
   cell.cudnn_benchmark = p.Bool("cudnn_benchmark").value();
+  cell.cuda_graph = p.Bool("cuda_graph").value_or(false);  // no registry default: see optimizer_impl
   cell.deterministic = p.Bool("deterministic").value();
   if (auto threads = p.Int("threads")) cell.threads = static_cast<int>(*threads);  // 1..4096
   cell.lr = p.Number("lr");
@@ -317,6 +318,25 @@ Status CheckSupported(const TorchCell& cell, const Capabilities& caps) {
     if (caps.cuda_device_count <= cell.device.index) {
       return Unsupported(fmt::format("unsupported: device {} requested but {} CUDA device(s) are visible",
                                      cell.device.ToString(), caps.cuda_device_count));
+    }
+  }
+  if (cell.cuda_graph) {
+    if (!cuda) {
+      return Unsupported(
+          "unsupported: cuda_graph replays a captured CUDA graph: it needs device cuda (on cpu leave "
+          "cuda_graph false)");
+    }
+    if (cell.scenario != Scenario::kInfer) {
+      return Unsupported(fmt::format(
+          "unsupported: cuda_graph with scenario {}: only inference is captured here (a training step's "
+          "autograd and optimizer are not); use scenario infer or a load scenario",
+          ScenarioName(cell.scenario)));
+    }
+    if (cell.data.source != DataSource::kDevice) {
+      return Unsupported(fmt::format(
+          "unsupported: cuda_graph with data: {}: a replay reads fixed device buffers, which the input "
+          "pipeline's copies would have to fill on the graph's stream; use data: device",
+          DataSourceName(cell.data.source)));
     }
   }
   for (const Precision p : cell.eval_precisions) DLBENCH_RETURN_IF_ERROR(CheckEvalPrecision(p, cell, caps));

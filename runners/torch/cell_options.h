@@ -91,6 +91,8 @@ struct TorchCell {
   MemoryFormat memory_format = MemoryFormat::kAuto;
   bool cudnn_benchmark = true;
   bool deterministic = false;
+  // Inference on CUDA replays the forward captured into a CUDA graph (cuda_graph.h).
+  bool cuda_graph = false;
   // Training's optimizer: "auto" (kForeach on CUDA, kPerParameter on the CPU: torch.optim's own
   // default choice), "foreach" (multi-tensor kernels) or "per_param" (LibTorch's C++ optimizer).
   OptimizerImpl optimizer_impl = OptimizerImpl::kAuto;

@@ -211,6 +211,19 @@ TEST(CheckSupported, PrecisionDeviceAndVersionRules) {
       {"tf32 h200", {{"device", "cuda"}, {"precision", "tf32"}}, h200, true, ""},
       {"tf32 volta", {{"device", "cuda"}, {"precision", "tf32"}}, v100, false, "compute capability 8.0"},
       {"bf16 volta", {{"device", "cuda"}, {"precision", "bf16"}}, v100, false, "compute capability 8.0"},
+      {"cuda_graph infer h200", {{"device", "cuda"}, {"scenario", "infer"}, {"cuda_graph", true}}, h200, true, ""},
+      {"cuda_graph cpu", {{"scenario", "infer"}, {"cuda_graph", true}}, cpu_2, false, "it needs device cuda"},
+      {"cuda_graph train",
+       {{"device", "cuda"}, {"cuda_graph", true}},
+       h200,
+       false,
+       "cuda_graph with scenario train: only inference is captured"},
+      {"cuda_graph host data",
+       {{"device", "cuda"}, {"scenario", "infer"}, {"cuda_graph", true}, {"data", "host"}},
+       h200,
+       false,
+       "cuda_graph with data: host"},
+      {"cuda_graph false cpu", {{"scenario", "infer"}, {"cuda_graph", false}}, cpu_113, true, ""},
   };
   for (const SupportCase& c : cases) {
     json params = c.params;

@@ -14,6 +14,7 @@
 #include "load/load_generator.h"
 #include "load/peak_search.h"
 #include "load/protocol_sink.h"
+#include "cuda_graph.h"
 #include "load_device.h"
 #include "precision.h"
 
@@ -63,6 +64,9 @@ struct StreamState {
   std::vector<torch::Tensor> host_in;
   std::vector<torch::Tensor> device_in;
   std::vector<torch::Tensor> host_out;
+  // cuda_graph: the forward of n samples from device_in (or the device batch), captured after
+  // warm-up, at index n; empty otherwise.
+  std::vector<std::unique_ptr<CapturedForward>> graphs;
 };
 
 // Serves batches of samples for every scenario: the closed-loop ones on the issue thread, the
@@ -115,6 +119,20 @@ class TorchExecutor final : public load::BatchExecutor {
       }
     }
     warmed_ = sizes;
+    if (!target_.cuda_graph) return;
+    // After the eager warm-up (cuDNN has chosen its algorithms): each size's forward on each
+    // stream's own buffers, so streams never share a graph's intermediates.
+    for (StreamState& s : streams_) {
+      s.graphs.resize(static_cast<std::size_t>(settings_.max_batch) + 1);
+      for (std::uint32_t n : sizes) {
+        std::vector<torch::Tensor> inputs = DeviceInputs(s, n);
+        s.graphs.at(n) = CaptureForward(target_.device, /*warmup_runs=*/1, [this, inputs] {
+          c10::InferenceMode inference;
+          AutocastRegion region(target_.device.type(), target_.autocast_dtype);
+          return target_.workload->ForwardInputs(inputs);
+        });
+      }
+    }
   }
 
   std::optional<QueryTiming> RunBatch(std::uint32_t stream, const load::Batch& batch) noexcept override {
@@ -159,6 +177,22 @@ class TorchExecutor final : public load::BatchExecutor {
     }
   }
 
+  // The device tensors a batch of n samples is read from: the device batch (device residency) or
+  // the stream's device copy of its gathered input (host residency on CUDA).
+  std::vector<torch::Tensor> DeviceInputs(StreamState& s, std::uint32_t n) const {
+    std::vector<torch::Tensor> inputs;
+    const std::vector<torch::Tensor>& from =
+        settings_.input_residency == InputResidency::kDevice ? device_batch_ : s.device_in;
+    for (const torch::Tensor& t : from) inputs.push_back(t.narrow(0, 0, n));
+    return inputs;
+  }
+
+  // The forward of n samples: the stream's captured graph for n when there is one, else eager.
+  std::vector<torch::Tensor> Forward(StreamState& s, std::uint32_t n, const std::vector<torch::Tensor>& inputs) {
+    if (n < s.graphs.size() && s.graphs[n]) return s.graphs[n]->Replay();
+    return target_.workload->ForwardInputs(inputs);
+  }
+
   // One batch of the n samples named by s.index[0, n). Throws what LibTorch throws.
   QueryTiming Serve(StreamState& s, std::uint32_t n) {
     QueryTiming timing;
@@ -172,7 +206,7 @@ class TorchExecutor final : public load::BatchExecutor {
       AutocastRegion region(target_.device.type(), target_.autocast_dtype);
       s.stream->MarkCopyInStart();
       s.stream->MarkComputeStart();
-      const std::vector<torch::Tensor> outputs = target_.workload->ForwardInputs(inputs);
+      const std::vector<torch::Tensor> outputs = Forward(s, n, inputs);
       target_.workload->PostProcess(outputs);
       s.stream->MarkComputeEnd();
       s.stream->MarkCopyOutEnd();
@@ -205,7 +239,7 @@ class TorchExecutor final : public load::BatchExecutor {
         }
       }
       s.stream->MarkComputeStart();
-      const std::vector<torch::Tensor> outputs = target_.workload->ForwardInputs(inputs);
+      const std::vector<torch::Tensor> outputs = Forward(s, n, inputs);
       s.stream->MarkComputeEnd();
       if (cuda_) {
         if (s.host_out.size() < outputs.size()) s.host_out.resize(outputs.size());

@@ -32,6 +32,7 @@ struct LoadTarget {
   torch::Device device{torch::kCPU};
   torch::MemoryFormat memory_format = torch::MemoryFormat::Contiguous;
   std::optional<torch::ScalarType> autocast_dtype;
+  bool cuda_graph = false;  // replay each batch size's forward from a CUDA graph (cuda_graph.h)
 };
 
 // How a load cell ended, for DONE (or ERROR when `failure` is set).

@@ -17,6 +17,7 @@
 #include "config/host_allocator.h"
 #include "config/registry.h"
 #include "converge.h"
+#include "cuda_graph.h"
 #include "cuda_support.h"
 #include "data/feeder.h"
 #include "ddp/allreduce_cell.h"
@@ -75,6 +76,7 @@ struct CellState {
   BlasThreading blas;
   std::optional<CudaDeviceInfo> cuda_device;
   std::unique_ptr<data::Feeder> feeder;      // each step's batch from cell.data (device: the fixed one)
+  std::unique_ptr<CapturedForward> graph;    // cuda_graph: the infer forward, captured after Build
   std::unique_ptr<ddp::Rank> ddp;            // strategy ddp only
   std::optional<std::int64_t> step_comm_ns;  // ddp serial: this step's all-reduce
   // Where the memory goes (memory_accounting.h): the runner's RSS before the model was built, the
@@ -120,9 +122,25 @@ void TrainStep(CellState& s) {
 void InferStep(CellState& s) {
   c10::InferenceMode inference;
   AutocastRegion region(s.device.type(), s.autocast_dtype);
-  const std::vector<torch::Tensor> outputs = s.workload->Forward();
-  s.workload->PostProcess(outputs);
+  if (s.graph) {
+    s.workload->PostProcess(s.graph->Replay());
+  } else {
+    const std::vector<torch::Tensor> outputs = s.workload->Forward();
+    s.workload->PostProcess(outputs);
+  }
   Synchronize(s);
+}
+
+// Eager runs of the forward on the capture's side stream before it is captured (cuda_graph.h).
+constexpr int kCudaGraphWarmupRuns = 3;
+
+// cuda_graph: the fixed batch's forward, as InferStep runs it, captured once (cuda_graph.h).
+void CaptureInferForward(CellState& s) {
+  s.graph = CaptureForward(s.device, kCudaGraphWarmupRuns, [&s] {
+    c10::InferenceMode inference;
+    AutocastRegion region(s.device.type(), s.autocast_dtype);
+    return s.workload->Forward();
+  });
 }
 
 torch::MemoryFormat ResolveMemoryFormat(const TorchCell& cell, const Workload& workload) {
@@ -230,6 +248,13 @@ nlohmann::json Effective(const CellState& s, std::uint64_t seed) {
       {"memory_format",
        s.memory_format == torch::MemoryFormat::ChannelsLast ? "channels_last" : "contiguous"},
       {"memory_format_requested", MemoryFormatName(cell.memory_format)},
+      {"cuda_graph",
+       cell.cuda_graph
+           ? nlohmann::json{{"enabled", true},
+                            {"replayed",
+                             "the forward, captured after eager warm-up runs (load scenarios: one graph per "
+                             "batch size and stream); post-processing runs eagerly after each replay"}}
+           : nlohmann::json(false)},
       {"threads", at::get_num_threads()},
       {"interop_threads", at::get_num_interop_threads()},
       {"blas", ToJson(s.blas)},
@@ -542,9 +567,12 @@ int RunTorchCell(RunnerSession& session) {
     if (state.cell.scenario == Scenario::kConverge)
       converge = std::make_unique<ConvergeCell>(state.cell, *state.workload, state.device, config->seed);
     if (load_settings) {
-      load_cell = MakeLoadCell(
-          *load_settings, {state.workload.get(), state.device, state.memory_format, state.autocast_dtype},
-          config->seed, static_cast<std::uint32_t>(config->rank));
+      load_cell = MakeLoadCell(*load_settings,
+                               {state.workload.get(), state.device, state.memory_format, state.autocast_dtype,
+                                state.cell.cuda_graph},
+                               config->seed, static_cast<std::uint32_t>(config->rank));
+    } else if (state.cell.cuda_graph) {
+      CaptureInferForward(state);
     }
   } catch (...) {
     return Report(session, ClassifyException(std::current_exception()));

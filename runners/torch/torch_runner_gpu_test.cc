@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <string>
 
+#include "cuda_graph.h"
 #include "record/metrics.h"
 #include "runner_harness.h"
 
@@ -127,6 +128,69 @@ TEST_F(OnCuda, EveryModelInfersInBf16) {
     EXPECT_FALSE(t.error) << params.dump() << ": " << (t.error ? t.error->dump() : "");
     EXPECT_TRUE(t.done) << params.dump();
   }
+}
+
+// cuda_graph: true in the step loop and under load, on every model; the replay is what the steps
+// and queries time, and the effective cell says so.
+TEST_F(OnCuda, CudaGraphInferAndSingleStreamRunOnEveryModel) {
+  const std::vector<json> models = {
+      {{"model", "resnet50"}, {"image_size", 64}, {"base_width", 16}},
+      {{"model", "mobilenet_v2"}, {"image_size", 64}},
+      {{"model", "bert_base"}, {"layers", 2}, {"seq_len", 32}},
+      {{"model", "ssd_mobilenet"}, {"image_size", 128}, {"num_classes", 5}},
+  };
+  for (json params : models) {
+    params.update({{"device", "cuda"}, {"precision", "bf16"}, {"scenario", "infer"}, {"batch_size", 4},
+                   {"cuda_graph", true}});
+    const CellTranscript t = RunCellOf(params);
+    EXPECT_FALSE(t.error) << params.dump() << ": " << (t.error ? t.error->dump() : "");
+    EXPECT_TRUE(t.done) << params.dump();
+    EXPECT_GE(t.steps.size(), 6u) << params.dump();
+    ASSERT_TRUE(t.ready) << params.dump();
+    EXPECT_TRUE(t.ready->at("cuda_graph").value("enabled", false)) << t.ready->dump();
+
+    params.update({{"load", "single_stream"}, {"sample_library_size", 16}});
+    protocol::CellConfig c;
+    c.params = params;
+    c.seed = 11;
+    c.limits.max_steps = 100'000;
+    c.limits.max_time_s = 120.0;
+    HarnessOptions options;
+    options.stop_after_queries = 50;
+    options.stop_after_steps = 1;
+    auto load = testing::RunCell(kRunner, c, options);
+    ASSERT_TRUE(load.ok()) << load.error().message;
+    EXPECT_FALSE(load->error) << params.dump() << ": " << (load->error ? load->error->dump() : "");
+    EXPECT_GE(load->queries.size(), 50u) << params.dump();
+    for (const protocol::QueryRecord& q : load->queries) EXPECT_GT(q.compute_ns, 0) << params.dump();
+  }
+}
+
+// A replay computes what the eager forward computes, from whatever its input buffer holds now.
+TEST(CudaGraph, ReplayMatchesEagerAndReadsTheInputBufferInPlace) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(3);
+  const torch::Device cuda(torch::kCUDA, 0);
+  torch::nn::Sequential net(torch::nn::Linear(64, 128), torch::nn::ReLU(), torch::nn::Linear(128, 10));
+  net->to(cuda);
+  net->eval();
+  torch::Tensor input = torch::randn({8, 64}, torch::TensorOptions().device(cuda));
+  auto forward = [&] {
+    c10::InferenceMode inference;
+    return std::vector<torch::Tensor>{net->forward(input)};
+  };
+  auto graph = CaptureForward(cuda, 2, forward);
+  torch::Tensor eager = forward().front().clone();
+  torch::Tensor replayed = graph->Replay().front().clone();
+  EXPECT_TRUE(torch::allclose(eager, replayed)) << (eager - replayed).abs().max().item<float>();
+  {
+    c10::InferenceMode inference;
+    input.copy_(torch::randn({8, 64}, torch::TensorOptions().device(cuda)));
+  }
+  torch::Tensor eager2 = forward().front().clone();
+  torch::Tensor replayed2 = graph->Replay().front().clone();
+  EXPECT_TRUE(torch::allclose(eager2, replayed2));
+  EXPECT_FALSE(torch::allclose(eager, eager2));
 }
 
 TEST_F(OnCuda, OutOfDeviceMemoryIsTheOomOutcome) {

@@ -909,6 +909,14 @@ std::vector<ParamSpec> BuildRegistry() {
                   .Default(Value(true))
                   .Help("Let cuDNN autotune convolution algorithms (during warm-up).")
                   .Build());
+  // No registry default (as optimizer_impl): cells stored before the key existed keep their keys.
+  r.push_back(Entry("cuda_graph", kCell, kTorch, ParamType::kBool)
+                  .DefaultText("false")
+                  .Help("Inference on CUDA: capture the forward once into a CUDA graph after warm-up and "
+                        "replay it for every step or query (one launch instead of one per operator). "
+                        "Fixed shapes only: scenario infer with data: device, or a load scenario; the "
+                        "post-processing (SSD's NMS) runs eagerly after the replay.")
+                  .Build());
   r.push_back(Entry("deterministic", kCell, kTorch, ParamType::kBool)
                   .Default(Value(false))
                   .Help("Use deterministic algorithms only (slower; reproducible).")
