@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "cuda_graph.h"
 #include "load/batcher.h"
 #include "load/load_generator.h"
 #include "load/peak_search.h"
 #include "load/protocol_sink.h"
-#include "cuda_graph.h"
 #include "load_device.h"
 #include "precision.h"
 
@@ -188,7 +188,8 @@ class TorchExecutor final : public load::BatchExecutor {
   }
 
   // The forward of n samples: the stream's captured graph for n when there is one, else eager.
-  std::vector<torch::Tensor> Forward(StreamState& s, std::uint32_t n, const std::vector<torch::Tensor>& inputs) {
+  std::vector<torch::Tensor> Forward(StreamState& s, std::uint32_t n,
+                                     const std::vector<torch::Tensor>& inputs) {
     if (n < s.graphs.size() && s.graphs[n]) return s.graphs[n]->Replay();
     return target_.workload->ForwardInputs(inputs);
   }

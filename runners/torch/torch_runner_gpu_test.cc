@@ -140,7 +140,10 @@ TEST_F(OnCuda, CudaGraphInferAndSingleStreamRunOnEveryModel) {
       {{"model", "ssd_mobilenet"}, {"image_size", 128}, {"num_classes", 5}},
   };
   for (json params : models) {
-    params.update({{"device", "cuda"}, {"precision", "bf16"}, {"scenario", "infer"}, {"batch_size", 4},
+    params.update({{"device", "cuda"},
+                   {"precision", "bf16"},
+                   {"scenario", "infer"},
+                   {"batch_size", 4},
                    {"cuda_graph", true}});
     const CellTranscript t = RunCellOf(params);
     EXPECT_FALSE(t.error) << params.dump() << ": " << (t.error ? t.error->dump() : "");
