@@ -51,7 +51,7 @@ class FakeCgroups : public ::testing::Test {
   }
   // A cgroup directory with its controllers and the controllers its children get.
   fs::path Cgroup(const std::string& rel, const std::string& controllers, const std::string& subtree) {
-    const fs::path p = rel.empty() ? root_ : root_ / rel;
+    fs::path p = rel.empty() ? root_ : root_ / rel;
     Write(p / "cgroup.controllers", controllers + "\n");
     Write(p / "cgroup.subtree_control", subtree + "\n");
     return p;
