@@ -12,6 +12,7 @@
 
 #include "common/files.h"
 #include "common/subprocess.h"
+#include "common/text.h"
 #include "orchestrator/memory_cap.h"
 
 namespace dlbench::orchestrator {
@@ -257,6 +258,51 @@ TEST_F(FakeCgroups, AnOomKillOfAnotherProcessIsAWarning) {
   EXPECT_EQ(rec.extras["warnings"][0],
             "the kernel's OOM killer ended 2 processes of the cell's cgroup (memory.events oom_kill); "
             "memory_cap allowed 1073741824 bytes (1024 MiB, cgroup_v2_memory_max)");
+}
+
+// The kernel's side of CellCgroup on this host's own cgroup2 mount, where one is mounted and
+// writable (as root): a cell's cgroup is made at the mount's root and removed again within the
+// test. Without the memory controller there (this development machine: only hugetlb), the kernel
+// has no memory.max to write (EACCES: kernfs creates no file), so Create fails and leaves no
+// cgroup behind; with it, memory.max holds the cap, a process moves in, its cgroup cannot be removed
+// while it runs (EBUSY) and can once it has been reaped.
+TEST(RealCgroup2, ACellsCgroupOnThisKernelIsMadeAndRemovedOrRefusedWithoutATrace) {
+  CgroupSources sources;
+  sources.mounts = "/proc/self/mounts";
+  auto mounts = ReadFile(sources.mounts);
+  ASSERT_TRUE(mounts.ok());
+  std::string point;
+  for (const std::string& line : Split(*mounts, '\n')) {
+    const std::vector<std::string> f = Split(line, ' ');
+    if (f.size() >= 3 && f[2] == "cgroup2" && point.empty()) point = f[1];
+  }
+  if (point.empty()) GTEST_SKIP() << "no cgroup2 file system is mounted here";
+  if (::access(point.c_str(), W_OK) != 0) GTEST_SKIP() << point << " is not writable by this user";
+  const std::string name = "dlbench-test-" + std::to_string(::getpid());
+  const fs::path path = fs::path(point) / name;
+  auto cg = CellCgroup::Create(point, name, 64 << 20);
+  if (!cg.ok()) {
+    EXPECT_NE(cg.error().message.find("memory.max: Permission denied"), std::string::npos)
+        << cg.error().message;
+    EXPECT_FALSE(fs::exists(path)) << "a failed Create removes the cgroup it made";
+    const std::string controllers = Read(fs::path(point) / "cgroup.subtree_control");
+    EXPECT_EQ(controllers.find("memory"), std::string::npos) << "only a root without memory refuses";
+    return;
+  }
+  EXPECT_EQ(Trim(Read(path / "memory.max")), std::to_string(64 << 20));
+  SpawnOptions o;
+  o.argv = {"sleep", "30"};
+  auto child = Subprocess::Spawn(o);
+  ASSERT_TRUE(child.ok()) << child.error().message;
+  ASSERT_TRUE(cg->Add(child->pid()).ok());
+  EXPECT_NE(Read("/proc/" + std::to_string(child->pid()) + "/cgroup").find("0::/" + name), std::string::npos);
+  const Status busy = cg->Remove();
+  ASSERT_FALSE(busy.ok());
+  EXPECT_NE(busy.error().message.find("Device or resource busy"), std::string::npos) << busy.error().message;
+  child->Terminate(0);
+  EXPECT_EQ(cg->OomKills(), 0);
+  ASSERT_TRUE(cg->Remove().ok());
+  EXPECT_FALSE(fs::exists(path));
 }
 
 }  // namespace
