@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <optional>
+#include <utility>
 
 #include "cli/console.h"
 #include "common/text.h"
@@ -73,16 +74,17 @@ std::string RenderBoundarySearches(const std::vector<record::CellRecord>& cells)
 
 std::string RenderMemoryBreakdowns(const std::vector<record::CellRecord>& cells) {
   namespace metric = record::metric;
-  Table table({{"cell", false},
-               {"weights", true},
-               {"gradients", true},
-               {"optimizer", true},
-               {"batch", true},
-               {"expected", true},
-               {"peak", true},
-               {"rest", true},
-               {"reserved peak", true},
-               {"fragmentation", true}});
+  // The dataset column (a converge cell's training and held-out sets on its device) is there only
+  // when a cell has it, so the tables of runs without converge cells keep their shape.
+  bool dataset = false;
+  for (const record::CellRecord& c : cells)
+    dataset = dataset || record::MetricValue(c, metric::kDatasetBytes).has_value();
+  std::vector<Table::Column> columns = {
+      {"cell", false}, {"weights", true}, {"gradients", true}, {"optimizer", true}, {"batch", true}};
+  if (dataset) columns.push_back({"dataset", true});
+  for (const char* title : {"expected", "peak", "rest", "reserved peak", "fragmentation"})
+    columns.push_back({title, true});
+  Table table(std::move(columns));
   bool any = false;
   for (const record::CellRecord& c : cells) {
     const auto expected = record::MetricValue(c, metric::kExpectedResidentBytes);
@@ -94,17 +96,21 @@ std::string RenderMemoryBreakdowns(const std::vector<record::CellRecord>& cells)
       return v ? FormatBytes(v) : std::string("-");
     };
     const bool cuda = record::MetricValue(c, metric::kAllocatorFragmentationBytes).has_value();
-    table.AddRow({fmt::format("#{} {}", c.index, TerminalSafe(c.label.empty() ? c.key : c.label)),
-                  bytes(metric::kWeightBytes), bytes(metric::kGradBytes), bytes(metric::kOptimizerStateBytes),
-                  bytes(metric::kInputBatchBytes), bytes(metric::kExpectedResidentBytes),
-                  bytes(metric::kMemoryPeakBytes), bytes(metric::kActivationWorkspaceBytes),
-                  cuda ? bytes(record::memory::kDeviceReservedPeakBytes) : std::string("-"),
-                  bytes(metric::kAllocatorFragmentationBytes)});
+    std::vector<std::string> row = {
+        fmt::format("#{} {}", c.index, TerminalSafe(c.label.empty() ? c.key : c.label)),
+        bytes(metric::kWeightBytes), bytes(metric::kGradBytes), bytes(metric::kOptimizerStateBytes),
+        bytes(metric::kInputBatchBytes)};
+    if (dataset) row.push_back(bytes(metric::kDatasetBytes));
+    row.insert(row.end(), {bytes(metric::kExpectedResidentBytes), bytes(metric::kMemoryPeakBytes),
+                           bytes(metric::kActivationWorkspaceBytes),
+                           cuda ? bytes(record::memory::kDeviceReservedPeakBytes) : std::string("-"),
+                           bytes(metric::kAllocatorFragmentationBytes)});
+    table.AddRow(std::move(row));
   }
   if (!any) return "";
-  return "\nMemory (expected from the model's tensors and optimizer; peak: the CUDA allocator's, or on the "
-         "CPU "
-         "the RSS above the runner's before the build; rest: activations and workspaces; docs/memory.md):\n" +
+  return "\nMemory (expected from the model's tensors and optimizer, with a converge cell's dataset; "
+         "peak: the CUDA allocator's, or on the CPU the RSS above the runner's before the build; rest: "
+         "activations and workspaces; docs/memory.md):\n" +
          table.Render();
 }
 

@@ -15,9 +15,10 @@ namespace dlbench::cli {
 std::string RenderBoundarySearches(const std::vector<record::CellRecord>& cells);
 
 // "Memory" and a row per cell that sent the breakdown (expected_resident_bytes or
-// memory_peak_bytes): weights, gradients, optimizer state, batch, their sum, the measured peak, the
-// rest (activations and workspaces) and, on CUDA, the reserved peak and fragmentation. Empty when
-// no cell has it.
+// memory_peak_bytes): weights, gradients, optimizer state, batch, a converge cell's dataset (the
+// column is there when some cell has dataset_bytes), their sum, the measured peak, the rest
+// (activations and workspaces) and, on CUDA, the reserved peak and fragmentation. Empty when no
+// cell has it.
 std::string RenderMemoryBreakdowns(const std::vector<record::CellRecord>& cells);
 
 }  // namespace dlbench::cli

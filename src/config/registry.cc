@@ -309,7 +309,9 @@ std::vector<ParamSpec> BuildRegistry() {
           .DefaultText("none: no cap")
           .Label("cap")
           .Help("The most memory the cell may use, as a smaller device would have it (docs/memory.md): on "
-                "the CPU a limit on the runner process (RLIMIT_DATA); on CUDA the caching allocator's "
+                "the CPU a limit on the runner process (cgroup v2 memory.max where a usable delegated cgroup "
+                "is found, DLBENCH_CGROUP_PARENT or the process's own, else RLIMIT_DATA; extras.memory_cap "
+                "says which and why); on CUDA the caching allocator's "
                 "per-process fraction of the device (dlbench-torch; the CUDA context is outside it). A cell "
                 "beyond it ends `oom`. At most 1TiB, so that a wrong unit is caught here.")
           .Build());

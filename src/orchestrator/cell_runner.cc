@@ -171,10 +171,11 @@ record::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& options
   if (o.monitor != nullptr) gpu_before = o.monitor->GpuProcesses();
   auto spawned = SpawnRunner(o.runner, /*with_logs=*/true);
   if (!spawned.ok()) return fail(spawned.error().message);
-  if (auto st = ApplyMemoryCap(cell, spawned->process.pid(), rec); !st.ok()) {
+  auto cap = ApplyMemoryCap(cell, spawned->process.pid(), rec);
+  if (!cap.ok()) {
     spawned->process.Terminate(0);
     (void)KillLeftovers(spawned->process.pid(), 1000);
-    return fail(st.error().message);
+    return fail(cap.error().message);
   }
   CellDriver driver(cell, o, rec, *spawned);
   if (auto st = driver.OpenLogs(); !st.ok()) {
@@ -186,6 +187,7 @@ record::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& options
   driver.Drive();
   monitoring.Finish(rec);
   driver.Conclude(std::move(idle_series));
+  cap->Conclude(rec);
   return rec;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -32,20 +33,65 @@ Status LimitProcessData(pid_t pid, std::int64_t bytes) {
   return Status::Ok();
 }
 
-Status ApplyMemoryCap(const plan::Cell& cell, pid_t pid, record::CellRecord& rec) {
+Result<AppliedMemoryCap> ApplyMemoryCap(const plan::Cell& cell, pid_t pid, record::CellRecord& rec,
+                                        const CgroupSources& cgroups) {
   const std::optional<std::int64_t> cap = CellMemoryCap(cell);
-  if (!cap) return Status::Ok();
+  if (!cap) return AppliedMemoryCap();
   const auto device = cell.params.find("device");
   const bool cuda =
       device != cell.params.end() && device->second.is_string() &&
       config::ParseDeviceName(device->second.get<std::string>()).value_or(config::DeviceName{}).cuda;
   if (cuda) {
     rec.extras["memory_cap"] = {{"bytes", *cap}, {"mechanism", kCapByRunner}};
-    return Status::Ok();
+    return AppliedMemoryCap();
+  }
+  const CgroupParent parent = FindCgroupParent(cgroups);
+  std::string why_not = parent.why_not;
+  if (!parent.path.empty()) {
+    auto cgroup = CellCgroup::Create(parent.path, fmt::format("dlbench-{}-runner-{}", ::getpid(), pid), *cap);
+    if (cgroup.ok()) {
+      if (auto st = cgroup->Add(pid); st.ok()) {
+        rec.extras["memory_cap"] = {{"bytes", *cap},
+                                    {"mechanism", kCapCgroupV2},
+                                    {"cgroup", cgroup->path()},
+                                    {"cgroup_parent_from", parent.source}};
+        return AppliedMemoryCap(std::move(cgroup).value());
+      } else {
+        why_not = st.error().message;
+      }
+    } else {
+      why_not = cgroup.error().message;
+    }
   }
   DLBENCH_RETURN_IF_ERROR(LimitProcessData(pid, *cap));
-  rec.extras["memory_cap"] = {{"bytes", *cap}, {"mechanism", kCapRlimitData}};
-  return Status::Ok();
+  rec.extras["memory_cap"] = {
+      {"bytes", *cap}, {"mechanism", kCapRlimitData}, {"cgroup_v2", "not used: " + why_not}};
+  return AppliedMemoryCap();
+}
+
+void AppliedMemoryCap::Conclude(record::CellRecord& rec) {
+  if (!cgroup_) return;
+  const std::int64_t kills = cgroup_->OomKills();
+  if (kills > 0) {
+    nlohmann::json& facts = rec.extras["memory_cap"];
+    facts["oom_kills"] = kills;
+    const std::optional<std::int64_t> peak = cgroup_->Peak();
+    if (peak) facts["peak_bytes"] = *peak;
+    const std::string what = fmt::format(
+        "the kernel's OOM killer ended {} process{} of the cell's cgroup (memory.events oom_kill){}", kills,
+        kills == 1 ? "" : "es",
+        peak ? fmt::format("; its peak was {} bytes (memory.peak)", *peak) : std::string());
+    if (rec.outcome == record::Outcome::kCrashed) {
+      rec.outcome = record::Outcome::kOom;
+      rec.message = "out of memory: " + what + MemoryCapNote(rec) + "; " + rec.message;
+      rec.verdict = record::Verdict::kNotApplicable;
+      rec.verdict_reasons.clear();
+    } else {
+      rec.extras["warnings"].push_back(what + MemoryCapNote(rec));
+    }
+  }
+  if (auto st = cgroup_->Remove(); !st.ok()) rec.extras["warnings"].push_back(st.error().message);
+  cgroup_.reset();
 }
 
 Result<std::vector<std::pair<std::string, std::string>>> CellRunnerEnvironment(const plan::Cell& cell) {

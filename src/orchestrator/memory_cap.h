@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "orchestrator/cgroup_v2.h"
 #include "plan/plan.h"
 #include "record/records.h"
 
@@ -20,6 +21,7 @@ namespace dlbench::orchestrator {
 
 // The mechanism names stored in extras.memory_cap.mechanism.
 inline constexpr const char* kCapRlimitData = "RLIMIT_DATA";
+inline constexpr const char* kCapCgroupV2 = "cgroup_v2_memory_max";
 inline constexpr const char* kCapByRunner = "runner";
 
 // The cell's memory_cap in bytes, or nullopt when it sets none. The plan validated its text.
@@ -34,11 +36,33 @@ std::optional<std::int64_t> CellMemoryCap(const plan::Cell& cell);
 // kIo naming the errno when the kernel refuses.
 Status LimitProcessData(pid_t pid, std::int64_t bytes);
 
+// What a cpu cell's cap leaves to do once its runner has ended: its cgroup to read and remove.
+// Nothing for a cell capped by RLIMIT_DATA, by the runner, or not at all.
+class AppliedMemoryCap {
+ public:
+  AppliedMemoryCap() = default;
+  explicit AppliedMemoryCap(CellCgroup cgroup) : cgroup_(std::move(cgroup)) {}
+  // Call after the runner and its leftovers were reaped and the record concluded. When the kernel's
+  // OOM killer ended a process of the cell's cgroup (memory.events' oom_kill), extras.memory_cap gets
+  // `oom_kills` and `peak_bytes` (memory.peak, where the kernel has it), and a runner that died of
+  // a signal becomes `oom` with those numbers and the cap (memory.max does not fail an allocation:
+  // the kernel kills). Then the cgroup is removed; a failure to is a warning.
+  void Conclude(record::CellRecord& rec);
+
+ private:
+  std::optional<CellCgroup> cgroup_;
+};
+
 // Applies the cell's cap to its just-spawned runner `pid` and records what applied in
-// rec.extras.memory_cap ({bytes, mechanism}): RLIMIT_DATA for a cpu cell, `runner` for a cuda
-// cell (the runner reports its own in the effective cell). No cap: nothing. An error is the cell's
-// (the caller ends it as `error`): a cap that was asked for and not applied must not pass silently.
-Status ApplyMemoryCap(const plan::Cell& cell, pid_t pid, record::CellRecord& rec);
+// rec.extras.memory_cap ({bytes, mechanism, ...}):
+// - a cuda cell: `runner` (the runner reports its own in the effective cell);
+// - a cpu cell: cgroup v2 memory.max where FindCgroupParent(cgroups) finds a usable parent and the
+//   cell's cgroup can be made and the runner moved into it (`cgroup_v2_memory_max`, with `cgroup`,
+//   the cell's cgroup, and `cgroup_parent_from`), else RLIMIT_DATA with `cgroup_v2`: why not.
+// No cap: nothing. An error is the cell's (the caller ends it as `error`): a cap that was asked for
+// and not applied must not pass silently.
+Result<AppliedMemoryCap> ApplyMemoryCap(const plan::Cell& cell, pid_t pid, record::CellRecord& rec,
+                                        const CgroupSources& cgroups = SystemCgroupSources());
 
 // The variables the cell's runner gets on top of dlbench's environment: PYTORCH_CUDA_ALLOC_CONF
 // from cuda_alloc_conf (docs/memory.md "Allocator settings"), which the runner's allocator reads

@@ -93,6 +93,7 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
   // Rank 0 records into `rec`; the others into records of their own, merged at the end. Deques:
   // the drivers hold references into them.
   std::deque<record::CellRecord> others(static_cast<std::size_t>(world - 1));
+  std::vector<AppliedMemoryCap> caps;  // declared first, so removed after the runners are reaped
   std::deque<Spawned> spawned;
   std::vector<std::unique_ptr<CellDriver>> drivers;
   const std::string base =
@@ -128,10 +129,12 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
       return fail(fmt::format("rank {} of {}: {}", r, world, s.error().message));
     }
     spawned.push_back(std::move(s).value());
-    if (auto st = ApplyMemoryCap(cell, spawned.back().process.pid(), rr); !st.ok()) {
+    auto cap = ApplyMemoryCap(cell, spawned.back().process.pid(), rr);
+    if (!cap.ok()) {
       kill_spawned();
-      return fail(fmt::format("rank {} of {}: {}", r, world, st.error().message));
+      return fail(fmt::format("rank {} of {}: {}", r, world, cap.error().message));
     }
+    caps.push_back(std::move(cap).value());
     DriverRole role{r, protocol::Rendezvous{*rendezvous, "", 0, r, world}};
     drivers.push_back(std::make_unique<CellDriver>(cell, o, rr, spawned.back(), role));
     if (auto st = drivers.back()->OpenLogs(); !st.ok()) {
@@ -191,6 +194,7 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
   monitoring.Finish(rec, RankGroupEffective(effectives));
   for (std::size_t r = drivers.size(); r-- > 0;)
     drivers[r]->Conclude(r == 0 ? std::move(idle_series) : std::vector<record::SeriesPoint>{});
+  for (std::size_t r = 0; r < caps.size(); ++r) caps[r].Conclude(r == 0 ? rec : others[r - 1]);
 
   // The rank the cell is named after: of those that failed without being killed for another's
   // failure, one that did not merely report ERROR (a peer's death makes the others report one),

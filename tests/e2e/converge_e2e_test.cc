@@ -255,6 +255,21 @@ timeout_s: 120
     }
     EXPECT_EQ(steps["eval/accuracy"], (std::vector<std::int64_t>{4, 8, 12, 16})) << "evaluated every 4 steps";
     EXPECT_EQ(scalars["step/time_ms"].size(), 16u);
+
+    // Where the memory goes: the sets kept on the device, 456 images of 28 x 28 float32 and an
+    // int64 label each (456 x 3,144 = 1,433,664 bytes = 1.37 MiB), stored and in show's Memory table.
+    EXPECT_EQ(record::MetricValue(c, record::metric::kDatasetBytes), 456.0 * (28 * 28 * 4 + 8));
+    auto show = Dlbench({"show", "1"}, dir, db);
+    ASSERT_EQ(show.exit_code, 0) << show.out << show.err;
+    const std::size_t table = show.out.find("\nMemory (");
+    ASSERT_NE(table, std::string::npos) << show.out;
+    const std::size_t header = show.out.find("dataset", show.out.find('\n', table + 1));
+    const std::size_t row = show.out.find("#0 ", table);
+    ASSERT_NE(header, std::string::npos) << show.out;
+    ASSERT_NE(row, std::string::npos) << show.out;
+    EXPECT_LT(header, row) << show.out;
+    EXPECT_NE(show.out.substr(row, show.out.find('\n', row) - row).find("1.37 MiB"), std::string::npos)
+        << show.out;
   }
   ASSERT_EQ(curves[0].size(), 4u);
   EXPECT_EQ(curves[0].at(std::string(record::series::kTrainLoss)).size(), 16u);

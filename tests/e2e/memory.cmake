@@ -1,5 +1,5 @@
 # End-to-end tests of memory limits (docs/memory.md) through the real dlbench binary and
 # dlbench-null's memory model: memory_cap, batch_size: max, and their config errors.
 dlbench_add_test(memory_e2e_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/memory_e2e_test.cc
-  DEPS dlbench::common dlbench::config LABELS e2e)
+  DEPS dlbench::common dlbench::config dlbench::orchestrator LABELS e2e)
 add_dependencies(memory_e2e_test dlbench dlbench-null)

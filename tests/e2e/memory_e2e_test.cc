@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -19,6 +20,7 @@
 
 #include "config/host_allocator.h"
 #include "e2e_util.h"
+#include "orchestrator/cgroup_v2.h"
 
 namespace dlbench::e2e {
 namespace {
@@ -386,6 +388,47 @@ TEST(MemoryE2E, ACapAboveTheHostsMemoryIsAPlanWarning) {
   EXPECT_NE(plan.err.find("big.yaml:3:3: warning: memory_cap 1TiB is above this host's memory"),
             std::string::npos)
       << plan.err;
+}
+
+// A cpu cell's cap is cgroup v2's memory.max where this host offers a usable cgroup (a delegated
+// parent with the memory controller, orchestrator/cgroup_v2.h), else RLIMIT_DATA, and the record
+// says which and why. The cell leaks 16 MiB a step (touched) under a 256 MiB cap: under cgroup v2 the
+// kernel's OOM killer ends it, which dlbench records as `oom` with the numbers, and the cell's
+// cgroup is gone afterwards. Where cgroup v2 is not usable (the development machine binds memory to
+// cgroup v1), the RLIMIT_DATA record is checked and the test skips with the reason.
+TEST(MemoryE2E, ACpuCapIsCgroupV2WhereUsableElseRlimitDataAndTheRecordSaysWhy) {
+  TempDir dir("memory_cgroup");
+  const std::string matrix = dir / "m.yaml", db = dir / "r.db";
+  WriteText(matrix, R"(runner: null
+measure: {min_steps: 64, max_steps: 64, min_time_s: 0, max_time_s: 30, min_warmup_steps: 1}
+matrix:
+  virtual_time: true
+  inject: leak
+  leak_bytes_per_step: 16777216
+  memory_cap: 256MiB
+timeout_s: 60
+)");
+  auto run = Dlbench({"run", matrix}, dir, db);
+  const nlohmann::json cells = Cells(dir, db);
+  ASSERT_EQ(cells.size(), 1u) << run.out << run.err;
+  const nlohmann::json& cap = cells[0].at("extras").at("memory_cap");
+  EXPECT_EQ(cap.at("bytes"), 256 * kMiB);
+  const orchestrator::CgroupParent parent =
+      orchestrator::FindCgroupParent(orchestrator::SystemCgroupSources());
+  if (parent.path.empty()) {
+    EXPECT_EQ(cap.at("mechanism"), "RLIMIT_DATA");
+    EXPECT_EQ(cap.at("cgroup_v2"), "not used: " + parent.why_not);
+    GTEST_SKIP() << "cgroup v2 memory.max is not usable here (RLIMIT_DATA applied and was checked): "
+                 << parent.why_not;
+  }
+  EXPECT_EQ(cap.at("mechanism"), "cgroup_v2_memory_max") << cap.dump();
+  EXPECT_EQ(cells[0].at("outcome"), "oom") << cells[0].at("message");
+  EXPECT_NE(cells[0].at("message").get<std::string>().find("the kernel's OOM killer ended"),
+            std::string::npos)
+      << cells[0].at("message");
+  EXPECT_GE(cap.value("oom_kills", 0), 1) << cap.dump();
+  EXPECT_FALSE(std::filesystem::exists(cap.value("cgroup", std::string("/"))))
+      << "the cell's cgroup is removed after it";
 }
 
 }  // namespace

@@ -1,0 +1,87 @@
+// `show`'s Memory table (cli/memory_console.h) on hand-made stored records: a converge cell's
+// dataset_bytes has its own column, and a run without converge cells keeps the table's shape.
+#include "cli/memory_console.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "record/metrics.h"
+
+namespace dlbench::cli {
+namespace {
+
+namespace metric = record::metric;
+
+// A cell with the breakdown as dlbench-torch sends it; figures in bytes, chosen so that each
+// prints differently (FormatBytes: 3 significant digits).
+record::CellRecord Breakdown(int index, const std::string& label, double weights, double dataset) {
+  record::CellRecord c;
+  c.index = index;
+  c.label = label;
+  record::SetMetric(c, metric::kWeightBytes, weights);
+  record::SetMetric(c, metric::kGradBytes, weights);
+  record::SetMetric(c, metric::kOptimizerStateBytes, 2 * weights);
+  record::SetMetric(c, metric::kInputBatchBytes, 528);
+  if (dataset > 0) record::SetMetric(c, metric::kDatasetBytes, dataset);
+  record::SetMetric(c, metric::kExpectedResidentBytes, 4 * weights + 528 + dataset);
+  record::SetMetric(c, metric::kMemoryPeakBytes, 8 * 1024 * 1024);
+  return c;
+}
+
+// The header line and the row that starts with `cell`'s label, split on runs of spaces.
+std::vector<std::string> Words(const std::string& line) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && line[i] == ' ') ++i;
+    std::size_t j = i;
+    // A value is "1.15 MiB": one space inside, two or more between columns.
+    while (j < line.size() && !(line[j] == ' ' && (j + 1 >= line.size() || line[j + 1] == ' '))) ++j;
+    if (j > i) out.push_back(line.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+std::string LineWith(const std::string& text, const std::string& needle) {
+  const std::size_t at = text.find(needle);
+  if (at == std::string::npos) return "";
+  const std::size_t start = text.rfind('\n', at) + 1;
+  return text.substr(start, text.find('\n', at) - start);
+}
+
+TEST(MemoryConsoleTest, AConvergeCellsDatasetHasItsOwnColumn) {
+  // 13,818 fp32 parameters (55,272 bytes) and the 1,207,296-byte dataset of
+  // ConvergeRunnerTest.SendsWhereTheMemoryGoesWithItsDataset; a train cell without a dataset.
+  const std::vector<record::CellRecord> cells = {Breakdown(0, "converge", 55272, 1207296),
+                                                 Breakdown(1, "train", 134152, 0)};
+  const std::string out = RenderMemoryBreakdowns(cells);
+  const std::vector<std::string> header = Words(LineWith(out, "weights"));
+  ASSERT_EQ(header.size(), 11u) << out;
+  EXPECT_EQ(header[4], "batch");
+  EXPECT_EQ(header[5], "dataset");
+  EXPECT_EQ(header[6], "expected");
+  const std::vector<std::string> converge = Words(LineWith(out, "#0 converge"));
+  ASSERT_EQ(converge.size(), 11u) << out;
+  EXPECT_EQ(converge[1], "54 KiB") << "55,272 bytes = 53.98 KiB";
+  EXPECT_EQ(converge[5], "1.15 MiB") << "1,207,296 bytes";
+  // 4 x 55,272 + 528 + 1,207,296 = 1,428,912 bytes = 1.36 MiB: the dataset is counted in expected.
+  EXPECT_EQ(converge[6], "1.36 MiB");
+  const std::vector<std::string> train = Words(LineWith(out, "#1 train"));
+  ASSERT_EQ(train.size(), 11u) << out;
+  EXPECT_EQ(train[5], "-") << "a cell without a dataset";
+  EXPECT_EQ(train[6], "525 KiB") << "4 x 134,152 + 528 = 537,136 bytes = 524.55 KiB";
+}
+
+TEST(MemoryConsoleTest, WithoutAConvergeCellTheTableHasNoDatasetColumn) {
+  const std::string out = RenderMemoryBreakdowns({Breakdown(0, "train", 134152, 0)});
+  const std::vector<std::string> header = Words(LineWith(out, "weights"));
+  ASSERT_EQ(header.size(), 10u) << out;
+  EXPECT_EQ(header[5], "expected");
+  EXPECT_EQ(out.find("dataset "), std::string::npos) << out;
+  EXPECT_EQ(RenderMemoryBreakdowns({record::CellRecord{}}), "") << "no cell with a breakdown: no table";
+}
+
+}  // namespace
+}  // namespace dlbench::cli
