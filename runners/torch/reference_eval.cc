@@ -151,8 +151,10 @@ LayerFault LocateFault(const TorchCell& cell, Workload& workload, torch::Device 
   std::vector<ForwardStage> candidate = workload.ForwardStages();
   if (candidate.empty()) {
     LayerFault none;
-    none.why_none =
-        fmt::format("{} does not expose its forward as a chain of layers (bert_base does)", cell.model);
+    none.why_none = fmt::format(
+        "{} does not expose its forward as a chain of layers (bert_base, resnet50, mobilenet_v2 and "
+        "ssd_mobilenet do)",
+        cell.model);
     return none;
   }
   // int8 changed the copy in place: the fp32 chain runs on a second copy of the same seeds.
