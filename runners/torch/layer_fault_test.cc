@@ -291,6 +291,40 @@ TEST(RunReferenceEval, RecordsItsOwnCheckAndTheFaultBelowTheTolerance) {
   EXPECT_FALSE(none.contains("min_agreement"));
 }
 
+// A bound on |diff| triggers the search on its own: the tiny BERT at bf16 with max_abs_diff 0
+// (any difference is beyond it) records its figures and a fault; with the bound at the registry's
+// maximum, neither is beyond it and there is no fault.
+TEST(RunReferenceEval, ABoundOnTheDifferenceTriggersTheSearch) {
+  auto eval_with = [](const char* key, const char* value) {
+    auto cell = ParseTorchCell({{"model", "bert_base"},
+                                {"layers", 2},
+                                {"hidden_size", 32},
+                                {"heads", 2},
+                                {"seq_len", 16},
+                                {"vocab_size", 100},
+                                {"num_classes", 3},
+                                {"scenario", "infer"},
+                                {"precision", "bf16"},
+                                {"reference_samples", 4},
+                                {key, value}});
+    EXPECT_TRUE(cell.ok()) << cell.error().message;
+    return RunReferenceEval(*cell, torch::kCPU, torch::MemoryFormat::Contiguous);
+  };
+  const nlohmann::json tight = eval_with("max_abs_diff", "bf16=0");
+  EXPECT_EQ(tight["max_abs_diff"], 0.0);
+  EXPECT_FALSE(tight.contains("min_agreement"));
+  ASSERT_TRUE(tight.contains("self_check")) << tight.dump();
+  const double max_diff = tight["self_check"]["max_abs_diff"].get<double>();
+  const double mean_diff = tight["self_check"]["mean_abs_diff"].get<double>();
+  EXPECT_GT(max_diff, 0.0) << "bf16 rounds the logits";
+  EXPECT_GE(max_diff, mean_diff);
+  ASSERT_TRUE(tight.contains("fault")) << tight.dump();
+  EXPECT_TRUE(tight["fault"].contains("layer")) << tight.dump();
+  const nlohmann::json loose = eval_with("max_mean_abs_diff", "bf16=1000000");
+  EXPECT_EQ(loose["max_mean_abs_diff"], 1e6);
+  EXPECT_FALSE(loose.contains("fault")) << loose.dump();
+}
+
 TEST(LocateFault, AModelWithoutStagesSaysSo) {
   auto cell = ParseTorchCell({{"model", "fashion_cnn"},
                               {"base_width", 4},
