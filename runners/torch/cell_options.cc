@@ -177,15 +177,26 @@ Result<TorchCell> ParseTorchCell(const nlohmann::json& params) {
   if (auto threads = p.Int("threads")) cell.threads = static_cast<int>(*threads);  // 1..4096
   cell.lr = p.Number("lr");
   if (auto n = p.Int("reference_samples")) cell.reference_samples = static_cast<int>(*n);  // 0..256
-  if (auto text = p.Text("min_agreement")) {
+  struct ToleranceKey {
+    const char* key;
+    std::optional<std::vector<std::pair<std::string, double>>> (*parse)(std::string_view);
+    std::optional<double> TorchCell::*field;
+  };
+  for (const ToleranceKey& t :
+       {ToleranceKey{"min_agreement", config::ParsePrecisionTolerances, &TorchCell::min_agreement},
+        ToleranceKey{"max_abs_diff", config::ParsePrecisionDiffTolerances, &TorchCell::max_abs_diff},
+        ToleranceKey{"max_mean_abs_diff", config::ParsePrecisionDiffTolerances,
+                     &TorchCell::max_mean_abs_diff}}) {
+    auto text = p.Text(t.key);
+    if (!text) continue;
     if (cell.scenario != Scenario::kInfer) {
-      return Invalid(
-          "parameter 'min_agreement' applies with scenario: infer, whose evaluation outputs it checks");
+      return Invalid(fmt::format(
+          "parameter '{}' applies with scenario: infer, whose evaluation outputs it checks", t.key));
     }
-    const auto tolerances = config::ParsePrecisionTolerances(*text);
-    DLBENCH_CHECK(tolerances.has_value(), "the registry validated min_agreement");
+    const auto tolerances = t.parse(*text);
+    DLBENCH_CHECK(tolerances.has_value(), "the registry validated the tolerance");
     for (const auto& [name, tolerance] : *tolerances) {
-      if (name == PrecisionName(cell.precision)) cell.min_agreement = tolerance;
+      if (name == PrecisionName(cell.precision)) cell.*t.field = tolerance;
     }
   }
   if (auto text = p.Text("eval_precisions")) {

@@ -105,6 +105,15 @@ struct TorchCell {
   // agreement (and, for detection, box match share) with fp32 before the evaluation names the
   // layer most likely at fault; absent when the key is not set or names another precision.
   std::optional<double> min_agreement;
+  // max_abs_diff's and max_mean_abs_diff's bounds for this cell's precision: the largest absolute
+  // difference of any output value, and the largest mean absolute difference, from fp32 before
+  // the evaluation names the layer most likely at fault; absent as min_agreement is.
+  std::optional<double> max_abs_diff;
+  std::optional<double> max_mean_abs_diff;
+  // Whether any of the three tolerances applies to this cell's precision.
+  bool has_tolerance() const {
+    return min_agreement.has_value() || max_abs_diff.has_value() || max_mean_abs_diff.has_value();
+  }
   // scenario converge: the precisions the trained model is evaluated at on the held-out set after
   // training (converge.h), fp32 first and always; empty when eval_precisions is not set.
   std::vector<Precision> eval_precisions;

@@ -339,6 +339,34 @@ TEST(ParseTorchCell, EvalPrecisionsOfAConvergeCell) {
   }
 }
 
+TEST(ParseTorchCell, DiffTolerancesTakeTheEntryOfTheCellsPrecision) {
+  const json infer = {{"model", "bert_base"},
+                      {"scenario", "infer"},
+                      {"precision", "bf16"},
+                      {"max_abs_diff", "bf16=0.5;int8=2"},
+                      {"max_mean_abs_diff", "int8=0.25"}};
+  auto bf16 = ParseTorchCell(infer);
+  ASSERT_TRUE(bf16.ok()) << bf16.error().message;
+  EXPECT_EQ(bf16->max_abs_diff, 0.5);
+  EXPECT_FALSE(bf16->max_mean_abs_diff.has_value());
+  EXPECT_FALSE(bf16->min_agreement.has_value());
+  EXPECT_TRUE(bf16->has_tolerance());
+  json params = infer;
+  params["precision"] = "int8";
+  auto int8 = ParseTorchCell(params);
+  ASSERT_TRUE(int8.ok()) << int8.error().message;
+  EXPECT_EQ(int8->max_abs_diff, 2.0);
+  EXPECT_EQ(int8->max_mean_abs_diff, 0.25);
+  params["precision"] = "fp16";
+  auto fp16 = ParseTorchCell(params);
+  ASSERT_TRUE(fp16.ok());
+  EXPECT_FALSE(fp16->has_tolerance());
+  auto train = ParseTorchCell({{"model", "bert_base"}, {"max_mean_abs_diff", "bf16=0.1"}});
+  ASSERT_FALSE(train.ok());
+  EXPECT_EQ(train.error().message,
+            "parameter 'max_mean_abs_diff' applies with scenario: infer, whose evaluation outputs it checks");
+}
+
 TEST(ParseTorchCell, MinAgreementTakesTheEntryOfTheCellsPrecision) {
   const json infer = {{"model", "bert_base"}, {"scenario", "infer"}, {"min_agreement", "bf16=0.99;int8=0.9"}};
   auto at = [&](const char* precision) {

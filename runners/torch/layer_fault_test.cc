@@ -116,6 +116,112 @@ TEST(BertForwardStages, TheChainIsTheForward) {
   EXPECT_TRUE(torch::equal(x, w->Forward().at(0)));
 }
 
+// The CNNs' and SSD's small variants, as the tests build them.
+struct StagedCnn {
+  std::string model;
+  nlohmann::json params;
+  std::size_t stages;              // the chain's length
+  std::vector<std::string> named;  // the paths of stages 0, 1, ..., and the last two
+  std::string perturbed;           // a stage the fault test makes fail
+};
+
+void PrintTo(const StagedCnn& c, std::ostream* os) { *os << c.model; }
+
+std::vector<StagedCnn> StagedCnns() {
+  return {
+      // stem, 16 bottlenecks, fc.
+      {"resnet50",
+       {{"image_size", 32}, {"base_width", 8}, {"num_classes", 10}},
+       18,
+       {"stem", "stages.0", "stages.15", "fc"},
+       "stages.5"},
+      // stem, 17 inverted residuals, last_conv, classifier.
+      {"mobilenet_v2",
+       {{"image_size", 32}, {"width_mult", 0.25}, {"num_classes", 10}},
+       20,
+       {"stem", "blocks.0", "last_conv", "classifier"},
+       "blocks.9"},
+      // stem, 17 inverted residuals, last_conv, 4 extra blocks, the class heads.
+      {"ssd_mobilenet",
+       {{"image_size", 64}, {"width_mult", 0.25}, {"num_classes", 3}},
+       24,
+       {"stem", "blocks.0", "extras.3", "class_heads"},
+       "extras.1"},
+  };
+}
+
+class CnnForwardStages : public ::testing::TestWithParam<StagedCnn> {};
+
+// Each CNN's stages are its forward: at fp32 the chain's last output is Forward's first (SSD: the
+// class logits), bit for bit, in both memory formats.
+TEST_P(CnnForwardStages, TheChainIsTheForward) {
+  const StagedCnn& c = GetParam();
+  nlohmann::json params = c.params;
+  params["model"] = c.model;
+  params["scenario"] = "infer";
+  params["batch_size"] = 2;
+  auto cell = ParseTorchCell(params);
+  ASSERT_TRUE(cell.ok()) << cell.error().message;
+  for (torch::MemoryFormat format : {torch::MemoryFormat::Contiguous, torch::MemoryFormat::ChannelsLast}) {
+    torch::manual_seed(kEvalWeightsSeed);
+    std::unique_ptr<Workload> w = MakeWorkload(*cell);
+    w->Prepare(*cell, torch::kCPU, format, kEvalInputsSeed);
+    w->SetTraining(false);
+    c10::InferenceMode inference;
+    const std::vector<ForwardStage> stages = w->ForwardStages();
+    ASSERT_EQ(stages.size(), c.stages);
+    EXPECT_EQ(stages[0].path, c.named[0]);
+    EXPECT_EQ(stages[1].path, c.named[1]);
+    EXPECT_EQ(stages[c.stages - 2].path, c.named[2]);
+    EXPECT_EQ(stages[c.stages - 1].path, c.named[3]);
+    torch::Tensor x;
+    for (const ForwardStage& s : stages) x = s.run(x);
+    EXPECT_TRUE(torch::equal(x, w->Forward().at(0))) << format;
+    // Twice: a chain run again starts afresh (SSD's feature maps are not carried over).
+    for (const ForwardStage& s : stages) x = s.run(x);
+    EXPECT_TRUE(torch::equal(x, w->Forward().at(0))) << format;
+  }
+}
+
+// A case built to fail at a known stage: two copies of the same seeds at fp32, the second with
+// that stage's convolution weights scaled by 4. Every stage before it is exact (the same
+// computation), and the search names it.
+TEST_P(CnnForwardStages, TheSearchNamesAStageMadeToFail) {
+  const StagedCnn& c = GetParam();
+  auto make = [&c] {
+    torch::manual_seed(kEvalWeightsSeed);
+    std::shared_ptr<ZooModel> model = MakeModel(c.model, ModelOptions::FromParams(c.params));
+    model->eval();
+    return model;
+  };
+  std::shared_ptr<ZooModel> reference = make();
+  std::shared_ptr<ZooModel> candidate = make();
+  int scaled = 0;
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& item : candidate->named_parameters()) {
+      if (item.key().rfind(c.perturbed + ".", 0) == 0 && item.value().dim() == 4) {
+        item.value().mul_(4.0);
+        ++scaled;
+      }
+    }
+  }
+  ASSERT_GT(scaled, 0) << "no convolution under " << c.perturbed;
+  const Batch batch = reference->MakeBatch(2, torch::kCPU, kEvalInputsSeed);
+  const LayerFault f = LocateLayerAtFault(reference->ForwardStages(batch), candidate->ForwardStages(batch),
+                                          torch::kCPU, std::nullopt);
+  ASSERT_TRUE(f.why_none.empty()) << f.why_none;
+  EXPECT_EQ(f.layer, c.perturbed) << f.ToJson().dump();
+  std::size_t at = 0;
+  while (at < f.paths.size() && f.paths[at] != c.perturbed) ++at;
+  ASSERT_LT(at, f.paths.size());
+  for (std::size_t i = 0; i < at; ++i) EXPECT_EQ(f.relative_errors[i], 0.0) << f.paths[i];
+  EXPECT_GT(f.relative_errors[at], 0.1);
+}
+
+INSTANTIATE_TEST_SUITE_P(SmallVariants, CnnForwardStages, ::testing::ValuesIn(StagedCnns()),
+                         [](const auto& info) { return info.param.model; });
+
 // The runner's search on the tiny BERT at int8 (a second fp32 copy) and bf16 (the same copy):
 // every stage compared, errors finite; the embeddings (no Linear layer, no autocast op) exact, the
 // classifier's output not; a stage named.
@@ -185,11 +291,44 @@ TEST(RunReferenceEval, RecordsItsOwnCheckAndTheFaultBelowTheTolerance) {
   EXPECT_FALSE(none.contains("min_agreement"));
 }
 
+// A bound on |diff| triggers the search on its own: the tiny BERT at bf16 with max_abs_diff 0
+// (any difference is beyond it) records its figures and a fault; with the bound at the registry's
+// maximum, neither is beyond it and there is no fault.
+TEST(RunReferenceEval, ABoundOnTheDifferenceTriggersTheSearch) {
+  auto eval_with = [](const char* key, const char* value) {
+    auto cell = ParseTorchCell({{"model", "bert_base"},
+                                {"layers", 2},
+                                {"hidden_size", 32},
+                                {"heads", 2},
+                                {"seq_len", 16},
+                                {"vocab_size", 100},
+                                {"num_classes", 3},
+                                {"scenario", "infer"},
+                                {"precision", "bf16"},
+                                {"reference_samples", 4},
+                                {key, value}});
+    EXPECT_TRUE(cell.ok()) << cell.error().message;
+    return RunReferenceEval(*cell, torch::kCPU, torch::MemoryFormat::Contiguous);
+  };
+  const nlohmann::json tight = eval_with("max_abs_diff", "bf16=0");
+  EXPECT_EQ(tight["max_abs_diff"], 0.0);
+  EXPECT_FALSE(tight.contains("min_agreement"));
+  ASSERT_TRUE(tight.contains("self_check")) << tight.dump();
+  const double max_diff = tight["self_check"]["max_abs_diff"].get<double>();
+  const double mean_diff = tight["self_check"]["mean_abs_diff"].get<double>();
+  EXPECT_GT(max_diff, 0.0) << "bf16 rounds the logits";
+  EXPECT_GE(max_diff, mean_diff);
+  ASSERT_TRUE(tight.contains("fault")) << tight.dump();
+  EXPECT_TRUE(tight["fault"].contains("layer")) << tight.dump();
+  const nlohmann::json loose = eval_with("max_mean_abs_diff", "bf16=1000000");
+  EXPECT_EQ(loose["max_mean_abs_diff"], 1e6);
+  EXPECT_FALSE(loose.contains("fault")) << loose.dump();
+}
+
 TEST(LocateFault, AModelWithoutStagesSaysSo) {
-  auto cell = ParseTorchCell({{"model", "ssd_mobilenet"},
-                              {"image_size", 64},
-                              {"width_mult", 0.25},
-                              {"num_classes", 3},
+  auto cell = ParseTorchCell({{"model", "fashion_cnn"},
+                              {"base_width", 4},
+                              {"hidden_size", 16},
                               {"scenario", "infer"},
                               {"precision", "bf16"},
                               {"reference_samples", 1}});
@@ -197,7 +336,33 @@ TEST(LocateFault, AModelWithoutStagesSaysSo) {
   std::unique_ptr<Workload> w = MakeWorkload(*cell);
   w->Prepare(*cell, torch::kCPU, torch::MemoryFormat::Contiguous, kEvalInputsSeed);
   EXPECT_EQ(LocateFault(*cell, *w, torch::kCPU, torch::MemoryFormat::Contiguous).why_none,
-            "ssd_mobilenet does not expose its forward as a chain of layers (bert_base does)");
+            "fashion_cnn does not expose its forward as a chain of layers (bert_base, resnet50, mobilenet_v2 "
+            "and ssd_mobilenet do)");
+}
+
+// The search on the small SSD at bf16 (autocast, the same copy for both chains): every stage
+// compared, the stem's error finite and small, a stage named.
+TEST(LocateFault, RunsOnTheSmallSsdAtBf16) {
+  auto cell = ParseTorchCell({{"model", "ssd_mobilenet"},
+                              {"image_size", 64},
+                              {"width_mult", 0.25},
+                              {"num_classes", 3},
+                              {"scenario", "infer"},
+                              {"precision", "bf16"},
+                              {"batch_size", 2},
+                              {"reference_samples", 2}});
+  ASSERT_TRUE(cell.ok()) << cell.error().message;
+  torch::manual_seed(kEvalWeightsSeed);
+  std::unique_ptr<Workload> w = MakeWorkload(*cell);
+  w->Prepare(*cell, torch::kCPU, torch::MemoryFormat::Contiguous, kEvalInputsSeed);
+  w->SetTraining(false);
+  const LayerFault f = LocateFault(*cell, *w, torch::kCPU, torch::MemoryFormat::Contiguous);
+  ASSERT_TRUE(f.why_none.empty()) << f.why_none;
+  ASSERT_EQ(f.relative_errors.size(), 24U);
+  for (double e : f.relative_errors) EXPECT_TRUE(std::isfinite(e)) << f.ToJson().dump();
+  EXPECT_GT(f.relative_errors.front(), 0.0);
+  EXPECT_LT(f.relative_errors.front(), 0.05);
+  EXPECT_FALSE(f.layer.empty());
 }
 
 }  // namespace

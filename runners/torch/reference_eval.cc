@@ -83,7 +83,7 @@ nlohmann::json RunReferenceEval(const TorchCell& cell, torch::Device device, tor
   workload->SetTraining(false);
   // With a tolerance, the same copy's fp32 forward first (before int8 packs it): the runner's own
   // check of its precision against fp32, and the trigger of the search for the layer at fault.
-  const bool self_check = cell.min_agreement.has_value() && cell.precision != Precision::kFp32;
+  const bool self_check = cell.has_tolerance() && cell.precision != Precision::kFp32;
   torch::Tensor fp32_out;
   if (self_check) {
     c10::InferenceMode inference;
@@ -136,12 +136,34 @@ nlohmann::json RunReferenceEval(const TorchCell& cell, torch::Device device, tor
     result["detections_total"] = detections.size(0);
   }
   if (!self_check) return result;
-  result["min_agreement"] = *cell.min_agreement;
   const torch::Tensor fp32_top1 = Top1(fp32_out);
   const double agreement =
       argmax.size(0) == 0 ? 1.0 : argmax.eq(fp32_top1).to(torch::kDouble).mean().item<double>();
-  result["self_check"] = {{"top1_agreement", agreement}, {"rows", argmax.size(0)}};
-  if (agreement >= *cell.min_agreement) return result;
+  const torch::Tensor abs_diff = (out - fp32_out).abs();
+  const double max_diff = abs_diff.numel() == 0 ? 0.0 : abs_diff.max().item<double>();
+  const double mean_diff = abs_diff.numel() == 0 ? 0.0 : abs_diff.mean().item<double>();
+  auto finite_or_null = [](double v) {
+    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+  };
+  result["self_check"] = {{"top1_agreement", agreement},
+                          {"rows", argmax.size(0)},
+                          {"max_abs_diff", finite_or_null(max_diff)},
+                          {"mean_abs_diff", finite_or_null(mean_diff)}};
+  bool beyond = false;
+  if (cell.min_agreement) {
+    result["min_agreement"] = *cell.min_agreement;
+    beyond = beyond || agreement < *cell.min_agreement;
+  }
+  // A non-finite difference (NaN included) is beyond every bound.
+  if (cell.max_abs_diff) {
+    result["max_abs_diff"] = *cell.max_abs_diff;
+    beyond = beyond || !(max_diff <= *cell.max_abs_diff);
+  }
+  if (cell.max_mean_abs_diff) {
+    result["max_mean_abs_diff"] = *cell.max_mean_abs_diff;
+    beyond = beyond || !(mean_diff <= *cell.max_mean_abs_diff);
+  }
+  if (!beyond) return result;
   result["fault"] = LocateFault(cell, *workload, device, format).ToJson();
   return result;
 }
@@ -151,8 +173,10 @@ LayerFault LocateFault(const TorchCell& cell, Workload& workload, torch::Device 
   std::vector<ForwardStage> candidate = workload.ForwardStages();
   if (candidate.empty()) {
     LayerFault none;
-    none.why_none =
-        fmt::format("{} does not expose its forward as a chain of layers (bert_base does)", cell.model);
+    none.why_none = fmt::format(
+        "{} does not expose its forward as a chain of layers (bert_base, resnet50, mobilenet_v2 and "
+        "ssd_mobilenet do)",
+        cell.model);
     return none;
   }
   // int8 changed the copy in place: the fp32 chain runs on a second copy of the same seeds.

@@ -42,9 +42,11 @@ bool RunsReferenceEval(const TorchCell& cell);
 //   for a detection model (its post-processing returns boxes: SSD) detections, rows [image, x1,
 //   y1, x2, y2, score, class] (the first kEvalMaxDetections / samples of each image by score),
 //   and detections_total;
-//   with min_agreement set for a precision other than fp32: min_agreement, self_check (the same
-//   copy's fp32 forward against the precision's: top1_agreement, rows) and, when that agreement
-//   is below the tolerance, fault (LocateFault's JSON).
+//   with a tolerance (min_agreement, max_abs_diff, max_mean_abs_diff) set for a precision other
+//   than fp32: each tolerance set, under its key; self_check (the same copy's fp32 forward against
+//   the precision's first output: top1_agreement, rows, max_abs_diff, mean_abs_diff; a difference
+//   that is not finite is null and exceeds any bound) and, when a figure is beyond its tolerance,
+//   fault (LocateFault's JSON).
 // Throws what building or running the model throws.
 nlohmann::json RunReferenceEval(const TorchCell& cell, torch::Device device, torch::MemoryFormat format);
 

@@ -160,18 +160,19 @@ std::vector<LoadRuleViolation> CheckConvergeCell(const Combination& cell) {
 
 std::vector<LoadRuleViolation> CheckAgreementCell(const Combination& cell) {
   std::vector<LoadRuleViolation> out;
-  if (!cell.count("min_agreement")) return out;
   const auto scenario = cell.find("scenario");
-  if (scenario == cell.end() || Text(scenario->second) != "infer") {
-    const std::string what = scenario == cell.end() ? "the default, train" : Text(scenario->second);
-    out.push_back({"min_agreement",
-                   "applies only with scenario: infer, whose evaluation outputs it checks (this "
-                   "cell's is " +
-                       what + ")"});
-  } else if (const auto samples = cell.find("reference_samples");
-             samples != cell.end() && Text(samples->second) == "0") {
-    out.push_back(
-        {"min_agreement", "has nothing to check with reference_samples: 0 (no evaluation outputs)"});
+  const auto samples = cell.find("reference_samples");
+  for (const char* key : {"min_agreement", "max_abs_diff", "max_mean_abs_diff"}) {
+    if (!cell.count(key)) continue;
+    if (scenario == cell.end() || Text(scenario->second) != "infer") {
+      const std::string what = scenario == cell.end() ? "the default, train" : Text(scenario->second);
+      out.push_back({key,
+                     "applies only with scenario: infer, whose evaluation outputs it checks (this "
+                     "cell's is " +
+                         what + ")"});
+    } else if (samples != cell.end() && Text(samples->second) == "0") {
+      out.push_back({key, "has nothing to check with reference_samples: 0 (no evaluation outputs)"});
+    }
   }
   return out;
 }

@@ -33,7 +33,8 @@ std::vector<LoadRuleViolation> CheckLoadCell(const Combination& cell);
 // target_accuracy and target_loss, and without `data` (it reads its own dataset).
 std::vector<LoadRuleViolation> CheckConvergeCell(const Combination& cell);
 
-// min_agreement (docs/precisions.md) only with scenario: infer, and not with reference_samples: 0.
+// min_agreement, max_abs_diff and max_mean_abs_diff (docs/precisions.md) only with scenario: infer,
+// and not with reference_samples: 0.
 std::vector<LoadRuleViolation> CheckAgreementCell(const Combination& cell);
 
 // CheckLoadCell, CheckConvergeCell and CheckAgreementCell over a matrix's cells (plan::ExpandCombinations'

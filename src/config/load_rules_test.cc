@@ -300,6 +300,42 @@ TEST(AgreementRulesTest, MinAgreementOnlyWithInferAndEvaluationSamples) {
   EXPECT_EQ(none[0].message, "has nothing to check with reference_samples: 0 (no evaluation outputs)");
 }
 
+// The tolerances on |diff| follow min_agreement's rules, each key named in its own violation.
+TEST(AgreementRulesTest, DiffTolerancesOnlyWithInferAndEvaluationSamples) {
+  EXPECT_TRUE(
+      CheckAgreementCell(
+          Cell({{"scenario", "infer"}, {"max_abs_diff", "bf16=0.5"}, {"max_mean_abs_diff", "int8=0.1"}}))
+          .empty());
+  const auto train = CheckAgreementCell(
+      Cell({{"scenario", "train"}, {"max_abs_diff", "bf16=0.5"}, {"max_mean_abs_diff", "bf16=0.1"}}));
+  ASSERT_EQ(train.size(), 2U);
+  EXPECT_EQ(train[0].key, "max_abs_diff");
+  EXPECT_EQ(train[1].key, "max_mean_abs_diff");
+  EXPECT_EQ(train[1].message,
+            "applies only with scenario: infer, whose evaluation outputs it checks (this cell's is train)");
+  const auto none = CheckAgreementCell(
+      Cell({{"scenario", "infer"}, {"reference_samples", 0}, {"max_mean_abs_diff", "bf16=0.1"}}));
+  ASSERT_EQ(none.size(), 1U);
+  EXPECT_EQ(none[0].key, "max_mean_abs_diff");
+  EXPECT_EQ(none[0].message, "has nothing to check with reference_samples: 0 (no evaluation outputs)");
+}
+
+// A malformed value is refused where it is written.
+TEST(AgreementRulesTest, AMalformedDiffToleranceIsAnErrorAtItsPlace) {
+  const std::string text =
+      "runner: torch\n"                             // 1
+      "matrix:\n"                                   // 2
+      "  model: bert_base\n"                        // 3
+      "  scenario: infer\n"                         // 4
+      "  max_mean_abs_diff: \"bf16=0.1;tf8=1\"\n";  // 5
+  auto matrix = ParseMatrix(text, "m.yaml");
+  ASSERT_FALSE(matrix.ok());
+  EXPECT_EQ(matrix.error().message,
+            "m.yaml:5:22: error: max_mean_abs_diff: expected precision=number pairs like bf16=0.05;int8=0.5, "
+            "each precision at most once (fp32, tf32, bf16, fp16, int8), each number between 0 and 1000000 "
+            "(got 'bf16=0.1;tf8=1')");
+}
+
 TEST(AgreementRulesTest, MatrixErrorsPointAtTheKeyInTheFile) {
   const std::string text =
       "runner: torch\n"                   // 1

@@ -1106,6 +1106,23 @@ std::vector<ParamSpec> BuildRegistry() {
                         "the runner names the layer most likely at fault (docs/precisions.md). Like "
                         "`bf16=0.99;int8=0.9`.")
                   .Build());
+  r.push_back(Entry("max_abs_diff", kCell, kTorch, ParamType::kString)
+                  .Format(StringFormat::kPrecisionDiffTolerances)
+                  .DefaultText("none")
+                  .Help("Per precision, the largest absolute difference from the reference that any "
+                        "output value of an infer cell on the fixed evaluation set may show; compared "
+                        "and warned of as min_agreement is (a figure above it is a warning), and a "
+                        "trigger of the runner's search for the layer most likely at fault "
+                        "(docs/precisions.md). Like `bf16=0.05;int8=0.5`.")
+                  .Build());
+  r.push_back(Entry("max_mean_abs_diff", kCell, kTorch, ParamType::kString)
+                  .Format(StringFormat::kPrecisionDiffTolerances)
+                  .DefaultText("none")
+                  .Help("Per precision, the largest mean absolute difference from the reference over "
+                        "an infer cell's output values on the fixed evaluation set; compared, warned of "
+                        "and a trigger of the search for the layer at fault as max_abs_diff is "
+                        "(docs/precisions.md). Like `bf16=0.01;int8=0.1`.")
+                  .Build());
   r.push_back(Entry("pipeline_only", kCell, kTorch, ParamType::kBool)
                   .DefaultText("false")
                   .Help("Run the input pipeline (and the copy to the device) without the model: the "
@@ -1132,6 +1149,8 @@ bool MatchesFormat(StringFormat format, const std::string& text) {
       return ParsePrecisionList(text).has_value();
     case StringFormat::kPrecisionTolerances:
       return ParsePrecisionTolerances(text).has_value();
+    case StringFormat::kPrecisionDiffTolerances:
+      return ParsePrecisionDiffTolerances(text).has_value();
   }
   return false;
 }
@@ -1181,6 +1200,10 @@ std::string FormatText(StringFormat format) {
       return "precision=number pairs like bf16=0.99;int8=0.9, each precision at most once (" +
              Join(FindParam("precision", ParamSection::kCell)->allowed, ", ") +
              "), each number between 0 and 1";
+    case StringFormat::kPrecisionDiffTolerances:
+      return "precision=number pairs like bf16=0.05;int8=0.5, each precision at most once (" +
+             Join(FindParam("precision", ParamSection::kCell)->allowed, ", ") +
+             "), each number between 0 and " + FormatBound(kMaxDiffTolerance);
   }
   return "";
 }
@@ -1351,7 +1374,11 @@ std::optional<std::vector<std::string>> ParsePrecisionList(std::string_view text
   return names;
 }
 
-std::optional<std::vector<std::pair<std::string, double>>> ParsePrecisionTolerances(std::string_view text) {
+namespace {
+
+// `precision=number` pairs with each number in [0, max_value].
+std::optional<std::vector<std::pair<std::string, double>>> ParsePrecisionBounds(std::string_view text,
+                                                                                double max_value) {
   const std::vector<std::string>& known = FindParam("precision", ParamSection::kCell)->allowed;
   std::vector<std::pair<std::string, double>> out;
   for (const std::string& piece : Split(text, ';')) {
@@ -1366,13 +1393,24 @@ std::optional<std::vector<std::pair<std::string, double>>> ParsePrecisionToleran
     double value = 0.0;
     const auto res = std::from_chars(number.data(), number.data() + number.size(), value);
     if (number.empty() || res.ec != std::errc() || res.ptr != number.data() + number.size() ||
-        !(value >= 0.0 && value <= 1.0)) {
+        !(value >= 0.0 && value <= max_value)) {
       return std::nullopt;
     }
     out.emplace_back(std::move(name), value);
   }
   if (out.empty()) return std::nullopt;
   return out;
+}
+
+}  // namespace
+
+std::optional<std::vector<std::pair<std::string, double>>> ParsePrecisionTolerances(std::string_view text) {
+  return ParsePrecisionBounds(text, 1.0);
+}
+
+std::optional<std::vector<std::pair<std::string, double>>> ParsePrecisionDiffTolerances(
+    std::string_view text) {
+  return ParsePrecisionBounds(text, kMaxDiffTolerance);
 }
 
 const ParamSpec* FindParam(std::string_view name, ParamSection section) {

@@ -59,6 +59,9 @@ enum class StringFormat {
   // per-precision tolerances: "bf16=0.99;int8=0.9" (precision names each at most once, each with a
   // number between 0 and 1)
   kPrecisionTolerances,
+  // per-precision bounds on an absolute difference: "bf16=0.05;int8=0.5" (precision names each at
+  // most once, each with a number between 0 and kMaxDiffTolerance)
+  kPrecisionDiffTolerances,
 };
 
 // What a cell parameter says about how long its cell takes, for plan's estimate without history.
@@ -142,6 +145,11 @@ std::optional<std::vector<std::string>> ParsePrecisionList(std::string_view text
 // `precision=number` pairs separated by ';' (spaces around each part allowed): each precision a
 // value of the `precision` key at most once, each number between 0 and 1; in order.
 std::optional<std::vector<std::pair<std::string, double>>> ParsePrecisionTolerances(std::string_view text);
+// The same pairs with each number between 0 and kMaxDiffTolerance (max_abs_diff, max_mean_abs_diff:
+// bounds on the outputs' absolute differences, docs/precisions.md).
+inline constexpr double kMaxDiffTolerance = 1e6;
+std::optional<std::vector<std::pair<std::string, double>>> ParsePrecisionDiffTolerances(
+    std::string_view text);
 
 // Every entry, in documented order (top-level keys, measure keys, then cell parameters by scope).
 const std::vector<ParamSpec>& Registry();

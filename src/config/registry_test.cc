@@ -209,6 +209,45 @@ INSTANTIATE_TEST_SUITE_P(
                   "expected precision=number pairs like bf16=0.99;int8=0.9, each precision at most once "
                   "(fp32, tf32, bf16, fp16, int8), each number between 0 and 1 "
                   "(got 'bf16=nan')"},
+        ParseCase{"max_abs_diff", "bf16=0.05; int8 = 2.5", "\"bf16=0.05; int8 = 2.5\"", nullptr},
+        ParseCase{"max_abs_diff", "fp16=0;int8=1000000", "\"fp16=0;int8=1000000\"", nullptr},
+        ParseCase{"max_mean_abs_diff", "bf16=0.01", "\"bf16=0.01\"", nullptr},
+        ParseCase{"max_abs_diff", "bf16=-0.1", nullptr,
+                  "expected precision=number pairs like bf16=0.05;int8=0.5, each precision at most once "
+                  "(fp32, tf32, bf16, fp16, int8), each number between 0 and 1000000 "
+                  "(got 'bf16=-0.1')"},
+        ParseCase{"max_abs_diff", "bf16=1e7", nullptr,
+                  "expected precision=number pairs like bf16=0.05;int8=0.5, each precision at most once "
+                  "(fp32, tf32, bf16, fp16, int8), each number between 0 and 1000000 "
+                  "(got 'bf16=1e7')"},
+        ParseCase{"max_abs_diff", "bf16=inf", nullptr,
+                  "expected precision=number pairs like bf16=0.05;int8=0.5, each precision at most once "
+                  "(fp32, tf32, bf16, fp16, int8), each number between 0 and 1000000 "
+                  "(got 'bf16=inf')"},
+        ParseCase{"max_abs_diff", "bf16=nan", nullptr,
+                  "expected precision=number pairs like bf16=0.05;int8=0.5, each precision at most once "
+                  "(fp32, tf32, bf16, fp16, int8), each number between 0 and 1000000 "
+                  "(got 'bf16=nan')"},
+        ParseCase{"max_abs_diff", "fp64=0.1", nullptr,
+                  "expected precision=number pairs like bf16=0.05;int8=0.5, each precision at most once "
+                  "(fp32, tf32, bf16, fp16, int8), each number between 0 and 1000000 "
+                  "(got 'fp64=0.1')"},
+        ParseCase{"max_abs_diff", "bf16=0.1;bf16=0.2", nullptr,
+                  "expected precision=number pairs like bf16=0.05;int8=0.5, each precision at most once "
+                  "(fp32, tf32, bf16, fp16, int8), each number between 0 and 1000000 "
+                  "(got 'bf16=0.1;bf16=0.2')"},
+        ParseCase{"max_mean_abs_diff", "int8", nullptr,
+                  "expected precision=number pairs like bf16=0.05;int8=0.5, each precision at most once "
+                  "(fp32, tf32, bf16, fp16, int8), each number between 0 and 1000000 "
+                  "(got 'int8')"},
+        ParseCase{"max_mean_abs_diff", "int8=", nullptr,
+                  "expected precision=number pairs like bf16=0.05;int8=0.5, each precision at most once "
+                  "(fp32, tf32, bf16, fp16, int8), each number between 0 and 1000000 "
+                  "(got 'int8=')"},
+        ParseCase{"max_mean_abs_diff", "", nullptr,
+                  "expected precision=number pairs like bf16=0.05;int8=0.5, each precision at most once "
+                  "(fp32, tf32, bf16, fp16, int8), each number between 0 and 1000000 "
+                  "(got '')"},
         ParseCase{"model", "resnet50", "\"resnet50\"", nullptr}, ParseCase{"model", "50", "\"50\"", nullptr},
         ParseCase{"min_steps", "10", "10", nullptr},
         ParseCase{"seed", "-1", nullptr, "expected an integer >= 0 (got '-1')"}));

@@ -316,9 +316,36 @@ std::string CellsSection(const ReportInput& input) {
   return out + "</tbody></table></div>\n";
 }
 
+// CPU-GPU consistency (precision_view.h's CpuGpuConsistency), the figures `dlbench show` prints:
+// each CUDA cell's evaluation outputs against the CPU cell with the same parameters, with the CPU
+// cell named, and in the notes why there are no figures, SSD's boxes and a tolerance's warning.
+// Empty when the run has no CUDA cell with an evaluation.
+std::string ConsistencySection(const ReportInput& input) {
+  const std::vector<ConsistencyRow> rows = CpuGpuConsistency(input.cells);
+  if (rows.empty()) return "";
+  std::string out =
+      "<h3>CPU-GPU consistency</h3>\n<p>Each CUDA cell's outputs on the fixed evaluation set against the "
+      "CPU cell's with the same parameters (precision included).</p>\n"
+      "<div class=\"wide\"><table class=\"sortable\" id=\"consistency-table\"><thead><tr><th>cell</th>"
+      "<th>precision</th><th>CPU cell</th><th>top-1 agreement</th><th>rows</th><th>max |diff|</th>"
+      "<th>mean |diff|</th><th>notes</th></tr></thead><tbody>\n";
+  for (const ConsistencyRow& r : rows) {
+    const OutputAgreement& a = r.agreement;
+    std::string notes = a.has_figures() ? "" : a.why_none;
+    for (const std::string& n : AgreementNotes(a)) notes += (notes.empty() ? "" : "; ") + n;
+    const auto fig = [&](double v) { return a.has_figures() ? std::optional<double>(v) : std::nullopt; };
+    const std::string cpu = a.reference != nullptr ? a.reference->label : "";
+    out += "<tr>" + Td(r.cell->label, r.cell->label) + Td(r.precision, r.precision) + Td(cpu, cpu) +
+           NumTd(fig(a.top1_agreement)) + NumTd(fig(static_cast<double>(a.rows))) +
+           NumTd(fig(a.max_abs_diff)) + NumTd(fig(a.mean_abs_diff)) + Td(notes, notes) + "</tr>\n";
+  }
+  return out + "</tbody></table></div>\n";
+}
+
 // The precision trade-off (precision_view.h), as `dlbench show` prints it: per model, one row per
 // precision with size, latency, throughput, energy per sample, peak memory and the outputs against
-// the fp32 cell's; and converge cells' accuracy of the trained model per precision.
+// the fp32 cell's; CPU-GPU consistency; and converge cells' accuracy of the trained model per
+// precision.
 std::string PrecisionSection(const ReportInput& input) {
   std::string out;
   for (const PrecisionGroup& g : PrecisionTradeOff(input.cells)) {
@@ -345,6 +372,7 @@ std::string PrecisionSection(const ReportInput& input) {
     }
     out += "</tbody></table></div>\n";
   }
+  out += ConsistencySection(input);
   // Converge cells with eval_precisions.
   static constexpr const char* kPrecisions[] = {"fp32", "tf32", "bf16", "fp16", "int8"};
   std::string rows;
@@ -367,8 +395,9 @@ std::string PrecisionSection(const ReportInput& input) {
         rows + "</tbody></table></div>\n";
   }
   if (out.empty()) {
-    return "<p class=\"empty\">No cells differ only in precision, and no converge cell evaluated its "
-           "trained model at several precisions.</p>\n";
+    return "<p class=\"empty\">No cells differ only in precision, no CUDA cell has outputs to set "
+           "against a CPU cell's, and no converge cell evaluated its trained model at several "
+           "precisions.</p>\n";
   }
   return out;
 }

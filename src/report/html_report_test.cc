@@ -7,6 +7,7 @@
 
 #include "record/metrics.h"
 #include "report/assets.h"
+#include "report/precision_view.h"
 #include "report/test_store.h"
 
 namespace dlbench::report {
@@ -264,6 +265,61 @@ TEST(RenderHtmlReport, PrecisionSectionHasTheTradeOffAndTheTrainedAccuracies) {
   EXPECT_NE(body.find("no evaluation outputs in this cell"), std::string::npos) << body;
   EXPECT_NE(body.find("Accuracy of the trained model per precision"), std::string::npos);
   EXPECT_NE(body.find("data-v=\"0.8208\""), std::string::npos) << body;
+}
+
+// The CPU-GPU consistency table from stored records (no GPU needed): the CUDA cell's outputs
+// against the CPU cell's, the CPU cell named, a bound's warning and the layer at fault in the
+// notes; a CUDA cell without a CPU twin says so; every label and note is HTML-escaped.
+TEST(RenderHtmlReport, PrecisionSectionHasTheCpuGpuConsistencyTable) {
+  ReportInput input = SampleInput("resnet50");
+  EXPECT_EQ(RenderHtmlReport(input).find("CPU-GPU consistency"), std::string::npos) << "no CUDA cell";
+  auto eval = [](std::vector<double> values, std::vector<int> top1) {
+    const auto rows = static_cast<std::int64_t>(top1.size());
+    return json{{"weights_hash", "w"},
+                {"inputs_hash", "i"},
+                {"output_shape", {rows, static_cast<std::int64_t>(values.size()) / rows}},
+                {"top1", top1},
+                {"values", values}};
+  };
+  auto cpu = MakeCell(5, 20, "bert<b>", 2, 100, "infer");
+  cpu.params["device"] = "cpu";
+  cpu.label = "bert<b> cpu";
+  cpu.extras["info"]["eval"] = eval({1, 2, 3, 0}, {1, 0});
+  auto gpu = MakeCell(5, 21, "bert<b>", 2, 900, "infer");
+  gpu.params["device"] = "cuda:0";
+  gpu.label = "bert<b> cuda";
+  // |diff| 0.5, 0, 0.25, 0: max 0.5, mean 0.1875; the same argmax.
+  json gpu_eval = eval({1.5, 2, 3.25, 0}, {1, 0});
+  gpu_eval["max_abs_diff"] = 0.25;
+  gpu_eval["fault"] = {{"layer", "layers.<1>"}};
+  gpu.extras["info"]["eval"] = gpu_eval;
+  auto lone = MakeCell(5, 22, "bert<b>", 4, 900, "infer");
+  lone.params["device"] = "cuda";
+  lone.label = "bert<b> cuda bs4";
+  lone.extras["info"]["eval"] = eval({1, 2}, {1});
+  input.cells.push_back(cpu);
+  input.cells.push_back(gpu);
+  input.cells.push_back(lone);
+  const std::string html = RenderHtmlReport(input);
+  const std::size_t at = html.find("<table class=\"sortable\" id=\"consistency-table\">");
+  ASSERT_NE(at, std::string::npos) << html;
+  const std::string table = html.substr(at, html.find("</table>", at) - at);
+  EXPECT_EQ(table.find("<b>"), std::string::npos) << "labels are text";
+  EXPECT_EQ(Count(table, "<tr>"), 3u) << table;  // the header and the two CUDA cells
+  EXPECT_NE(
+      table.find("<td data-v=\"bert&lt;b&gt; cuda\">bert&lt;b&gt; cuda</td><td data-v=\"fp32\">fp32</td>"
+                 "<td data-v=\"bert&lt;b&gt; cpu\">bert&lt;b&gt; cpu</td>"),
+      std::string::npos)
+      << table;
+  EXPECT_NE(table.find("<td class=\"num\" data-v=\"1\">1</td><td class=\"num\" data-v=\"2\">2</td>"
+                       "<td class=\"num\" data-v=\"0.5\">0.5</td><td class=\"num\" data-v=\"0.1875\">"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("warning: max |diff| 0.5 (4 values) against the CPU cell above the tolerance "
+                       "max_abs_diff 0.25; layer most likely at fault: layers.&lt;1&gt;"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find(kNoCpuReference), std::string::npos) << table;
 }
 
 TEST(RenderHtmlReport, EmbeddedAssetsCannotBreakOutOfTheirScript) {

@@ -17,16 +17,26 @@ constexpr char kPrecisionKey[] = "precision";
 constexpr char kDeviceKey[] = "device";
 constexpr char kCpuDevice[] = "cpu";
 
-// The tolerance of a comparison, not a property of what is compared: a cell without it (the fp32
-// cell, when only other precisions set it) is still the reference of one with it.
-constexpr char kToleranceKey[] = "min_agreement";
+// The tolerances of a comparison, not a property of what is compared: a cell without them (the
+// fp32 cell, when only other precisions set them) is still the reference of one with them.
+constexpr char kMinAgreementKey[] = "min_agreement";
+constexpr char kMaxAbsDiffKey[] = "max_abs_diff";
+constexpr char kMaxMeanAbsDiffKey[] = "max_mean_abs_diff";
+constexpr const char* kToleranceKeys[] = {kMinAgreementKey, kMaxAbsDiffKey, kMaxMeanAbsDiffKey};
+
+// eval[key] when it is a number.
+std::optional<double> NumberAt(const nlohmann::json& eval, const char* key) {
+  const auto it = eval.find(key);
+  if (it == eval.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
 
 // The parameters other than `key` and the tolerance, as one comparable string (nlohmann's object
 // keys are ordered, so equal parameters dump equally).
 std::string OtherParams(const record::CellRecord& cell, const char* key = kPrecisionKey) {
   nlohmann::json p = cell.params.is_object() ? cell.params : nlohmann::json::object();
   p.erase(key);
-  p.erase(kToleranceKey);
+  for (const char* tolerance : kToleranceKeys) p.erase(tolerance);
   return p.dump();
 }
 
@@ -162,23 +172,39 @@ void ApplyTolerance(OutputAgreement& a, const nlohmann::json& eval, const std::s
     a.fault = fault->value("layer", std::string());
     if (a.fault.empty()) a.fault = fault->value("why_none", std::string());
   }
-  const auto tol = eval.find("min_agreement");
-  if (tol == eval.end() || !tol->is_number()) return;
-  a.tolerance = tol->get<double>();
+  a.tolerance = NumberAt(eval, kMinAgreementKey);
+  a.max_abs_diff_tolerance = NumberAt(eval, kMaxAbsDiffKey);
+  a.max_mean_abs_diff_tolerance = NumberAt(eval, kMaxMeanAbsDiffKey);
   if (!a.has_figures()) return;
-  std::vector<std::string> below;
-  if (a.top1_agreement < *a.tolerance) {
-    below.push_back(fmt::format("top-1 agreement {:.4g} ({} rows)", a.top1_agreement, a.rows));
+  std::vector<std::string> beyond;
+  if (a.tolerance) {
+    std::vector<std::string> below;
+    if (a.top1_agreement < *a.tolerance) {
+      below.push_back(fmt::format("top-1 agreement {:.4g} ({} rows)", a.top1_agreement, a.rows));
+    }
+    if (a.boxes && a.boxes->match_share && *a.boxes->match_share < *a.tolerance) {
+      below.push_back(fmt::format("boxes matched {:.4g} ({} of {} at IoU >= {})", *a.boxes->match_share,
+                                  a.boxes->matched, a.boxes->reference_boxes, kBoxMatchIou));
+    }
+    std::string figures;
+    for (const std::string& b : below) figures += (figures.empty() ? "" : " and ") + b;
+    if (!figures.empty()) {
+      beyond.push_back(fmt::format("{} against {} below the tolerance {} {:.4g}", figures, against,
+                                   kMinAgreementKey, *a.tolerance));
+    }
   }
-  if (a.boxes && a.boxes->match_share && *a.boxes->match_share < *a.tolerance) {
-    below.push_back(fmt::format("boxes matched {:.4g} ({} of {} at IoU >= {})", *a.boxes->match_share,
-                                a.boxes->matched, a.boxes->reference_boxes, kBoxMatchIou));
+  // The figures are finite (CompareEvalOutputs makes none otherwise).
+  if (a.max_abs_diff_tolerance && a.max_abs_diff > *a.max_abs_diff_tolerance) {
+    beyond.push_back(fmt::format("max |diff| {:.4g} ({} values) against {} above the tolerance {} {:.4g}",
+                                 a.max_abs_diff, a.values, against, kMaxAbsDiffKey,
+                                 *a.max_abs_diff_tolerance));
   }
-  if (below.empty()) return;
-  std::string figures;
-  for (const std::string& b : below) figures += (figures.empty() ? "" : " and ") + b;
-  a.warning =
-      fmt::format("{} against {} below the tolerance min_agreement {:.4g}", figures, against, *a.tolerance);
+  if (a.max_mean_abs_diff_tolerance && a.mean_abs_diff > *a.max_mean_abs_diff_tolerance) {
+    beyond.push_back(fmt::format("mean |diff| {:.4g} ({} values) against {} above the tolerance {} {:.4g}",
+                                 a.mean_abs_diff, a.values, against, kMaxMeanAbsDiffKey,
+                                 *a.max_mean_abs_diff_tolerance));
+  }
+  for (const std::string& b : beyond) a.warning += (a.warning.empty() ? "" : "; ") + b;
 }
 
 OutputAgreement CompareWithFp32(const record::CellRecord& cell,

@@ -39,10 +39,13 @@ struct OutputAgreement {
   // do not parse.
   std::optional<BoxMatch> boxes;
   std::string boxes_why_none;
-  // The cell's tolerance (min_agreement for its precision, as its runner recorded it in
-  // info.eval), and whether a figure fell below it: top-1 agreement, and for detection the share
-  // of boxes matched. `warning` names the figure and the tolerance; empty when none fell below.
+  // The cell's tolerances for its precision, as its runner recorded them in info.eval:
+  // min_agreement (`tolerance`: the least top-1 agreement, and for detection share of boxes
+  // matched), max_abs_diff and max_mean_abs_diff (the largest max and mean |diff|). `warning` names
+  // each figure beyond its tolerance and the tolerance, "; " between them; empty when none is.
   std::optional<double> tolerance;
+  std::optional<double> max_abs_diff_tolerance;
+  std::optional<double> max_mean_abs_diff_tolerance;
   std::string warning;
   // What the cell's runner found when its own fp32 forward disagreed beyond the tolerance
   // (info.eval.fault: the layer most likely at fault, or why it could not be told); empty otherwise.
@@ -55,7 +58,8 @@ std::string PrecisionOf(const record::CellRecord& cell);
 
 // The fp32 cell `cell` is compared with: among `cells`, a cell that ended ok, requested fp32,
 // and requested the same value for every other parameter (model, sizes, batch, device, runner,
-// reference_samples, ...) but min_agreement (the comparison's tolerance). The same repetition is preferred,
+// reference_samples, ...) but the comparison's tolerances (min_agreement, max_abs_diff,
+// max_mean_abs_diff). The same repetition is preferred,
 // then the lowest. nullptr when there is none, or when `cell` is fp32 itself.
 const record::CellRecord* FindFp32Reference(const record::CellRecord& cell,
                                             const std::vector<record::CellRecord>& cells);
@@ -68,8 +72,9 @@ OutputAgreement CompareEvalOutputs(const nlohmann::json& eval, const nlohmann::j
 // `cell` against its fp32 reference in `cells`: kNoFp32Reference when there is none.
 OutputAgreement CompareWithFp32(const record::CellRecord& cell, const std::vector<record::CellRecord>& cells);
 
-// Sets a.tolerance, a.warning and a.fault from the cell's info.eval (min_agreement, fault) and
-// a's figures; `against` names the reference in the warning ("fp32", "the CPU cell").
+// Sets a's tolerances, a.warning and a.fault from the cell's info.eval (min_agreement,
+// max_abs_diff, max_mean_abs_diff, fault) and a's figures; `against` names the reference in the warning
+// ("fp32", "the CPU cell").
 void ApplyTolerance(OutputAgreement& a, const nlohmann::json& eval, const std::string& against);
 
 // CPU-GPU consistency (docs/precisions.md): a cell on a CUDA device (params.device "cuda" or

@@ -257,6 +257,54 @@ TEST(ApplyTolerance, NamesTheBoxShareWhenItFallsBelow) {
             "min_agreement 0.8");
 }
 
+// max_abs_diff and max_mean_abs_diff: a figure above its bound is a warning naming figure and
+// bound (at the bound, none); with min_agreement's, "; " between them.
+TEST(ApplyTolerance, DiffBoundsWarnAboveTheirBound) {
+  OutputAgreement a;
+  a.rows = 2;
+  a.values = 4;
+  a.top1_agreement = 0.5;
+  a.max_abs_diff = 0.5;
+  a.mean_abs_diff = 0.125;
+  ApplyTolerance(a, json{{"max_abs_diff", 0.25}, {"max_mean_abs_diff", 0.125}}, "fp32");
+  EXPECT_EQ(a.max_abs_diff_tolerance, 0.25);
+  EXPECT_EQ(a.max_mean_abs_diff_tolerance, 0.125);
+  EXPECT_FALSE(a.tolerance.has_value());
+  EXPECT_EQ(a.warning, "max |diff| 0.5 (4 values) against fp32 above the tolerance max_abs_diff 0.25");
+  OutputAgreement all = a;
+  all.warning.clear();
+  ApplyTolerance(all, json{{"min_agreement", 0.9}, {"max_abs_diff", 0.5}, {"max_mean_abs_diff", 0.1}},
+                 "the CPU cell");
+  EXPECT_EQ(all.warning,
+            "top-1 agreement 0.5 (2 rows) against the CPU cell below the tolerance min_agreement 0.9; mean "
+            "|diff| 0.125 (4 values) against the CPU cell above the tolerance max_mean_abs_diff 0.1");
+  // Without figures, the tolerances are read but nothing is compared.
+  OutputAgreement none;
+  none.why_none = "no fp32 reference in this run";
+  ApplyTolerance(none, json{{"max_abs_diff", 0.0}}, "fp32");
+  EXPECT_EQ(none.max_abs_diff_tolerance, 0.0);
+  EXPECT_EQ(none.warning, "");
+}
+
+// The bounds pair cells as min_agreement does: a cell that sets them still has the fp32 cell
+// without them as its reference, and the stored bound warns in show's table.
+TEST(CompareWithFp32, DiffBoundsAreNotPartOfThePairing) {
+  std::vector<record::CellRecord> cells = {Cell("fp32", "fp32"), Cell("bf16", "bf16")};
+  cells[1].params["max_abs_diff"] = "bf16=0.1";
+  cells[1].params["max_mean_abs_diff"] = "bf16=0.1";
+  SetEval(cells[0], Eval({1, 2, 3, 0}, {1, 0}));
+  json eval = Eval({1, 2, 3.25, 0}, {1, 0});  // |diff| 0, 0, 0.25, 0: max 0.25, mean 0.0625
+  eval["max_abs_diff"] = 0.1;
+  eval["max_mean_abs_diff"] = 0.1;
+  SetEval(cells[1], eval);
+  EXPECT_EQ(FindFp32Reference(cells[1], cells), &cells[0]);
+  const OutputAgreement a = CompareWithFp32(cells[1], cells);
+  ASSERT_TRUE(a.has_figures()) << a.why_none;
+  EXPECT_DOUBLE_EQ(a.mean_abs_diff, 0.0625);
+  EXPECT_EQ(a.warning, "max |diff| 0.25 (4 values) against fp32 above the tolerance max_abs_diff 0.1");
+  EXPECT_EQ(PrecisionTradeOff(cells).size(), 1U);
+}
+
 TEST(AgreementNotes, BoxesWarningAndFault) {
   OutputAgreement a;
   a.rows = 2;
@@ -314,6 +362,12 @@ TEST(CpuGpuConsistency, SetsEachCudaCellAgainstItsCpuCell) {
   SetEval(cells[1], gpu);
   EXPECT_EQ(CpuGpuConsistency(cells)[0].agreement.warning,
             "top-1 agreement 0.5 (2 rows) against the CPU cell below the tolerance min_agreement 1");
+  // A bound on |diff| (0.5 here, 2.5 against 2) warns against the CPU cell too.
+  gpu["top1"] = {1, 0};
+  gpu["max_abs_diff"] = 0.25;
+  SetEval(cells[1], gpu);
+  EXPECT_EQ(CpuGpuConsistency(cells)[0].agreement.warning,
+            "max |diff| 0.5 (4 values) against the CPU cell above the tolerance max_abs_diff 0.25");
 }
 
 }  // namespace

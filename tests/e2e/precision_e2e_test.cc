@@ -174,6 +174,57 @@ matrix:
   EXPECT_NE(show.out.find("mean IoU "), std::string::npos) << show.out;
 }
 
+// A bound on |diff| that bf16 breaks (max_abs_diff 0: any rounding is beyond it) on the small
+// ResNet: the runner records the bound and its own figures, searches its stages for the layer at
+// fault, and show warns, naming the figure, the bound and that layer. max_mean_abs_diff at the
+// registry's maximum is not breached.
+TEST(PrecisionE2E, ADiffToleranceBreachIsAWarningNamingTheLayerInShow) {
+  TempDir dir("precision-diff-tolerance");
+  const std::string matrix = dir / "m.yaml", db = dir / "r.db";
+  WriteText(matrix, std::string(R"(runner: torch
+matrix:
+  model: resnet50
+  image_size: 32
+  base_width: 4
+  num_classes: 4
+  scenario: infer
+  batch_size: 2
+  device: cpu
+  threads: 1
+  reference_samples: 2
+  max_abs_diff: "bf16=0"
+  max_mean_abs_diff: "bf16=1000000"
+  precision: [fp32, bf16]
+)") + kMeasure);
+  auto run = Dlbench({"run", matrix, "--out", dir / "out"}, dir, db);
+  const auto cells = StoredCells(db);
+  ASSERT_EQ(cells.size(), 2u) << run.out << run.err;
+  const record::CellRecord* bf16 = nullptr;
+  for (const auto& c : cells) {
+    ASSERT_EQ(c.outcome, record::Outcome::kOk) << c.label << ": " << c.message;
+    if (report::PrecisionOf(c) == "bf16") bf16 = &c;
+  }
+  ASSERT_NE(bf16, nullptr);
+  const auto& eval = bf16->extras["info"]["eval"];
+  EXPECT_EQ(eval["max_abs_diff"], 0.0);
+  EXPECT_EQ(eval["max_mean_abs_diff"], 1e6);
+  ASSERT_TRUE(eval.contains("self_check")) << eval.dump();
+  EXPECT_GT(eval["self_check"]["max_abs_diff"].get<double>(), 0.0);
+  ASSERT_TRUE(eval.contains("fault")) << eval.dump();
+  const std::string layer = eval["fault"].value("layer", "");
+  ASSERT_FALSE(layer.empty()) << eval.dump();
+  EXPECT_EQ(eval["fault"]["stages_total"], 18) << "stem, 16 bottlenecks, fc";
+
+  auto show = Dlbench({"show", "1"}, dir, db);
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("bf16: warning: max |diff| "), std::string::npos) << show.out;
+  EXPECT_NE(
+      show.out.find(" against fp32 above the tolerance max_abs_diff 0; layer most likely at fault: " + layer),
+      std::string::npos)
+      << show.out;
+  EXPECT_EQ(show.out.find("max_mean_abs_diff"), std::string::npos) << show.out;
+}
+
 // int8 where the runner has no int8 form ends unsupported, naming what works, and show says so
 // once ("unsupported: precision int8 of ..."), not "unsupported: unsupported: ...", and so does run.
 TEST(PrecisionE2E, Int8OfACnnIsUnsupportedAndShowSaysItOnce) {

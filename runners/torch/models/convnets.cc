@@ -48,8 +48,13 @@ class ImageClassifier : public ZooModel {
 
   double ForwardFlopsPerSample() const override { return 2.0 * macs_; }
 
+  // Logits' own steps, one stage each (layer_fault.h): what Stages lists.
+  std::vector<ForwardStage> ForwardStages(const Batch& batch) override { return Stages(batch.inputs.at(0)); }
+
  protected:
   virtual torch::Tensor Logits(torch::Tensor images) = 0;
+  // Logits on `images` as a chain; the stages hold `images` by reference.
+  virtual std::vector<ForwardStage> Stages(const torch::Tensor& images) = 0;
 
   int64_t image_size_;
   int64_t num_classes_;
@@ -118,11 +123,28 @@ class ResNet50 : public ImageClassifier {
 
  protected:
   torch::Tensor Logits(torch::Tensor images) override {
-    torch::Tensor x = stages_->forward(stem_->forward(images));
-    return fc_->forward(torch::flatten(torch::adaptive_avg_pool2d(x, {1, 1}), 1));
+    return Head(stages_->forward(stem_->forward(images)));
+  }
+
+  // stem, every bottleneck ("stages.0" .. "stages.15"), then the pooling and fc ("fc").
+  std::vector<ForwardStage> Stages(const torch::Tensor& images) override {
+    std::vector<ForwardStage> stages;
+    stages.push_back(
+        {"stem", [this, &images](const torch::Tensor& /*previous*/) { return stem_->forward(images); }});
+    for (std::size_t i = 0; i < stages_->size(); ++i) {
+      auto* block = stages_[i]->as<Bottleneck>();
+      stages.push_back({"stages." + std::to_string(i),
+                        [block](const torch::Tensor& previous) { return block->forward(previous); }});
+    }
+    stages.push_back({"fc", [this](const torch::Tensor& previous) { return Head(previous); }});
+    return stages;
   }
 
  private:
+  torch::Tensor Head(const torch::Tensor& x) {
+    return fc_->forward(torch::flatten(torch::adaptive_avg_pool2d(x, {1, 1}), 1));
+  }
+
   int64_t base_width_;
   torch::nn::Sequential stem_{nullptr}, stages_{nullptr};
   torch::nn::Linear fc_{nullptr};
@@ -152,12 +174,31 @@ class MobileNetV2 : public ImageClassifier {
 
  protected:
   torch::Tensor Logits(torch::Tensor images) override {
-    torch::Tensor x = last_conv_->forward(blocks_->forward(stem_->forward(images)));
-    x = torch::flatten(torch::adaptive_avg_pool2d(x, {1, 1}), 1);
-    return classifier_->forward(dropout_->forward(x));
+    return Head(last_conv_->forward(blocks_->forward(stem_->forward(images))));
+  }
+
+  // stem, every inverted residual ("blocks.0" .. "blocks.16"), last_conv, then the pooling,
+  // dropout and classifier ("classifier").
+  std::vector<ForwardStage> Stages(const torch::Tensor& images) override {
+    std::vector<ForwardStage> stages;
+    stages.push_back(
+        {"stem", [this, &images](const torch::Tensor& /*previous*/) { return stem_->forward(images); }});
+    for (std::size_t i = 0; i < blocks_->size(); ++i) {
+      auto* block = blocks_[i]->as<InvertedResidual>();
+      stages.push_back({"blocks." + std::to_string(i),
+                        [block](const torch::Tensor& previous) { return block->forward(previous); }});
+    }
+    stages.push_back(
+        {"last_conv", [this](const torch::Tensor& previous) { return last_conv_->forward(previous); }});
+    stages.push_back({"classifier", [this](const torch::Tensor& previous) { return Head(previous); }});
+    return stages;
   }
 
  private:
+  torch::Tensor Head(const torch::Tensor& x) {
+    return classifier_->forward(dropout_->forward(torch::flatten(torch::adaptive_avg_pool2d(x, {1, 1}), 1)));
+  }
+
   double width_mult_;
   torch::nn::Sequential stem_{nullptr}, blocks_{nullptr}, last_conv_{nullptr};
   torch::nn::Dropout dropout_{nullptr};

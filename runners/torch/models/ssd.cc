@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "models/layers.h"
 
@@ -128,13 +130,49 @@ class SsdMobileNet : public ZooModel {
     for (const auto& extra : *extras_) {
       maps.push_back(extra->as<torch::nn::Sequential>()->forward(maps.back()));
     }
-    std::vector<torch::Tensor> class_logits, box_regression;
+    std::vector<torch::Tensor> box_regression;
     for (size_t i = 0; i < maps.size(); ++i) {
-      class_logits.push_back(
-          HeadOutput(class_heads_[i]->as<torch::nn::Sequential>()->forward(maps[i]), num_classes_));
       box_regression.push_back(HeadOutput(box_heads_[i]->as<torch::nn::Sequential>()->forward(maps[i]), 4));
     }
-    return {torch::cat(class_logits, 1), torch::cat(box_regression, 1)};
+    return {ClassLogits(maps), torch::cat(box_regression, 1)};
+  }
+
+  // Forward's steps to its first output (the class logits, what the evaluation compares), one
+  // stage each: stem, every inverted residual ("blocks.0" .. "blocks.16"; the C4 block also keeps
+  // its tap), last_conv, every extra block ("extras.0" .. "extras.3"), then the class heads on all
+  // six feature maps ("class_heads"). The box heads are not in the chain. Each chain keeps its
+  // own feature maps.
+  std::vector<ForwardStage> ForwardStages(const Batch& batch) override {
+    const torch::Tensor& images = batch.inputs.at(0);
+    auto maps = std::make_shared<std::vector<torch::Tensor>>();
+    std::vector<ForwardStage> stages;
+    stages.push_back({"stem", [this, &images, maps](const torch::Tensor& /*previous*/) {
+                        maps->clear();
+                        return stem_->forward(images);
+                      }});
+    for (size_t i = 0; i < blocks_->size(); ++i) {
+      auto* block = blocks_[i]->as<InvertedResidual>();
+      const bool tap = i == c4_block_;
+      stages.push_back({"blocks." + std::to_string(i), [block, tap, maps](const torch::Tensor& previous) {
+                          if (!tap) return block->forward(previous);
+                          maps->push_back(block->ForwardExpansion(previous));
+                          return block->ForwardTail(maps->back());
+                        }});
+    }
+    stages.push_back({"last_conv", [this, maps](const torch::Tensor& previous) {
+                        maps->push_back(last_conv_->forward(previous));
+                        return maps->back();
+                      }});
+    for (size_t i = 0; i < extras_->size(); ++i) {
+      auto* extra = extras_[i]->as<torch::nn::Sequential>();
+      stages.push_back({"extras." + std::to_string(i), [extra, maps](const torch::Tensor& previous) {
+                          maps->push_back(extra->forward(previous));
+                          return maps->back();
+                        }});
+    }
+    stages.push_back(
+        {"class_heads", [this, maps](const torch::Tensor& /*previous*/) { return ClassLogits(*maps); }});
+    return stages;
   }
 
   // torchvision's SSD loss: smooth L1 on foreground boxes, cross-entropy on foreground anchors
@@ -217,6 +255,16 @@ class SsdMobileNet : public ZooModel {
   }
 
  private:
+  // The class heads on every feature map, concatenated: [N, anchors, classes].
+  torch::Tensor ClassLogits(const std::vector<torch::Tensor>& maps) {
+    std::vector<torch::Tensor> class_logits;
+    for (size_t i = 0; i < maps.size(); ++i) {
+      class_logits.push_back(
+          HeadOutput(class_heads_[i]->as<torch::nn::Sequential>()->forward(maps[i]), num_classes_));
+    }
+    return torch::cat(class_logits, 1);
+  }
+
   // [N, A*K, H, W] -> [N, H*W*A, K]: location-major, anchor-minor, the order of the anchors.
   static torch::Tensor HeadOutput(const torch::Tensor& x, int64_t k) {
     const int64_t n = x.size(0), h = x.size(2), w = x.size(3);

@@ -74,8 +74,8 @@ class ZooModel : public torch::nn::Module {
   virtual torch::Tensor PostProcess(const std::vector<torch::Tensor>& outputs) { return outputs.at(0); }
   // The forward on `batch` as a chain of named stages whose last output is Forward's first
   // (layer_fault.h: where a precision's error grows); empty for a model whose forward is not
-  // written as one (only bert_base's is here). The stages hold the model and the batch by
-  // reference: use them while both live.
+  // written as one (bert_base, resnet50, mobilenet_v2 and ssd_mobilenet have one). The stages hold the model
+  // and the batch by reference: use them while both live.
   virtual std::vector<ForwardStage> ForwardStages(const Batch& /*batch*/) { return {}; }
   // Forward FLOPs per sample (multiply-add = 2 FLOPs), counted from the layer shapes actually
   // built (so small variants are right too). Counted: convolutions, linear layers and the
