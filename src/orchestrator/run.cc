@@ -80,6 +80,12 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
     if (!id.ok()) return id.error();
     auto existing = store->GetRun(*id);
     if (!existing.ok()) return existing.error();
+    if (request.sweep_given && request.sweep != existing->sweep) {
+      return MakeError(
+          ErrorKind::kInvalidInput,
+          fmt::format("--sweep {}: run {} is {}; resume it without --sweep", request.sweep, *id,
+                      existing->sweep.empty() ? "in no sweep" : "a shard of sweep " + existing->sweep));
+    }
     auto chosen = plan::ResumeSelection(*id, existing->selection, *given);
     if (!chosen.ok()) return chosen.error();
     if (given->empty() && !chosen->empty()) reapplied = *chosen;
@@ -159,6 +165,10 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
     run.git_commit = kGitCommit;
     run.total_cells = static_cast<int>(cells.size());
     run.selection = selection;
+    if (!request.sweep.empty()) {
+      run.sweep = request.sweep;
+      run.sweep_cells = static_cast<int>(selected->matched);
+    }
     auto id = store->BeginRun(run);
     if (!id.ok()) return id.error();
     run.id = *id;

@@ -29,8 +29,12 @@ struct RunRequest {
   std::string store_key;
   plan::Selection selection;  // --only and --shard as given (--shard auto resolved to K/N)
   std::string resume;         // a run id or tag to resume; empty: a new run
-  bool monitor = true;        // sample the GPUs and the host while cells run
-  std::string bin_dir;        // where dlbench-null and dlbench-torch are
+  // The sweep a new run is a shard of (RunRecord::sweep); empty: none. A resumed run keeps its
+  // own; `sweep_given` (--sweep was given) must then name the same.
+  std::string sweep;
+  bool sweep_given = false;
+  bool monitor = true;  // sample the GPUs and the host while cells run
+  std::string bin_dir;  // where dlbench-null and dlbench-torch are
   // The launcher contract as read (launch::ToJson, with the shard's source): stored in a new run's
   // fingerprint as `launcher`; null: left out.
   nlohmann::json launcher;
