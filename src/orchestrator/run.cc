@@ -14,10 +14,12 @@
 #include "common/version.h"
 #include "monitor/fingerprint.h"
 #include "monitor/sampler.h"
+#include "monitor/visible_gpus.h"
 #include "orchestrator/boundary_cell.h"
 #include "orchestrator/ddp_analysis.h"
 #include "orchestrator/input_analysis.h"
 #include "orchestrator/run_folder.h"
+#include "plan/host_gpus.h"
 
 namespace dlbench::orchestrator {
 namespace {
@@ -62,6 +64,14 @@ class OpenRun {
 
 }  // namespace
 
+void AddHostGpuWarnings(plan::SelectedPlan& selected) {
+  if (plan::GpusNeeded(selected.cells) == 0) return;
+  const std::optional<monitor::VisibleGpus> gpus = monitor::ThisHostsVisibleGpus();
+  if (!gpus) return;
+  for (std::string& w : plan::GpuShortfallWarnings(selected.matrix, selected.cells, gpus->count, gpus->from))
+    selected.warnings.push_back(std::move(w));
+}
+
 Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserver*>& observers) {
   PrepareDriverProcess();
   auto given = plan::NormalizeSelection(request.selection);
@@ -95,6 +105,7 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
 
   auto selected = plan::SelectPlan(request.matrix_path, selection);
   if (!selected.ok()) return selected.error();
+  AddHostGpuWarnings(*selected);
   const config::Matrix& matrix = selected->matrix;
   const std::vector<plan::Cell>& cells = selected->cells;
   if (cells.empty()) {

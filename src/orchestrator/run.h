@@ -116,4 +116,10 @@ class RunObserver {
 // the RunEnd says interrupted.
 Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserver*>& observers);
 
+// Adds to `selected.warnings` one "m.yaml:L:C: warning: world_size N ..." for each world_size of its
+// ddp cuda cells above the GPUs this host shows (plan/host_gpus.h, monitor/visible_gpus.h); asks
+// NVML only when a cell needs GPUs per rank, and adds nothing when no count is known. `plan` and
+// `run` call it.
+void AddHostGpuWarnings(plan::SelectedPlan& selected);
+
 }  // namespace dlbench::orchestrator

@@ -143,5 +143,27 @@ TEST(SweepE2E, ASweepNameNeedsAShardIsBoundedAndNamesOnePlan) {
   EXPECT_NE(sweeps.out.find("conflict: run 2 is shard 1/4"), std::string::npos) << sweeps.out;
 }
 
+// Issue 23's plan-time check: a ddp cuda cell of more ranks than this host's GPUs is a warning at
+// its world_size line. CUDA_VISIBLE_DEVICES=0 bounds the count at 1 whatever GPUs (or none) the
+// machine running the test has.
+TEST(HostGpusE2E, PlanWarnsAtTheWorldSizeLineWhenTheHostShowsTooFewGpus) {
+  TempDir dir("host_gpus");
+  WriteText(dir / "ddp.yaml",
+            "runner: torch\nmatrix:\n  model: resnet50\n  device: [cuda, cpu]\n  strategy: ddp\n"
+            "  world_size: [1, 2]\n");
+  auto plan = RunCommand({Bin("dlbench"), "--db", dir / "r.db", "plan", dir / "ddp.yaml"}, dir,
+                         {{"CUDA_VISIBLE_DEVICES", "0"}});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_NE(
+      plan.err.find(dir / "ddp.yaml" +
+                    ":6:3: warning: world_size 2 of strategy ddp on cuda needs 2 GPUs on this host, and it "
+                    "has 1 ("),
+      std::string::npos)
+      << plan.err;
+  EXPECT_NE(plan.err.find("CUDA_VISIBLE_DEVICES=0"), std::string::npos) << plan.err;
+  EXPECT_EQ(Count(plan.err, "warning: world_size"), 1) << "once, for the cuda cell only:\n" << plan.err;
+  EXPECT_EQ(Count(plan.out, ",model=resnet50,"), 4) << "every cell is still planned:\n" << plan.out;
+}
+
 }  // namespace
 }  // namespace dlbench::e2e
