@@ -204,6 +204,20 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
   request.sweep = *sweep;
   request.sweep_given = !args.sweep.empty();
   request.selection = plan::Selection{args.only, *shard, args.set};
+  // Under a launcher (--shard auto) there may be more tasks than cells: a task whose shard holds
+  // none has nothing to do, which is no failure (srun would report the job failed). Anything
+  // else wrong with the selection is left to RunMatrix's error.
+  if (args.shard == "auto" && args.resume.empty()) {
+    auto selected = plan::SelectPlan(args.matrix_path, request.selection);
+    if (selected.ok() && selected->cells.empty() && selected->matched > 0) {
+      std::fprintf(stderr,
+                   "dlbench: shard %s (from the launcher) has no cells: the plan has %s, fewer than the "
+                   "launcher's %d tasks; nothing to run here, no run stored\n",
+                   shard->c_str(), CountNoun(static_cast<std::int64_t>(selected->matched), "cell").c_str(),
+                   selected->shard ? selected->shard->count : 0);
+      return kExitOk;
+    }
+  }
   request.resume = args.resume;
   request.monitor = !args.no_monitor;
   request.bin_dir = ExecutableDir();

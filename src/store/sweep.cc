@@ -64,7 +64,10 @@ std::optional<std::string> SweepOfRef(const std::string& ref) {
 
 std::vector<int> Sweep::Missing() const {
   std::vector<int> missing;
-  for (int k = 1; k <= shard_count; ++k) {
+  // Shard K of a plan of fewer than K cells holds none, and stores no run (an empty shard under
+  // a launcher ends without one): it is not missing.
+  const int holding_cells = planned_cells > 0 ? std::min(shard_count, planned_cells) : shard_count;
+  for (int k = 1; k <= holding_cells; ++k) {
     if (shards.find(k) == shards.end()) missing.push_back(k);
   }
   return missing;

@@ -32,7 +32,8 @@ struct Sweep {
   // agree with the newest one are its shards.
   std::string conflict;
 
-  // K of every shard with no stored run, ascending.
+  // K of every shard with no stored run, ascending; shards past the plan's cells hold none and are
+  // never missing.
   std::vector<int> Missing() const;
   // Every shard stored a run, and each of them completed.
   bool Complete() const;

@@ -143,6 +143,51 @@ TEST(SweepE2E, ASweepNameNeedsAShardIsBoundedAndNamesOnePlan) {
   EXPECT_NE(sweeps.out.find("conflict: run 2 is shard 1/4"), std::string::npos) << sweeps.out;
 }
 
+// srun's variables for task PROCID of `srun -n 8` in job 7, step 0 (as the real Slurm sets them:
+// slurm_e2e_test checks the same path under a real srun).
+std::vector<std::pair<std::string, std::string>> SrunTask(int procid) {
+  return {{"SLURM_JOB_ID", "7"},
+          {"SLURM_STEP_ID", "0"},
+          {"SLURM_PROCID", std::to_string(procid)},
+          {"SLURM_NTASKS", "8"},
+          {"SLURM_LOCALID", std::to_string(procid)},
+          {"SLURM_NODEID", "0"},
+          {"SLURM_JOB_NODELIST", "vm"}};
+}
+
+// More srun tasks than cells: the tasks past the plan's four cells have an empty shard, which
+// exits 0 with a line (srun must not report the job failed) and stores nothing; the others share
+// the job's sweep, which is complete without the empty shards.
+TEST(SweepE2E, UnderALauncherAnEmptyShardExitsZeroAndTheJobIsOneCompleteSweep) {
+  TempDir dir("sweep_srun");
+  const std::string matrix = dir / "m.yaml", db = dir / "r.db";
+  WriteText(matrix, kSweep);  // four cells
+  for (int task : {0, 1, 2, 3, 7}) {
+    auto r = RunCommand({Bin("dlbench"), "--db", db, "run", matrix, "--out", dir / "out", "--shard", "auto"},
+                        dir, SrunTask(task));
+    ASSERT_EQ(r.exit_code, 0) << "task " << task << ":\n" << r.err;
+    if (task == 7) {
+      EXPECT_NE(
+          r.err.find("dlbench: shard 8/8 (from the launcher) has no cells: the plan has 4 cells, fewer than "
+                     "the launcher's 8 tasks; nothing to run here, no run stored"),
+          std::string::npos)
+          << r.err;
+    }
+  }
+  auto runs = Dlbench({"runs"}, dir, db);
+  EXPECT_EQ(Count(runs.out, "slurm-7.0 "), 4) << runs.out;
+  auto sweeps = Dlbench({"runs", "--sweeps"}, dir, db);
+  ASSERT_EQ(sweeps.exit_code, 0) << sweeps.err;
+  const std::string line = LineStarting(sweeps.out, "slurm-7.0 ");
+  EXPECT_NE(line.find(" 4/8 "), std::string::npos) << sweeps.out;
+  EXPECT_NE(line.find(" 4/4 "), std::string::npos) << sweeps.out;
+  EXPECT_NE(line.find(" yes "), std::string::npos) << "shards 5-8 of 4 cells hold none:\n" << sweeps.out;
+  auto show = Dlbench({"show", "sweep:slurm-7.0"}, dir, db);
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("status completed, 4 of 4 cells stored"), std::string::npos) << show.out;
+  EXPECT_EQ(show.out.find("note:"), std::string::npos) << show.out;
+}
+
 // Issue 23's plan-time check: a ddp cuda cell of more ranks than this host's GPUs is a warning at
 // its world_size line. CUDA_VISIBLE_DEVICES=0 bounds the count at 1 whatever GPUs (or none) the
 // machine running the test has.
