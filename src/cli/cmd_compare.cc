@@ -88,8 +88,9 @@ void RegisterCompare(CLI::App& app, CommandContext& ctx) {
       "compare",
       "Compare two runs cell by cell: the ratio candidate/base with a confidence interval, a p-value\n"
       "adjusted over the matrix (Benjamini-Hochberg) and a verdict (faster, slower, no change, not\n"
-      "comparable); environment differences are named. Runs are ids, tags, 'latest', 'previous' or RUN~N;\n"
-      "'compare RUN' compares RUN with the run before it.");
+      "comparable); environment differences are named. Runs are ids, tags, 'latest', 'previous' or RUN~N, "
+      "or\n"
+      "sweep:NAME (a sweep's shards as one run); 'compare RUN' compares RUN with the run before it.");
   sub->add_option("base", args->base,
                   "The base run: an id, a tag, 'latest', 'previous' or RUN~N (N runs before RUN); given "
                   "alone, the candidate, compared with the run before it")

@@ -406,7 +406,8 @@ void RegisterShow(CLI::App& app, CommandContext& ctx) {
   auto verbose = std::make_shared<bool>(false);
   CLI::App* cmd =
       app.add_subcommand("show", "Show a run: environment, warnings, results, and why cells failed");
-  cmd->add_option("run", *ref, "Run id, tag, or 'latest'")->capture_default_str();
+  cmd->add_option("run", *ref, "Run id, tag, 'latest', or sweep:NAME (a sweep's shards as one run)")
+      ->capture_default_str();
   cmd->add_flag("-v,--verbose", *verbose, "Also print the full environment and every metric of every cell");
   cmd->callback([ref, verbose, &ctx] { ctx.exit_code = Show(*ref, *verbose, ctx); });
 }

@@ -583,7 +583,7 @@ TEST_P(StoreTest, ResolveRunByIdTagAndLatest) {
     EXPECT_EQ(r.error().kind, m.kind) << m.ref;
     EXPECT_NE(r.error().message.find(m.message_part), std::string::npos) << r.error().message;
   }
-  for (const char* bad_tag : {"", "42", "latest", "previous", "v1~2"}) {
+  for (const char* bad_tag : {"", "42", "latest", "previous", "v1~2", "sweep:nightly"}) {
     Status s = store_->SetTag(a, bad_tag);
     ASSERT_FALSE(s.ok()) << bad_tag;
     EXPECT_EQ(s.error().kind, ErrorKind::kInvalidInput) << bad_tag;
