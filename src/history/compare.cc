@@ -535,7 +535,7 @@ Result<RunData> LoadRun(store::ResultStore& store, const std::string& ref, std::
   query.with_steps = true;
   auto loaded = store::LoadRun(store, ref, query);
   if (!loaded.ok()) return loaded.error();
-  for (const std::string& n : loaded->notes) notes.push_back(ref + ": " + n);
+  for (const std::string& n : loaded->notes) notes.push_back(fmt::format("{}: {}", ref, n));
   // Headings name a sweep by its first shard's run: say that it stands for the sweep.
   if (loaded->sweep) loaded->run.name += ", sweep " + loaded->sweep->name;
   return RunData{std::move(loaded->run), std::move(loaded->cells)};

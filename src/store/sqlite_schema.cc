@@ -155,13 +155,12 @@ Status ApplyV4(Database& db) {
 // Version 5: the sweep a run is a shard of (`run --shard K/N --sweep NAME`, or the launcher's job)
 // and the cells of the whole sweep, so that its shards read as one run (store/sweep.h). Runs stored
 // before are in no sweep (NULL): nothing recorded which of them belonged together.
-const std::vector<std::string>& V5Statements() {
-  static const std::vector<std::string> kStatements = {
+std::vector<std::string> V5Statements() {
+  return {
       "ALTER TABLE runs ADD COLUMN sweep TEXT",
       "ALTER TABLE runs ADD COLUMN sweep_cells INTEGER",
       "CREATE INDEX runs_by_sweep ON runs (sweep, id)",
   };
-  return kStatements;
 }
 
 Result<bool> TableExists(Database& db, const std::string& name) {
