@@ -92,6 +92,36 @@ Result<std::string> ResolveShard(const std::string& shard, nlohmann::json* launc
   return shard;
 }
 
+Result<std::string> ResolveSweep(const std::string& sweep, const std::string& shard,
+                                 nlohmann::json* launcher) {
+  const auto record = [launcher](const std::string& value, const std::string& from) {
+    if (launcher != nullptr && launcher->is_object())
+      (*launcher)["sweep"] = {{"value", value}, {"from", from}};
+  };
+  if (!sweep.empty()) {
+    if (shard.empty()) {
+      return MakeError(
+          ErrorKind::kInvalidInput,
+          "--sweep " + sweep + " needs --shard K/N (or auto): a sweep is the shards of one plan");
+    }
+    if (!launch::IsSweepName(sweep)) {
+      return MakeError(ErrorKind::kInvalidInput,
+                       fmt::format("--sweep '{}': a sweep name is 1 to {} characters of A-Z a-z 0-9 . _ -",
+                                   sweep, launch::kMaxSweepName));
+    }
+    record(sweep, "--sweep");
+    return sweep;
+  }
+  if (shard.empty()) return std::string();
+  auto context = launch::ReadLaunchContext(launch::ProcessEnvironment());
+  if (!context.ok()) return std::string();  // recorded as invalid by ResolveShard; no job to name
+  auto from_launcher = launch::SweepFromLauncher(*context);
+  if (!from_launcher.ok()) return from_launcher.error();
+  if (!from_launcher->has_value()) return std::string();
+  record((*from_launcher)->id, (*from_launcher)->from);
+  return (*from_launcher)->id;
+}
+
 std::unique_ptr<store::ResultStore> OpenStoreOrReport(CommandContext& ctx) {
   return OpenOrReport(ctx, store::OpenMode::kCreate);
 }

@@ -6,8 +6,10 @@
 
 #include "cli/commands.h"
 #include "common/human_text.h"
+#include "common/text.h"
 #include "history/compare.h"
 #include "history/compare_format.h"
+#include "store/sweep.h"
 
 namespace dlbench::cli {
 namespace {
@@ -41,10 +43,17 @@ int RunCompare(const CompareArgs& args, CommandContext& ctx) {
   std::unique_ptr<store::ResultStore> store = OpenStoreForReadingOrReport(ctx);
   if (!store) return ctx.exit_code;
   // One run: against the run before it (`compare latest` is `compare latest~1 latest`).
+  if (args.candidate.empty() && store::SweepOfRef(args.base)) {
+    return ReportError(
+        MakeError(ErrorKind::kInvalidInput,
+                  "compare " + args.base + ": a sweep has no run before it; give the two to compare"));
+  }
   const std::string base = args.candidate.empty() ? args.base + "~1" : args.base;
   const std::string candidate = args.candidate.empty() ? args.base : args.candidate;
   auto cmp = history::CompareStoredRuns(*store, base, candidate, options);
   if (!cmp.ok()) return ReportError(cmp.error());
+  for (const std::string& n : cmp->notes)
+    std::fprintf(stderr, "dlbench compare: note: %s\n", TerminalSafe(n).c_str());
   const std::string text = history::FormatComparison(*cmp, *format);
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
@@ -79,8 +88,9 @@ void RegisterCompare(CLI::App& app, CommandContext& ctx) {
       "compare",
       "Compare two runs cell by cell: the ratio candidate/base with a confidence interval, a p-value\n"
       "adjusted over the matrix (Benjamini-Hochberg) and a verdict (faster, slower, no change, not\n"
-      "comparable); environment differences are named. Runs are ids, tags, 'latest', 'previous' or RUN~N;\n"
-      "'compare RUN' compares RUN with the run before it.");
+      "comparable); environment differences are named. Runs are ids, tags, 'latest', 'previous' or RUN~N, "
+      "or\n"
+      "sweep:NAME (a sweep's shards as one run); 'compare RUN' compares RUN with the run before it.");
   sub->add_option("base", args->base,
                   "The base run: an id, a tag, 'latest', 'previous' or RUN~N (N runs before RUN); given "
                   "alone, the candidate, compared with the run before it")

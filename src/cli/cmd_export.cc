@@ -1,6 +1,8 @@
 // dlbench export RUN: the run as JSON or CSV, its sampled series as CSV, its Prometheus
 // exposition for node_exporter's textfile collector, its timeline as a Chrome trace, or its
 // scalars as TensorBoard event files.
+#include <fmt/core.h>
+
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -8,11 +10,13 @@
 
 #include "cli/commands.h"
 #include "common/files.h"
+#include "common/text.h"
 #include "report/escape.h"
 #include "report/export.h"
 #include "report/prometheus.h"
 #include "report/tensorboard.h"
 #include "report/trace.h"
+#include "store/sweep.h"
 
 namespace dlbench::cli {
 namespace {
@@ -64,12 +68,15 @@ int Export(const ExportArgs& args, CommandContext& ctx) {
 
   auto store = OpenStoreForReadingOrReport(ctx);
   if (!store) return ctx.exit_code;
-  auto id = store->ResolveRun(args.run);
-  if (!id.ok()) return ReportError(id.error());
-  auto run = store->GetRun(*id);
-  if (!run.ok()) return ReportError(run.error());
-
+  const bool is_sweep = store::SweepOfRef(args.run).has_value();
   if (args.format == "prometheus") {
+    if (is_sweep) {
+      return ReportError(MakeError(ErrorKind::kInvalidInput,
+                                   "--format prometheus exports one run; a sweep's shards are each a run "
+                                   "(dlbench runs lists them), or export every run with `dlbench serve`"));
+    }
+    auto id = store->ResolveRun(args.run);
+    if (!id.ok()) return ReportError(id.error());
     auto input = report::CollectRunCells(*store, *id);
     if (!input.ok()) return ReportError(input.error());
     return WriteOutput(args.output, report::RenderExposition(*input));
@@ -80,12 +87,17 @@ int Export(const ExportArgs& args, CommandContext& ctx) {
   const bool timeline = args.format == "trace" || args.format == "tensorboard";
   query.with_series = args.series || timeline;
   query.with_steps = args.series || timeline;
-  auto cells = store->GetCells(*id, query);
-  if (!cells.ok()) return ReportError(cells.error());
+  auto loaded = store::LoadRun(*store, args.run, query);
+  if (!loaded.ok()) return ReportError(loaded.error());
+  for (const std::string& n : loaded->notes)
+    std::fprintf(stderr, "dlbench export: note: %s: %s\n", TerminalSafe(args.run).c_str(),
+                 TerminalSafe(n).c_str());
+  const record::RunRecord* run = &loaded->run;
+  const std::vector<record::CellRecord>* cells = &loaded->cells;
   if (args.cell && cells->empty()) {
     return ReportError(
-        MakeError(ErrorKind::kNotFound,
-                  "run " + std::to_string(*id) + " has no cell with index " + std::to_string(*args.cell)));
+        MakeError(ErrorKind::kNotFound, (is_sweep ? args.run : "run " + std::to_string(run->id)) +
+                                            " has no cell with index " + std::to_string(*args.cell)));
   }
 
   if (args.series) return WriteOutput(args.output, report::SeriesToCsv(*cells));
@@ -96,10 +108,22 @@ int Export(const ExportArgs& args, CommandContext& ctx) {
                  files->size(), files->size() == 1 ? "" : "s", args.output.c_str(), args.output.c_str());
     return kExitOk;
   }
-  if (args.format == "json")
-    return WriteOutput(
-        args.output,
-        report::RunToJson(*run, *cells).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  if (args.format == "json") {
+    nlohmann::json out = report::RunToJson(*run, *cells);
+    if (loaded->sweep) {
+      const store::Sweep& sweep = *loaded->sweep;
+      nlohmann::json shards = nlohmann::json::array();
+      for (const auto& [k, shard] : sweep.shards) {
+        shards.push_back(
+            {{"shard", shard.selection.shard}, {"run_id", shard.id}, {"status", record::Name(shard.status)}});
+      }
+      nlohmann::json missing = nlohmann::json::array();
+      for (int k : sweep.Missing()) missing.push_back(fmt::format("{}/{}", k, sweep.shard_count));
+      out["run"]["sweep"] = {
+          {"name", sweep.name}, {"cells", sweep.planned_cells}, {"shards", shards}, {"missing", missing}};
+    }
+    return WriteOutput(args.output, out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  }
   if (args.format == "csv") return WriteOutput(args.output, report::CellsToCsv(*cells));
   report::TraceOptions options;
   options.steps = steps;
@@ -115,7 +139,8 @@ void RegisterExport(CLI::App& app, CommandContext& ctx) {
   CLI::App* cmd = app.add_subcommand(
       "export",
       "Export a run: JSON, CSV, sampled series, Prometheus text, a Chrome trace, or TensorBoard events");
-  cmd->add_option("run", args->run, "Run id, tag, or 'latest'")->capture_default_str();
+  cmd->add_option("run", args->run, "Run id, tag, 'latest', or sweep:NAME (a sweep's shards as one run)")
+      ->capture_default_str();
   cmd->add_option("--format", args->format,
                   "json: the run, its environment and every cell; csv: one row per cell; prometheus: the "
                   "textfile-collector exposition; trace: a Chrome/Perfetto timeline; tensorboard: event "

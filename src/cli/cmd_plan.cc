@@ -17,6 +17,7 @@
 #include "config/matrix.h"
 #include "load/settings.h"
 #include "orchestrator/boundary_cell.h"
+#include "orchestrator/run.h"
 #include "plan/ddp_references.h"
 #include "plan/estimate.h"
 #include "plan/plan.h"
@@ -94,6 +95,7 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
   if (!shard.ok()) return ReportError(shard.error());
   auto selected = plan::SelectPlan(args.matrix_path, plan::Selection{args.only, *shard, args.set});
   if (!selected.ok()) return ReportSelectionError(selected.error(), args.matrix_path);
+  orchestrator::AddHostGpuWarnings(*selected);
   const config::Matrix* matrix = &selected->matrix;
   const std::vector<plan::Cell>* cells = &selected->cells;
   // Compiler-style, on stderr, before the table (also with --json: stdout stays the JSON).

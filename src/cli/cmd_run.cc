@@ -48,6 +48,7 @@ struct RunArgs {
   std::vector<std::string> only;
   std::vector<std::string> set;
   std::string shard;
+  std::string sweep;
   std::string resume;
   bool no_monitor = false;
   bool fail_on_invalid = false;
@@ -198,7 +199,25 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
                                                                          : canonical.string();
   auto shard = ResolveShard(args.shard, &request.launcher);
   if (!shard.ok()) return ReportError(shard.error());
+  auto sweep = ResolveSweep(args.sweep, args.shard, &request.launcher);
+  if (!sweep.ok()) return ReportError(sweep.error());
+  request.sweep = *sweep;
+  request.sweep_given = !args.sweep.empty();
   request.selection = plan::Selection{args.only, *shard, args.set};
+  // Under a launcher (--shard auto) there may be more tasks than cells: a task whose shard holds
+  // none has nothing to do, which is no failure (srun would report the job failed). Anything
+  // else wrong with the selection is left to RunMatrix's error.
+  if (args.shard == "auto" && args.resume.empty()) {
+    auto selected = plan::SelectPlan(args.matrix_path, request.selection);
+    if (selected.ok() && selected->cells.empty() && selected->matched > 0) {
+      std::fprintf(stderr,
+                   "dlbench: shard %s (from the launcher) has no cells: the plan has %s, fewer than the "
+                   "launcher's %d tasks; nothing to run here, no run stored\n",
+                   shard->c_str(), CountNoun(static_cast<std::int64_t>(selected->matched), "cell").c_str(),
+                   selected->shard ? selected->shard->count : 0);
+      return kExitOk;
+    }
+  }
   request.resume = args.resume;
   request.monitor = !args.no_monitor;
   request.bin_dir = ExecutableDir();
@@ -248,6 +267,12 @@ void RegisterRun(CLI::App& app, CommandContext& ctx) {
                   "auto: K/N from the launcher (srun's SLURM_PROCID/SLURM_NTASKS, a Slurm job array's "
                   "task, torchrun's RANK/WORLD_SIZE)")
       ->type_name("K/N|auto");
+  cmd->add_option("--sweep", args->sweep,
+                  "Name the sweep this shard is part of, so that runs, show, compare, report and export "
+                  "read its shards as one run (sweep:NAME). Without it a --shard run under srun or torchrun "
+                  "takes its launcher's job (SLURM_JOB_ID.SLURM_STEP_ID, SLURM_ARRAY_JOB_ID, "
+                  "TORCHELASTIC_RUN_ID), and one without a launcher is in no sweep")
+      ->type_name("NAME");
   cmd->add_option("--set", args->set,
                   "Override a measurement setting of the matrix, as if written in its measure section "
                   "(same types and bounds): --set measure.max_time_s=10; repeatable, later ones win. "
@@ -267,8 +292,9 @@ void RegisterRun(CLI::App& app, CommandContext& ctx) {
       "cell within about 2 s (a second Ctrl-C at once); finished cells stay stored and\n"
       "'run --resume ID' runs the rest. One process at a time runs a run's cells.\n"
       "Several GPUs: one process per GPU, each its own run in one database, e.g.\n"
-      "  CUDA_VISIBLE_DEVICES=0 dlbench --db r.db run m.yaml --shard 1/2 &\n"
-      "  CUDA_VISIBLE_DEVICES=1 dlbench --db r.db run m.yaml --shard 2/2\n"
+      "  CUDA_VISIBLE_DEVICES=0 dlbench --db r.db run m.yaml --shard 1/2 --sweep s1 &\n"
+      "  CUDA_VISIBLE_DEVICES=1 dlbench --db r.db run m.yaml --shard 2/2 --sweep s1\n"
+      "and 'dlbench --db r.db show sweep:s1' shows the two as one run.\n"
       "Under Slurm, one task per shard: srun -n 2 sh -c 'dlbench --db r-$SLURM_PROCID.db run m.yaml --shard "
       "auto'\n"
       "Every matrix key: dlbench params (or docs/config-reference.md).\n"

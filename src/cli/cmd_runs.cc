@@ -10,6 +10,8 @@
 #include "cli/console.h"
 #include "common/clock.h"
 #include "common/human_text.h"
+#include "common/text.h"
+#include "store/sweep.h"
 
 namespace dlbench::cli {
 namespace {
@@ -101,6 +103,55 @@ int Prune(const PruneArgs& args, CommandContext& ctx) {
   return kExitOk;
 }
 
+// `runs --sweeps`: one line per sweep, the one with the newest run first.
+int ListSweepLines(int limit, CommandContext& ctx) {
+  auto store = OpenStoreForReadingOrReport(ctx);
+  if (!store) return ctx.exit_code;
+  auto sweeps = store::ListSweeps(*store);
+  if (!sweeps.ok()) return ReportError(sweeps.error());
+  if (sweeps->empty()) {
+    std::printf(
+        "no sweeps in %s (shards started with --shard K/N --sweep NAME, or under srun or torchrun, "
+        "form one)\n",
+        store->Describe().c_str());
+    return kExitOk;
+  }
+  Table table({{"sweep", false},
+               {"name", false},
+               {"started (UTC)", false},
+               {"shards", true},
+               {"cells", true},
+               {"complete", false},
+               {"runs", false}});
+  int shown = 0;
+  for (const store::Sweep& s : *sweeps) {
+    if (shown++ >= limit) break;
+    std::set<std::string> stored;
+    std::string runs;
+    std::int64_t started = 0;
+    std::string name;
+    for (const auto& [k, run] : s.shards) {
+      auto done = store->FinishedCellIds(run.id);
+      if (!done.ok()) return ReportError(done.error());
+      stored.insert(done->begin(), done->end());
+      runs += fmt::format("{}{}", runs.empty() ? "" : ",", run.id);
+      started = started == 0 ? run.started_wall_ns : std::min(started, run.started_wall_ns);
+      if (name.empty()) name = run.name;
+    }
+    std::string complete = !s.conflict.empty() ? "conflict: " + s.conflict : s.Complete() ? "yes" : "no";
+    if (const std::vector<int> missing = s.Missing(); !missing.empty()) {
+      std::string list;
+      for (int k : missing) list += fmt::format("{}{}", list.empty() ? "" : ",", k);
+      complete += fmt::format(" (missing {} of {})", list, s.shard_count);
+    }
+    table.AddRow({TerminalSafe(s.name), TerminalSafe(name), FormatUtc(started),
+                  fmt::format("{}/{}", s.shards.size(), s.shard_count),
+                  fmt::format("{}/{}", stored.size(), s.planned_cells), complete, runs});
+  }
+  std::printf("%s", table.Render().c_str());
+  return kExitOk;
+}
+
 }  // namespace
 
 void RegisterPrune(CLI::App& app, CommandContext& ctx) {
@@ -122,6 +173,7 @@ void RegisterPrune(CLI::App& app, CommandContext& ctx) {
 void RegisterRuns(CLI::App& app, CommandContext& ctx) {
   auto limit = std::make_shared<int>(50);
   auto remove = std::make_shared<std::vector<std::string>>();
+  auto sweeps = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand("runs",
                                      "List stored runs, newest first; --delete RUN... removes runs with all "
                                      "their cells (prune removes old ones)");
@@ -130,9 +182,16 @@ void RegisterRuns(CLI::App& app, CommandContext& ctx) {
                   "Delete these runs (ids, tags, latest, previous, ~N) with their cells, metrics, steps, "
                   "series and tags")
       ->expected(1, 1000);
-  cmd->callback([limit, remove, &ctx] {
+  cmd->add_flag("--sweeps", *sweeps,
+                "One line per sweep (shards of one plan, run with --sweep NAME or under srun/torchrun): its "
+                "shards stored of N, its cells stored of the whole plan's, whether every shard completed");
+  cmd->callback([limit, remove, sweeps, &ctx] {
     if (!remove->empty()) {
       ctx.exit_code = DeleteRuns(*remove, ctx);
+      return;
+    }
+    if (*sweeps) {
+      ctx.exit_code = ListSweepLines(*limit, ctx);
       return;
     }
     auto store = OpenStoreForReadingOrReport(ctx);
@@ -154,6 +213,7 @@ void RegisterRuns(CLI::App& app, CommandContext& ctx) {
                  {"status", false},
                  {"cells", true},
                  {"env", false},
+                 {"sweep", false},
                  {"tags", false}});
     int shown = 0;
     for (const auto& r : *runs) {
@@ -166,7 +226,8 @@ void RegisterRuns(CLI::App& app, CommandContext& ctx) {
               : "-";
       table.AddRow({std::to_string(r.id), r.name, FormatUtc(r.started_wall_ns), duration,
                     std::string(record::Name(r.status)), std::to_string(r.total_cells),
-                    r.environment_hash.substr(0, 8), tags});
+                    r.environment_hash.substr(0, 8),
+                    r.sweep.empty() ? "" : TerminalSafe(r.sweep) + " " + r.selection.shard, tags});
     }
     std::printf("%s", table.Render().c_str());
   });

@@ -21,6 +21,7 @@
 #include "report/precision_view.h"
 #include "stats/descriptive.h"
 #include "stats/olympic.h"
+#include "store/sweep.h"
 
 namespace dlbench::cli {
 
@@ -291,20 +292,33 @@ void PrintPrecisionTradeOff(const std::vector<record::CellRecord>& cells) {
 int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
   auto store = OpenStoreForReadingOrReport(ctx);
   if (!store) return ctx.exit_code;
-  auto id = store->ResolveRun(ref);
-  if (!id.ok()) return ReportError(id.error());
-  auto run = store->GetRun(*id);
-  if (!run.ok()) return ReportError(run.error());
-  auto cells = store->GetCells(*id, store::CellQuery{});
-  if (!cells.ok()) return ReportError(cells.error());
+  auto loaded = store::LoadRun(*store, ref, store::CellQuery{});
+  if (!loaded.ok()) return ReportError(loaded.error());
+  const record::RunRecord* run = &loaded->run;
+  const std::vector<record::CellRecord>* cells = &loaded->cells;
 
   std::string tags;
   for (const auto& t : run->tags) tags += (tags.empty() ? " [" : ", ") + t;
   if (!tags.empty()) tags += "]";
-  std::printf("run %lld%s: %s (%s)\n", static_cast<long long>(run->id), TerminalSafe(tags).c_str(),
-              TerminalSafe(run->name).c_str(), TerminalSafe(run->matrix_path).c_str());
+  if (loaded->sweep) {
+    const store::Sweep& sweep = *loaded->sweep;
+    std::string runs;
+    for (const auto& [k, shard] : sweep.shards)
+      runs += fmt::format("{}{}", runs.empty() ? "" : ", ", shard.id);
+    std::printf("sweep %s%s: %s (%s), %zu of %d shards stored (runs %s)\n", TerminalSafe(sweep.name).c_str(),
+                TerminalSafe(tags).c_str(), TerminalSafe(run->name).c_str(),
+                TerminalSafe(run->matrix_path).c_str(), sweep.shards.size(), sweep.shard_count, runs.c_str());
+  } else {
+    std::printf("run %lld%s: %s (%s)\n", static_cast<long long>(run->id), TerminalSafe(tags).c_str(),
+                TerminalSafe(run->name).c_str(), TerminalSafe(run->matrix_path).c_str());
+    if (!run->sweep.empty())
+      std::printf("  shard %s of sweep %s\n", run->selection.shard.c_str(), TerminalSafe(run->sweep).c_str());
+  }
+  for (const auto& n : loaded->notes) std::printf("  note: %s\n", TerminalSafe(n).c_str());
+  // A sweep with a shard missing is not interrupted: part of it never ran.
+  const bool incomplete = loaded->sweep && !loaded->sweep->Missing().empty();
   std::printf("  started %s, status %s, %zu of %s stored\n", FormatUtc(run->started_wall_ns).c_str(),
-              std::string(record::Name(run->status)).c_str(), cells->size(),
+              incomplete ? "incomplete" : std::string(record::Name(run->status)).c_str(), cells->size(),
               CountNoun(run->total_cells, "cell").c_str());
   if (!run->selection.empty())
     std::printf("  selection: %s\n", TerminalSafe(plan::SelectionArgs(run->selection)).c_str());
@@ -392,7 +406,8 @@ void RegisterShow(CLI::App& app, CommandContext& ctx) {
   auto verbose = std::make_shared<bool>(false);
   CLI::App* cmd =
       app.add_subcommand("show", "Show a run: environment, warnings, results, and why cells failed");
-  cmd->add_option("run", *ref, "Run id, tag, or 'latest'")->capture_default_str();
+  cmd->add_option("run", *ref, "Run id, tag, 'latest', or sweep:NAME (a sweep's shards as one run)")
+      ->capture_default_str();
   cmd->add_flag("-v,--verbose", *verbose, "Also print the full environment and every metric of every cell");
   cmd->callback([ref, verbose, &ctx] { ctx.exit_code = Show(*ref, *verbose, ctx); });
 }

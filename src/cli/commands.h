@@ -65,6 +65,13 @@ int ReportSelectionError(const Error& error, const std::string& matrix_path);
 // malformed launcher without `auto` is recorded as {"launcher": "invalid", "error": ...}.
 Result<std::string> ResolveShard(const std::string& shard, nlohmann::json* launcher);
 
+// The sweep a run is a shard of: --sweep NAME as given, else, for a run with a --shard, the
+// launcher's job (launch::SweepFromLauncher), else "" (none). `shard` is --shard as given.
+// kInvalidInput for --sweep without --shard and for a name that is not launch::IsSweepName.
+// `launcher` (when not null, as ResolveShard filled it) gets {"sweep": {"value", "from"}}.
+Result<std::string> ResolveSweep(const std::string& sweep, const std::string& shard,
+                                 nlohmann::json* launcher);
+
 // An option that no longer exists, kept so that a script using it fails with what to write
 // instead, never with a value read in another unit. Hidden from --help.
 void RetireOption(CLI::App* cmd, const std::string& name, const std::string& instead);

@@ -16,6 +16,7 @@
 #include "stats/distributions.h"
 #include "stats/inference.h"
 #include "stats/random.h"
+#include "store/sweep.h"
 
 namespace dlbench::history {
 
@@ -527,16 +528,17 @@ Result<Comparison> CompareRunData(const RunData& base, const RunData& candidate,
 
 namespace {
 
-Result<RunData> LoadRun(store::ResultStore& store, const std::string& ref) {
-  auto id = store.ResolveRun(ref);
-  if (!id.ok()) return id.error();
-  auto run = store.GetRun(*id);
-  if (!run.ok()) return run.error();
+// A run or a sweep (sweep:NAME, store/sweep.h) with its cells' steps; what the sweep's shards
+// say (a missing one) goes to `notes`.
+Result<RunData> LoadRun(store::ResultStore& store, const std::string& ref, std::vector<std::string>& notes) {
   store::CellQuery query;
   query.with_steps = true;
-  auto cells = store.GetCells(*id, query);
-  if (!cells.ok()) return cells.error();
-  return RunData{std::move(run).value(), std::move(cells).value()};
+  auto loaded = store::LoadRun(store, ref, query);
+  if (!loaded.ok()) return loaded.error();
+  for (const std::string& n : loaded->notes) notes.push_back(fmt::format("{}: {}", ref, n));
+  // Headings name a sweep by its first shard's run: say that it stands for the sweep.
+  if (loaded->sweep) loaded->run.name += ", sweep " + loaded->sweep->name;
+  return RunData{std::move(loaded->run), std::move(loaded->cells)};
 }
 
 // The between-run CV of each of the base's keys: the stored metric of every earlier run of that
@@ -583,9 +585,10 @@ Result<Comparison> CompareStoredRuns(store::ResultStore& store, const std::strin
     return MakeError(ErrorKind::kInvalidInput,
                      "alpha and the confidence level must lie in (0, 1), and bootstrap iterations be >= 100");
   }
-  auto base = LoadRun(store, base_ref);
+  std::vector<std::string> notes;
+  auto base = LoadRun(store, base_ref, notes);
   if (!base.ok()) return base.error();
-  auto candidate = LoadRun(store, candidate_ref);
+  auto candidate = LoadRun(store, candidate_ref, notes);
   if (!candidate.ok()) return candidate.error();
   NoiseFloors noise;
   if (options.use_history_noise) {
@@ -596,6 +599,7 @@ Result<Comparison> CompareStoredRuns(store::ResultStore& store, const std::strin
   auto compared = CompareRunData(*base, *candidate, options, noise);
   if (!compared.ok()) return compared.error();
   Comparison cmp = std::move(*compared);
+  cmp.notes = std::move(notes);
   if (options.strict && cmp.EnvironmentDecisive()) {
     std::vector<std::string> named;
     for (const EnvironmentChange& c : cmp.environment_changes) {

@@ -124,6 +124,9 @@ struct Comparison {
   CompareOptions options;
   std::vector<EnvironmentChange> environment_changes;  // every differing field
   std::vector<CellComparison> cells;                   // matched keys, in key order
+  // What loading the runs said, "REF: NOTE": a sweep's missing shard ("sweep:a: shard 2/4 has not
+  // stored a run"), its differing environments. CompareStoredRuns fills it.
+  std::vector<std::string> notes;
   std::vector<UnmatchedCell> only_in_base;
   std::vector<UnmatchedCell> only_in_candidate;
   // The parameters whose values tell the unmatched cells apart ("precision: fp32 -> bf16"), so a

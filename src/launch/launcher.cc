@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <limits>
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX, not in any header
@@ -320,6 +321,48 @@ Result<AutoShard> ShardFromLauncher(const LaunchContext& context) {
   shard.from =
       fmt::format("{}: {} + 1 of {}", Name(context.launcher), context.rank->from, context.world_size->from);
   return shard;
+}
+
+bool IsSweepName(std::string_view name) {
+  if (name.empty() || name.size() > kMaxSweepName) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
+  });
+}
+
+Result<std::optional<LauncherSweep>> SweepFromLauncher(const LaunchContext& context) {
+  const auto seen = [&context](const char* name) -> const std::string* {
+    const auto it = context.seen.find(name);
+    return it == context.seen.end() || it->second.empty() ? nullptr : &it->second;
+  };
+  LauncherSweep sweep;
+  if (context.launcher == Launcher::kTorchrun) {
+    const std::string* run_id = seen(kTorchelasticRunId);
+    if (run_id == nullptr || *run_id == "none") return std::optional<LauncherSweep>();
+    sweep = {"torchrun-" + *run_id, kTorchelasticRunId};
+  } else if (context.launcher == Launcher::kSlurmArray) {
+    const std::string* job = seen(kArrayJobId);
+    if (job == nullptr) return std::optional<LauncherSweep>();
+    sweep = {"slurm-" + *job, kArrayJobId};
+  } else if (context.launcher == Launcher::kSlurm) {
+    const std::string* job = seen(kSlurmJobId);
+    if (job == nullptr) return std::optional<LauncherSweep>();
+    const std::string* step = seen(kSlurmStepId);
+    sweep = step == nullptr
+                ? LauncherSweep{"slurm-" + *job, kSlurmJobId}
+                : LauncherSweep{"slurm-" + *job + "." + *step, std::string(kSlurmJobId) + "." + kSlurmStepId};
+  } else {
+    return std::optional<LauncherSweep>();
+  }
+  if (!IsSweepName(sweep.id)) {
+    return MakeError(
+        ErrorKind::kInvalidInput,
+        fmt::format("{} gives the sweep name '{}', which is not 1 to {} characters of A-Z a-z 0-9 . "
+                    "_ -: give --sweep NAME",
+                    sweep.from, sweep.id, kMaxSweepName));
+  }
+  return std::optional<LauncherSweep>(std::move(sweep));
 }
 
 nlohmann::json ToJson(const LaunchContext& context) {

@@ -80,6 +80,24 @@ struct AutoShard {
 };
 Result<AutoShard> ShardFromLauncher(const LaunchContext& context);
 
+// The sweep a sharded run belongs to when `run` is given no --sweep NAME: the launcher's job,
+// which every task of it shares. srun's tasks: "slurm-JOB.STEP" (SLURM_JOB_ID, SLURM_STEP_ID; two
+// sruns of one batch job are two sweeps); a job array's tasks: "slurm-ARRAYJOB"
+// (SLURM_ARRAY_JOB_ID: each array task is a job of its own); torchrun's workers:
+// "torchrun-RUNID" (TORCHELASTIC_RUN_ID, but not torchrun's default "none", which every
+// torchrun without --rdzv_id shares). nullopt when the launcher names no job. kInvalidInput when
+// the value is not a sweep name (IsSweepName).
+struct LauncherSweep {
+  std::string id;
+  std::string from;  // the variables it came from
+};
+Result<std::optional<LauncherSweep>> SweepFromLauncher(const LaunchContext& context);
+
+// A sweep name as `run --sweep` accepts it: 1 to kMaxSweepName characters of A-Z a-z 0-9 . _ -
+// (it is written in `sweep:NAME` references and shell commands).
+inline constexpr std::size_t kMaxSweepName = 128;
+bool IsSweepName(std::string_view name);
+
 // The variables `run --shard auto` looks for, as its error lists them.
 std::string LookedFor();
 

@@ -249,6 +249,49 @@ TEST(LaunchContextTest, InheritedVariablesCoverEveryVariableTheContractReads) {
   }
 }
 
+std::string SweepOf(const Environment& env) {
+  auto c = ReadLaunchContext(env);
+  if (!c.ok()) return "(context error) " + c.error().message;
+  auto sweep = SweepFromLauncher(*c);
+  if (!sweep.ok()) return "(error) " + sweep.error().message;
+  return sweep->has_value() ? (*sweep)->id + " from " + (*sweep)->from : "(none)";
+}
+
+TEST(SweepFromLauncherTest, EachLaunchersJobNamesTheSweepItsTasksShare) {
+  EXPECT_EQ(SweepOf(SrunTask1()), "slurm-1.0 from SLURM_JOB_ID.SLURM_STEP_ID");
+  Environment other_task = SrunTask1();
+  other_task["SLURM_PROCID"] = "0";
+  other_task["SLURM_LOCALID"] = "0";
+  EXPECT_EQ(SweepOf(other_task), SweepOf(SrunTask1()));
+  Environment next_step = SrunTask1();
+  next_step["SLURM_STEP_ID"] = "1";
+  EXPECT_EQ(SweepOf(next_step), "slurm-1.1 from SLURM_JOB_ID.SLURM_STEP_ID") << "another srun, another sweep";
+  // Every task of an array is a job of its own: the array's job id is the sweep.
+  EXPECT_EQ(SweepOf(ArrayTask5()), "slurm-3 from SLURM_ARRAY_JOB_ID");
+  Environment array_task7 = ArrayTask5();
+  array_task7["SLURM_JOB_ID"] = "11";
+  array_task7["SLURM_ARRAY_TASK_ID"] = "7";
+  EXPECT_EQ(SweepOf(array_task7), "slurm-3 from SLURM_ARRAY_JOB_ID");
+  // torchrun's default run id "none" is every torchrun's: no sweep.
+  EXPECT_EQ(SweepOf(Torchrun("1", "2")), "(none)");
+  Environment named = Torchrun("1", "2");
+  named["TORCHELASTIC_RUN_ID"] = "job-17";
+  EXPECT_EQ(SweepOf(named), "torchrun-job-17 from TORCHELASTIC_RUN_ID");
+  named["TORCHELASTIC_RUN_ID"] = "a b";
+  EXPECT_NE(SweepOf(named).find("(error) TORCHELASTIC_RUN_ID gives the sweep name 'torchrun-a b'"),
+            std::string::npos)
+      << SweepOf(named);
+  EXPECT_EQ(SweepOf({{"PATH", "/usr/bin"}}), "(none)");
+}
+
+TEST(SweepFromLauncherTest, SweepNamesAreBoundedAndShellSafe) {
+  EXPECT_TRUE(IsSweepName("nightly-2026.12_05"));
+  EXPECT_TRUE(IsSweepName(std::string(kMaxSweepName, 'a')));
+  EXPECT_FALSE(IsSweepName(std::string(kMaxSweepName + 1, 'a')));
+  EXPECT_FALSE(IsSweepName(""));
+  for (const char* bad : {"a b", "a:b", "a/b", "$x", "a'b"}) EXPECT_FALSE(IsSweepName(bad)) << bad;
+}
+
 TEST(LaunchContextTest, ProcessEnvironmentIsEnviron) {
   ASSERT_EQ(setenv("DLBENCH_LAUNCH_TEST", "a=b", 1), 0);
   const Environment env = ProcessEnvironment();

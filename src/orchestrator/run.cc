@@ -14,10 +14,12 @@
 #include "common/version.h"
 #include "monitor/fingerprint.h"
 #include "monitor/sampler.h"
+#include "monitor/visible_gpus.h"
 #include "orchestrator/boundary_cell.h"
 #include "orchestrator/ddp_analysis.h"
 #include "orchestrator/input_analysis.h"
 #include "orchestrator/run_folder.h"
+#include "plan/host_gpus.h"
 
 namespace dlbench::orchestrator {
 namespace {
@@ -62,6 +64,14 @@ class OpenRun {
 
 }  // namespace
 
+void AddHostGpuWarnings(plan::SelectedPlan& selected) {
+  if (plan::GpusNeeded(selected.cells) == 0) return;
+  const std::optional<monitor::VisibleGpus> gpus = monitor::ThisHostsVisibleGpus();
+  if (!gpus) return;
+  for (std::string& w : plan::GpuShortfallWarnings(selected.matrix, selected.cells, gpus->count, gpus->from))
+    selected.warnings.push_back(std::move(w));
+}
+
 Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserver*>& observers) {
   PrepareDriverProcess();
   auto given = plan::NormalizeSelection(request.selection);
@@ -80,6 +90,12 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
     if (!id.ok()) return id.error();
     auto existing = store->GetRun(*id);
     if (!existing.ok()) return existing.error();
+    if (request.sweep_given && request.sweep != existing->sweep) {
+      return MakeError(
+          ErrorKind::kInvalidInput,
+          fmt::format("--sweep {}: run {} is {}; resume it without --sweep", request.sweep, *id,
+                      existing->sweep.empty() ? "in no sweep" : "a shard of sweep " + existing->sweep));
+    }
     auto chosen = plan::ResumeSelection(*id, existing->selection, *given);
     if (!chosen.ok()) return chosen.error();
     if (given->empty() && !chosen->empty()) reapplied = *chosen;
@@ -89,6 +105,7 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
 
   auto selected = plan::SelectPlan(request.matrix_path, selection);
   if (!selected.ok()) return selected.error();
+  AddHostGpuWarnings(*selected);
   const config::Matrix& matrix = selected->matrix;
   const std::vector<plan::Cell>& cells = selected->cells;
   if (cells.empty()) {
@@ -159,6 +176,10 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
     run.git_commit = kGitCommit;
     run.total_cells = static_cast<int>(cells.size());
     run.selection = selection;
+    if (!request.sweep.empty()) {
+      run.sweep = request.sweep;
+      run.sweep_cells = static_cast<int>(selected->matched);
+    }
     auto id = store->BeginRun(run);
     if (!id.ok()) return id.error();
     run.id = *id;

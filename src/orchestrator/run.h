@@ -29,8 +29,12 @@ struct RunRequest {
   std::string store_key;
   plan::Selection selection;  // --only and --shard as given (--shard auto resolved to K/N)
   std::string resume;         // a run id or tag to resume; empty: a new run
-  bool monitor = true;        // sample the GPUs and the host while cells run
-  std::string bin_dir;        // where dlbench-null and dlbench-torch are
+  // The sweep a new run is a shard of (RunRecord::sweep); empty: none. A resumed run keeps its
+  // own; `sweep_given` (--sweep was given) must then name the same.
+  std::string sweep;
+  bool sweep_given = false;
+  bool monitor = true;  // sample the GPUs and the host while cells run
+  std::string bin_dir;  // where dlbench-null and dlbench-torch are
   // The launcher contract as read (launch::ToJson, with the shard's source): stored in a new run's
   // fingerprint as `launcher`; null: left out.
   nlohmann::json launcher;
@@ -111,5 +115,11 @@ class RunObserver {
 // cell) mark the run failed, call OnRunEnd with kFailed, and are returned. Ctrl-C is not an error:
 // the RunEnd says interrupted.
 Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserver*>& observers);
+
+// Adds to `selected.warnings` one "m.yaml:L:C: warning: world_size N ..." for each world_size of its
+// ddp cuda cells above the GPUs this host shows (plan/host_gpus.h, monitor/visible_gpus.h); asks
+// NVML only when a cell needs GPUs per rank, and adds nothing when no count is known. `plan` and
+// `run` call it.
+void AddHostGpuWarnings(plan::SelectedPlan& selected);
 
 }  // namespace dlbench::orchestrator

@@ -56,6 +56,12 @@ struct RunRecord {
   std::string git_commit;
   int total_cells = 0;
   RunSelection selection;  // the --only/--shard the run was started with
+  // The sweep this run is a shard of (`run --shard K/N --sweep NAME`, or the launcher's job:
+  // launch::SweepFromLauncher); empty: none. Shards of one sweep read as one run (store/sweep.h).
+  std::string sweep;
+  // With a sweep: the cells of the whole selection before --shard (every shard's together), so a
+  // sweep with a shard missing still knows its total; 0 without a sweep. Schema version 5.
+  int sweep_cells = 0;
   std::vector<std::string> tags;
 };
 

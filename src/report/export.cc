@@ -71,6 +71,7 @@ nlohmann::json RunToJson(const record::RunRecord& run, const std::vector<record:
       {"selection", record::RunSelectionToJson(run.selection)},
       {"tags", run.tags},
   };
+  if (!run.sweep.empty()) out["run"]["sweep"] = {{"name", run.sweep}, {"cells", run.sweep_cells}};
   nlohmann::json cells_json = nlohmann::json::array();
   for (const record::CellRecord& c : cells) {
     nlohmann::json metrics = nlohmann::json::object();

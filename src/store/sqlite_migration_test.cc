@@ -124,6 +124,9 @@ TEST(SqliteMigrationTest, V1DatabaseMigratesAndItsRunsReadAsTheWholeMatrix) {
   EXPECT_EQ(run->status, record::RunStatus::kInterrupted);
   EXPECT_EQ(run->total_cells, 4);
   EXPECT_TRUE(run->selection.empty());
+  EXPECT_EQ(run->sweep, "") << "runs stored before version 5 are in no sweep";
+  EXPECT_EQ(run->sweep_cells, 0);
+  EXPECT_EQ(*db.QueryText("SELECT count(*) FROM runs WHERE sweep IS NULL AND sweep_cells IS NULL"), "1");
   auto cells = (*store)->GetCells(1, CellQuery{true, true, std::nullopt});
   ASSERT_TRUE(cells.ok()) << cells.error().message;
   ASSERT_EQ(cells->size(), 1u);
@@ -134,9 +137,13 @@ TEST(SqliteMigrationTest, V1DatabaseMigratesAndItsRunsReadAsTheWholeMatrix) {
   // New runs in the migrated file keep their selection.
   RunRecord sharded = MakeRun("new");
   sharded.selection.shard = "2/2";
+  sharded.sweep = "nightly";
+  sharded.sweep_cells = 7;
   auto id = (*store)->BeginRun(sharded);
   ASSERT_TRUE(id.ok()) << id.error().message;
   EXPECT_EQ((*store)->GetRun(*id)->selection.shard, "2/2");
+  EXPECT_EQ((*store)->GetRun(*id)->sweep, "nightly");
+  EXPECT_EQ((*store)->GetRun(*id)->sweep_cells, 7);
 }
 
 // Version 3 makes the measured window data. A v2 cell's window comes from the measured_steps

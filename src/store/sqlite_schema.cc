@@ -152,6 +152,17 @@ Status ApplyV4(Database& db) {
   return db.Execute("CREATE UNIQUE INDEX runs_by_uuid ON runs (uuid)");
 }
 
+// Version 5: the sweep a run is a shard of (`run --shard K/N --sweep NAME`, or the launcher's job)
+// and the cells of the whole sweep, so that its shards read as one run (store/sweep.h). Runs stored
+// before are in no sweep (NULL): nothing recorded which of them belonged together.
+std::vector<std::string> V5Statements() {
+  return {
+      "ALTER TABLE runs ADD COLUMN sweep TEXT",
+      "ALTER TABLE runs ADD COLUMN sweep_cells INTEGER",
+      "CREATE INDEX runs_by_sweep ON runs (sweep, id)",
+  };
+}
+
 Result<bool> TableExists(Database& db, const std::string& name) {
   auto stmt = db.Prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1");
   if (!stmt.ok()) return stmt.error();
@@ -172,6 +183,8 @@ const std::vector<Migration>& SchemaMigrations() {
       {3, "cells.measured_steps: the measured window's length, decided once by the measurement policy",
        [](Database& db) { return ExecuteAll(db, V3Statements()); }},
       {4, "runs.uuid: a key that names a run in every store (db copy)", ApplyV4},
+      {5, "runs.sweep, runs.sweep_cells: the sweep a run is a shard of",
+       [](Database& db) { return ExecuteAll(db, V5Statements()); }},
   };
   return kMigrations;
 }

@@ -22,8 +22,8 @@ using sqlite::Transaction;
 // and its SELECT cannot disagree about positions.
 constexpr const char* kRunSelect =
     "SELECT r.id, r.name, r.matrix_path, r.matrix_text, r.started_wall_ns, r.finished_wall_ns, "
-    "r.status, e.hash, e.fingerprint, r.tool_version, r.git_commit, r.total_cells, r.selection, r.uuid "
-    "FROM runs r JOIN environments e ON e.id = r.environment_id ";
+    "r.status, e.hash, e.fingerprint, r.tool_version, r.git_commit, r.total_cells, r.selection, r.uuid, "
+    "r.sweep, r.sweep_cells FROM runs r JOIN environments e ON e.id = r.environment_id ";
 
 constexpr const char* kCellSelect =
     "SELECT id, run_id, idx, cell_id, key, label, params, effective, hello, repetition, seed, outcome, "
@@ -92,6 +92,8 @@ Result<RunRecord> ReadRunRow(const Statement& stmt) {
   }
   run.selection = std::move(*selection);
   run.uuid = stmt.Text(13);
+  if (!stmt.IsNull(14)) run.sweep = stmt.Text(14);
+  run.sweep_cells = static_cast<int>(stmt.OptionalInt64(15).value_or(0));
   return run;
 }
 
@@ -308,8 +310,8 @@ Result<std::int64_t> SqliteStore::BeginRun(const RunRecord& run) {
 
   auto insert_run = db_.Prepare(
       "INSERT INTO runs (name, matrix_path, matrix_text, started_wall_ns, finished_wall_ns, status, "
-      "environment_id, tool_version, git_commit, total_cells, selection, uuid) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
+      "environment_id, tool_version, git_commit, total_cells, selection, uuid, sweep, sweep_cells) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
   if (!insert_run.ok()) return insert_run.error();
   insert_run->Bind(1, std::string_view(run.name))
       .Bind(2, std::string_view(run.matrix_path))
@@ -323,6 +325,11 @@ Result<std::int64_t> SqliteStore::BeginRun(const RunRecord& run) {
       .Bind(10, run.total_cells)
       .Bind(11, std::string_view(*selection))
       .Bind(12, std::string_view(uuid));
+  if (run.sweep.empty()) {
+    insert_run->Bind(13, std::nullopt).Bind(14, std::nullopt);
+  } else {
+    insert_run->Bind(13, std::string_view(run.sweep)).Bind(14, run.sweep_cells);
+  }
   DLBENCH_RETURN_IF_ERROR(insert_run->Run());
   const std::int64_t run_id = db_.LastInsertRowId();
   for (const std::string& tag : run.tags) DLBENCH_RETURN_IF_ERROR(StoreTag(run_id, tag));

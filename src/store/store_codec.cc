@@ -59,6 +59,9 @@ Status ValidateTagName(const std::string& tag) {
   if (tag.find('~') != std::string::npos) {
     return MakeError(ErrorKind::kInvalidInput, "tag '" + tag + "' holds '~', which would read as RUN~N");
   }
+  if (tag.rfind("sweep:", 0) == 0) {
+    return MakeError(ErrorKind::kInvalidInput, "tag '" + tag + "' starts with 'sweep:', which names a sweep");
+  }
   return Status::Ok();
 }
 

@@ -273,6 +273,8 @@ TEST_P(StoreTest, RunRoundTripsEveryField) {
   run.tags = {"baseline", "amd"};
   run.selection.only = {"model=resnet50,batch_size!=64", "\xE6\x97\xA5 'quoted' \"both\""};
   run.selection.shard = "2/3";
+  run.sweep = "slurm-4242.0";
+  run.sweep_cells = 9;
   const std::int64_t id = Begin(run);
 
   auto got = store_->GetRun(id);
@@ -293,6 +295,8 @@ TEST_P(StoreTest, RunRoundTripsEveryField) {
   EXPECT_EQ(got->total_cells, run.total_cells);
   EXPECT_EQ(got->selection.only, run.selection.only);
   EXPECT_EQ(got->selection.shard, "2/3");
+  EXPECT_EQ(got->sweep, "slurm-4242.0");
+  EXPECT_EQ(got->sweep_cells, 9);
   EXPECT_EQ(got->tags, (std::vector<std::string>{"amd", "baseline"}));
 
   ASSERT_TRUE(store_->SetRunStatus(id, record::RunStatus::kCompleted, 1'700'000'100'000'000'000).ok());
@@ -579,7 +583,7 @@ TEST_P(StoreTest, ResolveRunByIdTagAndLatest) {
     EXPECT_EQ(r.error().kind, m.kind) << m.ref;
     EXPECT_NE(r.error().message.find(m.message_part), std::string::npos) << r.error().message;
   }
-  for (const char* bad_tag : {"", "42", "latest", "previous", "v1~2"}) {
+  for (const char* bad_tag : {"", "42", "latest", "previous", "v1~2", "sweep:nightly"}) {
     Status s = store_->SetTag(a, bad_tag);
     ASSERT_FALSE(s.ok()) << bad_tag;
     EXPECT_EQ(s.error().kind, ErrorKind::kInvalidInput) << bad_tag;

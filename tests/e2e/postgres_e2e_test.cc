@@ -187,6 +187,38 @@ TEST(PostgresE2E, EveryCommandGivesTheSameResultsOnBothBackends) {
   EXPECT_NE(datasources.find("uid: dlbench-postgres"), std::string::npos);
 }
 
+// A sweep's shards (issue 23) copied into PostgreSQL read as one run there as in SQLite: db copy
+// carries each run's sweep, and every sweep command prints the same on both backends.
+TEST(PostgresE2E, ASweepReadsTheSameOnBothBackends) {
+  DLBENCH_PG_CLUSTER_OR_SKIP(cluster);
+  ScratchDatabase db(cluster, "sweep");
+  ASSERT_TRUE(db.ok()) << db.error();
+  TempDir dir("pg_sweep");
+  const std::string matrix = dir / "m.yaml", lite = dir / "r.db";
+  WriteText(matrix,
+            "name: sweep\nrunner: null\nmatrix:\n  model: [a, b, c]\n  step_ms: 1\n  virtual_time: true\n"
+            "measure:\n  min_steps: 20\n  min_time_s: 0.05\n  max_time_s: 0.2\n");
+  for (const char* shard : {"1/3", "3/3"}) {
+    auto r = Dlbench({"run", matrix, "--out", dir / "out", "--shard", shard, "--sweep", "s"}, dir, lite);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  auto copied = RunCommand({Bin("dlbench"), "db", "copy", lite, db.url()}, dir);
+  ASSERT_EQ(copied.exit_code, 0) << copied.out << copied.err;
+  for (const std::vector<std::string>& command :
+       {std::vector<std::string>{"runs", "--sweeps"}, std::vector<std::string>{"show", "sweep:s"},
+        std::vector<std::string>{"export", "sweep:s", "--format", "json"},
+        std::vector<std::string>{"compare", "sweep:s", "sweep:s", "--format", "json"}}) {
+    auto on_sqlite = Dlbench(command, dir, lite);
+    auto on_postgres = Dlbench(command, dir, db.url());
+    EXPECT_EQ(on_postgres.exit_code, 0) << command[0] << ": " << on_postgres.err;
+    EXPECT_EQ(on_postgres.out, on_sqlite.out) << command[0];
+    EXPECT_EQ(on_postgres.err, on_sqlite.err) << command[0];
+  }
+  auto show = Dlbench({"show", "sweep:s"}, dir, db.url());
+  EXPECT_NE(show.out.find("note: shard 2/3 has not stored a run"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("status incomplete, 2 of 3 cells stored"), std::string::npos) << show.out;
+}
+
 TEST(PostgresE2E, BadLocationsAreOneLineExitThreeWithoutThePassword) {
   DLBENCH_PG_CLUSTER_OR_SKIP(cluster);
   ScratchDatabase empty(cluster, "empty");

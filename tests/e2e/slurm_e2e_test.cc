@@ -212,6 +212,7 @@ TEST(SlurmE2E, SrunTasksWithShardAutoRunEachCellOnceAndRecordTheSlurmLauncher) {
   ASSERT_EQ(planned.size(), 4u);
 
   std::set<std::string> ran;
+  std::set<std::string> sweeps;
   for (int task = 0; task < 2; ++task) {
     const std::string db = dir / ("r-" + std::to_string(task) + ".db");
     auto store = store::OpenSqliteStore(db);
@@ -232,6 +233,13 @@ TEST(SlurmE2E, SrunTasksWithShardAutoRunEachCellOnceAndRecordTheSlurmLauncher) {
     EXPECT_EQ(l["master_addr"]["value"], ShortHostName()) << l.dump();
     EXPECT_EQ(l["shard"]["value"], shard);
     EXPECT_TRUE(l["seen"].contains("SLURM_JOB_ID")) << l.dump();
+    // The tasks of one srun are one sweep, named by the job and its step.
+    EXPECT_EQ(run->sweep, "slurm-" + l["seen"].value("SLURM_JOB_ID", std::string("?")) + "." +
+                              l["seen"].value("SLURM_STEP_ID", std::string("?")))
+        << l.dump();
+    EXPECT_EQ(l["sweep"]["from"], "SLURM_JOB_ID.SLURM_STEP_ID") << l.dump();
+    EXPECT_EQ(run->sweep_cells, 4);
+    sweeps.insert(run->sweep);
     auto cells = (*store)->GetCells(id, store::CellQuery{});
     ASSERT_TRUE(cells.ok());
     EXPECT_EQ(cells->size(), 2u);
@@ -241,6 +249,18 @@ TEST(SlurmE2E, SrunTasksWithShardAutoRunEachCellOnceAndRecordTheSlurmLauncher) {
     }
   }
   EXPECT_EQ(ran, planned) << "the two tasks together ran the whole matrix";
+  ASSERT_EQ(sweeps.size(), 1u) << "both tasks name one sweep";
+
+  // The two task files copied into one store read as one run.
+  for (int task = 0; task < 2; ++task) {
+    auto copied = Dlbench({"db", "copy", dir / ("r-" + std::to_string(task) + ".db"), dir / "all.db"}, dir,
+                          dir / "all.db");
+    ASSERT_EQ(copied.exit_code, 0) << copied.err;
+  }
+  auto show = Dlbench({"show", "sweep:" + *sweeps.begin()}, dir, dir / "all.db");
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("2 of 2 shards stored"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("status completed, 4 of 4 cells stored"), std::string::npos) << show.out;
 
   // A runner started by a dlbench under srun sees none of Slurm's variables: a command runner
   // that writes its environment to a file and then is the null runner.

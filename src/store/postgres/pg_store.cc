@@ -23,8 +23,8 @@ using pg::Transaction;
 // As in the SQLite store: the column lists are shared by every query that reads a whole row.
 constexpr const char* kRunSelect =
     "SELECT r.id, r.name, r.matrix_path, r.matrix_text, r.started_wall_ns, r.finished_wall_ns, "
-    "r.status, e.hash, e.fingerprint, r.tool_version, r.git_commit, r.total_cells, r.selection, r.uuid "
-    "FROM runs r JOIN environments e ON e.id = r.environment_id ";
+    "r.status, e.hash, e.fingerprint, r.tool_version, r.git_commit, r.total_cells, r.selection, r.uuid, "
+    "r.sweep, r.sweep_cells FROM runs r JOIN environments e ON e.id = r.environment_id ";
 
 constexpr const char* kCellSelect =
     "SELECT id, run_id, idx, cell_id, key, label, params, effective, hello, repetition, seed, outcome, "
@@ -71,6 +71,8 @@ Result<RunRecord> ReadRunRow(const Rows& rows, int i) {
   }
   run.selection = std::move(*selection);
   run.uuid = rows.Text(i, 13);
+  if (!rows.IsNull(i, 14)) run.sweep = rows.Text(i, 14);
+  if (!rows.IsNull(i, 15)) run.sweep_cells = static_cast<int>(rows.Int64(i, 15));
   return run;
 }
 
@@ -308,23 +310,29 @@ Result<std::int64_t> PostgresStore::BeginRun(const RunRecord& run) {
                                               "storing it in " +
                                               Describe());
     }
+    Params params;
+    params.Add(run.name)
+        .Add(run.matrix_path)
+        .Add(run.matrix_text)
+        .Add(run.started_wall_ns)
+        .Add(run.finished_wall_ns)
+        .Add(record::Name(run.status))
+        .Add(env->Int64(0, 0))
+        .Add(run.tool_version)
+        .Add(run.git_commit)
+        .Add(run.total_cells)
+        .Add(*selection)
+        .Add(uuid);
+    if (run.sweep.empty()) {
+      params.Add(std::nullopt).Add(std::nullopt);
+    } else {
+      params.Add(run.sweep).Add(run.sweep_cells);
+    }
     auto inserted = connection_.Query(
         "INSERT INTO runs (name, matrix_path, matrix_text, started_wall_ns, finished_wall_ns, status, "
-        "environment_id, tool_version, git_commit, total_cells, selection, uuid) "
-        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
-        Params()
-            .Add(run.name)
-            .Add(run.matrix_path)
-            .Add(run.matrix_text)
-            .Add(run.started_wall_ns)
-            .Add(run.finished_wall_ns)
-            .Add(record::Name(run.status))
-            .Add(env->Int64(0, 0))
-            .Add(run.tool_version)
-            .Add(run.git_commit)
-            .Add(run.total_cells)
-            .Add(*selection)
-            .Add(uuid));
+        "environment_id, tool_version, git_commit, total_cells, selection, uuid, sweep, sweep_cells) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id",
+        params);
     if (!inserted.ok()) return inserted.error();
     const std::int64_t run_id = inserted->Int64(0, 0);
     for (const std::string& tag : run.tags) {

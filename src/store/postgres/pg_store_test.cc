@@ -5,6 +5,7 @@
 // the password; text reaches the server as valid UTF-8 and COPY fields escaped.
 #include "store/postgres/pg_store.h"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -238,10 +239,13 @@ TEST(PgMigrationTest, AnOlderStoreIsMigratedAndKeepsItsRuns) {
   auto store = PostgresStore::Open(db.url());
   ASSERT_TRUE(store.ok()) << store.error().message;
   pg::Connection& c = (*store)->connection();
-  EXPECT_EQ(*pg::ReadSchemaVersion(c), 4);
+  EXPECT_EQ(*pg::ReadSchemaVersion(c), pg::LatestVersion(pg::SchemaMigrations()));
   auto runs = (*store)->ListRuns();
   ASSERT_TRUE(runs.ok()) << runs.error().message;
   ASSERT_EQ(runs->size(), 2u);
+  // Runs stored before version 5 are in no sweep.
+  EXPECT_EQ((*runs)[0].sweep, "");
+  EXPECT_EQ((*runs)[0].sweep_cells, 0);
   EXPECT_TRUE(codec::IsRunUuid((*runs)[0].uuid)) << (*runs)[0].uuid;
   EXPECT_TRUE(codec::IsRunUuid((*runs)[1].uuid)) << (*runs)[1].uuid;
   EXPECT_NE((*runs)[0].uuid, (*runs)[1].uuid);
@@ -266,7 +270,8 @@ TEST(PgMigrationTest, ANewerStoreIsRefusedWithNothingChanged) {
     ASSERT_TRUE((*store)
                     ->connection()
                     .Execute("INSERT INTO schema_version (version, description, applied_wall_ns) VALUES "
-                             "(5, 'from a newer dlbench', 1)")
+                             "($1, 'from a newer dlbench', 1)",
+                             pg::Params().Add(pg::LatestVersion(pg::SchemaMigrations()) + 1))
                     .ok());
   }
   auto admin = pg::Connection::Open(db.url());
@@ -279,7 +284,9 @@ TEST(PgMigrationTest, ANewerStoreIsRefusedWithNothingChanged) {
     auto refused = OpenStore(db.url(), options);
     ASSERT_FALSE(refused.ok());
     EXPECT_EQ(refused.error().kind, ErrorKind::kStore);
-    EXPECT_NE(refused.error().message.find("schema version 5, newer than this dlbench knows (4)"),
+    const int latest = pg::LatestVersion(pg::SchemaMigrations());
+    EXPECT_NE(refused.error().message.find(
+                  fmt::format("schema version {}, newer than this dlbench knows ({})", latest + 1, latest)),
               std::string::npos)
         << refused.error().message;
   }
@@ -307,17 +314,19 @@ TEST(PgMigrationTest, AForeignDatabaseIsRefusedAndAFailedStepLeavesTheOldVersion
   ASSERT_TRUE(PostgresStore::Open(db.url()).ok());
   PostgresStore::Options failing;
   failing.migrations = pg::SchemaMigrations();
-  failing.migrations.push_back({5, "a step that fails half-way", [](pg::Connection& c) -> Status {
+  const int latest = pg::LatestVersion(pg::SchemaMigrations());
+  failing.migrations.push_back({latest + 1, "a step that fails half-way", [](pg::Connection& c) -> Status {
                                   DLBENCH_RETURN_IF_ERROR(c.Execute("CREATE TABLE half_done (x integer)"));
                                   return c.Execute("SELECT 1 / 0");
                                 }});
   auto failed = PostgresStore::Open(db.url(), failing);
   ASSERT_FALSE(failed.ok());
-  EXPECT_NE(failed.error().message.find("to schema version 5 failed"), std::string::npos)
+  EXPECT_NE(failed.error().message.find("to schema version " + std::to_string(latest + 1) + " failed"),
+            std::string::npos)
       << failed.error().message;
   auto admin = pg::Connection::Open(db.url());
   ASSERT_TRUE(admin.ok());
-  EXPECT_EQ(*pg::ReadSchemaVersion(*admin), 4);
+  EXPECT_EQ(*pg::ReadSchemaVersion(*admin), latest);
   EXPECT_EQ(One(*admin, "SELECT count(*) FROM pg_tables WHERE tablename = 'half_done'"), "0")
       << "the failed step's DDL was rolled back with it";
 }
