@@ -141,6 +141,11 @@ std::string LoadRecorder::IdProblems(std::optional<std::int64_t> issued) const {
   return out;
 }
 
+std::int64_t LoadRecorder::OutstandingTail(std::optional<std::int64_t> issued) const {
+  if (!issued || dropped_ != 0 || duplicates_ != 0) return 0;
+  return std::max<std::int64_t>(*issued - static_cast<std::int64_t>(next_id_), 0);
+}
+
 LoadConclusion ConcludeLoad(const LoadRecorder& load, std::optional<std::int64_t> issued,
                             const std::string& stop_reason, const std::string& done_reason,
                             record::CellRecord& rec) {
@@ -166,7 +171,14 @@ LoadConclusion ConcludeLoad(const LoadRecorder& load, std::optional<std::int64_t
   if (issued) info["queries_issued"] = *issued;
   rec.extras["load"] = info;
 
-  if (std::string ids = load.IdProblems(issued); !ids.empty()) {
+  // A runner that fell behind ends (too many outstanding, or its drain ran out) with the last
+  // queries never completed: the system under test's limit, not a protocol fault. They are named
+  // in the verdict; the latencies are of the completed queries and understate the rest.
+  const bool ended_behind = done_reason == "too_many_outstanding" || done_reason == "drain_timeout";
+  const std::int64_t outstanding = ended_behind ? load.OutstandingTail(issued) : 0;
+  if (outstanding > 0) {
+    rec.extras["load"]["queries_outstanding_at_end"] = outstanding;
+  } else if (std::string ids = load.IdProblems(issued); !ids.empty()) {
     out.invalid = "the runner's query records are not each issued query once: " + ids;
     return out;
   }
@@ -177,6 +189,17 @@ LoadConclusion ConcludeLoad(const LoadRecorder& load, std::optional<std::int64_t
   if (s.peak_search) return ConcludePeakSearch(load, stop_reason, done_reason, rec);
   out.reasons =
       MeasureLoadWindow(s, records, 0, measured, load.policy().floor(), stop_reason, done_reason, rec);
+  if (outstanding > 0) {
+    const std::string behind = fmt::format(
+        "fell_behind: {} of {} issued queries were still outstanding when the runner ended ({}): the "
+        "system under test fell behind the schedule; the latencies shown are of the {} completed queries "
+        "only",
+        outstanding, *issued, done_reason, records.size());
+    auto old_behind = std::find_if(out.reasons.begin(), out.reasons.end(),
+                                   [](const std::string& r) { return r.rfind("fell_behind:", 0) == 0; });
+    if (old_behind != out.reasons.end()) out.reasons.erase(old_behind);
+    out.reasons.insert(out.reasons.begin(), behind);
+  }
   return out;
 }
 
@@ -240,16 +263,18 @@ std::vector<std::string> MeasureLoadWindow(const LoadCellSettings& s,
     const auto over = std::count_if(latencies.begin(), latencies.end(), [&](double l) { return l > bound; });
     const stats::BoundedEarlyStopping es =
         stats::EarlyStoppingWithBound(static_cast<std::int64_t>(measured), over, claim.early_stopping);
-    const bool kept_up = issue.kept_up && done_reason != "too_many_outstanding";
+    const bool ended_behind = done_reason == "too_many_outstanding" || done_reason == "drain_timeout";
+    const bool kept_up = issue.kept_up && !ended_behind;
     const bool bound_met = at_percentile <= bound;
     record::SetMetric(rec, metric::kLoadEarlyStoppingMet, es.met ? 1 : 0);
     record::SetMetric(rec, metric::kLoadEarlyStoppingQueriesNeeded, static_cast<double>(es.queries_needed));
     record::SetMetric(rec, metric::kLoadLatencyBoundMet, bound_met ? 1 : 0);
     record::SetMetric(rec, metric::kLoadIssueKeptUp, kept_up ? 1 : 0);
-    if (done_reason == "too_many_outstanding") {
-      reasons.push_back(
-          "fell_behind: the runner ended with too many outstanding queries (the system under test fell "
-          "behind the schedule)");
+    if (ended_behind) {
+      reasons.push_back(fmt::format(
+          "fell_behind: the runner ended with queries outstanding ({}): the system under test fell behind "
+          "the schedule",
+          done_reason));
     } else if (!issue.kept_up) {
       reasons.push_back(
           fmt::format("fell_behind: issued {} queries/s of the scheduled {}/s (more "

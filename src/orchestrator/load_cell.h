@@ -53,6 +53,10 @@ class LoadRecorder {
   // "" when every id arrived once; otherwise what went wrong, naming ids. `issued` is DONE's count
   // of queries the runner issued, when known: ids from the last received to it were dropped.
   std::string IdProblems(std::optional<std::int64_t> issued) const;
+  // The queries of `issued` whose records never came, when they are exactly the last ones (no gap
+  // before them, no id twice): what a runner that ended with queries still outstanding sends, as
+  // its records go out in id order. 0 when nothing is missing or the ids have another problem.
+  std::int64_t OutstandingTail(std::optional<std::int64_t> issued) const;
 
  private:
   LoadCellSettings settings_;

@@ -110,6 +110,49 @@ TEST(ConcludeLoadTest, AServerWithinItsBoundIsValidAndOneThatFellBehindIsNot) {
             "fell_behind:");
 }
 
+// A runner that fell behind ends with its last queries outstanding (the H200's ResNet-50 server at
+// 4,000/s left 49,392 of them): fell_behind naming the count, not a protocol fault; a gap before the
+// tail, or a runner that ended normally, still is one.
+TEST(ConcludeLoadTest, QueriesOutstandingWhenTheRunnerEndedBehindAreFellBehindNotInvalid) {
+  const LoadCellSettings server =
+      Settings({{"load", "server"}, {"target_qps", 1000}, {"latency_bound_ms", 10}});
+  auto rising = [](std::size_t i) { return static_cast<std::int64_t>(i) * 100'000; };  // queueing grows
+  {
+    LoadRecorder load(Fast(), server);
+    ASSERT_FALSE(load.Add(Arrivals(0, 400, 1'000'000, rising), true));
+    record::CellRecord rec;
+    const LoadConclusion c = ConcludeLoad(load, 600, "max_time", "drain_timeout", rec);
+    EXPECT_FALSE(c.invalid) << *c.invalid;
+    ASSERT_FALSE(c.reasons.empty());
+    EXPECT_EQ(c.reasons[0],
+              "fell_behind: 200 of 600 issued queries were still outstanding when the runner ended "
+              "(drain_timeout): the system under test fell behind the schedule; the latencies shown are "
+              "of the 400 completed queries only");
+    EXPECT_EQ(std::count_if(c.reasons.begin(), c.reasons.end(),
+                            [](const std::string& r) { return r.rfind("fell_behind:", 0) == 0; }),
+              1);
+    EXPECT_EQ(rec.extras["load"]["queries_outstanding_at_end"], 200);
+    EXPECT_DOUBLE_EQ(*record::MetricValue(rec, metric::kLoadIssueKeptUp), 0);
+  }
+  {
+    LoadRecorder load(Fast(), server);
+    ASSERT_FALSE(load.Add(Arrivals(0, 100, 1'000'000, rising), true));
+    ASSERT_FALSE(load.Add(Arrivals(150, 250, 1'000'000, rising), true));  // 100..149 never arrive
+    record::CellRecord rec;
+    const LoadConclusion c = ConcludeLoad(load, 600, "max_time", "drain_timeout", rec);
+    ASSERT_TRUE(c.invalid);
+    EXPECT_NE(c.invalid->find("never arrived (query id 100, 101"), std::string::npos) << *c.invalid;
+  }
+  {
+    LoadRecorder load(Fast(), server);
+    ASSERT_FALSE(load.Add(Arrivals(0, 400, 1'000'000, rising), true));
+    record::CellRecord rec;
+    const LoadConclusion c = ConcludeLoad(load, 600, "max_time", "stopped", rec);
+    ASSERT_TRUE(c.invalid);
+    EXPECT_NE(c.invalid->find("200 issued queries never arrived"), std::string::npos) << *c.invalid;
+  }
+}
+
 TEST(ConcludeLoadTest, ASingleStreamCellReportsItsEarlyStoppingEstimate) {
   LoadRecorder load(Fast(), Settings({{"load", "single_stream"}}));
   // Latencies 1..100 ms: h(1) + 1 = 64 queries measured (the policy's stop); the estimate is the
