@@ -180,9 +180,10 @@ class TorchExecutor final : public load::BatchExecutor {
   // The device tensors a batch of n samples is read from: the device batch (device residency) or
   // the stream's device copy of its gathered input (host residency on CUDA).
   std::vector<torch::Tensor> DeviceInputs(StreamState& s, std::uint32_t n) const {
-    std::vector<torch::Tensor> inputs;
     const std::vector<torch::Tensor>& from =
         settings_.input_residency == InputResidency::kDevice ? device_batch_ : s.device_in;
+    std::vector<torch::Tensor> inputs;
+    inputs.reserve(from.size());
     for (const torch::Tensor& t : from) inputs.push_back(t.narrow(0, 0, n));
     return inputs;
   }
