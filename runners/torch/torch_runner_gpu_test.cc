@@ -115,14 +115,18 @@ INSTANTIATE_TEST_SUITE_P(
                       PrecisionCase{"bf16", false, false}, PrecisionCase{"fp16", false, true}),
     [](const ::testing::TestParamInfo<PrecisionCase>& info) { return info.param.precision; });
 
-TEST_F(OnCuda, EveryModelInfersInBf16) {
-  const std::vector<json> models = {
+// The four zoo models at sizes that build and run in about a second each.
+std::vector<json> SmallModels() {
+  return {
       {{"model", "resnet50"}, {"image_size", 64}, {"base_width", 16}},
       {{"model", "mobilenet_v2"}, {"image_size", 64}},
       {{"model", "bert_base"}, {"layers", 2}, {"seq_len", 32}},
       {{"model", "ssd_mobilenet"}, {"image_size", 128}, {"num_classes", 5}},
   };
-  for (json params : models) {
+}
+
+TEST_F(OnCuda, EveryModelInfersInBf16) {
+  for (json params : SmallModels()) {
     params.update({{"device", "cuda"}, {"precision", "bf16"}, {"scenario", "infer"}, {"batch_size", 4}});
     const CellTranscript t = RunCellOf(params);
     EXPECT_FALSE(t.error) << params.dump() << ": " << (t.error ? t.error->dump() : "");
@@ -133,13 +137,7 @@ TEST_F(OnCuda, EveryModelInfersInBf16) {
 // cuda_graph: true in the step loop and under load, on every model; the replay is what the steps
 // and queries time, and the effective cell says so.
 TEST_F(OnCuda, CudaGraphInferAndSingleStreamRunOnEveryModel) {
-  const std::vector<json> models = {
-      {{"model", "resnet50"}, {"image_size", 64}, {"base_width", 16}},
-      {{"model", "mobilenet_v2"}, {"image_size", 64}},
-      {{"model", "bert_base"}, {"layers", 2}, {"seq_len", 32}},
-      {{"model", "ssd_mobilenet"}, {"image_size", 128}, {"num_classes", 5}},
-  };
-  for (json params : models) {
+  for (json params : SmallModels()) {
     params.update({{"device", "cuda"},
                    {"precision", "bf16"},
                    {"scenario", "infer"},
