@@ -41,3 +41,14 @@ for p in "${packages[@]}"; do
   apt-get download -q "$p"
 done
 echo "fetch-gpu-debs: $(ls "$DEST" | wc -l) packages in $DEST ($(du -sh "$DEST" | cut -f1))"
+
+# Fashion-MNIST for bench/gpu/converge.sh (30 MB), kept apart from the build packages: on the GPU
+# machine `dpkg -x .gpu-deps/data/dataset-fashion-mnist_*.deb /tmp/fm` and
+# DATASET=/tmp/fm/usr/share/datasets/fashion-mnist.
+mkdir -p "$ROOT/.gpu-deps/data"
+cd "$ROOT/.gpu-deps/data"
+if compgen -G "dataset-fashion-mnist_*.deb" >/dev/null; then
+  echo "fetch-gpu-debs: have $(ls dataset-fashion-mnist_*.deb)"
+else
+  apt-get download -q dataset-fashion-mnist
+fi
