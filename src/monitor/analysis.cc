@@ -555,6 +555,9 @@ CellAnalysis AnalyzeCell(const AnalysisInput& input) {
     if (auto cpu_s = CounterDelta(it->second, w))
       metrics.Add(metric::kProcCpuUtilPct, 100 * *cpu_s / w.seconds());
   }
+  if (auto it = map.find(std::string(series::kHostCpuStealPct)); it != map.end()) {
+    metrics.Add(metric::kHostCpuStealPct, Mean(ValuesIn(it->second, w)));
+  }
   const auto other = OtherCores(map, w);
   if (other) metrics.Add(metric::kHostCpuOtherCores, *other);
   if (const auto wait = RunqueueWaitRatio(map, w)) {
@@ -672,6 +675,17 @@ std::vector<std::string> ExplainChange(const std::vector<record::SeriesPoint>& p
     changes.push_back({std::abs(*other_b - *other_a),
                        fmt::format("host CPU used outside the runner {} from {:.1f} to {:.1f} cores",
                                    *other_b > *other_a ? "rose" : "fell", *other_a, *other_b)});
+  }
+  if (auto it = map.find(std::string(series::kHostCpuStealPct)); it != map.end()) {
+    const double before = Mean(ValuesIn(it->second, a));
+    const double after = Mean(ValuesIn(it->second, b));
+    if (std::isfinite(before) && std::isfinite(after) && std::abs(after - before) >= kCauseMinStealPct) {
+      // Ranked with the others by the share of a step it can explain: a CPU losing x% of its time.
+      changes.push_back({std::abs(after - before) / 100,
+                         fmt::format("host CPU steal (the hypervisor running other guests) {} from {:.1f}% "
+                                     "to {:.1f}% of the CPUs' time",
+                                     after > before ? "rose" : "fell", before, after)});
+    }
   }
   std::stable_sort(changes.begin(), changes.end(),
                    [](const Change& x, const Change& y) { return x.rel > y.rel; });

@@ -74,14 +74,17 @@ CellAnalysis AnalyzeCell(const AnalysisInput& input);
 // a drifting window, or before and after a level shift), for the verdict to name a likely cause:
 // "the SM clock fell from 1980 to 1755 MHz (gpu0)", "board power rose from 410 to 690 W",
 // "host CPU outside the runner rose from 0.1 to 1.2 cores". A reading counts when its mean moved
-// by at least kCauseMinRelChange (clocks, power) or by kCauseMinCores (host CPU outside the
-// runner's process tree); the largest change comes first. Empty when nothing moved or the series
+// by at least kCauseMinRelChange (clocks, power), by kCauseMinCores (host CPU outside the
+// runner's process tree) or by kCauseMinStealPct (host CPU steal, "host CPU steal ... rose from
+// 0.4% to 9.8% of the CPUs' time"); the largest change comes first. Empty when nothing moved or the series
 // are absent.
 std::vector<std::string> ExplainChange(const std::vector<record::SeriesPoint>& series,
                                        std::int64_t a_start_ns, std::int64_t a_end_ns,
                                        std::int64_t b_start_ns, std::int64_t b_end_ns);
 inline constexpr double kCauseMinRelChange = 0.03;
 inline constexpr double kCauseMinCores = 0.25;
+// Percentage points of all CPUs' time: a steal change smaller than this is not named.
+inline constexpr double kCauseMinStealPct = 2.0;
 
 // Leak rule constants (documented in docs/monitoring.md).
 inline constexpr double kLeakMaxPValue = 0.01;

@@ -474,6 +474,27 @@ TEST(AnalysisTest, ExplainChangeNamesWhatMovedBetweenTwoSpans) {
   EXPECT_TRUE(ExplainChange({}, 0, 1, 2, 3).empty());
 }
 
+// Host CPU steal: a virtual machine whose hypervisor gives its CPUs to other guests mid-window.
+TEST(AnalysisTest, ExplainChangeNamesARiseInHostCpuSteal) {
+  std::vector<SeriesPoint> s;
+  AddSeries(s, "host.cpu_steal_pct", 0, 10 * kSecond, 100'000'000,
+            [](std::int64_t t) { return t < 5 * kSecond ? 0.5 : 12.0; });
+  const auto causes = ExplainChange(s, 0, 4 * kSecond, 6 * kSecond, 10 * kSecond);
+  ASSERT_EQ(causes.size(), 1u);
+  EXPECT_EQ(causes[0],
+            "host CPU steal (the hypervisor running other guests) rose from 0.5% to 12.0% of the CPUs' time");
+  // 1.5 percentage points is below kCauseMinStealPct (2).
+  std::vector<SeriesPoint> small;
+  AddSeries(small, "host.cpu_steal_pct", 0, 10 * kSecond, 100'000'000,
+            [](std::int64_t t) { return t < 5 * kSecond ? 0.5 : 2.0; });
+  EXPECT_TRUE(ExplainChange(small, 0, 4 * kSecond, 6 * kSecond, 10 * kSecond).empty());
+  // The window's mean is a metric of the cell.
+  auto in = BaseInput();
+  AddSeries(in.series, "host.cpu_steal_pct", 0, 13 * kSecond, 100'000'000,
+            [](std::int64_t t) { return t < 7 * kSecond ? 2.0 : 4.0; });
+  EXPECT_NEAR(Metric(AnalyzeCell(in), "host_cpu_steal_pct"), 3.0, 0.25);
+}
+
 TEST(AnalysisTest, NoMeasuredStepsGivesAWarningAndNoMetrics) {
   auto in = BaseInput();
   in.window = record::MeasuredWindow{12, 0};

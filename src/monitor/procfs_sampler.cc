@@ -131,6 +131,7 @@ Result<CpuTimes> ParseCpuTimes(const std::string& proc_stat) {
     return MakeError(ErrorKind::kInvalidInput, "/proc/stat does not start with the cpu line");
   // user nice system idle iowait irq softirq steal [guest guest_nice]
   std::uint64_t v[8] = {};
+  int fields = 0;
   for (int i = 0; i < 8; ++i) {
     std::string token;
     if (!(in >> token) || !ReadUint(token, v[i])) {
@@ -138,10 +139,13 @@ Result<CpuTimes> ParseCpuTimes(const std::string& proc_stat) {
       if (i >= 4) break;
       return MakeError(ErrorKind::kInvalidInput, "malformed cpu line in /proc/stat");
     }
+    fields = i + 1;
   }
   CpuTimes times;
   for (std::uint64_t x : v) times.total += x;
-  times.busy = times.total - v[3] - v[4];
+  times.steal = v[7];
+  times.has_steal = fields == 8;
+  times.busy = times.total - v[3] - v[4] - v[7];
   std::string line;
   std::getline(in, line);  // the rest of the aggregate line
   while (std::getline(in, line)) {
@@ -155,6 +159,13 @@ std::optional<double> CpuUtilPct(const CpuTimes& before, const CpuTimes& after) 
   double total = static_cast<double>(after.total - before.total);
   double busy = static_cast<double>(after.busy - before.busy);
   return 100.0 * busy / total;
+}
+
+std::optional<double> CpuStealPct(const CpuTimes& before, const CpuTimes& after) {
+  if (!before.has_steal || !after.has_steal || after.total <= before.total || after.steal < before.steal)
+    return std::nullopt;
+  return 100.0 * static_cast<double>(after.steal - before.steal) /
+         static_cast<double>(after.total - before.total);
 }
 
 std::optional<double> CpuBusyCores(const CpuTimes& before, const CpuTimes& after) {
@@ -301,6 +312,8 @@ void ProcFsSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
           out.push_back({t_ns, std::string(record::series::kHostCpuUtilPct), *pct});
         if (auto cores = CpuBusyCores(*last_cpu_, *cpu))
           out.push_back({t_ns, std::string(record::series::kHostCpuBusyCores), *cores});
+        if (auto steal = CpuStealPct(*last_cpu_, *cpu))
+          out.push_back({t_ns, std::string(record::series::kHostCpuStealPct), *steal});
       }
       last_cpu_ = *cpu;
     }

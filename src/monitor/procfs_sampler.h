@@ -54,10 +54,15 @@ Result<ProcStat> ParseProcStat(const std::string& text);
 
 // The aggregate "cpu" line of /proc/stat, in ticks. busy excludes idle and iowait; guest time is
 // already counted in user time by the kernel, so it is not added again.
+// Ticks of the aggregate "cpu" line. busy = user + nice + system + irq + softirq: the work this
+// machine did. Idle, iowait and steal are not busy; steal (ticks a virtual CPU was ready to run
+// while the hypervisor ran something else) is kept apart, since it is time the guest lost.
 struct CpuTimes {
   std::uint64_t busy = 0;
   std::uint64_t total = 0;
-  int cpus = 0;  // the per-CPU "cpuN" lines that follow (0 when the text has none)
+  std::uint64_t steal = 0;
+  bool has_steal = false;  // the line had the steal field (Linux 2.6.11 and later)
+  int cpus = 0;            // the per-CPU "cpuN" lines that follow (0 when the text has none)
 };
 Result<CpuTimes> ParseCpuTimes(const std::string& proc_stat);
 // Whole-machine utilisation between two readings in percent of all CPUs; nullopt when no tick
@@ -66,6 +71,9 @@ std::optional<double> CpuUtilPct(const CpuTimes& before, const CpuTimes& after);
 // The same share in CPUs: busy ticks over the elapsed ticks of one CPU (total / cpus), so 2.0 is
 // two cores fully busy. nullopt as CpuUtilPct, or without a cpu count.
 std::optional<double> CpuBusyCores(const CpuTimes& before, const CpuTimes& after);
+// Steal between two readings in percent of all CPUs' elapsed ticks; nullopt as CpuUtilPct, or when
+// either reading lacks the field.
+std::optional<double> CpuStealPct(const CpuTimes& before, const CpuTimes& after);
 
 // How many CPUs the whole host keeps busy over `span_ms` (two /proc/stat readings around a
 // sleep): `dlbench env` and `run` warn before measuring on a busy host (issue 17). nullopt when

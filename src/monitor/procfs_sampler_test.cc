@@ -54,7 +54,7 @@ TEST(ProcParseTest, MalformedStatIsAnError) {
 }
 
 TEST(ProcParseTest, CpuTimesAndUtilisationByHand) {
-  // busy = user + nice + system + irq + softirq + steal; idle and iowait are not busy.
+  // busy = user + nice + system + irq + softirq; idle, iowait and steal are not busy.
   auto a = ParseCpuTimes("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3 4\n");
   auto b = ParseCpuTimes("cpu  160 0 70 880 60 5 5 0 0 0\n");
   ASSERT_TRUE(a.ok() && b.ok());
@@ -75,6 +75,27 @@ TEST(ProcParseTest, CpuTimesAndUtilisationByHand) {
   EXPECT_EQ(c->cpus, 4);
   EXPECT_DOUBLE_EQ(*CpuBusyCores(*c, *d), 2.0);
   EXPECT_FALSE(CpuBusyCores(*a, *b).has_value()) << "b has no per-CPU lines: the count is unknown";
+}
+
+TEST(ProcParseTest, StealIsApartFromBusyAndAShareOfAllTicks) {
+  // user nice system idle iowait irq softirq steal guest guest_nice
+  auto a = ParseCpuTimes("cpu  100 0 50 800 50 0 0 0 0 0\n");
+  auto b = ParseCpuTimes("cpu  150 0 60 860 50 0 0 30 7 0\n");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE(b->has_steal);
+  EXPECT_EQ(b->steal, 30u);
+  EXPECT_EQ(b->busy, 210u) << "steal is not this machine's work";
+  EXPECT_EQ(b->total, 1150u) << "guest time is inside user's already";
+  // 30 stolen of 150 elapsed ticks; 60 busy of 150.
+  EXPECT_DOUBLE_EQ(*CpuStealPct(*a, *b), 20.0);
+  EXPECT_DOUBLE_EQ(*CpuUtilPct(*a, *b), 40.0);
+  // A kernel before 2.6.11 has no steal field: no figure rather than a zero.
+  auto old_a = ParseCpuTimes("cpu  100 0 50 800 50 0 0\n");
+  auto old_b = ParseCpuTimes("cpu  150 0 60 860 50 0 0\n");
+  ASSERT_TRUE(old_a.ok() && old_b.ok());
+  EXPECT_FALSE(old_b->has_steal);
+  EXPECT_FALSE(CpuStealPct(*old_a, *old_b).has_value());
+  EXPECT_FALSE(CpuStealPct(*b, *a).has_value()) << "counters going backwards";
 }
 
 TEST(ProcParseTest, MemInfoInKibibytes) {

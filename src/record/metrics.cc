@@ -288,6 +288,9 @@ const std::vector<MetricDef>& Table() {
        "mean whole-host CPU utilisation (/proc/stat)"},
       {kHostCpuOtherCores, "cores", Producer::kMonitor, kMeasuredSamples,
        "mean busy CPUs of the whole host less the runner tree's CPU seconds / window: what else ran"},
+      {kHostCpuStealPct, "%", Producer::kMonitor, kMeasuredSamples,
+       "mean share of all CPUs' time stolen by the hypervisor (/proc/stat steal): a virtual machine's "
+       "CPUs waiting while other guests ran"},
       {kRunnerCpuWaitRatio, "ratio", Producer::kMonitor, kMeasuredSamples,
        "seconds the runner's threads were runnable but waiting for a CPU / seconds they ran (schedstat)"},
       {kGpuOtherProcsMax, "processes", Producer::kMonitor, kMeasuredSamples,

@@ -173,6 +173,7 @@ inline constexpr std::string_view kCpuPackageEnergyPerStepJ = "cpu_package_energ
 inline constexpr std::string_view kCpuPackageEnergyPerSampleJ = "cpu_package_energy_per_sample_j";
 inline constexpr std::string_view kHostCpuUtilPct = "host_cpu_util_pct";
 inline constexpr std::string_view kHostCpuOtherCores = "host_cpu_other_cores";
+inline constexpr std::string_view kHostCpuStealPct = "host_cpu_steal_pct";
 inline constexpr std::string_view kGpuOtherProcsMax = "gpu_other_procs_max";
 inline constexpr std::string_view kRunnerCpuWaitRatio = "runner_cpu_wait_ratio";
 inline constexpr std::string_view kProcCpuUtilPct = "proc_cpu_util_pct";

@@ -27,6 +27,8 @@ inline constexpr std::string_view kPcieRxBytesPerS = "pcie_rx_bytes_per_s";
 // Host and process-tree series (procfs, RAPL).
 inline constexpr std::string_view kHostCpuUtilPct = "host.cpu_util_pct";
 inline constexpr std::string_view kHostCpuBusyCores = "host.cpu_busy_cores";  // busy CPUs, all processes
+// Ticks the virtual CPUs were ready but the hypervisor ran something else, % of all CPUs' ticks.
+inline constexpr std::string_view kHostCpuStealPct = "host.cpu_steal_pct";
 inline constexpr std::string_view kHostMemUsedBytes = "host.mem_used_bytes";
 inline constexpr std::string_view kHostRaplEnergyJ = "host.rapl_energy_j";
 inline constexpr std::string_view kProcCpuS = "proc.cpu_s";
