@@ -11,14 +11,19 @@ monitor sampling unless --no-monitor); the self-timed figure is the mean after d
 share of first steps. The client's own cost per step outside the stamps (recording, flushes, STOP
 checks: client_overhead_ns_per_step) is printed too, as a share of the step.
 
-Both sides run pinned to one CPU (--cpu, default the last one this process may use; dlbench, its
-monitor and the runner share it, so what the harness costs is counted), because unpinned fresh
-processes land on faster or slower cores: on the H200 machine two levels 1.8x apart. When the
-self-timed side's own rounds spread more than 2% (max/min - 1), the ratio is printed but not
-judged: the machine's noise is then larger than the target.
+The runner and the self-timed loop run pinned to the same CPU (--cpu, default the last one this
+process may use), because unpinned fresh processes land on faster or slower cores: on the H200
+machine two levels 1.8x apart. dlbench itself (the orchestrator and its monitor) is pinned to
+another CPU (--harness-cpu, default the first other one allowed), as it is on any machine with a
+core to spare: what is compared is the runner's step with the client in it against the same step
+without. Sharing the runner's CPU with the orchestrator (--harness-cpu equal to --cpu, or a
+one-CPU machine) also counts the orchestrator's wake-ups against the step; on the H200 machine that
+cost one round in three a 1.68x mean (2026-12-05). When the self-timed side's own rounds spread
+more than 2% (max/min - 1), the ratio is printed but not judged: the machine's noise is then larger
+than the target.
 
 Usage: bench/peers/python_harness_overhead.py [--bin build/bin] [--iterations 100000] [--steps 2000]
-       [--rounds 3] [--no-monitor] [--cpu N] [--python /usr/bin/python3]
+       [--rounds 3] [--no-monitor] [--cpu N] [--harness-cpu M] [--python /usr/bin/python3]
 """
 import argparse
 import json
@@ -63,19 +68,21 @@ def self_timed(python, iterations, steps, warmup, env, cpu):
     return json.loads(out)
 
 
-def through_dlbench(bin_dir, python, iterations, steps, no_monitor, work, env, index, cpu):
+def through_dlbench(bin_dir, python, iterations, steps, no_monitor, work, env, index, cpu, harness_cpu):
     matrix = os.path.join(work, "overhead-%d.yaml" % index)
+    # The runner is pinned through its command (taskset execs the interpreter), dlbench apart.
+    runner = pinned(cpu, [python, "-m", "dlbench_runners.spin"])
     with open(matrix, "w") as f:
-        f.write("name: python-harness-overhead\nrunner:\n  command: [%s, -m, dlbench_runners.spin]\n"
+        f.write("name: python-harness-overhead\nrunner:\n  command: %s\n"
                 "matrix:\n  model: spin\n  iterations: %d\n"
                 # A target no interval meets: every cell runs to max_steps.
                 "measure:\n  min_steps: 10\n  max_steps: %d\n  min_time_s: 0\n  max_time_s: 600\n"
-                "  target_rel_ci: 0.0001\n" % (json.dumps(python), iterations, steps))
+                "  target_rel_ci: 0.0001\n" % (json.dumps(runner), iterations, steps))
     db = os.path.join(work, "overhead.db")
     cmd = [os.path.join(bin_dir, "dlbench"), "--db", db, "run", matrix, "--out", os.path.join(work, "logs")]
     if no_monitor:
         cmd.append("--no-monitor")
-    subprocess.run(pinned(cpu, cmd), env=env, check=True, capture_output=True, text=True)
+    subprocess.run(pinned(harness_cpu, cmd), env=env, check=True, capture_output=True, text=True)
     export = json.loads(subprocess.run([os.path.join(bin_dir, "dlbench"), "--db", db, "export", "latest", "--format",
                                         "json"], env=env, check=True, capture_output=True, text=True).stdout)
     cell = export["cells"][0]
@@ -94,13 +101,24 @@ def main():
     ap.add_argument("--steps", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-monitor", action="store_true", help="run dlbench without its device/host monitor")
-    ap.add_argument("--cpu", type=int, default=max(os.sched_getaffinity(0)),
-                    help="the CPU both sides run on (default: the last one allowed); -1: not pinned")
+    allowed = sorted(os.sched_getaffinity(0))
+    ap.add_argument("--cpu", type=int, default=allowed[-1],
+                    help="the CPU the runner and the self-timed loop run on (default: the last one allowed); "
+                         "-1: nothing is pinned")
+    ap.add_argument("--harness-cpu", type=int, default=None,
+                    help="the CPU dlbench and its monitor run on (default: the first allowed one other than --cpu, "
+                         "or --cpu itself on a one-CPU machine)")
     args = ap.parse_args()
     cpu = None if args.cpu < 0 else args.cpu
-    if cpu is not None and cpu not in os.sched_getaffinity(0):
-        ap.error("--cpu %d is not one of the CPUs this process may use (%s)"
-                 % (cpu, ",".join(map(str, sorted(os.sched_getaffinity(0))))))
+    harness_cpu = args.harness_cpu
+    if cpu is None:
+        harness_cpu = None
+    elif harness_cpu is None:
+        harness_cpu = next((c for c in allowed if c != cpu), cpu)
+    for name, value in (("--cpu", cpu), ("--harness-cpu", harness_cpu)):
+        if value is not None and value not in allowed:
+            ap.error("%s %d is not one of the CPUs this process may use (%s)"
+                     % (name, value, ",".join(map(str, allowed))))
     if not (1 <= args.iterations <= 10**8 and 10 <= args.steps <= 10**6 and 1 <= args.rounds <= 100):
         ap.error("--iterations 1..1e8, --steps 10..1e6, --rounds 1..100")
     env = dict(os.environ, PYTHONPATH=CLIENT + (os.pathsep + os.environ["PYTHONPATH"]
@@ -109,7 +127,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="dlbench-overhead-") as work:
         for r in range(args.rounds):
             harness = through_dlbench(args.bin, args.python, args.iterations, args.steps, args.no_monitor, work, env, r,
-                                      cpu)
+                                      cpu, harness_cpu)
             # The same share of first steps as dlbench's warm-up cut left out of its mean.
             own = self_timed(args.python, args.iterations, args.steps, harness["warmup_steps"], env, cpu)
             rows.append((own, harness))
@@ -142,7 +160,9 @@ def main():
         print("client's own cost outside the stamps: median %.3f%% of a step" % (100 * statistics.median(costs)))
     print("(%d steps of %d iterations per side and round; %s; %s; python %s)"
           % (args.steps, args.iterations, "monitor off" if args.no_monitor else "monitor on",
-             "pinned to CPU %d" % cpu if cpu is not None else "not pinned", args.python))
+             ("runner and loop on CPU %d, dlbench on CPU %d%s" % (
+                 cpu, harness_cpu, " (shared)" if harness_cpu == cpu else "")) if cpu is not None else "not pinned",
+             args.python))
     return 0
 
 
