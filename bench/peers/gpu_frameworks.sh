@@ -178,9 +178,11 @@ fi
 left=$((START + TOTAL_S - $(date +%s)))
 if [ "$left" -ge 60 ] && "$PYTHON" -m pytest --version > /dev/null 2>&1; then
   echo
+  # -x: the first failure ends the session and its traceback is printed at once, so a later
+  # timeout cannot swallow it (session 11 saw only "sFs." when the budget ran out).
   echo "== JAX and ONNX Runtime pytest cells on the CPU (at most ${left}s)"
   (cd "$ROOT/clients/python" && DLBENCH_BIN_DIR="$BUILD/bin" PYTHONDONTWRITEBYTECODE=1 timeout -s TERM "$left" \
-    "$PYTHON" -m pytest -q -rs -p no:cacheprovider tests/test_other_frameworks.py) | tee "$OUT/pytest-other-frameworks.txt" ||
+    "$PYTHON" -m pytest -q -rs -x --tb=short -p no:cacheprovider tests/test_other_frameworks.py) | tee "$OUT/pytest-other-frameworks.txt" ||
     echo "pytest cut or failed"
 fi
 echo "gpu_frameworks: done in $(($(date +%s) - START))s; everything is under $OUT"
