@@ -28,6 +28,23 @@ measure:
   target_rel_ci: 0.0001
 )";
 
+// A small ResNet-50 infer matrix on one CPU thread, batch 2, with `keys` (YAML lines indented
+// under `matrix:`) added; bounded by kMeasure.
+std::string SmallResnetCpuMatrix(const std::string& keys) {
+  return std::string(R"(runner: torch
+matrix:
+  model: resnet50
+  image_size: 32
+  base_width: 4
+  num_classes: 4
+  scenario: infer
+  batch_size: 2
+  device: cpu
+  threads: 1
+)") + keys +
+         kMeasure;
+}
+
 std::vector<record::CellRecord> StoredCells(const std::string& db) {
   auto store = store::OpenSqliteStore(db);
   EXPECT_TRUE(store.ok());
@@ -181,21 +198,11 @@ matrix:
 TEST(PrecisionE2E, ADiffToleranceBreachIsAWarningNamingTheLayerInShow) {
   TempDir dir("precision-diff-tolerance");
   const std::string matrix = dir / "m.yaml", db = dir / "r.db";
-  WriteText(matrix, std::string(R"(runner: torch
-matrix:
-  model: resnet50
-  image_size: 32
-  base_width: 4
-  num_classes: 4
-  scenario: infer
-  batch_size: 2
-  device: cpu
-  threads: 1
-  reference_samples: 2
+  WriteText(matrix, SmallResnetCpuMatrix(R"(  reference_samples: 2
   max_abs_diff: "bf16=0"
   max_mean_abs_diff: "bf16=1000000"
   precision: [fp32, bf16]
-)") + kMeasure);
+)"));
   auto run = Dlbench({"run", matrix, "--out", dir / "out"}, dir, db);
   const auto cells = StoredCells(db);
   ASSERT_EQ(cells.size(), 2u) << run.out << run.err;
@@ -230,18 +237,7 @@ matrix:
 TEST(PrecisionE2E, Int8OfACnnIsUnsupportedAndShowSaysItOnce) {
   TempDir dir("precision_cnn_int8");
   const std::string matrix = dir / "m.yaml", db = dir / "r.db";
-  WriteText(matrix, std::string(R"(runner: torch
-matrix:
-  model: resnet50
-  image_size: 32
-  base_width: 4
-  num_classes: 4
-  scenario: infer
-  batch_size: 2
-  device: cpu
-  threads: 1
-  precision: int8
-)") + kMeasure);
+  WriteText(matrix, SmallResnetCpuMatrix("  precision: int8\n"));
   auto run = Dlbench({"run", matrix, "--out", dir / "out"}, dir, db);
   const auto cells = StoredCells(db);
   ASSERT_EQ(cells.size(), 1u) << run.out << run.err;
