@@ -73,7 +73,7 @@ std::string CheckCpuCapRecord(const nlohmann::json& cell, std::int64_t bytes) {
   // Read-only, as `plan` asks: this test process must not move itself or write to its cgroup.
   const orchestrator::CgroupParent parent = orchestrator::FindCgroupParent(
       orchestrator::SystemCgroupSources(), orchestrator::CgroupCheck::kReadOnly);
-  const std::string mechanism = cap.value("mechanism", "");
+  std::string mechanism = cap.value("mechanism", "");
   if (parent.path.empty()) {
     EXPECT_EQ(mechanism, "RLIMIT_DATA") << cap.dump();
     if (parent.why_not.rfind("cannot give ", 0) == 0) {
