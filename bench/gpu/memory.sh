@@ -7,21 +7,40 @@
 # doubling and bisection in one process (catching torch.OutOfMemoryError), so the two answers can
 # be set side by side.
 #
+# Time (it must fit a few minutes of H200 time; not run since this budget was set): the search
+# starts at MIN_BATCH 16 and probes at most up to MAX_BATCH 512, so by stats::MaxBoundaryProbes it
+# runs at most 6 doubling probes (16 .. 512) + 8 bisecting the widest bracket (256 .. 512) = 14,
+# capped at MAX_PROBES 12. At the default 4 GiB cap, where PyTorch from Python found 83 on the
+# H200 (docs/evidence/h200-memory-2026-12-02.log), it is 10: 16, 32, 64, 128 (oom), then 96, 80,
+# 88, 84, 82, 83. Each probe is a fresh runner of PROBE_STEPS 3 steps (the Python search's 3); the
+# same log shows 3.3 s for a runner that starts, builds ResNet-50 and ends oom, and 18.5 s before
+# the second cell for the first probe with the run's start, so about 10 x 5-10 s of probes, the
+# measured run at the batch found (max_time_s 5) and the oom cell: 1.5-2.5 minutes expected.
+# Bounds: timeout_s 60 a runner, and RUN_LIMIT_S (default 240) for the whole `dlbench run`, after
+# which it gets SIGINT (finished cells stored, the run marked interrupted); the Python search is
+# stopped after 90 s. With the build already in BUILD, the script ends within about 6 minutes
+# whatever happens.
+#
 # Usage (on the GPU machine; builds with scripts/build-gpu.sh when BUILD lacks the programs):
 #   bench/gpu/memory.sh
 #   env: OUT (default /tmp/dlbench-memory: log, matrix, database), BUILD (default build-gpu),
-#   PYTHON (default python3), CAP_GIB (default 4), MAX_PROBES (default 16), OVER_BATCH (the fixed
-#   batch that must not fit, default 1024)
+#   PYTHON (default python3), CAP_GIB (default 4), MIN_BATCH (default 16), MAX_BATCH (default 512),
+#   MAX_PROBES (default 12), PROBE_STEPS (default 3), OVER_BATCH (the fixed batch that must not
+#   fit, default 1024), RUN_LIMIT_S (default 240)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD="${BUILD:-$ROOT/build-gpu}"
 PYTHON="${PYTHON:-python3}"
 OUT="${OUT:-/tmp/dlbench-memory}"
 CAP_GIB="${CAP_GIB:-4}"
-MAX_PROBES="${MAX_PROBES:-16}"
+MIN_BATCH="${MIN_BATCH:-16}"
+MAX_BATCH="${MAX_BATCH:-512}"
+MAX_PROBES="${MAX_PROBES:-12}"
+PROBE_STEPS="${PROBE_STEPS:-3}"
 OVER_BATCH="${OVER_BATCH:-1024}"
-for v in "$CAP_GIB" "$MAX_PROBES" "$OVER_BATCH"; do
-  case "$v" in '' | *[!0-9]*) echo "memory: CAP_GIB, MAX_PROBES and OVER_BATCH are whole numbers (got '$v')" >&2; exit 2 ;; esac
+RUN_LIMIT_S="${RUN_LIMIT_S:-240}"
+for v in "$CAP_GIB" "$MIN_BATCH" "$MAX_BATCH" "$MAX_PROBES" "$PROBE_STEPS" "$OVER_BATCH" "$RUN_LIMIT_S"; do
+  case "$v" in '' | *[!0-9]*) echo "memory: CAP_GIB, MIN_BATCH, MAX_BATCH, MAX_PROBES, PROBE_STEPS, OVER_BATCH and RUN_LIMIT_S are whole numbers (got '$v')" >&2; exit 2 ;; esac
 done
 DL="$BUILD/bin/dlbench"
 if [ ! -x "$DL" ] || [ ! -x "$BUILD/bin/dlbench-torch" ]; then
@@ -48,21 +67,27 @@ matrix:
   precision: bf16
   memory_cap: ${CAP_GIB}GiB
   batch_size: max
+  boundary_min: $MIN_BATCH
+  boundary_max: $MAX_BATCH
   boundary_max_probes: $MAX_PROBES
+  boundary_probe_steps: $PROBE_STEPS
 include:
   - {model: resnet50, scenario: train, device: cuda, precision: bf16, memory_cap: ${CAP_GIB}GiB, batch_size: $OVER_BATCH}
-timeout_s: 120
+timeout_s: 60
 measure:
   max_time_s: 5
 YAML
 "$DL" --db "$DB" plan "$MATRIX" || exit 2
-echo "== dlbench run $MATRIX"
-"$DL" --db "$DB" run "$MATRIX" --out "$OUT/run"
+echo "== dlbench run $MATRIX (at most ${RUN_LIMIT_S} s)"
+start=$(date +%s)
+timeout -s INT -k 30 "$RUN_LIMIT_S" "$DL" --db "$DB" run "$MATRIX" --out "$OUT/run"
+rc=$?
+echo "== dlbench run took $(($(date +%s) - start)) s (exit $rc)"
 echo "== dlbench show"
 "$DL" --db "$DB" show latest
 
 echo "== PyTorch from Python: set_per_process_memory_fraction at ${CAP_GIB} GiB, doubling then bisection"
-"$PYTHON" - "$CAP_GIB" <<'PY'
+timeout -k 10 90 "$PYTHON" - "$CAP_GIB" <<'PY'
 import sys, time
 import torch, torchvision
 

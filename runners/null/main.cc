@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
@@ -288,13 +289,26 @@ void Flood(int fd, std::int64_t bytes) {
 
 enum class StepAction { kContinue, kEndLoop };
 
+// What inject: leak holds: the blocks kept so far, and whether the allocator refused the next one
+// (under memory_cap's RLIMIT_DATA, docs/memory.md).
+struct Leak {
+  std::vector<std::vector<char>> blocks;
+  bool refused = false;
+};
+
 // What a fault does at step `step` (1-based, after that step was recorded). `last` is the record
 // just made. Faults that end the loop are concluded after it (Main).
 StepAction OnStep(const Params& p, RunnerSession& session, std::int64_t step,
-                  const protocol::StepRecord& last, std::vector<std::vector<char>>& leaked) {
+                  const protocol::StepRecord& last, Leak& leak) {
   if (p.inject == Fault::kLeak) {
-    // Touch every page so the growth shows in RSS, as a real leak would.
-    leaked.emplace_back(static_cast<std::size_t>(p.leak_bytes_per_step), '\1');
+    // Touch every page so the growth shows in RSS, as a real leak would. A refused allocation ends
+    // the loop; the runner reports it as out of memory after it (Main), as a real runner would.
+    try {
+      leak.blocks.emplace_back(static_cast<std::size_t>(p.leak_bytes_per_step), '\1');
+    } catch (const std::bad_alloc&) {
+      leak.refused = true;
+      return StepAction::kEndLoop;
+    }
   }
   if (step != p.inject_at_step) return StepAction::kContinue;
   switch (p.inject) {
@@ -549,8 +563,8 @@ int Main(int argc, char** argv) {
   if (load::LoadRequested(cell->params)) return ServeLoad(session, *cell, p);
   if (p.inject == Fault::kHelloTwice) (void)session.SendHello(hello);
   BusyWaitNs(static_cast<std::int64_t>(p.setup_ms * 1e6));
-  std::vector<std::vector<char>> leaked;
-  if (p.inject == Fault::kLeak) leaked.reserve(1 << 16);
+  Leak leaked;
+  if (p.inject == Fault::kLeak) leaked.blocks.reserve(1 << 16);
   pid_t child = 0;
   if (p.inject == Fault::kChildHoldsPipe || p.inject == Fault::kSetsidChild) {
     child = ForkLingeringChild(p.inject == Fault::kSetsidChild);
@@ -616,6 +630,19 @@ int Main(int argc, char** argv) {
   }
   const std::int64_t step = result.steps;
 
+  if (result.end == protocol::LoopEnd::kStepFailed && leaked.refused) {
+    // Free what was leaked first, so that the report's own allocations succeed under the cap.
+    const auto kept = static_cast<std::int64_t>(leaked.blocks.size()) * p.leak_bytes_per_step;
+    leaked.blocks.clear();
+    leaked.blocks.shrink_to_fit();
+    (void)session.SendError(RunnerErrorKind::kOom,
+                            "out of memory (inject: leak): tried to allocate " +
+                                std::to_string(p.leak_bytes_per_step) + " bytes at step " +
+                                std::to_string(step) + ", holding " + std::to_string(kept) +
+                                " bytes leaked before it",
+                            {{"requested_bytes", p.leak_bytes_per_step}});
+    return 0;
+  }
   if (result.end == protocol::LoopEnd::kStepFailed) {
     switch (p.inject) {
       case Fault::kCrash:
@@ -692,7 +719,7 @@ int Main(int argc, char** argv) {
     BreakField(p.fault_field, memory);
     SendRawJson(MessageType::kMemory, memory);
   }
-  nlohmann::json extras = {{"info", {{"steps_run", result.steps}, {"leaked_blocks", leaked.size()}}}};
+  nlohmann::json extras = {{"info", {{"steps_run", result.steps}, {"leaked_blocks", leaked.blocks.size()}}}};
   if (child > 0) extras["info"]["child_pid"] = child;
   if (BreaksFrame(p, "EXTRAS")) {
     extras["metrics"] = nlohmann::json::array();

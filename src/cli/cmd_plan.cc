@@ -17,6 +17,8 @@
 #include "config/matrix.h"
 #include "load/settings.h"
 #include "orchestrator/boundary_cell.h"
+#include "orchestrator/cgroup_v2.h"
+#include "orchestrator/memory_cap.h"
 #include "orchestrator/run.h"
 #include "plan/ddp_references.h"
 #include "plan/estimate.h"
@@ -37,6 +39,24 @@ struct PlanArgs {
   std::vector<std::string> set;
   bool json = false;
 };
+
+// One line of plan's text for a capped cell (orchestrator::PlannedMemoryCap's answer).
+std::string MemoryCapSentence(const nlohmann::json& cap) {
+  const std::string mechanism = cap.value("mechanism", "");
+  if (mechanism == orchestrator::kCapCgroupV2) {
+    std::string out =
+        fmt::format("cgroup v2 memory.max, each runner in a cgroup of its own under {} (from {})",
+                    cap.value("cgroup_parent", ""), cap.value("cgroup_parent_from", ""));
+    if (cap.contains("to_do")) out += "; before the first, " + cap.value("to_do", "");
+    return out;
+  }
+  if (mechanism == orchestrator::kCapRlimitData) {
+    return "RLIMIT_DATA on each runner; cgroup v2 " + cap.value("cgroup_v2", "");
+  }
+  return "applied by the runner (the CUDA caching allocator's per-process fraction; the CUDA context is "
+         "outside "
+         "it)";
+}
 
 // What the store holds of each cell key, when the database exists: durations and the newest
 // stored median step time (docs/cli.md "plan").
@@ -112,6 +132,16 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
                                         {"estimate", true}, {"bounds", true}, {"key", false}};
   if (any_load) columns.insert(columns.begin() + 6, {"min queries", true});
   Table table(columns);
+  // Which mechanism each capped cell's memory_cap will use (docs/memory.md "Memory cap"): cgroup v2
+  // is looked for once, writing nothing, and only when a cpu cell has a cap.
+  std::optional<orchestrator::CgroupParent> cpu_parent;
+  for (const auto& c : *cells) {
+    if (!cpu_parent && orchestrator::CellCapsOnCpu(c)) {
+      cpu_parent = orchestrator::FindCgroupParent(orchestrator::SystemCgroupSources(),
+                                                  orchestrator::CgroupCheck::kReadOnly);
+    }
+  }
+  std::map<std::string, std::vector<int>> cap_lines;  // the sentence, and the cells it is about
   nlohmann::json js = nlohmann::json::array();
   for (const auto& c : *cells) {
     const auto est = plan::EstimateCell(c, *matrix, history);
@@ -166,6 +196,10 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
     if (orchestrator::IsBoundarySearch(c)) {
       entry["boundary_max_probes"] = stats::MaxBoundaryProbes(orchestrator::BoundarySettings(c));
     }
+    if (auto cap = orchestrator::PlannedMemoryCap(c, cpu_parent.value_or(orchestrator::CgroupParent{}))) {
+      cap_lines[MemoryCapSentence(*cap)].push_back(c.index);
+      entry["memory_cap"] = std::move(*cap);
+    }
     if (!c.input_control_id.empty()) entry["input_control_id"] = c.input_control_id;
     if (!c.input_pipeline_id.empty()) entry["input_pipeline_id"] = c.input_pipeline_id;
     if (c.added_as_control) entry["added_as_control"] = true;
@@ -212,6 +246,11 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
         "measures the value found; the estimate is the measured run's\n",
         c.index, TerminalSafe(c.label).c_str(), orchestrator::BoundarySearchKey(c).c_str(),
         stats::MaxBoundaryProbes(orchestrator::BoundarySettings(c)));
+  }
+  for (const auto& [sentence, indices] : cap_lines) {
+    std::string which;
+    for (const int i : indices) which += fmt::format("{}#{}", which.empty() ? "" : ", ", i);
+    std::printf("memory_cap of %s: %s\n", which.c_str(), TerminalSafe(sentence).c_str());
   }
   const auto added =
       std::count_if(cells->begin(), cells->end(), [](const plan::Cell& c) { return c.added_as_control; });

@@ -88,6 +88,18 @@ Status WriteInterface(const std::string& path, const std::string& text) {
   return Status::Ok();
 }
 
+// kCgroupParentSelf: makes `leaf` (or finds it made) and moves this process and `with` into it.
+Status MoveIntoLeaf(const std::string& leaf, pid_t with) {
+  if (::mkdir(leaf.c_str(), 0755) != 0 && errno != EEXIST) {
+    const int err = errno;
+    return MakeError(ErrorKind::kIo,
+                     fmt::format("cannot create the leaf cgroup {}: {}", leaf, std::strerror(err)));
+  }
+  DLBENCH_RETURN_IF_ERROR(WriteInterface(leaf + "/cgroup.procs", std::to_string(::getpid())));
+  if (with > 0) DLBENCH_RETURN_IF_ERROR(WriteInterface(leaf + "/cgroup.procs", std::to_string(with)));
+  return Status::Ok();
+}
+
 }  // namespace
 
 CgroupSources SystemCgroupSources() {
@@ -96,9 +108,13 @@ CgroupSources SystemCgroupSources() {
   return s;
 }
 
-CgroupParent FindCgroupParent(const CgroupSources& sources) {
+CgroupParent FindCgroupParent(const CgroupSources& sources, CgroupCheck check, pid_t with) {
   CgroupParent out;
-  out.source = sources.parent.empty() ? "this process's cgroup" : kCgroupParentEnv;
+  const bool self = sources.parent == kCgroupParentSelf;
+  out.source = self                     ? fmt::format("{}={}", kCgroupParentEnv, kCgroupParentSelf)
+               : sources.parent.empty() ? "this process's cgroup"
+                                        : kCgroupParentEnv;
+  const std::string leaf = fmt::format("dlbench-{}", ::getpid());
   auto refuse = [&](std::string why) {
     out.path.clear();
     out.why_not = std::move(why);
@@ -116,7 +132,7 @@ CgroupParent FindCgroupParent(const CgroupSources& sources) {
   if (v2.empty()) return refuse(fmt::format("no cgroup2 file system is mounted ({})", sources.mounts));
 
   std::string candidate;
-  if (!sources.parent.empty()) {
+  if (!sources.parent.empty() && !self) {
     candidate = sources.parent;
     while (candidate.size() > 1 && candidate.back() == '/') candidate.pop_back();
     bool on_v2 = false;
@@ -135,7 +151,11 @@ CgroupParent FindCgroupParent(const CgroupSources& sources) {
       return refuse(
           fmt::format("this process has no cgroup v2 path (no \"0::\" line in {})", sources.self_cgroup));
     candidate = v2.front() + (*own == "/" ? "" : *own);
+    // Moved already (an earlier cell of this run): the leaf's parent is the one to use.
+    if (self && EndsWith(candidate, "/" + leaf)) candidate.resize(candidate.size() - leaf.size() - 1);
   }
+  bool is_root = false;
+  for (const std::string& point : v2) is_root = is_root || candidate == point;
 
   auto controllers = ReadFile(candidate + "/cgroup.controllers");
   if (!controllers.ok()) return refuse(controllers.error().message);
@@ -154,11 +174,41 @@ CgroupParent FindCgroupParent(const CgroupSources& sources) {
   auto subtree = ReadFile(candidate + "/cgroup.subtree_control");
   if (!subtree.ok()) return refuse(subtree.error().message);
   if (!ListsWord(*subtree, "memory")) {
-    if (auto st = WriteInterface(candidate + "/cgroup.subtree_control", "+memory"); !st.ok()) {
-      return refuse(fmt::format(
-          "cannot give {}'s children the memory controller: {} (a cgroup that holds processes cannot: cgroup "
-          "v2's no-internal-process rule; set {} to a delegated cgroup without processes)",
-          candidate, st.error().message, kCgroupParentEnv));
+    // cgroup v2's no-internal-process rule: a non-root cgroup that holds processes cannot give its
+    // children a controller. The kernel refuses "+memory" with EBUSY; kReadOnly predicts it.
+    const std::string rule = fmt::format(
+        "a cgroup that holds processes cannot: cgroup v2's no-internal-process rule; {}",
+        self ? "DLBENCH_CGROUP_PARENT=self moves only dlbench and the runner, so start dlbench alone in it"
+             : kCgroupSelfRecipe);
+    if (check == CgroupCheck::kReadOnly) {
+      std::vector<std::string> others;
+      if (!is_root) {
+        auto procs = ReadFile(candidate + "/cgroup.procs");
+        if (!procs.ok()) return refuse(procs.error().message);
+        for (const std::string& line : Split(*procs, '\n')) {
+          const std::string pid = Trim(line);
+          if (!pid.empty() && !(self && pid == std::to_string(::getpid()))) others.push_back(pid);
+        }
+      }
+      if (!others.empty()) {
+        return refuse(
+            fmt::format("cannot give {}'s children the memory controller: it holds process{} {} ({})",
+                        candidate, others.size() == 1 ? "" : "es", Join(others, ", "), rule));
+      }
+      out.to_do =
+          self
+              ? fmt::format("dlbench moves itself into {}/{} and writes +memory to {}/cgroup.subtree_control",
+                            candidate, leaf, candidate)
+              : fmt::format("dlbench writes +memory to {}/cgroup.subtree_control", candidate);
+    } else {
+      if (self) {
+        if (auto st = MoveIntoLeaf(candidate + "/" + leaf, with); !st.ok())
+          return refuse(fmt::format("{}: {}", out.source, st.error().message));
+      }
+      if (auto st = WriteInterface(candidate + "/cgroup.subtree_control", "+memory"); !st.ok()) {
+        return refuse(fmt::format("cannot give {}'s children the memory controller: {} ({})", candidate,
+                                  st.error().message, rule));
+      }
     }
   }
   out.path = candidate;

@@ -20,6 +20,16 @@ namespace dlbench::orchestrator {
 // (`/sys/fs/cgroup/dlbench.slice`, say): writable by dlbench, `memory` in its cgroup.controllers,
 // and no process of its own, so its children can get the memory controller.
 inline constexpr const char* kCgroupParentEnv = "DLBENCH_CGROUP_PARENT";
+// kCgroupParentEnv's value that opts in to using dlbench's own cgroup: dlbench moves itself (and
+// the runner being capped) into a leaf child, `dlbench-<pid>`, so that its own cgroup holds no
+// process and can give its children the memory controller (cgroup v2's no-internal-process rule).
+// For a delegated cgroup of dlbench's own, such as a systemd scope with Delegate=yes.
+inline constexpr const char* kCgroupParentSelf = "self";
+// What a reason for not using cgroup v2 says to run when dlbench's own cgroup holds processes.
+inline constexpr const char* kCgroupSelfRecipe =
+    "run dlbench in a delegated cgroup of its own and let it move itself into a leaf there: "
+    "`systemd-run --user --scope -p Delegate=yes env DLBENCH_CGROUP_PARENT=self dlbench run ...` (as root "
+    "without --user), or set DLBENCH_CGROUP_PARENT to a delegated cgroup without processes";
 
 // Where detection reads. `parent` is the configured parent (kCgroupParentEnv's value), empty when
 // none is configured: then this process's own cgroup is the candidate.
@@ -36,20 +46,34 @@ CgroupSources SystemCgroupSources();
 struct CgroupParent {
   std::string path;
   std::string why_not;
-  std::string source;  // kCgroupParentEnv, or "this process's cgroup"
+  std::string source;  // kCgroupParentEnv, "DLBENCH_CGROUP_PARENT=self" or "this process's cgroup"
+  // CgroupCheck::kReadOnly, a usable parent: what dlbench will still do to it when a cell runs
+  // (move itself into a leaf, give the children the memory controller); empty when nothing.
+  std::string to_do;
 };
+
+// kEnable (a run): writes what step 5 below needs. kReadOnly (`plan`): changes nothing and predicts
+// from the files what the writes would do.
+enum class CgroupCheck { kEnable, kReadOnly };
 
 // Detection, in order; the first rule that fails is `why_not`:
 // 1. a cgroup2 file system is mounted (sources.mounts);
 // 2. the candidate: sources.parent when set (it must lie under a cgroup2 mount), else the mount
-//    point joined with this process's "0::" path (sources.self_cgroup);
+//    point joined with this process's "0::" path (sources.self_cgroup); with kCgroupParentSelf the
+//    same, or its parent once this process is in its leaf `dlbench-<pid>`;
 // 3. `memory` is in the candidate's cgroup.controllers (when not, and a cgroup v1 hierarchy has the
 //    memory controller, the reason names its mount point: v1 controllers cannot join v2);
 // 4. the candidate is writable (its children are created there);
 // 5. `memory` is in its cgroup.subtree_control, or writing "+memory" there succeeds (it fails with
 //    EBUSY when the candidate holds processes: cgroup v2's no-internal-process rule, which is why an
-//    unconfigured, non-root process cgroup is rarely usable).
-CgroupParent FindCgroupParent(const CgroupSources& sources);
+//    unconfigured, non-root process cgroup is rarely usable; the reason then says what to run,
+//    kCgroupSelfRecipe). With kCgroupParentSelf, this process and `with` (the runner just spawned,
+//    0 for none) move into the candidate's leaf `dlbench-<pid>` first (made when absent; it stays
+//    after dlbench ends, since a cgroup cannot be removed by a process inside it).
+//    kReadOnly writes nothing: the candidate must hold no process (other than this one, with
+//    kCgroupParentSelf) unless it is the mount's root, and `to_do` says what a run will write.
+CgroupParent FindCgroupParent(const CgroupSources& sources, CgroupCheck check = CgroupCheck::kEnable,
+                              pid_t with = 0);
 
 // One cell's cgroup under a parent FindCgroupParent accepted. Removed (rmdir) when destroyed unless
 // Remove ran; a cgroup still holding processes cannot be removed, so the caller ends the runner and

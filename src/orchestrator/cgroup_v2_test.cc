@@ -93,8 +93,99 @@ TEST_F(FakeCgroups, ANonRootProcessCgroupWithoutMemoryForItsChildrenIsRefusedWit
   fs::create_directories(root_ / "user.slice/session-2.scope/cgroup.subtree_control");
   const CgroupParent p = FindCgroupParent(sources_);
   EXPECT_TRUE(p.path.empty());
-  EXPECT_NE(p.why_not.find("no-internal-process rule; set DLBENCH_CGROUP_PARENT"), std::string::npos)
+  EXPECT_NE(p.why_not.find("no-internal-process rule; run dlbench in a delegated cgroup of its own"),
+            std::string::npos)
       << p.why_not;
+  EXPECT_NE(
+      p.why_not.find("`systemd-run --user --scope -p Delegate=yes env DLBENCH_CGROUP_PARENT=self dlbench "
+                     "run ...`"),
+      std::string::npos)
+      << p.why_not;
+}
+
+// `plan` writes nothing: a process cgroup that holds processes is refused with their pids and the
+// rule, before any write; an empty configured parent is usable, and what a run will still write is
+// said, not done.
+TEST_F(FakeCgroups, ReadOnlyDetectionPredictsTheRuleAndWritesNothing) {
+  Mounts(true, false);
+  Write(sources_.self_cgroup, "0::/user.slice/session-2.scope\n");
+  const fs::path own = Cgroup("user.slice/session-2.scope", "cpu memory pids", "");
+  Write(own / "cgroup.procs", "1234\n" + std::to_string(::getpid()) + "\n");
+  CgroupParent p = FindCgroupParent(sources_, CgroupCheck::kReadOnly);
+  EXPECT_TRUE(p.path.empty());
+  EXPECT_EQ(p.why_not.rfind("cannot give " + own.string() +
+                                "'s children the memory controller: it holds processes 1234, " +
+                                std::to_string(::getpid()) +
+                                " (a cgroup that holds processes cannot: cgroup v2's "
+                                "no-internal-process rule; run dlbench in a delegated cgroup of its own",
+                            0),
+            0u)
+      << p.why_not;
+  EXPECT_EQ(Read(own / "cgroup.subtree_control"), "\n") << "plan writes nothing";
+
+  const fs::path parent = Cgroup("dlbench.slice", "cpu memory", "");
+  Write(parent / "cgroup.procs", "");
+  sources_.parent = parent.string();
+  p = FindCgroupParent(sources_, CgroupCheck::kReadOnly);
+  EXPECT_EQ(p.why_not, "");
+  EXPECT_EQ(p.path, parent.string());
+  EXPECT_EQ(p.to_do, "dlbench writes +memory to " + parent.string() + "/cgroup.subtree_control");
+  EXPECT_EQ(Read(parent / "cgroup.subtree_control"), "\n") << "plan writes nothing";
+}
+
+// DLBENCH_CGROUP_PARENT=self (the opt-in): dlbench's own cgroup serves once dlbench and the
+// runner being capped have moved into its leaf dlbench-<pid>; a later cell finds dlbench in the
+// leaf (as /proc/self/cgroup then says) and uses the leaf's parent without moving again. `plan`
+// predicts it: usable when dlbench is the cgroup's only process, refused with the others' pids.
+TEST_F(FakeCgroups, SelfMovesDlbenchAndTheRunnerIntoALeafAndUsesItsOwnCgroup) {
+  Mounts(true, false);
+  Write(sources_.self_cgroup, "0::/user.slice/run-7.scope\n");
+  const fs::path scope = Cgroup("user.slice/run-7.scope", "cpu memory pids", "");
+  const std::string me = std::to_string(::getpid());
+  const fs::path leaf = scope / ("dlbench-" + me);
+  sources_.parent = "self";
+
+  Write(scope / "cgroup.procs", me + "\n4242\n");
+  CgroupParent p = FindCgroupParent(sources_, CgroupCheck::kReadOnly);
+  EXPECT_TRUE(p.path.empty());
+  EXPECT_NE(p.why_not.find("it holds process 4242 (a cgroup that holds processes cannot"), std::string::npos)
+      << p.why_not;
+  EXPECT_NE(p.why_not.find("DLBENCH_CGROUP_PARENT=self moves only dlbench and the runner"), std::string::npos)
+      << p.why_not;
+  Write(scope / "cgroup.procs", me + "\n");
+  p = FindCgroupParent(sources_, CgroupCheck::kReadOnly);
+  EXPECT_EQ(p.why_not, "");
+  EXPECT_EQ(p.path, scope.string());
+  EXPECT_EQ(p.source, "DLBENCH_CGROUP_PARENT=self");
+  EXPECT_EQ(p.to_do, "dlbench moves itself into " + leaf.string() + " and writes +memory to " +
+                         scope.string() + "/cgroup.subtree_control");
+  EXPECT_FALSE(fs::exists(leaf)) << "plan makes no leaf";
+
+  // A run: the leaf is made, dlbench and then the runner (pid 4343) written to its cgroup.procs
+  // (one pid a write, as the kernel takes them), and the scope's children get memory.
+  p = FindCgroupParent(sources_, CgroupCheck::kEnable, 4343);
+  EXPECT_EQ(p.why_not, "");
+  EXPECT_EQ(p.path, scope.string());
+  EXPECT_TRUE(fs::is_directory(leaf));
+  EXPECT_EQ(Read(leaf / "cgroup.procs"), "4343");
+  EXPECT_EQ(Read(scope / "cgroup.subtree_control"), "+memory");
+
+  // The next cell: /proc/self/cgroup names the leaf now; its parent is used, nothing moves again.
+  Write(sources_.self_cgroup, "0::/user.slice/run-7.scope/dlbench-" + me + "\n");
+  Write(scope / "cgroup.subtree_control", "memory\n");
+  fs::remove(leaf / "cgroup.procs");
+  p = FindCgroupParent(sources_, CgroupCheck::kEnable, 4444);
+  EXPECT_EQ(p.why_not, "");
+  EXPECT_EQ(p.path, scope.string());
+  EXPECT_FALSE(fs::exists(leaf / "cgroup.procs")) << "no second move";
+
+  // A leaf that cannot be made or entered is the reason, with the opt-in named.
+  Write(sources_.self_cgroup, "0::/user.slice/run-8.scope\n");
+  Cgroup("user.slice/run-8.scope", "memory", "");
+  Write(root_ / ("user.slice/run-8.scope/dlbench-" + me), "a file, not a cgroup");
+  p = FindCgroupParent(sources_, CgroupCheck::kEnable, 4343);
+  EXPECT_TRUE(p.path.empty());
+  EXPECT_EQ(p.why_not.rfind("DLBENCH_CGROUP_PARENT=self: ", 0), 0u) << p.why_not;
 }
 
 TEST_F(FakeCgroups, TheProcessCgroupServesWhenItsChildrenHaveMemory) {
@@ -236,6 +327,38 @@ TEST_F(FakeCgroups, ACpuCellsCapSaysWhichMechanismAppliedAndWhy) {
   EXPECT_NE(v2.extras["warnings"].back().get<std::string>().find("cannot remove cgroup " + cell),
             std::string::npos);
   child->Terminate(0);
+}
+
+// What `plan` says a cell's cap will use, from one read-only detection (PlannedMemoryCap).
+TEST_F(FakeCgroups, PlanSaysWhichMechanismEachCappedCellWillUse) {
+  Mounts(true, true);
+  Write(sources_.self_cgroup, "0::/\n");
+  Cgroup("", "hugetlb", "");
+  const CgroupParent v1 = FindCgroupParent(sources_, CgroupCheck::kReadOnly);
+  EXPECT_EQ(
+      PlannedMemoryCap(CpuCellCappedAt("512MiB"), v1),
+      nlohmann::json(
+          {{"bytes", 512 << 20}, {"mechanism", kCapRlimitData}, {"cgroup_v2", "not used: " + v1.why_not}}));
+  plan::Cell cuda = CpuCellCappedAt("16GiB");
+  cuda.params["device"] = config::Value("cuda:0");
+  EXPECT_EQ(PlannedMemoryCap(cuda, v1),
+            nlohmann::json({{"bytes", std::int64_t{16} << 30}, {"mechanism", kCapByRunner}}));
+  EXPECT_FALSE(CellCapsOnCpu(cuda));
+  plan::Cell none;
+  none.params = {{"device", config::Value("cpu")}};
+  EXPECT_EQ(PlannedMemoryCap(none, v1), std::nullopt);
+  EXPECT_FALSE(CellCapsOnCpu(none));
+  EXPECT_TRUE(CellCapsOnCpu(CpuCellCappedAt("1GiB")));
+
+  Mounts(true, false);
+  const fs::path parent = Cgroup("dlbench.slice", "memory", "memory");
+  sources_.parent = parent.string();
+  const CgroupParent v2 = FindCgroupParent(sources_, CgroupCheck::kReadOnly);
+  EXPECT_EQ(PlannedMemoryCap(CpuCellCappedAt("512MiB"), v2),
+            nlohmann::json({{"bytes", 512 << 20},
+                            {"mechanism", kCapCgroupV2},
+                            {"cgroup_parent", parent.string()},
+                            {"cgroup_parent_from", "DLBENCH_CGROUP_PARENT"}}));
 }
 
 // A cell that ended ok although a process of its cgroup was OOM-killed (a helper process, say)

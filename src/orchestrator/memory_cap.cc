@@ -33,19 +33,43 @@ Status LimitProcessData(pid_t pid, std::int64_t bytes) {
   return Status::Ok();
 }
 
+namespace {
+
+bool IsCudaCell(const plan::Cell& cell) {
+  const auto device = cell.params.find("device");
+  return device != cell.params.end() && device->second.is_string() &&
+         config::ParseDeviceName(device->second.get<std::string>()).value_or(config::DeviceName{}).cuda;
+}
+
+}  // namespace
+
+bool CellCapsOnCpu(const plan::Cell& cell) { return CellMemoryCap(cell) && !IsCudaCell(cell); }
+
+std::optional<nlohmann::json> PlannedMemoryCap(const plan::Cell& cell, const CgroupParent& cpu_parent) {
+  const std::optional<std::int64_t> cap = CellMemoryCap(cell);
+  if (!cap) return std::nullopt;
+  if (IsCudaCell(cell)) return nlohmann::json{{"bytes", *cap}, {"mechanism", kCapByRunner}};
+  if (cpu_parent.path.empty()) {
+    return nlohmann::json{
+        {"bytes", *cap}, {"mechanism", kCapRlimitData}, {"cgroup_v2", "not used: " + cpu_parent.why_not}};
+  }
+  nlohmann::json out = {{"bytes", *cap},
+                        {"mechanism", kCapCgroupV2},
+                        {"cgroup_parent", cpu_parent.path},
+                        {"cgroup_parent_from", cpu_parent.source}};
+  if (!cpu_parent.to_do.empty()) out["to_do"] = cpu_parent.to_do;
+  return out;
+}
+
 Result<AppliedMemoryCap> ApplyMemoryCap(const plan::Cell& cell, pid_t pid, record::CellRecord& rec,
                                         const CgroupSources& cgroups) {
   const std::optional<std::int64_t> cap = CellMemoryCap(cell);
   if (!cap) return AppliedMemoryCap();
-  const auto device = cell.params.find("device");
-  const bool cuda =
-      device != cell.params.end() && device->second.is_string() &&
-      config::ParseDeviceName(device->second.get<std::string>()).value_or(config::DeviceName{}).cuda;
-  if (cuda) {
+  if (IsCudaCell(cell)) {
     rec.extras["memory_cap"] = {{"bytes", *cap}, {"mechanism", kCapByRunner}};
     return AppliedMemoryCap();
   }
-  const CgroupParent parent = FindCgroupParent(cgroups);
+  const CgroupParent parent = FindCgroupParent(cgroups, CgroupCheck::kEnable, pid);
   std::string why_not = parent.why_not;
   if (!parent.path.empty()) {
     auto cgroup = CellCgroup::Create(parent.path, fmt::format("dlbench-{}-runner-{}", ::getpid(), pid), *cap);

@@ -64,6 +64,17 @@ class AppliedMemoryCap {
 Result<AppliedMemoryCap> ApplyMemoryCap(const plan::Cell& cell, pid_t pid, record::CellRecord& rec,
                                         const CgroupSources& cgroups = SystemCgroupSources());
 
+// What ApplyMemoryCap will do with the cell's cap, for `dlbench plan` (nothing is written): the
+// extras.memory_cap a run would start the record with, given `cpu_parent`, FindCgroupParent's
+// answer with CgroupCheck::kReadOnly (asked once for every cell; see CellCapsOnCpu). A cpu cell:
+// `cgroup_v2_memory_max` with `cgroup_parent`, `cgroup_parent_from` and `to_do` (what a run still
+// writes), or `RLIMIT_DATA` with `cgroup_v2`: "not used: ...". A cuda cell: `runner`. nullopt
+// without a cap.
+std::optional<nlohmann::json> PlannedMemoryCap(const plan::Cell& cell, const CgroupParent& cpu_parent);
+
+// Whether the cell has a memory_cap that the orchestrator applies on the host (a cpu cell's).
+bool CellCapsOnCpu(const plan::Cell& cell);
+
 // The variables the cell's runner gets on top of dlbench's environment: PYTORCH_CUDA_ALLOC_CONF
 // from cuda_alloc_conf (docs/memory.md "Allocator settings"), which the runner's allocator reads
 // when CUDA initialises, so it must be in place before the exec, and GLIBC_TUNABLES or LD_PRELOAD

@@ -64,6 +64,37 @@ std::map<std::int64_t, nlohmann::json> RunByBatch(const TempDir& dir, const std:
   return cells;
 }
 
+// Checks a cpu cell's extras.memory_cap against what this host offers and returns the mechanism
+// that applied: cgroup v2's memory.max where FindCgroupParent finds a usable parent (then the cell
+// names its cgroup, which is gone after the cell), else RLIMIT_DATA with the same reason it gives.
+std::string CheckCpuCapRecord(const nlohmann::json& cell, std::int64_t bytes) {
+  const nlohmann::json& cap = cell.at("extras").at("memory_cap");
+  EXPECT_EQ(cap.at("bytes"), bytes) << cap.dump();
+  // Read-only, as `plan` asks: this test process must not move itself or write to its cgroup.
+  const orchestrator::CgroupParent parent = orchestrator::FindCgroupParent(
+      orchestrator::SystemCgroupSources(), orchestrator::CgroupCheck::kReadOnly);
+  std::string mechanism = cap.value("mechanism", "");
+  if (parent.path.empty()) {
+    EXPECT_EQ(mechanism, "RLIMIT_DATA") << cap.dump();
+    if (parent.why_not.rfind("cannot give ", 0) == 0) {
+      // The prediction of rule 5 words the refusal differently from the kernel's EBUSY.
+      EXPECT_EQ(cap.value("cgroup_v2", "").rfind("not used: cannot give ", 0), 0u) << cap.dump();
+    } else {
+      EXPECT_EQ(cap.value("cgroup_v2", ""), "not used: " + parent.why_not) << cap.dump();
+    }
+  } else {
+    EXPECT_EQ(mechanism, "cgroup_v2_memory_max") << cap.dump();
+    EXPECT_EQ(cap.value("cgroup_parent_from", ""), parent.source) << cap.dump();
+    const std::string cgroup = cap.value("cgroup", "");
+    EXPECT_EQ(cgroup.rfind(parent.path + "/dlbench-", 0), 0u) << cap.dump();
+    EXPECT_FALSE(std::filesystem::exists(cgroup)) << "the cell's cgroup is removed after it";
+  }
+  return mechanism;
+}
+
+// The cap's mechanism is whichever applied (the record says, CheckCpuCapRecord): the outcome is the
+// memory model's either way, since dlbench-null allocates none of what it models, so under cgroup
+// v2 no OOM kill happens and the runner's own report stands.
 TEST(MemoryE2E, ACellBeyondItsCapEndsOomWithWhatItAskedAndWhatTheCapAllowed) {
   TempDir dir("memory_cap");
   auto capped = RunByBatch(
@@ -75,18 +106,21 @@ TEST(MemoryE2E, ACellBeyondItsCapEndsOomWithWhatItAskedAndWhatTheCapAllowed) {
   ASSERT_EQ(free.size(), 2u);
   const nlohmann::json& fits = capped.at(12);
   EXPECT_EQ(fits.at("outcome"), "ok") << fits.at("message");
-  EXPECT_EQ(fits.at("extras").at("memory_cap").at("bytes"), 4 * kGiB);
-  EXPECT_EQ(fits.at("extras").at("memory_cap").at("mechanism"), "RLIMIT_DATA");
+  const std::string mechanism = CheckCpuCapRecord(fits, 4 * kGiB);
   EXPECT_EQ(fits.at("effective").at("memory_model_bytes"), 4 * kGiB);
   const nlohmann::json& over = capped.at(13);
   EXPECT_EQ(over.at("outcome"), "oom");
+  EXPECT_EQ(CheckCpuCapRecord(over, 4 * kGiB), mechanism);
+  EXPECT_FALSE(over.at("extras").at("memory_cap").contains("oom_kills"))
+      << "the model's oom is not the kernel's";
   const std::string message = over.at("message");
   EXPECT_NE(
       message.find("tried to allocate " + std::to_string(kGiB + std::int64_t{13} * 256 * kMiB) + " bytes"),
       std::string::npos)
       << message;
-  EXPECT_NE(message.find("memory_cap allowed " + std::to_string(4 * kGiB) + " bytes (4096 MiB, RLIMIT_DATA)"),
-            std::string::npos)
+  EXPECT_NE(
+      message.find("memory_cap allowed " + std::to_string(4 * kGiB) + " bytes (4096 MiB, " + mechanism + ")"),
+      std::string::npos)
       << message;
   EXPECT_EQ(over.at("extras").at("oom_requested_bytes"), kGiB + std::int64_t{13} * 256 * kMiB);
   // A cap the cell stays under changes nothing: the same outcome and steps as without one.
@@ -132,7 +166,7 @@ TEST(MemoryE2E, BatchSizeMaxEqualsABruteForceSweepUnderTheSameCap) {
   }
   EXPECT_EQ(probed, (std::vector<std::int64_t>{1, 2, 4, 8, 16, 12, 14, 13}));
   EXPECT_EQ(Metric(cell, "boundary_probes"), 8.0);
-  EXPECT_EQ(cell.at("extras").at("memory_cap").at("mechanism"), "RLIMIT_DATA");
+  CheckCpuCapRecord(cell, 4 * kGiB);
 }
 
 // The same search under the default measure block (min_steps 10, min_warmup_steps 2, min_time_s
@@ -392,10 +426,13 @@ TEST(MemoryE2E, ACapAboveTheHostsMemoryIsAPlanWarning) {
 
 // A cpu cell's cap is cgroup v2's memory.max where this host offers a usable cgroup (a delegated
 // parent with the memory controller, orchestrator/cgroup_v2.h), else RLIMIT_DATA, and the record
-// says which and why. The cell leaks 16 MiB a step (touched) under a 256 MiB cap: under cgroup v2 the
-// kernel's OOM killer ends it, which dlbench records as `oom` with the numbers, and the cell's
-// cgroup is gone afterwards. Where cgroup v2 is not usable (the development machine binds memory to
-// cgroup v1), the RLIMIT_DATA record is checked and the test skips with the reason.
+// says which and why. The cell leaks 16 MiB a step (touched) under a 256 MiB cap, and ends `oom`
+// either way, with the cap in its message:
+// - RLIMIT_DATA (the development machine binds memory to cgroup v1): malloc fails, dlbench-null
+//   catches std::bad_alloc and reports what it asked for (16 MiB), as LibTorch's allocator does;
+// - cgroup v2: the allocation succeeds and the kernel's OOM killer ends the runner; dlbench reads
+//   memory.events and records the kill, and the cell's cgroup is gone afterwards. No run here has
+//   shown this path (the fake-tree tests FakeCgroups.* cover its parts).
 TEST(MemoryE2E, ACpuCapIsCgroupV2WhereUsableElseRlimitDataAndTheRecordSaysWhy) {
   TempDir dir("memory_cgroup");
   const std::string matrix = dir / "m.yaml", db = dir / "r.db";
@@ -411,24 +448,76 @@ timeout_s: 60
   auto run = Dlbench({"run", matrix}, dir, db);
   const nlohmann::json cells = Cells(dir, db);
   ASSERT_EQ(cells.size(), 1u) << run.out << run.err;
-  const nlohmann::json& cap = cells[0].at("extras").at("memory_cap");
-  EXPECT_EQ(cap.at("bytes"), 256 * kMiB);
-  const orchestrator::CgroupParent parent =
-      orchestrator::FindCgroupParent(orchestrator::SystemCgroupSources());
-  if (parent.path.empty()) {
-    EXPECT_EQ(cap.at("mechanism"), "RLIMIT_DATA");
-    EXPECT_EQ(cap.at("cgroup_v2"), "not used: " + parent.why_not);
-    GTEST_SKIP() << "cgroup v2 memory.max is not usable here (RLIMIT_DATA applied and was checked): "
-                 << parent.why_not;
-  }
-  EXPECT_EQ(cap.at("mechanism"), "cgroup_v2_memory_max") << cap.dump();
-  EXPECT_EQ(cells[0].at("outcome"), "oom") << cells[0].at("message");
-  EXPECT_NE(cells[0].at("message").get<std::string>().find("the kernel's OOM killer ended"),
+  const nlohmann::json& cell = cells[0];
+  const std::string mechanism = CheckCpuCapRecord(cell, 256 * kMiB);
+  const nlohmann::json& cap = cell.at("extras").at("memory_cap");
+  EXPECT_EQ(cell.at("outcome"), "oom") << cell.at("message");
+  const std::string message = cell.at("message");
+  EXPECT_NE(message.find("memory_cap allowed 268435456 bytes (256 MiB, " + mechanism + ")"),
             std::string::npos)
-      << cells[0].at("message");
-  EXPECT_GE(cap.value("oom_kills", 0), 1) << cap.dump();
-  EXPECT_FALSE(std::filesystem::exists(cap.value("cgroup", std::string("/"))))
-      << "the cell's cgroup is removed after it";
+      << message;
+  if (mechanism == "RLIMIT_DATA") {
+    EXPECT_NE(message.find("out of memory (inject: leak): tried to allocate 16777216 bytes at step "),
+              std::string::npos)
+        << message;
+    EXPECT_EQ(cell.at("extras").at("oom_requested_bytes"), 16 * kMiB);
+    // 256 MiB holds fewer than 16 blocks beside the runner itself: the refusal comes before step 16.
+    EXPECT_LT(Metric(cell, "measured_steps"), 16.0);
+  } else {
+    EXPECT_NE(message.find("the kernel's OOM killer ended"), std::string::npos) << message;
+    EXPECT_GE(cap.value("oom_kills", 0), 1) << cap.dump();
+  }
+}
+
+// `plan` says which mechanism each capped cell's memory_cap will use, in its text and --json, as
+// the run records it: cgroup v2 with its parent, or RLIMIT_DATA with the reason v2 is not usable
+// (here, with DLBENCH_CGROUP_PARENT pointing at a folder that is no cgroup, that reason is known
+// on any host); a cuda cell's cap is the runner's. Nothing is written (FakeCgroups.* cover the
+// usable parent and the predictions).
+TEST(MemoryE2E, PlanSaysWhichMechanismEachCapWillUse) {
+  TempDir dir("memory_plan_cap");
+  WriteText(dir / "p.yaml",
+            std::string(kHead) +
+                "matrix:\n  virtual_time: true\n  memory_cap: [256MiB, 1GiB]\n  batch_size: 2\n"
+                "include:\n  - {memory_cap: 1GiB, device: \"cuda:0\"}\n  - {batch_size: 3}\n");
+  const std::string fake = dir / "not-a-cgroup";
+  const std::vector<std::pair<std::string, std::string>> env = {{"DLBENCH_CGROUP_PARENT", fake}};
+  auto json = RunCommand({Bin("dlbench"), "--db", dir / "r.db", "plan", dir / "p.yaml", "--json"}, dir, env);
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json cells = nlohmann::json::parse(json.out);
+  ASSERT_EQ(cells.size(), 3u) << json.out;
+  const nlohmann::json& cpu = cells.at(0).at("memory_cap");
+  EXPECT_EQ(cpu.at("bytes"), 256 * kMiB);
+  EXPECT_EQ(cpu.at("mechanism"), "RLIMIT_DATA");
+  const std::string why = cpu.at("cgroup_v2");
+  EXPECT_TRUE(why.rfind("not used: DLBENCH_CGROUP_PARENT=" + fake + " is not under a cgroup2 mount (", 0) ==
+                  0 ||
+              why == "not used: no cgroup2 file system is mounted (/proc/self/mounts)")
+      << why;
+  EXPECT_EQ(cells.at(1).at("memory_cap"), nlohmann::json({{"bytes", kGiB}, {"mechanism", "runner"}}));
+  EXPECT_FALSE(cells.at(2).contains("memory_cap")) << cells.at(2).dump();
+  auto text = RunCommand({Bin("dlbench"), "--db", dir / "r.db", "plan", dir / "p.yaml"}, dir, env);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("memory_cap of #0: RLIMIT_DATA on each runner; cgroup v2 " + why + "\n"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("memory_cap of #1: applied by the runner (the CUDA caching allocator's per-process "
+                          "fraction"),
+            std::string::npos)
+      << text.out;
+  EXPECT_FALSE(std::filesystem::exists(fake)) << "plan creates nothing";
+
+  // Without the variable, plan's answer is this host's, the same that a run records.
+  auto host = Dlbench({"plan", dir / "p.yaml", "--json"}, dir, dir / "r.db");
+  ASSERT_EQ(host.exit_code, 0) << host.err;
+  const orchestrator::CgroupParent parent = orchestrator::FindCgroupParent(
+      orchestrator::SystemCgroupSources(), orchestrator::CgroupCheck::kReadOnly);
+  const nlohmann::json planned = nlohmann::json::parse(host.out).at(0).at("memory_cap");
+  if (parent.path.empty()) {
+    EXPECT_EQ(planned.at("cgroup_v2"), "not used: " + parent.why_not) << planned.dump();
+  } else {
+    EXPECT_EQ(planned.at("cgroup_parent"), parent.path) << planned.dump();
+  }
 }
 
 }  // namespace

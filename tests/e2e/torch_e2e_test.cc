@@ -172,5 +172,61 @@ measure:
   EXPECT_EQ(run.exit_code, 1) << "the unsupported cell makes run exit 1\n" << run.out << run.err;
 }
 
+// memory_cap on a cpu cell of the real runner (docs/memory.md "Memory cap"): a 1-layer BERT at
+// seq_len 512 trains at batch 2 under 1 GiB; at batch 512 its attention scores alone are 512 x 2
+// heads x 512 x 512 fp32 = 1 GiB, which the cap cannot hold. The cell ends `oom` under whichever
+// mechanism its record says applied: under RLIMIT_DATA LibTorch's CPU allocator refuses and
+// dlbench-torch reports its "tried to allocate N bytes" (runners/torch/failure.h), the
+// orchestrator adds what the cap allowed; under cgroup v2 the kernel's OOM killer ends the runner
+// and dlbench reads it from the cell's cgroup.
+TEST(TorchE2E, ACpuCellBeyondItsCapEndsOomWithTheRequestAndTheCap) {
+  TempDir dir("torch_cap");
+  const std::string matrix = dir / "m.yaml", db = dir / "r.db";
+  WriteText(matrix, R"(runner: torch
+matrix:
+  model: bert_base
+  layers: 1
+  hidden_size: 64
+  heads: 2
+  vocab_size: 1000
+  seq_len: 512
+  batch_size: [2, 512]
+  scenario: train
+  device: cpu
+  precision: fp32
+  threads: 1
+  memory_cap: 1GiB
+timeout_s: 120
+measure: {min_steps: 3, max_steps: 4, min_warmup_steps: 1, min_time_s: 0, max_time_s: 60}
+)");
+  auto run = Dlbench({"run", matrix}, dir, db);
+  auto exported = Dlbench({"export", "latest", "--format", "json"}, dir, db);
+  ASSERT_EQ(exported.exit_code, 0) << run.out << run.err << exported.err;
+  const nlohmann::json cells = nlohmann::json::parse(exported.out).at("cells");
+  std::map<std::int64_t, nlohmann::json> by_batch;
+  for (const nlohmann::json& c : cells) by_batch[c.at("params").at("batch_size").get<std::int64_t>()] = c;
+  ASSERT_EQ(by_batch.size(), 2u) << run.out << run.err;
+  const nlohmann::json& fits = by_batch.at(2);
+  EXPECT_EQ(fits.at("outcome"), "ok") << fits.at("message");
+  const nlohmann::json& over = by_batch.at(512);
+  EXPECT_EQ(over.at("outcome"), "oom") << over.at("message");
+  const nlohmann::json& cap = over.at("extras").at("memory_cap");
+  EXPECT_EQ(cap.at("bytes"), std::int64_t{1} << 30);
+  const std::string mechanism = cap.at("mechanism");
+  EXPECT_EQ(fits.at("extras").at("memory_cap").at("mechanism"), mechanism);
+  const std::string message = over.at("message");
+  EXPECT_NE(message.find("memory_cap allowed 1073741824 bytes (1024 MiB, " + mechanism + ")"),
+            std::string::npos)
+      << message;
+  if (mechanism == "RLIMIT_DATA") {
+    EXPECT_NE(message.find("DefaultCPUAllocator"), std::string::npos) << message;
+    EXPECT_NE(message.find("tried to allocate 1073741824 bytes"), std::string::npos) << message;
+    EXPECT_EQ(over.at("extras").at("oom_requested_bytes"), std::int64_t{1} << 30) << over.at("extras").dump();
+  } else {
+    EXPECT_EQ(mechanism, "cgroup_v2_memory_max") << cap.dump();
+    EXPECT_NE(message.find("the kernel's OOM killer ended"), std::string::npos) << message;
+  }
+}
+
 }  // namespace
 }  // namespace dlbench::e2e
