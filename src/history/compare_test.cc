@@ -540,6 +540,25 @@ TEST(HistoryCompare, EnvironmentChangesAreNamedAndStrictModeRefuses) {
   EXPECT_THAT(FormatCompareTable(*allowed), HasSubstr("none decides comparability"));
 }
 
+// Two shards of one sweep, or the same matrix under two Slurm jobs, differ in the launcher's
+// per-task fields on every run: only which launcher ran and the group's size are environment.
+TEST(HistoryCompare, LauncherRanksShardsAndJobIdsAreNotEnvironmentChanges) {
+  auto launched = [](int rank, const std::string& job, const std::string& launcher, int world) {
+    nlohmann::json fp = Fingerprint("node-a", "9.1");
+    fp["launcher"] = {{"launcher", launcher},
+                      {"rank", {{"value", rank}, {"from", "SLURM_PROCID"}}},
+                      {"world_size", {{"value", world}, {"from", "SLURM_NTASKS"}}},
+                      {"sweep", {{"value", "slurm-" + job + ".0"}, {"from", "SLURM_JOB_ID, SLURM_STEP_ID"}}},
+                      {"seen", {{"SLURM_JOB_ID", job}, {"SLURM_PROCID", std::to_string(rank)}}}};
+    return fp;
+  };
+  EXPECT_TRUE(DiffEnvironments(launched(0, "12", "slurm", 2), launched(1, "13", "slurm", 2)).empty());
+  const auto changes = DiffEnvironments(launched(0, "12", "slurm", 2), launched(0, "12", "torchrun", 4));
+  ASSERT_EQ(changes.size(), 2u);
+  EXPECT_EQ(DescribeChange(changes[0]), "/launcher/launcher: slurm -> torchrun");
+  EXPECT_EQ(DescribeChange(changes[1]), "/launcher/world_size/value: 2 -> 4");
+}
+
 TEST(HistoryCompareFormat, JsonMarkdownAndTableCarryTheVerdicts) {
   TempStore db;
   const auto base = db.AddRun(Matrix(2, 2.0, 1.0, 1));

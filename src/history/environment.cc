@@ -7,6 +7,15 @@ namespace dlbench::history {
 namespace {
 
 // A string prints without its quotes; an absent side (added or removed field) says so.
+// The launcher record's per-task and per-job identifiers (a task's rank and shard, the sweep and
+// job ids, the rendezvous port, every variable seen): two shards of one sweep, or two jobs of one
+// matrix, differ in them on every run, as in a pid. Which launcher ran and the group's size stay.
+bool IsPerTaskLauncherField(const std::string& path) {
+  static const std::string kLauncher = "/launcher/";
+  if (path.rfind(kLauncher, 0) != 0) return false;
+  return path != "/launcher/launcher" && path != "/launcher/world_size/value";
+}
+
 std::string Text(const nlohmann::json& value) {
   if (value.is_null()) return "(absent)";
   if (value.is_string()) return value.get<std::string>();
@@ -19,10 +28,11 @@ std::vector<EnvironmentChange> DiffEnvironments(const nlohmann::json& base, cons
   std::vector<EnvironmentChange> changes = monitor::DiffFingerprints(base, candidate);
   changes.erase(std::remove_if(changes.begin(), changes.end(),
                                [](const EnvironmentChange& c) {
+                                 if (c.decides_comparability) return false;
                                  const auto slash = c.path.rfind('/');
                                  const std::string leaf =
                                      slash == std::string::npos ? c.path : c.path.substr(slash + 1);
-                                 return !c.decides_comparability && leaf == "pid";
+                                 return leaf == "pid" || IsPerTaskLauncherField(c.path);
                                }),
                 changes.end());
   std::stable_sort(changes.begin(), changes.end(),

@@ -15,8 +15,10 @@ namespace dlbench::history {
 using EnvironmentChange = monitor::FieldChange;
 
 // Every field that differs between the base and candidate fingerprints, deciding ones first,
-// each group in path order; process ids (a leaf named "pid"), which differ on every run and say
-// nothing about the environment, are left out.
+// each group in path order. Left out, since they differ on every run and say nothing about the
+// environment: process ids (a leaf named "pid"), and the launcher record's per-task fields (rank,
+// shard, sweep, job ids, every variable seen: all of /launcher/ but /launcher/launcher and
+// /launcher/world_size/value).
 std::vector<EnvironmentChange> DiffEnvironments(const nlohmann::json& base, const nlohmann::json& candidate);
 
 // "cudnn: 9.1 -> 9.3"; an absent side reads "(absent)".
