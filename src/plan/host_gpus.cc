@@ -40,10 +40,13 @@ std::vector<std::string> GpuShortfallWarnings(const config::Matrix& matrix, cons
   for (const Cell& c : cells) {
     const std::int64_t ranks = CudaRanks(c);
     if (ranks <= gpus) continue;
+    // dlbench-torch refuses such a cell; another runner is told its ranks' devices and decides.
     std::string w = fmt::format(
         "{}: warning: world_size {} of strategy ddp on cuda needs {} GPUs on this host, and it has {} ({}): "
-        "its cells will end unsupported (ranks would share a GPU)",
-        config::WhereInMatrix(matrix, c.params, "world_size"), ranks, ranks, gpus, gpus_from);
+        "{}",
+        config::WhereInMatrix(matrix, c.params, "world_size"), ranks, ranks, gpus, gpus_from,
+        matrix.runner.name == "torch" ? "its cells will end unsupported (ranks would share a GPU)"
+                                      : "its ranks would share a GPU");
     if (said.insert(w).second) out.push_back(std::move(w));
   }
   return out;

@@ -18,7 +18,8 @@ int GpusNeeded(const std::vector<Cell>& cells);
 
 // "m.yaml:5:3: warning: world_size 4 of strategy ddp on cuda needs 4 GPUs on this host, and it
 // has 1 (NVML: 1 GPU): its cells will end unsupported (ranks would share a GPU)", once per
-// world_size value and place, for each ddp cuda cell whose world_size is above `gpus`.
+// world_size value and place, for each ddp cuda cell whose world_size is above `gpus` (with a
+// runner other than torch, which may not refuse them: "...: its ranks would share a GPU").
 // `gpus_from` says where the count came from.
 std::vector<std::string> GpuShortfallWarnings(const config::Matrix& matrix, const std::vector<Cell>& cells,
                                               int gpus, const std::string& gpus_from);

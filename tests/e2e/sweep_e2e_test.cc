@@ -191,7 +191,7 @@ TEST(SweepE2E, UnderALauncherAnEmptyShardExitsZeroAndTheJobIsOneCompleteSweep) {
 // Issue 23's plan-time check: a ddp cuda cell of more ranks than this host's GPUs is a warning at
 // its world_size line. CUDA_VISIBLE_DEVICES=0 bounds the count at 1 whatever GPUs (or none) the
 // machine running the test has.
-TEST(HostGpusE2E, PlanWarnsAtTheWorldSizeLineWhenTheHostShowsTooFewGpus) {
+TEST(HostGpusE2E, PlanAndRunWarnAtTheWorldSizeLineWhenTheHostShowsTooFewGpus) {
   TempDir dir("host_gpus");
   WriteText(dir / "ddp.yaml",
             "runner: torch\nmatrix:\n  model: resnet50\n  device: [cuda, cpu]\n  strategy: ddp\n"
@@ -208,6 +208,23 @@ TEST(HostGpusE2E, PlanWarnsAtTheWorldSizeLineWhenTheHostShowsTooFewGpus) {
   EXPECT_NE(plan.err.find("CUDA_VISIBLE_DEVICES=0"), std::string::npos) << plan.err;
   EXPECT_EQ(Count(plan.err, "warning: world_size"), 1) << "once, for the cuda cell only:\n" << plan.err;
   EXPECT_EQ(Count(plan.out, ",model=resnet50,"), 4) << "every cell is still planned:\n" << plan.out;
+
+  // run says the same before its first cell (the same function; the cells then run as their runner
+  // decides: dlbench-null's ranks, in virtual time, do not refuse, so the warning says only that
+  // they would share the GPU).
+  WriteText(dir / "null.yaml",
+            "runner: null\nmatrix:\n  device: cuda\n  strategy: ddp\n  world_size: 2\n  step_ms: 1\n"
+            "  virtual_time: true\nmeasure:\n  max_time_s: 1\n");
+  auto run =
+      RunCommand({Bin("dlbench"), "--db", dir / "n.db", "run", dir / "null.yaml", "--out", dir / "out"}, dir,
+                 {{"CUDA_VISIBLE_DEVICES", "0"}});
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_NE(run.err.find(dir / "null.yaml" +
+                         ":5:3: world_size 2 of strategy ddp on cuda needs 2 GPUs on this host, and it has 1 "
+                         "(CUDA_VISIBLE_DEVICES=0): its ranks would share a GPU"),
+            std::string::npos)
+      << run.err;
+  EXPECT_EQ(Count(run.err, "world_size 2 of strategy ddp"), 1) << run.err;
 }
 
 }  // namespace
