@@ -7,6 +7,9 @@
 //    label shows the state).
 //  - BM_NvmlSampleFake8: NvmlSampler's own work for 8 GPUs against the fake NVML (driver time
 //    excluded), the part of the cost dlbench controls on an 8-GPU node.
+//  - BM_NvmlCall/<function>: each NVML call a round makes, alone, on GPU 0 of the real driver
+//    (registered only where libnvidia-ml loads and has a GPU): which calls a round's cost is
+//    made of, in wall and CPU time (issue 21: one round cost 8.6 ms wall, 4.4 ms CPU on an H200).
 // After the benchmarks, the figure the issue asks for: CPU time of the monitor (all default
 // samplers) at 10 Hz over 5 s, as % of one core, measured with getrusage while every other
 // thread of this process sleeps.
@@ -102,6 +105,68 @@ void BM_NvmlSampleFake8(benchmark::State& state) {
 }
 BENCHMARK(BM_NvmlSampleFake8);
 
+// One NVML call per iteration; an error return stops the benchmark with NVML's code.
+template <typename Call>
+void TimeNvmlCall(benchmark::State& state, Call call) {
+  for (auto _ : state) {
+    const NvmlReturn rc = call();
+    if (rc != kNvmlSuccess && rc != kNvmlErrorInsufficientSize) {
+      state.SkipWithError(("NVML returned " + std::to_string(rc)).c_str());
+      break;
+    }
+  }
+}
+
+// Registers BM_NvmlCall/<function> for every call NvmlSampler::Sample makes, on GPU 0; says why
+// not on stderr where NVML cannot be used.
+void RegisterNvmlCalls() {
+  static Result<NvmlLibrary> nvml = LoadNvml();
+  if (!nvml.ok()) {
+    std::fprintf(stderr, "BM_NvmlCall: not registered: %s\n", nvml.error().message.c_str());
+    return;
+  }
+  const NvmlApi& api = nvml->api;
+  static NvmlDevice device{};
+  unsigned int count = 0;
+  if (api.init() != kNvmlSuccess || api.device_get_count(&count) != kNvmlSuccess || count == 0 ||
+      api.device_get_handle_by_index(0, &device) != kNvmlSuccess) {
+    std::fprintf(stderr, "BM_NvmlCall: not registered: NVML has no usable GPU 0\n");
+    return;
+  }
+  auto add = [](const char* name, bool present, auto call) {
+    if (!present) return;
+    benchmark::RegisterBenchmark((std::string("BM_NvmlCall/") + name).c_str(),
+                                 [call](benchmark::State& state) { TimeNvmlCall(state, call); });
+  };
+  static NvmlUtilization utilization{};
+  static NvmlMemory memory{};
+  static unsigned int value = 0;
+  static unsigned long long wide = 0;
+  static std::vector<NvmlProcessInfo> processes(64);
+  add("UtilizationRates", api.device_get_utilization_rates != nullptr,
+      [&api] { return api.device_get_utilization_rates(device, &utilization); });
+  add("MemoryInfo", api.device_get_memory_info != nullptr,
+      [&api] { return api.device_get_memory_info(device, &memory); });
+  add("PowerUsage", api.device_get_power_usage != nullptr,
+      [&api] { return api.device_get_power_usage(device, &value); });
+  add("TotalEnergyConsumption", api.device_get_total_energy_consumption != nullptr,
+      [&api] { return api.device_get_total_energy_consumption(device, &wide); });
+  add("ClockInfo(SM)", api.device_get_clock_info != nullptr,
+      [&api] { return api.device_get_clock_info(device, kNvmlClockSm, &value); });
+  add("ClockInfo(MEM)", api.device_get_clock_info != nullptr,
+      [&api] { return api.device_get_clock_info(device, kNvmlClockMem, &value); });
+  add("Temperature", api.device_get_temperature != nullptr,
+      [&api] { return api.device_get_temperature(device, kNvmlTemperatureGpu, &value); });
+  add("PcieThroughput(TX)", api.device_get_pcie_throughput != nullptr,
+      [&api] { return api.device_get_pcie_throughput(device, kNvmlPcieTxBytes, &value); });
+  add("ClocksEventReasons", api.device_get_clocks_event_reasons != nullptr,
+      [&api] { return api.device_get_clocks_event_reasons(device, &wide); });
+  add("ComputeRunningProcesses", api.device_get_compute_running_processes != nullptr, [&api] {
+    unsigned int n = static_cast<unsigned int>(processes.size());
+    return api.device_get_compute_running_processes(device, &n, processes.data());
+  });
+}
+
 double CpuSeconds() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -139,6 +204,7 @@ void PrintMonitorCost() {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  RegisterNvmlCalls();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   PrintMonitorCost();
