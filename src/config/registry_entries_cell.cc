@@ -2,8 +2,6 @@
 // (model, scenario, batch_size), the boundary search's keys (boundary_min to boundary_probe_steps),
 // memory_cap, cuda_alloc_conf, host_allocator, device, precision, strategy, world_size, and the ddp
 // keys (ddp_mode, backend, bucket_cap_bytes, allreduce_bytes).
-#include <cstdint>
-#include <string>
 #include <vector>
 
 #include "config/host_allocator.h"

@@ -1,7 +1,5 @@
 // The registry's table, part 3 (registry_entries.h): inference under load (docs/load.md), `load`
 // to `input_residency`.
-#include <cstdint>
-#include <string>
 #include <vector>
 
 #include "config/registry.h"

@@ -1,7 +1,5 @@
 // The registry's table, part 4 (registry_entries.h): the null runner's keys, `step_ms` to
 // `warmup_factor` (with defaults) and `fault_field` to `shift_factor` (without).
-#include <cstdint>
-#include <string>
 #include <vector>
 
 #include "config/registry.h"

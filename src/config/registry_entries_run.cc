@@ -2,7 +2,6 @@
 // exclude, include, repetitions, seed, timeout_s, ordering, order_seed, measure) and the measure:
 // keys (min_steps to sample_interval_ms, one per MeasureSettings field).
 #include <cstdint>
-#include <string>
 #include <vector>
 
 #include "config/matrix.h"

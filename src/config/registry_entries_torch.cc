@@ -2,8 +2,6 @@
 // knobs (`image_size` to `reference_samples`), the input pipeline (`data` to `skip_corrupt`),
 // scenario: converge (`target_accuracy` to `eval_precisions`), the precision comparison's
 // tolerances (`min_agreement`, `max_abs_diff`, `max_mean_abs_diff`) and `pipeline_only`.
-#include <cstdint>
-#include <string>
 #include <vector>
 
 #include "config/registry.h"
@@ -12,7 +10,7 @@
 namespace dlbench::config::internal {
 
 void AppendTorchEntries(std::vector<ParamSpec>& r) {
-  const std::string kModelSize = "model's standard";
+  constexpr const char* kModelSize = "model's standard";
 
   // The torch runner's knobs. Size knobs have no default: absent means the model's standard
   // size, and the runner reports the effective value.

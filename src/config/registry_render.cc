@@ -2,6 +2,7 @@
 // tables and the prose of docs/config-reference.md (RenderConfigReference), and the check that a
 // runner's doc page holds its registry table.
 #include <algorithm>
+#include <cstddef>
 #include <optional>
 #include <sstream>
 #include <string>
