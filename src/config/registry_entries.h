@@ -13,7 +13,7 @@
 
 namespace dlbench::config::internal {
 
-// Fluent construction of one entry, so the table below reads as a table.
+// Fluent construction of one entry, so that the table (registry_entries_*.cc) reads as a table.
 class Entry {
  public:
   Entry(std::string name, ParamSection section, Scope scope, ParamType type) {
