@@ -13,7 +13,7 @@ namespace {
 using config::Combination;
 using config::Value;
 
-// The keys that only shape a host pipeline (config/registry.cc, "The input pipeline").
+// The keys that only shape a host pipeline (config/registry_entries_torch.cc, "The input pipeline").
 constexpr std::array<std::string_view, 9> kPipelineKeys = {"data_path",      "data_workers", "prefetch",
                                                            "pin_memory",     "async_copy",   "cache",
                                                            "shuffle_buffer", "skip_corrupt", "pipeline_only"};

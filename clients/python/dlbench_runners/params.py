@@ -4,7 +4,7 @@ dlbench validates the core parameters (model, scenario, batch_size, device, prec
 world_size) and passes every other key of a ``runner: {command: [...]}`` matrix unvalidated, so a
 runner must check its own keys: an unknown key, a wrong type or a value out of range ends the
 cell as ERROR ``invalid`` naming the key and what it accepts (the message style of
-src/config/registry.cc).
+src/config/registry_parse.cc).
 """
 
 from __future__ import annotations
