@@ -215,7 +215,7 @@ std::vector<std::string> TableCells(const std::string& line) {
 // is generated and a stale copy fails config_test.
 constexpr const char* kReferenceIntro = R"md(# Matrix file reference
 
-<!-- Generated from src/config/registry.cc: do not edit by hand. Regenerate with
+<!-- Generated from src/config/registry_entries_*.cc and registry_render.cc: do not edit by hand. Regenerate with
      build/bin/dlbench-config-reference > docs/config-reference.md -->
 
 A matrix file is YAML that declares what `dlbench run` measures: which runner, which parameter
