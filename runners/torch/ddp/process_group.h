@@ -29,9 +29,11 @@ bool NcclCompiledIn();
 // The process group the Reducer and the collectives use; in LibTorch 2.x the backend wrapped in a
 // c10d::ProcessGroup with it as the default backend, as the Reducer wants. Throws
 // UnsupportedError (failure.h) when the backend is not compiled in; c10d errors otherwise (a
-// rank that does not arrive within `timeout`).
+// rank that does not arrive within `timeout`). Gloo's pairs bind to `bind_addr`, an address of
+// this host (CONFIGURE's rendezvous.bind_addr); empty: the loopback address (ranks of one host).
 c10::intrusive_ptr<c10d::ProcessGroup> MakeGlooGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank,
-                                                     int world_size, std::chrono::milliseconds timeout);
+                                                     int world_size, std::chrono::milliseconds timeout,
+                                                     const std::string& bind_addr);
 c10::intrusive_ptr<c10d::ProcessGroup> MakeNcclGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                                      int world_size, std::chrono::milliseconds timeout);
 

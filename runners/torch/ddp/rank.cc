@@ -95,7 +95,8 @@ std::unique_ptr<Rank> Rank::Join(const RankSetup& setup, std::vector<torch::Tens
                          setup.timeout);
   }
   r->group_ = setup.nccl ? MakeNcclGroup(store, setup.rank, setup.world_size, setup.timeout)
-                         : MakeGlooGroup(store, setup.rank, setup.world_size, setup.timeout);
+                         : MakeGlooGroup(store, setup.rank, setup.world_size, setup.timeout,
+                                         setup.rendezvous.bind_addr);
   for (const torch::Tensor& p : params) {
     if (p.requires_grad()) r->params_.push_back(p);
   }
