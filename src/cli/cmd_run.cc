@@ -392,6 +392,10 @@ void RegisterRun(CLI::App& app, CommandContext& ctx) {
       "and 'dlbench --db r.db show sweep:s1' shows the two as one run.\n"
       "Under Slurm, one task per shard: srun -n 2 sh -c 'dlbench --db r-$SLURM_PROCID.db run m.yaml --shard "
       "auto'\n"
+      "Under srun or torchrun without --shard, the tasks run the matrix once as a group: rank 0 runs\n"
+      "every cell and alone writes the store, and a ddp cell's rank r runs on task r (tasks meet at\n"
+      "MASTER_ADDR or Slurm's first host, port DLBENCH_GROUP_PORT, else MASTER_PORT + 1, else one\n"
+      "derived from SLURM_JOB_ID; docs/distributed.md).\n"
       "Every matrix key: dlbench params (or docs/config-reference.md).\n"
       "Exit: 0 every cell ok; 1 some cell not ok (or, with --fail-on-invalid, not valid); 2 bad matrix or\n"
       "options; 3 store; 4 I/O; 130 interrupted.");

@@ -186,13 +186,15 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
     // Ranks on several hosts meet in a TCPStore that rank 0's runner serves at the rendezvous host.
     auto port = FreeTcpPort();
     if (!port.ok()) return fail(port.error().message);
-    auto ranks_on = [&](const std::string& host) {
-      int n = host == group->host() ? 1 : 0;
-      for (int r = 1; r < world; ++r) n += group->member(r).host == host ? 1 : 0;
+    // Tasks on one host reach rank 0 from one address (two hosts from two, even when their names
+    // agree, as two network namespaces' do).
+    auto ranks_on = [&](const std::string& addr) {
+      int n = addr == group->bind_addr() ? 1 : 0;
+      for (int r = 1; r < world; ++r) n += group->member(r).link->peer_addr() == addr ? 1 : 0;
       return n;
     };
     zero_rendezvous = protocol::Rendezvous{"", group->addr(), *port, static_cast<int>(group->local_rank()),
-                                           ranks_on(group->host()), group->bind_addr()};
+                                           ranks_on(group->bind_addr())};
     rendezvous_text = fmt::format("tcp://{}:{}", group->addr(), *port);
     const std::string log_name = std::filesystem::path(base).filename().string();
     for (int r = 1; r < world; ++r) {
@@ -203,7 +205,7 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
           {"run_id", group->run_id()},
           {"log_name", log_name},
           {"world_size", world},
-          {"rendezvous", {{"addr", group->addr()}, {"port", *port}, {"local_world_size", ranks_on(m.host)}}}};
+          {"rendezvous", {{"addr", group->addr()}, {"port", *port}, {"local_world_size", ranks_on(m.link->peer_addr())}}}};
       RemoteRank& remote = remotes.emplace_back();
       remote.rank = r;
       remote.member = &m;
@@ -384,10 +386,12 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
     if (r >= drivers.size()) {
       const GroupMember& m = *remotes[r - drivers.size()].member;
       entry["host"] = m.host;
+      entry["addr"] = m.link->peer_addr();
       entry["clock_offset_ns"] = m.clock_offset_ns;
       entry["clock_rtt_ns"] = m.clock_rtt_ns;
     } else if (group != nullptr) {
       entry["host"] = group->host();
+      entry["addr"] = group->bind_addr();
     }
     if (!rr.message.empty()) entry["message"] = FirstLine(rr.message);
     if (aborted[r]) entry["killed"] = "another rank of the cell failed";

@@ -32,13 +32,12 @@ Status RunRank(RankLink& link, const plan::Cell& cell, const nlohmann::json& ord
   rr.stdout_path = fmt::format("{}.rank{}.stdout.log", base, request.rank);
   rr.stderr_path = fmt::format("{}.rank{}.stderr.log", base, request.rank);
   rr.started_wall_ns = WallNowNs();
-  const nlohmann::json& rv = order.at("rendezvous");
+  const nlohmann::json rv = order.value("rendezvous", nlohmann::json::object());
   protocol::Rendezvous rendezvous{"",
                                   rv.value("addr", std::string()),
                                   rv.value("port", 0),
                                   static_cast<int>(request.local_rank),
-                                  rv.value("local_world_size", 1),
-                                  link.local_addr()};
+                                  rv.value("local_world_size", 1)};
   auto report = [&](const record::CellRecord& rec, std::int64_t pid, bool timed_out, bool reported_error) {
     std::vector<record::StepRecord> steps;
     steps.reserve(rec.steps.size());

@@ -51,9 +51,6 @@ Result<CellConfig> ParseConfigure(const nlohmann::json& body) {
         rv.port = r.at("port").get<int>();
         if (rv.port <= 0 || rv.port > 65535)
           return MakeError(ErrorKind::kProtocol, "CONFIGURE rendezvous.port must be 1..65535");
-        rv.bind_addr = r.value("bind_addr", std::string());
-        if (rv.bind_addr.size() > 255)
-          return MakeError(ErrorKind::kProtocol, "CONFIGURE rendezvous.bind_addr is longer than 255 bytes");
       }
       c.rendezvous = rv;
     }
@@ -78,7 +75,6 @@ nlohmann::json ConfigureToJson(const CellConfig& c) {
     } else {
       j["rendezvous"]["addr"] = c.rendezvous->addr;
       j["rendezvous"]["port"] = c.rendezvous->port;
-      if (!c.rendezvous->bind_addr.empty()) j["rendezvous"]["bind_addr"] = c.rendezvous->bind_addr;
     }
   }
   return j;

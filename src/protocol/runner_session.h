@@ -40,16 +40,13 @@ struct RunnerLimits {
 // absolute path; what `dlbench run` gives the ranks it starts on one host, so nothing listens on
 // the network), or else a c10d TCPStore that rank 0 serves on `addr:port` (a launcher whose ranks
 // span hosts). `local_rank` picks the rank's device on its host, `local_world_size` ranks share
-// the host. Sent only for a cell of world_size > 1 launched as ranks. `bind_addr` (with addr and
-// port only) is the address of this host the rank's collectives bind to (Gloo's device): the
-// address its task reaches rank 0's task from; empty: the loopback address (one host).
+// the host. Sent only for a cell of world_size > 1 launched as ranks.
 struct Rendezvous {
   std::string file;
   std::string addr;
   int port = 0;
   int local_rank = 0;
   int local_world_size = 1;
-  std::string bind_addr;
 };
 
 // What CONFIGURE carries.

@@ -313,6 +313,19 @@ TEST(SlurmE2E, SrunTasksWithoutAShardRunTheMatrixOnceAsAGroupAndRankZeroStoresIt
   EXPECT_EQ(crash.exit_code, 1) << "a cell was not ok: " << crash.out << crash.err;
   CheckCrashedRemoteRank(dir / "crash-0.db");
   EXPECT_FALSE(std::filesystem::exists(dir / "crash-1.db"));
+
+  // Tasks given different plans (each its own matrix file) are refused, each saying why.
+  WriteText(dir / "m-0.yaml", kGroupMatrix);
+  WriteText(dir / "m-1.yaml", kGroupCrashMatrix);
+  auto mismatch = RunFor({kSrun, "-n", "2", "/bin/sh", "-c",
+                          R"(exec "$0" --db "$1/x.db" run "$1/m-$SLURM_PROCID.yaml" --out "$1/out" --no-monitor)",
+                          Bin("dlbench"), dir.path().string()},
+                         dir, cluster.Env(), "srun-mismatch", 90);
+  EXPECT_NE(mismatch.exit_code, 0);
+  EXPECT_NE(mismatch.err.find("task 1 on " + ShortHostName() + " has a different plan"), std::string::npos)
+      << mismatch.err;
+  EXPECT_NE(mismatch.err.find("rank 1 joining rank 0 at "), std::string::npos) << mismatch.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "x.db")) << "a refused group stores nothing";
 }
 
 }  // namespace

@@ -15,7 +15,7 @@ c10::intrusive_ptr<c10d::ProcessGroup> MakeGlooGroup(const c10::intrusive_ptr<c1
                                                      const std::string& bind_addr) {
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
   // The ranks of one host meet on the loopback address; ranks that are launcher tasks on several
-  // hosts bind to the address their task reaches rank 0's from (CONFIGURE's bind_addr).
+  // hosts bind to the address their host reaches the rendezvous from.
   options->devices.push_back(
       c10d::ProcessGroupGloo::createDeviceForHostname(bind_addr.empty() ? "127.0.0.1" : bind_addr));
   // Gloo's own worker threads: one suffices for the one collective in flight at a time.
