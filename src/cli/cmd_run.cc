@@ -198,7 +198,8 @@ constexpr double kGroupJoinTimeoutS = 60;
 std::optional<launch::LaunchContext> GroupLauncher(const RunArgs& args) {
   if (!args.shard.empty()) return std::nullopt;
   auto context = launch::ReadLaunchContext(launch::ProcessEnvironment());
-  if (!context.ok() || !context->world_size || context->world_size->value < 2 || !context->rank) return std::nullopt;
+  if (!context.ok() || !context->world_size || context->world_size->value < 2 || !context->rank)
+    return std::nullopt;
   if (context->launcher != launch::Launcher::kTorchrun && context->launcher != launch::Launcher::kSlurm)
     return std::nullopt;
   return std::move(context).value();
@@ -207,10 +208,12 @@ std::optional<launch::LaunchContext> GroupLauncher(const RunArgs& args) {
 // The group's settings for this task, recorded in `launcher` (the fingerprint's) as "group".
 Result<orchestrator::GroupSettings> GroupSettingsOf(const launch::LaunchContext& context,
                                                     const plan::SelectedPlan& selected,
-                                                    const plan::Selection& selection, nlohmann::json& launcher) {
+                                                    const plan::Selection& selection,
+                                                    nlohmann::json& launcher) {
   if (!context.master_addr) {
-    return MakeError(ErrorKind::kInvalidInput,
-                     "a group run needs the rendezvous host (MASTER_ADDR, or SLURM_JOB_NODELIST's first host)");
+    return MakeError(
+        ErrorKind::kInvalidInput,
+        "a group run needs the rendezvous host (MASTER_ADDR, or SLURM_JOB_NODELIST's first host)");
   }
   auto port = launch::GroupPort(context, launch::ProcessEnvironment());
   if (!port.ok()) return port.error();
@@ -230,13 +233,13 @@ Result<orchestrator::GroupSettings> GroupSettingsOf(const launch::LaunchContext&
 }
 
 // Task r > 0 of a group run: joins task 0 and runs its rank of each ddp cell task 0 names.
-int ServeGroup(const RunArgs& args, const orchestrator::GroupSettings& settings, const plan::SelectedPlan& selected,
-               const std::string& store_key) {
+int ServeGroup(const RunArgs& args, const orchestrator::GroupSettings& settings,
+               const plan::SelectedPlan& selected, const std::string& store_key) {
   orchestrator::PrepareDriverProcess();
   auto runner = orchestrator::ResolveRunner(selected.matrix.runner, ExecutableDir());
   if (!runner.ok()) return ReportError(runner.error());
-  std::fprintf(stderr, "dlbench: task %d of %d: joining rank 0 at %s:%d\n", settings.rank, settings.world_size,
-               settings.addr.c_str(), settings.port);
+  std::fprintf(stderr, "dlbench: task %d of %d: joining rank 0 at %s:%d\n", settings.rank,
+               settings.world_size, settings.addr.c_str(), settings.port);
   auto link = orchestrator::JoinGroup(settings);
   if (!link.ok()) return ReportError(link.error());
   orchestrator::TaskRequest task;
@@ -301,8 +304,8 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
     auto settings = GroupSettingsOf(*launcher, *selected, request.selection, request.launcher);
     if (!settings.ok()) return ReportError(settings.error());
     if (settings->rank > 0) return ServeGroup(args, *settings, *selected, request.store_key);
-    std::fprintf(stderr, "dlbench: rank 0 of %d tasks: waiting for the others on %s:%d\n", settings->world_size,
-                 settings->addr.c_str(), settings->port);
+    std::fprintf(stderr, "dlbench: rank 0 of %d tasks: waiting for the others on %s:%d\n",
+                 settings->world_size, settings->addr.c_str(), settings->port);
     auto formed = orchestrator::RankGroupLinks::Form(*settings);
     if (!formed.ok()) return ReportError(formed.error());
     group = std::move(formed).value();
@@ -328,8 +331,9 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
   auto end = orchestrator::RunMatrix(request, {&console, &progress});
   if (group) {
     group->End(end.ok() && !end->interrupted,
-               end.ok() ? (end->interrupted ? "interrupted" : "run " + std::to_string(end->run_id) + " stored")
-                        : end.error().message);
+               end.ok()
+                   ? (end->interrupted ? "interrupted" : "run " + std::to_string(end->run_id) + " stored")
+                   : end.error().message);
   }
   if (!end.ok()) return ReportSelectionError(end.error(), args.matrix_path);
   if (end->interrupted) return kExitInterrupted;

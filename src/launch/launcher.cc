@@ -371,8 +371,9 @@ Result<Sourced> GroupPort(const LaunchContext& context, const Environment& env) 
   if (*given) return **given;
   if (context.launcher == Launcher::kTorchrun && context.master_port) {
     if (context.master_port->value >= kMaxPort)
-      return MakeError(ErrorKind::kInvalidInput, fmt::format("MASTER_PORT={}: no port above it for dlbench's group; set {}",
-                                 context.master_port->value, kGroupPortVariable));
+      return MakeError(ErrorKind::kInvalidInput,
+                       fmt::format("MASTER_PORT={}: no port above it for dlbench's group; set {}",
+                                   context.master_port->value, kGroupPortVariable));
     return Sourced{context.master_port->value + 1, "MASTER_PORT + 1"};
   }
   const auto seen = context.seen.find(kSlurmJobId);
@@ -385,10 +386,12 @@ Result<Sourced> GroupPort(const LaunchContext& context, const Environment& env) 
       auto parsed = Integer(kSlurmStepId, it->second, 0, kMaxWorldSize);
       if (parsed.ok()) step = *parsed % 64;
     }
-    return Sourced{20000 + (*job * 64 + step) % 40000, "20000 + (SLURM_JOB_ID x 64 + SLURM_STEP_ID) mod 40000"};
+    return Sourced{20000 + (*job * 64 + step) % 40000,
+                   "20000 + (SLURM_JOB_ID x 64 + SLURM_STEP_ID) mod 40000"};
   }
-  return MakeError(ErrorKind::kInvalidInput,
-                   fmt::format("no port for dlbench's group of tasks: set {} (1..65535)", kGroupPortVariable));
+  return MakeError(
+      ErrorKind::kInvalidInput,
+      fmt::format("no port for dlbench's group of tasks: set {} (1..65535)", kGroupPortVariable));
 }
 
 nlohmann::json ToJson(const LaunchContext& context) {

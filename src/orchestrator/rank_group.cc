@@ -205,7 +205,8 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
           {"run_id", group->run_id()},
           {"log_name", log_name},
           {"world_size", world},
-          {"rendezvous", {{"addr", group->addr()}, {"port", *port}, {"local_world_size", ranks_on(m.link->peer_addr())}}}};
+          {"rendezvous",
+           {{"addr", group->addr()}, {"port", *port}, {"local_world_size", ranks_on(m.link->peer_addr())}}}};
       RemoteRank& remote = remotes.emplace_back();
       remote.rank = r;
       remote.member = &m;
@@ -214,8 +215,8 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
         remote.failed = true;
         remote.done = true;
         remote.rec.outcome = record::Outcome::kError;
-        remote.rec.message = fmt::format("its task on {} could not be told to start it: {}", m.host,
-                                         st.error().message);
+        remote.rec.message =
+            fmt::format("its task on {} could not be told to start it: {}", m.host, st.error().message);
       }
     }
   }
@@ -264,7 +265,8 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
       return fail(fmt::format("rank {} of {}: {}", r, world, cap.error().message));
     }
     caps.push_back(std::move(cap).value());
-    DriverRole role{r, zero_rendezvous ? *zero_rendezvous : protocol::Rendezvous{rendezvous_file, "", 0, r, world}};
+    DriverRole role{
+        r, zero_rendezvous ? *zero_rendezvous : protocol::Rendezvous{rendezvous_file, "", 0, r, world}};
     drivers.push_back(std::make_unique<CellDriver>(cell, o, rr, spawned.back(), role));
     if (auto st = drivers.back()->OpenLogs(); !st.ok()) {
       kill_spawned();
@@ -281,8 +283,8 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
   std::vector<bool> aborted(static_cast<std::size_t>(world), false);
   std::vector<bool> reported_error(static_cast<std::size_t>(world), false);
   std::int64_t abort_at = 0;
-  const std::int64_t give_up_at = MonotonicNowNs() + Ns(o.timeout_s) + Ns(o.stop_grace_s) +
-                                  Ns(o.exit_grace_s) + kRemoteReportSlackNs;
+  const std::int64_t give_up_at =
+      MonotonicNowNs() + Ns(o.timeout_s) + Ns(o.stop_grace_s) + Ns(o.exit_grace_s) + kRemoteReportSlackNs;
   const int wait_ms = std::max(5, 50 / world);
   std::vector<bool> finished(static_cast<std::size_t>(local), false);
   for (;;) {
@@ -297,8 +299,9 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
       }
     }
     for (RemoteRank& remote : remotes) {
-      if (!remote.done) PollRemote(remote, abort_at != 0 ? std::min(give_up_at, abort_at + kRemoteReportSlackNs)
-                                                          : give_up_at);
+      if (!remote.done)
+        PollRemote(remote,
+                   abort_at != 0 ? std::min(give_up_at, abort_at + kRemoteReportSlackNs) : give_up_at);
       all_exited = all_exited && remote.done;
     }
     const std::int64_t now = MonotonicNowNs();

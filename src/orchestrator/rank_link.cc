@@ -114,7 +114,8 @@ Status RankLink::Send(const nlohmann::json& message) {
 Status RankLink::SendSteps(const std::vector<record::StepRecord>& steps) {
   std::string frame;
   const std::size_t bytes = steps.size() * sizeof(record::StepRecord);
-  if (bytes > kMaxLinkFrameBytes) return MakeError(ErrorKind::kInternal, "too many step records for one frame");
+  if (bytes > kMaxLinkFrameBytes)
+    return MakeError(ErrorKind::kInternal, "too many step records for one frame");
   PutU32(frame, static_cast<std::uint32_t>(bytes));
   PutU32(frame, kStepsKind);
   frame.append(reinterpret_cast<const char*>(steps.data()), bytes);
@@ -138,7 +139,8 @@ std::optional<LinkMessage> RankLink::Parse() {
     std::memcpy(m.steps.data(), in_.data() + kHeadBytes, size);
   } else {
     m.json = nlohmann::json::parse(in_.begin() + kHeadBytes, in_.begin() + kHeadBytes + size, nullptr, false);
-    if (m.json.is_discarded() || !m.json.is_object() || !m.json.contains("type") || !m.json["type"].is_string()) {
+    if (m.json.is_discarded() || !m.json.is_object() || !m.json.contains("type") ||
+        !m.json["type"].is_string()) {
       malformed_ = true;
       return std::nullopt;
     }
@@ -171,7 +173,8 @@ Result<std::optional<LinkMessage>> RankLink::Receive(int wait_ms) {
   }
 }
 
-Result<nlohmann::json> RankLink::Expect(const std::string& type, std::int64_t deadline_ns, const std::string& what) {
+Result<nlohmann::json> RankLink::Expect(const std::string& type, std::int64_t deadline_ns,
+                                        const std::string& what) {
   for (;;) {
     auto m = Receive(MsUntil(deadline_ns));
     if (!m.ok()) return MakeError(m.error().kind, what + ": " + m.error().message);
@@ -180,7 +183,8 @@ Result<nlohmann::json> RankLink::Expect(const std::string& type, std::int64_t de
       const std::string got = msg.is_steps ? "steps" : msg.json["type"].get<std::string>();
       if (got == "refused")
         return MakeError(ErrorKind::kInvalidInput, what + ": refused: " + msg.json.value("message", ""));
-      if (got != type) return MakeError(ErrorKind::kProtocol, fmt::format("{}: '{}' where '{}' was due", what, got, type));
+      if (got != type)
+        return MakeError(ErrorKind::kProtocol, fmt::format("{}: '{}' where '{}' was due", what, got, type));
       return msg.json;
     }
     if (MonotonicNowNs() >= deadline_ns) return MakeError(ErrorKind::kIo, what + ": timed out");
@@ -198,7 +202,9 @@ Result<int> FreeTcpPort() {
                   getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0;
   const int err = errno;
   ::close(fd);
-  if (!ok) return MakeError(ErrorKind::kIo, fmt::format("no free TCP port for the ranks' store: {}", std::strerror(err)));
+  if (!ok)
+    return MakeError(ErrorKind::kIo,
+                     fmt::format("no free TCP port for the ranks' store: {}", std::strerror(err)));
   return static_cast<int>(ntohs(sa.sin_port));
 }
 
@@ -229,11 +235,12 @@ Result<std::unique_ptr<RankGroupLinks>> RankGroupLinks::Form(const GroupSettings
   char numeric[INET_ADDRSTRLEN] = {};
   inet_ntop(AF_INET, &sa->sin_addr, numeric, sizeof(numeric));
   g->bind_addr_ = numeric;
-  if (::bind(lfd, reinterpret_cast<const sockaddr*>(&*sa), sizeof(*sa)) != 0 || ::listen(lfd, s.world_size) != 0) {
-    return MakeError(ErrorKind::kIo, fmt::format("rank 0 cannot listen for the group's other {} task(s) on {}:{} "
-                                                 "({} resolves to {}): {}; set DLBENCH_GROUP_PORT to a free port",
-                                                 s.world_size - 1, s.addr, s.port, s.addr, numeric,
-                                                 std::strerror(errno)));
+  if (::bind(lfd, reinterpret_cast<const sockaddr*>(&*sa), sizeof(*sa)) != 0 ||
+      ::listen(lfd, s.world_size) != 0) {
+    return MakeError(ErrorKind::kIo,
+                     fmt::format("rank 0 cannot listen for the group's other {} task(s) on {}:{} "
+                                 "({} resolves to {}): {}; set DLBENCH_GROUP_PORT to a free port",
+                                 s.world_size - 1, s.addr, s.port, s.addr, numeric, std::strerror(errno)));
   }
   const std::int64_t deadline = MonotonicNowNs() + static_cast<std::int64_t>(s.join_timeout_s * 1e9);
   std::vector<std::unique_ptr<RankLink>> pending;
@@ -246,11 +253,13 @@ Result<std::unique_ptr<RankGroupLinks>> RankGroupLinks::Form(const GroupSettings
       if (MonotonicNowNs() < deadline) continue;
       std::string missing;
       for (int r = 1; r < s.world_size; ++r) {
-        if (!g->members_[static_cast<std::size_t>(r - 1)].link) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+        if (!g->members_[static_cast<std::size_t>(r - 1)].link)
+          missing += (missing.empty() ? "" : ", ") + std::to_string(r);
       }
-      return MakeError(ErrorKind::kIo, fmt::format("rank 0 waited {:.0f} s on {}:{} for the group's other tasks; "
-                                                   "rank(s) {} never connected",
-                                                   s.join_timeout_s, s.addr, s.port, missing));
+      return MakeError(ErrorKind::kIo,
+                       fmt::format("rank 0 waited {:.0f} s on {}:{} for the group's other tasks; "
+                                   "rank(s) {} never connected",
+                                   s.join_timeout_s, s.addr, s.port, missing));
     }
     const int fd = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
@@ -264,16 +273,17 @@ Result<std::unique_ptr<RankGroupLinks>> RankGroupLinks::Form(const GroupSettings
     const std::string host = hello->value("host", "?");
     std::string why;
     if (world != s.world_size) {
-      why = fmt::format("task {} on {} says the group has {} tasks; rank 0's launcher says {}", rank, host, world,
-                        s.world_size);
+      why = fmt::format("task {} on {} says the group has {} tasks; rank 0's launcher says {}", rank, host,
+                        world, s.world_size);
     } else if (rank < 1 || rank >= s.world_size) {
       why = fmt::format("a task on {} says it is rank {}, not one of 1..{}", host, rank, s.world_size - 1);
     } else if (g->members_[static_cast<std::size_t>(rank - 1)].link) {
       why = fmt::format("rank {} connected twice (the second from {})", rank, host);
     } else if (hash != s.plan_hash) {
-      why = fmt::format("task {} on {} has a different plan (hash {}) from rank 0's ({}): every task must be given "
-                        "the same matrix file, --only and --set",
-                        rank, host, hash, s.plan_hash);
+      why = fmt::format(
+          "task {} on {} has a different plan (hash {}) from rank 0's ({}): every task must be given "
+          "the same matrix file, --only and --set",
+          rank, host, hash, s.plan_hash);
     }
     if (!why.empty()) {
       (void)link->Send({{"type", "refused"}, {"message", why}});
@@ -292,7 +302,8 @@ Result<std::unique_ptr<RankGroupLinks>> RankGroupLinks::Form(const GroupSettings
     for (int i = 0; i < kClockPings; ++i) {
       const std::int64_t t0 = MonotonicNowNs();
       if (auto st = m.link->Send({{"type", "ping"}}); !st.ok()) return st.error();
-      auto pong = m.link->Expect("pong", t0 + std::int64_t{10'000'000'000}, fmt::format("rank {}'s clock", m.rank));
+      auto pong =
+          m.link->Expect("pong", t0 + std::int64_t{10'000'000'000}, fmt::format("rank {}'s clock", m.rank));
       const std::int64_t t2 = MonotonicNowNs();
       if (!pong.ok()) return pong.error();
       if (t2 - t0 < m.clock_rtt_ns) {
@@ -305,7 +316,13 @@ Result<std::unique_ptr<RankGroupLinks>> RankGroupLinks::Form(const GroupSettings
 }
 
 RankGroupLinks::~RankGroupLinks() {
-  if (!ended_) End(false, "rank 0 ended early");
+  if (ended_) return;
+  try {
+    End(false, "rank 0 ended early");
+  } catch (...) {
+    // Out of memory while saying goodbye: the tasks see their connections close instead.
+    for (GroupMember& m : members_) m.link.reset();
+  }
 }
 
 void RankGroupLinks::End(bool ok, const std::string& message) {
@@ -326,20 +343,22 @@ Result<std::unique_ptr<RankLink>> JoinGroup(const GroupSettings& s) {
     if (fd < 0) return MakeError(ErrorKind::kIo, fmt::format("socket: {}", std::strerror(errno)));
     if (::connect(fd, reinterpret_cast<const sockaddr*>(&*sa), sizeof(*sa)) == 0) {
       auto link = std::make_unique<RankLink>(fd);
-      const nlohmann::json hello = {{"type", "hello"},        {"rank", s.rank},
-                                    {"world_size", s.world_size}, {"plan_hash", s.plan_hash},
-                                    {"host", ThisHost()},      {"local_rank", s.local_rank}};
+      const nlohmann::json hello = {
+          {"type", "hello"},          {"rank", s.rank},     {"world_size", s.world_size},
+          {"plan_hash", s.plan_hash}, {"host", ThisHost()}, {"local_rank", s.local_rank}};
       if (auto st = link->Send(hello); !st.ok()) return st.error();
-      auto welcome = link->Expect("welcome", MonotonicNowNs() + static_cast<std::int64_t>(s.join_timeout_s * 1e9),
-                                  fmt::format("rank {} joining rank 0 at {}:{}", s.rank, s.addr, s.port));
+      auto welcome =
+          link->Expect("welcome", MonotonicNowNs() + static_cast<std::int64_t>(s.join_timeout_s * 1e9),
+                       fmt::format("rank {} joining rank 0 at {}:{}", s.rank, s.addr, s.port));
       if (!welcome.ok()) return welcome.error();
       return link;
     }
     last = std::strerror(errno);
     ::close(fd);
     if (MonotonicNowNs() >= deadline) {
-      return MakeError(ErrorKind::kIo, fmt::format("rank {} could not reach rank 0 at {}:{} within {:.0f} s: {}",
-                                                   s.rank, s.addr, s.port, s.join_timeout_s, last));
+      return MakeError(ErrorKind::kIo,
+                       fmt::format("rank {} could not reach rank 0 at {}:{} within {:.0f} s: {}", s.rank,
+                                   s.addr, s.port, s.join_timeout_s, last));
     }
     ::usleep(100'000);
   }

@@ -22,6 +22,7 @@
 namespace dlbench::orchestrator {
 
 // One message: a JSON object, or a batch of one rank's step records.
+// NOLINTNEXTLINE(bugprone-exception-escape): the implicit moves are nlohmann::json's and vector's, noexcept
 struct LinkMessage {
   nlohmann::json json;  // an object with "type"; null for steps
   std::vector<record::StepRecord> steps;
@@ -108,7 +109,7 @@ class RankGroupLinks {
   RankGroupLinks& operator=(const RankGroupLinks&) = delete;
 
   int world_size() const { return world_size_; }
-  const std::string& addr() const { return addr_; }    // as given (a name or a number)
+  const std::string& addr() const { return addr_; }            // as given (a name or a number)
   const std::string& bind_addr() const { return bind_addr_; }  // task 0's own, numeric
   const std::string& host() const { return host_; }
   std::int64_t local_rank() const { return local_rank_; }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "orchestrator/cell_runner.h"
 
 namespace dlbench::orchestrator {
 namespace {
@@ -72,6 +73,33 @@ TEST(RankLinkTest, ThreeTasksFormAGroupAndTheirClocksAgreeWithinTheRoundTrip) {
   }
 }
 
+// A ddp cell of more ranks than the group has tasks ends unsupported, naming both numbers, and
+// starts no rank.
+TEST(RankLinkTest, ACellOfMoreRanksThanTasksIsUnsupported) {
+  auto port = FreeTcpPort();
+  ASSERT_TRUE(port.ok());
+  Task task;
+  task.Start(Settings(1, 2, *port, "p"));
+  auto group = RankGroupLinks::Form(Settings(0, 2, *port, "p"));
+  ASSERT_TRUE(group.ok()) << group.error().message;
+  plan::Cell cell;
+  cell.id = "c#r0";
+  cell.params["strategy"] = "ddp";
+  cell.params["world_size"] = 3;
+  CellRunOptions o;
+  o.log_dir = "/nonexistent";  // nothing is written: no rank starts
+  o.group = group->get();
+  const record::CellRecord rec = RunCell(cell, o);
+  EXPECT_EQ(rec.outcome, record::Outcome::kUnsupported);
+  EXPECT_EQ(rec.message.rfind(
+                "world_size 3 needs 3 ranks, one per launcher task, and the launcher started 2 tasks", 0),
+            0u)
+      << rec.message;
+  (*group)->End(true, "done");
+  task.thread.join();
+  EXPECT_TRUE(task.served.ok()) << task.served.error().message;
+}
+
 TEST(RankLinkTest, ATaskWithAnotherPlanIsRefusedOnBothSidesAndAnEndNotOkIsAnError) {
   auto port = FreeTcpPort();
   ASSERT_TRUE(port.ok());
@@ -86,7 +114,8 @@ TEST(RankLinkTest, ATaskWithAnotherPlanIsRefusedOnBothSidesAndAnEndNotOkIsAnErro
       << group.error().message;
   ASSERT_FALSE(other.joined.ok());
   EXPECT_EQ(other.joined.error().kind, ErrorKind::kInvalidInput);
-  EXPECT_NE(other.joined.error().message.find("refused: task 1 on "), std::string::npos) << other.joined.error().message;
+  EXPECT_NE(other.joined.error().message.find("refused: task 1 on "), std::string::npos)
+      << other.joined.error().message;
 
   // A run that ended badly ends its tasks with task 0's message.
   auto port2 = FreeTcpPort();
@@ -98,7 +127,8 @@ TEST(RankLinkTest, ATaskWithAnotherPlanIsRefusedOnBothSidesAndAnEndNotOkIsAnErro
   formed->reset();  // destroyed without End: the run ended early
   task.thread.join();
   ASSERT_FALSE(task.served.ok());
-  EXPECT_NE(task.served.error().message.find("rank 0 ended early"), std::string::npos) << task.served.error().message;
+  EXPECT_NE(task.served.error().message.find("rank 0 ended early"), std::string::npos)
+      << task.served.error().message;
 }
 
 TEST(RankLinkTest, ATaskGivesUpWhenNoTaskZeroListensAndPlanHashesDifferByCell) {

@@ -18,7 +18,8 @@ namespace {
 
 // Runs this task's rank of `cell` as `order` says and reports it to task 0. Returns kIo when the
 // connection to task 0 was lost (the rank is then killed; the task ends).
-Status RunRank(RankLink& link, const plan::Cell& cell, const nlohmann::json& order, const TaskRequest& request) {
+Status RunRank(RankLink& link, const plan::Cell& cell, const nlohmann::json& order,
+               const TaskRequest& request) {
   const std::int64_t run_id = order.value("run_id", std::int64_t{0});
   CellRunOptions o = request.options;
   o.log_dir = request.run_dir(run_id);
@@ -33,11 +34,8 @@ Status RunRank(RankLink& link, const plan::Cell& cell, const nlohmann::json& ord
   rr.stderr_path = fmt::format("{}.rank{}.stderr.log", base, request.rank);
   rr.started_wall_ns = WallNowNs();
   const nlohmann::json rv = order.value("rendezvous", nlohmann::json::object());
-  protocol::Rendezvous rendezvous{"",
-                                  rv.value("addr", std::string()),
-                                  rv.value("port", 0),
-                                  static_cast<int>(request.local_rank),
-                                  rv.value("local_world_size", 1)};
+  protocol::Rendezvous rendezvous{"", rv.value("addr", std::string()), rv.value("port", 0),
+                                  static_cast<int>(request.local_rank), rv.value("local_world_size", 1)};
   auto report = [&](const record::CellRecord& rec, std::int64_t pid, bool timed_out, bool reported_error) {
     std::vector<record::StepRecord> steps;
     steps.reserve(rec.steps.size());
@@ -107,7 +105,8 @@ Status RunRank(RankLink& link, const plan::Cell& cell, const nlohmann::json& ord
   d.Conclude({});
   cap->Conclude(rr);
   rr.finished_wall_ns = WallNowNs();
-  if (lost) return MakeError(ErrorKind::kIo, "the connection to rank 0's task was lost during cell " + cell.id);
+  if (lost)
+    return MakeError(ErrorKind::kIo, "the connection to rank 0's task was lost during cell " + cell.id);
   return report(rr, spawned->process.pid(), d.timed_out(), d.conversation().error().has_value());
 }
 
@@ -124,7 +123,8 @@ Status ServeRankGroup(RankLink& link, const TaskRequest& request) {
       if (auto st = link.Send({{"type", "pong"}, {"t_ns", MonotonicNowNs()}}); !st.ok()) return st;
     } else if (type == "end") {
       if (msg.value("ok", false)) return Status::Ok();
-      return MakeError(ErrorKind::kInternal, "rank 0's run ended badly: " + msg.value("message", std::string()));
+      return MakeError(ErrorKind::kInternal,
+                       "rank 0's run ended badly: " + msg.value("message", std::string()));
     } else if (type == "cell") {
       const std::string id = msg.value("cell_id", std::string());
       const plan::Cell* cell = nullptr;

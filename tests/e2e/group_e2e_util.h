@@ -126,7 +126,8 @@ inline void CheckGroupRun(const std::string& db, const std::string& launcher, co
       }
       EXPECT_LT(first[1], last[0]);
       EXPECT_LT(first[0], last[1]);
-      for (const auto& rank : ddp["ranks"]) EXPECT_FALSE(ProcessLives(rank["pid"].get<std::int64_t>())) << rank.dump();
+      for (const auto& rank : ddp["ranks"])
+        EXPECT_FALSE(ProcessLives(rank["pid"].get<std::int64_t>())) << rank.dump();
     } else {
       EXPECT_EQ(per_rank.size(), 1u) << c.label << ": a non-ddp cell runs once, on rank 0";
       EXPECT_FALSE(c.extras.contains("ddp"));
@@ -152,7 +153,8 @@ inline void CheckCrashedRemoteRank(const std::string& db) {
       const nlohmann::json& ranks = c.extras["ddp"]["ranks"];
       ASSERT_EQ(ranks.size(), 2u);
       EXPECT_EQ(ranks[1]["outcome"], "crashed") << ranks.dump();
-      for (const auto& rank : ranks) EXPECT_FALSE(ProcessLives(rank["pid"].get<std::int64_t>())) << rank.dump();
+      for (const auto& rank : ranks)
+        EXPECT_FALSE(ProcessLives(rank["pid"].get<std::int64_t>())) << rank.dump();
     } else {
       EXPECT_EQ(c.outcome, record::Outcome::kOk) << "the next cell still runs: " << c.message;
     }

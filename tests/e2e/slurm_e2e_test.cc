@@ -302,14 +302,16 @@ TEST(SlurmE2E, SrunTasksWithoutAShardRunTheMatrixOnceAsAGroupAndRankZeroStoresIt
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
   ASSERT_EQ(srun.exit_code, 0) << srun.out << srun.err << cluster.Logs();
   EXPECT_FALSE(std::filesystem::exists(dir / "r-1.db")) << "rank 0 alone writes the store";
-  CheckGroupRun(dir / "r-0.db", "slurm", "SLURM_PROCID", "20000 + (SLURM_JOB_ID x 64 + SLURM_STEP_ID) mod 40000");
+  CheckGroupRun(dir / "r-0.db", "slurm", "SLURM_PROCID",
+                "20000 + (SLURM_JOB_ID x 64 + SLURM_STEP_ID) mod 40000");
 
   // A rank 1 that crashes at its first step: the cell ends crashed naming it, the next cell runs.
   WriteText(dir / "crash.yaml", kGroupCrashMatrix);
-  auto crash = RunFor({kSrun, "-n", "2", "/bin/sh", "-c",
-                       R"(exec "$0" --db "$1/crash-$SLURM_PROCID.db" run "$1/crash.yaml" --out "$1/out" --no-monitor)",
-                       Bin("dlbench"), dir.path().string()},
-                      dir, cluster.Env(), "srun-crash", 60);
+  auto crash =
+      RunFor({kSrun, "-n", "2", "/bin/sh", "-c",
+              R"(exec "$0" --db "$1/crash-$SLURM_PROCID.db" run "$1/crash.yaml" --out "$1/out" --no-monitor)",
+              Bin("dlbench"), dir.path().string()},
+             dir, cluster.Env(), "srun-crash", 60);
   EXPECT_EQ(crash.exit_code, 1) << "a cell was not ok: " << crash.out << crash.err;
   CheckCrashedRemoteRank(dir / "crash-0.db");
   EXPECT_FALSE(std::filesystem::exists(dir / "crash-1.db"));
@@ -317,10 +319,11 @@ TEST(SlurmE2E, SrunTasksWithoutAShardRunTheMatrixOnceAsAGroupAndRankZeroStoresIt
   // Tasks given different plans (each its own matrix file) are refused, each saying why.
   WriteText(dir / "m-0.yaml", kGroupMatrix);
   WriteText(dir / "m-1.yaml", kGroupCrashMatrix);
-  auto mismatch = RunFor({kSrun, "-n", "2", "/bin/sh", "-c",
-                          R"(exec "$0" --db "$1/x.db" run "$1/m-$SLURM_PROCID.yaml" --out "$1/out" --no-monitor)",
-                          Bin("dlbench"), dir.path().string()},
-                         dir, cluster.Env(), "srun-mismatch", 90);
+  auto mismatch =
+      RunFor({kSrun, "-n", "2", "/bin/sh", "-c",
+              R"(exec "$0" --db "$1/x.db" run "$1/m-$SLURM_PROCID.yaml" --out "$1/out" --no-monitor)",
+              Bin("dlbench"), dir.path().string()},
+             dir, cluster.Env(), "srun-mismatch", 90);
   EXPECT_NE(mismatch.exit_code, 0);
   EXPECT_NE(mismatch.err.find("task 1 on " + ShortHostName() + " has a different plan"), std::string::npos)
       << mismatch.err;

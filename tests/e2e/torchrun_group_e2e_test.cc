@@ -15,10 +15,10 @@
 #include <thread>
 #include <vector>
 
+#include "common/subprocess.h"
 #include "e2e_util.h"
 #include "group_e2e_util.h"
 #include "launcher_e2e_util.h"
-#include "common/subprocess.h"
 #include "store/result_store.h"
 
 namespace dlbench::e2e {
@@ -58,8 +58,8 @@ measure:
 // --log_dir` against its crash under Python 3.11; a 0.1 s monitor interval), then `rendezvous`.
 std::vector<std::string> TorchrunArgs(const TempDir& dir, const std::string& logs,
                                       const std::vector<std::string>& rendezvous) {
-  std::vector<std::string> argv = {kTorchrun, "--no_python", "--monitor_interval", "0.1", "-r", "1", "-t", "1",
-                                   "--log_dir", dir / logs};
+  std::vector<std::string> argv = {kTorchrun, "--no_python", "--monitor_interval", "0.1",     "-r", "1",
+                                   "-t",      "1",           "--log_dir",          dir / logs};
   argv.insert(argv.end(), rendezvous.begin(), rendezvous.end());
   return argv;
 }
@@ -156,7 +156,8 @@ class TwoHosts {
         {kIp, "-n", ns_[1], "link", "set", "lo", "up"}};
     for (const auto& argv : steps) {
       auto r = RunCommand(argv, dir_);
-      if (r.exit_code != 0) return ::testing::AssertionFailure() << argv[1] << " " << argv[2] << ": " << r.err;
+      if (r.exit_code != 0)
+        return ::testing::AssertionFailure() << argv[1] << " " << argv[2] << ": " << r.err;
     }
     return ::testing::AssertionSuccess();
   }
@@ -218,7 +219,8 @@ TEST(TorchrunGroupE2E, TwoHostsInNetworkNamespacesMeetOverTheirLinkAndRankZeroSt
   for (const record::CellRecord& c : *cells) {
     if (!c.extras.contains("ddp")) continue;
     const nlohmann::json& ddp = c.extras["ddp"];
-    EXPECT_EQ(ddp["rendezvous"].get<std::string>().rfind("tcp://" + hosts.addr(0) + ":", 0), 0u) << ddp.dump();
+    EXPECT_EQ(ddp["rendezvous"].get<std::string>().rfind("tcp://" + hosts.addr(0) + ":", 0), 0u)
+        << ddp.dump();
     EXPECT_EQ(ddp["ranks"][0]["addr"], hosts.addr(0)) << ddp.dump();
     EXPECT_EQ(ddp["ranks"][1]["addr"], hosts.addr(1)) << ddp.dump();
     EXPECT_TRUE(ddp["ranks"][1].contains("clock_offset_ns")) << ddp.dump();
