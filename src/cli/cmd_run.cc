@@ -17,8 +17,11 @@
 #include "common/human_text.h"
 #include "common/subprocess.h"
 #include "common/text.h"
+#include "launch/launcher.h"
 #include "orchestrator/progress_file.h"
+#include "orchestrator/rank_link.h"
 #include "orchestrator/run.h"
+#include "orchestrator/run_folder.h"
 #include "plan/selection.h"
 #include "store/open_store.h"
 
@@ -187,6 +190,76 @@ class RunConsole final : public orchestrator::RunObserver {
   int not_valid_ = 0;                        // of those, cells whose verdict is not valid
 };
 
+// A group run's task: how long the tasks wait for each other to connect.
+constexpr double kGroupJoinTimeoutS = 60;
+
+// Under srun or torchrun with several tasks and no --shard, the tasks run the matrix once as a
+// group (docs/distributed.md#several-hosts): nullopt when this is not such a run.
+std::optional<launch::LaunchContext> GroupLauncher(const RunArgs& args) {
+  if (!args.shard.empty()) return std::nullopt;
+  auto context = launch::ReadLaunchContext(launch::ProcessEnvironment());
+  if (!context.ok() || !context->world_size || context->world_size->value < 2 || !context->rank)
+    return std::nullopt;
+  if (context->launcher != launch::Launcher::kTorchrun && context->launcher != launch::Launcher::kSlurm)
+    return std::nullopt;
+  return std::move(context).value();
+}
+
+// The group's settings for this task, recorded in `launcher` (the fingerprint's) as "group".
+Result<orchestrator::GroupSettings> GroupSettingsOf(const launch::LaunchContext& context,
+                                                    const plan::SelectedPlan& selected,
+                                                    const plan::Selection& selection,
+                                                    nlohmann::json& launcher) {
+  if (!context.master_addr) {
+    return MakeError(
+        ErrorKind::kInvalidInput,
+        "a group run needs the rendezvous host (MASTER_ADDR, or SLURM_JOB_NODELIST's first host)");
+  }
+  auto port = launch::GroupPort(context, launch::ProcessEnvironment());
+  if (!port.ok()) return port.error();
+  orchestrator::GroupSettings s;
+  s.addr = *context.master_addr;
+  s.port = static_cast<int>(port->value);
+  s.rank = static_cast<int>(context.rank->value);
+  s.world_size = static_cast<int>(context.world_size->value);
+  s.local_rank = context.local_rank ? context.local_rank->value : 0;
+  s.plan_hash = orchestrator::PlanHash(selected.matrix.text, plan::SelectionArgs(selection), selected.cells);
+  s.join_timeout_s = kGroupJoinTimeoutS;
+  launcher["group"] = {{"tasks", s.world_size},
+                       {"addr", s.addr},
+                       {"port", {{"value", s.port}, {"from", port->from}}},
+                       {"plan_hash", s.plan_hash}};
+  return s;
+}
+
+// Task r > 0 of a group run: joins task 0 and runs its rank of each ddp cell task 0 names.
+int ServeGroup(const RunArgs& args, const orchestrator::GroupSettings& settings,
+               const plan::SelectedPlan& selected, const std::string& store_key) {
+  orchestrator::PrepareDriverProcess();
+  auto runner = orchestrator::ResolveRunner(selected.matrix.runner, ExecutableDir());
+  if (!runner.ok()) return ReportError(runner.error());
+  std::fprintf(stderr, "dlbench: task %d of %d: joining rank 0 at %s:%d\n", settings.rank,
+               settings.world_size, settings.addr.c_str(), settings.port);
+  auto link = orchestrator::JoinGroup(settings);
+  if (!link.ok()) return ReportError(link.error());
+  orchestrator::TaskRequest task;
+  task.cells = &selected.cells;
+  task.options.runner = *runner;
+  task.options.timeout_s = selected.matrix.timeout_s;
+  task.options.measure = selected.matrix.measure;
+  task.options.interrupts = &g_interrupts;
+  task.rank = settings.rank;
+  task.local_rank = settings.local_rank;
+  task.run_dir = [out = args.out_dir, store_key](std::int64_t run_id) {
+    return orchestrator::RunFolder(out, store_key, run_id);
+  };
+  InstallSigint();
+  if (auto st = orchestrator::ServeRankGroup(**link, task); !st.ok()) return ReportError(st.error());
+  std::fprintf(stderr, "dlbench: task %d of %d: rank 0 ended the run; rank 0 stored it\n", settings.rank,
+               settings.world_size);
+  return kExitOk;
+}
+
 int RunMatrix(const RunArgs& args, CommandContext& ctx) {
   orchestrator::RunRequest request;
   request.matrix_path = args.matrix_path;
@@ -218,6 +291,26 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
       return kExitOk;
     }
   }
+  // A group run: every task walks the same plan; task 0 runs it and stores it, the others serve it.
+  std::unique_ptr<orchestrator::RankGroupLinks> group;
+  if (const auto launcher = GroupLauncher(args)) {
+    if (!args.resume.empty()) {
+      return ReportError(MakeError(ErrorKind::kInvalidInput,
+                                   "--resume under a launcher of several tasks: resume a group run from one "
+                                   "process (dlbench run --resume ID, outside srun/torchrun)"));
+    }
+    auto selected = plan::SelectPlan(args.matrix_path, request.selection);
+    if (!selected.ok()) return ReportSelectionError(selected.error(), args.matrix_path);
+    auto settings = GroupSettingsOf(*launcher, *selected, request.selection, request.launcher);
+    if (!settings.ok()) return ReportError(settings.error());
+    if (settings->rank > 0) return ServeGroup(args, *settings, *selected, request.store_key);
+    std::fprintf(stderr, "dlbench: rank 0 of %d tasks: waiting for the others on %s:%d\n",
+                 settings->world_size, settings->addr.c_str(), settings->port);
+    auto formed = orchestrator::RankGroupLinks::Form(*settings);
+    if (!formed.ok()) return ReportError(formed.error());
+    group = std::move(formed).value();
+    request.group = group.get();
+  }
   request.resume = args.resume;
   request.monitor = !args.no_monitor;
   request.bin_dir = ExecutableDir();
@@ -236,6 +329,12 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
   RunConsole console(args.matrix_path, DbWords(ctx.db_path), isatty(STDERR_FILENO) != 0);
   orchestrator::ProgressFileObserver progress(ctx.db_path);
   auto end = orchestrator::RunMatrix(request, {&console, &progress});
+  if (group) {
+    group->End(end.ok() && !end->interrupted,
+               end.ok()
+                   ? (end->interrupted ? "interrupted" : "run " + std::to_string(end->run_id) + " stored")
+                   : end.error().message);
+  }
   if (!end.ok()) return ReportSelectionError(end.error(), args.matrix_path);
   if (end->interrupted) return kExitInterrupted;
   if (end->not_ok > 0) return kExitFailureFound;
@@ -297,6 +396,10 @@ void RegisterRun(CLI::App& app, CommandContext& ctx) {
       "and 'dlbench --db r.db show sweep:s1' shows the two as one run.\n"
       "Under Slurm, one task per shard: srun -n 2 sh -c 'dlbench --db r-$SLURM_PROCID.db run m.yaml --shard "
       "auto'\n"
+      "Under srun or torchrun without --shard, the tasks run the matrix once as a group: rank 0 runs\n"
+      "every cell and alone writes the store, and a ddp cell's rank r runs on task r (tasks meet at\n"
+      "MASTER_ADDR or Slurm's first host, port DLBENCH_GROUP_PORT, else MASTER_PORT + 1, else one\n"
+      "derived from SLURM_JOB_ID; docs/distributed.md).\n"
       "Every matrix key: dlbench params (or docs/config-reference.md).\n"
       "Exit: 0 every cell ok; 1 some cell not ok (or, with --fail-on-invalid, not valid); 2 bad matrix or\n"
       "options; 3 store; 4 I/O; 130 interrupted.");

@@ -365,6 +365,35 @@ Result<std::optional<LauncherSweep>> SweepFromLauncher(const LaunchContext& cont
   return std::optional<LauncherSweep>(std::move(sweep));
 }
 
+Result<Sourced> GroupPort(const LaunchContext& context, const Environment& env) {
+  auto given = Optional(env, kGroupPortVariable, 1, kMaxPort);
+  if (!given.ok()) return given.error();
+  if (*given) return **given;
+  if (context.launcher == Launcher::kTorchrun && context.master_port) {
+    if (context.master_port->value >= kMaxPort)
+      return MakeError(ErrorKind::kInvalidInput,
+                       fmt::format("MASTER_PORT={}: no port above it for dlbench's group; set {}",
+                                   context.master_port->value, kGroupPortVariable));
+    return Sourced{context.master_port->value + 1, "MASTER_PORT + 1"};
+  }
+  const auto seen = context.seen.find(kSlurmJobId);
+  if (context.launcher == Launcher::kSlurm && seen != context.seen.end()) {
+    auto job = Integer(kSlurmJobId, seen->second, 0, std::numeric_limits<std::int64_t>::max() / 128);
+    if (!job.ok()) return job.error();
+    std::int64_t step = 0;
+    if (const auto it = context.seen.find(kSlurmStepId); it != context.seen.end()) {
+      // Steps past 63 wrap onto the same ports; a named step (batch, extern) counts as 0.
+      auto parsed = Integer(kSlurmStepId, it->second, 0, kMaxWorldSize);
+      if (parsed.ok()) step = *parsed % 64;
+    }
+    return Sourced{20000 + (*job * 64 + step) % 40000,
+                   "20000 + (SLURM_JOB_ID x 64 + SLURM_STEP_ID) mod 40000"};
+  }
+  return MakeError(
+      ErrorKind::kInvalidInput,
+      fmt::format("no port for dlbench's group of tasks: set {} (1..65535)", kGroupPortVariable));
+}
+
 nlohmann::json ToJson(const LaunchContext& context) {
   nlohmann::json j = nlohmann::json::object();
   j["launcher"] = std::string(Name(context.launcher));

@@ -98,6 +98,15 @@ Result<std::optional<LauncherSweep>> SweepFromLauncher(const LaunchContext& cont
 inline constexpr std::size_t kMaxSweepName = 128;
 bool IsSweepName(std::string_view name);
 
+// The port rank 0's `dlbench run` listens on for the other tasks of a group run (a ddp cell's
+// ranks that are launcher tasks, docs/distributed.md#several-hosts), bound to the rendezvous host:
+// DLBENCH_GROUP_PORT when set (1..65535); else under torchrun MASTER_PORT + 1 (MASTER_PORT is
+// torchrun's own agent store); else under srun 20000 + (SLURM_JOB_ID x 64 + SLURM_STEP_ID) mod
+// 40000, so that two job steps on one host differ. kInvalidInput naming the variable for a
+// malformed value, or when nothing gives a port (say DLBENCH_GROUP_PORT).
+inline constexpr const char* kGroupPortVariable = "DLBENCH_GROUP_PORT";
+Result<Sourced> GroupPort(const LaunchContext& context, const Environment& env);
+
 // The variables `run --shard auto` looks for, as its error lists them.
 std::string LookedFor();
 

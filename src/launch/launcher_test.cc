@@ -218,6 +218,51 @@ TEST(LaunchContextTest, MalformedOrInconsistentValuesNameTheVariable) {
   EXPECT_NE(ErrorOf(env).find("SLURM_NTASKS is set but SLURM_PROCID is not"), std::string::npos);
 }
 
+// The group port (run without --shard under a launcher): DLBENCH_GROUP_PORT, else torchrun's
+// MASTER_PORT + 1, else srun's job and step; each malformed value named.
+TEST(GroupPortTest, ComesFromTheVariableThenTorchrunThenTheSlurmJobStep) {
+  auto torchrun = ReadLaunchContext(Torchrun("1", "2"));
+  ASSERT_TRUE(torchrun.ok());
+  auto port = GroupPort(*torchrun, Torchrun("1", "2"));
+  ASSERT_TRUE(port.ok()) << port.error().message;
+  EXPECT_EQ(port->value, 29501);
+  EXPECT_EQ(port->from, "MASTER_PORT + 1");
+
+  Environment slurm = SrunTask1();  // job 1, step 0
+  auto srun = ReadLaunchContext(slurm);
+  ASSERT_TRUE(srun.ok());
+  port = GroupPort(*srun, slurm);
+  ASSERT_TRUE(port.ok()) << port.error().message;
+  EXPECT_EQ(port->value, 20064);  // 20000 + (1 x 64 + 0) mod 40000
+  slurm["SLURM_JOB_ID"] = "1000";
+  slurm["SLURM_STEP_ID"] = "3";
+  srun = ReadLaunchContext(slurm);
+  port = GroupPort(*srun, slurm);
+  ASSERT_TRUE(port.ok());
+  EXPECT_EQ(port->value, 20000 + (1000 * 64 + 3) % 40000);
+
+  slurm["DLBENCH_GROUP_PORT"] = "31000";
+  port = GroupPort(*srun, slurm);
+  ASSERT_TRUE(port.ok());
+  EXPECT_EQ(port->value, 31000);
+  EXPECT_EQ(port->from, "DLBENCH_GROUP_PORT");
+  slurm["DLBENCH_GROUP_PORT"] = "70000";
+  port = GroupPort(*srun, slurm);
+  ASSERT_FALSE(port.ok());
+  EXPECT_NE(port.error().message.find("DLBENCH_GROUP_PORT=70000"), std::string::npos) << port.error().message;
+
+  Environment high = Torchrun("0", "2");
+  high["MASTER_PORT"] = "65535";
+  auto top = ReadLaunchContext(high);
+  ASSERT_TRUE(top.ok());
+  port = GroupPort(*top, high);
+  ASSERT_FALSE(port.ok());
+  EXPECT_NE(port.error().message.find("DLBENCH_GROUP_PORT"), std::string::npos) << port.error().message;
+  auto none = ReadLaunchContext({});
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(GroupPort(*none, {}).ok());
+}
+
 TEST(FirstHostTest, TakesTheFirstHostOfASlurmHostList) {
   EXPECT_EQ(*FirstHost("vm"), "vm");
   EXPECT_EQ(*FirstHost("node[01-04,07],gpu3"), "node01");

@@ -38,6 +38,8 @@ struct CellProgress {
   ConversationState state = ConversationState::kAwaitHello;
 };
 
+class RankGroupLinks;  // rank_link.h
+
 struct CellRunOptions {
   RunnerCommand runner;
   std::string log_dir;  // per-cell stdout/stderr files go here
@@ -63,6 +65,9 @@ struct CellRunOptions {
   // Called about once a second while the cell runs, from the cell's own loop (between polls;
   // the runner times its steps in its own process); may be empty.
   std::function<void(const CellProgress&)> on_progress;
+  // A group run's other tasks (rank_link.h; `run` under srun or torchrun without --shard): a ddp
+  // cell's rank r runs on task r. Null: every rank runs here.
+  RankGroupLinks* group = nullptr;
 };
 
 // Makes this process fit to drive runners, once: SIGPIPE ignored (a runner that exits as STOP is

@@ -15,6 +15,7 @@
 #include "orchestrator/cell_driver.h"
 #include "orchestrator/memory_cap.h"
 #include "orchestrator/process_tree.h"
+#include "orchestrator/rank_link.h"
 
 namespace dlbench::orchestrator {
 namespace {
@@ -26,15 +27,77 @@ constexpr std::int64_t kPeerFailureGraceNs = 2'000'000'000;
 
 std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
 
-// Whether a rank has failed by now: it reported ERROR, broke the protocol, ran out of time, or
-// exited other than cleanly after DONE.
-bool Failed(const CellDriver& d) {
+// After the cell's own bounds (its timeout, then the graces of STOP and exit), how long a remote
+// rank's task may still take to report before rank 0 gives up on it.
+constexpr std::int64_t kRemoteReportSlackNs = 30'000'000'000;
+
+// A rank that runs on another task of a group run (rank_link.h), as rank 0 sees it.
+struct RemoteRank {
+  int rank = 0;
+  GroupMember* member = nullptr;
+  record::CellRecord rec;
+  std::int64_t pid = -1;
+  bool failed = false;          // its task said so, or its connection broke
+  bool reported_error = false;  // it failed by reporting ERROR (a peer's death makes ranks do that)
+  bool done = false;            // its record arrived (or never will)
+  bool stop_sent = false;
+  bool abort_sent = false;
+};
+
+// Reads what `remote`'s task sent; a broken connection or a task past `give_up_at` fails the rank.
+void PollRemote(RemoteRank& remote, std::int64_t give_up_at) {
+  auto lost = [&](const std::string& why) {
+    remote.failed = true;
+    remote.done = true;
+    remote.rec.outcome = record::Outcome::kError;
+    remote.rec.message = why;
+  };
+  for (int i = 0; i < 64 && !remote.done; ++i) {
+    auto m = remote.member->link->Receive(0);
+    if (!m.ok()) {
+      return lost(fmt::format("its task on {} lost its connection to rank 0 ({})", remote.member->host,
+                              m.error().message));
+    }
+    if (!m->has_value()) break;
+    LinkMessage& msg = **m;
+    if (msg.is_steps) {
+      // The task's clock, related to rank 0's when the group formed.
+      for (record::StepRecord& step : msg.steps) {
+        step.start_ns -= remote.member->clock_offset_ns;
+        step.end_ns -= remote.member->clock_offset_ns;
+        remote.rec.steps.push_back(record::StepRow{static_cast<std::uint32_t>(remote.rank), step});
+      }
+      continue;
+    }
+    const std::string type = msg.json["type"].get<std::string>();
+    if (type == "rank_failed") {
+      remote.failed = true;
+      remote.reported_error = msg.json.value("reported_error", false);
+    } else if (type == "rank_done") {
+      remote.done = true;
+      const auto outcome = record::ParseOutcome(msg.json.value("outcome", std::string("error")));
+      remote.rec.outcome = outcome.value_or(record::Outcome::kError);
+      remote.rec.message = msg.json.value("message", std::string());
+      remote.rec.stdout_path = msg.json.value("stdout", std::string());
+      remote.rec.stderr_path = msg.json.value("stderr", std::string());
+      remote.pid = msg.json.value("pid", std::int64_t{-1});
+      remote.rec.effective = msg.json.value("effective", nlohmann::json::object());
+      remote.rec.extras["info"] = msg.json.value("info", nlohmann::json::object());
+      remote.reported_error = remote.reported_error || msg.json.value("reported_error", false);
+      if (remote.rec.outcome != record::Outcome::kOk) remote.failed = true;
+    }
+  }
+  if (!remote.done && MonotonicNowNs() > give_up_at)
+    lost(fmt::format("its task on {} did not report the rank's end in time", remote.member->host));
+}
+
+}  // namespace
+
+bool RankFailed(const CellDriver& d) {
   const Conversation& c = d.conversation();
   if (c.ending() == Ending::kError || c.ending() == Ending::kViolation || d.timed_out()) return true;
   return d.exited() && !(c.done_seen() && d.exit_status().success());
 }
-
-}  // namespace
 
 nlohmann::json RankGroupEffective(const std::vector<const nlohmann::json*>& rank_effectives) {
   if (rank_effectives.empty() || rank_effectives.front() == nullptr) return nlohmann::json::object();
@@ -90,25 +153,90 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
     rec.message = message;
     rec.finished_wall_ns = WallNowNs();
   };
+  RankGroupLinks* group = o.group;
+  if (group != nullptr && world > group->world_size()) {
+    rec.outcome = record::Outcome::kUnsupported;
+    rec.message = fmt::format(
+        "world_size {} needs {} ranks, one per launcher task, and the launcher started {} task{}: start "
+        "at least {} (srun -n, torchrun --nnodes x --nproc_per_node)",
+        world, world, group->world_size(), group->world_size() == 1 ? "" : "s", world);
+    rec.finished_wall_ns = WallNowNs();
+    return;
+  }
+  // Ranks run here: all of them, or rank 0 alone in a group run; the others on their tasks.
+  const int local = group == nullptr ? world : 1;
   // Rank 0 records into `rec`; the others into records of their own, merged at the end. Deques:
   // the drivers hold references into them.
-  std::deque<record::CellRecord> others(static_cast<std::size_t>(world - 1));
+  std::deque<record::CellRecord> others(static_cast<std::size_t>(local - 1));
+  std::deque<RemoteRank> remotes;
   std::vector<AppliedMemoryCap> caps;  // declared first, so removed after the runners are reaped
   std::deque<Spawned> spawned;
   std::vector<std::unique_ptr<CellDriver>> drivers;
   const std::string base =
       rec.stdout_path.substr(0, rec.stdout_path.size() - std::string(".stdout.log").size());
-  auto rendezvous = FreshRendezvousFile(base);
-  if (!rendezvous.ok()) return fail(rendezvous.error().message);
+  std::string rendezvous_text;
+  std::optional<protocol::Rendezvous> zero_rendezvous;
+  std::string rendezvous_file;
+  if (group == nullptr) {
+    auto rendezvous = FreshRendezvousFile(base);
+    if (!rendezvous.ok()) return fail(rendezvous.error().message);
+    rendezvous_file = *rendezvous;
+    rendezvous_text = "file://" + rendezvous_file;
+  } else {
+    // Ranks on several hosts meet in a TCPStore that rank 0's runner serves at the rendezvous host.
+    auto port = FreeTcpPort();
+    if (!port.ok()) return fail(port.error().message);
+    // Tasks on one host reach rank 0 from one address (two hosts from two, even when their names
+    // agree, as two network namespaces' do).
+    auto ranks_on = [&](const std::string& addr) {
+      int n = addr == group->bind_addr() ? 1 : 0;
+      for (int r = 1; r < world; ++r) n += group->member(r).link->peer_addr() == addr ? 1 : 0;
+      return n;
+    };
+    zero_rendezvous = protocol::Rendezvous{"", group->addr(), *port, static_cast<int>(group->local_rank()),
+                                           ranks_on(group->bind_addr())};
+    rendezvous_text = fmt::format("tcp://{}:{}", group->addr(), *port);
+    const std::string log_name = std::filesystem::path(base).filename().string();
+    for (int r = 1; r < world; ++r) {
+      GroupMember& m = group->member(r);
+      const nlohmann::json order = {
+          {"type", "cell"},
+          {"cell_id", cell.id},
+          {"run_id", group->run_id()},
+          {"log_name", log_name},
+          {"world_size", world},
+          {"rendezvous",
+           {{"addr", group->addr()}, {"port", *port}, {"local_world_size", ranks_on(m.link->peer_addr())}}}};
+      RemoteRank& remote = remotes.emplace_back();
+      remote.rank = r;
+      remote.member = &m;
+      remote.rec.params = rec.params;
+      if (auto st = m.link->Send(order); !st.ok()) {
+        remote.failed = true;
+        remote.done = true;
+        remote.rec.outcome = record::Outcome::kError;
+        remote.rec.message =
+            fmt::format("its task on {} could not be told to start it: {}", m.host, st.error().message);
+      }
+    }
+  }
   // The FileStore's last rank removes the file; a group that was killed leaves it, and it goes here.
   struct RemoveAtEnd {
     std::string path;
     ~RemoveAtEnd() {
       std::error_code ec;
-      if (std::filesystem::is_regular_file(std::filesystem::symlink_status(path, ec)))
+      if (!path.empty() && std::filesystem::is_regular_file(std::filesystem::symlink_status(path, ec)))
         std::filesystem::remove(path, ec);
     }
-  } remove_at_end{*rendezvous};
+  } remove_at_end{rendezvous_file};
+  auto abort_remotes = [&] {
+    for (RemoteRank& remote : remotes) {
+      if (!remote.done && !remote.abort_sent) {
+        remote.abort_sent = true;
+        (void)remote.member->link->Send({{"type", "abort"}});
+      }
+    }
+  };
   auto kill_spawned = [&] {
     for (Spawned& s : spawned) s.process.SignalGroup(SIGKILL);
     for (Spawned& s : spawned) (void)KillLeftovers(s.process.pid(), 1000);
@@ -116,7 +244,7 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
   // Who holds the GPUs before any rank exists: none of them is the cell's (docs/memory.md).
   std::vector<monitor::GpuProcess> gpu_before;
   if (o.monitor != nullptr) gpu_before = o.monitor->GpuProcesses();
-  for (int r = 0; r < world; ++r) {
+  for (int r = 0; r < local; ++r) {
     record::CellRecord& rr = r == 0 ? rec : others[static_cast<std::size_t>(r - 1)];
     if (r > 0) {
       rr.params = rec.params;
@@ -126,30 +254,39 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
     auto s = SpawnRunner(o.runner, /*with_logs=*/true);
     if (!s.ok()) {
       kill_spawned();
+      abort_remotes();
       return fail(fmt::format("rank {} of {}: {}", r, world, s.error().message));
     }
     spawned.push_back(std::move(s).value());
     auto cap = ApplyMemoryCap(cell, spawned.back().process.pid(), rr);
     if (!cap.ok()) {
       kill_spawned();
+      abort_remotes();
       return fail(fmt::format("rank {} of {}: {}", r, world, cap.error().message));
     }
     caps.push_back(std::move(cap).value());
-    DriverRole role{r, protocol::Rendezvous{*rendezvous, "", 0, r, world}};
+    DriverRole role{
+        r, zero_rendezvous ? *zero_rendezvous : protocol::Rendezvous{rendezvous_file, "", 0, r, world}};
     drivers.push_back(std::make_unique<CellDriver>(cell, o, rr, spawned.back(), role));
     if (auto st = drivers.back()->OpenLogs(); !st.ok()) {
       kill_spawned();
+      abort_remotes();
       return fail(st.error().message);
     }
   }
 
   CellMonitoring monitoring(o.monitor, spawned.front().process.pid(), std::move(gpu_before));
   for (auto& d : drivers) d->Start();
+  // Per rank (local ones first, then remote): when it failed, whether it was killed for another's
+  // failure, whether it failed by reporting ERROR.
   std::vector<std::int64_t> failed_ns(static_cast<std::size_t>(world), 0);
   std::vector<bool> aborted(static_cast<std::size_t>(world), false);
+  std::vector<bool> reported_error(static_cast<std::size_t>(world), false);
   std::int64_t abort_at = 0;
+  const std::int64_t give_up_at =
+      MonotonicNowNs() + Ns(o.timeout_s) + Ns(o.stop_grace_s) + Ns(o.exit_grace_s) + kRemoteReportSlackNs;
   const int wait_ms = std::max(5, 50 / world);
-  std::vector<bool> finished(static_cast<std::size_t>(world), false);
+  std::vector<bool> finished(static_cast<std::size_t>(local), false);
   for (;;) {
     bool all_exited = true;
     for (std::size_t r = 0; r < drivers.size(); ++r) {
@@ -161,15 +298,37 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
         finished[r] = true;
       }
     }
+    for (RemoteRank& remote : remotes) {
+      if (!remote.done)
+        PollRemote(remote,
+                   abort_at != 0 ? std::min(give_up_at, abort_at + kRemoteReportSlackNs) : give_up_at);
+      all_exited = all_exited && remote.done;
+    }
     const std::int64_t now = MonotonicNowNs();
     // The ranks stop together: rank 0's STOP (the policy's, or Ctrl-C's) goes to every rank.
     const Conversation& zero = drivers.front()->conversation();
     if (zero.stop_sent()) {
-      for (std::size_t r = 1; r < drivers.size(); ++r)
-        drivers[r]->RequestStop(zero.stop_decision().value_or("interrupted"));
+      const std::string reason = zero.stop_decision().value_or("interrupted");
+      for (std::size_t r = 1; r < drivers.size(); ++r) drivers[r]->RequestStop(reason);
+      for (RemoteRank& remote : remotes) {
+        if (!remote.done && !remote.stop_sent) {
+          remote.stop_sent = true;
+          (void)remote.member->link->Send({{"type", "stop"}, {"reason", reason}});
+        }
+      }
     }
-    for (std::size_t r = 0; r < drivers.size(); ++r) {
-      if (failed_ns[r] == 0 && !aborted[r] && Failed(*drivers[r])) {
+    for (std::size_t r = 0; r < static_cast<std::size_t>(world); ++r) {
+      if (failed_ns[r] != 0 || aborted[r]) continue;
+      bool failed_now = false;
+      if (r < drivers.size()) {
+        failed_now = RankFailed(*drivers[r]);
+        reported_error[r] = drivers[r]->conversation().error().has_value();
+      } else {
+        const RemoteRank& remote = remotes[r - drivers.size()];
+        failed_now = remote.failed;
+        reported_error[r] = remote.reported_error;
+      }
+      if (failed_now) {
         failed_ns[r] = now;
         if (abort_at == 0) abort_at = now + kPeerFailureGraceNs;
       }
@@ -181,6 +340,10 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
           drivers[r]->Abort("another rank of the cell failed");
         }
       }
+      for (std::size_t i = 0; i < remotes.size(); ++i) {
+        if (!remotes[i].done && failed_ns[drivers.size() + i] == 0) aborted[drivers.size() + i] = true;
+      }
+      abort_remotes();
     }
     if (all_exited) break;
   }
@@ -191,41 +354,56 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
   // The group's GPUs are every rank's: the other-process warnings and the GPU series cover them all.
   std::vector<const nlohmann::json*> effectives = {&rec.effective};
   for (const record::CellRecord& rr : others) effectives.push_back(&rr.effective);
+  for (const RemoteRank& remote : remotes) effectives.push_back(&remote.rec.effective);
   monitoring.Finish(rec, RankGroupEffective(effectives));
   for (std::size_t r = drivers.size(); r-- > 0;)
     drivers[r]->Conclude(r == 0 ? std::move(idle_series) : std::vector<record::SeriesPoint>{});
   for (std::size_t r = 0; r < caps.size(); ++r) caps[r].Conclude(r == 0 ? rec : others[r - 1]);
 
+  auto record_of = [&](std::size_t r) -> const record::CellRecord& {
+    if (r == 0) return rec;
+    if (r < drivers.size()) return others[r - 1];
+    return remotes[r - drivers.size()].rec;
+  };
   // The rank the cell is named after: of those that failed without being killed for another's
   // failure, one that did not merely report ERROR (a peer's death makes the others report one),
   // then the earliest.
   std::optional<std::size_t> blamed;
-  for (std::size_t r = 0; r < drivers.size(); ++r) {
+  for (std::size_t r = 0; r < static_cast<std::size_t>(world); ++r) {
     if (failed_ns[r] == 0 || aborted[r]) continue;
-    auto key = [&](std::size_t i) {
-      return std::make_pair(drivers[i]->conversation().error().has_value() ? 1 : 0, failed_ns[i]);
-    };
+    auto key = [&](std::size_t i) { return std::make_pair(reported_error[i] ? 1 : 0, failed_ns[i]); };
     if (!blamed || key(r) < key(*blamed)) blamed = r;
   }
 
   nlohmann::json ranks = nlohmann::json::array();
-  for (int r = 0; r < world; ++r) {
-    const record::CellRecord& rr = r == 0 ? rec : others[static_cast<std::size_t>(r - 1)];
+  for (std::size_t r = 0; r < static_cast<std::size_t>(world); ++r) {
+    const record::CellRecord& rr = record_of(r);
+    const std::int64_t pid = r < drivers.size() ? drivers[r]->pid() : remotes[r - drivers.size()].pid;
     nlohmann::json entry = {{"rank", r},
-                            {"pid", drivers[static_cast<std::size_t>(r)]->pid()},
+                            {"pid", pid},
                             {"outcome", record::Name(rr.outcome)},
                             {"stdout", rr.stdout_path},
                             {"stderr", rr.stderr_path},
                             {"steps", r == 0 ? static_cast<std::int64_t>(rec.steps.size())
                                              : static_cast<std::int64_t>(rr.steps.size())}};
+    if (r >= drivers.size()) {
+      const GroupMember& m = *remotes[r - drivers.size()].member;
+      entry["host"] = m.host;
+      entry["addr"] = m.link->peer_addr();
+      entry["clock_offset_ns"] = m.clock_offset_ns;
+      entry["clock_rtt_ns"] = m.clock_rtt_ns;
+    } else if (group != nullptr) {
+      entry["host"] = group->host();
+      entry["addr"] = group->bind_addr();
+    }
     if (!rr.message.empty()) entry["message"] = FirstLine(rr.message);
-    if (aborted[static_cast<std::size_t>(r)]) entry["killed"] = "another rank of the cell failed";
+    if (aborted[r]) entry["killed"] = "another rank of the cell failed";
     if (rr.extras.contains("info") && rr.extras["info"].contains("ddp_parameter_check"))
       entry["parameter_check"] = rr.extras["info"]["ddp_parameter_check"];
     ranks.push_back(entry);
   }
   if (blamed && rec.outcome != record::Outcome::kInterrupted) {
-    const record::CellRecord& b = *blamed == 0 ? rec : others[*blamed - 1];
+    const record::CellRecord& b = record_of(*blamed);
     const record::Outcome outcome = b.outcome == record::Outcome::kOk ? record::Outcome::kError : b.outcome;
     const std::string message = b.message.empty() ? "failed" : b.message;
     rec.outcome = outcome;
@@ -233,12 +411,13 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
     rec.verdict = record::Verdict::kNotApplicable;
     rec.verdict_reasons.clear();
   }
-  for (std::size_t r = 1; r < drivers.size(); ++r) {
-    for (const record::StepRow& row : others[r - 1].steps) rec.steps.push_back(row);
+  for (std::size_t r = 1; r < static_cast<std::size_t>(world); ++r) {
+    for (const record::StepRow& row : record_of(r).steps) rec.steps.push_back(row);
   }
   rec.extras["ddp"] = {{"world_size", world},
-                       {"launcher", "dlbench run: one process per rank on this host"},
-                       {"rendezvous", "file://" + *rendezvous},
+                       {"launcher", group == nullptr ? "dlbench run: one process per rank on this host"
+                                                     : "launcher tasks: rank r runs on task r"},
+                       {"rendezvous", rendezvous_text},
                        {"ranks", ranks}};
   rec.finished_wall_ns = WallNowNs();
 }

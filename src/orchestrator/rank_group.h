@@ -17,6 +17,12 @@
 
 namespace dlbench::orchestrator {
 
+class CellDriver;
+
+// Whether a rank has failed by now: it reported ERROR, broke the protocol, ran out of time, or
+// exited other than cleanly after DONE.
+bool RankFailed(const CellDriver& d);
+
 // The cell's world_size when its strategy is ddp, else 1. A ddp cell of world_size 1 runs as an
 // ordinary cell (its runner makes a group of one without a rendezvous).
 int RankGroupSize(const plan::Cell& cell);
@@ -37,7 +43,10 @@ nlohmann::json RankGroupEffective(const std::vector<const nlohmann::json*>& rank
 // Runs `cell` as `world_size` ranks; `rec` is RunCell's record of the cell (identity, parameters,
 // rank 0's log paths) and receives the outcome, rank 0's conversation and every rank's steps. The
 // GPUs' compute processes are taken before the first rank is spawned (Monitor::GpuProcesses), and
-// every GPU of the group that had one is a warning of the cell (docs/memory.md).
+// every GPU of the group that had one is a warning of the cell (docs/memory.md). With
+// `options.group` (a group run's tasks), rank 0 runs here and rank r on task r, which supervises it
+// and reports it (rank_task.cc); the ranks meet in a TCPStore at the group's rendezvous host. A
+// cell of more ranks than the group has tasks ends unsupported.
 void RunRankGroup(const plan::Cell& cell, const CellRunOptions& options, int world_size,
                   std::vector<record::SeriesPoint> idle_series, record::CellRecord& rec);
 

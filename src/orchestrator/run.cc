@@ -18,6 +18,7 @@
 #include "orchestrator/boundary_cell.h"
 #include "orchestrator/ddp_analysis.h"
 #include "orchestrator/input_analysis.h"
+#include "orchestrator/rank_link.h"
 #include "orchestrator/run_folder.h"
 #include "plan/host_gpus.h"
 
@@ -301,6 +302,7 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
     return it == controls.end() ? nullptr : &it->second;
   };
 
+  if (request.group != nullptr) request.group->set_run_id(run.id);
   const std::int64_t t0 = MonotonicNowNs();
   std::size_t done = 0;
   bool interrupted = false;
@@ -323,6 +325,7 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
     options.measure = matrix.measure;
     options.monitor = monitor.get();
     options.interrupts = request.interrupts;
+    options.group = request.group;
     options.on_progress = [&](const CellProgress& progress) {
       for (RunObserver* o : observers) o->OnCellProgress(cell, progress);
     };

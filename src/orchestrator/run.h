@@ -43,6 +43,9 @@ struct RunRequest {
   std::function<Result<std::unique_ptr<store::ResultStore>>()> open_store;
   // Ctrl-C presses (CellRunOptions::interrupts); null: never interrupted.
   const std::atomic<int>* interrupts = nullptr;
+  // A group run's other tasks (rank_link.h), formed by the caller: a ddp cell's rank r runs on
+  // task r. Null: every rank runs here.
+  RankGroupLinks* group = nullptr;
   // Applied to every cell's options after the matrix's (tests shorten the graces).
   std::function<void(CellRunOptions&)> adjust_cell;
 };

@@ -11,3 +11,11 @@ add_dependencies(slurm_e2e_test dlbench dlbench-null)
 dlbench_add_test(torchrun_e2e_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/torchrun_e2e_test.cc
   DEPS dlbench::store dlbench::common LABELS e2e)
 add_dependencies(torchrun_e2e_test dlbench dlbench-null)
+
+# A group run under torchrun (no --shard): dlbench-torch Gloo ranks, one per torchrun task, first on
+# this host and then on two hosts made of network namespaces (root only); rank 0 stores the run.
+if(TARGET dlbench-torch)
+  dlbench_add_test(torchrun_group_e2e_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/torchrun_group_e2e_test.cc
+    DEPS dlbench::store dlbench::common LABELS e2e torch)
+  add_dependencies(torchrun_group_e2e_test dlbench dlbench-torch)
+endif()

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "e2e_util.h"
+#include "group_e2e_util.h"
 #include "launcher_e2e_util.h"
 #include "store/result_store.h"
 
@@ -275,6 +276,59 @@ TEST(SlurmE2E, SrunTasksWithShardAutoRunEachCellOnceAndRecordTheSlurmLauncher) {
   std::printf("[ info ] the runner-environment run took %.2f s; stopping Slurm %.2f s\n",
               std::chrono::duration<double>(t3 - t2).count(),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t3).count());
+}
+
+// `srun -n 2 dlbench run m.yaml` without --shard: the two tasks run the matrix once as a group.
+// The non-ddp cell runs on task 0 alone; the ddp cell's rank 1 runs on task 1, which sends its
+// steps to task 0; task 0 alone writes a store. Then a rank 1 that crashes ends its cell naming
+// it, the next cell still runs, and no rank is left running.
+TEST(SlurmE2E, SrunTasksWithoutAShardRunTheMatrixOnceAsAGroupAndRankZeroStoresIt) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: slurmd runs the job as SlurmUser root here";
+  for (const char* exe : {kSlurmctld, kSlurmd, kMunged, kSrun, kSinfo}) {
+    if (::access(exe, X_OK) != 0) {
+      GTEST_SKIP() << exe << " is not installed (apt-get install slurm-wlm munge: scripts/setup-debian.sh)";
+    }
+  }
+  TempDir dir("slurm-group");
+  SlurmCluster cluster(dir);
+  ASSERT_TRUE(cluster.Start());
+  WriteText(dir / "m.yaml", kGroupMatrix);
+  const auto t1 = std::chrono::steady_clock::now();
+  auto srun = RunFor({kSrun, "-n", "2", "/bin/sh", "-c",
+                      R"(exec "$0" --db "$1/r-$SLURM_PROCID.db" run "$1/m.yaml" --out "$1/out" --no-monitor)",
+                      Bin("dlbench"), dir.path().string()},
+                     dir, cluster.Env(), "srun-group", 60);
+  std::printf("[ info ] srun -n 2 dlbench run (a group) took %.2f s\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
+  ASSERT_EQ(srun.exit_code, 0) << srun.out << srun.err << cluster.Logs();
+  EXPECT_FALSE(std::filesystem::exists(dir / "r-1.db")) << "rank 0 alone writes the store";
+  CheckGroupRun(dir / "r-0.db", "slurm", "SLURM_PROCID",
+                "20000 + (SLURM_JOB_ID x 64 + SLURM_STEP_ID) mod 40000");
+
+  // A rank 1 that crashes at its first step: the cell ends crashed naming it, the next cell runs.
+  WriteText(dir / "crash.yaml", kGroupCrashMatrix);
+  auto crash =
+      RunFor({kSrun, "-n", "2", "/bin/sh", "-c",
+              R"(exec "$0" --db "$1/crash-$SLURM_PROCID.db" run "$1/crash.yaml" --out "$1/out" --no-monitor)",
+              Bin("dlbench"), dir.path().string()},
+             dir, cluster.Env(), "srun-crash", 60);
+  EXPECT_EQ(crash.exit_code, 1) << "a cell was not ok: " << crash.out << crash.err;
+  CheckCrashedRemoteRank(dir / "crash-0.db");
+  EXPECT_FALSE(std::filesystem::exists(dir / "crash-1.db"));
+
+  // Tasks given different plans (each its own matrix file) are refused, each saying why.
+  WriteText(dir / "m-0.yaml", kGroupMatrix);
+  WriteText(dir / "m-1.yaml", kGroupCrashMatrix);
+  auto mismatch =
+      RunFor({kSrun, "-n", "2", "/bin/sh", "-c",
+              R"(exec "$0" --db "$1/x.db" run "$1/m-$SLURM_PROCID.yaml" --out "$1/out" --no-monitor)",
+              Bin("dlbench"), dir.path().string()},
+             dir, cluster.Env(), "srun-mismatch", 90);
+  EXPECT_NE(mismatch.exit_code, 0);
+  EXPECT_NE(mismatch.err.find("task 1 on " + ShortHostName() + " has a different plan"), std::string::npos)
+      << mismatch.err;
+  EXPECT_NE(mismatch.err.find("rank 1 joining rank 0 at "), std::string::npos) << mismatch.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "x.db")) << "a refused group stores nothing";
 }
 
 }  // namespace

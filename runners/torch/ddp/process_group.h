@@ -22,6 +22,11 @@ c10::intrusive_ptr<c10d::Store> ConnectStore(const std::string& addr, int port, 
 c10::intrusive_ptr<c10d::Store> OpenFileStore(const std::string& path, int world_size,
                                               std::chrono::milliseconds timeout);
 
+// The address of this host from which it reaches addr:port (a route lookup: a UDP socket connected
+// there, which sends nothing), numeric: the address a rank of a group that spans hosts binds its
+// Gloo pairs to. Throws std::runtime_error naming addr when it does not resolve or has no route.
+std::string LocalAddressToward(const std::string& addr, int port);
+
 // Whether this runner has each process group compiled in.
 bool GlooCompiledIn();
 bool NcclCompiledIn();
@@ -29,9 +34,11 @@ bool NcclCompiledIn();
 // The process group the Reducer and the collectives use; in LibTorch 2.x the backend wrapped in a
 // c10d::ProcessGroup with it as the default backend, as the Reducer wants. Throws
 // UnsupportedError (failure.h) when the backend is not compiled in; c10d errors otherwise (a
-// rank that does not arrive within `timeout`).
+// rank that does not arrive within `timeout`). Gloo's pairs bind to `bind_addr`, an address of
+// this host (LocalAddressToward the TCPStore); empty: the loopback address (ranks of one host).
 c10::intrusive_ptr<c10d::ProcessGroup> MakeGlooGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank,
-                                                     int world_size, std::chrono::milliseconds timeout);
+                                                     int world_size, std::chrono::milliseconds timeout,
+                                                     const std::string& bind_addr);
 c10::intrusive_ptr<c10d::ProcessGroup> MakeNcclGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                                      int world_size, std::chrono::milliseconds timeout);
 

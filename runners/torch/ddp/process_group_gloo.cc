@@ -11,10 +11,13 @@ namespace dlbench::torchrunner::ddp {
 bool GlooCompiledIn() { return true; }
 
 c10::intrusive_ptr<c10d::ProcessGroup> MakeGlooGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank,
-                                                     int world_size, std::chrono::milliseconds timeout) {
+                                                     int world_size, std::chrono::milliseconds timeout,
+                                                     const std::string& bind_addr) {
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-  // Every rank of a one-host cell meets on the loopback address; the name is not resolved.
-  options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  // The ranks of one host meet on the loopback address; ranks that are launcher tasks on several
+  // hosts bind to the address their host reaches the rendezvous from.
+  options->devices.push_back(
+      c10d::ProcessGroupGloo::createDeviceForHostname(bind_addr.empty() ? "127.0.0.1" : bind_addr));
   // Gloo's own worker threads: one suffices for the one collective in flight at a time.
   options->threads = 1;
   auto gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size, options);

@@ -86,6 +86,7 @@ std::unique_ptr<Rank> Rank::Join(const RankSetup& setup, std::vector<torch::Tens
   // A group of one needs no rendezvous: an in-process store. Ranks on one host meet in a file
   // (what `dlbench run` gives them); a TCP address is for launchers whose ranks span hosts.
   c10::intrusive_ptr<c10d::Store> store;
+  std::string gloo_addr;  // empty: the loopback address
   if (setup.world_size == 1 && setup.rendezvous.port == 0 && setup.rendezvous.file.empty()) {
     store = c10::make_intrusive<c10d::HashStore>();
   } else if (!setup.rendezvous.file.empty()) {
@@ -93,9 +94,11 @@ std::unique_ptr<Rank> Rank::Join(const RankSetup& setup, std::vector<torch::Tens
   } else {
     store = ConnectStore(setup.rendezvous.addr, setup.rendezvous.port, setup.rank, setup.world_size,
                          setup.timeout);
+    // Ranks on several hosts: Gloo's pairs on the address this host reaches the store's host from.
+    gloo_addr = LocalAddressToward(setup.rendezvous.addr, setup.rendezvous.port);
   }
   r->group_ = setup.nccl ? MakeNcclGroup(store, setup.rank, setup.world_size, setup.timeout)
-                         : MakeGlooGroup(store, setup.rank, setup.world_size, setup.timeout);
+                         : MakeGlooGroup(store, setup.rank, setup.world_size, setup.timeout, gloo_addr);
   for (const torch::Tensor& p : params) {
     if (p.requires_grad()) r->params_.push_back(p);
   }

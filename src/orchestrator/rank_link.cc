@@ -1,0 +1,367 @@
+#include "orchestrator/rank_link.h"
+
+#include <arpa/inet.h>
+#include <fmt/core.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "common/clock.h"
+#include "common/hash.h"
+
+namespace dlbench::orchestrator {
+namespace {
+
+constexpr std::uint32_t kJsonKind = 1;
+constexpr std::uint32_t kStepsKind = 2;
+constexpr std::size_t kHeadBytes = 8;
+
+std::string Numeric(const sockaddr_storage& sa) {
+  char host[NI_MAXHOST] = {};
+  if (getnameinfo(reinterpret_cast<const sockaddr*>(&sa), sizeof(sa), host, sizeof(host), nullptr, 0,
+                  NI_NUMERICHOST) != 0)
+    return "?";
+  return host;
+}
+
+std::string ThisHost() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "?";
+  return name;
+}
+
+void PutU32(std::string& out, std::uint32_t v) {
+  char b[4];
+  std::memcpy(b, &v, 4);
+  out.append(b, 4);
+}
+
+std::uint32_t GetU32(const char* p) {
+  std::uint32_t v = 0;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+Status SendAll(int fd, const std::string& bytes) {
+  std::size_t off = 0;
+  while (off < bytes.size()) {
+    const ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return MakeError(ErrorKind::kIo, fmt::format("send: {}", std::strerror(errno)));
+    off += static_cast<std::size_t>(n);
+  }
+  return Status::Ok();
+}
+
+// The IPv4 address `addr` names (a number or a host name), with `port`.
+Result<sockaddr_in> Resolve(const std::string& addr, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int rc = getaddrinfo(addr.c_str(), nullptr, &hints, &found);
+  if (rc != 0 || found == nullptr) {
+    return MakeError(ErrorKind::kInvalidInput,
+                     fmt::format("the rendezvous host '{}' does not resolve to an IPv4 address: {}", addr,
+                                 gai_strerror(rc)));
+  }
+  sockaddr_in sa{};
+  std::memcpy(&sa, found->ai_addr, sizeof(sa));
+  freeaddrinfo(found);
+  sa.sin_port = htons(static_cast<std::uint16_t>(port));
+  return sa;
+}
+
+int MsUntil(std::int64_t deadline_ns) {
+  const std::int64_t left = (deadline_ns - MonotonicNowNs()) / 1'000'000;
+  return static_cast<int>(std::clamp<std::int64_t>(left, 0, 1000));
+}
+
+}  // namespace
+
+RankLink::RankLink(int fd) : fd_(fd) {
+  const int one = 1;
+  (void)setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  sockaddr_storage sa{};
+  socklen_t len = sizeof(sa);
+  if (getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len) == 0) local_addr_ = Numeric(sa);
+  len = sizeof(sa);
+  if (getpeername(fd_, reinterpret_cast<sockaddr*>(&sa), &len) == 0) peer_addr_ = Numeric(sa);
+}
+
+RankLink::~RankLink() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status RankLink::Send(const nlohmann::json& message) {
+  const std::string body = message.dump();
+  std::string frame;
+  PutU32(frame, static_cast<std::uint32_t>(body.size()));
+  PutU32(frame, kJsonKind);
+  frame += body;
+  return SendAll(fd_, frame);
+}
+
+Status RankLink::SendSteps(const std::vector<record::StepRecord>& steps) {
+  std::string frame;
+  const std::size_t bytes = steps.size() * sizeof(record::StepRecord);
+  if (bytes > kMaxLinkFrameBytes)
+    return MakeError(ErrorKind::kInternal, "too many step records for one frame");
+  PutU32(frame, static_cast<std::uint32_t>(bytes));
+  PutU32(frame, kStepsKind);
+  frame.append(reinterpret_cast<const char*>(steps.data()), bytes);
+  return SendAll(fd_, frame);
+}
+
+std::optional<LinkMessage> RankLink::Parse() {
+  if (in_.size() < kHeadBytes) return std::nullopt;
+  const std::uint32_t size = GetU32(in_.data());
+  const std::uint32_t kind = GetU32(in_.data() + 4);
+  if (size > kMaxLinkFrameBytes || (kind != kJsonKind && kind != kStepsKind) ||
+      (kind == kStepsKind && size % sizeof(record::StepRecord) != 0)) {
+    malformed_ = true;
+    return std::nullopt;
+  }
+  if (in_.size() < kHeadBytes + size) return std::nullopt;
+  LinkMessage m;
+  if (kind == kStepsKind) {
+    m.is_steps = true;
+    m.steps.resize(size / sizeof(record::StepRecord));
+    std::memcpy(m.steps.data(), in_.data() + kHeadBytes, size);
+  } else {
+    m.json = nlohmann::json::parse(in_.begin() + kHeadBytes, in_.begin() + kHeadBytes + size, nullptr, false);
+    if (m.json.is_discarded() || !m.json.is_object() || !m.json.contains("type") ||
+        !m.json["type"].is_string()) {
+      malformed_ = true;
+      return std::nullopt;
+    }
+  }
+  in_.erase(0, kHeadBytes + size);
+  return m;
+}
+
+Result<std::optional<LinkMessage>> RankLink::Receive(int wait_ms) {
+  for (;;) {
+    if (auto m = Parse()) return std::optional<LinkMessage>(std::move(*m));
+    if (malformed_) {
+      closed_ = true;
+      return MakeError(ErrorKind::kProtocol, "a malformed frame from " + peer_addr_);
+    }
+    if (closed_) return MakeError(ErrorKind::kIo, "the connection with " + peer_addr_ + " is closed");
+    pollfd p{fd_, POLLIN, 0};
+    const int ready = ::poll(&p, 1, wait_ms);
+    if (ready < 0 && errno == EINTR) return std::optional<LinkMessage>();
+    if (ready <= 0) return std::optional<LinkMessage>();
+    char buf[65536];
+    const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return std::optional<LinkMessage>();
+    if (n <= 0) {
+      closed_ = true;
+      return MakeError(ErrorKind::kIo, "the connection with " + peer_addr_ + " closed");
+    }
+    in_.append(buf, static_cast<std::size_t>(n));
+    wait_ms = 0;
+  }
+}
+
+Result<nlohmann::json> RankLink::Expect(const std::string& type, std::int64_t deadline_ns,
+                                        const std::string& what) {
+  for (;;) {
+    auto m = Receive(MsUntil(deadline_ns));
+    if (!m.ok()) return MakeError(m.error().kind, what + ": " + m.error().message);
+    if (m->has_value()) {
+      const LinkMessage& msg = **m;
+      const std::string got = msg.is_steps ? "steps" : msg.json["type"].get<std::string>();
+      if (got == "refused")
+        return MakeError(ErrorKind::kInvalidInput, what + ": refused: " + msg.json.value("message", ""));
+      if (got != type)
+        return MakeError(ErrorKind::kProtocol, fmt::format("{}: '{}' where '{}' was due", what, got, type));
+      return msg.json;
+    }
+    if (MonotonicNowNs() >= deadline_ns) return MakeError(ErrorKind::kIo, what + ": timed out");
+  }
+}
+
+Result<int> FreeTcpPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return MakeError(ErrorKind::kIo, fmt::format("socket: {}", std::strerror(errno)));
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_ANY);
+  socklen_t len = sizeof(sa);
+  const bool ok = ::bind(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) == 0 &&
+                  getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0;
+  const int err = errno;
+  ::close(fd);
+  if (!ok)
+    return MakeError(ErrorKind::kIo,
+                     fmt::format("no free TCP port for the ranks' store: {}", std::strerror(err)));
+  return static_cast<int>(ntohs(sa.sin_port));
+}
+
+std::string PlanHash(const std::string& matrix_text, const std::string& selection,
+                     const std::vector<plan::Cell>& cells) {
+  std::uint64_t h = Fnv1a64(matrix_text);
+  h = Fnv1a64(std::string(1, '\0') + selection, h);
+  for (const plan::Cell& c : cells) h = Fnv1a64(std::string(1, '\0') + c.id, h);
+  return fmt::format("{:016x}", h);
+}
+
+Result<std::unique_ptr<RankGroupLinks>> RankGroupLinks::Form(const GroupSettings& s) {
+  std::unique_ptr<RankGroupLinks> g(new RankGroupLinks());
+  g->world_size_ = s.world_size;
+  g->addr_ = s.addr;
+  g->host_ = ThisHost();
+  g->local_rank_ = s.local_rank;
+  auto sa = Resolve(s.addr, s.port);
+  if (!sa.ok()) return sa.error();
+  const int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (lfd < 0) return MakeError(ErrorKind::kIo, fmt::format("socket: {}", std::strerror(errno)));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{lfd};
+  const int one = 1;
+  (void)setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  char numeric[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &sa->sin_addr, numeric, sizeof(numeric));
+  g->bind_addr_ = numeric;
+  if (::bind(lfd, reinterpret_cast<const sockaddr*>(&*sa), sizeof(*sa)) != 0 ||
+      ::listen(lfd, s.world_size) != 0) {
+    return MakeError(ErrorKind::kIo,
+                     fmt::format("rank 0 cannot listen for the group's other {} task(s) on {}:{} "
+                                 "({} resolves to {}): {}; set DLBENCH_GROUP_PORT to a free port",
+                                 s.world_size - 1, s.addr, s.port, s.addr, numeric, std::strerror(errno)));
+  }
+  const std::int64_t deadline = MonotonicNowNs() + static_cast<std::int64_t>(s.join_timeout_s * 1e9);
+  std::vector<std::unique_ptr<RankLink>> pending;
+  g->members_.resize(static_cast<std::size_t>(s.world_size - 1));
+  int joined = 0;
+  while (joined < s.world_size - 1) {
+    pollfd p{lfd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, MsUntil(deadline));
+    if (ready <= 0) {
+      if (MonotonicNowNs() < deadline) continue;
+      std::string missing;
+      for (int r = 1; r < s.world_size; ++r) {
+        if (!g->members_[static_cast<std::size_t>(r - 1)].link)
+          missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      }
+      return MakeError(ErrorKind::kIo,
+                       fmt::format("rank 0 waited {:.0f} s on {}:{} for the group's other tasks; "
+                                   "rank(s) {} never connected",
+                                   s.join_timeout_s, s.addr, s.port, missing));
+    }
+    const int fd = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    auto link = std::make_unique<RankLink>(fd);
+    auto hello = link->Expect("hello", std::min(deadline, MonotonicNowNs() + std::int64_t{10'000'000'000}),
+                              "a task's hello from " + link->peer_addr());
+    if (!hello.ok()) continue;  // not one of ours (a port scan, a task that died): ignored
+    const int rank = hello->value("rank", -1);
+    const int world = hello->value("world_size", -1);
+    const std::string hash = hello->value("plan_hash", "");
+    const std::string host = hello->value("host", "?");
+    std::string why;
+    if (world != s.world_size) {
+      why = fmt::format("task {} on {} says the group has {} tasks; rank 0's launcher says {}", rank, host,
+                        world, s.world_size);
+    } else if (rank < 1 || rank >= s.world_size) {
+      why = fmt::format("a task on {} says it is rank {}, not one of 1..{}", host, rank, s.world_size - 1);
+    } else if (g->members_[static_cast<std::size_t>(rank - 1)].link) {
+      why = fmt::format("rank {} connected twice (the second from {})", rank, host);
+    } else if (hash != s.plan_hash) {
+      why = fmt::format(
+          "task {} on {} has a different plan (hash {}) from rank 0's ({}): every task must be given "
+          "the same matrix file, --only and --set",
+          rank, host, hash, s.plan_hash);
+    }
+    if (!why.empty()) {
+      (void)link->Send({{"type", "refused"}, {"message", why}});
+      return MakeError(ErrorKind::kInvalidInput, "the group of tasks is refused: " + why);
+    }
+    GroupMember& m = g->members_[static_cast<std::size_t>(rank - 1)];
+    m.rank = rank;
+    m.host = host;
+    m.local_rank = hello->value("local_rank", std::int64_t{0});
+    m.link = std::move(link);
+    ++joined;
+  }
+  for (GroupMember& m : g->members_) {
+    if (auto st = m.link->Send({{"type", "welcome"}}); !st.ok()) return st.error();
+    m.clock_rtt_ns = std::numeric_limits<std::int64_t>::max();
+    for (int i = 0; i < kClockPings; ++i) {
+      const std::int64_t t0 = MonotonicNowNs();
+      if (auto st = m.link->Send({{"type", "ping"}}); !st.ok()) return st.error();
+      auto pong =
+          m.link->Expect("pong", t0 + std::int64_t{10'000'000'000}, fmt::format("rank {}'s clock", m.rank));
+      const std::int64_t t2 = MonotonicNowNs();
+      if (!pong.ok()) return pong.error();
+      if (t2 - t0 < m.clock_rtt_ns) {
+        m.clock_rtt_ns = t2 - t0;
+        m.clock_offset_ns = pong->value("t_ns", std::int64_t{0}) - (t0 + (t2 - t0) / 2);
+      }
+    }
+  }
+  return g;
+}
+
+RankGroupLinks::~RankGroupLinks() {
+  if (ended_) return;
+  try {
+    End(false, "rank 0 ended early");
+  } catch (...) {
+    // Out of memory while saying goodbye: the tasks see their connections close instead.
+    for (GroupMember& m : members_) m.link.reset();
+  }
+}
+
+void RankGroupLinks::End(bool ok, const std::string& message) {
+  ended_ = true;
+  for (GroupMember& m : members_) {
+    if (m.link && !m.link->closed()) (void)m.link->Send({{"type", "end"}, {"ok", ok}, {"message", message}});
+    m.link.reset();
+  }
+}
+
+Result<std::unique_ptr<RankLink>> JoinGroup(const GroupSettings& s) {
+  auto sa = Resolve(s.addr, s.port);
+  if (!sa.ok()) return sa.error();
+  const std::int64_t deadline = MonotonicNowNs() + static_cast<std::int64_t>(s.join_timeout_s * 1e9);
+  std::string last;
+  for (;;) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return MakeError(ErrorKind::kIo, fmt::format("socket: {}", std::strerror(errno)));
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&*sa), sizeof(*sa)) == 0) {
+      auto link = std::make_unique<RankLink>(fd);
+      const nlohmann::json hello = {
+          {"type", "hello"},          {"rank", s.rank},     {"world_size", s.world_size},
+          {"plan_hash", s.plan_hash}, {"host", ThisHost()}, {"local_rank", s.local_rank}};
+      if (auto st = link->Send(hello); !st.ok()) return st.error();
+      auto welcome =
+          link->Expect("welcome", MonotonicNowNs() + static_cast<std::int64_t>(s.join_timeout_s * 1e9),
+                       fmt::format("rank {} joining rank 0 at {}:{}", s.rank, s.addr, s.port));
+      if (!welcome.ok()) return welcome.error();
+      return link;
+    }
+    last = std::strerror(errno);
+    ::close(fd);
+    if (MonotonicNowNs() >= deadline) {
+      return MakeError(ErrorKind::kIo,
+                       fmt::format("rank {} could not reach rank 0 at {}:{} within {:.0f} s: {}", s.rank,
+                                   s.addr, s.port, s.join_timeout_s, last));
+    }
+    ::usleep(100'000);
+  }
+}
+
+}  // namespace dlbench::orchestrator

@@ -1,0 +1,156 @@
+// The tasks of a group run (docs/distributed.md#several-hosts, adr/0010-launcher-tasks-as-ranks.md):
+// `dlbench run m.yaml` under srun or torchrun without --shard. Task 0 runs the matrix and alone
+// writes the store; tasks 1..W-1 connect to it over TCP, are checked to walk the same plan, and run
+// their rank of each ddp cell when task 0 says so, supervising it themselves and sending task 0
+// their rank's record. This header is the connection, the group as task 0 holds it, and a task's
+// side.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "orchestrator/cell_runner.h"
+#include "plan/plan.h"
+#include "record/step.h"
+
+namespace dlbench::orchestrator {
+
+// One message: a JSON object, or a batch of one rank's step records.
+// NOLINTNEXTLINE(bugprone-exception-escape): the implicit moves are nlohmann::json's and vector's, noexcept
+struct LinkMessage {
+  nlohmann::json json;  // an object with "type"; null for steps
+  std::vector<record::StepRecord> steps;
+  bool is_steps = false;
+};
+
+// A frame longer than this is a broken connection (a cell's steps of one rank fit many times).
+inline constexpr std::uint32_t kMaxLinkFrameBytes = 512u << 20;
+
+// A connected TCP socket carrying frames: u32 payload length | u32 kind (1: JSON, 2: step
+// records, 48 bytes each as record::StepRecord) | payload, little-endian. Owns the socket.
+class RankLink {
+ public:
+  explicit RankLink(int fd);
+  ~RankLink();
+  RankLink(const RankLink&) = delete;
+  RankLink& operator=(const RankLink&) = delete;
+
+  Status Send(const nlohmann::json& message);
+  Status SendSteps(const std::vector<record::StepRecord>& steps);
+  // The next message, waiting at most `wait_ms` for it; nullopt when none came. kIo once the peer
+  // closed the connection or it broke, kProtocol for a malformed frame (closed() after either).
+  Result<std::optional<LinkMessage>> Receive(int wait_ms);
+  // The next message until `deadline_ns` (MonotonicNowNs), which must be a JSON object of
+  // `type`; an "refused" message becomes kInvalidInput with its text. `what` names the wait.
+  Result<nlohmann::json> Expect(const std::string& type, std::int64_t deadline_ns, const std::string& what);
+  bool closed() const { return closed_; }
+  // This end's address and the peer's, numeric ("10.77.0.2").
+  const std::string& local_addr() const { return local_addr_; }
+  const std::string& peer_addr() const { return peer_addr_; }
+
+ private:
+  std::optional<LinkMessage> Parse();
+  int fd_ = -1;
+  std::string in_;
+  bool closed_ = false;
+  bool malformed_ = false;
+  std::string local_addr_;
+  std::string peer_addr_;
+};
+
+// What every task knows of the group before it forms.
+struct GroupSettings {
+  std::string addr;  // the rendezvous host: MASTER_ADDR, or the first host of SLURM_JOB_NODELIST
+  int port = 0;      // launch::GroupPort
+  int rank = 0;
+  int world_size = 1;
+  std::int64_t local_rank = 0;  // LOCAL_RANK / SLURM_LOCALID: the rank's device on its host
+  std::string plan_hash;        // PlanHash of the task's own plan
+  double join_timeout_s = 60;
+};
+
+// A TCP port that was free on every interface a moment ago (for a ddp cell's TCPStore, which
+// rank 0's runner serves on every interface); kIo when none could be had.
+Result<int> FreeTcpPort();
+
+// Identifies a plan: the matrix text, the selection and the cells' ids in order (FNV-1a, hex).
+std::string PlanHash(const std::string& matrix_text, const std::string& selection,
+                     const std::vector<plan::Cell>& cells);
+
+// A task as task 0 knows it. Its clock is related to task 0's once, when the group forms: the
+// offset (its CLOCK_MONOTONIC minus task 0's) of the exchange with the shortest round trip of
+// kClockPings, accurate to half that round trip.
+struct GroupMember {
+  int rank = 0;
+  std::string host;  // its hostname
+  std::int64_t local_rank = 0;
+  std::int64_t clock_offset_ns = 0;
+  std::int64_t clock_rtt_ns = 0;
+  std::unique_ptr<RankLink> link;
+};
+inline constexpr int kClockPings = 8;
+
+// Task 0's side of the group.
+class RankGroupLinks {
+ public:
+  // Listens on addr:port (that address only, never the wildcard) and accepts the other
+  // world_size - 1 tasks within join_timeout_s: each says its rank, world size and plan hash; a
+  // task whose plan differs, whose world size differs, or a rank twice is refused (it is told
+  // why) and so is the group (kInvalidInput naming the task). Then relates each task's clock.
+  static Result<std::unique_ptr<RankGroupLinks>> Form(const GroupSettings& settings);
+  ~RankGroupLinks();
+  RankGroupLinks(const RankGroupLinks&) = delete;
+  RankGroupLinks& operator=(const RankGroupLinks&) = delete;
+
+  int world_size() const { return world_size_; }
+  const std::string& addr() const { return addr_; }            // as given (a name or a number)
+  const std::string& bind_addr() const { return bind_addr_; }  // task 0's own, numeric
+  const std::string& host() const { return host_; }
+  std::int64_t local_rank() const { return local_rank_; }
+  // The run the cells belong to (RunMatrix sets it): tasks name their log folder after it.
+  std::int64_t run_id() const { return run_id_; }
+  void set_run_id(std::int64_t id) { run_id_ = id; }
+  // rank in 1..world_size - 1.
+  GroupMember& member(int rank) { return members_[static_cast<std::size_t>(rank - 1)]; }
+  // Tells every task the run ended (`ok`: its exit status is 0) and closes the connections.
+  // Called by the destructor with ok false when not before.
+  void End(bool ok, const std::string& message);
+
+ private:
+  RankGroupLinks() = default;
+  int world_size_ = 1;
+  std::string addr_;
+  std::string bind_addr_;
+  std::string host_;
+  std::int64_t local_rank_ = 0;
+  std::int64_t run_id_ = 0;
+  std::vector<GroupMember> members_;
+  bool ended_ = false;
+};
+
+// A task's side: connects to task 0 (retrying until join_timeout_s: task 0 may start later),
+// introduces itself and waits to be welcomed; kInvalidInput with task 0's reason when refused.
+Result<std::unique_ptr<RankLink>> JoinGroup(const GroupSettings& settings);
+
+// What a task needs to run its ranks: its plan's cells (the same as task 0's: the hashes agreed),
+// the options of a cell as `run` makes them (log_dir is set per cell), and where a run's logs go.
+struct TaskRequest {
+  const std::vector<plan::Cell>* cells = nullptr;
+  CellRunOptions options;
+  std::function<std::string(std::int64_t run_id)> run_dir;
+  int rank = 0;
+  std::int64_t local_rank = 0;
+};
+
+// A task's life after JoinGroup: answers task 0's clock pings, runs its rank of each ddp cell it
+// is told to (rank_task.cc), and returns when task 0 ends the run: Ok when task 0 said it ended
+// well, kIo when the connection to task 0 was lost, kInternal with task 0's message otherwise.
+Status ServeRankGroup(RankLink& link, const TaskRequest& request);
+
+}  // namespace dlbench::orchestrator

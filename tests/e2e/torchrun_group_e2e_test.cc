@@ -1,0 +1,231 @@
+// `torchrun --no_python ... dlbench run m.yaml` without --shard (Debian's python3-torch 1.13
+// torchrun): the tasks run the matrix once as a group (docs/distributed.md#several-hosts), the ddp
+// cell's ranks are dlbench-torch Gloo ranks on a tiny model, one per task, and rank 0 stores the
+// run. First two tasks of one torchrun on this host; then two hosts: two network namespaces joined
+// by a veth pair, one torchrun in each (`--nnodes 2 --node_rank i`), the ranks meeting over that
+// link. torchrun sets the launcher's variables; the test sets none. Skipped (with the reason) when
+// torchrun is missing, and the two-host test when not root or without `ip`.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/subprocess.h"
+#include "e2e_util.h"
+#include "group_e2e_util.h"
+#include "launcher_e2e_util.h"
+#include "store/result_store.h"
+
+namespace dlbench::e2e {
+namespace {
+
+constexpr const char* kTorchrun = "/usr/bin/torchrun";
+constexpr const char* kIp = "/usr/sbin/ip";
+
+// A non-ddp cell and a ddp cell of world_size 2, both a tiny ResNet on the CPU.
+constexpr char kTorchGroupMatrix[] = R"(name: torch-group
+runner: torch
+matrix:
+  model: resnet50
+  image_size: 32
+  base_width: 4
+  num_classes: 4
+  batch_size: 2
+  lr: 0.01
+  device: cpu
+  threads: 1
+  strategy: [none, ddp]
+  world_size: [1, 2]
+exclude:
+  - strategy: none
+    world_size: 2
+  - strategy: ddp
+    world_size: 1
+timeout_s: 120
+measure:
+  min_steps: 5
+  min_time_s: 0.2
+  max_time_s: 2
+  target_rel_ci: 0.5
+)";
+
+// torchrun 1.13's options as torchrun_e2e_test.cc explains them (underscores; `-r 1 -t 1
+// --log_dir` against its crash under Python 3.11; a 0.1 s monitor interval), then `rendezvous`.
+std::vector<std::string> TorchrunArgs(const TempDir& dir, const std::string& logs,
+                                      const std::vector<std::string>& rendezvous) {
+  std::vector<std::string> argv = {kTorchrun, "--no_python", "--monitor_interval", "0.1",     "-r", "1",
+                                   "-t",      "1",           "--log_dir",          dir / logs};
+  argv.insert(argv.end(), rendezvous.begin(), rendezvous.end());
+  return argv;
+}
+
+std::vector<std::string> DlbenchRun(const TempDir& dir) {
+  return {Bin("dlbench"), "--db", dir / "r.db", "run", dir / "m.yaml", "--out", dir / "out", "--no-monitor"};
+}
+
+// What rank 0 stored: one run; the non-ddp cell once; the ddp cell with both ranks' steps and
+// both ranks' parameter check passed (the ranks' parameters are identical after training).
+void CheckTorchGroupRun(const TempDir& dir) {
+  auto store = store::OpenSqliteStore(dir / "r.db");
+  ASSERT_TRUE(store.ok()) << store.error().message;
+  auto runs = (*store)->ListRuns();
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 1u) << "one run, stored by rank 0";
+  auto run = (*store)->GetRun(runs->front().id);
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->status, record::RunStatus::kCompleted);
+  const nlohmann::json& l = run->environment["launcher"];
+  EXPECT_EQ(l["launcher"], "torchrun") << l.dump();
+  EXPECT_EQ(l["group"]["port"]["from"], "MASTER_PORT + 1") << l.dump();
+  store::CellQuery with_steps;
+  with_steps.with_steps = true;
+  auto cells = (*store)->GetCells(run->id, with_steps);
+  ASSERT_TRUE(cells.ok());
+  ASSERT_EQ(cells->size(), 2u);
+  for (const record::CellRecord& c : *cells) {
+    ASSERT_EQ(c.outcome, record::Outcome::kOk) << c.label << ": " << c.message << "\n" << c.extras.dump();
+    std::map<std::uint32_t, std::size_t> per_rank;
+    for (const record::StepRow& row : c.steps) ++per_rank[row.rank];
+    if (c.params.value("strategy", "") != "ddp") {
+      EXPECT_EQ(per_rank.size(), 1u) << "a non-ddp cell runs once, on rank 0";
+      continue;
+    }
+    EXPECT_EQ(per_rank.size(), 2u);
+    EXPECT_EQ(per_rank[0], per_rank[1]) << "the ranks agree when to stop";
+    const nlohmann::json& ranks = c.extras["ddp"]["ranks"];
+    ASSERT_EQ(ranks.size(), 2u) << c.extras["ddp"].dump();
+    for (const auto& rank : ranks) {
+      EXPECT_EQ(rank["outcome"], "ok") << rank.dump();
+      EXPECT_EQ(rank["parameter_check"]["identical"], true) << rank.dump();
+      EXPECT_EQ(rank["parameter_check"]["local_hash"], ranks[0]["parameter_check"]["local_hash"])
+          << "bitwise identical parameters";
+      EXPECT_FALSE(ProcessLives(rank["pid"].get<std::int64_t>())) << rank.dump();
+    }
+    EXPECT_EQ(c.extras["ddp"]["rendezvous"].get<std::string>().rfind("tcp://", 0), 0u);
+  }
+}
+
+TEST(TorchrunGroupE2E, TwoTorchrunTasksRunTheMatrixOnceWithTheirDdpRanksAsTasks) {
+  if (::access(kTorchrun, X_OK) != 0) {
+    GTEST_SKIP() << kTorchrun << " is not installed (python3-torch: scripts/setup-debian.sh)";
+  }
+  TempDir dir("torchrun-group");
+  WriteText(dir / "m.yaml", kTorchGroupMatrix);
+  std::vector<std::string> argv = TorchrunArgs(dir, "logs", {"--standalone", "--nproc_per_node", "2"});
+  for (const std::string& a : DlbenchRun(dir)) argv.push_back(a);
+  auto run = RunFor(argv, dir, {}, "torchrun", 180);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  CheckTorchGroupRun(dir);
+}
+
+// Two "hosts": network namespaces joined by a veth pair, 10.231.N.1 and 10.231.N.2 (N from the
+// test's pid), their loopbacks up. The namespaces (and with them the veth pair) are deleted when
+// the object goes, whatever happened.
+class TwoHosts {
+ public:
+  explicit TwoHosts(const TempDir& dir) : dir_(dir) {
+    const std::string tag = std::to_string(::getpid() % 100000);
+    ns_[0] = "dlbench" + tag + "a";
+    ns_[1] = "dlbench" + tag + "b";
+    const std::string net = "10.231." + std::to_string(::getpid() % 250) + ".";
+    addr_[0] = net + "1";
+    addr_[1] = net + "2";
+  }
+  ~TwoHosts() {
+    for (const std::string& ns : ns_) (void)RunCommand({kIp, "netns", "del", ns}, dir_);
+  }
+  TwoHosts(const TwoHosts&) = delete;
+  TwoHosts& operator=(const TwoHosts&) = delete;
+
+  ::testing::AssertionResult Start() {
+    const std::string veth0 = "v" + ns_[0].substr(7), veth1 = "v" + ns_[1].substr(7);
+    const std::vector<std::vector<std::string>> steps = {
+        {kIp, "netns", "add", ns_[0]},
+        {kIp, "netns", "add", ns_[1]},
+        {kIp, "link", "add", veth0, "netns", ns_[0], "type", "veth", "peer", "name", veth1, "netns", ns_[1]},
+        {kIp, "-n", ns_[0], "addr", "add", addr_[0] + "/24", "dev", veth0},
+        {kIp, "-n", ns_[1], "addr", "add", addr_[1] + "/24", "dev", veth1},
+        {kIp, "-n", ns_[0], "link", "set", veth0, "up"},
+        {kIp, "-n", ns_[1], "link", "set", veth1, "up"},
+        {kIp, "-n", ns_[0], "link", "set", "lo", "up"},
+        {kIp, "-n", ns_[1], "link", "set", "lo", "up"}};
+    for (const auto& argv : steps) {
+      auto r = RunCommand(argv, dir_);
+      if (r.exit_code != 0)
+        return ::testing::AssertionFailure() << argv[1] << " " << argv[2] << ": " << r.err;
+    }
+    return ::testing::AssertionSuccess();
+  }
+  // `argv` run inside host i's namespace.
+  std::vector<std::string> In(int i, const std::vector<std::string>& argv) const {
+    std::vector<std::string> out = {kIp, "netns", "exec", ns_[static_cast<std::size_t>(i)]};
+    out.insert(out.end(), argv.begin(), argv.end());
+    return out;
+  }
+  const std::string& addr(int i) const { return addr_[static_cast<std::size_t>(i)]; }
+
+ private:
+  const TempDir& dir_;
+  std::string ns_[2];
+  std::string addr_[2];
+};
+
+TEST(TorchrunGroupE2E, TwoHostsInNetworkNamespacesMeetOverTheirLinkAndRankZeroStoresTheRun) {
+  if (::access(kTorchrun, X_OK) != 0) {
+    GTEST_SKIP() << kTorchrun << " is not installed (python3-torch: scripts/setup-debian.sh)";
+  }
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: ip netns add";
+  if (::access(kIp, X_OK) != 0) GTEST_SKIP() << kIp << " is not installed (iproute2)";
+  TempDir dir("torchrun-hosts");
+  WriteText(dir / "m.yaml", kTorchGroupMatrix);
+  TwoHosts hosts(dir);
+  ASSERT_TRUE(hosts.Start());
+  // One torchrun per host, one rank each; host 0 is the master (torchrun's static rendezvous).
+  std::vector<std::string> argv[2];
+  for (int i = 0; i < 2; ++i) {
+    argv[i] = TorchrunArgs(dir, "logs" + std::to_string(i),
+                           {"--nnodes", "2", "--node_rank", std::to_string(i), "--nproc_per_node", "1",
+                            "--master_addr", hosts.addr(0), "--master_port", "29500"});
+    for (const std::string& a : DlbenchRun(dir)) argv[i].push_back(a);
+    argv[i] = hosts.In(i, argv[i]);
+  }
+  SpawnOptions second;
+  second.argv = argv[1];
+  second.stdout_path = dir / "host1.out";
+  second.stderr_path = dir / "host1.err";
+  auto host1 = Subprocess::Spawn(second);
+  ASSERT_TRUE(host1.ok()) << host1.error().message;
+  auto host0 = RunFor(argv[0], dir, {}, "host0", 180);
+  std::optional<ExitStatus> st;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!(st = host1->TryWait()) && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (!st) host1->Terminate(2000);
+  const std::string host1_err = ReadFile(dir / "host1.err").ok() ? *ReadFile(dir / "host1.err") : "";
+  ASSERT_EQ(host0.exit_code, 0) << host0.out << host0.err << "\n--- host 1:\n" << host1_err;
+  ASSERT_TRUE(st && st->success()) << host1_err;
+  CheckTorchGroupRun(dir);
+
+  // The ranks met over the veth link: rank 1's task reached rank 0 from host 1's address.
+  auto store = store::OpenSqliteStore(dir / "r.db");
+  ASSERT_TRUE(store.ok());
+  auto cells = (*store)->GetCells(1, store::CellQuery{});
+  ASSERT_TRUE(cells.ok());
+  for (const record::CellRecord& c : *cells) {
+    if (!c.extras.contains("ddp")) continue;
+    const nlohmann::json& ddp = c.extras["ddp"];
+    EXPECT_EQ(ddp["rendezvous"].get<std::string>().rfind("tcp://" + hosts.addr(0) + ":", 0), 0u)
+        << ddp.dump();
+    EXPECT_EQ(ddp["ranks"][0]["addr"], hosts.addr(0)) << ddp.dump();
+    EXPECT_EQ(ddp["ranks"][1]["addr"], hosts.addr(1)) << ddp.dump();
+    EXPECT_TRUE(ddp["ranks"][1].contains("clock_offset_ns")) << ddp.dump();
+  }
+}
+
+}  // namespace
+}  // namespace dlbench::e2e
