@@ -3,6 +3,7 @@
 // a crash ends its own cell only; cells that differ at process start do not share. The null
 // runner's steps are on a virtual clock, so the figures compared are exact.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <map>
 #include <set>
@@ -139,6 +140,46 @@ include:
   EXPECT_EQ(CellOfProcess(cells[5]), 1);
 }
 
+// Ctrl-C while a shared process serves a cell: the run is interrupted, the process does not outlive
+// dlbench, and `run --resume` with --runner-reuse completes the run in a new process.
+TEST(ReuseE2E, CtrlCEndsTheSharedProcessAndResumeCompletesTheRun) {
+  TempDir dir("reuse_ctrl_c");
+  const std::string matrix = dir / "m.yaml", db = dir / "r.db";
+  // Cell 3 steps in real time (virtual_speedup 1: 50 steps of 20 ms), so Ctrl-C finds it running.
+  WriteText(matrix, std::string(R"(runner: null
+matrix:
+  batch_size: [1, 2, 3, 4]
+  virtual_time: [true]
+include:
+  - {batch_size: 3, step_ms: 20, virtual_speedup: 1}
+)") + kMeasure);
+  SpawnOptions o;
+  o.argv = {Bin("dlbench"), "--db", db, "run", matrix, "--out", dir / "out", "--no-monitor", "--runner-reuse"};
+  o.stdout_path = dir / "run.out";
+  o.stderr_path = dir / "run.err";
+  o.new_process_group = false;  // the signal reaches dlbench alone, as a user's kill would
+  auto run = Subprocess::Spawn(o);
+  ASSERT_TRUE(run.ok());
+  ASSERT_GE(WaitForStoredCells(db, 1, 2, 60), 2u);
+  ::kill(run->pid(), SIGINT);
+  const ExitStatus st = run->Wait();
+  EXPECT_EQ(st.code, 130) << *ReadFile(dir / "run.err");
+  const auto before = Cells(db, 1);
+  ASSERT_GE(before.size(), 2u);
+  ASSERT_LT(before.size(), 4u) << "Ctrl-C came after the last cell";
+  const long pid = PidOf(before[0]);
+  ASSERT_GT(pid, 0);
+  EXPECT_NE(::kill(static_cast<pid_t>(pid), 0), 0) << "the shared runner outlived Ctrl-C";
+
+  const CommandResult resumed =
+      Dlbench({"run", matrix, "--resume", "1", "--out", dir / "out", "--no-monitor", "--runner-reuse"}, dir, db);
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  const auto after = Cells(db, 1);
+  ASSERT_EQ(after.size(), 4u);
+  for (const auto& c : after) EXPECT_EQ(c.outcome, record::Outcome::kOk) << c.label << ": " << c.message;
+  EXPECT_NE(PidOf(after[3]), pid) << "the resume started its own process";
+}
+
 #ifdef DLBENCH_HAVE_TORCH_RUNNER
 TEST(ReuseE2E, TwoTinyTorchCellsOnTheCpuShareAProcessAndAreBothValid) {
   TempDir dir("reuse_torch");
@@ -155,7 +196,7 @@ seed: 1
 measure:
   min_steps: 20
   min_time_s: 0.3
-  max_time_s: 3
+  max_time_s: 1.5
 )",
                                true);
   ASSERT_EQ(cells.size(), 2u);
