@@ -482,7 +482,8 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
 }
 
 // One cell, from its CONFIGURE to its DONE (or the fault it injects). `serve_more` is set when it
-// ended with a plain DONE, so the process may serve the next cell.
+// ended without an injected fault that must end the process, so the process may serve the next
+// cell: a runner that said multi_cell must not exit after a DONE that dlbench may keep it after.
 int ServeCell(RunnerSession& session, const protocol::CellConfig* cell, const Options* options,
               const Params& early, const nlohmann::json& hello, bool& serve_more) {
   session.set_rank(static_cast<std::uint32_t>(cell->rank));
@@ -511,7 +512,11 @@ int ServeCell(RunnerSession& session, const protocol::CellConfig* cell, const Op
       return 0;
     }
   }
-  if (load::LoadRequested(cell->params)) return ServeLoad(session, *cell, p);
+  if (load::LoadRequested(cell->params)) {
+    const int code = ServeLoad(session, *cell, p);
+    serve_more = p.inject == Fault::kNone;
+    return code;
+  }
   if (p.inject == Fault::kHelloTwice) (void)session.SendHello(hello);
   BusyWaitNs(static_cast<std::int64_t>(p.setup_ms * 1e6));
   std::vector<std::vector<char>> leaked;

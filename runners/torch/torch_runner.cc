@@ -461,12 +461,10 @@ int RunConvergeCell(RunnerSession& session, const RunnerLimits& limits, CellStat
 
 namespace {
 
-// One cell, from its CONFIGURE to its DONE or ERROR. `serve_more` is set when a step-loop cell
-// ended with DONE: the process may then serve the next cell (docs/adr/0010-runner-reuse.md). Load,
-// converge and all-reduce cells, and every ERROR, end the process as before.
+// One cell, from its CONFIGURE to its DONE or ERROR: 0, or 1 when the orchestrator is gone.
 // `device` gets the cell's device once it is known; `process_cell` (1, 2, ...) is which cell of the
 // process this is, in READY's effective when CONFIGURE offered serve_more.
-int ServeCell(RunnerSession& session, const protocol::CellConfig& config, int process_cell, bool& serve_more,
+int ServeCell(RunnerSession& session, const protocol::CellConfig& config, int process_cell,
               std::optional<DeviceSpec>& device) {
   session.set_rank(static_cast<std::uint32_t>(config.rank));
 
@@ -625,9 +623,7 @@ int ServeCell(RunnerSession& session, const protocol::CellConfig& config, int pr
   } catch (...) {
     return Report(session, ClassifyException(std::current_exception()));
   }
-  if (!session.SendDone(protocol::LoopEndName(loop.end), loop.steps).ok()) return 1;
-  serve_more = true;
-  return 0;
+  return session.SendDone(protocol::LoopEndName(loop.end), loop.steps).ok() ? 0 : 1;
 }
 
 }  // namespace
@@ -654,9 +650,10 @@ int RunTorchCell(RunnerSession& session) {
       // not be this cell's.
       (void)ResetProcessForNextCell(*previous_device);
     }
-    bool serve_more = false;
-    const int code = ServeCell(session, *config, served + 1, serve_more, previous_device);
-    if (!serve_more || !config->serve_more) return code;
+    // With serve_more the process waits for the next CONFIGURE after every cell, DONE or ERROR:
+    // dlbench keeps it after a clean DONE and otherwise closes the pipe, which ends it here.
+    const int code = ServeCell(session, *config, served + 1, previous_device);
+    if (code != 0 || !config->serve_more) return code;
   }
 }
 

@@ -333,7 +333,8 @@ FrameResult Conversation::OnHello(const nlohmann::json& body, std::int64_t now_n
 }
 
 FrameResult Conversation::Resume(const nlohmann::json& hello, std::int64_t now_ns) {
-  if (state_ != ConversationState::kAwaitHello || ending_ != Ending::kNone) return {FrameResult::Effect::kIgnored, ""};
+  if (state_ != ConversationState::kAwaitHello || ending_ != Ending::kNone)
+    return {FrameResult::Effect::kIgnored, ""};
   return Configure(hello, now_ns);
 }
 

@@ -123,7 +123,8 @@ TEST_F(ConversationTest, ServeMoreIsOfferedOnlyToAMultiCellRunnerAndResumeConfig
   EXPECT_FALSE(conv_->serve_more());
   settings_.offer_reuse = true;
   EXPECT_FALSE(configure_of(Make().OnFrame(Json(MessageType::kHello, kHello), 1)).contains("serve_more"));
-  EXPECT_EQ(configure_of(Make().OnFrame(Json(MessageType::kHello, multi), 1)).value("serve_more", false), true);
+  EXPECT_EQ(configure_of(Make().OnFrame(Json(MessageType::kHello, multi), 1)).value("serve_more", false),
+            true);
   EXPECT_TRUE(conv_->serve_more());
 
   Conversation& next = Make();

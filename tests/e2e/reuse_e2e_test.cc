@@ -34,8 +34,8 @@ int CellOfProcess(const record::CellRecord& c) {
   return c.extras.value("runner_process", nlohmann::json::object()).value("cell_of_process", 0);
 }
 
-std::vector<record::CellRecord> RunMatrix(const TempDir& dir, const std::string& name, const std::string& text,
-                                          bool reuse, int expect_exit = 0) {
+std::vector<record::CellRecord> RunMatrix(const TempDir& dir, const std::string& name,
+                                          const std::string& text, bool reuse, int expect_exit = 0) {
   const std::string matrix = dir / (name + ".yaml"), db = dir / (name + ".db");
   WriteText(matrix, text);
   std::vector<std::string> args = {"run", matrix, "--out", dir / (name + "-out"), "--no-monitor"};
@@ -70,7 +70,8 @@ matrix:
     EXPECT_FALSE(a.extras.contains("runner_process")) << "without --runner-reuse nothing is recorded";
     // The same measured steps, so the same figures: the virtual clock and the seed decide them (the
     // steps stored after STOP depend on how far the runner ran past it in real time).
-    for (std::string_view m : {record::metric::kSamplesPerS, record::metric::kStepTimeMeanNs, record::metric::kMeasuredSteps}) {
+    for (std::string_view m :
+         {record::metric::kSamplesPerS, record::metric::kStepTimeMeanNs, record::metric::kMeasuredSteps}) {
       ASSERT_TRUE(record::MetricValue(s, m).has_value()) << m;
       EXPECT_EQ(record::MetricValue(s, m), record::MetricValue(a, m)) << m;
     }
@@ -154,7 +155,8 @@ include:
   - {batch_size: 3, step_ms: 20, virtual_speedup: 1}
 )") + kMeasure);
   SpawnOptions o;
-  o.argv = {Bin("dlbench"), "--db", db, "run", matrix, "--out", dir / "out", "--no-monitor", "--runner-reuse"};
+  o.argv = {Bin("dlbench"), "--db",          db, "run", matrix, "--out", dir / "out",
+            "--no-monitor", "--runner-reuse"};
   o.stdout_path = dir / "run.out";
   o.stderr_path = dir / "run.err";
   o.new_process_group = false;  // the signal reaches dlbench alone, as a user's kill would
@@ -171,8 +173,8 @@ include:
   ASSERT_GT(pid, 0);
   EXPECT_NE(::kill(static_cast<pid_t>(pid), 0), 0) << "the shared runner outlived Ctrl-C";
 
-  const CommandResult resumed =
-      Dlbench({"run", matrix, "--resume", "1", "--out", dir / "out", "--no-monitor", "--runner-reuse"}, dir, db);
+  const CommandResult resumed = Dlbench(
+      {"run", matrix, "--resume", "1", "--out", dir / "out", "--no-monitor", "--runner-reuse"}, dir, db);
   EXPECT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
   const auto after = Cells(db, 1);
   ASSERT_EQ(after.size(), 4u);
