@@ -239,6 +239,7 @@ void BreakField(const std::string& field, nlohmann::json& body) {
   if (field == "HELLO.runner") body["runner"] = 7;
   if (field == "HELLO.framework") body["framework"] = "none";
   if (field == "HELLO.devices") body["devices"] = {{"type", "cpu"}};
+  if (field == "HELLO.multi_cell") body["multi_cell"] = "yes";
   if (field == "READY.effective") body["effective"] = {1, 2};
   if (field == "READY.samples_per_step") body["effective"]["samples_per_step"] = "8";
   if (field == "READY.device_uuids") body["effective"]["device_uuids"] = "GPU-1";
