@@ -192,6 +192,13 @@ record::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& options
   }
   Spawned& runner = kept->spawned;
   const bool reused = runner.cells_served > 0;
+  if (reused) {
+    // The kept runner holds its GPU already: it is this cell's process, not another's.
+    const auto own = static_cast<unsigned int>(runner.process.pid());
+    gpu_before.erase(std::remove_if(gpu_before.begin(), gpu_before.end(),
+                                    [own](const monitor::GpuProcess& p) { return p.pid == own; }),
+                     gpu_before.end());
+  }
   AppliedMemoryCap cap;
   if (!reused) {
     auto applied = ApplyMemoryCap(cell, runner.process.pid(), rec);
