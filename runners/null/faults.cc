@@ -74,7 +74,7 @@ const std::vector<std::string_view>& WrongTypeFields() {
       "READY.virtual_time", "MEMORY.label",    "MEMORY.bytes",           "EXTRAS.metrics",
       "EXTRAS.metric",      "EXTRAS.name",     "EXTRAS.value",           "EXTRAS.unit",
       "EXTRAS.info",        "ERROR.kind",      "ERROR.message",          "ERROR.requested_bytes",
-      "DONE.reason",        "DONE.steps",
+      "DONE.reason",        "DONE.steps",      "HELLO.multi_cell",
   };
   return kFields;
 }

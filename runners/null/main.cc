@@ -240,6 +240,7 @@ void BreakField(const std::string& field, nlohmann::json& body) {
   if (field == "HELLO.runner") body["runner"] = 7;
   if (field == "HELLO.framework") body["framework"] = "none";
   if (field == "HELLO.devices") body["devices"] = {{"type", "cpu"}};
+  if (field == "HELLO.multi_cell") body["multi_cell"] = "yes";
   if (field == "READY.effective") body["effective"] = {1, 2};
   if (field == "READY.samples_per_step") body["effective"]["samples_per_step"] = "8";
   if (field == "READY.device_uuids") body["effective"]["device_uuids"] = "GPU-1";
@@ -495,45 +496,11 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
   return o;
 }
 
-int Main(int argc, char** argv) {
-  const std::optional<Options> options = ParseOptions(argc, argv);
-  if (!options) return 2;
-  auto connected = RunnerSession::Connect();
-  if (!connected.ok()) {
-    std::fprintf(stderr, "dlbench-null: %s\n", connected.error().message.c_str());
-    return 2;
-  }
-  RunnerSession& session = **connected;
-  Params early;  // what the options inject before the cell's parameters arrive
-  if (options->inject) early.inject = *options->inject;
-  early.fault_field = options->fault_field;
-
-  nlohmann::json hello = {{"runner", "null"},
-                          {"runner_version", kVersion},
-                          {"framework", {{"name", "none"}}},
-                          {"devices", nlohmann::json::array({{{"type", "cpu"}}})}};
-  if (early.inject == Fault::kNoHello) {
-    SendRawJson(MessageType::kReady, {{"effective", nlohmann::json::object()}});
-    HangForever(false);
-  }
-  if (early.inject == Fault::kWrongProtocol || BreaksFrame(early, "HELLO")) {
-    hello["protocol"] = protocol::kProtocolVersion + 1;
-    hello["pid"] = static_cast<long>(getpid());
-    if (BreaksFrame(early, "HELLO")) {
-      hello["protocol"] = protocol::kProtocolVersion;
-      BreakField(early.fault_field, hello);
-    }
-    SendRawJson(MessageType::kHello, hello);
-  } else {
-    (void)session.SendHello(hello);
-  }
-  auto cell = session.ReceiveConfigure();
-  if (!cell.ok()) {
-    // EOF before CONFIGURE is how the orchestrator probes a runner's HELLO: not an error.
-    if (cell.error().kind == ErrorKind::kIo) return 0;
-    std::fprintf(stderr, "dlbench-null: %s\n", cell.error().message.c_str());
-    return 2;
-  }
+// One cell, from its CONFIGURE to its DONE (or the fault it injects). `serve_more` is set when it
+// ended without an injected fault that must end the process, so the process may serve the next
+// cell: a runner that said multi_cell must not exit after a DONE that dlbench may keep it after.
+int ServeCell(RunnerSession& session, const protocol::CellConfig* cell, const Options* options,
+              const Params& early, const nlohmann::json& hello, bool& serve_more) {
   session.set_rank(static_cast<std::uint32_t>(cell->rank));
   Params p;
   std::string error;
@@ -560,7 +527,11 @@ int Main(int argc, char** argv) {
       return 0;
     }
   }
-  if (load::LoadRequested(cell->params)) return ServeLoad(session, *cell, p);
+  if (load::LoadRequested(cell->params)) {
+    const int code = ServeLoad(session, *cell, p);
+    serve_more = p.inject == Fault::kNone;
+    return code;
+  }
   if (p.inject == Fault::kHelloTwice) (void)session.SendHello(hello);
   BusyWaitNs(static_cast<std::int64_t>(p.setup_ms * 1e6));
   Leak leaked;
@@ -736,6 +707,7 @@ int Main(int argc, char** argv) {
     return 0;
   }
   (void)session.SendDone(protocol::LoopEndName(result.end), result.steps);
+  serve_more = p.inject != Fault::kDoneTwice && p.inject != Fault::kStepsAfterDone;
   if (p.inject == Fault::kDoneTwice) (void)session.SendDone(protocol::LoopEndName(result.end), result.steps);
   if (p.inject == Fault::kStepsAfterDone) {
     protocol::StepRecord more;
@@ -745,6 +717,57 @@ int Main(int argc, char** argv) {
     SendRawSteps(&more, 1);
   }
   return 0;
+}
+
+int Main(int argc, char** argv) {
+  const std::optional<Options> options = ParseOptions(argc, argv);
+  if (!options) return 2;
+  auto connected = RunnerSession::Connect();
+  if (!connected.ok()) {
+    std::fprintf(stderr, "dlbench-null: %s\n", connected.error().message.c_str());
+    return 2;
+  }
+  RunnerSession& session = **connected;
+  Params early;  // what the options inject before the cell's parameters arrive
+  if (options->inject) early.inject = *options->inject;
+  early.fault_field = options->fault_field;
+
+  nlohmann::json hello = {{"runner", "null"},
+                          {"runner_version", kVersion},
+                          {"framework", {{"name", "none"}}},
+                          {"devices", nlohmann::json::array({{{"type", "cpu"}}})},
+                          {"multi_cell", true}};  // serves several cells when CONFIGURE says serve_more
+  if (early.inject == Fault::kNoHello) {
+    SendRawJson(MessageType::kReady, {{"effective", nlohmann::json::object()}});
+    HangForever(false);
+  }
+  if (early.inject == Fault::kWrongProtocol || BreaksFrame(early, "HELLO")) {
+    hello["protocol"] = protocol::kProtocolVersion + 1;
+    hello["pid"] = static_cast<long>(getpid());
+    if (BreaksFrame(early, "HELLO")) {
+      hello["protocol"] = protocol::kProtocolVersion;
+      BreakField(early.fault_field, hello);
+    }
+    SendRawJson(MessageType::kHello, hello);
+  } else {
+    (void)session.SendHello(hello);
+  }
+  // A CONFIGURE with serve_more (docs/adr/0011-runner-reuse.md) is followed, after this cell's
+  // DONE, by the next cell's CONFIGURE or by the end of the command pipe.
+  for (int served = 0;; ++served) {
+    if (served > 0) session.BeginNextCell();
+    auto cell = session.ReceiveConfigure();
+    if (!cell.ok()) {
+      // EOF before CONFIGURE is how the orchestrator probes a runner's HELLO, and how it ends a
+      // process that served its cells: not an error.
+      if (cell.error().kind == ErrorKind::kIo) return 0;
+      std::fprintf(stderr, "dlbench-null: %s\n", cell.error().message.c_str());
+      return 2;
+    }
+    bool serve_more = false;
+    const int code = ServeCell(session, &*cell, &*options, early, hello, serve_more);
+    if (!serve_more || !cell->serve_more) return code;
+  }
 }
 
 }  // namespace

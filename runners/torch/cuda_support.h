@@ -41,6 +41,9 @@ std::optional<int> CudaDriverVersion();
 std::optional<long> CudnnVersion();
 std::optional<CudaAllocatorStats> CudaMemoryStats(int device_index);
 void CudaResetPeakMemory(int device_index);
+// The caching allocator's unused cached blocks back to the driver (emptyCache), so a later cell's
+// reserved bytes start from what it allocates.
+void CudaReleaseCachedMemory();
 
 // What memory_cap did on a CUDA device (docs/memory.md "Memory cap").
 struct CudaMemoryCap {

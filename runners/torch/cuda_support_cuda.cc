@@ -87,6 +87,8 @@ void CudaResetPeakMemory(int device_index) {
   c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(device_index));
 }
 
+void CudaReleaseCachedMemory() { c10::cuda::CUDACachingAllocator::emptyCache(); }
+
 std::optional<CudaMemoryCap> CudaApplyMemoryCap(int device_index, std::int64_t cap_bytes) {
   if (!torch::cuda::is_available() || device_index >= static_cast<int>(torch::cuda::device_count())) {
     return std::nullopt;

@@ -10,6 +10,7 @@ std::optional<int> CudaDriverVersion() { return std::nullopt; }
 std::optional<long> CudnnVersion() { return std::nullopt; }
 std::optional<CudaAllocatorStats> CudaMemoryStats(int) { return std::nullopt; }
 void CudaResetPeakMemory(int) {}
+void CudaReleaseCachedMemory() {}
 std::optional<CudaMemoryCap> CudaApplyMemoryCap(int, std::int64_t) { return std::nullopt; }
 
 }  // namespace dlbench::torchrunner

@@ -7,7 +7,9 @@
 #include <torch/version.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
+#include <string>
 
 #include "common/version.h"
 #include "record/metrics.h"
@@ -34,7 +36,20 @@ std::string FormatCudnnVersion(long v) {
   return fmt::format("{}.{}.{}", v / 1000, (v % 1000) / 100, v % 100);
 }
 
+// Set once ResetProcessForNextCell reset the peak RSS: getrusage's ru_maxrss keeps the largest
+// ever (it also holds the peak of the image before exec), so the peak is then read from VmHWM.
+bool peak_rss_was_reset = false;
+
+// getrusage's ru_maxrss, as a process serving one cell always read it; VmHWM of /proc/self/status
+// (what clear_refs resets) once the peak was reset for a later cell.
 std::int64_t HostPeakRssBytes() {
+  if (peak_rss_was_reset) {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("VmHWM:", 0) == 0) return std::atoll(line.c_str() + 6) * 1024;  // "VmHWM:  123 kB"
+    }
+  }
   rusage usage{};
   if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
   return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
@@ -125,6 +140,18 @@ nlohmann::json MemorySnapshot(const std::string& label, const DeviceSpec& device
 
 void ResetPeakMemory(const DeviceSpec& device) {
   if (device.kind == DeviceKind::kCuda) CudaResetPeakMemory(device.index);
+}
+
+bool ResetProcessForNextCell(const DeviceSpec& device) {
+  if (device.kind == DeviceKind::kCuda) {
+    CudaReleaseCachedMemory();
+    CudaResetPeakMemory(device.index);
+  }
+  std::ofstream clear_refs("/proc/self/clear_refs");
+  clear_refs << "5";  // 5: reset the peak RSS (proc(5))
+  clear_refs.flush();
+  peak_rss_was_reset = clear_refs.good();
+  return peak_rss_was_reset;
 }
 
 }  // namespace dlbench::torchrunner

@@ -35,6 +35,11 @@ nlohmann::json MemorySnapshot(const std::string& label, const DeviceSpec& device
 void ResetPeakMemory(const DeviceSpec& device);
 // The runner's resident set now (/proc/self/statm), 0 when it cannot be read.
 std::int64_t HostRssBytes();
+// Between two cells of one process (docs/adr/0011-runner-reuse.md): the process's peak RSS
+// (VmHWM, which host_peak_rss_bytes reads) starts again from its RSS now (/proc/self/clear_refs),
+// and on CUDA the caching allocator gives its cached blocks back and starts new peak counters, so
+// the next cell's peaks are its own. False when the kernel refused the RSS reset.
+bool ResetProcessForNextCell(const DeviceSpec& device);
 
 // "12.4" from CUDA's 12040 encoding.
 std::string FormatCudaVersion(int encoded);

@@ -459,21 +459,19 @@ int RunConvergeCell(RunnerSession& session, const RunnerLimits& limits, CellStat
 
 }  // namespace
 
-int RunTorchCell(RunnerSession& session) {
-  if (!session.SendHello(MakeHello()).ok()) {
-    LogError("dlbench-torch: could not send HELLO; the orchestrator is gone");
-    return 1;
-  }
-  auto config = session.ReceiveConfigure();
-  if (!config.ok()) {
-    LogError("dlbench-torch: {}", config.error().message);
-    return 1;
-  }
-  session.set_rank(static_cast<std::uint32_t>(config->rank));
+namespace {
 
-  auto cell = ParseTorchCell(config->params);
+// One cell, from its CONFIGURE to its DONE or ERROR: 0, or 1 when the orchestrator is gone.
+// `device` gets the cell's device once it is known; `process_cell` (1, 2, ...) is which cell of the
+// process this is, in READY's effective when CONFIGURE offered serve_more.
+int ServeCell(RunnerSession& session, const protocol::CellConfig& config, int process_cell,
+              std::optional<DeviceSpec>& device) {
+  session.set_rank(static_cast<std::uint32_t>(config.rank));
+
+  auto cell = ParseTorchCell(config.params);
   if (!cell.ok())
     return Report(session, {WireKind(cell.error().kind), cell.error().message, nlohmann::json::object()});
+  device = cell->device;
   Capabilities caps = ProbeCapabilities(cell->device);
   caps.nccl_built = ddp::NcclCompiledIn();
   const Status supported = CheckSupported(*cell, caps);
@@ -486,13 +484,13 @@ int RunTorchCell(RunnerSession& session) {
   if (session.stop_requested()) return 0;
   // A rank's place needs CONFIGURE's rendezvous, which a validation-only CONFIGURE lacks.
   if (cell->ddp) {
-    const Status placed = ddp::PlaceRank(*config, *cell, caps);
+    const Status placed = ddp::PlaceRank(config, *cell, caps);
     if (!placed.ok())
       return Report(session,
                     {WireKind(placed.error().kind), placed.error().message, nlohmann::json::object()});
   }
   // model: allreduce measures the collective alone (ddp/allreduce_cell.h): no model is built.
-  const bool allreduce_bytes_given = config->params.contains("allreduce_bytes");
+  const bool allreduce_bytes_given = config.params.contains("allreduce_bytes");
   if (cell->model == ddp::kAllReduceModel) {
     if (!cell->ddp) {
       return Report(session,
@@ -502,14 +500,14 @@ int RunTorchCell(RunnerSession& session) {
     }
     std::int64_t bytes = ddp::kDefaultAllReduceBytes;
     if (allreduce_bytes_given) {
-      const nlohmann::json& given = config->params.at("allreduce_bytes");
+      const nlohmann::json& given = config.params.at("allreduce_bytes");
       if (!given.is_number_integer()) {
         return Report(session, {RunnerErrorKind::kInvalid, "parameter 'allreduce_bytes' must be an integer",
                                 nlohmann::json::object()});
       }
       bytes = given.get<std::int64_t>();
     }
-    return ddp::RunAllReduceCell(session, *config, *cell, bytes);
+    return ddp::RunAllReduceCell(session, config, *cell, bytes);
   }
   if (allreduce_bytes_given) {
     return Report(session,
@@ -518,8 +516,8 @@ int RunTorchCell(RunnerSession& session) {
   }
 
   std::optional<load::EffectiveLoadSettings> load_settings;
-  if (load::LoadRequested(config->params)) {
-    auto resolved = load::ResolveLoadSettings(config->params, config->seed);
+  if (load::LoadRequested(config.params)) {
+    auto resolved = load::ResolveLoadSettings(config.params, config.seed);
     if (!resolved.ok())
       return Report(session,
                     {WireKind(resolved.error().kind), resolved.error().message, nlohmann::json::object()});
@@ -538,9 +536,9 @@ int RunTorchCell(RunnerSession& session) {
   // allocation; on the CPU the orchestrator limited this process before CONFIGURE
   // (orchestrator/memory_cap.h).
   nlohmann::json cap_effective;
-  if (cell->device.kind == DeviceKind::kCuda && config->params.contains("memory_cap") &&
-      config->params["memory_cap"].is_string()) {
-    if (const auto bytes = config::ParseByteSize(config->params["memory_cap"].get<std::string>())) {
+  if (cell->device.kind == DeviceKind::kCuda && config.params.contains("memory_cap") &&
+      config.params["memory_cap"].is_string()) {
+    if (const auto bytes = config::ParseByteSize(config.params["memory_cap"].get<std::string>())) {
       const std::optional<CudaMemoryCap> cap = CudaApplyMemoryCap(cell->device.index, *bytes);
       if (!cap) {
         return Report(session,
@@ -562,22 +560,23 @@ int RunTorchCell(RunnerSession& session) {
   std::unique_ptr<LoadCell> load_cell;
   std::unique_ptr<ConvergeCell> converge;
   try {
-    Build(state, config->seed, config->rank);
-    if (state.cell.ddp) state.ddp = ddp::JoinGroup(*config, state.cell, state.device, *state.workload);
+    Build(state, config.seed, config.rank);
+    if (state.cell.ddp) state.ddp = ddp::JoinGroup(config, state.cell, state.device, *state.workload);
     if (state.cell.scenario == Scenario::kConverge)
-      converge = std::make_unique<ConvergeCell>(state.cell, *state.workload, state.device, config->seed);
+      converge = std::make_unique<ConvergeCell>(state.cell, *state.workload, state.device, config.seed);
     if (load_settings) {
       load_cell = MakeLoadCell(*load_settings,
                                {state.workload.get(), state.device, state.memory_format, state.autocast_dtype,
                                 state.cell.cuda_graph},
-                               config->seed, static_cast<std::uint32_t>(config->rank));
+                               config.seed, static_cast<std::uint32_t>(config.rank));
     } else if (state.cell.cuda_graph) {
       CaptureInferForward(state);
     }
   } catch (...) {
     return Report(session, ClassifyException(std::current_exception()));
   }
-  nlohmann::json effective = Effective(state, config->seed);
+  nlohmann::json effective = Effective(state, config.seed);
+  if (config.serve_more) effective["process_cell"] = process_cell;
   if (load_cell) effective["load"] = load_cell->Effective();
   if (converge) effective["converge"] = converge->Effective();
   // The step loop's infer cells evaluate the fixed set after it (reference_eval.h); load cells do not.
@@ -585,11 +584,11 @@ int RunTorchCell(RunnerSession& session) {
   if (reference_eval) effective["reference_samples"] = state.cell.reference_samples;
   if (!cap_effective.is_null()) effective["memory_cap_applied"] = cap_effective;
   if (!session.SendReady(effective).ok()) return 1;
-  if (load_cell) return RunLoadCell(session, config->limits, state, *load_cell);
-  if (converge) return RunConvergeCell(session, config->limits, state, *converge);
+  if (load_cell) return RunLoadCell(session, config.limits, state, *load_cell);
+  if (converge) return RunConvergeCell(session, config.limits, state, *converge);
 
   std::exception_ptr step_error;
-  const LoopResult loop = RunMeasured(session, config->limits, state, step_error);
+  const LoopResult loop = RunMeasured(session, config.limits, state, step_error);
   state.feeder->MarkEnd();
   if (step_error) return Report(session, ClassifyException(step_error));
   nlohmann::json ddp_check;
@@ -625,6 +624,37 @@ int RunTorchCell(RunnerSession& session) {
     return Report(session, ClassifyException(std::current_exception()));
   }
   return session.SendDone(protocol::LoopEndName(loop.end), loop.steps).ok() ? 0 : 1;
+}
+
+}  // namespace
+
+int RunTorchCell(RunnerSession& session) {
+  nlohmann::json hello = MakeHello();
+  hello["multi_cell"] = true;  // serves several cells when CONFIGURE says serve_more
+  if (!session.SendHello(hello).ok()) {
+    LogError("dlbench-torch: could not send HELLO; the orchestrator is gone");
+    return 1;
+  }
+  std::optional<DeviceSpec> previous_device;
+  for (int served = 0;; ++served) {
+    if (served > 0) session.BeginNextCell();
+    auto config = session.ReceiveConfigure();
+    if (!config.ok()) {
+      // The end of the command pipe after a served cell is how the orchestrator ends the process.
+      if (served > 0 && config.error().kind == ErrorKind::kIo) return 0;
+      LogError("dlbench-torch: {}", config.error().message);
+      return 1;
+    }
+    if (previous_device) {
+      // The previous cell's model and tensors are gone (its CellState was destroyed); its peaks must
+      // not be this cell's.
+      (void)ResetProcessForNextCell(*previous_device);
+    }
+    // With serve_more the process waits for the next CONFIGURE after every cell, DONE or ERROR:
+    // dlbench keeps it after a clean DONE and otherwise closes the pipe, which ends it here.
+    const int code = ServeCell(session, *config, served + 1, previous_device);
+    if (code != 0 || !config->serve_more) return code;
+  }
 }
 
 }  // namespace dlbench::torchrunner

@@ -54,6 +54,7 @@ struct RunArgs {
   std::string sweep;
   std::string resume;
   bool no_monitor = false;
+  bool runner_reuse = false;
   bool fail_on_invalid = false;
 };
 
@@ -313,6 +314,7 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
   }
   request.resume = args.resume;
   request.monitor = !args.no_monitor;
+  request.runner_reuse = args.runner_reuse;
   request.bin_dir = ExecutableDir();
   request.interrupts = &g_interrupts;
   request.open_store = [&ctx]() -> Result<std::unique_ptr<store::ResultStore>> {
@@ -382,6 +384,9 @@ void RegisterRun(CLI::App& app, CommandContext& ctx) {
       "Continue an interrupted run (id or tag): runs only its cells that have no final result, "
       "selected by the --only, --shard and --set it was started with (give none, or the same ones)");
   cmd->add_flag("--no-monitor", args->no_monitor, "Do not sample the GPU and host while cells run");
+  cmd->add_flag("--runner-reuse", args->runner_reuse,
+                "Let consecutive cells that agree on every process-level setting share one runner process "
+                "(docs/adr/0011-runner-reuse.md); each cell records it in extras.runner_process");
   cmd->add_flag("--fail-on-invalid", args->fail_on_invalid,
                 "Exit 1 also when a cell ended ok but its verdict is not valid (noisy, too_short, drifting, "
                 "...): for CI jobs that must not publish untrustworthy numbers");

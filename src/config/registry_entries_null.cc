@@ -188,7 +188,7 @@ void AppendNullEntries(std::vector<ParamSpec>& r) {
                "READY.virtual_time", "MEMORY.label",    "MEMORY.bytes",           "EXTRAS.metrics",
                "EXTRAS.metric",      "EXTRAS.name",     "EXTRAS.value",           "EXTRAS.unit",
                "EXTRAS.info",        "ERROR.kind",      "ERROR.message",          "ERROR.requested_bytes",
-               "DONE.reason",        "DONE.steps"})
+               "DONE.reason",        "DONE.steps",      "HELLO.multi_cell"})
           .DefaultText("none")
           .Help("With inject: wrong_type, the protocol field sent with the wrong JSON type.")
           .Build());

@@ -206,7 +206,7 @@ void CellDriver::FlushOutbox() {
 void CellDriver::HandleFrames() {
   for (;;) {
     if (conv_.ending() == orchestrator::Ending::kViolation) return;
-    auto frame = reader_.Next();
+    auto frame = s_.reader.Next();
     if (!frame.ok()) {
       conv_.OnStreamError(frame.error().message);
       return;
@@ -230,7 +230,7 @@ void CellDriver::ReadProtocol(bool drain) {
       CloseFd(s_.from_runner);
       return;
     }
-    reader_.Feed(buf, static_cast<std::size_t>(n));
+    s_.reader.Feed(buf, static_cast<std::size_t>(n));
     HandleFrames();
     read += static_cast<std::size_t>(n);
     if (!drain || read >= kDrainLimitBytes) return;
@@ -312,7 +312,10 @@ CellDriver::CellDriver(const plan::Cell& cell, const CellRunOptions& o, record::
       rec_(rec),
       s_(s),
       role_(std::move(role)),
-      conv_(cell, ConversationSettings{o.measure, o.timeout_s, o.limits, role_.rank, role_.rendezvous}, rec),
+      conv_(
+          cell,
+          ConversationSettings{o.measure, o.timeout_s, o.limits, role_.rank, role_.rendezvous, o.offer_reuse},
+          rec),
       stdout_log_(rec.stdout_path, o.log_head_bytes, o.log_tail_bytes),
       stderr_log_(rec.stderr_path, o.log_head_bytes, o.log_tail_bytes) {}
 
@@ -340,15 +343,34 @@ void CellDriver::Start() {
   pid_fd_ = OpenPidFd(process.pid());
   for (int fd : {s_.from_runner, s_.stdout_fd, s_.stderr_fd, s_.to_runner}) SetNonBlocking(fd);
   last_progress_ns_ = spawn_ns_;
+  // A process that served an earlier cell gets this cell's CONFIGURE now: its HELLO came long ago.
+  if (s_.cells_served > 0) Send(conv_.Resume(s_.hello, spawn_ns_).reply);
+}
+
+bool CellDriver::MaybeRelease() {
+  if (released_) return true;
+  if (!conv_.serve_more() || conv_.state() != ConversationState::kDone) return false;
+  const bool clean = conv_.ending() == orchestrator::Ending::kDone && signalled_ == SignalLevel::kNone &&
+                     interrupt_ns_ == 0 && !commands_closed_ && !protocol_eof_ && s_.to_runner >= 0;
+  if (clean) {
+    released_ = true;
+    return true;
+  }
+  // Not kept: the end of its command pipe, where it waits for the next CONFIGURE, makes it exit.
+  CloseFd(s_.to_runner);
+  commands_closed_ = true;
+  outbox_.clear();
+  return false;
 }
 
 bool CellDriver::Poll(int max_wait_ms) {
-  if (exited_) return true;
+  if (exited_ || released_) return true;
   if (auto status = s_.process.TryWait()) {
     exited_ = true;
     status_ = *status;
     return true;
   }
+  if (MaybeRelease()) return true;
   const std::int64_t now = MonotonicNowNs();
   CheckClocks(now);
   if (o_.on_progress && role_.rank == 0 && now - last_progress_ns_ >= kNsPerS) {
@@ -382,11 +404,20 @@ bool CellDriver::Poll(int max_wait_ms) {
   if (fired(i_out)) ReadLog(s_.stdout_fd, stdout_log_, false);
   if (fired(i_err)) ReadLog(s_.stderr_fd, stderr_log_, false);
   if (fired(i_cmd)) FlushOutbox();
-  return false;
+  return MaybeRelease();
 }
 
 void CellDriver::Finish(bool kill_leftovers) {
   conv_.timeline().exit_ns = MonotonicNowNs();
+  if (released_) {
+    // The process goes on to the next cell: what it wrote so far is this cell's log; its pipes stay.
+    ReadLog(s_.stdout_fd, stdout_log_, true);
+    ReadLog(s_.stderr_fd, stderr_log_, true);
+    CloseFd(pid_fd_);
+    stdout_log_.Close();
+    stderr_log_.Close();
+    return;
+  }
   // What the runner wrote before it exited is all in the pipes now; a child of it may still hold
   // them open, so read what is there without waiting for their end.
   ReadProtocol(/*drain=*/true);
@@ -459,7 +490,7 @@ void CellDriver::Conclude(std::vector<record::SeriesPoint> idle_series) {
   const bool by_us = signalled_ != SignalLevel::kNone;
   if (interrupt_ns_ > 0) {
     // A cell that the policy had finished measuring and that ended by itself is complete.
-    const bool complete = conv_.stop_decision() && conv_.done_seen() && exited_ && !by_us &&
+    const bool complete = conv_.stop_decision() && conv_.done_seen() && (exited_ || released_) && !by_us &&
                           status_.success() && measured.enough_data;
     if (!complete) {
       return finish(record::Outcome::kInterrupted,

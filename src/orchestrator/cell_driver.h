@@ -34,6 +34,12 @@ struct Spawned {
   int from_runner = -1;  // we read messages here
   int stdout_fd = -1;    // the runner's stdout (with_logs only)
   int stderr_fd = -1;    // the runner's stderr (with_logs only)
+  // What a process serving several cells (--runner-reuse, docs/adr/0011-runner-reuse.md) keeps
+  // from one cell to the next: the bytes read past the last whole frame, the HELLO it sent when it
+  // started, and how many cells it has finished.
+  protocol::FrameReader reader;
+  nlohmann::json hello;
+  int cells_served = 0;
 };
 
 // `with_logs`: the runner's stdout and stderr are pipes the caller drains into its logs; else
@@ -81,6 +87,12 @@ class CellDriver {
   Status OpenLogs();
   // Start, Poll until it returns true, Finish(true).
   void Drive();
+  // A runner whose CONFIGURE said serve_more (Conversation::serve_more) is released, not waited
+  // for, once its DONE arrived while nothing had gone wrong (no signal, no Ctrl-C, its pipes open):
+  // Poll then returns true with the process still running and waiting for the next CONFIGURE, and
+  // Finish leaves its pipes open for the next cell's driver. Otherwise the driver closes its
+  // command pipe after DONE or ERROR, so the runner exits, and goes on as for any runner.
+  bool released() const { return released_; }
   // The steps of Drive, for a caller that drives several runners at once: Start once; Poll waits
   // at most `max_wait_ms` for the runner's pipes and returns true once the runner has exited (it
   // keeps the conversation, the logs and the clocks going); Finish drains and closes the pipes
@@ -113,6 +125,7 @@ class CellDriver {
   void FlushOutbox();
   void Send(const std::string& bytes);
   void CheckClocks(std::int64_t now);
+  bool MaybeRelease();
   std::string WithTail(std::string message) const;
 
   const CellRunOptions& o_;
@@ -122,7 +135,6 @@ class CellDriver {
   Conversation conv_;
   CappedLog stdout_log_;
   CappedLog stderr_log_;
-  protocol::FrameReader reader_;
   std::string outbox_;
   int pid_fd_ = -1;
   std::int64_t spawn_ns_ = 0;
@@ -144,6 +156,7 @@ class CellDriver {
   int interrupts_seen_ = 0;
   std::int64_t interrupt_ns_ = 0;
   int leftovers_ = 0;
+  bool released_ = false;
 };
 
 }  // namespace dlbench::orchestrator

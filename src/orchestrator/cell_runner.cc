@@ -17,6 +17,7 @@
 #include "orchestrator/memory_cap.h"
 #include "orchestrator/process_tree.h"
 #include "orchestrator/rank_group.h"
+#include "orchestrator/runner_pool.h"
 #include "protocol/runner_session.h"
 #include "protocol/wire.h"
 
@@ -148,6 +149,21 @@ record::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& options
     return rec;
   }
 
+  // --runner-reuse: the process kept from the previous cell serves this one when every setting
+  // fixed at its start is the same; a cell that may not share one ends it first.
+  std::optional<KeptRunner> kept;
+  std::string process_key;
+  if (o.pool != nullptr) {
+    if (auto refusal = ReuseRefusal(cell)) {
+      o.pool->Close();
+      rec.extras["runner_process"] = {{"reuse", "not shared: " + *refusal}};
+    } else {
+      process_key = ProcessKey(cell, o.runner);
+      kept = o.pool->Take(process_key);
+      o.offer_reuse = true;
+    }
+  }
+
   // Idle baseline: the machine sampled with no runner, so energy can be reported above idle.
   std::vector<record::SeriesPoint> idle_series;
   if (o.monitor != nullptr && o.measure.idle_baseline_s && *o.measure.idle_baseline_s > 0) {
@@ -169,25 +185,65 @@ record::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& options
   // Who holds the GPUs just before the runner starts: any process there is another's (docs/memory.md).
   std::vector<monitor::GpuProcess> gpu_before;
   if (o.monitor != nullptr) gpu_before = o.monitor->GpuProcesses();
-  auto spawned = SpawnRunner(o.runner, /*with_logs=*/true);
-  if (!spawned.ok()) return fail(spawned.error().message);
-  auto cap = ApplyMemoryCap(cell, spawned->process.pid(), rec);
-  if (!cap.ok()) {
-    spawned->process.Terminate(0);
-    (void)KillLeftovers(spawned->process.pid(), 1000);
-    return fail(cap.error().message);
+  if (!kept) {
+    auto spawned = SpawnRunner(o.runner, /*with_logs=*/true);
+    if (!spawned.ok()) return fail(spawned.error().message);
+    kept = KeptRunner{std::move(spawned).value(), process_key, cell.index, rec.stderr_path, 0};
   }
-  CellDriver driver(cell, o, rec, *spawned);
+  Spawned& runner = kept->spawned;
+  const bool reused = runner.cells_served > 0;
+  if (reused) {
+    // The kept runner holds its GPU already: it is this cell's process, not another's.
+    const auto own = static_cast<unsigned int>(runner.process.pid());
+    gpu_before.erase(std::remove_if(gpu_before.begin(), gpu_before.end(),
+                                    [own](const monitor::GpuProcess& p) { return p.pid == own; }),
+                     gpu_before.end());
+  }
+  AppliedMemoryCap cap;
+  if (!reused) {
+    auto applied = ApplyMemoryCap(cell, runner.process.pid(), rec);
+    if (!applied.ok()) {
+      runner.process.Terminate(0);
+      (void)KillLeftovers(runner.process.pid(), 1000);
+      return fail(applied.error().message);
+    }
+    cap = std::move(applied).value();
+  }
+  CellDriver driver(cell, o, rec, runner);
   if (auto st = driver.OpenLogs(); !st.ok()) {
-    spawned->process.Terminate(0);
-    (void)KillLeftovers(spawned->process.pid(), 1000);
+    runner.process.Terminate(0);
+    (void)KillLeftovers(runner.process.pid(), 1000);
     return fail(st.error().message);
   }
-  CellMonitoring monitoring(o.monitor, spawned->process.pid(), std::move(gpu_before));
+  CellMonitoring monitoring(o.monitor, runner.process.pid(), std::move(gpu_before));
   driver.Drive();
   monitoring.Finish(rec);
   driver.Conclude(std::move(idle_series));
-  cap->Conclude(rec);
+  cap.Conclude(rec);
+  if (o.offer_reuse) {
+    const CellTimeline& t = driver.conversation().timeline();
+    if (!reused) {
+      runner.hello = rec.hello;
+      if (t.hello_ns > 0) kept->startup_s = NsToSeconds(t.hello_ns - t.spawn_ns);
+    }
+    nlohmann::json info = {{"pid", runner.process.pid()},
+                           {"cell_of_process", runner.cells_served + 1},
+                           {"first_cell_index", kept->first_cell_index},
+                           {"startup_log", kept->first_cell_stderr}};
+    if (reused) info["startup_not_paid_s"] = kept->startup_s;
+    if (!driver.conversation().serve_more()) {
+      info["reuse"] = "not offered: the runner's HELLO does not say multi_cell";
+    } else if (driver.released()) {
+      info["reuse"] = "kept for the next cell";
+    } else {
+      info["reuse"] = "ended with this cell";
+    }
+    rec.extras["runner_process"] = info;
+    if (driver.released()) {
+      ++runner.cells_served;
+      o.pool->Keep(std::move(*kept));
+    }
+  }
   return rec;
 }
 

@@ -20,6 +20,8 @@
 
 namespace dlbench::orchestrator {
 
+class RunnerPool;  // runner_pool.h
+
 struct RunnerCommand {
   std::vector<std::string> argv;
   std::string name;  // "null", "torch", or the program's basename
@@ -68,6 +70,13 @@ struct CellRunOptions {
   // A group run's other tasks (rank_link.h; `run` under srun or torchrun without --shard): a ddp
   // cell's rank r runs on task r. Null: every rank runs here.
   RankGroupLinks* group = nullptr;
+  // `dlbench run --runner-reuse` (docs/adr/0011-runner-reuse.md): the process kept from the
+  // previous cell, which this cell takes when it may share it, and where this cell's runner is
+  // kept after its DONE. Null: a process of its own, as always. A cell that may not share one
+  // ends the kept process before it starts. Its extras.runner_process says what happened.
+  RunnerPool* pool = nullptr;
+  // Set by RunCell for a cell whose process the pool may keep: CONFIGURE offers serve_more.
+  bool offer_reuse = false;
 };
 
 // Makes this process fit to drive runners, once: SIGPIPE ignored (a runner that exits as STOP is

@@ -159,6 +159,7 @@ std::optional<std::string> CheckFieldTypes(MessageType type, const nlohmann::jso
       check(Field(body, frame, "runner_version", Want::kString));
       check(Field(body, frame, "framework", Want::kObject));
       check(Field(body, frame, "devices", Want::kArray));
+      check(Field(body, frame, "multi_cell", Want::kBool));
       if (!bad && body.contains("devices")) {
         const auto& devices = body["devices"];
         for (std::size_t i = 0; i < devices.size() && !bad; ++i) {
@@ -321,13 +322,25 @@ FrameResult Conversation::OnFrame(const protocol::Frame& frame, std::int64_t now
 
 FrameResult Conversation::OnHello(const nlohmann::json& body, std::int64_t now_ns) {
   if (state_ != ConversationState::kAwaitHello) return Violate("HELLO sent twice");
-  timeline_.hello_ns = now_ns;
-  rec_.hello = body;
   const std::int64_t version = body["protocol"].get<std::int64_t>();
   if (version != protocol::kProtocolVersion) {
+    timeline_.hello_ns = now_ns;
+    rec_.hello = body;
     return Violate(
         fmt::format("runner speaks protocol {}, dlbench speaks {}", version, protocol::kProtocolVersion));
   }
+  return Configure(body, now_ns);
+}
+
+FrameResult Conversation::Resume(const nlohmann::json& hello, std::int64_t now_ns) {
+  if (state_ != ConversationState::kAwaitHello || ending_ != Ending::kNone)
+    return {FrameResult::Effect::kIgnored, ""};
+  return Configure(hello, now_ns);
+}
+
+FrameResult Conversation::Configure(const nlohmann::json& hello, std::int64_t now_ns) {
+  timeline_.hello_ns = now_ns;
+  rec_.hello = hello;
   protocol::CellConfig cfg;
   cfg.params = rec_.params;
   cfg.seed = cell_.seed;
@@ -340,6 +353,7 @@ FrameResult Conversation::OnHello(const nlohmann::json& body, std::int64_t now_n
   const config::MeasureSettings& m = settings_.measure;
   cfg.limits.max_steps = SaturatingAdd(m.max_steps, std::max<std::int64_t>(1000, m.max_steps / 10));
   cfg.limits.max_time_s = std::max(m.max_time_s * 2 + 10, settings_.timeout_s);
+  serve_more_ = cfg.serve_more = settings_.offer_reuse && hello.value("multi_cell", false);
   FrameResult result{FrameResult::Effect::kAdvanced, ""};
   protocol::AppendJsonFrame(result.reply, MessageType::kConfigure, protocol::ConfigureToJson(cfg));
   state_ = ConversationState::kConfigured;

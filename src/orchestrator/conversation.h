@@ -65,6 +65,9 @@ struct ConversationSettings {
   // launched (rank_group.h), the rendezvous CONFIGURE carries; its STEPS must then be its own rank's.
   int rank = 0;
   std::optional<protocol::Rendezvous> rendezvous;
+  // `dlbench run --runner-reuse` (docs/adr/0011-runner-reuse.md): CONFIGURE says serve_more when
+  // the runner's HELLO says "multi_cell": true, so that it waits for another cell after DONE.
+  bool offer_reuse = false;
 };
 
 // The runner's ERROR, once received.
@@ -87,6 +90,10 @@ class Conversation {
   // the conversation. `cell` gives CONFIGURE's parameters, seed, key and world_size.
   Conversation(const plan::Cell& cell, const ConversationSettings& settings, record::CellRecord& rec);
 
+  // A runner process that served an earlier cell and waits for the next CONFIGURE: `hello` is the
+  // HELLO it sent when it started (recorded as this cell's), and the reply is this cell's CONFIGURE,
+  // as if HELLO had just arrived. Only in HELLO-wait.
+  FrameResult Resume(const nlohmann::json& hello, std::int64_t now_ns);
   // One frame from the runner, received at `now_ns` (CLOCK_MONOTONIC).
   FrameResult OnFrame(const protocol::Frame& frame, std::int64_t now_ns);
   // A stream the FrameReader could not split into frames (unknown type, oversized frame): a
@@ -100,6 +107,8 @@ class Conversation {
   Ending ending() const { return ending_; }
   bool hello_seen() const { return state_ != ConversationState::kAwaitHello || ending_ != Ending::kNone; }
   bool ready_seen() const { return ready_seen_; }
+  // CONFIGURE said serve_more: after DONE the runner waits for another cell instead of exiting.
+  bool serve_more() const { return serve_more_; }
   bool stop_sent() const { return stop_sent_ns_ > 0; }
   std::int64_t stop_sent_ns() const { return stop_sent_ns_; }
   bool done_seen() const { return ending_ == Ending::kDone; }
@@ -125,6 +134,7 @@ class Conversation {
  private:
   FrameResult Violate(std::string message);
   FrameResult OnHello(const nlohmann::json& body, std::int64_t now_ns);
+  FrameResult Configure(const nlohmann::json& hello, std::int64_t now_ns);
   FrameResult OnReady(const nlohmann::json& body, std::int64_t now_ns);
   FrameResult OnSteps(const protocol::Frame& frame, std::int64_t now_ns);
   FrameResult OnQueries(const protocol::Frame& frame, std::int64_t now_ns);
@@ -142,6 +152,7 @@ class Conversation {
   Ending ending_ = Ending::kNone;
   bool ready_seen_ = false;
   bool virtual_time_ = false;
+  bool serve_more_ = false;
   int world_size_ = 1;
   std::int64_t stop_sent_ns_ = 0;
   std::string done_reason_;

@@ -107,6 +107,45 @@ class ConversationTest : public ::testing::Test {
   std::unique_ptr<Conversation> conv_;
 };
 
+// --runner-reuse (docs/adr/0011-runner-reuse.md): CONFIGURE offers serve_more only when dlbench
+// offers reuse and the runner's HELLO says multi_cell; a kept process's next cell starts with
+// Resume, which records the process's HELLO and answers with the cell's CONFIGURE.
+TEST_F(ConversationTest, ServeMoreIsOfferedOnlyToAMultiCellRunnerAndResumeConfiguresTheNextCell) {
+  nlohmann::json multi = kHello;
+  multi["multi_cell"] = true;
+  auto configure_of = [](const FrameResult& r) {
+    const auto frames = Decode(r.reply);
+    EXPECT_EQ(frames.size(), 1u);
+    return frames.empty() ? nlohmann::json() : *protocol::DecodeJson(frames[0]);
+  };
+  settings_.offer_reuse = false;
+  EXPECT_FALSE(configure_of(Make().OnFrame(Json(MessageType::kHello, multi), 1)).contains("serve_more"));
+  EXPECT_FALSE(conv_->serve_more());
+  settings_.offer_reuse = true;
+  EXPECT_FALSE(configure_of(Make().OnFrame(Json(MessageType::kHello, kHello), 1)).contains("serve_more"));
+  EXPECT_EQ(configure_of(Make().OnFrame(Json(MessageType::kHello, multi), 1)).value("serve_more", false),
+            true);
+  EXPECT_TRUE(conv_->serve_more());
+
+  Conversation& next = Make();
+  const FrameResult resumed = next.Resume(multi, 7);
+  EXPECT_EQ(resumed.effect, Effect::kAdvanced);
+  EXPECT_EQ(configure_of(resumed)["seed"], 99);
+  EXPECT_EQ(next.state(), ConversationState::kConfigured);
+  EXPECT_EQ(rec_.hello, multi);
+  EXPECT_EQ(next.timeline().hello_ns, 7);
+  EXPECT_EQ(next.Resume(multi, 8).effect, Effect::kIgnored) << "only once, before anything else";
+  EXPECT_EQ(next.OnFrame(Json(MessageType::kHello, multi), 9).effect, Effect::kViolation)
+      << "a kept process does not introduce itself again";
+  settings_.offer_reuse = false;
+
+  nlohmann::json bad = kHello;
+  bad["multi_cell"] = "yes";
+  Make().OnFrame(Json(MessageType::kHello, bad), 1);
+  ASSERT_TRUE(conv_->violation());
+  EXPECT_EQ(*conv_->violation(), "HELLO.multi_cell must be true or false (got a string)");
+}
+
 TEST_F(ConversationTest, AHealthyRunnerGoesThroughEveryState) {
   Conversation& c = Make();
   EXPECT_EQ(c.state(), ConversationState::kAwaitHello);

@@ -217,6 +217,7 @@ std::vector<FaultCase> Rows() {
       {"HELLO.runner", "HELLO.runner must be a string"},
       {"HELLO.framework", "HELLO.framework must be an object"},
       {"HELLO.devices", "HELLO.devices must be an array"},
+      {"HELLO.multi_cell", "HELLO.multi_cell must be true or false"},
       {"READY.effective", "READY.effective must be an object"},
       {"READY.samples_per_step", "READY.effective.samples_per_step must be an integer >= 1"},
       {"READY.device_uuids", "READY.effective.device_uuids must be an array"},

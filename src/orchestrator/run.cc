@@ -20,6 +20,7 @@
 #include "orchestrator/input_analysis.h"
 #include "orchestrator/rank_link.h"
 #include "orchestrator/run_folder.h"
+#include "orchestrator/runner_pool.h"
 #include "plan/host_gpus.h"
 
 namespace dlbench::orchestrator {
@@ -303,6 +304,9 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
   };
 
   if (request.group != nullptr) request.group->set_run_id(run.id);
+  // --runner-reuse: the runner process a cell released, kept for the next one (ended at the end of
+  // the run, by Ctrl-C, or by a cell that may not share it).
+  RunnerPool pool;
   const std::int64_t t0 = MonotonicNowNs();
   std::size_t done = 0;
   bool interrupted = false;
@@ -330,6 +334,9 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
       for (RunObserver* o : observers) o->OnCellProgress(cell, progress);
     };
     if (request.adjust_cell) request.adjust_cell(options);
+    // A boundary search runs its probes in processes of their own.
+    if (IsBoundarySearch(cell)) pool.Close();
+    if (request.runner_reuse && !IsBoundarySearch(cell)) options.pool = &pool;
     record::CellRecord rec =
         IsBoundarySearch(cell) ? RunBoundarySearch(cell, options) : RunCell(cell, options);
     if (rec.outcome == record::Outcome::kInterrupted) {
@@ -354,6 +361,7 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
     for (RunObserver* o : observers) o->OnCellEnd(CellEnd{rec, done, to_run});
   }
 
+  pool.Close();
   auto stored = store->FinishedCellIds(run.id);
   const bool complete =
       stored.ok() && !interrupted &&

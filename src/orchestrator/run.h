@@ -34,6 +34,9 @@ struct RunRequest {
   std::string sweep;
   bool sweep_given = false;
   bool monitor = true;  // sample the GPUs and the host while cells run
+  // --runner-reuse (docs/adr/0011-runner-reuse.md): consecutive cells in plan order that agree on
+  // every process-level setting share one runner process (CellRunOptions::pool).
+  bool runner_reuse = false;
   std::string bin_dir;  // where dlbench-null and dlbench-torch are
   // The launcher contract as read (launch::ToJson, with the shard's source): stored in a new run's
   // fingerprint as `launcher`; null: left out.

@@ -220,6 +220,57 @@ TEST(RunnerSessionTest, LoopStreamsStepsAndStopsOnStop) {
   for (int fd : {to_runner->first, to_runner->second, to_orch->first}) close(fd);
 }
 
+// A runner serving several cells (docs/adr/0011-runner-reuse.md): serve_more round-trips and is
+// absent from a plain CONFIGURE; a STOP that crossed the first cell's DONE is skipped before the
+// next CONFIGURE; BeginNextCell forgets the first cell's STOP; the end of the pipe then ends it.
+TEST(RunnerSessionTest, ASecondCellFollowsDoneAfterAStaleStop) {
+  CellConfig plain;
+  EXPECT_FALSE(ConfigureToJson(plain).contains("serve_more"));
+  CellConfig more;
+  more.serve_more = true;
+  more.limits.max_steps = 5;
+  EXPECT_TRUE(ParseConfigure(ConfigureToJson(more))->serve_more);
+  EXPECT_FALSE(ParseConfigure(ConfigureToJson(plain))->serve_more);
+
+  auto to_runner = MakePipe();
+  auto to_orch = MakePipe();
+  ASSERT_TRUE(to_runner.ok() && to_orch.ok());
+  auto session = RunnerSession::FromFds(to_runner->first, to_orch->second);
+  std::string first;
+  AppendJsonFrame(first, MessageType::kConfigure, ConfigureToJson(more));
+  AppendJsonFrame(first, MessageType::kStop, nlohmann::json::object());
+  ASSERT_TRUE(WriteAll(to_runner->second, first).ok());
+  ASSERT_TRUE(session->ReceiveConfigure().ok());
+  auto loop = [](StepRecord& r) {
+    r.samples = 1;
+    return true;
+  };
+  // Five steps end the loop at its ceiling before a flush looks for STOP; its last flush reads it.
+  EXPECT_EQ(RunStepLoop(*session, more.limits, loop).end, LoopEnd::kMaxSteps);
+  EXPECT_TRUE(session->stop_requested());
+  ASSERT_TRUE(session->SendDone("max_steps", 5).ok());
+
+  // The orchestrator's STOP for the first cell arrives after it ended, then the second CONFIGURE.
+  std::string second;
+  AppendJsonFrame(second, MessageType::kStop, nlohmann::json::object());
+  AppendJsonFrame(second, MessageType::kConfigure, ConfigureToJson(more));
+  ASSERT_TRUE(WriteAll(to_runner->second, second).ok());
+  session->BeginNextCell();
+  auto next = session->ReceiveConfigure();
+  ASSERT_TRUE(next.ok()) << next.error().message;
+  EXPECT_FALSE(session->stop_requested());
+  const LoopResult r = RunStepLoop(*session, next->limits, loop);
+  EXPECT_EQ(r.end, LoopEnd::kMaxSteps) << "the first cell's STOP does not stop the second";
+  EXPECT_EQ(r.steps, 5);
+
+  close(to_runner->second);
+  session->BeginNextCell();
+  auto end = session->ReceiveConfigure();
+  ASSERT_FALSE(end.ok());
+  EXPECT_EQ(end.error().kind, ErrorKind::kIo);
+  for (int fd : {to_runner->first, to_orch->first, to_orch->second}) close(fd);
+}
+
 TEST(RunnerSessionTest, CeilingEndsTheLoopWithoutAnOrchestrator) {
   auto to_runner = MakePipe();
   auto to_orch = MakePipe();

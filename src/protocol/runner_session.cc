@@ -31,6 +31,7 @@ Result<CellConfig> ParseConfigure(const nlohmann::json& body) {
     c.rank = body.value("rank", 0);
     c.world_size = body.value("world_size", 1);
     c.cell_key = body.value("cell_key", std::string());
+    c.serve_more = body.value("serve_more", false);
     if (body.contains("limits")) {
       const auto& l = body.at("limits");
       c.limits.max_steps = l.value("max_steps", c.limits.max_steps);
@@ -67,6 +68,7 @@ nlohmann::json ConfigureToJson(const CellConfig& c) {
                       {"world_size", c.world_size},
                       {"cell_key", c.cell_key},
                       {"limits", {{"max_steps", c.limits.max_steps}, {"max_time_s", c.limits.max_time_s}}}};
+  if (c.serve_more) j["serve_more"] = true;
   if (c.rendezvous) {
     j["rendezvous"] = {{"local_rank", c.rendezvous->local_rank},
                        {"local_world_size", c.rendezvous->local_world_size}};
@@ -108,7 +110,7 @@ Status RunnerSession::SendJson(MessageType type, const nlohmann::json& body) {
   std::string frame;
   AppendJsonFrame(frame, type, body);
   auto st = WriteAll(out_fd_, frame);
-  if (!st.ok()) stop_requested_ = true;
+  if (!st.ok()) stop_requested_ = orchestrator_gone_ = true;
   return st;
 }
 
@@ -124,6 +126,7 @@ Result<CellConfig> RunnerSession::ReceiveConfigure() {
     if (!frame.ok()) return frame.error();
     if (frame->has_value()) {
       const Frame& f = **frame;
+      if (f.type == MessageType::kStop) continue;  // the previous cell's, crossed with its DONE
       if (f.type != MessageType::kConfigure) {
         return MakeError(ErrorKind::kProtocol,
                          std::string("expected CONFIGURE, got ") + MessageTypeName(f.type));
@@ -137,6 +140,12 @@ Result<CellConfig> RunnerSession::ReceiveConfigure() {
     if (*n == 0)
       return MakeError(ErrorKind::kIo, "the orchestrator closed the protocol pipe before CONFIGURE");
   }
+}
+
+void RunnerSession::BeginNextCell() {
+  stop_requested_ = orchestrator_gone_;
+  count_ = 0;
+  last_flush_ns_ = MonotonicNowNs();
 }
 
 Status RunnerSession::SendReady(const nlohmann::json& effective) {
@@ -165,7 +174,7 @@ void RunnerSession::FlushSteps(std::int64_t now_ns) {
   last_flush_ns_ = now_ns;
   if (count_ > 0 && !stop_requested_) {
     const std::size_t bytes = EncodeStepsHead(frame_->head, rank_, count_);
-    if (!WriteAll(out_fd_, frame_->head, bytes).ok()) stop_requested_ = true;
+    if (!WriteAll(out_fd_, frame_->head, bytes).ok()) stop_requested_ = orchestrator_gone_ = true;
   }
   count_ = 0;
   PollCommands();
@@ -177,7 +186,7 @@ void RunnerSession::PollCommands() {
     for (;;) {
       auto frame = reader_.Next();
       if (!frame.ok()) {
-        stop_requested_ = true;
+        stop_requested_ = orchestrator_gone_ = true;
         return;
       }
       if (!frame->has_value()) return;
@@ -190,7 +199,7 @@ void RunnerSession::PollCommands() {
     if (!(p.revents & (POLLIN | POLLHUP | POLLERR))) return;
     auto n = ReadInto(in_fd_, reader_);
     if (!n.ok() || *n == 0) {  // the orchestrator is gone: stop by ourselves
-      stop_requested_ = true;
+      stop_requested_ = orchestrator_gone_ = true;
       return;
     }
     drain();

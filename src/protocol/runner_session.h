@@ -10,6 +10,8 @@
 //   RunStepLoop(*session, cell.limits, step_fn);      // streams STEPS until STOP or a ceiling
 //   session->SendMemory(...); session->SendExtras(...);
 //   session->SendDone(reason, steps);
+// A runner whose HELLO says "multi_cell": true and whose CONFIGURE said serve_more then calls
+// BeginNextCell() and ReceiveConfigure() again; the end of the command pipe there ends it (kIo).
 #pragma once
 
 #include <cstddef>
@@ -58,6 +60,10 @@ struct CellConfig {
   RunnerLimits limits;
   std::string cell_key;
   std::optional<Rendezvous> rendezvous;  // CONFIGURE's "rendezvous" object, when present
+  // CONFIGURE's "serve_more" (docs/adr/0011-runner-reuse.md): after this cell's DONE the runner
+  // waits for another CONFIGURE (or the end of its command pipe) instead of exiting. Sent only to
+  // a runner whose HELLO said "multi_cell": true.
+  bool serve_more = false;
 };
 
 Result<CellConfig> ParseConfigure(const nlohmann::json& body);
@@ -77,8 +83,12 @@ class RunnerSession {
   static std::unique_ptr<RunnerSession> FromFds(int in_fd, int out_fd);
 
   Status SendHello(nlohmann::json hello);  // fills "protocol" and "pid"
-  // Blocks until CONFIGURE arrives; kProtocol on anything else, kIo on EOF.
+  // Blocks until CONFIGURE arrives; kProtocol on anything else, kIo on EOF. A STOP before it is
+  // skipped: the previous cell's, sent as that cell ended by itself (a runner serving several cells).
   Result<CellConfig> ReceiveConfigure();
+  // Between two cells of one process (CONFIGURE's serve_more): forgets the previous cell's STOP and
+  // steps, so the next cell starts as the first did. An orchestrator that went away stays gone.
+  void BeginNextCell();
   Status SendReady(const nlohmann::json& effective);
   Status SendMemory(const nlohmann::json& snapshot);
   Status SendExtras(const nlohmann::json& extras);
@@ -129,6 +139,7 @@ class RunnerSession {
   std::size_t count_ = 0;
   std::int64_t last_flush_ns_ = 0;
   bool stop_requested_ = false;
+  bool orchestrator_gone_ = false;  // a failed write or the end of the command pipe
   FrameReader reader_;
 };
 

@@ -1,0 +1,99 @@
+#include "orchestrator/runner_pool.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "common/clock.h"
+#include "orchestrator/memory_cap.h"
+#include "orchestrator/process_tree.h"
+#include "orchestrator/rank_group.h"
+
+namespace dlbench::orchestrator {
+namespace {
+
+void CloseFd(int& fd) {
+  if (fd >= 0) {
+    ::close(fd);
+    fd = -1;
+  }
+}
+
+// Reads and drops what a pipe holds now (the fd is non-blocking), so a runner writing at its exit
+// never blocks on a full pipe.
+void Discard(int fd) {
+  if (fd < 0) return;
+  char buf[4096];
+  for (int i = 0; i < 256; ++i) {
+    if (::read(fd, buf, sizeof buf) <= 0) return;
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& ProcessLevelKeys() {
+  static const std::vector<std::string> keys = {
+      "device",          "model",          "threads",    "interop_threads", "deterministic",
+      "cuda_alloc_conf", "host_allocator", "memory_cap", "world_size",      "strategy"};
+  return keys;
+}
+
+std::optional<std::string> ReuseRefusal(const plan::Cell& cell) {
+  if (RankGroupSize(cell) > 1) return std::string("a ddp cell runs one process per rank");
+  if (CellMemoryCap(cell)) return std::string("memory_cap limits its runner process");
+  return std::nullopt;
+}
+
+std::string ProcessKey(const plan::Cell& cell, const RunnerCommand& runner) {
+  nlohmann::json key = {{"argv", runner.argv}, {"params", nlohmann::json::object()}};
+  nlohmann::json env = nlohmann::json::array();
+  for (const auto& [name, value] : runner.env) env.push_back({name, value});
+  key["env"] = env;
+  for (const std::string& k : ProcessLevelKeys()) {
+    const auto it = cell.params.find(k);
+    key["params"][k] = it == cell.params.end() ? nlohmann::json() : it->second;
+  }
+  return key.dump();
+}
+
+std::optional<KeptRunner> RunnerPool::Take(const std::string& key) {
+  if (kept_ && kept_->key != key) Close();
+  if (!kept_) return std::nullopt;
+  std::optional<KeptRunner> taken = std::move(kept_);
+  kept_.reset();
+  // It may have died while it waited (nothing was listening to it): then it serves no cell.
+  if (taken->spawned.process.TryWait()) {
+    kept_ = std::move(taken);
+    Close();
+    return std::nullopt;
+  }
+  return taken;
+}
+
+void RunnerPool::Keep(KeptRunner runner) {
+  Close();
+  kept_ = std::move(runner);
+}
+
+void RunnerPool::Close() {
+  if (!kept_) return;
+  Spawned& s = kept_->spawned;
+  CloseFd(s.to_runner);
+  const std::int64_t deadline = MonotonicNowNs() + Ns(exit_grace_s_);
+  while (!s.process.finished() && !s.process.TryWait() && MonotonicNowNs() < deadline) {
+    Discard(s.from_runner);
+    Discard(s.stdout_fd);
+    Discard(s.stderr_fd);
+    usleep(2'000);
+  }
+  if (!s.process.finished()) (void)s.process.Terminate(1000);
+  CloseFd(s.from_runner);
+  CloseFd(s.stdout_fd);
+  CloseFd(s.stderr_fd);
+  (void)KillLeftovers(s.process.pid(), 1000);
+  kept_.reset();
+}
+
+}  // namespace dlbench::orchestrator

@@ -1,0 +1,67 @@
+// One runner process serving several consecutive cells (`dlbench run --runner-reuse`,
+// docs/adr/0011-runner-reuse.md): a cell's driver releases a runner whose CONFIGURE said
+// serve_more once its DONE arrived; the pool keeps it until the next cell, which takes it when
+// every setting fixed at process start is the same, and ends it otherwise.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "orchestrator/cell_driver.h"
+#include "orchestrator/cell_runner.h"
+#include "plan/plan.h"
+
+namespace dlbench::orchestrator {
+
+// The cell parameters fixed when a runner process starts or first uses them, so that two cells
+// share a process only when they agree on each (absent counts as a value): the device and the
+// model (the brief: one process per model and device, so cuDNN's autotuning cache holds one
+// model's shapes), the thread counts (a later cell without `threads` would inherit the earlier
+// one's), `deterministic` (CUBLAS_WORKSPACE_CONFIG counts only before cuBLAS starts), the
+// environment's allocator settings, and the memory cap and rank layout (refused anyway).
+const std::vector<std::string>& ProcessLevelKeys();
+
+// Why `cell` gets a process of its own even with --runner-reuse; nullopt when it may share one.
+// A ddp cell (one process per rank, joined to a group) and a cell with memory_cap (a limit or a
+// cgroup of its process) never share.
+std::optional<std::string> ReuseRefusal(const plan::Cell& cell);
+
+// What two cells must agree on to share a process: the runner's argv, the environment the cell's
+// runner gets (CellRunnerEnvironment) and ProcessLevelKeys' values, as one string.
+std::string ProcessKey(const plan::Cell& cell, const RunnerCommand& runner);
+
+// A released runner waiting for its next CONFIGURE.
+struct KeptRunner {
+  Spawned spawned;
+  std::string key;
+  int first_cell_index = 0;
+  std::string first_cell_stderr;  // where its start-up output is
+  // Its start to its HELLO (process start, library loading): what the later cells do not pay. What
+  // else they save (CUDA's initialisation) shows in their setup_s against the first cell's.
+  double startup_s = 0;
+};
+
+class RunnerPool {
+ public:
+  explicit RunnerPool(double exit_grace_s = 10.0) : exit_grace_s_(exit_grace_s) {}
+  RunnerPool(const RunnerPool&) = delete;
+  RunnerPool& operator=(const RunnerPool&) = delete;
+  ~RunnerPool() { Close(); }
+
+  // The kept process when its key is `key` (the pool then holds none); a kept process of another
+  // key is ended first. nullopt when there is none to take.
+  std::optional<KeptRunner> Take(const std::string& key);
+  void Keep(KeptRunner runner);
+  // Ends the kept process, if any: its command pipe is closed (it exits there, as after a probe),
+  // it has exit_grace_s to exit before its group is killed, and what it left running is killed.
+  // What it writes meanwhile is not logged: every cell it served is stored already.
+  void Close();
+  bool holds() const { return kept_.has_value(); }
+
+ private:
+  std::optional<KeptRunner> kept_;
+  double exit_grace_s_;
+};
+
+}  // namespace dlbench::orchestrator

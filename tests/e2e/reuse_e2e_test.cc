@@ -1,0 +1,218 @@
+// `dlbench run --runner-reuse` end to end (docs/adr/0011-runner-reuse.md): consecutive cells that
+// agree on every process-level setting share one runner process, each measured as without reuse;
+// a crash ends its own cell only; cells that differ at process start do not share. The null
+// runner's steps are on a virtual clock, so the figures compared are exact.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "e2e_sqlite.h"
+#include "e2e_util.h"
+#include "record/metrics.h"
+#include "record/records.h"
+
+namespace dlbench::e2e {
+namespace {
+
+constexpr char kMeasure[] = R"(measure:
+  min_steps: 50
+  min_time_s: 0.1
+  max_time_s: 2
+)";
+
+// pid of the process that served the cell, from extras.runner_process; -1 without one.
+long PidOf(const record::CellRecord& c) {
+  if (!c.extras.contains("runner_process") || !c.extras["runner_process"].contains("pid")) return -1;
+  return c.extras["runner_process"]["pid"].get<long>();
+}
+
+int CellOfProcess(const record::CellRecord& c) {
+  return c.extras.value("runner_process", nlohmann::json::object()).value("cell_of_process", 0);
+}
+
+std::vector<record::CellRecord> RunMatrix(const TempDir& dir, const std::string& name,
+                                          const std::string& text, bool reuse, int expect_exit = 0) {
+  const std::string matrix = dir / (name + ".yaml"), db = dir / (name + ".db");
+  WriteText(matrix, text);
+  std::vector<std::string> args = {"run", matrix, "--out", dir / (name + "-out"), "--no-monitor"};
+  if (reuse) args.push_back("--runner-reuse");
+  const CommandResult run = Dlbench(args, dir, db);
+  EXPECT_EQ(run.exit_code, expect_exit) << run.out << run.err;
+  return Cells(db, 1, /*steps=*/true);
+}
+
+TEST(ReuseE2E, FourCellsShareOneProcessAndMeasureAsWithoutReuse) {
+  TempDir dir("reuse_four");
+  const std::string text = std::string(R"(runner: null
+matrix:
+  batch_size: [1, 2, 4, 8]
+  step_ms: [2]
+  jitter_pct: [5]
+  virtual_time: [true]
+)") + kMeasure;
+  const auto alone = RunMatrix(dir, "alone", text, false);
+  const auto shared = RunMatrix(dir, "shared", text, true);
+  ASSERT_EQ(alone.size(), 4u);
+  ASSERT_EQ(shared.size(), 4u);
+  std::set<long> pids;
+  for (std::size_t i = 0; i < 4; ++i) {
+    const record::CellRecord& a = alone[i];
+    const record::CellRecord& s = shared[i];
+    SCOPED_TRACE(s.label);
+    EXPECT_EQ(s.outcome, record::Outcome::kOk) << s.message;
+    EXPECT_EQ(s.verdict, a.verdict);
+    pids.insert(PidOf(s));
+    EXPECT_EQ(CellOfProcess(s), static_cast<int>(i) + 1) << s.extras.dump();
+    EXPECT_FALSE(a.extras.contains("runner_process")) << "without --runner-reuse nothing is recorded";
+    // The same measured steps, so the same figures: the virtual clock and the seed decide them (the
+    // steps stored after STOP depend on how far the runner ran past it in real time).
+    for (std::string_view m :
+         {record::metric::kSamplesPerS, record::metric::kStepTimeMeanNs, record::metric::kMeasuredSteps}) {
+      ASSERT_TRUE(record::MetricValue(s, m).has_value()) << m;
+      EXPECT_EQ(record::MetricValue(s, m), record::MetricValue(a, m)) << m;
+    }
+    if (i > 0) {
+      EXPECT_TRUE(s.extras["runner_process"].contains("startup_not_paid_s"));
+      EXPECT_EQ(s.extras["runner_process"]["first_cell_index"], 0);
+      // Each cell keeps its own log files; the process's start-up is in the first cell's.
+      EXPECT_NE(s.stderr_path, shared[0].stderr_path);
+      EXPECT_EQ(s.extras["runner_process"]["startup_log"], shared[0].stderr_path);
+    }
+  }
+  EXPECT_EQ(pids.size(), 1u) << "one process served the four cells";
+  EXPECT_GT(*pids.begin(), 0);
+  EXPECT_NE(::kill(static_cast<pid_t>(*pids.begin()), 0), 0) << "the shared runner outlived the run";
+}
+
+TEST(ReuseE2E, ACrashEndsItsOwnCellAndTheNextCellGetsANewProcess) {
+  TempDir dir("reuse_crash");
+  const auto cells = RunMatrix(dir, "crash", std::string(R"(runner: null
+matrix:
+  batch_size: [1, 2, 3, 4]
+  step_ms: [2]
+  virtual_time: [true]
+  inject_at_step: [5]
+include:
+  - {batch_size: 2, inject: crash}
+)") + kMeasure,
+                               true, /*expect_exit=*/1);
+  ASSERT_EQ(cells.size(), 4u);
+  EXPECT_EQ(cells[0].outcome, record::Outcome::kOk) << cells[0].message;
+  EXPECT_EQ(cells[1].outcome, record::Outcome::kCrashed) << cells[1].message;
+  EXPECT_NE(cells[1].message.find("SIGSEGV"), std::string::npos) << cells[1].message;
+  EXPECT_EQ(cells[2].outcome, record::Outcome::kOk) << cells[2].message;
+  EXPECT_EQ(cells[3].outcome, record::Outcome::kOk) << cells[3].message;
+  EXPECT_EQ(PidOf(cells[0]), PidOf(cells[1])) << "cell 2 ran in cell 1's process";
+  EXPECT_EQ(CellOfProcess(cells[1]), 2);
+  EXPECT_EQ(cells[1].extras["runner_process"]["reuse"], "ended with this cell");
+  EXPECT_NE(PidOf(cells[2]), PidOf(cells[1])) << "cell 3 started a new process";
+  EXPECT_EQ(CellOfProcess(cells[2]), 1);
+  EXPECT_EQ(PidOf(cells[3]), PidOf(cells[2]));
+}
+
+TEST(ReuseE2E, CellsThatDifferAtProcessStartDoNotShare) {
+  TempDir dir("reuse_differ");
+  // cuda_alloc_conf is in the runner's environment, set before its exec; memory_cap limits the
+  // process; model is one of the process-level keys.
+  const auto cells = RunMatrix(dir, "differ", std::string(R"(runner: null
+matrix:
+  batch_size: [1, 2, 3, 4, 5, 6]
+  step_ms: [2]
+  virtual_time: [true]
+include:
+  - {batch_size: 3, cuda_alloc_conf: "expandable_segments:True"}
+  - {batch_size: 4, model: b, cuda_alloc_conf: "expandable_segments:True"}
+  - {batch_size: 5, model: b, cuda_alloc_conf: "expandable_segments:True", memory_cap: 1GiB}
+  - {batch_size: 6, model: b, cuda_alloc_conf: "expandable_segments:True"}
+)") + kMeasure,
+                               true);
+  ASSERT_EQ(cells.size(), 6u);
+  for (const auto& c : cells) EXPECT_EQ(c.outcome, record::Outcome::kOk) << c.label << ": " << c.message;
+  EXPECT_EQ(PidOf(cells[0]), PidOf(cells[1]));
+  EXPECT_NE(PidOf(cells[2]), PidOf(cells[1])) << "another cuda_alloc_conf";
+  EXPECT_NE(PidOf(cells[3]), PidOf(cells[2])) << "another model";
+  EXPECT_EQ(PidOf(cells[4]), -1) << cells[4].extras.dump();
+  EXPECT_EQ(cells[4].extras["runner_process"]["reuse"], "not shared: memory_cap limits its runner process");
+  EXPECT_NE(PidOf(cells[5]), PidOf(cells[3])) << "the cell with a cap ended the kept process";
+  EXPECT_EQ(CellOfProcess(cells[5]), 1);
+}
+
+// Ctrl-C while a shared process serves a cell: the run is interrupted, the process does not outlive
+// dlbench, and `run --resume` with --runner-reuse completes the run in a new process.
+TEST(ReuseE2E, CtrlCEndsTheSharedProcessAndResumeCompletesTheRun) {
+  TempDir dir("reuse_ctrl_c");
+  const std::string matrix = dir / "m.yaml", db = dir / "r.db";
+  // Cell 3 steps in real time (virtual_speedup 1: 50 steps of 20 ms), so Ctrl-C finds it running.
+  WriteText(matrix, std::string(R"(runner: null
+matrix:
+  batch_size: [1, 2, 3, 4]
+  virtual_time: [true]
+include:
+  - {batch_size: 3, step_ms: 20, virtual_speedup: 1}
+)") + kMeasure);
+  SpawnOptions o;
+  o.argv = {Bin("dlbench"), "--db",          db, "run", matrix, "--out", dir / "out",
+            "--no-monitor", "--runner-reuse"};
+  o.stdout_path = dir / "run.out";
+  o.stderr_path = dir / "run.err";
+  o.new_process_group = false;  // the signal reaches dlbench alone, as a user's kill would
+  auto run = Subprocess::Spawn(o);
+  ASSERT_TRUE(run.ok());
+  ASSERT_GE(WaitForStoredCells(db, 1, 2, 60), 2u);
+  ::kill(run->pid(), SIGINT);
+  const ExitStatus st = run->Wait();
+  EXPECT_EQ(st.code, 130) << *ReadFile(dir / "run.err");
+  const auto before = Cells(db, 1);
+  ASSERT_GE(before.size(), 2u);
+  ASSERT_LT(before.size(), 4u) << "Ctrl-C came after the last cell";
+  const long pid = PidOf(before[0]);
+  ASSERT_GT(pid, 0);
+  EXPECT_NE(::kill(static_cast<pid_t>(pid), 0), 0) << "the shared runner outlived Ctrl-C";
+
+  const CommandResult resumed = Dlbench(
+      {"run", matrix, "--resume", "1", "--out", dir / "out", "--no-monitor", "--runner-reuse"}, dir, db);
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  const auto after = Cells(db, 1);
+  ASSERT_EQ(after.size(), 4u);
+  for (const auto& c : after) EXPECT_EQ(c.outcome, record::Outcome::kOk) << c.label << ": " << c.message;
+  EXPECT_NE(PidOf(after[3]), pid) << "the resume started its own process";
+}
+
+#ifdef DLBENCH_HAVE_TORCH_RUNNER
+TEST(ReuseE2E, TwoTinyTorchCellsOnTheCpuShareAProcessAndAreBothValid) {
+  TempDir dir("reuse_torch");
+  const auto cells = RunMatrix(dir, "torch", R"(runner: torch
+matrix:
+  model: [mobilenet_v2]
+  scenario: [infer]
+  batch_size: [2, 4]
+  device: [cpu]
+  threads: [1]
+include:
+  - {model: mobilenet_v2, image_size: 32, width_mult: 0.35}
+seed: 1
+measure:
+  min_steps: 20
+  min_time_s: 0.3
+  max_time_s: 1.5
+)",
+                               true);
+  ASSERT_EQ(cells.size(), 2u);
+  for (const auto& c : cells) {
+    EXPECT_EQ(c.outcome, record::Outcome::kOk) << c.label << ": " << c.message;
+    EXPECT_TRUE(record::MetricValue(c, record::metric::kSamplesPerS).has_value()) << c.label;
+  }
+  EXPECT_EQ(PidOf(cells[0]), PidOf(cells[1])) << cells[1].extras.dump();
+  EXPECT_EQ(CellOfProcess(cells[1]), 2);
+  // The runner knows it is the process's second cell (and reset its peaks before it).
+  EXPECT_EQ(cells[0].effective.value("process_cell", 0), 1) << cells[0].effective.dump();
+  EXPECT_EQ(cells[1].effective.value("process_cell", 0), 2) << cells[1].effective.dump();
+}
+#endif
+
+}  // namespace
+}  // namespace dlbench::e2e
