@@ -163,7 +163,7 @@ void MonitorCharts(const ReportInput& input, const ReportOptions& options, std::
     double scale;
     bool (*matches)(const std::string&);
   };
-  static const Quantity kQuantities[] = {
+  static constexpr Quantity kQuantities[] = {
       {"utilisation", "%", 1.0, [](const std::string& s) { return EndsWith(s, "_pct"); }},
       {"power", "W", 1.0, [](const std::string& s) { return EndsWith(s, "_w"); }},
       {"memory", "MiB", 1.0 / (1024.0 * 1024.0),
