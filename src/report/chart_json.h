@@ -1,4 +1,4 @@
-// Small pieces the HTML report's charts are built from (html_report.cc, input_charts.cc): a
+// Small pieces the HTML report's charts are built from (html_charts.cc, input_charts.cc, ...): a
 // cell's parameters and metrics read leniently (a stored cell may lack either), and the chart
 // JSON that assets/report.js draws (points, datasets, axes).
 #pragma once
