@@ -16,7 +16,9 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "e2e_util.h"
@@ -329,6 +331,140 @@ TEST(SlurmE2E, SrunTasksWithoutAShardRunTheMatrixOnceAsAGroupAndRankZeroStoresIt
       << mismatch.err;
   EXPECT_NE(mismatch.err.find("rank 1 joining rank 0 at "), std::string::npos) << mismatch.err;
   EXPECT_FALSE(std::filesystem::exists(dir / "x.db")) << "a refused group stores nothing";
+}
+
+// The processes whose command line has `arg` among its arguments.
+std::vector<pid_t> ProcessesWithArg(const std::string& arg) {
+  std::vector<pid_t> found;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    auto cmdline = ReadFile(entry.path().string() + "/cmdline");
+    if (!cmdline.ok()) continue;
+    if (("\0" + *cmdline).find(std::string(1, '\0') + arg + '\0') != std::string::npos)
+      found.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return found;
+}
+
+// The children of `parent` named `comm`.
+std::vector<pid_t> ChildrenNamed(pid_t parent, const std::string& comm) {
+  std::vector<pid_t> found;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    auto stat = ReadFile(entry.path().string() + "/stat");
+    if (!stat.ok()) continue;
+    const auto open = stat->find('('), close = stat->rfind(')');
+    if (open == std::string::npos || close == std::string::npos) continue;
+    std::istringstream rest(stat->substr(close + 2));
+    std::string state;
+    long ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == parent && stat->substr(open + 1, close - open - 1) == comm)
+      found.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return found;
+}
+
+// `srun -n 2 dlbench run` (a group) whose rank 1 hangs, exits early, or whose whole task is killed
+// mid-cell: each time the cell ends naming rank 1, rank 0 finishes the run (the next cells run),
+// and no rank process is left running.
+TEST(SlurmE2E, AGroupRunEndsTheCellNamingARemoteRankThatHangsExitsEarlyOrLosesItsTask) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: slurmd runs the job as SlurmUser root here";
+  for (const char* exe : {kSlurmctld, kSlurmd, kMunged, kSrun, kSinfo}) {
+    if (::access(exe, X_OK) != 0) {
+      GTEST_SKIP() << exe << " is not installed (apt-get install slurm-wlm munge: scripts/setup-debian.sh)";
+    }
+  }
+  TempDir dir("slurm-group-faults");
+  SlurmCluster cluster(dir);
+  ASSERT_TRUE(cluster.Start());
+  auto group_run = [&](const std::string& name) -> std::vector<std::string> {
+    return {kSrun,
+            "-n",
+            "2",
+            "/bin/sh",
+            "-c",
+            R"(exec "$0" --db "$1/$2-$SLURM_PROCID.db" run "$1/$2.yaml" --out "$1/out" --no-monitor)",
+            Bin("dlbench"),
+            dir.path().string(),
+            name};
+  };
+
+  // 1. Rank 1 hangs (ignoring SIGTERM) under a 2 s timeout: its task kills it at the timeout.
+  WriteText(dir / "hang.yaml", kGroupHangMatrix);
+  auto t = std::chrono::steady_clock::now();
+  auto hang = RunFor(group_run("hang"), dir, cluster.Env(), "srun-hang", 60);
+  std::printf("[ info ] a hung rank 1: srun took %.2f s\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count());
+  EXPECT_EQ(hang.exit_code, 1) << "a cell was not ok: " << hang.out << hang.err;
+  CheckFailingRemoteRank(dir / "hang-0.db", {{"a", record::Outcome::kTimeout,
+                                              "no result within timeout_s=2; killed its process group"},
+                                             {"b", record::Outcome::kOk, ""}});
+  EXPECT_FALSE(std::filesystem::exists(dir / "hang-1.db"));
+
+  // 2. Rank 1 exits early: with exit code 3, and with 0 after closing its protocol pipe.
+  WriteText(dir / "exit.yaml", kGroupExitMatrix);
+  t = std::chrono::steady_clock::now();
+  auto exit = RunFor(group_run("exit"), dir, cluster.Env(), "srun-exit", 60);
+  std::printf("[ info ] rank 1 exiting early: srun took %.2f s\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count());
+  EXPECT_EQ(exit.exit_code, 1) << "a cell was not ok: " << exit.out << exit.err;
+  CheckFailingRemoteRank(dir / "exit-0.db",
+                         {{"a", record::Outcome::kError, "runner ended with exit code 3"},
+                          {"a", record::Outcome::kInvalid, "runner exited without sending DONE"},
+                          {"b", record::Outcome::kOk, ""}});
+
+  // 3. Rank 1's task (its dlbench) is killed while its runner hangs mid-cell.
+  WriteText(dir / "lost.yaml", kGroupLostTaskMatrix);
+  SpawnOptions o;
+  o.argv = group_run("lost");
+  o.extra_env = cluster.Env();
+  o.stdout_path = dir / "srun-lost.out";
+  o.stderr_path = dir / "srun-lost.err";
+  t = std::chrono::steady_clock::now();
+  auto srun = Subprocess::Spawn(o);
+  ASSERT_TRUE(srun.ok()) << srun.error().message;
+  pid_t task = -1, runner = -1;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (runner < 0 && std::chrono::steady_clock::now() < give_up && !srun->TryWait()) {
+    for (const pid_t p : ProcessesWithArg(dir / "lost-1.db")) {
+      const std::vector<pid_t> children = ChildrenNamed(p, "dlbench-null");
+      if (children.empty()) continue;
+      task = p;
+      runner = children.front();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(runner, 0) << "rank 1's runner never started";
+  // Past its first step, the runner hangs (it ignores SIGTERM and reads nothing more).
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_TRUE(ProcessLives(runner));
+  ASSERT_EQ(::kill(task, SIGKILL), 0);
+  // The runner does not outlive its dlbench: it is gone while rank 0's run goes on.
+  const auto killed = std::chrono::steady_clock::now();
+  while (ProcessLives(runner) && std::chrono::steady_clock::now() < killed + std::chrono::seconds(2))
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(ProcessLives(runner)) << "rank 1's runner " << runner << " outlived its task's dlbench";
+  std::optional<ExitStatus> st;
+  while (!(st = srun->TryWait()) && std::chrono::steady_clock::now() < killed + std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (!st) srun->Terminate(2000);
+  std::printf("[ info ] rank 1's task killed: srun took %.2f s\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count());
+  const std::string err = ReadFile(o.stderr_path).ok() ? *ReadFile(o.stderr_path) : "";
+  ASSERT_TRUE(st.has_value()) << err;
+  // Rank 0 names the lost connection, ends the later ddp cell that needs the task without starting
+  // it, runs the non-ddp cell and completes the run (exit 1: cells were not ok).
+  CheckFailingRemoteRank(dir / "lost-0.db",
+                         {{"a", record::Outcome::kError, "rank 0 lost the connection to its task on "},
+                          {"b", record::Outcome::kError, "lost the connection to its task on ", false},
+                          {"c", record::Outcome::kOk, ""}});
+  EXPECT_NE(err.find("task 0: Exited with exit code 1"), std::string::npos) << err;
+  EXPECT_NE(err.find("task 1: Killed"), std::string::npos) << err;
 }
 
 }  // namespace
