@@ -14,6 +14,7 @@
 #include <climits>
 #include <cstdlib>
 #include <thread>
+#include <utility>
 
 extern char** environ;
 
@@ -94,7 +95,9 @@ std::string ResolveProgram(const std::string& name) {
     const std::size_t end = dirs.find(':', start);
     std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
     if (dir.empty()) dir = ".";
-    const std::string candidate = dir + "/" + name;
+    std::string candidate = std::move(dir);
+    candidate += '/';
+    candidate += name;
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
     if (end == std::string::npos) return name;  // execve then fails with ENOENT, as posix_spawnp would
     start = end + 1;

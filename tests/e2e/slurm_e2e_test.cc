@@ -342,7 +342,10 @@ std::vector<pid_t> ProcessesWithArg(const std::string& arg) {
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     auto cmdline = ReadFile(entry.path().string() + "/cmdline");
     if (!cmdline.ok()) continue;
-    if (("\0" + *cmdline).find(std::string(1, '\0') + arg + '\0') != std::string::npos)
+    std::string wanted(1, '\0');
+    wanted += arg;
+    wanted += '\0';
+    if (cmdline->insert(0, 1, '\0').find(wanted) != std::string::npos)
       found.push_back(static_cast<pid_t>(std::stol(name)));
   }
   return found;
