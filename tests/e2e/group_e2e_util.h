@@ -72,11 +72,11 @@ measure:
 )";
 
 // A ddp cell whose rank 1 hangs at its first step (stops stepping and answering, ignores SIGTERM)
-// under a 2 s cell timeout: rank 0 ends by itself, rank 1's task kills its runner at the timeout.
-// Then a non-ddp cell.
+// under a 3 s cell timeout (rank 0 needs far less): rank 0 ends by itself, rank 1's task kills its
+// runner at the timeout. Then a non-ddp cell.
 inline constexpr char kGroupHangMatrix[] = R"(name: group-hang
 runner: null
-timeout_s: 2
+timeout_s: 3
 matrix:
   model: [a, b]
   strategy: [ddp, none]
