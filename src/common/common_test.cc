@@ -1,3 +1,4 @@
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -138,6 +139,28 @@ TEST(SubprocessTest, DieWithParentSpawnsAsPosixSpawnDoes) {
   std::ifstream in(out);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(text, "out\n");
+  // The program is given the same open fds as posix_spawn gives it: no more (the files opened
+  // for it are close-on-exec once duplicated), no fewer.
+  int cloexec[2];
+  ASSERT_EQ(::pipe2(cloexec, O_CLOEXEC), 0);
+  std::string listed[2];
+  for (const bool die : {false, true}) {
+    SpawnOptions ls;
+    ls.argv = {"ls", "/proc/self/fd"};
+    ls.stdout_path = out + ".fds";
+    ls.stderr_path = "/dev/null";
+    ls.fd_map = {{5, cloexec[1]}};
+    ls.die_with_parent = die;
+    auto p = Subprocess::Spawn(ls);
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    EXPECT_TRUE(p->Wait().success());
+    std::ifstream fds_in(out + ".fds");
+    listed[die ? 1 : 0].assign(std::istreambuf_iterator<char>(fds_in), std::istreambuf_iterator<char>());
+  }
+  ::close(cloexec[0]);
+  ::close(cloexec[1]);
+  EXPECT_EQ(listed[1], listed[0]);
+  EXPECT_NE(listed[1].find("\n5\n"), std::string::npos) << listed[1];
   opts = SpawnOptions{};
   opts.argv = {"/nonexistent/dlbench-runner"};
   opts.die_with_parent = true;

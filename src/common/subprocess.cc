@@ -144,15 +144,18 @@ pid_t ForkExecDyingWithParent(const SpawnOptions& options, const std::string& pr
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
     for (int sig : {SIGINT, SIGTERM, SIGPIPE, SIGCHLD, SIGHUP, SIGQUIT}) ::sigaction(sig, &dfl, nullptr);
-    const int null_fd = ::open("/dev/null", O_RDONLY);
-    if (null_fd < 0 || ::dup2(null_fd, STDIN_FILENO) < 0) fail(errno);
-    const auto open_as = [&](const std::string& path, int fd) {
-      if (path.empty()) return;
-      const int opened = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (opened < 0 || ::dup2(opened, fd) < 0) fail(errno);
+    // Opened close-on-exec and duplicated onto `fd` (a duplicate is not close-on-exec): only `fd`
+    // reaches the program, as with posix_spawn's addopen.
+    const auto open_as = [&](const char* path, int flags, int fd) {
+      const int opened = ::open(path, flags | O_CLOEXEC, 0644);
+      if (opened < 0) fail(errno);
+      if (opened == fd ? ::fcntl(fd, F_SETFD, 0) != 0 : ::dup2(opened, fd) < 0) fail(errno);
     };
-    open_as(options.stdout_path, STDOUT_FILENO);
-    open_as(options.stderr_path, STDERR_FILENO);
+    open_as("/dev/null", O_RDONLY, STDIN_FILENO);
+    if (!options.stdout_path.empty())
+      open_as(options.stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, STDOUT_FILENO);
+    if (!options.stderr_path.empty())
+      open_as(options.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, STDERR_FILENO);
     for (const auto& [child_fd, parent_fd] : options.fd_map) {
       // dup2 onto itself keeps FD_CLOEXEC; posix_spawn's adddup2 clears it, and so does this.
       if (child_fd == parent_fd ? ::fcntl(child_fd, F_SETFD, 0) != 0 : ::dup2(parent_fd, child_fd) < 0)
