@@ -1,5 +1,7 @@
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -111,6 +113,103 @@ TEST(SubprocessTest, MissingProgramIsAnErrorValue) {
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.error().kind, ErrorKind::kIo);
   EXPECT_NE(p.error().message.find("/nonexistent/dlbench-runner"), std::string::npos);
+}
+
+// The fork-and-exec path of die_with_parent does what posix_spawn does: PATH lookup, stdout to a
+// file, a mapped fd, the exit code, and a missing program as an error value.
+TEST(SubprocessTest, DieWithParentSpawnsAsPosixSpawnDoes) {
+  const std::string out = ::testing::TempDir() + "/die_with_parent.txt";
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  SpawnOptions opts;
+  opts.argv = {"sh", "-c", "echo out; echo mapped >&5; exit 3"};
+  opts.stdout_path = out;
+  opts.fd_map = {{5, fds[1]}};
+  opts.die_with_parent = true;
+  auto child = Subprocess::Spawn(opts);
+  ::close(fds[1]);
+  ASSERT_TRUE(child.ok()) << child.error().message;
+  const ExitStatus st = child->Wait();
+  EXPECT_FALSE(st.signaled);
+  EXPECT_EQ(st.code, 3);
+  char buf[64] = {};
+  EXPECT_EQ(::read(fds[0], buf, sizeof buf - 1), 7);
+  EXPECT_STREQ(buf, "mapped\n");
+  ::close(fds[0]);
+  std::ifstream in(out);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "out\n");
+  // The program is given the same open fds as posix_spawn gives it: no more (the files opened
+  // for it are close-on-exec once duplicated), no fewer.
+  int cloexec[2];
+  ASSERT_EQ(::pipe2(cloexec, O_CLOEXEC), 0);
+  std::string listed[2];
+  for (const bool die : {false, true}) {
+    SpawnOptions ls;
+    ls.argv = {"ls", "/proc/self/fd"};
+    ls.stdout_path = out + ".fds";
+    ls.stderr_path = "/dev/null";
+    ls.fd_map = {{5, cloexec[1]}};
+    ls.die_with_parent = die;
+    auto p = Subprocess::Spawn(ls);
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    EXPECT_TRUE(p->Wait().success());
+    std::ifstream fds_in(out + ".fds");
+    listed[die ? 1 : 0].assign(std::istreambuf_iterator<char>(fds_in), std::istreambuf_iterator<char>());
+  }
+  ::close(cloexec[0]);
+  ::close(cloexec[1]);
+  EXPECT_EQ(listed[1], listed[0]);
+  EXPECT_NE(listed[1].find("\n5\n"), std::string::npos) << listed[1];
+  opts = SpawnOptions{};
+  opts.argv = {"/nonexistent/dlbench-runner"};
+  opts.die_with_parent = true;
+  auto missing = Subprocess::Spawn(opts);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("cannot start '/nonexistent/dlbench-runner': No such file"),
+            std::string::npos)
+      << missing.error().message;
+}
+
+// A process that spawns `sleep 60` (with or without die_with_parent) and is then killed with
+// SIGKILL: whether the sleep is gone within wait_ms. The sleep is killed here if it lives on.
+bool ChildDiesWithItsKilledParent(bool die_with_parent, int wait_ms) {
+  int fds[2];
+  if (::pipe(fds) != 0) return false;
+  const pid_t parent = ::fork();
+  if (parent == 0) {
+    SpawnOptions opts;
+    opts.argv = {"sleep", "60"};
+    opts.die_with_parent = die_with_parent;
+    auto child = Subprocess::Spawn(opts);
+    const pid_t pid = child.ok() ? child->pid() : -1;
+    (void)!::write(fds[1], &pid, sizeof pid);
+    for (;;) ::pause();
+  }
+  ::close(fds[1]);
+  pid_t child = -1;
+  const bool read = ::read(fds[0], &child, sizeof child) == static_cast<ssize_t>(sizeof child);
+  ::close(fds[0]);
+  ::kill(parent, SIGKILL);
+  ::waitpid(parent, nullptr, 0);
+  if (!read || child <= 0) return false;
+  // Orphaned, the child is reaped by init (or a subreaper): gone, or a zombie, counts as dead.
+  const auto dead = [child] {
+    std::ifstream stat("/proc/" + std::to_string(child) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');
+    return text.empty() || (close != std::string::npos && text.substr(close + 2, 1) == "Z");
+  };
+  for (int i = 0; i < wait_ms / 10 && !dead(); ++i) usleep(10'000);
+  if (dead()) return true;
+  ::kill(child, SIGKILL);
+  return false;
+}
+
+TEST(SubprocessTest, DieWithParentKillsTheChildWhenItsParentIsKilled) {
+  EXPECT_TRUE(ChildDiesWithItsKilledParent(true, 2000));
+  EXPECT_FALSE(ChildDiesWithItsKilledParent(false, 300))
+      << "without it the child lives on (the test can fail)";
 }
 
 TEST(FilesTest, TailLinesKeepsTheLastLines) {

@@ -4,13 +4,17 @@
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cstdlib>
 #include <thread>
+#include <utility>
 
 extern char** environ;
 
@@ -81,6 +85,105 @@ Error ErrnoError(const std::string& what, int err) {
   return MakeError(ErrorKind::kIo, what + ": " + strerror(err));
 }
 
+// argv[0] as posix_spawnp finds it: a name without '/' is looked up in PATH (this process's).
+std::string ResolveProgram(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  const std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t end = dirs.find(':', start);
+    std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (dir.empty()) dir = ".";
+    std::string candidate = std::move(dir);
+    candidate += '/';
+    candidate += name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (end == std::string::npos) return name;  // execve then fails with ENOENT, as posix_spawnp would
+    start = end + 1;
+  }
+}
+
+// What Spawn's posix_spawn does, with fork and exec so that the child can ask, before exec, to be
+// killed with its parent (PR_SET_PDEATHSIG, which posix_spawn cannot set). Everything is prepared
+// before fork: the parent may have other threads, so the child makes only async-signal-safe calls.
+// Returns the child's pid, or the errno that stopped it (negated).
+pid_t ForkExecDyingWithParent(const SpawnOptions& options, const std::string& program, char* const argv[],
+                              char* const envp[]) {
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) return -errno;
+  // The child's end must not be one of the fds the child is given (dup2 would replace it).
+  int lowest = STDERR_FILENO + 1;
+  for (const auto& entry : options.fd_map) lowest = std::max(lowest, entry.first + 1);
+  if (report[1] < lowest) {
+    const int moved = ::fcntl(report[1], F_DUPFD_CLOEXEC, lowest);
+    const int err = errno;
+    ::close(report[1]);
+    if (moved < 0) {
+      ::close(report[0]);
+      return -err;
+    }
+    report[1] = moved;
+  }
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int err = errno;
+    ::close(report[0]);
+    ::close(report[1]);
+    return -err;
+  }
+  if (pid == 0) {
+    const auto fail = [&](int err) {
+      (void)!::write(report[1], &err, sizeof err);
+      ::_exit(127);
+    };
+    if (options.new_process_group && ::setpgid(0, 0) != 0) fail(errno);
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
+    if (::getppid() != parent) ::_exit(127);  // the parent died before the request took
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig : {SIGINT, SIGTERM, SIGPIPE, SIGCHLD, SIGHUP, SIGQUIT}) ::sigaction(sig, &dfl, nullptr);
+    // Opened close-on-exec and duplicated onto `fd` (a duplicate is not close-on-exec): only `fd`
+    // reaches the program, as with posix_spawn's addopen.
+    const auto open_as = [&](const char* path, int flags, int fd) {
+      const int opened = ::open(path, flags | O_CLOEXEC, 0644);
+      if (opened < 0) fail(errno);
+      if (opened == fd ? ::fcntl(fd, F_SETFD, 0) != 0 : ::dup2(opened, fd) < 0) fail(errno);
+    };
+    open_as("/dev/null", O_RDONLY, STDIN_FILENO);
+    if (!options.stdout_path.empty())
+      open_as(options.stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, STDOUT_FILENO);
+    if (!options.stderr_path.empty())
+      open_as(options.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, STDERR_FILENO);
+    for (const auto& [child_fd, parent_fd] : options.fd_map) {
+      // dup2 onto itself keeps FD_CLOEXEC; posix_spawn's adddup2 clears it, and so does this.
+      if (child_fd == parent_fd ? ::fcntl(child_fd, F_SETFD, 0) != 0 : ::dup2(parent_fd, child_fd) < 0)
+        fail(errno);
+    }
+    sigset_t empty_mask;
+    sigemptyset(&empty_mask);
+    ::sigprocmask(SIG_SETMASK, &empty_mask, nullptr);
+    ::execve(program.c_str(), argv, envp);
+    fail(errno);
+  }
+  ::close(report[1]);
+  if (options.new_process_group) (void)::setpgid(pid, pid);  // as the child does: no race on the group
+  int err = 0;
+  ssize_t n = 0;
+  do {
+    n = ::read(report[0], &err, sizeof err);
+  } while (n < 0 && errno == EINTR);
+  ::close(report[0]);
+  if (n == static_cast<ssize_t>(sizeof err)) {
+    int wstatus = 0;
+    while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+    }
+    return -err;
+  }
+  return pid;
+}
+
 }  // namespace
 
 Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
@@ -140,7 +243,13 @@ Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
   argv.push_back(nullptr);
 
   pid_t pid = -1;
-  int rc = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
+  int rc = 0;
+  if (options.die_with_parent) {
+    pid = ForkExecDyingWithParent(options, ResolveProgram(options.argv[0]), argv.data(), envp.data());
+    if (pid < 0) rc = -pid;
+  } else {
+    rc = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
+  }
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) return ErrnoError("cannot start '" + options.argv[0] + "'", rc);

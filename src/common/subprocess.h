@@ -23,6 +23,10 @@ struct SpawnOptions {
   // Names not passed on from this process's environment; an entry ending in '*' is a prefix
   // ("SLURM_*"). extra_env is set after, so it may set one of them.
   std::vector<std::string> unset_env;
+  // The child is killed (SIGKILL) when this process dies, however it dies (PR_SET_PDEATHSIG, set
+  // between fork and exec): a runner must not outlive the dlbench that supervises it. The signal
+  // follows the thread that spawned, so spawn from a thread that lives as long as the child.
+  bool die_with_parent = false;
 };
 
 struct ExitStatus {

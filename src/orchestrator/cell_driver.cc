@@ -156,6 +156,7 @@ Result<Spawned> SpawnRunner(const RunnerCommand& runner, bool with_logs) {
     opts.stdout_path = "/dev/null";
   }
   opts.unset_env = LauncherVariables();
+  opts.die_with_parent = true;  // a runner whose dlbench was killed has no one to report to
   opts.extra_env = runner.env;
   opts.extra_env.emplace_back(protocol::kFdInEnv, std::to_string(kChildFdIn));
   opts.extra_env.emplace_back(protocol::kFdOutEnv, std::to_string(kChildFdOut));

@@ -55,7 +55,7 @@ void PollRemote(RemoteRank& remote, std::int64_t give_up_at) {
   for (int i = 0; i < 64 && !remote.done; ++i) {
     auto m = remote.member->link->Receive(0);
     if (!m.ok()) {
-      return lost(fmt::format("its task on {} lost its connection to rank 0 ({})", remote.member->host,
+      return lost(fmt::format("rank 0 lost the connection to its task on {} ({})", remote.member->host,
                               m.error().message));
     }
     if (!m->has_value()) break;
@@ -183,6 +183,17 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
     rendezvous_file = *rendezvous;
     rendezvous_text = "file://" + rendezvous_file;
   } else {
+    // A task whose connection broke in an earlier cell is gone for the rest of the run (its dlbench
+    // died, or its host): the cells that need it end here, without starting rank 0.
+    for (int r = 1; r < world; ++r) {
+      const GroupMember& m = group->member(r);
+      if (m.link->closed()) {
+        return fail(
+            fmt::format("rank {} of {}: rank 0 lost the connection to its task on {} in an earlier "
+                        "cell; no cell that needs it can run",
+                        r, world, m.host));
+      }
+    }
     // Ranks on several hosts meet in a TCPStore that rank 0's runner serves at the rendezvous host.
     auto port = FreeTcpPort();
     if (!port.ok()) return fail(port.error().message);

@@ -106,7 +106,9 @@ Status RunRank(RankLink& link, const plan::Cell& cell, const nlohmann::json& ord
   cap->Conclude(rr);
   rr.finished_wall_ns = WallNowNs();
   if (lost)
-    return MakeError(ErrorKind::kIo, "the connection to rank 0's task was lost during cell " + cell.id);
+    return MakeError(ErrorKind::kIo, fmt::format("the connection to rank 0's task was lost during cell {} "
+                                                 "({}); this task's rank {} was killed",
+                                                 cell.index + 1, cell.label, request.rank));
   return report(rr, spawned->process.pid(), d.timed_out(), d.conversation().error().has_value());
 }
 

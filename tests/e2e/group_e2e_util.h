@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "e2e_util.h"
 #include "store/result_store.h"
@@ -64,6 +65,111 @@ exclude:
     world_size: 2
   - strategy: ddp
     world_size: 1
+measure:
+  min_steps: 500
+  min_time_s: 0.05
+  max_time_s: 2
+)";
+
+// A ddp cell whose rank 1 hangs at its first step (stops stepping and answering, ignores SIGTERM)
+// under a 3 s cell timeout (rank 0 needs far less): rank 0 ends by itself, rank 1's task kills its
+// runner at the timeout. Then a non-ddp cell.
+inline constexpr char kGroupHangMatrix[] = R"(name: group-hang
+runner: null
+timeout_s: 3
+matrix:
+  model: [a, b]
+  strategy: [ddp, none]
+  world_size: [2, 1]
+  step_ms: 1
+  virtual_time: true
+  virtual_speedup: 10
+  inject: hang
+  inject_rank: 1
+  inject_at_step: 1
+exclude:
+  - model: a
+    strategy: none
+  - model: b
+    strategy: ddp
+  - strategy: none
+    world_size: 2
+  - strategy: ddp
+    world_size: 1
+measure:
+  min_steps: 500
+  min_time_s: 0.05
+  max_time_s: 2
+)";
+
+// Two ddp cells whose rank 1 exits early at its first step: with exit code 3, and with exit code 0
+// after closing its protocol output (a clean exit mid-cell, no DONE). Then a non-ddp cell.
+inline constexpr char kGroupExitMatrix[] = R"(name: group-exit
+runner: null
+matrix:
+  model: [a, b]
+  strategy: [ddp, none]
+  world_size: [2, 1]
+  inject: [exit, close_protocol_exit, none]
+  step_ms: 1
+  virtual_time: true
+  virtual_speedup: 10
+  inject_rank: 1
+  inject_at_step: 1
+exclude:
+  - model: a
+    strategy: none
+  - model: b
+    strategy: ddp
+  - strategy: none
+    world_size: 2
+  - strategy: ddp
+    world_size: 1
+  - strategy: ddp
+    inject: none
+  - strategy: none
+    inject: exit
+  - strategy: none
+    inject: close_protocol_exit
+measure:
+  min_steps: 500
+  min_time_s: 0.05
+  max_time_s: 2
+)";
+
+// For killing rank 1's task mid-cell: a ddp cell whose rank 1 hangs at its first step (so only
+// its task, never the runner itself, can end it), a second ddp cell that needs the lost task, and
+// a non-ddp cell.
+inline constexpr char kGroupLostTaskMatrix[] = R"(name: group-lost-task
+runner: null
+timeout_s: 30
+matrix:
+  model: [a, b, c]
+  strategy: [ddp, none]
+  world_size: [2, 1]
+  inject: [hang, none]
+  step_ms: 1
+  virtual_time: true
+  virtual_speedup: 10
+  inject_rank: 1
+  inject_at_step: 1
+exclude:
+  - model: c
+    strategy: ddp
+  - model: a
+    strategy: none
+  - model: b
+    strategy: none
+  - strategy: none
+    world_size: 2
+  - strategy: ddp
+    world_size: 1
+  - model: a
+    inject: none
+  - model: b
+    inject: hang
+  - model: c
+    inject: hang
 measure:
   min_steps: 500
   min_time_s: 0.05
@@ -158,6 +264,46 @@ inline void CheckCrashedRemoteRank(const std::string& db) {
     } else {
       EXPECT_EQ(c.outcome, record::Outcome::kOk) << "the next cell still runs: " << c.message;
     }
+  }
+}
+
+// What one cell of a group run with a failing rank 1 must have ended as.
+struct ExpectedGroupCell {
+  std::string model;
+  record::Outcome outcome;
+  std::string message_part;   // in the cell's message, after "rank 1 of 2: " for a ddp cell
+  bool ranks_started = true;  // a ddp cell's ranks started (extras.ddp lists them)
+};
+
+// The store of a group run whose rank 1 fails: one completed run (rank 0 finished it), each cell
+// as `expected` says (a ddp cell named after rank 1), and none of the ranks rank 0 knows of alive.
+inline void CheckFailingRemoteRank(const std::string& db, const std::vector<ExpectedGroupCell>& expected) {
+  auto store = store::OpenSqliteStore(db);
+  ASSERT_TRUE(store.ok()) << db << ": " << store.error().message;
+  auto runs = (*store)->ListRuns();
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 1u);
+  auto run = (*store)->GetRun(runs->front().id);
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->status, record::RunStatus::kCompleted) << "rank 0 finishes the run";
+  auto cells = (*store)->GetCells(runs->front().id, store::CellQuery{});
+  ASSERT_TRUE(cells.ok());
+  ASSERT_EQ(cells->size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const record::CellRecord& c = (*cells)[i];
+    const ExpectedGroupCell& e = expected[i];
+    EXPECT_EQ(c.params.value("model", ""), e.model) << c.label;
+    EXPECT_EQ(c.outcome, e.outcome) << c.label << ": " << c.message;
+    EXPECT_NE(c.message.find(e.message_part), std::string::npos) << c.label << ": " << c.message;
+    if (c.params.value("strategy", "") != "ddp") continue;
+    EXPECT_EQ(c.message.rfind("rank 1 of 2: ", 0), 0u) << c.label << ": " << c.message;
+    EXPECT_EQ(c.extras.contains("ddp"), e.ranks_started) << c.label << ": " << c.extras.dump();
+    if (!e.ranks_started) continue;
+    const nlohmann::json& ranks = c.extras["ddp"]["ranks"];
+    ASSERT_EQ(ranks.size(), 2u) << c.label;
+    EXPECT_EQ(ranks[1]["outcome"], std::string(record::Name(e.outcome))) << ranks.dump();
+    for (const auto& rank : ranks)
+      EXPECT_FALSE(ProcessLives(rank["pid"].get<std::int64_t>())) << c.label << ": " << rank.dump();
   }
 }
 
