@@ -203,8 +203,8 @@ double StepPosition(const std::vector<StepRecord>& steps, std::int64_t t) {
   return static_cast<double>(k) + std::clamp(f, 0.0, 1.0);
 }
 
-// Theil-Sen slope per step with a Mann-Kendall test; a leak when the trend is significant and
-// even the CI's lower end exceeds the floor. Returns the verdict reason, or "" for none.
+// Theil-Sen slope per step with a Mann-Kendall test; a leak when the trend is significant, even the
+// CI's lower end exceeds the floor, and the troughs rose. Returns the verdict reason, or "" for none.
 // The three metrics a growth test stores: the slope and its interval's ends.
 struct GrowthNames {
   std::string_view slope, ci_low, ci_high;
@@ -233,12 +233,19 @@ std::string Growth(const Series& s, const Window& w, const std::vector<StepRecor
   metrics.Add(names.ci_low, ts.slope_ci.low);
   metrics.Add(names.ci_high, ts.slope_ci.high);
   const double floor = std::max(kLeakFloorBytesPerStep, kLeakFloorFractionPerStep * stats::Median(y));
+  // The troughs (analysis.h, kLeakMinTroughRiseBytes): the samples are in time order, a third of
+  // them is at least 3.
+  const auto third = static_cast<std::ptrdiff_t>(y.size() / 3);
+  const double trough_rise =
+      *std::min_element(y.end() - third, y.end()) - *std::min_element(y.begin(), y.begin() + third);
   detail["slope_bytes_per_step"] = ts.slope;
   detail["ci_low"] = ts.slope_ci.low;
   detail["ci_high"] = ts.slope_ci.high;
   detail["mann_kendall_p"] = mk.p_value;
   detail["floor_bytes_per_step"] = floor;
-  const bool leak = mk.p_value < kLeakMaxPValue && ts.slope_ci.low > floor;
+  detail["trough_rise_bytes"] = trough_rise;
+  const bool leak =
+      mk.p_value < kLeakMaxPValue && ts.slope_ci.low > floor && trough_rise > kLeakMinTroughRiseBytes;
   detail["leak"] = leak;
   info[metric] = detail;
   if (!leak) return "";

@@ -293,6 +293,84 @@ TEST(AnalysisTest, DeviceMemoryGrowingInAllocatorSegmentsIsALeak) {
   EXPECT_GE(Metric(a, "device_proc_mem_peak_bytes"), 4.0 * (1 << 30));
 }
 
+// A stored cell's RSS samples inside its measured window, replayed: `ms` after the window's start,
+// `pages` of 4 KiB; `step_ns` steps back to back, `warmup` of them before the window, and
+// `leak_per_step` bytes added per step elapsed (page-granular), to put a real leak in the same run.
+struct StoredSample {
+  int ms;
+  int pages;
+};
+
+AnalysisInput StoredRss(const std::vector<StoredSample>& samples, std::int64_t step_ns, int warmup, int steps,
+                        double leak_per_step) {
+  AnalysisInput in;
+  in.steps = Steps(0, step_ns, warmup + steps);
+  in.window = record::MeasuredWindow{warmup, steps};
+  in.scenario = Scenario::kTrain;
+  const std::int64_t start = warmup * step_ns;
+  for (const auto& s : samples) {
+    const std::int64_t t = start + s.ms * 1'000'000LL;
+    const double steps_done = static_cast<double>(t - start) / static_cast<double>(step_ns);
+    in.series.push_back(
+        {t, "proc.rss_bytes", s.pages * 4096.0 + std::floor(leak_per_step * steps_done / 4096) * 4096});
+  }
+  return in;
+}
+
+// The checks before the trough rule would have called it a leak: a significant trend whose whole
+// interval lies above the floor.
+void ExpectTrendAboveTheFloor(const CellAnalysis& a) {
+  const auto& d = a.info["rss_growth_bytes_per_step"];
+  EXPECT_LT(d.value("mann_kendall_p", 1.0), kLeakMaxPValue) << d.dump();
+  EXPECT_GT(d.value("ci_low", 0.0), d.value("floor_bytes_per_step", 0.0)) << d.dump();
+}
+
+// A stored input-bound cell (2026-12-05, this project's 2-core machine: jpeg_dir, one worker,
+// 32 measured steps in 1.2 s) read "leaking: host RSS grows 13688 B/step [CI 9286, 17484]": its 12
+// samples are glibc's heap growing three times by 128 KiB (32 pages). The troughs rose 384 KiB: not
+// a leak. A leak of 256 KiB a step in the same window still is.
+TEST(AnalysisTest, AHeapSettlingInAShortWindowIsNotALeak) {
+  const std::vector<StoredSample> samples = {{7, 46305},   {107, 46337}, {207, 46337},  {307, 46337},
+                                             {407, 46337}, {507, 46337}, {607, 46369},  {707, 46369},
+                                             {818, 46401}, {910, 46401}, {1007, 46401}, {1107, 46401}};
+  constexpr std::int64_t kStep = 37'700'000;  // 1,207 ms over 32 steps
+  const auto a = AnalyzeCell(StoredRss(samples, kStep, 2, 32, 0));
+  ExpectTrendAboveTheFloor(a);
+  EXPECT_DOUBLE_EQ(a.info["rss_growth_bytes_per_step"].value("trough_rise_bytes", 0.0), 96 * 4096.0);
+  EXPECT_FALSE(a.info["rss_growth_bytes_per_step"].value("leak", true));
+  EXPECT_TRUE(a.verdict_reasons.empty()) << a.verdict_reasons[0];
+
+  const auto leak = AnalyzeCell(StoredRss(samples, kStep, 2, 32, 262144));
+  ASSERT_EQ(leak.verdict_reasons.size(), 1u);
+  EXPECT_EQ(leak.verdict_reasons[0].rfind("leaking: host RSS grows ", 0), 0u) << leak.verdict_reasons[0];
+  EXPECT_GT(leak.info["rss_growth_bytes_per_step"].value("trough_rise_bytes", 0.0), kLeakMinTroughRiseBytes);
+}
+
+// A stored BERT training cell (2026-12-05, the same machine: 289 measured steps of 13.7 ms, 40
+// samples at 10 Hz) read "leaking: host RSS grows 32964 B/step [CI 7179, 55165]". Its RSS swings
+// between 201 and 215 MiB with the activations a step holds, and its steps got slower half-way
+// ("shifted"), so more samples caught the activations: the mean rose, the troughs did not (201 MiB
+// from first to last). Not a leak; 64 KiB a step added to the same samples is one.
+TEST(AnalysisTest, ActivationsSampledMoreOftenAreNotALeak) {
+  const std::vector<StoredSample> samples = {
+      {38, 51376},   {138, 51368},  {238, 51360},  {338, 54356},  {438, 53204},  {538, 51856},  {638, 51360},
+      {738, 53464},  {838, 51366},  {938, 53392},  {1038, 51360}, {1138, 54768}, {1238, 53120}, {1338, 54352},
+      {1438, 52576}, {1538, 55136}, {1638, 52272}, {1738, 51361}, {1838, 53216}, {1938, 53404}, {2038, 52768},
+      {2138, 53766}, {2238, 54224}, {2338, 54932}, {2438, 53276}, {2538, 53888}, {2638, 54676}, {2738, 51344},
+      {2840, 55046}, {2938, 52796}, {3038, 53360}, {3138, 54480}, {3238, 55104}, {3338, 54941}, {3438, 54624},
+      {3538, 54596}, {3638, 55110}, {3738, 51376}, {3838, 53200}, {3938, 53392}};
+  constexpr std::int64_t kStep = 13'727'000;  // 3,967 ms over 289 steps
+  const auto a = AnalyzeCell(StoredRss(samples, kStep, 5, 289, 0));
+  ExpectTrendAboveTheFloor(a);
+  // The first third's lowest is 51360 pages, the last third's 51344.
+  EXPECT_DOUBLE_EQ(a.info["rss_growth_bytes_per_step"].value("trough_rise_bytes", 0.0), -16 * 4096.0);
+  EXPECT_TRUE(a.verdict_reasons.empty()) << a.verdict_reasons[0];
+
+  const auto leak = AnalyzeCell(StoredRss(samples, kStep, 5, 289, 65536));
+  ASSERT_EQ(leak.verdict_reasons.size(), 1u);
+  EXPECT_EQ(leak.verdict_reasons[0].rfind("leaking: host RSS grows ", 0), 0u) << leak.verdict_reasons[0];
+}
+
 TEST(AnalysisTest, TooFewSamplesGiveNoGrowthEstimate) {
   auto in = BaseInput();
   AddSeries(in.series, "proc.rss_bytes", 2 * kSecond, 12 * kSecond, 2 * kSecond,
