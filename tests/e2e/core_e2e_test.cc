@@ -11,8 +11,6 @@
 
 #include "e2e_sqlite.h"
 #include "e2e_util.h"
-#include "record/metrics.h"
-#include "record/records.h"
 #include "store/result_store.h"
 
 namespace dlbench::e2e {
@@ -216,52 +214,6 @@ TEST(CoreE2E, APythonProgramSpeakingTheProtocolIsARunner) {
   EXPECT_EQ(cells[0].hello["runner"], "python-sleep");
   EXPECT_GE(cells[0].steps.size(), 20u);
   EXPECT_EQ(cells[0].steps[0].record.samples, 4u);
-}
-
-// The leak rule on a real runner process, sampled by the real monitor: dlbench-null keeping 256 KiB
-// more every step is `leaking` with that slope; the same runner keeping nothing is judged (the check
-// ran) and not flagged. Real time: a virtual-time cell skips the monitor's checks.
-TEST(CoreE2E, ARunnerThatKeepsMemoryEveryStepIsLeakingAndOneThatDoesNotIsNot) {
-  TempDir dir("leak");
-  const std::string matrix = dir / "l.yaml", db = dir / "r.db";
-  WriteText(matrix, R"(runner: null
-timeout_s: 30
-matrix:
-  inject: [none, leak]
-  step_ms: [5]
-  inject_at_step: [0]
-  leak_bytes_per_step: [262144]
-measure:
-  min_steps: 20
-  min_time_s: 0.5
-  max_time_s: 1.5
-  target_rel_ci: 0.001
-  sample_interval_ms: 50
-)");
-  auto run = Dlbench({"run", matrix, "--out", dir / "out"}, dir, db);
-  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
-  std::map<std::string, record::CellRecord> by_inject;
-  for (auto& c : Cells(db, 1)) by_inject[c.params["inject"].get<std::string>()] = c;
-  ASSERT_EQ(by_inject.size(), 2u);
-  auto leak_reasons = [](const record::CellRecord& c) {
-    std::vector<std::string> out;
-    for (const auto& r : c.verdict_reasons) {
-      if (r.get<std::string>().rfind("leaking: ", 0) == 0) out.push_back(r.get<std::string>());
-    }
-    return out;
-  };
-  const auto& leak = by_inject["leak"];
-  ASSERT_EQ(leak.outcome, record::Outcome::kOk) << leak.message;
-  ASSERT_EQ(leak_reasons(leak).size(), 1u) << leak.verdict_reasons.dump() << "\n" << leak.extras.dump();
-  EXPECT_EQ(leak_reasons(leak)[0].rfind("leaking: host RSS grows ", 0), 0u) << leak_reasons(leak)[0];
-  // Each step's block is its own mapping: 256 KiB and a page of malloc's header.
-  EXPECT_NEAR(record::MetricValue(leak, record::metric::kRssGrowthBytesPerStep).value_or(0), 262144,
-              0.1 * 262144);
-  const auto& flat = by_inject["none"];
-  ASSERT_EQ(flat.outcome, record::Outcome::kOk) << flat.message;
-  EXPECT_TRUE(leak_reasons(flat).empty()) << flat.verdict_reasons.dump();
-  const auto& check = flat.extras["monitor"][std::string(record::metric::kRssGrowthBytesPerStep)];
-  EXPECT_EQ(check.value("leak", true), false) << check.dump();
 }
 
 TEST(CoreE2E, EnvPrintsAFingerprintWithItsHash) {
