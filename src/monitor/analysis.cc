@@ -203,8 +203,9 @@ double StepPosition(const std::vector<StepRecord>& steps, std::int64_t t) {
   return static_cast<double>(k) + std::clamp(f, 0.0, 1.0);
 }
 
-// Theil-Sen slope per step with a Mann-Kendall test; a leak when the trend is significant and
-// even the CI's lower end exceeds the floor. Returns the verdict reason, or "" for none.
+// Theil-Sen slope per step with a Mann-Kendall test; a leak when the trend is significant, even the
+// CI's lower end exceeds the floor, and the troughs rose steadily (analysis.h). Returns the verdict
+// reason, or "" for none.
 // The three metrics a growth test stores: the slope and its interval's ends.
 struct GrowthNames {
   std::string_view slope, ci_low, ci_high;
@@ -215,10 +216,12 @@ std::string Growth(const Series& s, const Window& w, const std::vector<StepRecor
                    nlohmann::json& info) {
   const std::string metric(names.slope);
   std::vector<double> x, y;
+  std::vector<std::int64_t> t;
   for (const auto& p : s) {
     if (!w.Contains(p.t_ns)) continue;
     x.push_back(StepPosition(steps, p.t_ns));
     y.push_back(p.value);
+    t.push_back(p.t_ns);
   }
   nlohmann::json detail = {{"samples", y.size()}};
   if (y.size() < kLeakMinSamples || x.back() - x.front() < 2) {
@@ -233,12 +236,39 @@ std::string Growth(const Series& s, const Window& w, const std::vector<StepRecor
   metrics.Add(names.ci_low, ts.slope_ci.low);
   metrics.Add(names.ci_high, ts.slope_ci.high);
   const double floor = std::max(kLeakFloorBytesPerStep, kLeakFloorFractionPerStep * stats::Median(y));
+  // The troughs (analysis.h, kLeakMinTroughRiseBytes): the lowest sample of each third, in time
+  // order (a third is at least 3 samples), and the pace between them in bytes per second.
+  const auto third = static_cast<std::ptrdiff_t>(y.size() / 3);
+  auto lowest = [&](std::ptrdiff_t from, std::ptrdiff_t to) {
+    return static_cast<std::size_t>(std::min_element(y.begin() + from, y.begin() + to) - y.begin());
+  };
+  const auto n = static_cast<std::ptrdiff_t>(y.size());
+  const std::size_t a = lowest(0, third), b = lowest(third, n - third), c = lowest(n - third, n);
+  auto pace = [&](std::size_t from, std::size_t to) {
+    return (y[to] - y[from]) / std::max(1e-9 * static_cast<double>(t[to] - t[from]), 1e-9);
+  };
+  const double first = y[a], middle = y[b], last = y[c];
+  const double early_pace = pace(a, b), late_pace = pace(b, c);
   detail["slope_bytes_per_step"] = ts.slope;
   detail["ci_low"] = ts.slope_ci.low;
   detail["ci_high"] = ts.slope_ci.high;
   detail["mann_kendall_p"] = mk.p_value;
   detail["floor_bytes_per_step"] = floor;
-  const bool leak = mk.p_value < kLeakMaxPValue && ts.slope_ci.low > floor;
+  detail["troughs_bytes"] = {first, middle, last};
+  detail["trough_pace_bytes_per_s"] = {early_pace, late_pace};
+  const bool trend = mk.p_value < kLeakMaxPValue && ts.slope_ci.low > floor;
+  const bool kept = last - first > kLeakMinTroughRiseBytes;
+  const bool steady = late_pace >= kLeakMinLatePaceRatio * early_pace;
+  auto mib = [](double bytes) { return fmt::format("{:.2f} MiB", bytes / (1 << 20)); };
+  if (trend && !kept) {
+    detail["not_a_leak"] = fmt::format("the lowest readings rose {}, not more than {}", mib(last - first),
+                                       mib(kLeakMinTroughRiseBytes));
+  } else if (trend && !steady) {
+    detail["not_a_leak"] =
+        fmt::format("the lowest readings rose {}/s up to the middle third's and {}/s after it: levelling off",
+                    mib(early_pace), mib(late_pace));
+  }
+  const bool leak = trend && kept && steady;
   detail["leak"] = leak;
   info[metric] = detail;
   if (!leak) return "";

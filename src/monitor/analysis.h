@@ -91,6 +91,17 @@ inline constexpr double kLeakMaxPValue = 0.01;
 inline constexpr double kLeakFloorBytesPerStep = 4096;     // one page per step
 inline constexpr double kLeakFloorFractionPerStep = 1e-5;  // 0.1% of the level per 100 steps
 inline constexpr std::size_t kLeakMinSamples = 10;
+// A leak keeps what it takes, so even the lowest readings rise, and at a steady pace. The judged
+// samples are cut into thirds in time order and each third's lowest reading (its trough) taken:
+// the last third's trough must exceed the first's by more than kLeakMinTroughRiseBytes, and the
+// troughs must rise from the middle third's to the last's at least kLeakMinLatePaceRatio times as
+// fast (bytes per second between the troughs' samples) as from the first's to the middle's.
+// Memory held during part of each step (activations sampled at other phases) moves the mean and
+// not the troughs; an allocator settling (glibc extends its heap by 128 KiB at a time, the caching
+// allocator reserves 2 MiB segments) rises by less; buffers filling to a high-water mark rise fast
+// early and slowly late.
+inline constexpr double kLeakMinTroughRiseBytes = 2.0 * (1 << 20);  // 2 MiB
+inline constexpr double kLeakMinLatePaceRatio = 0.5;
 inline constexpr double kTrainingMinGpuBusyPct = 70;
 // What kept a GPU waiting (any scenario, GPU busy under kTrainingMinGpuBusyPct of the window): the
 // runner's process tree using at least kHostBoundMinCores of a CPU core is host-bound (the thread
