@@ -253,6 +253,27 @@ std::vector<Case> CasesFor(const ParamSpec& spec) {
                {"", "0", "0GiB", "-1GiB", "1.5GiB", "1099511627777", "2TiB", "16gib", "GiB"})
             cases.push_back({json(bad), false});
           break;
+        case StringFormat::kCudaAllocConf:
+          for (const std::string ok :
+               {"expandable_segments:True", "max_split_size_mb:128,garbage_collection_threshold:0.6"})
+            cases.push_back({json(ok), true});
+          for (const std::string bad : {"expandable_segments", "no_such_option:1", "max_split_size_mb:x"})
+            cases.push_back({json(bad), false});
+          break;
+        case StringFormat::kPrecisions:
+          for (const std::string ok : {"fp32", "fp32;bf16;int8"}) cases.push_back({json(ok), true});
+          for (const std::string bad : {"", "fp33", "fp32;fp32"}) cases.push_back({json(bad), false});
+          break;
+        case StringFormat::kPrecisionTolerances:
+          for (const std::string ok : {"bf16=0.99", "bf16=1;int8=0"}) cases.push_back({json(ok), true});
+          for (const std::string bad : {"", "bf16", "bf16=1.5", "bf16=0.9;bf16=0.8", "fp33=0.9"})
+            cases.push_back({json(bad), false});
+          break;
+        case StringFormat::kPrecisionDiffTolerances:
+          for (const std::string ok : {"bf16=0.05", "bf16=0;int8=0.5"}) cases.push_back({json(ok), true});
+          for (const std::string bad : {"", "bf16", "bf16=-1", "bf16=0.1;bf16=0.2", "fp33=0.1"})
+            cases.push_back({json(bad), false});
+          break;
       }
       cases.push_back({json(1), false});
       break;
@@ -371,6 +392,15 @@ TEST_P(RunnerAgreesWithRegistry, OnEveryBoundValueAndType) {
     }
     // data: jpeg_dir and tfrecord read data_path (a rule across keys; the path is opened later).
     if (key.runner == "torch" && key.spec->name == "data") params["data_path"] = "/nonexistent/data";
+    // The precision tolerances check an infer cell's evaluation outputs; eval_precisions is a
+    // converge cell's (rules across keys, kept in the runner).
+    if (key.runner == "torch" && (key.spec->name == "min_agreement" || key.spec->name == "max_abs_diff" ||
+                                  key.spec->name == "max_mean_abs_diff"))
+      params["scenario"] = "infer";
+    if (key.runner == "torch" && key.spec->name == "eval_precisions") {
+      params["scenario"] = "converge";
+      params["model"] = "fashion_cnn";
+    }
     // pipeline_only needs a pipeline: a host-fed data source.
     if (key.runner == "torch" && key.spec->name == "pipeline_only") params["data"] = "host";
     if (key.runner == "null" && config::CheckLoadCell({{key.spec->name, cases.front().value}}).size() == 1 &&
