@@ -11,7 +11,7 @@ namespace {
 // job ids, the rendezvous port, every variable seen): two shards of one sweep, or two jobs of one
 // matrix, differ in them on every run, as in a pid. Which launcher ran and the group's size stay.
 bool IsPerTaskLauncherField(const std::string& path) {
-  static const std::string kLauncher = "/launcher/";
+  constexpr const char* kLauncher = "/launcher/";
   if (path.rfind(kLauncher, 0) != 0) return false;
   return path != "/launcher/launcher" && path != "/launcher/world_size/value";
 }
