@@ -17,6 +17,17 @@ std::string ParamText(const json& value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+std::string ConfigurationWithout(const record::CellRecord& cell, std::string_view varied) {
+  std::string out;
+  if (!cell.params.is_object()) return out;
+  for (auto it = cell.params.begin(); it != cell.params.end(); ++it) {
+    if (it.key() == varied) continue;
+    if (!out.empty()) out += ' ';
+    out += it.key() + "=" + ParamText(it.value());
+  }
+  return out;
+}
+
 std::string Param(const record::CellRecord& cell, const char* name) {
   return cell.params.is_object() && cell.params.contains(name) ? ParamText(cell.params[name]) : "";
 }

@@ -15,6 +15,9 @@ namespace dlbench::report::chart {
 
 // A parameter value as text: strings bare, other JSON compact; "" for null.
 std::string ParamText(const nlohmann::json& value);
+// A configuration that a chart's x axis varies: every parameter of the cell but `varied`, as
+// "name=value" pairs in key order ("model=resnet50 precision=fp32 ..."); "" without parameters.
+std::string ConfigurationWithout(const record::CellRecord& cell, std::string_view varied);
 // The cell's parameter `name` as text, "" when it has none.
 std::string Param(const record::CellRecord& cell, const char* name);
 // The cell's parameter `name` when it is a number.

@@ -31,21 +31,13 @@ using chart::Fmt;
 using chart::Metric;
 using chart::NumericParam;
 using chart::Param;
-using chart::ParamText;
 using chart::Point;
 
 bool IsInference(const record::CellRecord& cell) { return Param(cell, "scenario").rfind("infer", 0) == 0; }
 
 // A configuration: every parameter but the batch size ("model=resnet50 precision=fp32 ...").
 std::string ConfigurationOf(const record::CellRecord& cell) {
-  std::string out;
-  if (!cell.params.is_object()) return out;
-  for (auto it = cell.params.begin(); it != cell.params.end(); ++it) {
-    if (it.key() == "batch_size") continue;
-    if (!out.empty()) out += ' ';
-    out += it.key() + "=" + ParamText(it.value());
-  }
-  return out;
+  return chart::ConfigurationWithout(cell, "batch_size");
 }
 
 void ThroughputCharts(const ReportInput& input, const ReportOptions& options, std::vector<json>& charts) {

@@ -32,14 +32,7 @@ bool ReadsFiles(const record::CellRecord& cell) {
 
 // Every parameter but data_workers.
 std::string ConfigurationOf(const record::CellRecord& cell) {
-  std::string out;
-  if (!cell.params.is_object()) return out;
-  for (auto it = cell.params.begin(); it != cell.params.end(); ++it) {
-    if (it.key() == "data_workers") continue;
-    if (!out.empty()) out += ' ';
-    out += it.key() + "=" + chart::ParamText(it.value());
-  }
-  return out;
+  return chart::ConfigurationWithout(cell, "data_workers");
 }
 
 const json* Verdict(const record::CellRecord& cell) {
