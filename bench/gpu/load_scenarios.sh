@@ -8,7 +8,7 @@
 # `dlbench run` (phase 2: stored, with the orchestrator's metrics and verdicts). Results go to $OUT
 # (or ./load-evidence-out): at most seven files.
 # --peak runs only the peak search of bench/gpu/load-peak.yaml through `dlbench run` (ResNet-50
-# bf16, target_qps: max under a 10 ms p99; at most 450 s) and writes run-peak.txt (the run and
+# bf16, target_qps: max under a 10 ms p99; at most 300 s) and writes run-peak.txt (the run and
 # `show latest`) and peak.json (the cell's export).
 # Usage: bench/gpu/load_scenarios.sh [--skip-build] [--peak]
 set -uo pipefail
@@ -33,7 +33,7 @@ fi
 if [ "$PEAK_ONLY" = 1 ]; then
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.limit --format=csv > "$LOGS/gpu.txt" 2>&1 || true
   RUN_DIR=$(mktemp -d)
-  (cd "$RUN_DIR" && timeout 450 "$BUILD/bin/dlbench" --db "$RUN_DIR/r.db" run "$ROOT/bench/gpu/load-peak.yaml"; \
+  (cd "$RUN_DIR" && timeout 300 "$BUILD/bin/dlbench" --db "$RUN_DIR/r.db" run "$ROOT/bench/gpu/load-peak.yaml"; \
     "$BUILD/bin/dlbench" --db "$RUN_DIR/r.db" show latest) > "$LOGS/run-peak.txt" 2>&1
   echo "dlbench run (load-peak.yaml): exit $?"; tail -40 "$LOGS/run-peak.txt"
   "$BUILD/bin/dlbench" --db "$RUN_DIR/r.db" export latest --format json > "$LOGS/peak.json" 2>> "$LOGS/run-peak.txt"
