@@ -13,7 +13,8 @@
 #   0.05, 0.1, 0.2: the reference's 0.001 at batch 400 needs about 200,000 steps), DATASET (default
 #   /usr/share/datasets/fashion-mnist; the .deb travels with the other packages), DEADLINE_S
 #   (seconds for `dlbench run`, default 0 = none: past it the run is stopped with SIGTERM, its
-#   finished cells stay stored, and the script exits 3 without the tables)
+#   finished cells stay stored, and the script exits 3 without the tables), RESUME_ELSEWHERE (1:
+#   resume on a machine that differs in what decides comparability, docs/cli.md)
 # Resumable: when OUT already holds the database of an interrupted run, the same command continues
 # it (`dlbench run --resume latest`) instead of starting again, so 45 cells can be spread over
 # several device calls of 10 minutes.
@@ -77,6 +78,9 @@ YAML
 resume=()
 if [ -f "$DB" ]; then
   resume=(--resume latest)
+  # Another machine of another kind (driver, GPU model) is refused unless RESUME_ELSEWHERE=1
+  # (docs/cli.md "Resuming on another machine").
+  [ "${RESUME_ELSEWHERE:-0}" = 1 ] && resume+=(--resume-elsewhere)
   echo "== dlbench run $MATRIX --resume latest (OUT holds an earlier run's database)"
 else
   echo "== dlbench run $MATRIX"

@@ -53,6 +53,7 @@ struct RunArgs {
   std::string shard;
   std::string sweep;
   std::string resume;
+  bool resume_elsewhere = false;
   bool no_monitor = false;
   bool runner_reuse = false;
   bool fail_on_invalid = false;
@@ -278,6 +279,9 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
   request.sweep = *sweep;
   request.sweep_given = !args.sweep.empty();
   request.selection = plan::Selection{args.only, *shard, args.set};
+  if (args.resume_elsewhere && args.resume.empty()) {
+    return ReportError(MakeError(ErrorKind::kInvalidInput, "--resume-elsewhere goes with --resume ID"));
+  }
   // Under a launcher (--shard auto) there may be more tasks than cells: a task whose shard holds
   // none has nothing to do, which is no failure (srun would report the job failed). Anything
   // else wrong with the selection is left to RunMatrix's error.
@@ -313,6 +317,7 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
     request.group = group.get();
   }
   request.resume = args.resume;
+  request.resume_elsewhere = args.resume_elsewhere;
   request.monitor = !args.no_monitor;
   request.runner_reuse = args.runner_reuse;
   request.bin_dir = ExecutableDir();
@@ -383,6 +388,11 @@ void RegisterRun(CLI::App& app, CommandContext& ctx) {
       "--resume", args->resume,
       "Continue an interrupted run (id or tag): runs only its cells that have no final result, "
       "selected by the --only, --shard and --set it was started with (give none, or the same ones)");
+  cmd->add_flag(
+      "--resume-elsewhere", args->resume_elsewhere,
+      "With --resume: continue although this machine differs from the one the run started on in "
+      "what decides comparability (GPU model, driver, CPU, BLAS, framework, ...); each resumed cell "
+      "records the differences in extras.resume. Without it such a resume is refused, naming them");
   cmd->add_flag("--no-monitor", args->no_monitor, "Do not sample the GPU and host while cells run");
   cmd->add_flag("--runner-reuse", args->runner_reuse,
                 "Let consecutive cells that agree on every process-level setting share one runner process "

@@ -19,6 +19,7 @@
 #include "orchestrator/ddp_analysis.h"
 #include "orchestrator/input_analysis.h"
 #include "orchestrator/rank_link.h"
+#include "orchestrator/resume_check.h"
 #include "orchestrator/run_folder.h"
 #include "orchestrator/runner_pool.h"
 #include "plan/host_gpus.h"
@@ -135,9 +136,25 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
     return Status::Ok();
   };
 
+  // This machine's fingerprint, from the runner's HELLO: a new run stores it; a resume compares it
+  // with the run's (docs/measurement.md "Resuming on another machine").
+  auto fingerprint_here = [&]() -> Result<nlohmann::json> {
+    auto hello = ProbeRunner(*runner, std::max(30.0, std::min(matrix.timeout_s, 120.0)));
+    if (!hello.ok()) return hello.error();
+    hello->erase("pid");         // differs every run and decides nothing
+    MonotonicClock probe_clock;  // Monitor keeps a reference: it must outlive the monitor
+    monitor::Monitor probe_monitor(monitor::DefaultSamplers(), probe_clock, 1000);
+    nlohmann::json fp = monitor::CollectFingerprint(*hello, probe_monitor.Describe());
+    if (!request.launcher.is_null()) fp["launcher"] = request.launcher;
+    return fp;
+  };
+
   record::RunRecord run;
   std::set<std::string> finished;
   std::vector<std::string> warnings;
+  // A resume on a machine whose fingerprint differs from the run's: what each resumed cell records
+  // in extras.resume (null: nothing differs).
+  nlohmann::json resumed_elsewhere;
   if (resumed) {
     const std::int64_t id = resumed->id;
     if (resumed->matrix_text != matrix.text) {
@@ -158,17 +175,25 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
       (void)store->UnlockRun(id);
       return st.error();
     }
+    auto here = fingerprint_here();
+    if (!here.ok()) {
+      (void)store->UnlockRun(id);
+      return here.error();
+    }
+    auto check = CheckResumeEnvironment(*resumed, *here, request.resume_elsewhere);
+    if (!check.ok()) {
+      (void)store->UnlockRun(id);
+      return check.error();
+    }
+    resumed_elsewhere = std::move(check->record);
+    if (!check->warning.empty()) warnings.push_back(check->warning);
     run = *resumed;
     finished = *done;
   } else {
     // The runner introduces itself once so the stored fingerprint has its framework versions.
-    auto hello = ProbeRunner(*runner, std::max(30.0, std::min(matrix.timeout_s, 120.0)));
-    if (!hello.ok()) return hello.error();
-    hello->erase("pid");         // differs every run and decides nothing
-    MonotonicClock probe_clock;  // Monitor keeps a reference: it must outlive the monitor
-    monitor::Monitor probe_monitor(monitor::DefaultSamplers(), probe_clock, 1000);
-    run.environment = monitor::CollectFingerprint(*hello, probe_monitor.Describe());
-    if (!request.launcher.is_null()) run.environment["launcher"] = request.launcher;
+    auto here = fingerprint_here();
+    if (!here.ok()) return here.error();
+    run.environment = std::move(here).value();
     run.environment_hash = monitor::ComparabilityHash(run.environment);
     run.name = matrix.name.empty() ? std::filesystem::path(request.matrix_path).stem().string() : matrix.name;
     run.matrix_path = request.matrix_path;
@@ -353,6 +378,7 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
                                         cell.ddp_compute_only_id, control_of(cell.ddp_compute_only_id),
                                         cell.ddp_serial_id, control_of(cell.ddp_serial_id)});
     rec.run_id = run.id;
+    if (!resumed_elsewhere.is_null()) rec.extras["resume"] = resumed_elsewhere;
     if (auto st = store->PutCell(rec); !st.ok()) return open.Fail(st.error());
     keep_control(rec);
     ++done;

@@ -29,6 +29,9 @@ struct RunRequest {
   std::string store_key;
   plan::Selection selection;  // --only and --shard as given (--shard auto resolved to K/N)
   std::string resume;         // a run id or tag to resume; empty: a new run
+  // --resume-elsewhere: resume although this machine's fingerprint differs from the run's in what
+  // decides comparability (each resumed cell then records the differences in extras.resume).
+  bool resume_elsewhere = false;
   // The sweep a new run is a shard of (RunRecord::sweep); empty: none. A resumed run keeps its
   // own; `sweep_given` (--sweep was given) must then name the same.
   std::string sweep;

@@ -183,6 +183,51 @@ TEST(CoreE2E, CtrlCStopsTheCellKeepsFinishedOnesAndMarksTheRunInterrupted) {
   EXPECT_EQ(Cells(db, 1).size(), 8u);
 }
 
+// A run resumed where the machine differs in what decides comparability is refused, naming the
+// difference; with --resume-elsewhere its resumed cells record it (extras.resume), the others not.
+TEST(CoreE2E, AResumeOnAnotherKindOfMachineIsRefusedUnlessElsewhereAndThenRecorded) {
+  TempDir dir("elsewhere");
+  const std::string matrix = dir / "long.yaml", db = dir / "r.db";
+  WriteText(matrix, kLongMatrix);
+  auto p = StartRun(matrix, db, dir);
+  ASSERT_GE(WaitForStoredCells(db, 1, 2, 60), 2u);
+  ::kill(p.pid(), SIGINT);
+  p.Wait();
+  const std::size_t before = Cells(db, 1).size();
+  ASSERT_LT(before, 8u);
+  // The run "started" on another CPU: its stored fingerprint says so.
+  ExecuteSql(db,
+             "UPDATE environments SET fingerprint = json_set(fingerprint, '$.host.cpu_model', "
+             "'Another CPU 9000') WHERE id = (SELECT environment_id FROM runs WHERE id = 1)");
+
+  auto refused = Dlbench({"run", matrix, "--out", dir / "out", "--resume", "1"}, dir, db);
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("/host/cpu_model: Another CPU 9000 -> "), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("--resume-elsewhere"), std::string::npos) << refused.err;
+  EXPECT_EQ(Cells(db, 1).size(), before) << "a refused resume runs nothing";
+
+  auto resumed =
+      Dlbench({"run", matrix, "--out", dir / "out", "--resume", "1", "--resume-elsewhere"}, dir, db);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("differs in what decides comparability"), std::string::npos) << resumed.err;
+  auto after = Cells(db, 1);
+  ASSERT_EQ(after.size(), 8u);
+  std::size_t marked = 0;
+  for (const auto& c : after) {
+    if (!c.extras.contains("resume")) continue;
+    ++marked;
+    EXPECT_EQ(c.extras["resume"]["decisive_change_count"], 1) << c.extras["resume"].dump();
+    EXPECT_EQ(c.extras["resume"]["decisive_changes"][0].get<std::string>().rfind(
+                  "/host/cpu_model: Another CPU 9000 -> ", 0),
+              0u);
+  }
+  EXPECT_EQ(marked, 8u - before) << "exactly the resumed cells record the difference";
+
+  auto alone = Dlbench({"run", matrix, "--resume-elsewhere"}, dir, db);
+  EXPECT_EQ(alone.exit_code, 2);
+  EXPECT_NE(alone.err.find("--resume-elsewhere goes with --resume ID"), std::string::npos) << alone.err;
+}
+
 TEST(CoreE2E, OnlyFilterRunsMatchingCells) {
   TempDir dir("only");
   const std::string matrix = dir / "smoke.yaml", db = dir / "r.db";
