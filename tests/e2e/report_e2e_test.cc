@@ -3,6 +3,7 @@
 // the null runner.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -173,6 +174,67 @@ measure:
   auto trace = Dlbench({"export", "latest", "--format", "trace", "--cell", "0"}, dir, db);
   ASSERT_EQ(trace.exit_code, 0) << trace.err;
   EXPECT_GT(nlohmann::json::parse(trace.out)["traceEvents"].size(), 20u);
+}
+
+// The charts of a stored batch sweep of dlbench-null cells (issue: the report counted the
+// samples_per_step that the registry fills from batch_size as configuration, so a sweep had no
+// throughput chart and a latency chart per batch). A samples_per_step that follows batch_size is
+// no configuration: batches 1, 4 and 16 are one throughput curve and one latency chart of three
+// distributions. One set apart (samples_per_step: 1 at batches 4 and 16, of 3 ms steps) is a
+// configuration of its own, a second curve.
+TEST(ReportE2E, ABatchSweepIsOneConfigurationWhateverSamplesPerStepFollows) {
+  TempDir dir("report_batch_sweep");
+  const std::string db = dir / "r.db", matrix = dir / "m.yaml";
+  WriteText(matrix, R"(name: report-sweep
+runner: null
+matrix:
+  virtual_time: true
+  scenario: infer
+  step_ms: 2
+  batch_size: [1, 4, 16]
+include:
+  - {virtual_time: true, scenario: infer, step_ms: 3, batch_size: 4, samples_per_step: 1}
+  - {virtual_time: true, scenario: infer, step_ms: 3, batch_size: 16, samples_per_step: 1}
+measure:
+  min_steps: 20
+  max_steps: 200
+  min_time_s: 0.1
+  max_time_s: 1.0
+  target_rel_ci: 0.05
+)");
+  auto run = Dlbench({"run", matrix, "--out", dir / "out"}, dir, db);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  // The stored cells carry the filled-in samples_per_step: the case the report must see through.
+  const auto exported = nlohmann::json::parse(Dlbench({"export", "latest"}, dir, db).out);
+  ASSERT_EQ(exported["cells"].size(), 5u);
+  EXPECT_EQ(exported["cells"][2]["params"]["samples_per_step"], 16) << exported["cells"][2]["params"].dump();
+  auto report = Dlbench({"report", "latest", "-o", dir / "sweep.html"}, dir, db);
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  auto html = ReadFile(dir / "sweep.html");
+  ASSERT_TRUE(html.ok());
+  const std::string open = "<script id=\"dlbench-data\" type=\"application/json\">";
+  const auto begin = html->find(open);
+  ASSERT_NE(begin, std::string::npos);
+  const auto end = html->find("</script>", begin);
+  const auto data = nlohmann::json::parse(html->substr(begin + open.size(), end - begin - open.size()));
+  std::map<std::string, std::vector<nlohmann::json>> by_section;
+  for (const auto& chart : data["charts"]) by_section[chart["section"]].push_back(chart);
+  ASSERT_EQ(by_section["throughput"].size(), 2u) << data["charts"].dump();
+  ASSERT_EQ(by_section["latency"].size(), 2u) << data["charts"].dump();
+  std::size_t set_apart = 0;
+  for (const auto& chart : by_section["throughput"]) {
+    const std::string config = chart["configuration"];
+    EXPECT_EQ(config.find("batch_size"), std::string::npos) << config;
+    if (config.find("samples_per_step=1") != std::string::npos) {
+      ++set_apart;
+    } else {
+      EXPECT_EQ(config.find("samples_per_step"), std::string::npos) << config;
+    }
+  }
+  EXPECT_EQ(set_apart, 1u);
+  std::size_t distributions = 0;
+  for (const auto& chart : by_section["latency"]) distributions += chart["datasets"].size();
+  EXPECT_EQ(distributions, 5u) << data["charts"].dump();
 }
 
 }  // namespace
