@@ -13,11 +13,7 @@
 namespace dlbench::monitor {
 namespace {
 
-using analysis_test::AddSeries;
-using analysis_test::BaseInput;
-using analysis_test::kSecond;
-using analysis_test::Metric;
-using analysis_test::Steps;
+using namespace analysis_test;  // the helpers the analysis tests share
 
 // Clocks event reasons: `bits` in the first `share` of the window's 100 samples, idle elsewhere.
 AnalysisInput ThrottleInput(std::uint64_t bits, double share) {

@@ -19,6 +19,19 @@ std::vector<std::string> Lines(const std::string& text) {
   return out;
 }
 
+// `dlbench run` of the matrix `yaml` into `db`, then `dlbench report latest`: the report's HTML, ""
+// after a failure (which the test has been told of).
+std::string RunAndReport(const TempDir& dir, const std::string& db, const std::string& yaml) {
+  WriteText(dir / "m.yaml", yaml);
+  auto run = Dlbench({"run", dir / "m.yaml", "--out", dir / "out"}, dir, db);
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  auto report = Dlbench({"report", "latest", "-o", dir / "report.html"}, dir, db);
+  EXPECT_EQ(report.exit_code, 0) << report.err;
+  auto html = ReadFile(dir / "report.html");
+  EXPECT_TRUE(html.ok());
+  return html.ok() ? *html : "";
+}
+
 TEST(ReportE2E, ExportJsonCarriesEveryCellAndTheEnvironment) {
   TempDir dir("export_json");
   const std::string db = dir / "r.db";
@@ -143,8 +156,8 @@ TEST(ReportE2E, ReportWithBaselineFromTheStore) {
 // A run made by the real pipeline (null runner), then reported and exported.
 TEST(ReportE2E, NullRunnerRunIsReportedAndExported) {
   TempDir dir("report_null_run");
-  const std::string db = dir / "r.db", matrix = dir / "m.yaml";
-  WriteText(matrix, R"(name: report-null
+  const std::string db = dir / "r.db";
+  const std::string html = RunAndReport(dir, db, R"(name: report-null
 runner: null
 matrix:
   model: [tiny]
@@ -156,13 +169,7 @@ measure:
   max_time_s: 1.0
   target_rel_ci: 0.05
 )");
-  auto run = Dlbench({"run", matrix, "--out", dir / "out"}, dir, db);
-  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
-  auto report = Dlbench({"report", "latest", "-o", dir / "null.html"}, dir, db);
-  ASSERT_EQ(report.exit_code, 0) << report.err;
-  auto html = ReadFile(dir / "null.html");
-  ASSERT_TRUE(html.ok());
-  EXPECT_NE(html->find("<canvas id=\"chart-0\""), std::string::npos);
+  EXPECT_NE(html.find("<canvas id=\"chart-0\""), std::string::npos);
   auto json = Dlbench({"export", "latest"}, dir, db);
   ASSERT_EQ(json.exit_code, 0) << json.err;
   const auto j = nlohmann::json::parse(json.out);
@@ -184,8 +191,8 @@ measure:
 // configuration of its own, a second curve.
 TEST(ReportE2E, ABatchSweepIsOneConfigurationWhateverSamplesPerStepFollows) {
   TempDir dir("report_batch_sweep");
-  const std::string db = dir / "r.db", matrix = dir / "m.yaml";
-  WriteText(matrix, R"(name: report-sweep
+  const std::string db = dir / "r.db";
+  const std::string html = RunAndReport(dir, db, R"(name: report-sweep
 runner: null
 matrix:
   virtual_time: true
@@ -202,21 +209,16 @@ measure:
   max_time_s: 1.0
   target_rel_ci: 0.05
 )");
-  auto run = Dlbench({"run", matrix, "--out", dir / "out"}, dir, db);
-  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  ASSERT_FALSE(html.empty());
   // The stored cells carry the filled-in samples_per_step: the case the report must see through.
   const auto exported = nlohmann::json::parse(Dlbench({"export", "latest"}, dir, db).out);
   ASSERT_EQ(exported["cells"].size(), 5u);
   EXPECT_EQ(exported["cells"][2]["params"]["samples_per_step"], 16) << exported["cells"][2]["params"].dump();
-  auto report = Dlbench({"report", "latest", "-o", dir / "sweep.html"}, dir, db);
-  ASSERT_EQ(report.exit_code, 0) << report.err;
-  auto html = ReadFile(dir / "sweep.html");
-  ASSERT_TRUE(html.ok());
   const std::string open = "<script id=\"dlbench-data\" type=\"application/json\">";
-  const auto begin = html->find(open);
+  const auto begin = html.find(open);
   ASSERT_NE(begin, std::string::npos);
-  const auto end = html->find("</script>", begin);
-  const auto data = nlohmann::json::parse(html->substr(begin + open.size(), end - begin - open.size()));
+  const auto end = html.find("</script>", begin);
+  const auto data = nlohmann::json::parse(html.substr(begin + open.size(), end - begin - open.size()));
   std::map<std::string, std::vector<nlohmann::json>> by_section;
   for (const auto& chart : data["charts"]) by_section[chart["section"]].push_back(chart);
   ASSERT_EQ(by_section["throughput"].size(), 2u) << data["charts"].dump();

@@ -28,8 +28,9 @@ constexpr const char* kTorchrun = "/usr/bin/torchrun";
 constexpr const char* kIp = "/usr/sbin/ip";
 
 // A non-ddp cell and a ddp cell of world_size 2, both a tiny ResNet on the CPU.
-const std::string kTorchGroupMatrix = std::string("name: torch-group\nrunner: torch\nmatrix:\n") +
-                                      kTinyResnetCpuKeys + R"(  strategy: [none, ddp]
+const std::string kTorchGroupMatrix =
+    std::string("name: torch-group\nrunner: torch\nmatrix:\n") + kTinyResnetCpuKeys + R"(  threads: 1
+  strategy: [none, ddp]
   world_size: [1, 2]
 exclude:
   - strategy: none
