@@ -8,8 +8,12 @@
 // Usage: dlbench-null [--inject FAULT [--fault-field FRAME.field]]
 // The options inject a fault from the very start, before HELLO (faults of HELLO itself: no_hello,
 // wrong_protocol, wrong_type with a HELLO field), since cell parameters arrive only after HELLO.
+//
+// This file is the serving loop: HELLO, then per CONFIGURE one cell (READY, the step loop in real
+// or virtual time, EXTRAS, DONE), and the next CONFIGURE while dlbench reuses the process. A cell's
+// parameters are read in cell_params.h, every fault after HELLO is injected through inject.h, and
+// a cell with `load` is served by virtual_load.h (ServeLoad).
 #include <errno.h>
-#include <signal.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,9 +22,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
-#include <new>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,10 +31,11 @@
 #include "common/version.h"
 #include "config/cuda_alloc_conf.h"
 #include "config/host_allocator.h"
-#include "config/runner_params.h"
 #include "protocol/runner_session.h"
 #include "record/metrics.h"
+#include "runners/null/cell_params.h"
 #include "runners/null/faults.h"
+#include "runners/null/inject.h"
 #include "runners/null/memory_model.h"
 #include "runners/null/synthetic_steps.h"
 #include "runners/null/virtual_load.h"
@@ -43,138 +46,6 @@ namespace {
 using protocol::MessageType;
 using protocol::RunnerSession;
 using record::RunnerErrorKind;
-
-struct Params {
-  double step_ms = 1.0;
-  double jitter_pct = 0.0;
-  std::string jitter_dist = "normal";
-  Fault inject = Fault::kNone;
-  std::int64_t inject_at_step = 20;
-  std::optional<std::int64_t> inject_rank;  // only this rank injects; absent: every rank
-  std::int64_t leak_bytes_per_step = 65536;
-  int exit_code = 3;
-  std::int64_t samples_per_step = 1;
-  double setup_ms = 0.0;
-  std::int64_t warmup_steps = 0;
-  double warmup_factor = 3.0;
-  // Read by ParseShapeAndFaultParams.
-  bool virtual_time = false;
-  double virtual_speedup = 1000.0;
-  double bimodal_fraction = 0.0;
-  double bimodal_factor = 2.0;
-  double drift_pct_per_s = 0.0;
-  std::optional<std::int64_t> shift_at_step;
-  double shift_factor = 1.0;
-  std::string fault_field;
-  std::int64_t flood_bytes = std::int64_t{80} << 20;
-  // The memory model: present when the cell sets either of its keys.
-  std::optional<synthetic::MemoryModel> memory_model;
-  std::int64_t batch_size = 1;
-  std::int64_t seq_len = 0;     // 0: the cell sets none
-  std::int64_t image_size = 0;  // 0: the cell sets none
-  std::optional<std::int64_t> memory_cap_bytes;
-};
-
-// Reads the parameters this runner knows. The registry validates them here too (a runner must
-// not trust its input) with the same specs that validated the matrix, and supplies the defaults.
-bool ParseParams(const nlohmann::json& p, Params& out, std::string& error) {
-  auto parsed = config::RunnerParams::Parse(p, "null");
-  if (!parsed.ok()) {
-    error = parsed.error().message;
-    return false;
-  }
-  const config::RunnerParams& params = *parsed;
-  const std::string inject = params.Text("inject").value();
-  const std::optional<Fault> fault = ParseFault(inject);
-  if (fault) out.inject = *fault;
-  if (!fault) {
-    // The registry allows a failure this runner cannot inject: a drift runner_params_test finds.
-    error = "parameter 'inject': '" + inject + "' is not implemented by this runner";
-    return false;
-  }
-  out.step_ms = params.Number("step_ms").value();
-  out.jitter_pct = params.Number("jitter_pct").value();
-  out.jitter_dist = params.Text("jitter_dist").value();
-  if (out.jitter_dist != "normal" && out.jitter_dist != "uniform" && out.jitter_dist != "lognormal") {
-    error = "parameter 'jitter_dist': '" + out.jitter_dist + "' is not implemented by this runner";
-    return false;
-  }
-  out.inject_at_step = params.Int("inject_at_step").value();
-  out.inject_rank = params.Int("inject_rank");
-  out.leak_bytes_per_step = params.Int("leak_bytes_per_step").value();
-  out.exit_code = static_cast<int>(params.Int("exit_code").value());  // 1..255
-  out.samples_per_step = params.Int("samples_per_step").value();      // defaults to batch_size
-  out.setup_ms = params.Number("setup_ms").value();
-  out.warmup_steps = params.Int("warmup_steps").value();  // names: a parameter, not the metric
-  out.warmup_factor = params.Number("warmup_factor").value();
-  out.batch_size = params.Int("batch_size").value();
-  if (params.Given("memory_base_bytes") || params.Given("memory_per_sample_bytes") ||
-      params.Given("memory_per_token_bytes") || params.Given("memory_per_pixel_bytes")) {
-    out.memory_model = synthetic::MemoryModel{
-        params.Int("memory_base_bytes").value_or(0), params.Int("memory_per_sample_bytes").value_or(0),
-        params.Int("memory_per_token_bytes").value_or(0), params.Int("memory_per_pixel_bytes").value_or(0)};
-  }
-  out.seq_len = params.Int("seq_len").value_or(0);
-  out.image_size = params.Int("image_size").value_or(0);
-  // The registry validated the text; ParseByteSize reads it.
-  if (const std::optional<std::string> cap = params.Text("memory_cap")) {
-    out.memory_cap_bytes = config::ParseByteSize(*cap);
-  }
-  return true;
-}
-
-// The parameters of the step-time shape beyond ParseParams', the virtual clock and the faults'
-// arguments. Absent keys keep their defaults (none of them has a registry default, so cells that do
-// not use them keep their keys).
-bool ParseShapeAndFaultParams(const nlohmann::json& p, Params& out, std::string& error) {
-  try {
-    out.virtual_time = p.value("virtual_time", out.virtual_time);
-    out.virtual_speedup = p.value("virtual_speedup", out.virtual_speedup);
-    out.bimodal_fraction = p.value("bimodal_fraction", out.bimodal_fraction);
-    out.bimodal_factor = p.value("bimodal_factor", out.bimodal_factor);
-    out.drift_pct_per_s = p.value("drift_pct_per_s", out.drift_pct_per_s);
-    if (p.contains("shift_at_step")) out.shift_at_step = p.at("shift_at_step").get<std::int64_t>();
-    out.shift_factor = p.value("shift_factor", out.shift_factor);
-    out.fault_field = p.value("fault_field", out.fault_field);
-    out.flood_bytes = p.value("flood_bytes", out.flood_bytes);
-  } catch (const nlohmann::json::exception& e) {
-    error = std::string("bad parameter type: ") + e.what();
-    return false;
-  }
-  if (!(out.virtual_speedup > 0) || !std::isfinite(out.virtual_speedup)) {
-    error = "virtual_speedup must be a finite number > 0";
-    return false;
-  }
-  if (out.flood_bytes < 0) {
-    error = "flood_bytes must be >= 0";
-    return false;
-  }
-  if (out.inject == Fault::kWrongType) {
-    const auto& fields = WrongTypeFields();
-    if (std::find(fields.begin(), fields.end(), out.fault_field) == fields.end()) {
-      error = "inject: wrong_type needs fault_field, one of the FRAME.field names (got '" + out.fault_field +
-              "')";
-      return false;
-    }
-  }
-  return true;
-}
-
-synthetic::StepShape ShapeOf(const Params& p) {
-  synthetic::StepShape s;
-  s.step_ms = p.step_ms;
-  s.jitter_pct = p.jitter_pct;
-  s.jitter_dist = synthetic::ParseJitterDist(p.jitter_dist).value_or(synthetic::JitterDist::kNormal);
-  s.warmup_steps = p.warmup_steps;
-  s.warmup_factor = p.warmup_factor;
-  s.bimodal_fraction = p.bimodal_fraction;
-  s.bimodal_factor = p.bimodal_factor;
-  s.drift_pct_per_s = p.drift_pct_per_s;
-  s.shift_at_step = p.shift_at_step;
-  s.shift_factor = p.shift_factor;
-  s.samples_per_step = static_cast<std::uint32_t>(std::min<std::int64_t>(p.samples_per_step, UINT32_MAX));
-  return s;
-}
 
 // Real time draws its durations ahead of the loop, so the timed region does nothing but wait; the
 // drift reads the nominal elapsed time, and the series repeats after kRealDurations steps.
@@ -204,188 +75,6 @@ void SleepNs(std::int64_t ns) {
   if (ns <= 0) return;
   timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
-
-// The fds of the protocol, for faults that write frames the session would never write.
-int OutFd() { return std::atoi(std::getenv(protocol::kFdOutEnv)); }
-int InFd() { return std::atoi(std::getenv(protocol::kFdInEnv)); }
-
-void SendRawJson(MessageType type, const nlohmann::json& body) {
-  std::string bytes;
-  protocol::AppendJsonFrame(bytes, type, body);
-  (void)protocol::WriteAll(OutFd(), bytes);
-}
-
-void SendRawSteps(const protocol::StepRecord* records, std::size_t count) {
-  std::string bytes;
-  protocol::AppendStepsFrame(bytes, 0, records, count);
-  (void)protocol::WriteAll(OutFd(), bytes);
-}
-
-void Say(const char* what, std::int64_t step) {
-  std::fprintf(stderr, "dlbench-null: %s on purpose at step %lld\n", what, static_cast<long long>(step));
-  std::fflush(stderr);
-}
-
-[[noreturn]] void HangForever(bool ignore_sigterm) {
-  if (ignore_sigterm) signal(SIGTERM, SIG_IGN);  // a real hang often ignores polite requests too
-  for (;;) pause();
-}
-
-// The fields a wrong_type fault breaks, frame by frame: `body` is the frame that would be sent.
-void BreakField(const std::string& field, nlohmann::json& body) {
-  if (field == "HELLO.protocol") body["protocol"] = "1";
-  if (field == "HELLO.pid") body["pid"] = "me";
-  if (field == "HELLO.runner") body["runner"] = 7;
-  if (field == "HELLO.framework") body["framework"] = "none";
-  if (field == "HELLO.devices") body["devices"] = {{"type", "cpu"}};
-  if (field == "HELLO.multi_cell") body["multi_cell"] = "yes";
-  if (field == "READY.effective") body["effective"] = {1, 2};
-  if (field == "READY.samples_per_step") body["effective"]["samples_per_step"] = "8";
-  if (field == "READY.device_uuids") body["effective"]["device_uuids"] = "GPU-1";
-  if (field == "READY.virtual_time") body["effective"]["virtual_time"] = "yes";
-  if (field == "MEMORY.label") body["label"] = 7;
-  if (field == "MEMORY.bytes") body[std::string(record::memory::kHostRssBytes)] = "lots";
-  if (field == "EXTRAS.metrics") body["metrics"] = "many";
-  if (field == "EXTRAS.metric") body["metrics"] = {5};
-  const std::string compile_time(record::metric::kCompileTimeS);
-  if (field == "EXTRAS.name") body["metrics"] = {{{"name", 7}, {"value", 1.0}}};
-  if (field == "EXTRAS.value") body["metrics"] = {{{"name", compile_time}, {"value", "fast"}}};
-  if (field == "EXTRAS.unit") body["metrics"] = {{{"name", compile_time}, {"value", 1.0}, {"unit", 5}}};
-  if (field == "EXTRAS.info") body["info"] = "x";
-  if (field == "ERROR.kind") body["kind"] = 5;
-  if (field == "ERROR.message") body["message"] = {"x"};
-  if (field == "ERROR.requested_bytes") body["requested_bytes"] = "80G";
-  if (field == "DONE.reason") body["reason"] = {"x"};
-  if (field == "DONE.steps") body["steps"] = "200";
-}
-
-bool BreaksFrame(const Params& p, const char* frame) {
-  return p.inject == Fault::kWrongType && p.fault_field.rfind(std::string(frame) + ".", 0) == 0;
-}
-
-// Starts a process that keeps every fd it inherited (the protocol pipes, stdout, stderr) open
-// for an hour, as a data-loader worker left behind would; in a new session with `setsid`.
-pid_t ForkLingeringChild(bool new_session) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    if (new_session) (void)setsid();
-    for (int i = 0; i < 3600; ++i) sleep(1);
-    _exit(0);
-  }
-  return pid;
-}
-
-void Flood(int fd, std::int64_t bytes) {
-  std::string line(1023, 'x');
-  line += '\n';
-  while (bytes > 0) {
-    const std::size_t n =
-        static_cast<std::size_t>(std::min<std::int64_t>(bytes, static_cast<std::int64_t>(line.size())));
-    if (::write(fd, line.data(), n) < 0 && errno != EINTR) return;
-    bytes -= static_cast<std::int64_t>(n);
-  }
-}
-
-enum class StepAction { kContinue, kEndLoop };
-
-// What inject: leak holds: the blocks kept so far, and whether the allocator refused the next one
-// (under memory_cap's RLIMIT_DATA, docs/memory.md).
-struct Leak {
-  std::vector<std::vector<char>> blocks;
-  bool refused = false;
-};
-
-// What a fault does at step `step` (1-based, after that step was recorded). `last` is the record
-// just made. Faults that end the loop are concluded after it (Main).
-StepAction OnStep(const Params& p, RunnerSession& session, std::int64_t step,
-                  const protocol::StepRecord& last, Leak& leak) {
-  if (p.inject == Fault::kLeak) {
-    // Touch every page so the growth shows in RSS, as a real leak would. A refused allocation ends
-    // the loop; the runner reports it as out of memory after it (Main), as a real runner would.
-    try {
-      leak.blocks.emplace_back(static_cast<std::size_t>(p.leak_bytes_per_step), '\1');
-    } catch (const std::bad_alloc&) {
-      leak.refused = true;
-      return StepAction::kEndLoop;
-    }
-  }
-  if (step != p.inject_at_step) return StepAction::kContinue;
-  switch (p.inject) {
-    case Fault::kCrash:
-    case Fault::kSigtermSelf:
-    case Fault::kHang:
-    case Fault::kExit:
-    case Fault::kGarbage:
-    case Fault::kOom:
-    case Fault::kFrameAfterError:
-    case Fault::kCloseProtocol:
-    case Fault::kCloseProtocolExit:
-      return StepAction::kEndLoop;
-    case Fault::kWrongType:
-      return BreaksFrame(p, "ERROR") ? StepAction::kEndLoop : StepAction::kContinue;
-    case Fault::kUnknownFrame: {
-      session.FlushSteps(last.end_ns);
-      const char header[8] = {0, 0, 0, 0, 77, 0, 0, 0};
-      (void)protocol::WriteAll(OutFd(), header, sizeof header);
-      return StepAction::kContinue;
-    }
-    case Fault::kOversizedFrame: {
-      session.FlushSteps(last.end_ns);
-      const std::uint32_t length = protocol::kMaxPayloadBytes + 1;
-      char header[8] = {0, 0, 0, 0, static_cast<char>(MessageType::kMemory), 0, 0, 0};
-      std::memcpy(header, &length, 4);
-      (void)protocol::WriteAll(OutFd(), header, sizeof header);
-      return StepAction::kContinue;
-    }
-    case Fault::kBadJson: {
-      session.FlushSteps(last.end_ns);
-      std::string bytes;
-      const std::string junk = "{not json";
-      const std::uint32_t length = static_cast<std::uint32_t>(junk.size());
-      char header[8] = {0, 0, 0, 0, static_cast<char>(MessageType::kMemory), 0, 0, 0};
-      std::memcpy(header, &length, 4);
-      bytes.append(header, sizeof header);
-      bytes += junk;
-      (void)protocol::WriteAll(OutFd(), bytes);
-      return StepAction::kContinue;
-    }
-    case Fault::kRunnerStop:
-      session.FlushSteps(last.end_ns);
-      SendRawJson(MessageType::kStop, {{"reason", "the runner says so"}});
-      return StepAction::kContinue;
-    case Fault::kStepBackwards:
-    case Fault::kStepOverlap: {
-      session.FlushSteps(last.end_ns);
-      protocol::StepRecord bad = last;
-      if (p.inject == Fault::kStepBackwards) {
-        bad.start_ns = last.end_ns;
-        bad.end_ns = last.end_ns - 1;
-      } else {
-        bad.start_ns = last.end_ns - 1;  // one nanosecond before the previous step ended
-        bad.end_ns = last.end_ns + 1;
-      }
-      SendRawSteps(&bad, 1);
-      return StepAction::kContinue;
-    }
-    case Fault::kCloseCommands:
-      ::close(InFd());
-      return StepAction::kContinue;
-    case Fault::kStderrFlood:
-      Flood(STDERR_FILENO, p.flood_bytes);
-      return StepAction::kContinue;
-    case Fault::kStdoutFlood:
-      Flood(STDOUT_FILENO, p.flood_bytes);
-      return StepAction::kContinue;
-    case Fault::kJsonFlood: {
-      session.FlushSteps(last.end_ns);
-      const std::string pad(512 << 10, 'm');
-      for (int i = 0; i < 64; ++i) SendRawJson(MessageType::kMemory, {{"label", "flood"}, {"pad", pad}});
-      return StepAction::kContinue;
-    }
-    default:
-      return StepAction::kContinue;
   }
 }
 
@@ -430,40 +119,6 @@ protocol::LoopResult RunVirtualLoop(
   }
   session.FlushSteps(steps.now_ns());
   return result;
-}
-
-// After STOP, a step_flood runner goes on sending full STEPS frames as fast as it can.
-[[noreturn]] void FloodSteps(std::int64_t start_ns, std::uint32_t samples) {
-  std::vector<protocol::StepRecord> batch(RunnerSession::kBatchRecords);
-  std::int64_t t = start_ns;
-  for (;;) {
-    for (auto& r : batch) {
-      r.start_ns = t;
-      r.end_ns = ++t;
-      r.samples = samples;
-    }
-    std::string bytes;
-    protocol::AppendStepsFrame(bytes, 0, batch.data(), batch.size());
-    if (!protocol::WriteAll(OutFd(), bytes).ok()) _exit(0);
-  }
-}
-
-// A cell with `load` serves queries on the virtual clock (virtual_load.h) instead of stepping.
-int ServeLoad(RunnerSession& session, const protocol::CellConfig& cell, const Params& p) {
-  auto options = LoadOptionsFromParams(cell.params);
-  if (!options.ok()) {
-    (void)session.SendError(RunnerErrorKind::kInvalid, options.error().message);
-    return 0;
-  }
-  if (p.inject == Fault::kDropQuery || p.inject == Fault::kDuplicateQuery) {
-    options->fault = p.inject == Fault::kDropQuery ? QueryStreamFault::kDrop : QueryStreamFault::kDuplicate;
-    options->fault_query_id = static_cast<std::uint64_t>(p.inject_at_step);
-  } else if (p.inject != Fault::kNone) {
-    (void)session.SendError(RunnerErrorKind::kInvalid, "inject: " + std::string(FaultName(p.inject)) +
-                                                           " is not implemented for a load cell");
-    return 0;
-  }
-  return ServeLoadCell(session, cell, {{"seed", cell.seed}}, *options);
 }
 
 struct Options {
@@ -528,7 +183,7 @@ int ServeCell(RunnerSession& session, const protocol::CellConfig* cell, const Op
     }
   }
   if (load::LoadRequested(cell->params)) {
-    const int code = ServeLoad(session, *cell, p);
+    const int code = ServeLoad(session, *cell, p.inject, p.inject_at_step);
     serve_more = p.inject == Fault::kNone;
     return code;
   }
@@ -601,81 +256,8 @@ int ServeCell(RunnerSession& session, const protocol::CellConfig* cell, const Op
   }
   const std::int64_t step = result.steps;
 
-  if (result.end == protocol::LoopEnd::kStepFailed && leaked.refused) {
-    // Free what was leaked first, so that the report's own allocations succeed under the cap.
-    const auto kept = static_cast<std::int64_t>(leaked.blocks.size()) * p.leak_bytes_per_step;
-    leaked.blocks.clear();
-    leaked.blocks.shrink_to_fit();
-    (void)session.SendError(RunnerErrorKind::kOom,
-                            "out of memory (inject: leak): tried to allocate " +
-                                std::to_string(p.leak_bytes_per_step) + " bytes at step " +
-                                std::to_string(step) + ", holding " + std::to_string(kept) +
-                                " bytes leaked before it",
-                            {{"requested_bytes", p.leak_bytes_per_step}});
+  if (result.end == protocol::LoopEnd::kStepFailed && ConcludeFault(p, session, step, last_end, leaked))
     return 0;
-  }
-  if (result.end == protocol::LoopEnd::kStepFailed) {
-    switch (p.inject) {
-      case Fault::kCrash:
-        Say("crashing", step);
-        signal(SIGSEGV, SIG_DFL);
-        raise(SIGSEGV);
-        break;
-      case Fault::kSigtermSelf:
-        Say("raising SIGTERM", step);
-        signal(SIGTERM, SIG_DFL);
-        raise(SIGTERM);
-        break;
-      case Fault::kHang:
-        Say("hanging", step);
-        HangForever(true);
-      case Fault::kExit:
-        std::fprintf(stderr, "dlbench-null: exiting with code %d on purpose at step %lld\n", p.exit_code,
-                     static_cast<long long>(step));
-        std::fflush(stderr);
-        _exit(p.exit_code);
-      case Fault::kGarbage: {
-        const char junk[] = "\xff\xff\xff\x7f garbage on the protocol pipe";
-        (void)protocol::WriteAll(OutFd(), junk, sizeof junk);
-        // Keep running so the orchestrator, not our exit, has to notice.
-        for (int i = 0; i < 1000; ++i) usleep(10'000);
-        return 0;
-      }
-      case Fault::kOom: {
-        const std::int64_t requested = std::int64_t{80} << 30;
-        (void)session.SendError(RunnerErrorKind::kOom,
-                                "out of memory (injected): tried to allocate 80.00 GiB",
-                                {{"requested_bytes", requested}});
-        return 0;
-      }
-      case Fault::kWrongType: {
-        nlohmann::json body = {
-            {"kind", "oom"}, {"message", "out of memory (injected)"}, {"requested_bytes", 1}};
-        BreakField(p.fault_field, body);
-        SendRawJson(MessageType::kError, body);
-        return 0;
-      }
-      case Fault::kFrameAfterError: {
-        (void)session.SendError(RunnerErrorKind::kInternal, "failed (injected), then goes on talking");
-        protocol::StepRecord more;
-        more.start_ns = last_end;
-        more.end_ns = last_end + 1;
-        SendRawSteps(&more, 1);
-        return 0;
-      }
-      case Fault::kCloseProtocol:
-        Say("closing the protocol pipe", step);
-        ::close(OutFd());
-        HangForever(false);
-      case Fault::kCloseProtocolExit:
-        Say("closing the protocol pipe, then exiting 0", step);
-        ::close(OutFd());
-        usleep(500'000);
-        return 0;
-      default:
-        break;
-    }
-  }
   if (result.end == protocol::LoopEnd::kStopped) {
     if (p.inject == Fault::kHangAfterStop) {
       Say("ignoring STOP and hanging", step);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <string>
 
 #include "common/clock.h"
 #include "common/error.h"
@@ -279,6 +280,24 @@ int ServeLoadCell(protocol::RunnerSession& session, const protocol::CellConfig& 
   if (!outcome.info.empty()) info["load"] = outcome.info;
   (void)session.SendExtras({{"info", info}});
   return session.SendDone(outcome.reason, outcome.queries).ok() ? 0 : 1;
+}
+
+int ServeLoad(protocol::RunnerSession& session, const protocol::CellConfig& cell, Fault inject,
+              std::int64_t inject_at_step) {
+  auto options = LoadOptionsFromParams(cell.params);
+  if (!options.ok()) {
+    (void)session.SendError(record::RunnerErrorKind::kInvalid, options.error().message);
+    return 0;
+  }
+  if (inject == Fault::kDropQuery || inject == Fault::kDuplicateQuery) {
+    options->fault = inject == Fault::kDropQuery ? QueryStreamFault::kDrop : QueryStreamFault::kDuplicate;
+    options->fault_query_id = static_cast<std::uint64_t>(inject_at_step);
+  } else if (inject != Fault::kNone) {
+    (void)session.SendError(record::RunnerErrorKind::kInvalid, "inject: " + std::string(FaultName(inject)) +
+                                                                   " is not implemented for a load cell");
+    return 0;
+  }
+  return ServeLoadCell(session, cell, {{"seed", cell.seed}}, *options);
 }
 
 }  // namespace dlbench::nullrunner

@@ -24,6 +24,7 @@
 #include "load/settings.h"
 #include "load/system_under_test.h"
 #include "protocol/runner_session.h"
+#include "runners/null/faults.h"
 
 namespace dlbench::nullrunner {
 
@@ -122,5 +123,12 @@ int ServeLoadCell(protocol::RunnerSession& session, const protocol::CellConfig& 
 // The service time and speed of a load cell from its parameters (service_us,
 // service_per_sample_us, virtual_speedup); kInvalidInput naming the key.
 Result<NullLoadOptions> LoadOptionsFromParams(const nlohmann::json& params);
+
+// A dlbench-null cell with `load` (load::LoadRequested), served on the virtual clock instead of
+// stepping: its options from the parameters (LoadOptionsFromParams), the query stream faults
+// drop_query and duplicate_query at query id `inject_at_step`; any other fault, or a bad option,
+// is ERROR invalid. Returns the process's exit code.
+int ServeLoad(protocol::RunnerSession& session, const protocol::CellConfig& cell, Fault inject,
+              std::int64_t inject_at_step);
 
 }  // namespace dlbench::nullrunner

@@ -6,6 +6,7 @@
 
 #include "common/human_text.h"
 #include "common/text.h"
+#include "config/registry.h"
 
 namespace dlbench::report::chart {
 
@@ -17,11 +18,25 @@ std::string ParamText(const json& value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+namespace {
+
+// Whether the cell's parameter `name` only follows another: the registry fills it from that one
+// (default_from; samples_per_step from batch_size) and it holds that one's value. It then says
+// nothing of its own, and keeping it would make a sweep of the other one a configuration per value.
+bool FollowsItsSource(const json& params, const std::string& name, const json& value) {
+  const config::ParamSpec* spec = config::FindParam(name, config::ParamSection::kCell);
+  if (spec == nullptr || spec->default_from.empty()) return false;
+  const auto source = params.find(spec->default_from);
+  return source != params.end() && *source == value;
+}
+
+}  // namespace
+
 std::string ConfigurationWithout(const record::CellRecord& cell, std::string_view varied) {
   std::string out;
   if (!cell.params.is_object()) return out;
   for (auto it = cell.params.begin(); it != cell.params.end(); ++it) {
-    if (it.key() == varied) continue;
+    if (it.key() == varied || FollowsItsSource(cell.params, it.key(), it.value())) continue;
     if (!out.empty()) out += ' ';
     out += it.key() + "=" + ParamText(it.value());
   }

@@ -17,6 +17,8 @@ namespace dlbench::report::chart {
 std::string ParamText(const nlohmann::json& value);
 // A configuration that a chart's x axis varies: every parameter of the cell but `varied`, as
 // "name=value" pairs in key order ("model=resnet50 precision=fp32 ..."); "" without parameters.
+// A parameter that only follows another (the registry's default_from, samples_per_step following
+// batch_size) is left out while it equals that one, and kept where it was set apart.
 std::string ConfigurationWithout(const record::CellRecord& cell, std::string_view varied);
 // The cell's parameter `name` as text, "" when it has none.
 std::string Param(const record::CellRecord& cell, const char* name);

@@ -17,14 +17,7 @@ using nlohmann::json;
 
 // Every parameter but world_size.
 std::string ConfigurationOf(const record::CellRecord& cell) {
-  std::string out;
-  if (!cell.params.is_object()) return out;
-  for (auto it = cell.params.begin(); it != cell.params.end(); ++it) {
-    if (it.key() == "world_size") continue;
-    if (!out.empty()) out += ' ';
-    out += it.key() + "=" + chart::ParamText(it.value());
-  }
-  return out;
+  return chart::ConfigurationWithout(cell, "world_size");
 }
 
 }  // namespace

@@ -74,4 +74,15 @@ inline CommandResult Dlbench(const std::vector<std::string>& args, const TempDir
   return RunCommand(argv, dir);
 }
 
+// A tiny ResNet trained on the CPU (32-pixel images, 4 channels at the base, 4 classes, batch 2):
+// the model keys of the torch group and ddp tests' matrices, indented to go under `matrix:`.
+inline constexpr char kTinyResnetCpuKeys[] = R"(  model: resnet50
+  image_size: 32
+  base_width: 4
+  num_classes: 4
+  batch_size: 2
+  lr: 0.01
+  device: cpu
+)";
+
 }  // namespace dlbench::e2e

@@ -42,18 +42,21 @@ measure:
   max_time_s: 5
 )";
 
-// A ddp cell whose rank 1 crashes at its first step (rank 0 measures 500 steps first: 50 ms at 10x
-// real time), then a non-ddp cell.
-inline constexpr char kGroupCrashMatrix[] = R"(name: group-crash
-runner: null
-matrix:
+// A group run's matrix of null ranks in virtual time whose rank 1 fails (`inject`, one fault or
+// a list) at its first step: a ddp cell of world_size 2 (model a; rank 0 measures 500 steps
+// first: 50 ms at 10x real time), then a non-ddp cell (model b). `head` adds top-level lines
+// after the runner's, `exclude` more excludes (each "  - key: value\n    key: value\n").
+inline std::string GroupFailureMatrix(const std::string& name, const std::string& inject,
+                                      const std::string& head = "", const std::string& exclude = "") {
+  return "name: " + name + "\nrunner: null\n" + head + R"(matrix:
   model: [a, b]
   strategy: [ddp, none]
   world_size: [2, 1]
   step_ms: 1
   virtual_time: true
   virtual_speedup: 10
-  inject: crash
+  inject: )" +
+         inject + R"(
   inject_rank: 1
   inject_at_step: 1
 exclude:
@@ -65,77 +68,28 @@ exclude:
     world_size: 2
   - strategy: ddp
     world_size: 1
-measure:
+)" + exclude +
+         R"(measure:
   min_steps: 500
   min_time_s: 0.05
   max_time_s: 2
 )";
+}
+
+// A ddp cell whose rank 1 crashes at its first step, then a non-ddp cell.
+inline const std::string kGroupCrashMatrix = GroupFailureMatrix("group-crash", "crash");
 
 // A ddp cell whose rank 1 hangs at its first step (stops stepping and answering, ignores SIGTERM)
 // under a 3 s cell timeout (rank 0 needs far less): rank 0 ends by itself, rank 1's task kills its
 // runner at the timeout. Then a non-ddp cell.
-inline constexpr char kGroupHangMatrix[] = R"(name: group-hang
-runner: null
-timeout_s: 3
-matrix:
-  model: [a, b]
-  strategy: [ddp, none]
-  world_size: [2, 1]
-  step_ms: 1
-  virtual_time: true
-  virtual_speedup: 10
-  inject: hang
-  inject_rank: 1
-  inject_at_step: 1
-exclude:
-  - model: a
-    strategy: none
-  - model: b
-    strategy: ddp
-  - strategy: none
-    world_size: 2
-  - strategy: ddp
-    world_size: 1
-measure:
-  min_steps: 500
-  min_time_s: 0.05
-  max_time_s: 2
-)";
+inline const std::string kGroupHangMatrix = GroupFailureMatrix("group-hang", "hang", "timeout_s: 3\n");
 
 // Two ddp cells whose rank 1 exits early at its first step: with exit code 3, and with exit code 0
 // after closing its protocol output (a clean exit mid-cell, no DONE). Then a non-ddp cell.
-inline constexpr char kGroupExitMatrix[] = R"(name: group-exit
-runner: null
-matrix:
-  model: [a, b]
-  strategy: [ddp, none]
-  world_size: [2, 1]
-  inject: [exit, close_protocol_exit, none]
-  step_ms: 1
-  virtual_time: true
-  virtual_speedup: 10
-  inject_rank: 1
-  inject_at_step: 1
-exclude:
-  - model: a
-    strategy: none
-  - model: b
-    strategy: ddp
-  - strategy: none
-    world_size: 2
-  - strategy: ddp
-    world_size: 1
-  - strategy: ddp
-    inject: none
-  - strategy: none
-    inject: exit
-  - strategy: none
-    inject: close_protocol_exit
-measure:
-  min_steps: 500
-  min_time_s: 0.05
-  max_time_s: 2
-)";
+inline const std::string kGroupExitMatrix =
+    GroupFailureMatrix("group-exit", "[exit, close_protocol_exit, none]", "",
+                       "  - strategy: ddp\n    inject: none\n  - strategy: none\n    inject: exit\n"
+                       "  - strategy: none\n    inject: close_protocol_exit\n");
 
 // For killing rank 1's task mid-cell: a ddp cell whose rank 1 hangs at its first step (so only
 // its task, never the runner itself, can end it), a second ddp cell that needs the lost task, and

@@ -3,6 +3,7 @@
 // the null runner.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -16,6 +17,19 @@ std::vector<std::string> Lines(const std::string& text) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) out.push_back(line);
   return out;
+}
+
+// `dlbench run` of the matrix `yaml` into `db`, then `dlbench report latest`: the report's HTML, ""
+// after a failure (which the test has been told of).
+std::string RunAndReport(const TempDir& dir, const std::string& db, const std::string& yaml) {
+  WriteText(dir / "m.yaml", yaml);
+  auto run = Dlbench({"run", dir / "m.yaml", "--out", dir / "out"}, dir, db);
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  auto report = Dlbench({"report", "latest", "-o", dir / "report.html"}, dir, db);
+  EXPECT_EQ(report.exit_code, 0) << report.err;
+  auto html = ReadFile(dir / "report.html");
+  EXPECT_TRUE(html.ok());
+  return html.ok() ? *html : "";
 }
 
 TEST(ReportE2E, ExportJsonCarriesEveryCellAndTheEnvironment) {
@@ -142,8 +156,8 @@ TEST(ReportE2E, ReportWithBaselineFromTheStore) {
 // A run made by the real pipeline (null runner), then reported and exported.
 TEST(ReportE2E, NullRunnerRunIsReportedAndExported) {
   TempDir dir("report_null_run");
-  const std::string db = dir / "r.db", matrix = dir / "m.yaml";
-  WriteText(matrix, R"(name: report-null
+  const std::string db = dir / "r.db";
+  const std::string html = RunAndReport(dir, db, R"(name: report-null
 runner: null
 matrix:
   model: [tiny]
@@ -155,13 +169,7 @@ measure:
   max_time_s: 1.0
   target_rel_ci: 0.05
 )");
-  auto run = Dlbench({"run", matrix, "--out", dir / "out"}, dir, db);
-  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
-  auto report = Dlbench({"report", "latest", "-o", dir / "null.html"}, dir, db);
-  ASSERT_EQ(report.exit_code, 0) << report.err;
-  auto html = ReadFile(dir / "null.html");
-  ASSERT_TRUE(html.ok());
-  EXPECT_NE(html->find("<canvas id=\"chart-0\""), std::string::npos);
+  EXPECT_NE(html.find("<canvas id=\"chart-0\""), std::string::npos);
   auto json = Dlbench({"export", "latest"}, dir, db);
   ASSERT_EQ(json.exit_code, 0) << json.err;
   const auto j = nlohmann::json::parse(json.out);
@@ -173,6 +181,62 @@ measure:
   auto trace = Dlbench({"export", "latest", "--format", "trace", "--cell", "0"}, dir, db);
   ASSERT_EQ(trace.exit_code, 0) << trace.err;
   EXPECT_GT(nlohmann::json::parse(trace.out)["traceEvents"].size(), 20u);
+}
+
+// The charts of a stored batch sweep of dlbench-null cells (issue: the report counted the
+// samples_per_step that the registry fills from batch_size as configuration, so a sweep had no
+// throughput chart and a latency chart per batch). A samples_per_step that follows batch_size is
+// no configuration: batches 1, 4 and 16 are one throughput curve and one latency chart of three
+// distributions. One set apart (samples_per_step: 1 at batches 4 and 16, of 3 ms steps) is a
+// configuration of its own, a second curve.
+TEST(ReportE2E, ABatchSweepIsOneConfigurationWhateverSamplesPerStepFollows) {
+  TempDir dir("report_batch_sweep");
+  const std::string db = dir / "r.db";
+  const std::string html = RunAndReport(dir, db, R"(name: report-sweep
+runner: null
+matrix:
+  virtual_time: true
+  scenario: infer
+  step_ms: 2
+  batch_size: [1, 4, 16]
+include:
+  - {virtual_time: true, scenario: infer, step_ms: 3, batch_size: 4, samples_per_step: 1}
+  - {virtual_time: true, scenario: infer, step_ms: 3, batch_size: 16, samples_per_step: 1}
+measure:
+  min_steps: 20
+  max_steps: 200
+  min_time_s: 0.1
+  max_time_s: 1.0
+  target_rel_ci: 0.05
+)");
+  ASSERT_FALSE(html.empty());
+  // The stored cells carry the filled-in samples_per_step: the case the report must see through.
+  const auto exported = nlohmann::json::parse(Dlbench({"export", "latest"}, dir, db).out);
+  ASSERT_EQ(exported["cells"].size(), 5u);
+  EXPECT_EQ(exported["cells"][2]["params"]["samples_per_step"], 16) << exported["cells"][2]["params"].dump();
+  const std::string open = "<script id=\"dlbench-data\" type=\"application/json\">";
+  const auto begin = html.find(open);
+  ASSERT_NE(begin, std::string::npos);
+  const auto end = html.find("</script>", begin);
+  const auto data = nlohmann::json::parse(html.substr(begin + open.size(), end - begin - open.size()));
+  std::map<std::string, std::vector<nlohmann::json>> by_section;
+  for (const auto& chart : data["charts"]) by_section[chart["section"]].push_back(chart);
+  ASSERT_EQ(by_section["throughput"].size(), 2u) << data["charts"].dump();
+  ASSERT_EQ(by_section["latency"].size(), 2u) << data["charts"].dump();
+  std::size_t set_apart = 0;
+  for (const auto& chart : by_section["throughput"]) {
+    const std::string config = chart["configuration"];
+    EXPECT_EQ(config.find("batch_size"), std::string::npos) << config;
+    if (config.find("samples_per_step=1") != std::string::npos) {
+      ++set_apart;
+    } else {
+      EXPECT_EQ(config.find("samples_per_step"), std::string::npos) << config;
+    }
+  }
+  EXPECT_EQ(set_apart, 1u);
+  std::size_t distributions = 0;
+  for (const auto& chart : by_section["latency"]) distributions += chart["datasets"].size();
+  EXPECT_EQ(distributions, 5u) << data["charts"].dump();
 }
 
 }  // namespace

@@ -25,16 +25,7 @@ namespace dlbench::e2e {
 namespace {
 
 std::string Matrix(const std::string& modes, const std::string& measure) {
-  return R"(runner: torch
-matrix:
-  model: resnet50
-  image_size: 32
-  base_width: 4
-  num_classes: 4
-  batch_size: 2
-  lr: 0.01
-  device: cpu
-  strategy: ddp
+  return std::string("runner: torch\nmatrix:\n") + kTinyResnetCpuKeys + R"(  strategy: ddp
   world_size: 2
   ddp_mode: )" +
          modes + R"(
@@ -97,16 +88,7 @@ int UsableCpus() {
 TEST(TorchDdpE2E, TwoGlooRanksStayBitwiseIdenticalAndTheirScalingFiguresReachShow) {
   TempDir dir("torch_ddp");
   const std::string matrix = dir / "m.yaml", db = dir / "r.db";
-  WriteText(matrix, R"(runner: torch
-matrix:
-  model: resnet50
-  image_size: 32
-  base_width: 4
-  num_classes: 4
-  batch_size: 2
-  lr: 0.01
-  device: cpu
-  threads: 1
+  WriteText(matrix, std::string("runner: torch\nmatrix:\n") + kTinyResnetCpuKeys + R"(  threads: 1
   strategy: ddp
   world_size: [2, 1]
   ddp_mode: [overlap, serial, compute_only]

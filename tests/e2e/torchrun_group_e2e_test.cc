@@ -28,17 +28,8 @@ constexpr const char* kTorchrun = "/usr/bin/torchrun";
 constexpr const char* kIp = "/usr/sbin/ip";
 
 // A non-ddp cell and a ddp cell of world_size 2, both a tiny ResNet on the CPU.
-constexpr char kTorchGroupMatrix[] = R"(name: torch-group
-runner: torch
-matrix:
-  model: resnet50
-  image_size: 32
-  base_width: 4
-  num_classes: 4
-  batch_size: 2
-  lr: 0.01
-  device: cpu
-  threads: 1
+const std::string kTorchGroupMatrix =
+    std::string("name: torch-group\nrunner: torch\nmatrix:\n") + kTinyResnetCpuKeys + R"(  threads: 1
   strategy: [none, ddp]
   world_size: [1, 2]
 exclude:
