@@ -134,4 +134,13 @@ std::unique_ptr<store::ResultStore> OpenStoreForReadingOrReport(CommandContext& 
   return OpenOrReport(ctx, store::OpenMode::kRead);
 }
 
+std::string RunStatusWord(store::ResultStore& store, std::int64_t run_id, record::RunStatus status) {
+  const std::string stored(record::Name(status));
+  if (status != record::RunStatus::kRunning) return stored;
+  auto held = store.TryLockRun(run_id, store::ThisProcessAsOwner());
+  if (!held.ok() || held->has_value()) return stored;  // a live holder, or no way to tell
+  (void)store.UnlockRun(run_id);
+  return "abandoned";
+}
+
 }  // namespace dlbench::cli

@@ -102,8 +102,10 @@ Status RunRank(RankLink& link, const plan::Cell& cell, const nlohmann::json& ord
     for (;;) {
       auto m = link.Receive(0);
       if (!m.ok()) {
-        if (lost.empty()) d.Abort("the connection to rank 0's task was lost");
-        lost = "the connection to rank 0's task was lost";
+        if (lost.empty()) {
+          d.Abort("the connection to rank 0's task was lost");
+          lost = "the connection to rank 0's task was lost";
+        }
         break;
       }
       if (!m->has_value()) break;
