@@ -359,5 +359,67 @@ TEST_F(RankGroupTest, ALateReportOfACellRankZeroGaveUpOnIsDroppedNotTakenForTheN
   EXPECT_TRUE(Descendants(::getpid()).empty()) << "nothing is left running";
 }
 
+// A task that joins and then says nothing, not even a beat, while its rank should run: rank 0 fails
+// that rank once the silence limit passes (long before the cell's report deadline) and takes the
+// task for lost, so the next cell that needs it ends without starting.
+TEST_F(RankGroupTest, ARemoteRankWhoseTaskFallsSilentFailsAndTheTaskIsLostForTheRun) {
+  auto port = FreeTcpPort();
+  ASSERT_TRUE(port.ok()) << port.error().message;
+  GroupSettings s;
+  s.addr = "127.0.0.1";
+  s.port = *port;
+  s.world_size = 2;
+  s.plan_hash = "p";
+  s.join_timeout_s = 10;
+  s.silence_s = 1;
+  std::atomic<bool> done{false};
+  std::thread task([&] {
+    GroupSettings t = s;
+    t.rank = 1;
+    auto link = JoinGroup(t);
+    ASSERT_TRUE(link.ok()) << link.error().message;
+    while (!done) {
+      auto m = (*link)->Receive(50);
+      if (!m.ok()) return;  // rank 0 closed it
+      if (m->has_value() && (*m)->json.value("type", "") == "ping")
+        ASSERT_TRUE((*link)->Send({{"type", "pong"}, {"t_ns", MonotonicNowNs()}}).ok());
+    }
+  });
+  auto group = RankGroupLinks::Form(s);
+  ASSERT_TRUE(group.ok()) << group.error().message;
+  CellRunOptions o = SlowOptions();
+  o.group = group->get();
+  plan::Cell cell;
+  cell.id = "a#r0";
+  cell.key = "a";
+  cell.label = "a";
+  cell.seed = 7;
+  const nlohmann::json params = {{"strategy", "ddp"},
+                                 {"world_size", 2},
+                                 {"virtual_time", true},
+                                 {"virtual_speedup", 10.0},
+                                 {"step_ms", 1.0}};
+  for (const auto& [k, v] : params.items()) cell.params[k] = v;
+  const std::int64_t t0 = MonotonicNowNs();
+  const record::CellRecord first = RunCell(cell, o);
+  const double took_s = static_cast<double>(MonotonicNowNs() - t0) * 1e-9;
+  cell.id = "b#r0";
+  cell.index = 1;
+  const record::CellRecord second = RunCell(cell, o);
+  done = true;
+  (*group)->End(true, "done");
+  task.join();
+  EXPECT_EQ(first.outcome, record::Outcome::kError) << first.message;
+  EXPECT_NE(first.message.find("rank 1 of 2: its task on "), std::string::npos) << first.message;
+  EXPECT_NE(first.message.find(" sent nothing for 1 s (a running rank's task sends a beat every 1 s)"),
+            std::string::npos)
+      << first.message;
+  EXPECT_LT(took_s, 15.0) << "the silence, not the cell's report deadline (20 s + graces + 30 s)";
+  EXPECT_EQ(second.outcome, record::Outcome::kError) << second.message;
+  EXPECT_NE(second.message.find("in an earlier cell; no cell that needs it can run"), std::string::npos)
+      << second.message;
+  EXPECT_TRUE(Descendants(::getpid()).empty()) << "nothing is left running";
+}
+
 }  // namespace
 }  // namespace dlbench::orchestrator
