@@ -317,10 +317,13 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
   for (const auto& n : loaded->notes) std::printf("  note: %s\n", TerminalSafe(n).c_str());
   // A sweep with a shard missing is not interrupted: part of it never ran.
   const bool incomplete = loaded->sweep && !loaded->sweep->Missing().empty();
-  const std::string status = incomplete ? "incomplete" : RunStatusWord(*store, run->id, run->status);
+  // A sweep's status is its shards' together: one lock does not tell it.
+  const bool abandoned = !loaded->sweep && RunAbandoned(*store, run->id, run->status);
+  const std::string status =
+      incomplete ? "incomplete" : (abandoned ? "abandoned" : std::string(record::Name(run->status)));
   std::printf("  started %s, status %s, %zu of %s stored\n", FormatUtc(run->started_wall_ns).c_str(),
               status.c_str(), cells->size(), CountNoun(run->total_cells, "cell").c_str());
-  if (status == "abandoned") {
+  if (abandoned) {
     std::printf(
         "  (stored as running, but no dlbench runs it: the one that did was killed or its host went "
         "down; 'dlbench run %s --resume %lld' runs the rest)\n",

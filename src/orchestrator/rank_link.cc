@@ -144,7 +144,7 @@ Status RankLink::SendSteps(const std::vector<record::StepRecord>& steps, std::in
 }
 
 Status RankLink::SendBeat() {
-  static const std::string kBeat = [] {
+  static const std::string beat = [] {
     const std::string body = R"({"type":"beat"})";
     std::string frame;
     PutU32(frame, static_cast<std::uint32_t>(body.size()));
@@ -152,7 +152,7 @@ Status RankLink::SendBeat() {
     return frame + body;
   }();
   const std::lock_guard<std::mutex> hold(send_mutex_);
-  const ssize_t n = ::send(fd_, kBeat.data(), kBeat.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  const ssize_t n = ::send(fd_, beat.data(), beat.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return Status::Ok();
   if (n < 0) return MakeError(ErrorKind::kIo, fmt::format("send: {}", std::strerror(errno)));
   // A frame cut short by a full buffer is finished, so that the next frame starts where it should.

@@ -633,11 +633,12 @@ TEST(SlurmE2E, AnInterruptedGroupRunResumesUnderSrunWithItsSelectionAndKeepsItsF
   }
 
   // 3. Tasks that disagree on --resume are refused on both sides; nothing changes.
+  // Only task 0 is given --resume 1.
+  const std::string only_task_zero_resumes =
+      R"(R=""; [ "$SLURM_PROCID" = 0 ] && R="--resume 1"; )"
+      R"(exec "$0" --db "$1/r-$SLURM_PROCID.db" run "$1/m.yaml" --out "$1/out" --no-monitor $R)";
   auto mixed =
-      RunFor({kSrun, "-n", "2", "/bin/sh", "-c",
-              R"(R=""; [ "$SLURM_PROCID" = 0 ] && R="--resume 1"; )"
-              R"(exec "$0" --db "$1/r-$SLURM_PROCID.db" run "$1/m.yaml" --out "$1/out" --no-monitor $R)",
-              Bin("dlbench"), dir.path().string()},
+      RunFor({kSrun, "-n", "2", "/bin/sh", "-c", only_task_zero_resumes, Bin("dlbench"), dir.path().string()},
              dir, cluster.Env(), "mixed", 60);
   EXPECT_NE(mixed.exit_code, 0);
   EXPECT_NE(mixed.err.find("task 1 on " + ShortHostName() + " starts a new run, and rank 0 resumes run 1"),
