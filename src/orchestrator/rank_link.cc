@@ -156,8 +156,8 @@ Status RankLink::SendBeat() {
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return Status::Ok();
   if (n < 0) return MakeError(ErrorKind::kIo, fmt::format("send: {}", std::strerror(errno)));
   // A frame cut short by a full buffer is finished, so that the next frame starts where it should.
-  if (static_cast<std::size_t>(n) < kBeat.size())
-    return SendAll(fd_, kBeat.substr(static_cast<std::size_t>(n)));
+  if (static_cast<std::size_t>(n) < beat.size())
+    return SendAll(fd_, beat.substr(static_cast<std::size_t>(n)));
   return Status::Ok();
 }
 
