@@ -134,4 +134,16 @@ std::unique_ptr<store::ResultStore> OpenStoreForReadingOrReport(CommandContext& 
   return OpenOrReport(ctx, store::OpenMode::kRead);
 }
 
+bool RunAbandoned(store::ResultStore& store, std::int64_t run_id, record::RunStatus status) {
+  if (status != record::RunStatus::kRunning) return false;
+  auto held = store.TryLockRun(run_id, store::ThisProcessAsOwner());
+  if (!held.ok() || held->has_value()) return false;  // a live holder, or no way to tell
+  (void)store.UnlockRun(run_id);
+  return true;
+}
+
+std::string RunStatusWord(store::ResultStore& store, std::int64_t run_id, record::RunStatus status) {
+  return RunAbandoned(store, run_id, status) ? "abandoned" : std::string(record::Name(status));
+}
+
 }  // namespace dlbench::cli

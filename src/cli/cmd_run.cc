@@ -211,14 +211,21 @@ std::optional<launch::LaunchContext> GroupLauncher(const RunArgs& args) {
 Result<orchestrator::GroupSettings> GroupSettingsOf(const launch::LaunchContext& context,
                                                     const plan::SelectedPlan& selected,
                                                     const plan::Selection& selection,
-                                                    nlohmann::json& launcher) {
+                                                    const std::string& resume, nlohmann::json& launcher) {
   if (!context.master_addr) {
     return MakeError(
         ErrorKind::kInvalidInput,
         "a group run needs the rendezvous host (MASTER_ADDR, or SLURM_JOB_NODELIST's first host)");
   }
-  auto port = launch::GroupPort(context, launch::ProcessEnvironment());
+  const launch::Environment env = launch::ProcessEnvironment();
+  auto port = launch::GroupPort(context, env);
   if (!port.ok()) return port.error();
+  double silence_s = orchestrator::kDefaultGroupSilenceS;
+  if (const auto it = env.find("DLBENCH_GROUP_SILENCE_S"); it != env.end()) {
+    auto parsed = orchestrator::ParseGroupSilence(it->second);
+    if (!parsed.ok()) return parsed.error();
+    silence_s = *parsed;
+  }
   orchestrator::GroupSettings s;
   s.addr = *context.master_addr;
   s.port = static_cast<int>(port->value);
@@ -226,11 +233,14 @@ Result<orchestrator::GroupSettings> GroupSettingsOf(const launch::LaunchContext&
   s.world_size = static_cast<int>(context.world_size->value);
   s.local_rank = context.local_rank ? context.local_rank->value : 0;
   s.plan_hash = orchestrator::PlanHash(selected.matrix.text, plan::SelectionArgs(selection), selected.cells);
+  s.resume = resume;
   s.join_timeout_s = kGroupJoinTimeoutS;
+  s.silence_s = silence_s;
   launcher["group"] = {{"tasks", s.world_size},
                        {"addr", s.addr},
                        {"port", {{"value", s.port}, {"from", port->from}}},
-                       {"plan_hash", s.plan_hash}};
+                       {"plan_hash", s.plan_hash},
+                       {"silence_s", s.silence_s}};
   return s;
 }
 
@@ -252,6 +262,10 @@ int ServeGroup(const RunArgs& args, const orchestrator::GroupSettings& settings,
   task.options.interrupts = &g_interrupts;
   task.rank = settings.rank;
   task.local_rank = settings.local_rank;
+  task.silence_s = settings.silence_s;
+  task.select_plan = [path = args.matrix_path](const plan::Selection& selection) {
+    return plan::SelectPlan(path, selection);
+  };
   task.run_dir = [out = args.out_dir, store_key](std::int64_t run_id) {
     return orchestrator::RunFolder(out, store_key, run_id);
   };
@@ -299,14 +313,11 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
   // A group run: every task walks the same plan; task 0 runs it and stores it, the others serve it.
   std::unique_ptr<orchestrator::RankGroupLinks> group;
   if (const auto launcher = GroupLauncher(args)) {
-    if (!args.resume.empty()) {
-      return ReportError(MakeError(ErrorKind::kInvalidInput,
-                                   "--resume under a launcher of several tasks: resume a group run from one "
-                                   "process (dlbench run --resume ID, outside srun/torchrun)"));
-    }
+    // With --resume every task is given the same options; rank 0 reads the run's stored selection
+    // and finished cells and sends them once the group has formed (RankGroupLinks::AgreePlan).
     auto selected = plan::SelectPlan(args.matrix_path, request.selection);
     if (!selected.ok()) return ReportSelectionError(selected.error(), args.matrix_path);
-    auto settings = GroupSettingsOf(*launcher, *selected, request.selection, request.launcher);
+    auto settings = GroupSettingsOf(*launcher, *selected, request.selection, args.resume, request.launcher);
     if (!settings.ok()) return ReportError(settings.error());
     if (settings->rank > 0) return ServeGroup(args, *settings, *selected, request.store_key);
     std::fprintf(stderr, "dlbench: rank 0 of %d tasks: waiting for the others on %s:%d\n",

@@ -225,7 +225,7 @@ void RegisterRuns(CLI::App& app, CommandContext& ctx) {
               ? FormatSeconds(static_cast<double>(*r.finished_wall_ns - r.started_wall_ns) * 1e-9)
               : "-";
       table.AddRow({std::to_string(r.id), r.name, FormatUtc(r.started_wall_ns), duration,
-                    std::string(record::Name(r.status)), std::to_string(r.total_cells),
+                    RunStatusWord(*store, r.id, r.status), std::to_string(r.total_cells),
                     r.environment_hash.substr(0, 8),
                     r.sweep.empty() ? "" : TerminalSafe(r.sweep) + " " + r.selection.shard, tags});
     }

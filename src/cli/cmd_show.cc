@@ -317,9 +317,18 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
   for (const auto& n : loaded->notes) std::printf("  note: %s\n", TerminalSafe(n).c_str());
   // A sweep with a shard missing is not interrupted: part of it never ran.
   const bool incomplete = loaded->sweep && !loaded->sweep->Missing().empty();
+  // A sweep's status is its shards' together: one lock does not tell it.
+  const bool abandoned = !loaded->sweep && RunAbandoned(*store, run->id, run->status);
+  const std::string status =
+      incomplete ? "incomplete" : (abandoned ? "abandoned" : std::string(record::Name(run->status)));
   std::printf("  started %s, status %s, %zu of %s stored\n", FormatUtc(run->started_wall_ns).c_str(),
-              incomplete ? "incomplete" : std::string(record::Name(run->status)).c_str(), cells->size(),
-              CountNoun(run->total_cells, "cell").c_str());
+              status.c_str(), cells->size(), CountNoun(run->total_cells, "cell").c_str());
+  if (abandoned) {
+    std::printf(
+        "  (stored as running, but no dlbench runs it: the one that did was killed or its host went "
+        "down; 'dlbench run %s --resume %lld' runs the rest)\n",
+        TerminalSafe(run->matrix_path).c_str(), static_cast<long long>(run->id));
+  }
   if (!run->selection.empty())
     std::printf("  selection: %s\n", TerminalSafe(plan::SelectionArgs(run->selection)).c_str());
   std::printf("  dlbench %s (%s)\n", TerminalSafe(run->tool_version).c_str(),

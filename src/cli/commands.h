@@ -47,6 +47,12 @@ std::unique_ptr<store::ResultStore> OpenExistingStoreOrReport(CommandContext& ct
 // store must exist (nothing is created), and a SQLite store on a read-only file or filesystem is
 // opened read-only (store::OpenSqliteStoreForReading).
 std::unique_ptr<store::ResultStore> OpenStoreForReadingOrReport(CommandContext& ctx);
+// Whether a run stored as running has no live process: its lock can be had (its dlbench was
+// killed, or its host went down, before it could mark the run interrupted). The lock is taken and
+// let go at once to tell; false when it cannot be told.
+bool RunAbandoned(store::ResultStore& store, std::int64_t run_id, record::RunStatus status);
+// A run's status in words for `runs` and `show`: the stored one, or "abandoned" (RunAbandoned).
+std::string RunStatusWord(store::ResultStore& store, std::int64_t run_id, record::RunStatus status);
 // The words that start every error line: "dlbench" and the subcommand being run ("dlbench
 // show"). main() sets them when a subcommand is parsed.
 void SetCommandWords(std::string words);

@@ -27,14 +27,11 @@ constexpr std::int64_t kPeerFailureGraceNs = 2'000'000'000;
 
 std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
 
-// After the cell's own bounds (its timeout, then the graces of STOP and exit), how long a remote
-// rank's task may still take to report before rank 0 gives up on it.
-constexpr std::int64_t kRemoteReportSlackNs = 30'000'000'000;
-
 // A rank that runs on another task of a group run (rank_link.h), as rank 0 sees it.
 struct RemoteRank {
   int rank = 0;
   GroupMember* member = nullptr;
+  std::int64_t cell_seq = 0;  // this cell's order number: messages of another are stale
   record::CellRecord rec;
   std::int64_t pid = -1;
   bool failed = false;          // its task said so, or its connection broke
@@ -44,8 +41,27 @@ struct RemoteRank {
   bool abort_sent = false;
 };
 
-// Reads what `remote`'s task sent; a broken connection or a task past `give_up_at` fails the rank.
-void PollRemote(RemoteRank& remote, std::int64_t give_up_at) {
+// What a message is, for the warning that drops it: "rank_done of cell order 3".
+std::string Describe(const LinkMessage& msg) {
+  return fmt::format(
+      "{} of cell order {}",
+      msg.is_steps ? fmt::format("{} step records", msg.steps.size()) : msg.json["type"].get<std::string>(),
+      msg.cell_seq);
+}
+
+// The warning of a cell when a task's message of another cell (one task 0 gave up on) is dropped.
+std::string StaleWarning(const GroupMember& m, const LinkMessage& msg, std::int64_t cell_seq) {
+  return fmt::format(
+      "rank {}'s task on {} sent {} while this cell is order {}: a late report of a cell rank 0 "
+      "gave up on; dropped",
+      m.rank, m.host, Describe(msg), cell_seq);
+}
+
+// Reads what `remote`'s task sent; a broken connection, a task silent for the group's silence
+// limit or one past `give_up_at` fails the rank. A message of another cell is dropped, with a
+// warning in `warnings`.
+void PollRemote(RemoteRank& remote, std::int64_t give_up_at, std::int64_t silence_ns,
+                nlohmann::json& warnings) {
   auto lost = [&](const std::string& why) {
     remote.failed = true;
     remote.done = true;
@@ -60,6 +76,10 @@ void PollRemote(RemoteRank& remote, std::int64_t give_up_at) {
     }
     if (!m->has_value()) break;
     LinkMessage& msg = **m;
+    if (msg.cell_seq != remote.cell_seq) {
+      warnings.push_back(StaleWarning(*remote.member, msg, remote.cell_seq));
+      continue;
+    }
     if (msg.is_steps) {
       // The task's clock, related to rank 0's when the group formed.
       for (record::StepRecord& step : msg.steps) {
@@ -87,8 +107,23 @@ void PollRemote(RemoteRank& remote, std::int64_t give_up_at) {
       if (remote.rec.outcome != record::Outcome::kOk) remote.failed = true;
     }
   }
-  if (!remote.done && MonotonicNowNs() > give_up_at)
+  if (remote.done) return;
+  if (remote.member->link->silent_ns() > silence_ns) {
+    // Gone for the rest of the run: later cells that need it end without starting.
+    remote.member->link->Close();
+    return lost(
+        fmt::format("its task on {} sent nothing for {:.0f} s (a running rank's task sends a beat every "
+                    "{:.0f} s): its host is gone, the network to it is cut, or it is stopped",
+                    remote.member->host, static_cast<double>(silence_ns) * 1e-9,
+                    static_cast<double>(kLinkBeatIntervalNs) * 1e-9));
+  }
+  if (MonotonicNowNs() > give_up_at) {
+    // Its late report, should it come, is of this cell's order and dropped by the next cell's.
+    (void)remote.member->link->Send({{"type", "abort"},
+                                     {"cell_seq", remote.cell_seq},
+                                     {"reason", "rank 0 gave up waiting for this rank's report"}});
     lost(fmt::format("its task on {} did not report the rank's end in time", remote.member->host));
+  }
 }
 
 }  // namespace
@@ -169,7 +204,8 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
   // the drivers hold references into them.
   std::deque<record::CellRecord> others(static_cast<std::size_t>(local - 1));
   std::deque<RemoteRank> remotes;
-  std::vector<AppliedMemoryCap> caps;  // declared first, so removed after the runners are reaped
+  nlohmann::json stale = nlohmann::json::array();  // warnings: tasks' late messages, dropped
+  std::vector<AppliedMemoryCap> caps;              // declared first, so removed after the runners are reaped
   std::deque<Spawned> spawned;
   std::vector<std::unique_ptr<CellDriver>> drivers;
   const std::string base =
@@ -208,10 +244,18 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
                                            ranks_on(group->bind_addr())};
     rendezvous_text = fmt::format("tcp://{}:{}", group->addr(), *port);
     const std::string log_name = std::filesystem::path(base).filename().string();
+    const std::int64_t cell_seq = group->NextCellSeq();
     for (int r = 1; r < world; ++r) {
       GroupMember& m = group->member(r);
+      // What a task sent since its last cell ended is a late report of a cell rank 0 gave up on.
+      for (int i = 0; i < 1024; ++i) {
+        auto late = m.link->Receive(0);
+        if (!late.ok() || !late->has_value()) break;
+        stale.push_back(StaleWarning(m, **late, cell_seq));
+      }
       const nlohmann::json order = {
           {"type", "cell"},
+          {"cell_seq", cell_seq},
           {"cell_id", cell.id},
           {"run_id", group->run_id()},
           {"log_name", log_name},
@@ -221,7 +265,9 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
       RemoteRank& remote = remotes.emplace_back();
       remote.rank = r;
       remote.member = &m;
+      remote.cell_seq = cell_seq;
       remote.rec.params = rec.params;
+      m.link->Heard();  // the task's beats start with its rank
       if (auto st = m.link->Send(order); !st.ok()) {
         remote.failed = true;
         remote.done = true;
@@ -244,7 +290,7 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
     for (RemoteRank& remote : remotes) {
       if (!remote.done && !remote.abort_sent) {
         remote.abort_sent = true;
-        (void)remote.member->link->Send({{"type", "abort"}});
+        (void)remote.member->link->Send({{"type", "abort"}, {"cell_seq", remote.cell_seq}});
       }
     }
   };
@@ -294,8 +340,10 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
   std::vector<bool> aborted(static_cast<std::size_t>(world), false);
   std::vector<bool> reported_error(static_cast<std::size_t>(world), false);
   std::int64_t abort_at = 0;
+  const std::int64_t slack_ns = group != nullptr ? group->report_slack_ns() : 0;
+  const std::int64_t silence_ns = group != nullptr ? group->silence_ns() : 0;
   const std::int64_t give_up_at =
-      MonotonicNowNs() + Ns(o.timeout_s) + Ns(o.stop_grace_s) + Ns(o.exit_grace_s) + kRemoteReportSlackNs;
+      MonotonicNowNs() + Ns(o.timeout_s) + Ns(o.stop_grace_s) + Ns(o.exit_grace_s) + slack_ns;
   const int wait_ms = std::max(5, 50 / world);
   std::vector<bool> finished(static_cast<std::size_t>(local), false);
   for (;;) {
@@ -310,9 +358,10 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
       }
     }
     for (RemoteRank& remote : remotes) {
-      if (!remote.done)
-        PollRemote(remote,
-                   abort_at != 0 ? std::min(give_up_at, abort_at + kRemoteReportSlackNs) : give_up_at);
+      if (!remote.done) {
+        PollRemote(remote, abort_at != 0 ? std::min(give_up_at, abort_at + slack_ns) : give_up_at, silence_ns,
+                   stale);
+      }
       all_exited = all_exited && remote.done;
     }
     const std::int64_t now = MonotonicNowNs();
@@ -324,7 +373,8 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
       for (RemoteRank& remote : remotes) {
         if (!remote.done && !remote.stop_sent) {
           remote.stop_sent = true;
-          (void)remote.member->link->Send({{"type", "stop"}, {"reason", reason}});
+          (void)remote.member->link->Send(
+              {{"type", "stop"}, {"cell_seq", remote.cell_seq}, {"reason", reason}});
         }
       }
     }
@@ -425,6 +475,7 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
   for (std::size_t r = 1; r < static_cast<std::size_t>(world); ++r) {
     for (const record::StepRow& row : record_of(r).steps) rec.steps.push_back(row);
   }
+  for (const nlohmann::json& w : stale) rec.extras["warnings"].push_back(w);
   rec.extras["ddp"] = {{"world_size", world},
                        {"launcher", group == nullptr ? "dlbench run: one process per rank on this host"
                                                      : "launcher tasks: rank r runs on task r"},

@@ -7,11 +7,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
+#include <thread>
 
 #include "common/clock.h"
 #include "common/files.h"
@@ -20,6 +23,7 @@
 #include "monitor/nvml_sampler.h"
 #include "orchestrator/cell_runner.h"
 #include "orchestrator/process_tree.h"
+#include "orchestrator/rank_link.h"
 
 namespace dlbench::orchestrator {
 namespace {
@@ -238,6 +242,183 @@ TEST_F(RankGroupTest, LauncherVariablesNeverReachARunner) {
   EXPECT_NE(env.find("\nDLBENCH_PROTOCOL_FD_IN="), std::string::npos) << *out;
   for (const char* name : {"\nRANK=", "\nMASTER_PORT=", "\nSLURM_PROCID="})
     EXPECT_EQ(env.find(name), std::string::npos) << name << " reached the runner:\n" << *out;
+}
+
+// Rank 0 gives up on a task that reports nothing (here a fake task that stays silent through cell
+// 1), and the task's report of cell 1 comes late, after cell 1 ended and before cell 2's order:
+// cell 2 must end with its own report (rank 1 crashed), the late one dropped with a warning, and
+// the task told to abort cell 1 when rank 0 gave up on it.
+TEST_F(RankGroupTest, ALateReportOfACellRankZeroGaveUpOnIsDroppedNotTakenForTheNextCells) {
+  auto port = FreeTcpPort();
+  ASSERT_TRUE(port.ok()) << port.error().message;
+  GroupSettings s;
+  s.addr = "127.0.0.1";
+  s.port = *port;
+  s.world_size = 2;
+  s.plan_hash = "p";
+  s.join_timeout_s = 10;
+  s.report_slack_s = 0.2;
+  std::atomic<bool> first_ended{false}, late_sent{false};
+  std::int64_t first_seq = -1, second_seq = -1;
+  bool first_aborted = false;
+  std::thread task([&] {
+    GroupSettings t = s;
+    t.rank = 1;
+    auto link = JoinGroup(t);
+    ASSERT_TRUE(link.ok()) << link.error().message;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto m = (*link)->Receive(50);
+      ASSERT_TRUE(m.ok()) << m.error().message;
+      if (first_ended && !late_sent) {
+        // Cell 1 ended without this task's report: it comes now, of cell 1's order.
+        record::StepRecord step{};
+        step.start_ns = 1;
+        step.end_ns = 2;
+        ASSERT_TRUE((*link)->SendSteps({step, step}, first_seq).ok());
+        ASSERT_TRUE((*link)
+                        ->Send({{"type", "rank_done"},
+                                {"cell_seq", first_seq},
+                                {"outcome", "ok"},
+                                {"message", "the late report of cell 1"}})
+                        .ok());
+        late_sent = true;
+      }
+      if (!m->has_value()) continue;
+      const nlohmann::json& msg = (*m)->json;
+      const std::string type = msg["type"];
+      if (type == "ping") {
+        ASSERT_TRUE((*link)->Send({{"type", "pong"}, {"t_ns", MonotonicNowNs()}}).ok());
+      } else if (type == "abort" && msg.value("cell_seq", -1) == first_seq) {
+        first_aborted = true;
+      } else if (type == "cell" && first_seq < 0) {
+        first_seq = msg["cell_seq"];  // and nothing is said
+      } else if (type == "cell") {
+        second_seq = msg["cell_seq"];
+        ASSERT_TRUE((*link)
+                        ->Send({{"type", "rank_done"},
+                                {"cell_seq", second_seq},
+                                {"outcome", "crashed"},
+                                {"message", "cell 2's own report"}})
+                        .ok());
+      } else if (type == "end") {
+        return;
+      }
+    }
+    ADD_FAILURE() << "rank 0 never ended the run";
+  });
+  auto group = RankGroupLinks::Form(s);
+  ASSERT_TRUE(group.ok()) << group.error().message;
+  CellRunOptions o = SlowOptions();
+  o.timeout_s = 1;  // rank 0 gives up on the task 2.2 s after cell 1 starts
+  o.group = group->get();
+  auto cell = [&](const std::string& key, int index) {
+    plan::Cell c;
+    c.id = key + "#r0";
+    c.key = key;
+    c.label = key;
+    c.index = index;
+    c.seed = 7;
+    const nlohmann::json params = {{"strategy", "ddp"},
+                                   {"world_size", 2},
+                                   {"virtual_time", true},
+                                   {"virtual_speedup", 10.0},
+                                   {"step_ms", 1.0}};
+    for (const auto& [k, v] : params.items()) c.params[k] = v;
+    return c;
+  };
+  const record::CellRecord first = RunCell(cell("a", 0), o);
+  first_ended = true;
+  const auto wait_until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!late_sent && std::chrono::steady_clock::now() < wait_until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(late_sent);
+  const record::CellRecord second = RunCell(cell("b", 1), o);
+  (*group)->End(true, "done");
+  task.join();
+
+  EXPECT_EQ(first.outcome, record::Outcome::kError) << first.message;
+  EXPECT_NE(first.message.find("rank 1 of 2: its task on "), std::string::npos) << first.message;
+  EXPECT_NE(first.message.find("did not report the rank's end in time"), std::string::npos) << first.message;
+  EXPECT_TRUE(first_aborted) << "the task was told to abort the cell rank 0 gave up on";
+  EXPECT_EQ(first_seq, 1);
+  EXPECT_EQ(second_seq, 2);
+  EXPECT_EQ(second.outcome, record::Outcome::kCrashed) << second.message;
+  EXPECT_EQ(second.message, "rank 1 of 2: cell 2's own report");
+  EXPECT_EQ(StepsPerRank(second).count(1), 0u) << "cell 1's late steps are not cell 2's";
+  ASSERT_TRUE(second.extras.contains("warnings")) << second.extras.dump();
+  std::string warnings = second.extras["warnings"].dump();
+  EXPECT_NE(warnings.find("sent 2 step records of cell order 1 while this cell is order 2"),
+            std::string::npos)
+      << warnings;
+  EXPECT_NE(
+      warnings.find("sent rank_done of cell order 1 while this cell is order 2: a late report of a cell "
+                    "rank 0 gave up on; dropped"),
+      std::string::npos)
+      << warnings;
+  EXPECT_TRUE(Descendants(::getpid()).empty()) << "nothing is left running";
+}
+
+// A task that joins and then says nothing, not even a beat, while its rank should run: rank 0 fails
+// that rank once the silence limit passes (long before the cell's report deadline) and takes the
+// task for lost, so the next cell that needs it ends without starting.
+TEST_F(RankGroupTest, ARemoteRankWhoseTaskFallsSilentFailsAndTheTaskIsLostForTheRun) {
+  auto port = FreeTcpPort();
+  ASSERT_TRUE(port.ok()) << port.error().message;
+  GroupSettings s;
+  s.addr = "127.0.0.1";
+  s.port = *port;
+  s.world_size = 2;
+  s.plan_hash = "p";
+  s.join_timeout_s = 10;
+  s.silence_s = 1;
+  std::atomic<bool> done{false};
+  std::thread task([&] {
+    GroupSettings t = s;
+    t.rank = 1;
+    auto link = JoinGroup(t);
+    ASSERT_TRUE(link.ok()) << link.error().message;
+    while (!done) {
+      auto m = (*link)->Receive(50);
+      if (!m.ok()) return;  // rank 0 closed it
+      if (m->has_value() && (*m)->json.value("type", "") == "ping")
+        ASSERT_TRUE((*link)->Send({{"type", "pong"}, {"t_ns", MonotonicNowNs()}}).ok());
+    }
+  });
+  auto group = RankGroupLinks::Form(s);
+  ASSERT_TRUE(group.ok()) << group.error().message;
+  CellRunOptions o = SlowOptions();
+  o.group = group->get();
+  plan::Cell cell;
+  cell.id = "a#r0";
+  cell.key = "a";
+  cell.label = "a";
+  cell.seed = 7;
+  const nlohmann::json params = {{"strategy", "ddp"},
+                                 {"world_size", 2},
+                                 {"virtual_time", true},
+                                 {"virtual_speedup", 10.0},
+                                 {"step_ms", 1.0}};
+  for (const auto& [k, v] : params.items()) cell.params[k] = v;
+  const std::int64_t t0 = MonotonicNowNs();
+  const record::CellRecord first = RunCell(cell, o);
+  const double took_s = static_cast<double>(MonotonicNowNs() - t0) * 1e-9;
+  cell.id = "b#r0";
+  cell.index = 1;
+  const record::CellRecord second = RunCell(cell, o);
+  done = true;
+  (*group)->End(true, "done");
+  task.join();
+  EXPECT_EQ(first.outcome, record::Outcome::kError) << first.message;
+  EXPECT_NE(first.message.find("rank 1 of 2: its task on "), std::string::npos) << first.message;
+  EXPECT_NE(first.message.find(" sent nothing for 1 s (a running rank's task sends a beat every 1 s)"),
+            std::string::npos)
+      << first.message;
+  EXPECT_LT(took_s, 15.0) << "the silence, not the cell's report deadline (20 s + graces + 30 s)";
+  EXPECT_EQ(second.outcome, record::Outcome::kError) << second.message;
+  EXPECT_NE(second.message.find("in an earlier cell; no cell that needs it can run"), std::string::npos)
+      << second.message;
+  EXPECT_TRUE(Descendants(::getpid()).empty()) << "nothing is left running";
 }
 
 }  // namespace

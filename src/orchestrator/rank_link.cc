@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <utility>
@@ -88,7 +90,20 @@ int MsUntil(std::int64_t deadline_ns) {
 
 }  // namespace
 
-RankLink::RankLink(int fd) : fd_(fd) {
+Result<double> ParseGroupSilence(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end == nullptr || *end != '\0' || !(v >= kMinGroupSilenceS && v <= kMaxGroupSilenceS)) {
+    return MakeError(
+        ErrorKind::kInvalidInput,
+        fmt::format("DLBENCH_GROUP_SILENCE_S='{}': want seconds from {:.0f} to {:.0f} (how long a "
+                    "task of a group run may hear nothing from another before it takes it for gone)",
+                    text, kMinGroupSilenceS, kMaxGroupSilenceS));
+  }
+  return v;
+}
+
+RankLink::RankLink(int fd) : fd_(fd), heard_ns_(MonotonicNowNs()) {
   const int one = 1;
   (void)setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   sockaddr_storage sa{};
@@ -102,32 +117,66 @@ RankLink::~RankLink() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+Status RankLink::SendFrame(const std::string& frame) {
+  const std::lock_guard<std::mutex> hold(send_mutex_);
+  return SendAll(fd_, frame);
+}
+
 Status RankLink::Send(const nlohmann::json& message) {
   const std::string body = message.dump();
   std::string frame;
   PutU32(frame, static_cast<std::uint32_t>(body.size()));
   PutU32(frame, kJsonKind);
   frame += body;
-  return SendAll(fd_, frame);
+  return SendFrame(frame);
 }
 
-Status RankLink::SendSteps(const std::vector<record::StepRecord>& steps) {
+Status RankLink::SendSteps(const std::vector<record::StepRecord>& steps, std::int64_t cell_seq) {
   std::string frame;
-  const std::size_t bytes = steps.size() * sizeof(record::StepRecord);
+  const std::size_t bytes = sizeof(cell_seq) + steps.size() * sizeof(record::StepRecord);
   if (bytes > kMaxLinkFrameBytes)
     return MakeError(ErrorKind::kInternal, "too many step records for one frame");
   PutU32(frame, static_cast<std::uint32_t>(bytes));
   PutU32(frame, kStepsKind);
-  frame.append(reinterpret_cast<const char*>(steps.data()), bytes);
-  return SendAll(fd_, frame);
+  frame.append(reinterpret_cast<const char*>(&cell_seq), sizeof(cell_seq));
+  frame.append(reinterpret_cast<const char*>(steps.data()), steps.size() * sizeof(record::StepRecord));
+  return SendFrame(frame);
 }
+
+Status RankLink::SendBeat() {
+  static const std::string beat = [] {
+    const std::string body = R"({"type":"beat"})";
+    std::string frame;
+    PutU32(frame, static_cast<std::uint32_t>(body.size()));
+    PutU32(frame, kJsonKind);
+    return frame + body;
+  }();
+  const std::lock_guard<std::mutex> hold(send_mutex_);
+  const ssize_t n = ::send(fd_, beat.data(), beat.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return Status::Ok();
+  if (n < 0) return MakeError(ErrorKind::kIo, fmt::format("send: {}", std::strerror(errno)));
+  // A frame cut short by a full buffer is finished, so that the next frame starts where it should.
+  if (static_cast<std::size_t>(n) < beat.size())
+    return SendAll(fd_, beat.substr(static_cast<std::size_t>(n)));
+  return Status::Ok();
+}
+
+void RankLink::Close() {
+  if (!closed_) (void)::shutdown(fd_, SHUT_RDWR);
+  closed_ = true;
+}
+
+std::int64_t RankLink::silent_ns() const { return MonotonicNowNs() - heard_ns_; }
+
+void RankLink::Heard() { heard_ns_ = MonotonicNowNs(); }
 
 std::optional<LinkMessage> RankLink::Parse() {
   if (in_.size() < kHeadBytes) return std::nullopt;
   const std::uint32_t size = GetU32(in_.data());
   const std::uint32_t kind = GetU32(in_.data() + 4);
+  constexpr std::size_t kSeqBytes = sizeof(std::int64_t);
   if (size > kMaxLinkFrameBytes || (kind != kJsonKind && kind != kStepsKind) ||
-      (kind == kStepsKind && size % sizeof(record::StepRecord) != 0)) {
+      (kind == kStepsKind && (size < kSeqBytes || (size - kSeqBytes) % sizeof(record::StepRecord) != 0))) {
     malformed_ = true;
     return std::nullopt;
   }
@@ -135,8 +184,9 @@ std::optional<LinkMessage> RankLink::Parse() {
   LinkMessage m;
   if (kind == kStepsKind) {
     m.is_steps = true;
-    m.steps.resize(size / sizeof(record::StepRecord));
-    std::memcpy(m.steps.data(), in_.data() + kHeadBytes, size);
+    std::memcpy(&m.cell_seq, in_.data() + kHeadBytes, kSeqBytes);
+    m.steps.resize((size - kSeqBytes) / sizeof(record::StepRecord));
+    std::memcpy(m.steps.data(), in_.data() + kHeadBytes + kSeqBytes, size - kSeqBytes);
   } else {
     m.json = nlohmann::json::parse(in_.begin() + kHeadBytes, in_.begin() + kHeadBytes + size, nullptr, false);
     if (m.json.is_discarded() || !m.json.is_object() || !m.json.contains("type") ||
@@ -144,6 +194,8 @@ std::optional<LinkMessage> RankLink::Parse() {
       malformed_ = true;
       return std::nullopt;
     }
+    const auto seq = m.json.find("cell_seq");
+    if (seq != m.json.end() && seq->is_number_integer()) m.cell_seq = seq->get<std::int64_t>();
   }
   in_.erase(0, kHeadBytes + size);
   return m;
@@ -151,7 +203,10 @@ std::optional<LinkMessage> RankLink::Parse() {
 
 Result<std::optional<LinkMessage>> RankLink::Receive(int wait_ms) {
   for (;;) {
-    if (auto m = Parse()) return std::optional<LinkMessage>(std::move(*m));
+    if (auto m = Parse()) {
+      if (!m->is_steps && m->json["type"] == "beat") continue;
+      return std::optional<LinkMessage>(std::move(*m));
+    }
     if (malformed_) {
       closed_ = true;
       return MakeError(ErrorKind::kProtocol, "a malformed frame from " + peer_addr_);
@@ -169,6 +224,7 @@ Result<std::optional<LinkMessage>> RankLink::Receive(int wait_ms) {
       return MakeError(ErrorKind::kIo, "the connection with " + peer_addr_ + " closed");
     }
     in_.append(buf, static_cast<std::size_t>(n));
+    heard_ns_ = MonotonicNowNs();
     wait_ms = 0;
   }
 }
@@ -191,6 +247,25 @@ Result<nlohmann::json> RankLink::Expect(const std::string& type, std::int64_t de
   }
 }
 
+LinkBeat::LinkBeat(std::vector<RankLink*> links) : links_(std::move(links)) {
+  thread_ = std::thread([this] {
+    std::unique_lock<std::mutex> hold(mutex_);
+    while (!stop_) {
+      for (RankLink* link : links_) (void)link->SendBeat();
+      wake_.wait_for(hold, std::chrono::nanoseconds(kLinkBeatIntervalNs), [this] { return stop_; });
+    }
+  });
+}
+
+LinkBeat::~LinkBeat() {
+  {
+    const std::lock_guard<std::mutex> hold(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
 Result<int> FreeTcpPort() {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return MakeError(ErrorKind::kIo, fmt::format("socket: {}", std::strerror(errno)));
@@ -209,10 +284,13 @@ Result<int> FreeTcpPort() {
 }
 
 std::string PlanHash(const std::string& matrix_text, const std::string& selection,
-                     const std::vector<plan::Cell>& cells) {
+                     const std::vector<plan::Cell>& cells, const std::set<std::string>& finished) {
   std::uint64_t h = Fnv1a64(matrix_text);
   h = Fnv1a64(std::string(1, '\0') + selection, h);
   for (const plan::Cell& c : cells) h = Fnv1a64(std::string(1, '\0') + c.id, h);
+  // A new run's hash is what it was before resumes were hashed.
+  if (!finished.empty()) h = Fnv1a64(std::string("\0finished", 9), h);
+  for (const std::string& id : finished) h = Fnv1a64(std::string(1, '\0') + id, h);
   return fmt::format("{:016x}", h);
 }
 
@@ -222,6 +300,9 @@ Result<std::unique_ptr<RankGroupLinks>> RankGroupLinks::Form(const GroupSettings
   g->addr_ = s.addr;
   g->host_ = ThisHost();
   g->local_rank_ = s.local_rank;
+  g->silence_ns_ = static_cast<std::int64_t>(s.silence_s * 1e9);
+  g->report_slack_ns_ = static_cast<std::int64_t>(s.report_slack_s * 1e9);
+  g->join_timeout_s_ = s.join_timeout_s;
   auto sa = Resolve(s.addr, s.port);
   if (!sa.ok()) return sa.error();
   const int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -271,6 +352,10 @@ Result<std::unique_ptr<RankGroupLinks>> RankGroupLinks::Form(const GroupSettings
     const int world = hello->value("world_size", -1);
     const std::string hash = hello->value("plan_hash", "");
     const std::string host = hello->value("host", "?");
+    const std::string resume = hello->value("resume", "");
+    auto resuming = [](const std::string& r) {
+      return r.empty() ? std::string("starts a new run") : "resumes run " + r;
+    };
     std::string why;
     if (world != s.world_size) {
       why = fmt::format("task {} on {} says the group has {} tasks; rank 0's launcher says {}", rank, host,
@@ -284,6 +369,9 @@ Result<std::unique_ptr<RankGroupLinks>> RankGroupLinks::Form(const GroupSettings
           "task {} on {} has a different plan (hash {}) from rank 0's ({}): every task must be given "
           "the same matrix file, --only and --set",
           rank, host, hash, s.plan_hash);
+    } else if (resume != s.resume) {
+      why = fmt::format("task {} on {} {}, and rank 0 {}: every task must be given the same --resume", rank,
+                        host, resuming(resume), resuming(s.resume));
     }
     if (!why.empty()) {
       (void)link->Send({{"type", "refused"}, {"message", why}});
@@ -312,7 +400,33 @@ Result<std::unique_ptr<RankGroupLinks>> RankGroupLinks::Form(const GroupSettings
       }
     }
   }
+  std::vector<RankLink*> links;
+  for (GroupMember& m : g->members_) links.push_back(m.link.get());
+  g->beat_ = std::make_unique<LinkBeat>(std::move(links));
   return g;
+}
+
+Status RankGroupLinks::AgreePlan(const GroupPlan& plan) {
+  const nlohmann::json message = {{"type", "plan"},
+                                  {"run_id", plan.run_id},
+                                  {"resumed", plan.resumed},
+                                  {"only", plan.selection.only},
+                                  {"shard", plan.selection.shard},
+                                  {"set", plan.selection.set},
+                                  {"finished", plan.finished},
+                                  {"plan_hash", plan.plan_hash}};
+  for (GroupMember& m : members_) {
+    if (auto st = m.link->Send(message); !st.ok())
+      return MakeError(ErrorKind::kIo,
+                       fmt::format("rank {}'s task on {}: {}", m.rank, m.host, st.error().message));
+  }
+  const std::int64_t deadline = MonotonicNowNs() + static_cast<std::int64_t>(join_timeout_s_ * 1e9);
+  for (GroupMember& m : members_) {
+    auto ok = m.link->Expect("plan_ok", deadline,
+                             fmt::format("rank {}'s task on {} checking rank 0's plan", m.rank, m.host));
+    if (!ok.ok()) return ok.error();
+  }
+  return Status::Ok();
 }
 
 RankGroupLinks::~RankGroupLinks() {
@@ -327,6 +441,7 @@ RankGroupLinks::~RankGroupLinks() {
 
 void RankGroupLinks::End(bool ok, const std::string& message) {
   ended_ = true;
+  beat_.reset();
   for (GroupMember& m : members_) {
     if (m.link && !m.link->closed()) (void)m.link->Send({{"type", "end"}, {"ok", ok}, {"message", message}});
     m.link.reset();
@@ -345,7 +460,8 @@ Result<std::unique_ptr<RankLink>> JoinGroup(const GroupSettings& s) {
       auto link = std::make_unique<RankLink>(fd);
       const nlohmann::json hello = {
           {"type", "hello"},          {"rank", s.rank},     {"world_size", s.world_size},
-          {"plan_hash", s.plan_hash}, {"host", ThisHost()}, {"local_rank", s.local_rank}};
+          {"plan_hash", s.plan_hash}, {"host", ThisHost()}, {"local_rank", s.local_rank},
+          {"resume", s.resume}};
       if (auto st = link->Send(hello); !st.ok()) return st.error();
       auto welcome =
           link->Expect("welcome", MonotonicNowNs() + static_cast<std::int64_t>(s.join_timeout_s * 1e9),

@@ -151,6 +151,10 @@ TEST(RankLinkTest, ATaskGivesUpWhenNoTaskZeroListensAndPlanHashesDifferByCell) {
   EXPECT_NE(PlanHash("m", "", {a, b}), PlanHash("m", "", {b, a})) << "the order is part of the plan";
   EXPECT_NE(PlanHash("m", "", {a}), PlanHash("m", "--only x", {a}));
   EXPECT_NE(PlanHash("m", "", {a}), PlanHash("n", "", {a}));
+  // A resumed plan's finished cells are part of it; a new run's (none) leave the hash as it was.
+  EXPECT_EQ(PlanHash("m", "", {a, b}), PlanHash("m", "", {a, b}, {}));
+  EXPECT_NE(PlanHash("m", "", {a, b}), PlanHash("m", "", {a, b}, {"a#r0"}));
+  EXPECT_NE(PlanHash("m", "", {a, b}, {"a#r0"}), PlanHash("m", "", {a, b}, {"b#r0"}));
 }
 
 }  // namespace

@@ -4,7 +4,10 @@
 #include <fmt/core.h>
 #include <signal.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <optional>
+#include <set>
 
 #include "common/clock.h"
 #include "orchestrator/cell_driver.h"
@@ -16,11 +19,23 @@
 namespace dlbench::orchestrator {
 namespace {
 
+// Why a task takes task 0 for gone when it heard nothing from it for silence_s.
+std::string SilenceMessage(double silence_s) {
+  return fmt::format(
+      "rank 0's task sent nothing for {:.0f} s (it sends a beat every {:.0f} s): its host is gone, "
+      "the network to it is cut, or it is stopped",
+      silence_s, static_cast<double>(kLinkBeatIntervalNs) * 1e-9);
+}
+
 // Runs this task's rank of `cell` as `order` says and reports it to task 0. Returns kIo when the
-// connection to task 0 was lost (the rank is then killed; the task ends).
+// connection to task 0 was lost or task 0 fell silent (the rank is then killed; the task ends). A
+// new cell order that comes meanwhile (task 0 gave up on this one) is kept in `next`.
 Status RunRank(RankLink& link, const plan::Cell& cell, const nlohmann::json& order,
-               const TaskRequest& request) {
+               const TaskRequest& request, std::optional<nlohmann::json>& next) {
   const std::int64_t run_id = order.value("run_id", std::int64_t{0});
+  const std::int64_t seq = order.value("cell_seq", std::int64_t{0});
+  // Task 0 polls this task while the cell runs: it hears the task's beats too.
+  const LinkBeat beat({&link});
   CellRunOptions o = request.options;
   o.log_dir = request.run_dir(run_id);
   std::error_code ec;
@@ -40,10 +55,11 @@ Status RunRank(RankLink& link, const plan::Cell& cell, const nlohmann::json& ord
     std::vector<record::StepRecord> steps;
     steps.reserve(rec.steps.size());
     for (const record::StepRow& row : rec.steps) steps.push_back(row.record);
-    if (auto st = link.SendSteps(steps); !st.ok()) return st;
+    if (auto st = link.SendSteps(steps, seq); !st.ok()) return st;
     nlohmann::json info = nlohmann::json::object();
     if (rec.extras.contains("info")) info = rec.extras["info"];
     return link.Send({{"type", "rank_done"},
+                      {"cell_seq", seq},
                       {"outcome", std::string(record::Name(rec.outcome))},
                       {"message", rec.message},
                       {"stdout", rec.stdout_path},
@@ -78,25 +94,40 @@ Status RunRank(RankLink& link, const plan::Cell& cell, const nlohmann::json& ord
   }
   d.Start();
   bool said_failed = false;
-  bool lost = false;
+  std::string lost;  // why task 0 is gone, when it is
   for (;;) {
     const bool exited = d.Poll(20);
-    // Task 0's word: STOP (rank 0's policy stopped), abort (another rank failed).
+    // Task 0's word about this cell: STOP (rank 0's policy stopped), abort (another rank failed, or
+    // task 0 gave up on this task). A word about an earlier cell is stale and ignored.
     for (;;) {
       auto m = link.Receive(0);
       if (!m.ok()) {
-        if (!lost) d.Abort("the connection to rank 0's task was lost");
-        lost = true;
+        if (lost.empty()) {
+          d.Abort("the connection to rank 0's task was lost");
+          lost = "the connection to rank 0's task was lost";
+        }
         break;
       }
       if (!m->has_value()) break;
       const std::string type = (*m)->is_steps ? "" : (*m)->json["type"].get<std::string>();
+      if (type == "cell") next = (*m)->json;
+      if ((*m)->cell_seq != seq) continue;
       if (type == "stop") d.RequestStop((*m)->json.value("reason", std::string("interrupted")));
-      if (type == "abort" && !d.exited()) d.Abort("another rank of the cell failed");
+      if (type == "abort" && !d.exited()) {
+        d.Abort((*m)->json.contains("reason") ? "rank 0 gave up waiting for this rank's report"
+                                              : "another rank of the cell failed");
+      }
+    }
+    if (lost.empty() && link.silent_ns() > static_cast<std::int64_t>(request.silence_s * 1e9)) {
+      lost = SilenceMessage(request.silence_s);
+      d.Abort("rank 0's task fell silent");
+      link.Close();
     }
     if (!said_failed && RankFailed(d)) {
       said_failed = true;
-      (void)link.Send({{"type", "rank_failed"}, {"reported_error", d.conversation().error().has_value()}});
+      (void)link.Send({{"type", "rank_failed"},
+                       {"cell_seq", seq},
+                       {"reported_error", d.conversation().error().has_value()}});
     }
     if (exited) break;
   }
@@ -105,21 +136,38 @@ Status RunRank(RankLink& link, const plan::Cell& cell, const nlohmann::json& ord
   d.Conclude({});
   cap->Conclude(rr);
   rr.finished_wall_ns = WallNowNs();
-  if (lost)
-    return MakeError(ErrorKind::kIo, fmt::format("the connection to rank 0's task was lost during cell {} "
-                                                 "({}); this task's rank {} was killed",
-                                                 cell.index + 1, cell.label, request.rank));
+  if (!lost.empty())
+    return MakeError(ErrorKind::kIo, fmt::format("{} during cell {} ({}); this task's rank {} was killed",
+                                                 lost, cell.index + 1, cell.label, request.rank));
   return report(rr, spawned->process.pid(), d.timed_out(), d.conversation().error().has_value());
 }
 
 }  // namespace
 
 Status ServeRankGroup(RankLink& link, const TaskRequest& request) {
+  const std::int64_t silence_ns = static_cast<std::int64_t>(request.silence_s * 1e9);
+  // The cells task 0's plan names: the task's own, or those of task 0's selection (a resume).
+  std::vector<plan::Cell> resumed_cells;
+  const std::vector<plan::Cell>* cells = request.cells;
+  std::optional<nlohmann::json> next;  // a cell order that came while a rank ran
   for (;;) {
-    auto m = link.Receive(1000);
-    if (!m.ok()) return MakeError(ErrorKind::kIo, "rank 0's task went away: " + m.error().message);
-    if (!m->has_value() || (*m)->is_steps) continue;
-    const nlohmann::json& msg = (*m)->json;
+    nlohmann::json msg;
+    if (next) {
+      msg = std::move(*next);
+      next.reset();
+    } else {
+      auto m = link.Receive(200);
+      if (!m.ok()) return MakeError(ErrorKind::kIo, "rank 0's task went away: " + m.error().message);
+      if (!m->has_value()) {
+        if (link.silent_ns() > silence_ns) {
+          link.Close();
+          return MakeError(ErrorKind::kIo, SilenceMessage(request.silence_s) + "; this task ends");
+        }
+        continue;
+      }
+      if ((*m)->is_steps) continue;
+      msg = std::move((*m)->json);
+    }
     const std::string type = msg["type"].get<std::string>();
     if (type == "ping") {
       if (auto st = link.Send({{"type", "pong"}, {"t_ns", MonotonicNowNs()}}); !st.ok()) return st;
@@ -127,20 +175,56 @@ Status ServeRankGroup(RankLink& link, const TaskRequest& request) {
       if (msg.value("ok", false)) return Status::Ok();
       return MakeError(ErrorKind::kInternal,
                        "rank 0's run ended badly: " + msg.value("message", std::string()));
+    } else if (type == "plan") {
+      // Task 0's plan: the selection it runs (a resumed run's stored one) and the cells finished.
+      plan::Selection selection{msg.value("only", std::vector<std::string>{}),
+                                msg.value("shard", std::string()),
+                                msg.value("set", std::vector<std::string>{})};
+      const std::set<std::string> finished = msg.value("finished", std::set<std::string>{});
+      std::string why;
+      if (request.select_plan) {
+        auto selected = request.select_plan(selection);
+        if (!selected.ok()) {
+          why = selected.error().message;
+        } else {
+          const std::string hash =
+              PlanHash(selected->matrix.text, plan::SelectionArgs(selection), selected->cells, finished);
+          if (hash != msg.value("plan_hash", std::string())) {
+            why = fmt::format(
+                "rank {}'s plan under rank 0's selection ({}) has hash {}, rank 0's {}", request.rank,
+                plan::SelectionArgs(selection).empty() ? "none" : plan::SelectionArgs(selection), hash,
+                msg.value("plan_hash", std::string()));
+          } else {
+            resumed_cells = std::move(selected->cells);
+            cells = &resumed_cells;
+          }
+        }
+      }
+      if (!why.empty()) {
+        (void)link.Send({{"type", "refused"}, {"message", why}});
+        return MakeError(ErrorKind::kInvalidInput, "rank 0's plan is not this task's: " + why);
+      }
+      if (msg.value("resumed", false)) {
+        std::fprintf(
+            stderr, "dlbench: task %d: resuming run %lld with rank 0 (%zu cell(s) already finished)\n",
+            request.rank, static_cast<long long>(msg.value("run_id", std::int64_t{0})), finished.size());
+      }
+      if (auto st = link.Send({{"type", "plan_ok"}}); !st.ok()) return st;
     } else if (type == "cell") {
       const std::string id = msg.value("cell_id", std::string());
       const plan::Cell* cell = nullptr;
-      for (const plan::Cell& c : *request.cells) {
+      for (const plan::Cell& c : *cells) {
         if (c.id == id) cell = &c;
       }
       if (cell == nullptr) {
         // The plans' hashes agreed, so this is a bug; the cell still ends, naming it.
         (void)link.Send({{"type", "rank_done"},
+                         {"cell_seq", msg.value("cell_seq", std::int64_t{0})},
                          {"outcome", "error"},
                          {"message", fmt::format("rank {} has no cell '{}' in its plan", request.rank, id)}});
         continue;
       }
-      if (auto st = RunRank(link, *cell, msg, request); !st.ok()) return st;
+      if (auto st = RunRank(link, *cell, msg, request, next); !st.ok()) return st;
     }
   }
 }

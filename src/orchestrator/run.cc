@@ -328,7 +328,19 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
     return it == controls.end() ? nullptr : &it->second;
   };
 
-  if (request.group != nullptr) request.group->set_run_id(run.id);
+  if (request.group != nullptr) {
+    // The tasks check that they walk the plan rank 0 runs: for a resume, the run's own selection
+    // and the cells it finished (they have no store to read them from).
+    request.group->set_run_id(run.id);
+    GroupPlan group_plan{run.id, resumed.has_value(), selection, finished,
+                         PlanHash(matrix.text, plan::SelectionArgs(selection), cells, finished)};
+    if (auto st = request.group->AgreePlan(group_plan); !st.ok()) {
+      if (!resumed) return open.Fail(st.error());
+      // A resume that did not start leaves the run as it found it (interrupted), for the next one.
+      open.End(record::RunStatus::kInterrupted);
+      return st.error();
+    }
+  }
   // --runner-reuse: the runner process a cell released, kept for the next one (ended at the end of
   // the run, by Ctrl-C, or by a cell that may not share it).
   RunnerPool pool;

@@ -130,6 +130,24 @@ measure:
   max_time_s: 2
 )";
 
+// For resuming a group run: three ddp cells of about a second each (virtual time at real speed),
+// so that a test can interrupt rank 0 while the second runs; a first run given `--only model!=c`
+// never runs the third.
+inline constexpr char kGroupResumeMatrix[] = R"(name: group-resume
+runner: null
+matrix:
+  model: [a, b, c]
+  strategy: ddp
+  world_size: 2
+  step_ms: 1
+  virtual_time: true
+  virtual_speedup: 1
+measure:
+  min_steps: 10
+  min_time_s: 1
+  max_time_s: 2
+)";
+
 // Whether `pid` is a live process (a zombie counts as gone).
 inline bool ProcessLives(std::int64_t pid) {
   if (pid <= 0) return false;

@@ -508,5 +508,225 @@ TEST(SlurmE2E, AGroupRunEndsTheCellNamingARemoteRankThatHangsExitsEarlyOrLosesIt
   EXPECT_FALSE(std::filesystem::exists(dir / "lost0-1.db"));
 }
 
+// The first of the processes whose command line has `arg` among its arguments, waiting up to 30 s
+// for one; -1 when none came.
+pid_t WaitForProcessWithArg(const std::string& arg) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < give_up) {
+    const std::vector<pid_t> found = ProcessesWithArg(arg);
+    if (!found.empty()) return found.front();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return -1;
+}
+
+// `srun -n 2 dlbench run m.yaml --only ...` interrupted (Ctrl-C to rank 0) in its second cell,
+// then `srun -n 2 dlbench run m.yaml --resume 1`: every task resumes, rank 0 with the run's stored
+// selection and finished cell, which it sends the other task to check; the finished cell is not
+// run again, the rest run as a group, and the run completes. Tasks that disagree on --resume are
+// refused.
+TEST(SlurmE2E, AnInterruptedGroupRunResumesUnderSrunWithItsSelectionAndKeepsItsFinishedCells) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: slurmd runs the job as SlurmUser root here";
+  for (const char* exe : {kSlurmctld, kSlurmd, kMunged, kSrun, kSinfo}) {
+    if (::access(exe, X_OK) != 0) {
+      GTEST_SKIP() << exe << " is not installed (apt-get install slurm-wlm munge: scripts/setup-debian.sh)";
+    }
+  }
+  TempDir dir("slurm-group-resume");
+  SlurmCluster cluster(dir);
+  ASSERT_TRUE(cluster.Start());
+  WriteText(dir / "m.yaml", kGroupResumeMatrix);
+  const std::string db0 = dir / "r-0.db";
+  auto group_run = [&](const std::string& options) -> std::vector<std::string> {
+    return {
+        kSrun,
+        "-n",
+        "2",
+        "/bin/sh",
+        "-c",
+        R"(exec "$0" --db "$1/r-$SLURM_PROCID.db" run "$1/m.yaml" --out "$1/out" --no-monitor )" + options,
+        Bin("dlbench"),
+        dir.path().string()};
+  };
+
+  // 1. The first run, interrupted while its second cell runs.
+  SpawnOptions o;
+  o.argv = group_run("--only 'model!=c'");
+  o.extra_env = cluster.Env();
+  o.stdout_path = dir / "first.out";
+  o.stderr_path = dir / "first.err";
+  const auto t0 = std::chrono::steady_clock::now();
+  auto first = Subprocess::Spawn(o);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  bool second_cell = false;
+  while (!second_cell && std::chrono::steady_clock::now() < t0 + std::chrono::seconds(30) &&
+         !first->TryWait()) {
+    auto err = ReadFile(o.stderr_path);
+    second_cell = err.ok() && err->find("[2/2] b") != std::string::npos;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(second_cell) << *ReadFile(o.stderr_path);
+  const pid_t zero = WaitForProcessWithArg(db0);
+  ASSERT_GT(zero, 0);
+  ASSERT_EQ(::kill(zero, SIGINT), 0);
+  std::optional<ExitStatus> st;
+  while (!(st = first->TryWait()) && std::chrono::steady_clock::now() < t0 + std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (!st) first->Terminate(2000);
+  const std::string first_err = *ReadFile(o.stderr_path);
+  ASSERT_TRUE(st.has_value()) << first_err;
+  EXPECT_NE(first_err.find("task 0: Exited with exit code 130"), std::string::npos) << first_err;
+  EXPECT_NE(first_err.find("task 1: Exited with exit code 4"), std::string::npos) << first_err;
+  std::string finished_id;
+  std::int64_t finished_started = 0;
+  {
+    auto store = store::OpenSqliteStore(db0);
+    ASSERT_TRUE(store.ok()) << store.error().message;
+    auto run = (*store)->GetRun(1);
+    ASSERT_TRUE(run.ok()) << run.error().message;
+    EXPECT_EQ(run->status, record::RunStatus::kInterrupted);
+    auto cells = (*store)->GetCells(1, store::CellQuery{});
+    ASSERT_TRUE(cells.ok());
+    ASSERT_EQ(cells->size(), 1u) << "only the first cell finished";
+    EXPECT_EQ(cells->front().params.value("model", ""), "a");
+    finished_id = cells->front().cell_id;
+    finished_started = cells->front().started_wall_ns;
+  }
+
+  // 2. Every task resumes: rank 0 reapplies --only and skips cell a; the other task agrees.
+  const auto t1 = std::chrono::steady_clock::now();
+  auto resumed = RunFor(group_run("--resume 1"), dir, cluster.Env(), "resume", 60);
+  std::printf("[ info ] srun -n 2 dlbench run --resume (a group) took %.2f s\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  EXPECT_NE(resumed.err.find("resuming run 1 with its selection: --only 'model!=c'"), std::string::npos)
+      << resumed.err;
+  EXPECT_NE(resumed.err.find("task 1: resuming run 1 with rank 0 (1 cell(s) already finished)"),
+            std::string::npos)
+      << resumed.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "r-1.db")) << "rank 0 alone writes the store";
+  {
+    auto store = store::OpenSqliteStore(db0);
+    ASSERT_TRUE(store.ok()) << store.error().message;
+    auto run = (*store)->GetRun(1);
+    ASSERT_TRUE(run.ok());
+    EXPECT_EQ(run->status, record::RunStatus::kCompleted);
+    auto runs = (*store)->ListRuns();
+    ASSERT_TRUE(runs.ok());
+    EXPECT_EQ(runs->size(), 1u) << "the resume is the same run";
+    store::CellQuery with_steps;
+    with_steps.with_steps = true;
+    auto cells = (*store)->GetCells(1, with_steps);
+    ASSERT_TRUE(cells.ok());
+    ASSERT_EQ(cells->size(), 2u) << "cells a and b; c is outside the run's selection";
+    for (const record::CellRecord& c : *cells) {
+      EXPECT_EQ(c.outcome, record::Outcome::kOk) << c.label << ": " << c.message;
+      if (c.cell_id == finished_id) {
+        EXPECT_EQ(c.started_wall_ns, finished_started) << "the finished cell is not run again";
+        continue;
+      }
+      EXPECT_EQ(c.params.value("model", ""), "b");
+      std::set<std::uint32_t> ranks;
+      for (const record::StepRow& row : c.steps) ranks.insert(row.rank);
+      EXPECT_EQ(ranks, (std::set<std::uint32_t>{0, 1})) << "both tasks ran their rank of cell b";
+    }
+  }
+
+  // 3. Tasks that disagree on --resume are refused on both sides; nothing changes.
+  // Only task 0 is given --resume 1.
+  const std::string only_task_zero_resumes =
+      R"(R=""; [ "$SLURM_PROCID" = 0 ] && R="--resume 1"; )"
+      R"(exec "$0" --db "$1/r-$SLURM_PROCID.db" run "$1/m.yaml" --out "$1/out" --no-monitor $R)";
+  auto mixed =
+      RunFor({kSrun, "-n", "2", "/bin/sh", "-c", only_task_zero_resumes, Bin("dlbench"), dir.path().string()},
+             dir, cluster.Env(), "mixed", 60);
+  EXPECT_NE(mixed.exit_code, 0);
+  EXPECT_NE(mixed.err.find("task 1 on " + ShortHostName() + " starts a new run, and rank 0 resumes run 1"),
+            std::string::npos)
+      << mixed.err;
+  auto store = store::OpenSqliteStore(db0);
+  ASSERT_TRUE(store.ok());
+  auto runs = (*store)->ListRuns();
+  ASSERT_TRUE(runs.ok());
+  EXPECT_EQ(runs->size(), 1u);
+}
+
+// Rank 0's task stopped (SIGSTOP: the connection stays open, as when its host vanishes) while rank
+// 1's runner hangs mid-cell: rank 1's task hears no beat for DLBENCH_GROUP_SILENCE_S (2 s), kills
+// its runner and exits 4 saying why. Rank 0's task is then killed: its store keeps the run
+// `running`, which `runs` and `show` call abandoned.
+TEST(SlurmE2E, ATaskWhoseRankZeroFallsSilentEndsItsRankAndTheKilledRunReadsAbandoned) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: slurmd runs the job as SlurmUser root here";
+  for (const char* exe : {kSlurmctld, kSlurmd, kMunged, kSrun, kSinfo}) {
+    if (::access(exe, X_OK) != 0) {
+      GTEST_SKIP() << exe << " is not installed (apt-get install slurm-wlm munge: scripts/setup-debian.sh)";
+    }
+  }
+  TempDir dir("slurm-group-silent");
+  SlurmCluster cluster(dir);
+  ASSERT_TRUE(cluster.Start());
+  WriteText(dir / "lost.yaml", kGroupLostTaskMatrix);
+  SpawnOptions o;
+  o.argv = {kSrun,
+            "-n",
+            "2",
+            "/bin/sh",
+            "-c",
+            R"(exec "$0" --db "$1/lost-$SLURM_PROCID.db" run "$1/lost.yaml" --out "$1/out" --no-monitor)",
+            Bin("dlbench"),
+            dir.path().string()};
+  o.extra_env = cluster.Env();
+  o.extra_env.emplace_back("DLBENCH_GROUP_SILENCE_S", "2");
+  o.stdout_path = dir / "srun.out";
+  o.stderr_path = dir / "srun.err";
+  auto srun = Subprocess::Spawn(o);
+  ASSERT_TRUE(srun.ok()) << srun.error().message;
+  const pid_t task1 = WaitForProcessWithArg(dir / "lost-1.db");
+  const pid_t task0 = WaitForProcessWithArg(dir / "lost-0.db");
+  ASSERT_GT(task1, 0);
+  ASSERT_GT(task0, 0);
+  pid_t runner = -1;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (runner < 0 && std::chrono::steady_clock::now() < give_up) {
+    const std::vector<pid_t> children = ChildrenNamed(task1, "dlbench-null");
+    if (!children.empty()) runner = children.front();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(runner, 0) << "rank 1's runner never started";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // past its first step: it hangs
+  ASSERT_EQ(::kill(task0, SIGSTOP), 0);
+  const auto stopped = std::chrono::steady_clock::now();
+  while ((ProcessLives(task1) || ProcessLives(runner)) &&
+         std::chrono::steady_clock::now() < stopped + std::chrono::seconds(10))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const double noticed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped).count();
+  std::printf("[ info ] rank 1's task and runner gone %.2f s after rank 0's task stopped\n", noticed_s);
+  EXPECT_FALSE(ProcessLives(runner)) << "rank 1's task did not end its runner";
+  EXPECT_FALSE(ProcessLives(task1)) << "rank 1's task did not notice the silence";
+  // The silence counts from the last beat heard, up to one beat interval before the stop.
+  EXPECT_GE(noticed_s, 1.0) << "not before the silence limit";
+  ::kill(task0, SIGKILL);
+  std::optional<ExitStatus> st;
+  while (!(st = srun->TryWait()) && std::chrono::steady_clock::now() < stopped + std::chrono::seconds(40))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (!st) srun->Terminate(2000);
+  const std::string err = *ReadFile(o.stderr_path);
+  EXPECT_NE(err.find("task 1: Exited with exit code 4"), std::string::npos) << err;
+  EXPECT_NE(err.find("rank 0's task sent nothing for 2 s (it sends a beat every 1 s): its host is gone, the "
+                     "network to it is cut, or it is stopped during cell 1 (a ddp ws=2 inject=hang); this "
+                     "task's rank 1 was killed"),
+            std::string::npos)
+      << err;
+
+  // Rank 0's dlbench died with the run `running`: nothing runs it, and both commands say so.
+  auto runs = Dlbench({"runs"}, dir, dir / "lost-0.db");
+  ASSERT_EQ(runs.exit_code, 0) << runs.err;
+  EXPECT_NE(runs.out.find(" abandoned "), std::string::npos) << runs.out;
+  auto show = Dlbench({"show", "1"}, dir, dir / "lost-0.db");
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("status abandoned, 0 of 3 cells stored"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("--resume 1' runs the rest"), std::string::npos) << show.out;
+}
+
 }  // namespace
 }  // namespace dlbench::e2e
