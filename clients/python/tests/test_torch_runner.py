@@ -194,4 +194,7 @@ def test_consecutive_cells_share_one_process_under_runner_reuse_with_the_same_se
         # figure a reused runner object would carry over if end_cell did not reset it).
         assert {k: v for k, v in b["effective"].items() if k != "process_cell"} == a["effective"]
         assert metric(b, "flops_per_sample") == metric(a, "flops_per_sample") > 0
-        assert set(b["extras"]["info"]) == set(a["extras"]["info"])
+        # The last loss depends on how many steps ran (at lr 0.1 it may have diverged: nonfinite).
+        losses = {"final_loss", "final_loss_nonfinite"}
+        assert set(b["extras"]["info"]) - losses == set(a["extras"]["info"]) - losses
+        assert losses & set(b["extras"]["info"])
