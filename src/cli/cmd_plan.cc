@@ -1,5 +1,6 @@
 // dlbench plan MATRIX.yaml: the cells in run order, their count and a time estimate; for cells
-// with `load`, the queries their latency claim needs (docs/load.md "Early stopping").
+// with `load`, the queries their latency claim needs (docs/load.md "Early stopping"); with
+// --runner-reuse, which cells would share a runner process and the start-up that saves.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -17,9 +18,11 @@
 #include "config/matrix.h"
 #include "load/settings.h"
 #include "orchestrator/boundary_cell.h"
+#include "orchestrator/cell_runner.h"
 #include "orchestrator/cgroup_v2.h"
 #include "orchestrator/memory_cap.h"
 #include "orchestrator/run.h"
+#include "orchestrator/runner_pool.h"
 #include "plan/ddp_references.h"
 #include "plan/estimate.h"
 #include "plan/plan.h"
@@ -38,6 +41,7 @@ struct PlanArgs {
   std::string shard;
   std::vector<std::string> set;
   bool json = false;
+  bool runner_reuse = false;
 };
 
 // One line of plan's text for a capped cell (orchestrator::PlannedMemoryCap's answer).
@@ -59,9 +63,11 @@ std::string MemoryCapSentence(const nlohmann::json& cap) {
 }
 
 // What the store holds of each cell key, when the database exists: durations and the newest
-// stored median step time (docs/cli.md "plan").
+// stored median step time (docs/cli.md "plan"); into `startup_s`, the newest stored
+// time_to_hello_s of the key that a process paid (above 0: a cell served by a kept process has 0).
 std::map<std::string, plan::KeyHistory> KeyHistories(CommandContext& ctx,
-                                                     const std::vector<plan::Cell>& cells) {
+                                                     const std::vector<plan::Cell>& cells,
+                                                     std::map<std::string, double>& startup_s) {
   std::map<std::string, plan::KeyHistory> out;
   // Only a store that exists is asked, read-only; none (or one that cannot be opened) means no
   // history.
@@ -85,6 +91,8 @@ std::map<std::string, plan::KeyHistory> KeyHistories(CommandContext& ctx,
       }
       if (auto median = record::MetricValue(cell, record::metric::kStepTimeMedianNs); median && *median > 0)
         h.step_s = *median * 1e-9;
+      if (auto hello = record::MetricValue(cell, record::metric::kTimeToHelloS); hello && *hello > 0)
+        startup_s[c.key] = *hello;
     }
     if (h.cells == 0) continue;
     h.mean_s = sum / h.cells;
@@ -110,6 +118,48 @@ std::optional<std::int64_t> MinQueries(const plan::Cell& cell) {
                   settings->min_queries.value_or(1));
 }
 
+// plan --runner-reuse's lines: the processes the cells would run in, and the start-up saved by the
+// `sharing` cells that would not start one (`known` of them with a stored time_to_hello_s, summing
+// to `saved_s`).
+void PrintRunnerReuse(const std::vector<plan::Cell>& cells,
+                      const std::vector<orchestrator::PlannedProcess>& processes, std::int64_t sharing,
+                      std::int64_t known, double saved_s) {
+  std::map<int, std::vector<int>> members;  // process -> the indices of its cells
+  std::string alone;                        // the cells that never share, with why
+  int started = 0;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const orchestrator::PlannedProcess& p = processes[i];
+    if (p.process >= 0) members[p.process].push_back(cells[i].index);
+    if (p.process >= 0 && p.cell_of_process == 1) ++started;
+    if (p.refusal) alone += fmt::format("\n  #{}: {}", cells[i].index, *p.refusal);
+  }
+  std::string groups;
+  for (const auto& [process, indices] : members) {
+    const bool consecutive = indices.back() - indices.front() + 1 == static_cast<int>(indices.size());
+    std::string group;
+    if (indices.size() > 1 && consecutive) {
+      group = fmt::format("#{}-#{}", indices.front(), indices.back());
+    } else {
+      for (const int index : indices) group += fmt::format("{}#{}", group.empty() ? "" : "+", index);
+    }
+    groups += (groups.empty() ? "" : ", ") + group;
+  }
+  std::printf("--runner-reuse: %s in %d runner process%s: %s\n",
+              CountNoun(static_cast<std::int64_t>(cells.size()), "cell").c_str(), started,
+              started == 1 ? "" : "es", groups.c_str());
+  if (!alone.empty()) std::printf("never sharing a process:%s\n", TerminalSafe(alone).c_str());
+  if (sharing == 0) return;
+  std::string saved =
+      known == 0 ? std::string("no stored time_to_hello_s for them yet (a run stores it)")
+                 : fmt::format("about {} of start-up saved, from the stored time_to_hello_s of {}",
+                               HumanDurationNs(saved_s * 1e9),
+                               known == sharing ? std::string("each") : fmt::format("{} of them", known));
+  std::printf(
+      "%s would take the process the cell before it leaves (when that cell ends with DONE and the runner's "
+      "HELLO says multi_cell): %s\n",
+      CountNoun(sharing, "cell").c_str(), saved.c_str());
+}
+
 int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
   auto shard = ResolveShard(args.shard, nullptr);
   if (!shard.ok()) return ReportError(shard.error());
@@ -120,7 +170,15 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
   const std::vector<plan::Cell>* cells = &selected->cells;
   // Compiler-style, on stderr, before the table (also with --json: stdout stays the JSON).
   for (const std::string& w : selected->warnings) std::fprintf(stderr, "%s\n", TerminalSafe(w).c_str());
-  const auto history = KeyHistories(ctx, *cells);
+  std::map<std::string, double> startup_s;
+  const auto history = KeyHistories(ctx, *cells, startup_s);
+  // --runner-reuse: where each cell would run (the rule run applies; the runner's argv is the same
+  // for every cell of a matrix, so a runner that cannot be found here changes no comparison).
+  std::vector<orchestrator::PlannedProcess> processes;
+  if (args.runner_reuse) {
+    auto runner = orchestrator::ResolveRunner(matrix->runner, ExecutableDir());
+    processes = orchestrator::PlanRunnerReuse(*cells, runner.ok() ? *runner : orchestrator::RunnerCommand{});
+  }
   double total = 0, total_low = 0, total_high = 0;
   int from_history = 0;
   // Cells whose max_time_s cannot hold the measured steps an interval needs, at a known step time.
@@ -143,7 +201,10 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
   }
   std::map<std::string, std::vector<int>> cap_lines;  // the sentence, and the cells it is about
   nlohmann::json js = nlohmann::json::array();
-  for (const auto& c : *cells) {
+  double saved_s = 0;
+  std::int64_t sharing = 0, saved_known = 0;
+  for (std::size_t i = 0; i < cells->size(); ++i) {
+    const plan::Cell& c = (*cells)[i];
     const auto est = plan::EstimateCell(c, *matrix, history);
     total += est.seconds;
     total_low += est.low_s;
@@ -212,6 +273,22 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
     if (!c.ddp_scaling_control_id.empty()) entry["ddp_scaling_control_id"] = c.ddp_scaling_control_id;
     if (!c.ddp_compute_only_id.empty()) entry["ddp_compute_only_id"] = c.ddp_compute_only_id;
     if (!c.ddp_serial_id.empty()) entry["ddp_serial_id"] = c.ddp_serial_id;
+    if (!processes.empty()) {
+      const orchestrator::PlannedProcess& p = processes[i];
+      nlohmann::json reuse = {{"process", p.process},
+                              {"cell_of_process", p.cell_of_process},
+                              {"shares_previous", p.shares_previous}};
+      if (p.refusal) reuse["not_shared"] = *p.refusal;
+      if (p.shares_previous) {
+        ++sharing;
+        if (const auto known = startup_s.find(c.key); known != startup_s.end()) {
+          reuse["startup_saved_s"] = known->second;
+          saved_s += known->second;
+          ++saved_known;
+        }
+      }
+      entry["runner_process"] = std::move(reuse);
+    }
     js.push_back(std::move(entry));
   }
   if (args.json) {
@@ -247,6 +324,7 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
         c.index, TerminalSafe(c.label).c_str(), orchestrator::BoundarySearchKey(c).c_str(),
         stats::MaxBoundaryProbes(orchestrator::BoundarySettings(c)));
   }
+  if (!processes.empty()) PrintRunnerReuse(*cells, processes, sharing, saved_known, saved_s);
   for (const auto& [sentence, indices] : cap_lines) {
     std::string which;
     for (const int i : indices) which += fmt::format("{}#{}", which.empty() ? "" : ", ", i);
@@ -313,6 +391,9 @@ void RegisterPlan(CLI::App& app, CommandContext& ctx) {
                   "auto: K/N from the launcher, as run --shard auto")
       ->type_name("K/N|auto");
   cmd->add_flag("--json", args->json, "Print the cells as JSON");
+  cmd->add_flag("--runner-reuse", args->runner_reuse,
+                "Show which consecutive cells run --runner-reuse would run in one runner process, and the "
+                "start-up that saves by the stored time_to_hello_s");
   cmd->callback([args, &ctx] { ctx.exit_code = ShowPlan(*args, ctx); });
 }
 

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/clock.h"
+#include "orchestrator/boundary_cell.h"
 #include "orchestrator/memory_cap.h"
 #include "orchestrator/process_tree.h"
 #include "orchestrator/rank_group.h"
@@ -43,6 +44,7 @@ const std::vector<std::string>& ProcessLevelKeys() {
 std::optional<std::string> ReuseRefusal(const plan::Cell& cell) {
   if (RankGroupSize(cell) > 1) return std::string("a ddp cell runs one process per rank");
   if (CellMemoryCap(cell)) return std::string("memory_cap limits its runner process");
+  if (IsBoundarySearch(cell)) return std::string("a boundary search runs each probe in a process of its own");
   return std::nullopt;
 }
 
@@ -56,6 +58,47 @@ std::string ProcessKey(const plan::Cell& cell, const RunnerCommand& runner) {
     key["params"][k] = it == cell.params.end() ? nlohmann::json() : it->second;
   }
   return key.dump();
+}
+
+std::vector<PlannedProcess> PlanRunnerReuse(const std::vector<plan::Cell>& cells,
+                                            const RunnerCommand& runner) {
+  std::vector<PlannedProcess> out;
+  out.reserve(cells.size());
+  // The process the pool would hold after the previous cell, as RunCell leaves it: a refused cell
+  // ends the kept process; a cell whose environment cannot be set starts nothing and leaves the
+  // pool as it was.
+  std::optional<std::string> kept_key;
+  int kept_process = -1;
+  int kept_cells = 0;
+  int processes = 0;
+  for (const plan::Cell& cell : cells) {
+    PlannedProcess p;
+    auto env = CellRunnerEnvironment(cell);
+    if (auto refusal = ReuseRefusal(cell)) {
+      p.refusal = std::move(refusal);
+      p.process = processes++;
+      kept_key.reset();
+    } else if (!env.ok()) {
+      p.refusal = "it starts no runner: " + env.error().message;
+      p.process = -1;
+      p.cell_of_process = 0;
+    } else {
+      RunnerCommand command = runner;
+      command.env = std::move(env).value();
+      std::string key = ProcessKey(cell, command);
+      p.shares_previous = kept_key == key;
+      if (p.shares_previous) {
+        p.process = kept_process;
+        p.cell_of_process = ++kept_cells;
+      } else {
+        p.process = kept_process = processes++;
+        kept_cells = 1;
+      }
+      kept_key = std::move(key);
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
 }
 
 std::optional<KeptRunner> RunnerPool::Take(const std::string& key) {

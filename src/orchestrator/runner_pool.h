@@ -23,13 +23,28 @@ namespace dlbench::orchestrator {
 const std::vector<std::string>& ProcessLevelKeys();
 
 // Why `cell` gets a process of its own even with --runner-reuse; nullopt when it may share one.
-// A ddp cell (one process per rank, joined to a group) and a cell with memory_cap (a limit or a
-// cgroup of its process) never share.
+// A ddp cell (one process per rank, joined to a group), a cell with memory_cap (a limit or a
+// cgroup of its process) and a boundary search (its probes start processes of their own) never
+// share.
 std::optional<std::string> ReuseRefusal(const plan::Cell& cell);
 
 // What two cells must agree on to share a process: the runner's argv, the environment the cell's
 // runner gets (CellRunnerEnvironment) and ProcessLevelKeys' values, as one string.
 std::string ProcessKey(const plan::Cell& cell, const RunnerCommand& runner);
+
+// Where `run --runner-reuse` would run each of `cells` (plan order), known before anything runs
+// (`dlbench plan --runner-reuse`): RunCell's rule, with its ReuseRefusal and ProcessKey, the key
+// taken with the cell's own environment (CellRunnerEnvironment) on `runner`. A cell may take the
+// process the cell before it left when both may share and their keys are equal; at run time it
+// does so only when that cell ended with DONE and the runner's HELLO said multi_cell.
+struct PlannedProcess {
+  bool shares_previous = false;  // takes the process the cell before it left
+  int process = 0;               // which process of the run (0, 1, ...) in plan order; -1: it starts none
+  int cell_of_process = 1;       // 1 for the cell that starts it; 0 when it starts none
+  std::optional<std::string> refusal;  // why it never shares (ReuseRefusal, or its environment)
+};
+std::vector<PlannedProcess> PlanRunnerReuse(const std::vector<plan::Cell>& cells,
+                                            const RunnerCommand& runner);
 
 // A released runner waiting for its next CONFIGURE.
 struct KeptRunner {

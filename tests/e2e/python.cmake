@@ -16,6 +16,7 @@ if(TARGET dlbench AND DLBENCH_BUILD_TESTS)
     "Session|test_session.py|e2e|300"
     "Package|test_package.py|e2e|300"
     "DlbenchE2E|test_dlbench_e2e.py|e2e|300"
+    "Reuse|test_reuse.py|e2e|300"
     "Load|test_load.py|e2e|300"
     "TorchRunner|test_torch_runner.py|e2e,torch|600"
     "OtherFrameworks|test_other_frameworks.py|e2e|300"

@@ -6,6 +6,8 @@
 #include <signal.h>
 
 #include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -139,6 +141,96 @@ include:
   EXPECT_EQ(cells[4].extras["runner_process"]["reuse"], "not shared: memory_cap limits its runner process");
   EXPECT_NE(PidOf(cells[5]), PidOf(cells[3])) << "the cell with a cap ended the kept process";
   EXPECT_EQ(CellOfProcess(cells[5]), 1);
+}
+
+// `plan --runner-reuse` says where run would put each cell (orchestrator::PlanRunnerReuse, the rule
+// RunCell applies) and, once the store holds their time_to_hello_s, the start-up the shared cells
+// save; a reused cell's stored 0 is not taken for its start-up.
+TEST(ReuseE2E, PlanShowsWhichCellsShareAProcessAndTheStartUpItSaves) {
+  TempDir dir("reuse_plan");
+  const std::string db = dir / "r.db", differ = dir / "differ.yaml", four = dir / "four.yaml";
+  // Planned only: the capped cell is not run (an ASan runtime cannot start under its RLIMIT_DATA).
+  WriteText(differ, std::string(R"(runner: null
+matrix:
+  batch_size: [1, 2, 3, 4, 5, 6]
+  step_ms: [2]
+  virtual_time: [true]
+include:
+  - {batch_size: 3, cuda_alloc_conf: "expandable_segments:True"}
+  - {batch_size: 4, model: b, cuda_alloc_conf: "expandable_segments:True"}
+  - {batch_size: 5, model: b, cuda_alloc_conf: "expandable_segments:True", memory_cap: 1GiB}
+  - {batch_size: 6, model: b, cuda_alloc_conf: "expandable_segments:True"}
+)") + kMeasure);
+  const CommandResult text = Dlbench({"plan", differ, "--runner-reuse"}, dir, db);
+  ASSERT_EQ(text.exit_code, 0) << text.out << text.err;
+  EXPECT_NE(text.out.find("--runner-reuse: 6 cells in 5 runner processes: #0-#1, #2, #3, #4, #5\n"
+                          "never sharing a process:\n  #4: memory_cap limits its runner process\n"
+                          "1 cell would take the process the cell before it leaves"),
+            std::string::npos)
+      << text.out;
+  const CommandResult js = Dlbench({"plan", differ, "--runner-reuse", "--json"}, dir, db);
+  ASSERT_EQ(js.exit_code, 0) << js.err;
+  const auto planned = nlohmann::json::parse(js.out);
+  ASSERT_EQ(planned.size(), 6u);
+  std::vector<bool> shares;
+  std::vector<int> process;
+  for (const auto& c : planned) {
+    shares.push_back(c["runner_process"]["shares_previous"].get<bool>());
+    process.push_back(c["runner_process"]["process"].get<int>());
+  }
+  EXPECT_EQ(shares, (std::vector<bool>{false, true, false, false, false, false}));
+  EXPECT_EQ(process, (std::vector<int>{0, 0, 1, 2, 3, 4}));
+  EXPECT_EQ(planned[4]["runner_process"]["not_shared"], "memory_cap limits its runner process");
+  const CommandResult plain = Dlbench({"plan", differ, "--json"}, dir, db);
+  EXPECT_FALSE(nlohmann::json::parse(plain.out)[1].contains("runner_process")) << "only with --runner-reuse";
+
+  WriteText(four, std::string(R"(runner: null
+matrix:
+  batch_size: [1, 2, 4]
+  step_ms: [2]
+  virtual_time: [true]
+)") + kMeasure);
+  const CommandResult none = Dlbench({"plan", four, "--runner-reuse"}, dir, db);
+  EXPECT_NE(
+      none.out.find("2 cells would take the process the cell before it leaves (when that cell ends with "
+                    "DONE and the runner's HELLO says multi_cell): no stored time_to_hello_s for them yet"),
+      std::string::npos)
+      << none.out;
+  ASSERT_EQ(Dlbench({"run", four, "--out", dir / "out", "--no-monitor"}, dir, db).exit_code, 0);
+  const auto alone = Cells(db, 1, /*steps=*/false);
+  ASSERT_EQ(alone.size(), 3u);
+  auto saved_by_plan = [&] {
+    const CommandResult p = Dlbench({"plan", four, "--runner-reuse", "--json"}, dir, db);
+    std::vector<std::optional<double>> saved;
+    for (const auto& c : nlohmann::json::parse(p.out)) {
+      const auto& r = c["runner_process"];
+      saved.push_back(r.contains("startup_saved_s")
+                          ? std::optional<double>(r["startup_saved_s"].get<double>())
+                          : std::nullopt);
+    }
+    return saved;
+  };
+  const std::vector<std::optional<double>> expected = {
+      std::nullopt, record::MetricValue(alone[1], record::metric::kTimeToHelloS),
+      record::MetricValue(alone[2], record::metric::kTimeToHelloS)};
+  ASSERT_TRUE(expected[1] && *expected[1] > 0 && expected[2] && *expected[2] > 0);
+  EXPECT_EQ(saved_by_plan(), expected);
+  const CommandResult known = Dlbench({"plan", four, "--runner-reuse"}, dir, db);
+  EXPECT_NE(known.out.find("--runner-reuse: 3 cells in 1 runner process: #0-#2\n"), std::string::npos)
+      << known.out;
+  EXPECT_NE(known.out.find(" of start-up saved, from the stored time_to_hello_s of each"), std::string::npos)
+      << known.out;
+
+  // The run puts the cells where the plan said; its reused cells store time_to_hello_s 0, which the
+  // plan does not take for their start-up.
+  ASSERT_EQ(Dlbench({"run", four, "--out", dir / "out", "--no-monitor", "--runner-reuse"}, dir, db).exit_code,
+            0);
+  const auto shared = Cells(db, 2, /*steps=*/false);
+  ASSERT_EQ(shared.size(), 3u);
+  EXPECT_EQ(PidOf(shared[0]), PidOf(shared[1]));
+  EXPECT_EQ(PidOf(shared[1]), PidOf(shared[2]));
+  EXPECT_EQ(record::MetricValue(shared[1], record::metric::kTimeToHelloS), 0.0);
+  EXPECT_EQ(saved_by_plan(), expected);
 }
 
 // Ctrl-C while a shared process serves a cell: the run is interrupted, the process does not outlive

@@ -27,13 +27,16 @@ A cell with ``load`` (inference under load, docs/load.md) calls ``issue(samples)
 ``step()``: run the model on those entries of the sample library and return when the outputs are
 ready. ``dlbench_client.load`` runs the four LoadGen scenarios around it and sends QUERIES.
 
+A runner class with ``multi_cell = True`` serves several cells in one process when dlbench offers
+it (``dlbench run --runner-reuse``): ``setup`` runs once per cell, and ``end_cell()`` after each.
+
 ``RunnerSession`` is the same conversation message by message, for programs that own their loop.
 """
 
 from .load import (LoadResult, LoadSettings, LoadSettingsError, QueryPhases, current_stream, resolve_load_settings,
                    run_load)
 from .runner import (Extras, Hello, InvalidParameter, OutOfMemory, Runner, RunnerError, Unsupported,
-                     last_traceback_line, main, run, run_cell, supports_load)
+                     last_traceback_line, main, run, run_cell, serve, serve_cell, supports_load)
 from .session import (FD_IN_ENV, FD_OUT_ENV, CellConfig, LoopResult, Metric, RunnerLimits, RunnerSession,
                       StepPhases, now_ns, parse_configure)
 from .wire import (DONE_REASONS, ERROR_KINDS, HAS_COMM, HAS_COMPUTE, HAS_DATA_WAIT, MAX_PAYLOAD_BYTES,
@@ -41,7 +44,7 @@ from .wire import (DONE_REASONS, ERROR_KINDS, HAS_COMM, HAS_COMPUTE, HAS_DATA_WA
 
 #: The client release: the major number is the protocol version it speaks (PROTOCOL_VERSION), the
 #: rest counts releases of this package for that protocol.
-__version__ = "1.2.0"
+__version__ = "1.3.0"
 
 __all__ = [
     "CellConfig", "DONE_REASONS", "ERROR_KINDS", "Extras", "FD_IN_ENV", "FD_OUT_ENV", "Frame", "FrameReader",
@@ -50,5 +53,5 @@ __all__ = [
     "PROTOCOL_VERSION", "ProtocolError", "QueryPhases", "QueryRecord", "Runner", "RunnerError", "RunnerLimits",
     "RunnerSession", "StepPhases", "StepRecord", "Unsupported", "__version__", "current_stream",
     "last_traceback_line", "main", "now_ns", "parse_configure", "resolve_load_settings", "run", "run_cell",
-    "run_load", "supports_load",
+    "run_load", "serve", "serve_cell", "supports_load",
 ]

@@ -9,6 +9,11 @@ exception that escapes the runner's code ends the cell as ERROR: a RunnerError w
 anything else as ``internal`` with the traceback's last line as the message (the whole traceback
 goes to stderr, whose last lines the orchestrator appends to the cell's message). The process
 then exits 0, so the matrix goes on.
+
+A runner whose class sets ``multi_cell = True`` may serve several cells in one process
+(``dlbench run --runner-reuse``, docs/adr/0011-runner-reuse.md): HELLO says ``multi_cell``, and
+while CONFIGURE says ``serve_more`` ``serve`` calls ``runner.end_cell()`` after each cell (DONE or
+ERROR) and waits for the next CONFIGURE; the end of the command pipe there ends the process (0).
 """
 
 from __future__ import annotations
@@ -80,7 +85,7 @@ class Runner(abc.ABC):
 
     1. ``hello()`` once, first (also when dlbench only probes the runner: keep it cheap, and
        never let it fail for a missing framework: report that from ``setup``);
-    2. ``setup(cell)`` once: validate ``cell.params``, build the model and inputs; raise
+    2. ``setup(cell)`` once per cell: validate ``cell.params``, build the model and inputs; raise
        InvalidParameter / Unsupported / OutOfMemory for expected failures;
     3. ``step()`` many times, each between two clock reads: do one step's work, synchronise the
        device, return the samples processed (or StepPhases); nothing else;
@@ -89,8 +94,16 @@ class Runner(abc.ABC):
        ``streams`` worker threads, concurrently);
     4. ``memory(label)`` between steps ("after_warmup") and after the loop ("end"; a load cell
        only "end");
-    5. ``extras()`` once after the loop.
+    5. ``extras()`` once after the loop;
+    6. with ``multi_cell`` and a CONFIGURE that said ``serve_more``: ``end_cell()`` after the cell
+       ended (DONE or ERROR), then 2-6 again for the next cell of the same process.
     """
+
+    #: Serve several cells in one process when dlbench offers it (``dlbench run --runner-reuse``):
+    #: HELLO then says ``multi_cell``. An opt-in, because a Python object keeps its attributes
+    #: between cells: set it only when ``setup`` builds everything a cell uses from its CellConfig
+    #: (its seed included) and ``end_cell`` drops or resets what a cell left behind.
+    multi_cell = False
 
     #: Steps before the ``after_warmup`` memory snapshot (0: no such snapshot). By then a model's
     #: weights, optimizer state and one step's activations are allocated.
@@ -131,6 +144,15 @@ class Runner(abc.ABC):
         """Metrics and facts for EXTRAS."""
         return Extras()
 
+    def end_cell(self) -> None:
+        """After a cell of a ``multi_cell`` runner ended (DONE or ERROR, ``setup`` may not have
+        finished), when the process may serve another: drop the cell's model, inputs and
+        optimizer, reset counters and accumulated figures, and reset per-process peaks that the
+        next cell reports as its own (``dlbench_runners.host.reset_peak_rss``; a framework's
+        device peaks). Not called after a cell without ``serve_more``. An exception here ends the
+        process (exit 1) before the next cell's CONFIGURE is read: dlbench then starts a fresh
+        process for that cell."""
+
     def classify(self, error: BaseException) -> Optional[RunnerError]:
         """A framework's own exceptions as RunnerErrors (an allocator's out-of-memory as
         OutOfMemory); None leaves the error ``internal``."""
@@ -169,8 +191,10 @@ def _snapshot(session: RunnerSession, runner: Runner, label: str) -> None:
         session.send_memory(label, snapshot)
 
 
-def run_cell(session: RunnerSession, runner: Runner) -> int:
-    """Drives one cell over ``session`` (see the module's docstring); returns the exit status."""
+def serve(session: RunnerSession, runner: Runner) -> int:
+    """The whole conversation over ``session`` (see the module's docstring): HELLO, then one cell,
+    or, for a ``multi_cell`` runner whose CONFIGURE says ``serve_more``, cells until dlbench closes
+    the command pipe. Returns the process's exit status."""
     try:
         hello = runner.hello()
     except Exception as e:  # HELLO must come first whatever happens: report the failure later
@@ -178,19 +202,46 @@ def run_cell(session: RunnerSession, runner: Runner) -> int:
         hello = Hello(runner=runner.name, extra={"hello_error": last_traceback_line(e)})
     else:
         hello_error = None
-    if not session.send_hello(hello.runner, hello.runner_version, hello.framework, hello.devices, **hello.extra):
+    extra = dict(hello.extra)
+    if runner.multi_cell:
+        extra["multi_cell"] = True
+    if not session.send_hello(hello.runner, hello.runner_version, hello.framework, hello.devices, **extra):
         print("%s: the orchestrator is gone before HELLO" % hello.runner, file=sys.stderr)
         return 1
-    try:
-        cell = session.receive_configure()
-    except ProtocolError as e:
-        print("%s: %s" % (hello.runner, e), file=sys.stderr)
-        return 1
-    if cell is None:
-        return 0  # dlbench probed our HELLO
-    if hello_error is not None:
-        report_exception(session, runner, hello_error)
-        return 0
+    while True:
+        try:
+            cell = session.receive_configure()
+        except ProtocolError as e:
+            print("%s: %s" % (hello.runner, e), file=sys.stderr)
+            return 1
+        if cell is None:
+            return 0  # dlbench probed our HELLO, or ended the process after a served cell
+        if hello_error is not None:
+            report_exception(session, runner, hello_error)
+            code = 0
+        else:
+            code = serve_cell(session, runner, cell)
+        if code != 0 or not cell.serve_more:
+            return code
+        try:
+            runner.end_cell()
+        except Exception:
+            traceback.print_exc(file=sys.stderr)
+            print("%s: end_cell failed; ending the process (the next cell gets a fresh one)" % hello.runner,
+                  file=sys.stderr)
+            return 1
+        session.begin_next_cell()
+
+
+#: The former name of ``serve``, which drives the conversation (one cell or several).
+run_cell = serve
+
+
+def serve_cell(session: RunnerSession, runner: Runner, cell: CellConfig) -> int:
+    """One cell, from its CONFIGURE (``cell``) to its DONE or ERROR: ``setup``, READY, the
+    measured loop or the load scenario, MEMORY ``end``, EXTRAS, DONE. Returns 0, or 1 when the
+    orchestrator went away. In a process serving several cells, READY's effective gets
+    ``process_cell`` (1, 2, ...: which cell of the process this is), as dlbench-torch's does."""
     try:
         cell = _resolve_load(runner, cell)
         effective = runner.setup(cell)
@@ -200,6 +251,9 @@ def run_cell(session: RunnerSession, runner: Runner) -> int:
     except Exception as e:
         report_exception(session, runner, e)
         return 0
+    if cell.serve_more:
+        effective = dict(effective)
+        effective["process_cell"] = session.cells_ended + 1
     if not session.send_ready(effective):
         return 1
     if cell.load is not None:
@@ -276,15 +330,16 @@ def _measured_loop(session: RunnerSession, runner: Runner, limits: RunnerLimits)
 
 
 def run(runner: Runner) -> int:
-    """Connects to the orchestrator and drives ``runner`` through one cell; returns the process's
-    exit status (0 also after an ERROR, so the matrix goes on; 2 when not started by dlbench)."""
+    """Connects to the orchestrator and drives ``runner`` through its cell (or, with ``multi_cell``,
+    the cells dlbench gives this process); returns the process's exit status (0 also after an
+    ERROR, so the matrix goes on; 2 when not started by dlbench)."""
     faulthandler.enable()  # a native crash prints the Python stack to stderr, into the cell's message
     try:
         session = RunnerSession.connect()
     except ProtocolError as e:
         print("%s: %s" % (runner.name, e), file=sys.stderr)
         return 2
-    return run_cell(session, runner)
+    return serve(session, runner)
 
 
 def main(runner: Runner, argv: Optional[Sequence[str]] = None) -> None:

@@ -13,6 +13,8 @@ Calling sequence::
     #  sends QUERIES instead, through record_query and flush_queries)
     session.send_memory("end", {...}); session.send_extras(metrics=[...], info={...})
     session.send_done(result.reason, result.steps)
+    # A runner whose HELLO said multi_cell=True and whose CONFIGURE said serve_more then calls
+    # session.begin_next_cell() and receive_configure() again (None there: dlbench ended it; exit 0).
 
 Most programs need none of this directly: dlbench_client.runner.run() drives a Runner object
 through the same sequence and turns exceptions into ERROR frames.
@@ -71,6 +73,10 @@ class CellConfig:
     #: A load cell's settings (dlbench_client.load.LoadSettings), resolved from ``params`` by
     #: ``run`` before ``setup``; None for a cell that steps.
     load: Optional[Any] = None
+    #: CONFIGURE's ``serve_more`` (``dlbench run --runner-reuse``, docs/adr/0011-runner-reuse.md):
+    #: after this cell's DONE or ERROR the process waits for another CONFIGURE (or the end of the
+    #: command pipe) instead of exiting. Sent only to a runner whose HELLO said ``multi_cell``.
+    serve_more: bool = False
 
 
 def _int_field(body: Mapping[str, Any], name: str, default: int, low: int, high: int) -> int:
@@ -100,8 +106,11 @@ def parse_configure(body: Mapping[str, Any]) -> CellConfig:
     if isinstance(max_time_s, bool) or not isinstance(max_time_s, (int, float)) or not (
             math.isfinite(max_time_s) and max_time_s > 0):
         raise ProtocolError("malformed CONFIGURE: limits.max_time_s must be a number > 0, got %r" % (max_time_s,))
+    serve_more = body.get("serve_more", False)
+    if not isinstance(serve_more, bool):
+        raise ProtocolError("malformed CONFIGURE: serve_more must be true or false, got %r" % (serve_more,))
     return CellConfig(params=params, seed=seed, rank=rank, world_size=world_size, cell_key=cell_key,
-                      limits=RunnerLimits(max_steps=max_steps, max_time_s=float(max_time_s)))
+                      limits=RunnerLimits(max_steps=max_steps, max_time_s=float(max_time_s)), serve_more=serve_more)
 
 
 class StepPhases(NamedTuple):
@@ -161,6 +170,7 @@ class RunnerSession:
         self._rank = 0
         self._stepped_ns = 0  # the summed durations of the steps run_steps timed
         self._loop_ns = 0  # the wall time of run_steps' loops, stamps, records and flushes included
+        self._cells_ended = 0  # begin_next_cell calls: cells this process served before the current one
 
     # -- connection -----------------------------------------------------------------------------
     @classmethod
@@ -197,6 +207,11 @@ class RunnerSession:
         """Wall time run_steps spent outside the timed steps so far (clock reads, recording,
         flushes, STOP checks): the client's own cost, which no step time contains."""
         return self._loop_ns - self._stepped_ns
+
+    @property
+    def cells_ended(self) -> int:
+        """How many cells this session served before the current one (``begin_next_cell`` calls)."""
+        return self._cells_ended
 
     @property
     def rank(self) -> int:
@@ -294,10 +309,14 @@ class RunnerSession:
 
     def receive_configure(self) -> Optional[CellConfig]:
         """Blocks until CONFIGURE. None when the orchestrator closes the pipe first, which is how
-        ``dlbench run`` probes a runner's HELLO: exit 0 then. ProtocolError on any other frame."""
+        ``dlbench run`` probes a runner's HELLO, and how it ends a process between two cells:
+        exit 0 then. ProtocolError on any other frame, but for a STOP after ``begin_next_cell``
+        (the previous cell's, which crossed its DONE), which is skipped."""
         while True:
             frame = self._reader.next()
             if frame is not None:
+                if frame.type == MessageType.STOP and self._cells_ended > 0:
+                    continue
                 if frame.type != MessageType.CONFIGURE:
                     raise ProtocolError("expected CONFIGURE, got %s" % frame.type.name)
                 cell = parse_configure(decode_json(frame))
@@ -305,6 +324,20 @@ class RunnerSession:
                 return cell
             if self._read_some() == 0:
                 return None
+
+    def begin_next_cell(self) -> None:
+        """Between two cells of one process (the ended cell's CONFIGURE said ``serve_more``), before
+        the next ``receive_configure``: forgets the previous cell's STOP, unsent records and loop
+        times (``loop_overhead_ns`` restarts at 0), so the next cell starts as the first did
+        (``RunnerSession::BeginNextCell``). An orchestrator that went away stays gone."""
+        self._stop_requested = self._peer_gone
+        self._count = 0
+        self._query_count = 0
+        self._last_flush_ns = now_ns()
+        self._last_query_flush_ns = self._last_flush_ns
+        self._stepped_ns = 0
+        self._loop_ns = 0
+        self._cells_ended += 1
 
     def _poll_commands(self) -> None:
         # Frames may already sit in the reader (read together with CONFIGURE): look there first.

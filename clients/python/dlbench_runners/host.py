@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import platform
 import resource
@@ -19,9 +20,53 @@ def host_rss_bytes() -> int:
         return 0
 
 
+#: Set once reset_peak_rss reset the kernel's peak RSS: getrusage's ru_maxrss keeps the largest
+#: ever, so the peak is then read from VmHWM, which clear_refs resets.
+_peak_rss_was_reset = False
+
+
+def _vm_hwm_bytes() -> Optional[int]:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024  # "VmHWM:  123 kB"
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def host_peak_rss_bytes() -> int:
-    """The process's peak resident set size (getrusage; Linux reports KiB)."""
+    """The process's peak resident set size: getrusage's (Linux reports KiB) in a process's first
+    cell; after ``reset_peak_rss``, VmHWM of /proc/self/status, the peak since that reset."""
+    if _peak_rss_was_reset:
+        hwm = _vm_hwm_bytes()
+        if hwm is not None:
+            return hwm
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def reset_peak_rss() -> bool:
+    """Between two cells of one process (``Runner.end_cell``), after the ended cell's objects are
+    dropped: collects garbage, hands the C heap's free memory back to the kernel (glibc's
+    ``malloc_trim``), and resets the kernel's peak RSS (5 into /proc/self/clear_refs, as
+    dlbench-torch does), so that ``host_peak_rss_bytes`` is the next cell's own: the RSS the
+    process holds as that cell starts (interpreter, libraries, what earlier cells left allocated)
+    plus what the cell adds. A fresh process's peak holds the first two as well. False when the
+    kernel refused: the peak then stays the process's."""
+    global _peak_rss_was_reset
+    gc.collect()
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return False
+    _peak_rss_was_reset = True
+    return True
 
 
 def host_memory(label_device: str) -> Dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any, Dict, Mapping, Optional
 
 from dlbench_client import CellConfig, Extras, Hello, Metric, Runner, __version__, main as _client_main
 
-from .host import cpu_device, host_memory, python_facts
+from .host import cpu_device, host_memory, python_facts, reset_peak_rss
 from .params import CORE, Param, parse_params, require_single_process
 
 RUNNER = "python-spin"
@@ -34,11 +34,15 @@ def spin(iterations: int, x: float = 0.5) -> float:
 
 
 class SpinRunner(Runner):
-    """One cell of fixed pure-Python work."""
+    """Cells of fixed pure-Python work, several in one process under ``dlbench run --runner-reuse``."""
 
     name = RUNNER
+    multi_cell = True
 
     def __init__(self) -> None:
+        self._start_cell_state()
+
+    def _start_cell_state(self) -> None:
         self.iterations = 0
         self.batch = 1
         self.fail_at: Optional[int] = None
@@ -70,6 +74,11 @@ class SpinRunner(Runner):
     def extras(self) -> Extras:
         info: Dict[str, Any] = {"final_x": self.x}
         return Extras([Metric("spin_steps", float(self.steps), "steps")], info)
+
+    def end_cell(self) -> None:
+        # The next cell counts its steps and runs its recurrence from the start, as a fresh process.
+        self._start_cell_state()
+        reset_peak_rss()
 
 
 def main() -> None:

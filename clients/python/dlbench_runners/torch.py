@@ -16,6 +16,7 @@ the model's input, and ``issue`` gathers a query's samples, runs the forward and
 
 from __future__ import annotations
 
+import gc
 import importlib
 import importlib.util
 import os
@@ -28,7 +29,7 @@ from dlbench_client import (CellConfig, Extras, Hello, InvalidParameter, Metric,
                             RunnerError, Unsupported, __version__, main as _client_main)
 from dlbench_client.load import current_stream
 
-from .host import cpu_device, device_uuids, host_memory, python_facts
+from .host import cpu_device, device_uuids, host_memory, python_facts, reset_peak_rss
 from .params import CORE, Param, parse_device, parse_params, require_single_process
 
 RUNNER = "python-torch"
@@ -141,13 +142,19 @@ def parse_shapes(text: str, batch: int) -> List[Tuple[int, ...]]:
 
 
 class TorchRunner(Runner):
-    """One cell of PyTorch from Python (the calling rules are Runner's)."""
+    """Cells of PyTorch from Python (the calling rules are Runner's); several in one process under
+    ``dlbench run --runner-reuse`` (``end_cell``)."""
 
     name = RUNNER
+    multi_cell = True
 
     def __init__(self) -> None:
         self.torch: Any = None
         self.import_error: Optional[str] = None
+        self._start_cell_state()
+
+    def _start_cell_state(self) -> None:
+        """What one cell builds or accumulates, as a fresh process has it before its ``setup``."""
         self.p: Dict[str, Any] = {}
         self.device: Any = None
         self.batch = 1
@@ -609,6 +616,20 @@ class TorchRunner(Runner):
 
     def classify(self, error: BaseException) -> Optional[RunnerError]:
         return classify_torch_error(error)
+
+    def end_cell(self) -> None:
+        """Drops the cell's model, optimizer, inputs and figures; on CUDA returns the caching
+        allocator's free blocks (``empty_cache``) and starts its peak statistics again; then resets
+        the process's peak RSS (dlbench-torch does the same: docs/torch-runner.md)."""
+        device = self.device
+        self._start_cell_state()
+        torch = self.torch
+        if device is not None and device.type == "cuda" and torch is not None:
+            gc.collect()  # the cell's tensors go before the cache is emptied
+            torch.cuda.synchronize(device)
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats(device)
+        reset_peak_rss()
 
 
 def main() -> None:

@@ -1,5 +1,6 @@
 """Runners the tests start: ``python3 fixture_runners.py KIND``. Each exercises one part of the
-client that the shipped runners do not (phases, a failing HELLO, a native crash, exit codes)."""
+client that the shipped runners do not (phases, a failing HELLO, a native crash, exit codes, a
+process serving several cells)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any, Mapping, Optional
 
 from dlbench_client import (CellConfig, Extras, Hello, Metric, OutOfMemory, Runner, StepPhases, Unsupported, main,
                             now_ns)
+from dlbench_runners.host import host_memory, reset_peak_rss
 
 
 class Phases(Runner):
@@ -78,7 +80,35 @@ class ExitCode(Phases):
         sys.exit(3)
 
 
-KINDS = {"phases": Phases, "hello_fails": HelloFails, "setup_oom": SetupOom, "setup_unsupported": SetupUnsupported,
+class Multi(Phases):
+    """Serves several cells in one process (``multi_cell``). Its ``case`` parameter: ``big`` holds
+    64 MiB written through during its steps, ``crash`` dies of SIGSEGV in its third step, anything
+    else holds nothing. Memory snapshots are dlbench_runners.host's."""
+
+    name = "fixture-multi"
+    multi_cell = True
+
+    def setup(self, cell: CellConfig) -> Mapping[str, Any]:
+        effective = dict(super().setup(cell))
+        self.case = cell.params.get("case", "")
+        self.held = bytearray(b"\x01") * ((64 << 20) if self.case == "big" else 0)
+        effective["case"] = self.case
+        return effective
+
+    def step(self) -> StepPhases:
+        if self.case == "crash" and self.n == 2:
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return super().step()
+
+    def memory(self, label: str) -> Optional[Mapping[str, Any]]:
+        return host_memory("cpu")
+
+    def end_cell(self) -> None:
+        self.held = bytearray()
+        reset_peak_rss()
+
+
+KINDS = {"phases": Phases, "multi": Multi, "hello_fails": HelloFails, "setup_oom": SetupOom, "setup_unsupported": SetupUnsupported,
          "segfault": Segfault, "exit_code": ExitCode}
 
 if __name__ == "__main__":

@@ -33,9 +33,13 @@ class FakeOrchestrator:
     def send(self, msg_type: MessageType, body: Dict[str, Any]) -> None:
         os.write(self.to_runner, wire.encode_json_frame(msg_type, body))
 
-    def configure(self, params: Dict[str, Any], max_steps: int = 1000, max_time_s: float = 60.0) -> None:
-        self.send(MessageType.CONFIGURE, {"params": params, "seed": 7, "rank": 0, "world_size": 1, "cell_key": "k",
-                                          "limits": {"max_steps": max_steps, "max_time_s": max_time_s}})
+    def configure(self, params: Dict[str, Any], max_steps: int = 1000, max_time_s: float = 60.0,
+                  serve_more: bool = False) -> None:
+        body = {"params": params, "seed": 7, "rank": 0, "world_size": 1, "cell_key": "k",
+                "limits": {"max_steps": max_steps, "max_time_s": max_time_s}}
+        if serve_more:
+            body["serve_more"] = True
+        self.send(MessageType.CONFIGURE, body)
 
     def next(self, timeout: float = 60.0) -> Optional[wire.Frame]:
         """The next frame, or None at end-of-file."""
@@ -105,6 +109,59 @@ def test_a_cell_runs_to_the_runners_own_step_ceiling():
     assert names["spin_steps"] == 2500
     assert names["client_overhead_ns_per_step"] > 0
     assert orch.finish() == (0, "")
+
+
+def test_a_multi_cell_runner_serves_cells_until_the_pipe_ends_and_starts_each_as_a_fresh_process():
+    """docs/protocol.md "Several cells in one process": HELLO says multi_cell; after a DONE under
+    serve_more the runner waits, skips the STOP that crossed its DONE, and serves the next
+    CONFIGURE as a fresh process would (its step count, recurrence and loop overhead from 0)."""
+    orch = FakeOrchestrator(SPIN)
+    assert orch.expect(MessageType.HELLO)["multi_cell"] is True
+    served = []
+    for cell, steps in enumerate((1500, 700)):
+        orch.configure({"model": "spin", "iterations": 10}, max_steps=steps, serve_more=True)
+        assert orch.expect(MessageType.READY)["effective"]["process_cell"] == cell + 1
+        records, others = orch.collect_until((MessageType.DONE,))
+        assert others[MessageType.DONE] == [{"reason": "max_steps", "steps": steps}] and len(records) == steps
+        served.append({m["name"]: m["value"] for m in others[MessageType.EXTRAS][0]["metrics"]})
+        served[-1]["final_x"] = others[MessageType.EXTRAS][0]["info"]["final_x"]
+        orch.send(MessageType.STOP, {"reason": "ci_reached"})  # late: the cell ended by its own ceiling
+    from dlbench_runners.spin import spin
+    assert [s["spin_steps"] for s in served] == [1500, 700]
+    assert [s["final_x"] for s in served] == [spin(1500 * 10), spin(700 * 10)]
+    assert all(s["client_overhead_ns_per_step"] > 0 for s in served)
+    assert orch.finish() == (0, "")  # the end of the command pipe between cells ends it
+
+
+def test_a_configure_without_serve_more_ends_a_multi_cell_runner_after_its_cell():
+    orch = FakeOrchestrator(SPIN)
+    orch.expect(MessageType.HELLO)
+    orch.configure({"iterations": 10}, max_steps=5)
+    assert "process_cell" not in orch.expect(MessageType.READY)["effective"]
+    orch.collect_until((MessageType.DONE,))
+    assert orch.next() is None  # it exits after DONE without waiting for the pipe's end
+    assert orch.proc.wait(timeout=30) == 0
+
+
+def test_begin_next_cell_forgets_the_stop_steps_and_loop_time_of_the_cell_that_ended():
+    r, w = os.pipe()
+    out_r, out_w = os.pipe()
+    try:
+        session = RunnerSession(r, out_w)
+        os.write(w, wire.encode_json_frame(MessageType.CONFIGURE, {"serve_more": True}))
+        assert session.receive_configure().serve_more is True
+        os.write(w, wire.encode_json_frame(MessageType.STOP, {}))
+        assert session.run_steps(lambda: 1).reason == "stopped"
+        assert session.stop_requested and session.loop_overhead_ns > 0
+        session.begin_next_cell()
+        assert not session.stop_requested and session.loop_overhead_ns == 0 and session.cells_ended == 1
+        os.write(w, wire.encode_json_frame(MessageType.STOP, {}) + wire.encode_json_frame(MessageType.CONFIGURE, {}))
+        assert session.receive_configure().serve_more is False  # the stale STOP skipped
+        with pytest.raises(ProtocolError, match="serve_more must be true or false"):
+            parse_configure({"serve_more": 1})
+    finally:
+        for fd in (r, w, out_r, out_w):
+            os.close(fd)
 
 
 def test_stop_ends_the_loop_with_reason_stopped():

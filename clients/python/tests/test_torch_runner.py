@@ -173,3 +173,28 @@ def test_load_scenarios_serve_queries_with_the_model(dlbench):
     assert single["effective"]["load"]["warmed_batch_sizes"] == [1]
     assert single["effective"]["load"]["sample_library_size"] == 8
     assert single["extras"]["load"]["headline"]["metric"] == "query_latency_early_stopping_ns"
+
+
+def test_consecutive_cells_share_one_process_under_runner_reuse_with_the_same_setup(dlbench):
+    matrix = (RUNNER + "matrix:\n  model: mobilenet_v2\n  scenario: train\n  batch_size: [2, 4]\n  threads: 1\n"
+              "  image_size: 32\n  width_mult: 0.25\n  num_classes: 10\n" + MEASURE)
+    run = dlbench.run_matrix(matrix, "m.yaml")
+    assert run.returncode == 0, run.stdout + run.stderr
+    alone = dlbench.cells()
+    run = dlbench.run_matrix(matrix, "m.yaml", "--runner-reuse")
+    assert run.returncode == 0, run.stdout + run.stderr
+    shared = dlbench.cells()
+    assert all(c["outcome"] == "ok" for c in alone + shared), [c["message"] for c in alone + shared]
+    assert alone[0]["runner"]["pid"] != alone[1]["runner"]["pid"]
+    first, second = (c["extras"]["runner_process"] for c in shared)
+    assert first["pid"] == second["pid"] and (first["cell_of_process"], second["cell_of_process"]) == (1, 2)
+    assert [c["effective"]["process_cell"] for c in shared] == [1, 2]
+    for a, b in zip(alone, shared):
+        # What setup built is the same in a kept process: parameters, model options, FLOPs (a
+        # figure a reused runner object would carry over if end_cell did not reset it).
+        assert {k: v for k, v in b["effective"].items() if k != "process_cell"} == a["effective"]
+        assert metric(b, "flops_per_sample") == metric(a, "flops_per_sample") > 0
+        # The last loss depends on how many steps ran (at lr 0.1 it may have diverged: nonfinite).
+        losses = {"final_loss", "final_loss_nonfinite"}
+        assert set(b["extras"]["info"]) - losses == set(a["extras"]["info"]) - losses
+        assert losses & set(b["extras"]["info"])
