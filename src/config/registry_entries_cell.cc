@@ -76,6 +76,22 @@ void AppendCellEntries(std::vector<ParamSpec>& r) {
                         "most 1000: a probe only proves the batch fits; the stored cell is then measured "
                         "at the batch found.")
                   .Build());
+  r.push_back(Entry("boundary_probe_process", kCell, kCore, ParamType::kEnum)
+                  .Allowed({"fresh", "shared"})
+                  .DefaultText("fresh")
+                  .Help("KEY: max: `fresh` runs each probe in a runner process of its own; `shared` lets "
+                        "probes that fit, and the measured run, go on in one process, and one after an "
+                        "`oom` the runner says left it usable (CUDA's caching allocator; not a CPU cap). "
+                        "Each probe records its process; docs/memory.md says how the answers can differ.")
+                  .Build());
+  r.push_back(Entry("boundary_guide", kCell, kCore, ParamType::kEnum)
+                  .Allowed({"none", "peak_memory"})
+                  .DefaultText("none")
+                  .Help("KEY: max with memory_cap: `peak_memory` probes where the line through the fitting "
+                        "probes' peak memory meets the cap (then each side of it) instead of doubling and "
+                        "bisecting; the answer is bisection's, in fewer probes when memory is near affine "
+                        "in the value. Adds at most 5 probes to the bound plan states.")
+                  .Build());
   r.push_back(
       Entry("memory_cap", kCell, kCore, ParamType::kString)
           .Format(StringFormat::kBytes)
