@@ -19,8 +19,9 @@
 # ResNet-50 and ends `oom`, so about 3-5 s per process start (16 here, 50-80 s) and about 1-3 s for a
 # probe in a running process (the model built again, PROBE_STEPS 2 steps, the first with cuDNN's
 # autotuning at the new shape). A guided search is about 4-6 probes (MIN_BATCH, 2 x MIN_BATCH, the
-# line's guess, one each side, perhaps one more), plus a measured run of at most MEASURE_S 2 s after
-# 1-3 warm-up steps: about 8-20 s a search, 64 searches 9-21 minutes in the worst case. That is more
+# line's guess, one each side, perhaps one more), plus a measured run of at most 6 steps or MEASURE_S
+# 4 s (at least 1 warm-up and 2 measured steps, or it ends `invalid`, its search still stored):
+# about 8-20 s a search, 64 searches 9-21 minutes in the worst case. That is more
 # than the budget, so the run has a hard deadline: DEADLINE_S (default 420) for `dlbench run`,
 # after which it gets SIGINT (every finished search is stored; the run is marked interrupted and
 # `dlbench run --resume` continues it: the command is printed), and the table shows what finished.
@@ -34,7 +35,7 @@
 #   whole device), MIN_BATCH (8), MAX_BATCH (4096), MAX_PROBES (14), PROBE_STEPS (2),
 #   MEASURE_S (2), TIMEOUT_S (90, a runner's timeout), RESUME (a run id: continue that run)
 #   DRY=1: the plumbing on a CPU build: device cpu, tiny models (base_width 4, hidden_size 32,
-#   layers 1, image_size 32, seq_len 16), CAPS_GIB "1 2", no whole-device column, BUILD default
+#   heads 2, layers 1, image_size 32, seq_len 16), CAPS_GIB "1 2", no whole-device column, BUILD default
 #   build, DEADLINE_S 300; fewer cells with MODELS, SCENARIOS and PRECISIONS.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -47,6 +48,7 @@ if [ "$DRY" = 1 ]; then
   DEADLINE_S="${DEADLINE_S:-300}"
   SIZE="  base_width: 4
   hidden_size: 32
+  heads: 2
   layers: 1
   image_size: 32
   seq_len: 16
@@ -67,7 +69,7 @@ MIN_BATCH="${MIN_BATCH:-8}"
 MAX_BATCH="${MAX_BATCH:-4096}"
 MAX_PROBES="${MAX_PROBES:-14}"
 PROBE_STEPS="${PROBE_STEPS:-2}"
-MEASURE_S="${MEASURE_S:-2}"
+MEASURE_S="${MEASURE_S:-4}"
 TIMEOUT_S="${TIMEOUT_S:-90}"
 RESUME="${RESUME:-}"
 for v in $CAPS_GIB "$DEADLINE_S" "$MIN_BATCH" "$MAX_BATCH" "$MAX_PROBES" "$PROBE_STEPS" "$MEASURE_S" "$TIMEOUT_S"; do
@@ -125,7 +127,8 @@ timeout_s: $TIMEOUT_S
 measure:
   max_time_s: $MEASURE_S
   min_time_s: 0
-  min_steps: 3
+  max_steps: 6
+  min_steps: 2
   min_warmup_steps: 1
 YAML
 "$DL" --db "$DB" plan "$MATRIX" || exit 2
@@ -176,7 +179,7 @@ for r in rows:
     print("  ".join(v.ljust(w) for v, w in zip(r, widths)))
 print(f"{len(rows) - 1} searches stored; {sum(len(c.get('extras', {}).get('boundary_search', {}).get('probes', [])) for c in run['cells'])} probes")
 PY
-if [ "$rc" -ne 0 ]; then
+if [ "$rc" -eq 124 ] || [ "$rc" -eq 130 ] || [ "$rc" -eq 137 ]; then
   id=$("$DL" --db "$DB" export latest --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["run"]["id"])' 2>/dev/null)
   echo "== not every search finished within ${DEADLINE_S} s: continue with RESUME=$id $0"
 fi

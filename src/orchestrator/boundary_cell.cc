@@ -72,6 +72,21 @@ nlohmann::json PeakMemory(const record::CellRecord& rec) {
   return nullptr;
 }
 
+// The peak a memory-guided search draws its line through: what the cap bounds. On CUDA that is
+// the caching allocator's reserved peak (memory_cap is its fraction of the device, which counts
+// reserved blocks, not only allocated ones), else the peak PeakMemory shows.
+std::optional<double> GuidePeak(const record::CellRecord& rec) {
+  if (const std::optional<double> v = record::MetricValue(rec, record::memory::kDeviceReservedPeakBytes);
+      v && *v > 0) {
+    return v;
+  }
+  const nlohmann::json memory = PeakMemory(rec);
+  if (memory.is_object() && memory.contains("bytes") && memory["bytes"].is_number()) {
+    return memory["bytes"].get<double>();
+  }
+  return std::nullopt;
+}
+
 // Which process ran a probe: its pid and, in a shared process, the how-many-th cell it served.
 nlohmann::json ProcessOf(const record::CellRecord& rec) {
   if (rec.extras.contains("runner_process") && rec.extras["runner_process"].contains("pid")) {
@@ -170,10 +185,7 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
     const record::Outcome outcome = probes.back().outcome;
     if (outcome != record::Outcome::kOk && outcome != record::Outcome::kOom) other_end = probes.size() - 1;
     stats::ProbeAnswer answer{outcome == record::Outcome::kOk, std::nullopt};
-    const nlohmann::json memory = PeakMemory(probes.back());
-    if (answer.passed && memory.is_object() && memory.contains("bytes") && memory["bytes"].is_number()) {
-      answer.peak_bytes = memory["bytes"].get<double>();
-    }
+    if (answer.passed) answer.peak_bytes = GuidePeak(probes.back());
     return answer;
   };
   const stats::BoundarySearchResult result =
@@ -182,11 +194,14 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
 
   nlohmann::json list = nlohmann::json::array();
   for (std::size_t i = 0; i < probes.size(); ++i) {
+    std::optional<double> guide_peak;
+    if (settings.memory_limit_bytes && result.probes[i].passed) guide_peak = GuidePeak(probes[i]);
     list.push_back({{key, result.probes[i].value},
                     {"outcome", std::string(record::Name(probes[i].outcome))},
                     {"fits", result.probes[i].passed},
                     {"memory", PeakMemory(probes[i])},
                     {"guided", result.probes[i].guided},
+                    {"guide_peak_bytes", guide_peak ? nlohmann::json(*guide_peak) : nlohmann::json(nullptr)},
                     {"process", ProcessOf(probes[i])},
                     {"message", FirstLine(probes[i].message)}});
   }

@@ -96,13 +96,14 @@ BoundarySearchResult SearchBoundary(const BoundarySearchSettings& s,
   auto hi = [&] { return static_cast<std::int64_t>(*bracket.hi); };
 
   std::size_t guesses = 0;
-  std::int64_t misses = 0;  // guesses that did not fit: the next steps back 2^misses from the failure
+  std::int64_t misses = 0;  // guesses that did not fit: the next one steps back further from the failure
   auto guess = [&]() -> std::optional<std::int64_t> {
     if (!s.memory_limit_bytes || guesses >= kMaxGuidedProbes) return std::nullopt;
     const std::int64_t upper = bracket.hi ? hi() - 1 : s.max_value;
     std::optional<std::int64_t> v = PredictBoundary(r.probes, peaks, lo(), upper, *s.memory_limit_bytes);
     if (v && misses > 0 && bracket.hi) {
-      const std::int64_t back = misses >= 62 ? s.max_value : std::int64_t{1} << (misses - 1);
+      // 1% of the failing value (at least 1), doubled with each miss: misses <= kMaxGuidedProbes.
+      const std::int64_t back = std::max<std::int64_t>(1, hi() / 100) << (misses - 1);
       v = std::max(lo() + 1, std::min(*v, hi() - back));
     }
     return v;

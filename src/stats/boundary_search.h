@@ -15,10 +15,10 @@
 // within the limit, clamped inside the bracket, instead of the next doubling or bisection value.
 // A guess that fits raises the bracket's lower end, and the next guess from the new line is
 // usually one above it (the check on the other side); a guess that fails lowers the upper end, and
-// the next is one below it, then 2, 4, ... below the failure (a line that over-predicts, as the
-// allocator's rounding makes it, is walked back in a few probes). At most kMaxGuidedProbes guesses;
-// then doubling and bisection as above. The guesses only narrow the bracket, so a search that
-// converges gives the answer bisection gives (fitting being monotone), and the bound plan states
+// the next is 1% of the failing value (at least 1) below it, then 2%, 4%, ... (a line that
+// over-predicts a little, as workspaces the peak misses make it, is walked back in a few probes). At most
+// kMaxGuidedProbes guesses; then doubling and bisection as above. The guesses only narrow the bracket, so a
+// search that converges gives the answer bisection gives (fitting being monotone), and the bound plan states
 // grows by kMaxGuidedProbes at most.
 #pragma once
 

@@ -136,7 +136,7 @@ TEST(BoundarySearchTest, PeaksOnALineJumpToTheBoundaryAndCheckEachSide) {
 }
 
 // Peaks reported at 90% of the need: the line says 2 + (4 GiB - 1.35 GiB) / 0.225 GiB = 13 (floor of
-// 13.78), which does not fit; then 12 (one below) fits and the bracket is closed.
+// 13.78), which does not fit; then 12 (max(1, 1% of 13) below) fits and the bracket is closed.
 TEST(BoundarySearchTest, ALineThatOverPredictsIsWalkedBack) {
   constexpr double kGiB = 1 << 30;
   BoundarySearchSettings s;
@@ -210,6 +210,31 @@ TEST(BoundarySearchTest, GuessesStayInTheBracketAndUnderTheCap) {
     EXPECT_GE(p.value, 1);
     EXPECT_LE(p.value, 1 << 20);
   }
+}
+
+// A line 5% low over a wide range (1 GiB + 100 MiB a sample under 40 GiB: 399 fits, 400 does not;
+// peaks reported at 95%): 8 and 16 fit (1.692 and 2.434 GiB reported), and their line says
+// 16 + floor((40 - 2.434) GiB / 0.09277 GiB) = 420, which fails; then 1% of 420 (4) below: 416
+// fails; 2 x 4 below: 408 fails; 4 x 4 below: 392 fits; the same line again, clamped at 16 below
+// the failure but above the fit: 393 fits. The five guesses spent, bisection of 393..408 probes
+// 400, 396, 398, 399. 11 probes where bisection takes 15 (8, 16, ..., 512, then 8 bisections of 256..512).
+TEST(BoundarySearchTest, AWideLineFivePercentLowIsWalkedBackByPercents) {
+  constexpr double kGiB = 1 << 30;
+  BoundarySearchSettings s;
+  s.min_value = 8;
+  s.max_value = 4096;
+  s.memory_limit_bytes = 40 * kGiB;
+  const auto model = AffineMemory(kGiB, kGiB * 100 / 1024, 40 * kGiB, 0.95);
+  const BoundarySearchResult r = SearchBoundary(s, model);
+  EXPECT_EQ(r.largest_passing, 399);
+  EXPECT_EQ(r.smallest_failing, 400);
+  EXPECT_EQ(Values(r), (std::vector<std::int64_t>{8, 16, 420, 416, 408, 392, 393, 400, 396, 398, 399}));
+  BoundarySearchSettings plain = s;
+  plain.memory_limit_bytes.reset();
+  const BoundarySearchResult bisected =
+      SearchBoundary(plain, [&](std::int64_t v) { return model(v).passed; });
+  EXPECT_EQ(bisected.largest_passing, 399);
+  EXPECT_EQ(bisected.probes.size(), 15u);
 }
 
 TEST(PredictBoundaryTest, ClampsToTheBracketAndNeedsARisingLine) {
