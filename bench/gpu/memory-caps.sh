@@ -33,7 +33,7 @@
 #   env: OUT (default /tmp/dlbench-memory-caps), BUILD (default build-gpu), DEADLINE_S (420),
 #   MODELS, SCENARIOS (train infer), PRECISIONS (bf16 fp32), CAPS_GIB (16 24 40), FULL (1: add the
 #   whole device), MIN_BATCH (8), MAX_BATCH (4096), MAX_PROBES (14), PROBE_STEPS (2),
-#   MEASURE_S (2), TIMEOUT_S (90, a runner's timeout), RESUME (a run id: continue that run)
+#   MEASURE_S (4), TIMEOUT_S (90, a runner's timeout), RESUME (a run id: continue that run)
 #   DRY=1: the plumbing on a CPU build: device cpu, tiny models (base_width 4, hidden_size 32,
 #   heads 2, layers 1, image_size 32, seq_len 16), CAPS_GIB "1 2", no whole-device column, BUILD default
 #   build, DEADLINE_S 300; fewer cells with MODELS, SCENARIOS and PRECISIONS.
