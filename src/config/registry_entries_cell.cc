@@ -62,10 +62,10 @@ void AppendCellEntries(std::vector<ParamSpec>& r) {
                   .Max(64)
                   .DefaultText("24")
                   .Help("KEY: max (batch_size, seq_len, image_size): the search runs at most this many "
-                        "probes, each a fresh runner "
-                        "process (doubling and bisection together; `dlbench plan` states the most it "
-                        "will run). At most 64: doubling from 1 to 2^20 and bisecting to the exact "
-                        "batch take 40.")
+                        "probes, each a fresh runner process unless boundary_probe_process: shared "
+                        "(doubling, bisection and boundary_guide's guesses together; `dlbench plan` "
+                        "states the most it will run). At most 64: doubling from 1 to 2^20 and "
+                        "bisecting to the exact batch take 40.")
                   .Build());
   r.push_back(Entry("boundary_probe_steps", kCell, kCore, ParamType::kInt)
                   .Unit("steps")
