@@ -177,8 +177,11 @@ int ServeCell(RunnerSession& session, const protocol::CellConfig* cell, const Op
     // The model "builds" before READY, as a real model's first allocations happen in setup.
     const synthetic::InputShape input{p.batch_size, p.seq_len, p.image_size};
     if (const auto oom = synthetic::ModelledOom(*p.memory_model, input, p.memory_cap_bytes)) {
-      (void)session.SendError(RunnerErrorKind::kOom, *oom,
-                              {{"requested_bytes", synthetic::NeededBytes(*p.memory_model, input)}});
+      // Nothing was allocated: the process can serve the next cell (process_usable).
+      (void)session.SendError(
+          RunnerErrorKind::kOom, *oom,
+          {{"requested_bytes", synthetic::NeededBytes(*p.memory_model, input)}, {"process_usable", true}});
+      serve_more = p.inject == Fault::kNone;
       return 0;
     }
   }

@@ -75,6 +75,11 @@ Failure ClassifyException(std::exception_ptr error) {
   } catch (const c10::OutOfMemoryError& e) {
     Failure f = ClassifyMessage(e.what_without_backtrace(), record::RunnerErrorKind::kOom);
     f.kind = record::RunnerErrorKind::kOom;
+    // CUDA's caching allocator refused the request and freed nothing the process still uses: once
+    // the cell's tensors are gone and its cache is emptied (before the next CONFIGURE), the process
+    // serves another cell as one that never ran out (docs/memory.md "Probes in one process"). The
+    // host allocator's refusal under RLIMIT_DATA says no such thing.
+    if (f.message.find("CUDA out of memory") != std::string::npos) f.details["process_usable"] = true;
     return f;
   } catch (const c10::Error& e) {
     return ClassifyMessage(e.what_without_backtrace(), record::RunnerErrorKind::kInternal);

@@ -436,6 +436,23 @@ TEST(Failure, ParsesRequestedBytesFromBothAllocators) {
   EXPECT_FALSE(ParseRequestedBytes("CUDA error: an illegal memory access was encountered").has_value());
 }
 
+// A CUDA allocator's OutOfMemoryError leaves the process usable for the next cell; a host one does not say
+// so.
+TEST(Failure, OnlyACudaOutOfMemoryLeavesTheProcessUsable) {
+  const Failure cuda = ClassifyException(std::make_exception_ptr(
+      c10::OutOfMemoryError({__func__, __FILE__, static_cast<std::uint32_t>(__LINE__)},
+                            "CUDA out of memory. Tried to allocate 2.00 GiB")));
+  EXPECT_EQ(cuda.kind, record::RunnerErrorKind::kOom);
+  EXPECT_EQ(cuda.details.value("process_usable", false), true);
+  const Failure host = ClassifyException(std::make_exception_ptr(
+      c10::OutOfMemoryError({__func__, __FILE__, static_cast<std::uint32_t>(__LINE__)},
+                            "DefaultCPUAllocator: not enough memory: you tried to allocate 1024 bytes.")));
+  EXPECT_EQ(host.kind, record::RunnerErrorKind::kOom);
+  EXPECT_FALSE(host.details.contains("process_usable"));
+  EXPECT_FALSE(
+      ClassifyException(std::make_exception_ptr(std::bad_alloc())).details.contains("process_usable"));
+}
+
 TEST(Failure, ClassifiesByMessage) {
   auto oom =
       ClassifyMessage("CUDA out of memory. Tried to allocate 2.00 GiB", record::RunnerErrorKind::kInternal);

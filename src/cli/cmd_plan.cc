@@ -256,6 +256,7 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
     if (min_queries) entry["min_queries"] = *min_queries;
     if (orchestrator::IsBoundarySearch(c)) {
       entry["boundary_max_probes"] = stats::MaxBoundaryProbes(orchestrator::BoundarySettings(c));
+      entry["boundary_probe_process"] = orchestrator::SharesProbeProcess(c) ? "shared" : "fresh";
     }
     if (auto cap = orchestrator::PlannedMemoryCap(c, cpu_parent.value_or(orchestrator::CgroupParent{}))) {
       cap_lines[MemoryCapSentence(*cap)].push_back(c.index);
@@ -318,11 +319,14 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
   }
   for (const auto& c : *cells) {
     if (!orchestrator::IsBoundarySearch(c)) continue;
+    const bool shared = orchestrator::SharesProbeProcess(c);
     std::printf(
-        "#%d %s: %s: max runs at most %zu probes (each a fresh runner process), then "
+        "#%d %s: %s: max runs at most %zu probes (%s), then "
         "measures the value found; the estimate is the measured run's\n",
         c.index, TerminalSafe(c.label).c_str(), orchestrator::BoundarySearchKey(c).c_str(),
-        stats::MaxBoundaryProbes(orchestrator::BoundarySettings(c)));
+        stats::MaxBoundaryProbes(orchestrator::BoundarySettings(c)),
+        shared ? "sharing runner processes: a new one only at the start and after an oom that ends one"
+               : "each a fresh runner process");
   }
   if (!processes.empty()) PrintRunnerReuse(*cells, processes, sharing, saved_known, saved_s);
   for (const auto& [sentence, indices] : cap_lines) {

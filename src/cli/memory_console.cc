@@ -53,22 +53,35 @@ std::string RenderBoundarySearches(const std::vector<record::CellRecord>& cells)
                        TerminalSafe(Text(search, "end")), probes.is_array() ? probes.size() : 0,
                        Count(Number(search, "max_probes")), cap);
     if (!probes.is_array()) continue;
+    // Which process ran each probe (pid, and its how-many-th cell) and which probes the peaks' line
+    // chose; records stored before probes recorded them have neither.
     Table table({{"probe", true},
                  {TerminalSafe(key), true},
+                 {"chosen by", false},
+                 {"process", false},
                  {"outcome", false},
                  {"memory", false},
                  {"message", false}});
     for (std::size_t i = 0; i < probes.size(); ++i) {
       const nlohmann::json& p = probes[i];
-      table.AddRow({std::to_string(i + 1), Count(Number(p, key.c_str())), TerminalSafe(Text(p, "outcome")),
+      const bool guided = p.is_object() && p.value("guided", false);
+      std::string process = "-";
+      if (p.is_object() && p.contains("process") && p["process"].is_object()) {
+        process = fmt::format("pid {} cell {}", Count(Number(p["process"], "pid")),
+                              Count(Number(p["process"], "cell_of_process")));
+      }
+      table.AddRow({std::to_string(i + 1), Count(Number(p, key.c_str())), guided ? "peaks" : "search",
+                    process, TerminalSafe(Text(p, "outcome")),
                     p.is_object() && p.contains("memory") ? ProbeMemory(p["memory"]) : "-",
                     TerminalSafe(Text(p, "message"))});
     }
     out += table.Render();
   }
   if (out.empty()) return "";
-  return "\nBoundary search (batch_size, seq_len or image_size: max; each probe a fresh runner process; the "
-         "cell is the value found, measured):\n" +
+  return "\nBoundary search (batch_size, seq_len or image_size: max; each probe a fresh runner process "
+         "unless "
+         "boundary_probe_process: shared; chosen by doubling and bisection, or by the peaks' line under "
+         "boundary_guide: peak_memory; the cell is the value found, measured):\n" +
          out;
 }
 

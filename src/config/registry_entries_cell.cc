@@ -62,10 +62,10 @@ void AppendCellEntries(std::vector<ParamSpec>& r) {
                   .Max(64)
                   .DefaultText("24")
                   .Help("KEY: max (batch_size, seq_len, image_size): the search runs at most this many "
-                        "probes, each a fresh runner "
-                        "process (doubling and bisection together; `dlbench plan` states the most it "
-                        "will run). At most 64: doubling from 1 to 2^20 and bisecting to the exact "
-                        "batch take 40.")
+                        "probes, each a fresh runner process unless boundary_probe_process: shared "
+                        "(doubling, bisection and boundary_guide's guesses together; `dlbench plan` "
+                        "states the most it will run). At most 64: doubling from 1 to 2^20 and "
+                        "bisecting to the exact batch take 40.")
                   .Build());
   r.push_back(Entry("boundary_probe_steps", kCell, kCore, ParamType::kInt)
                   .Unit("steps")
@@ -75,6 +75,22 @@ void AppendCellEntries(std::vector<ParamSpec>& r) {
                   .Help("KEY: max: the steps each probe runs; a probe fits when it ends `ok`. At "
                         "most 1000: a probe only proves the batch fits; the stored cell is then measured "
                         "at the batch found.")
+                  .Build());
+  r.push_back(Entry("boundary_probe_process", kCell, kCore, ParamType::kEnum)
+                  .Allowed({"fresh", "shared"})
+                  .DefaultText("fresh")
+                  .Help("KEY: max: `fresh` runs each probe in a runner process of its own; `shared` lets "
+                        "probes that fit, and the measured run, go on in one process, and one after an "
+                        "`oom` the runner says left it usable (CUDA's caching allocator; not a CPU cap). "
+                        "Each probe records its process; docs/memory.md says how the answers can differ.")
+                  .Build());
+  r.push_back(Entry("boundary_guide", kCell, kCore, ParamType::kEnum)
+                  .Allowed({"none", "peak_memory"})
+                  .DefaultText("none")
+                  .Help("KEY: max with memory_cap: `peak_memory` probes where the line through the fitting "
+                        "probes' peak memory meets the cap (then each side of it) instead of doubling and "
+                        "bisecting; the answer is bisection's, in fewer probes when memory is near affine "
+                        "in the value. Adds at most 5 probes to the bound plan states.")
                   .Build());
   r.push_back(
       Entry("memory_cap", kCell, kCore, ParamType::kString)

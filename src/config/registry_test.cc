@@ -72,6 +72,8 @@ TEST(RegistryTest, ScopesSelectParametersByRunner) {
                                             "boundary_max",
                                             "boundary_max_probes",
                                             "boundary_probe_steps",
+                                            "boundary_probe_process",
+                                            "boundary_guide",
                                             "memory_cap",
                                             "cuda_alloc_conf",
                                             "host_allocator",

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "config/registry.h"
+#include "orchestrator/memory_cap.h"
+#include "orchestrator/runner_pool.h"
 #include "record/metrics.h"
 
 namespace dlbench::orchestrator {
@@ -70,6 +72,39 @@ nlohmann::json PeakMemory(const record::CellRecord& rec) {
   return nullptr;
 }
 
+// The peak a memory-guided search draws its line through: what the cap bounds. On CUDA that is
+// the caching allocator's reserved peak (memory_cap is its fraction of the device, which counts
+// reserved blocks, not only allocated ones), else the peak PeakMemory shows.
+std::optional<double> GuidePeak(const record::CellRecord& rec) {
+  if (const std::optional<double> v = record::MetricValue(rec, record::memory::kDeviceReservedPeakBytes);
+      v && *v > 0) {
+    return v;
+  }
+  const nlohmann::json memory = PeakMemory(rec);
+  if (memory.is_object() && memory.contains("bytes") && memory["bytes"].is_number()) {
+    return memory["bytes"].get<double>();
+  }
+  return std::nullopt;
+}
+
+// Which process ran a probe: its pid and, in a shared process, the how-many-th cell it served.
+nlohmann::json ProcessOf(const record::CellRecord& rec) {
+  if (rec.extras.contains("runner_process") && rec.extras["runner_process"].contains("pid")) {
+    const nlohmann::json& p = rec.extras["runner_process"];
+    return {{"pid", p["pid"]},
+            {"cell_of_process", p.value("cell_of_process", 1)},
+            {"reuse", p.value("reuse", "")}};
+  }
+  if (rec.hello.is_object() && rec.hello.contains("pid"))
+    return {{"pid", rec.hello["pid"]}, {"cell_of_process", 1}};
+  return nullptr;
+}
+
+bool StringParamIs(const plan::Cell& cell, const char* key, const char* value) {
+  const auto it = cell.params.find(key);
+  return it != cell.params.end() && it->second.is_string() && it->second.get<std::string>() == value;
+}
+
 // The first line of a message: a probe's stderr tail stays in its logs.
 std::string FirstLine(const std::string& message) { return message.substr(0, message.find('\n')); }
 
@@ -98,6 +133,12 @@ stats::BoundarySearchSettings BoundarySettings(const plan::Cell& cell) {
   s.min_value = std::min(s.min_value, s.max_value);
   s.max_probes =
       static_cast<std::size_t>(IntParam(cell, "boundary_max_probes", config::kDefaultBoundaryMaxProbes));
+  // boundary_guide: peak_memory aims at the cap with the fitting probes' peaks; without a cap there
+  // is no limit to aim at, and the search doubles and bisects.
+  if (StringParamIs(cell, "boundary_guide", "peak_memory")) {
+    if (const std::optional<std::int64_t> cap = CellMemoryCap(cell))
+      s.memory_limit_bytes = static_cast<double>(*cap);
+  }
   return s;
 }
 
@@ -114,6 +155,25 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
   probe_options.measure.min_steps = 1;
   probe_options.measure.min_warmup_steps = 0;
   probe_options.measure.min_time_s = 0;
+  // boundary_probe_process: shared: the probes and the measured run take their processes from a
+  // pool (the run's under --runner-reuse, else the search's own), so a process serves probe after
+  // probe while they fit and, where the runner says its oom left it usable, after an oom too.
+  // fresh: a process each, as options.pool is null then.
+  RunnerPool own_pool(options.exit_grace_s);
+  CellRunOptions measured_options = options;
+  const bool shared = SharesProbeProcess(cell);
+  if (shared) {
+    RunnerPool* pool = options.pool != nullptr ? options.pool : &own_pool;
+    probe_options.pool = pool;
+    measured_options.pool = pool;
+    // A CUDA graph's capture interrupted by an oom is not a state to go on from.
+    const auto graph = cell.params.find("cuda_graph");
+    probe_options.keep_after_usable_oom =
+        !(graph != cell.params.end() && graph->second.is_boolean() && graph->second.get<bool>());
+  } else {
+    probe_options.pool = nullptr;
+    measured_options.pool = nullptr;
+  }
 
   const std::string key = BoundarySearchKey(cell);
   const KeyMetrics names = MetricsOf(key);
@@ -124,17 +184,25 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
     probes.push_back(run_cell(AtValue(cell, key, value), probe_options));
     const record::Outcome outcome = probes.back().outcome;
     if (outcome != record::Outcome::kOk && outcome != record::Outcome::kOom) other_end = probes.size() - 1;
-    return outcome == record::Outcome::kOk;
+    stats::ProbeAnswer answer{outcome == record::Outcome::kOk, std::nullopt};
+    if (answer.passed) answer.peak_bytes = GuidePeak(probes.back());
+    return answer;
   };
   const stats::BoundarySearchResult result =
-      stats::SearchBoundary(settings, probe, [&] { return other_end.has_value(); });
+      stats::SearchBoundary(settings, std::function<stats::ProbeAnswer(std::int64_t)>(probe),
+                            [&] { return other_end.has_value(); });
 
   nlohmann::json list = nlohmann::json::array();
   for (std::size_t i = 0; i < probes.size(); ++i) {
+    std::optional<double> guide_peak;
+    if (settings.memory_limit_bytes && result.probes[i].passed) guide_peak = GuidePeak(probes[i]);
     list.push_back({{key, result.probes[i].value},
                     {"outcome", std::string(record::Name(probes[i].outcome))},
                     {"fits", result.probes[i].passed},
                     {"memory", PeakMemory(probes[i])},
+                    {"guided", result.probes[i].guided},
+                    {"guide_peak_bytes", guide_peak ? nlohmann::json(*guide_peak) : nlohmann::json(nullptr)},
+                    {"process", ProcessOf(probes[i])},
                     {"message", FirstLine(probes[i].message)}});
   }
 
@@ -152,7 +220,7 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
         fmt::format("{0}: max: even {0} {1} does not fit: {2}", key, settings.min_value, rec.message);
   } else {
     plan::Cell found = AtValue(cell, key, *result.largest_passing);
-    rec = run_cell(found, options);
+    rec = run_cell(found, measured_options);
   }
   rec.params[key] = kMax;
   if (key == kBatchSize && IsMax(cell, kSamplesPerStep)) rec.params[kSamplesPerStep] = kMax;
@@ -174,6 +242,12 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
        result.smallest_failing ? nlohmann::json(*result.smallest_failing) : nlohmann::json(nullptr)},
       {"max_probes", settings.max_probes},
       {"probe_steps", probe_steps},
+      {"probe_process", shared ? "shared" : "fresh"},
+      {"bound", stats::MaxBoundaryProbes(settings)},
+      {"guide", settings.memory_limit_bytes ? nlohmann::json{{"limit_bytes", *settings.memory_limit_bytes}}
+                : StringParamIs(cell, "boundary_guide", "peak_memory")
+                    ? nlohmann::json("none: no memory_cap to aim at")
+                    : nlohmann::json(nullptr)},
       {"probes", std::move(list)}};
   if (result.end == stats::BoundarySearchEnd::kProbeCap && rec.outcome == record::Outcome::kOk) {
     rec.extras["warnings"].push_back(fmt::format(

@@ -351,8 +351,12 @@ void CellDriver::Start() {
 bool CellDriver::MaybeRelease() {
   if (released_) return true;
   if (!conv_.serve_more() || conv_.state() != ConversationState::kDone) return false;
-  const bool clean = conv_.ending() == orchestrator::Ending::kDone && signalled_ == SignalLevel::kNone &&
-                     interrupt_ns_ == 0 && !commands_closed_ && !protocol_eof_ && s_.to_runner >= 0;
+  const bool usable_oom = o_.keep_after_usable_oom && conv_.ending() == orchestrator::Ending::kError &&
+                          conv_.error() && conv_.error()->kind == record::RunnerErrorKind::kOom &&
+                          conv_.error()->details.value("process_usable", false);
+  const bool clean = (conv_.ending() == orchestrator::Ending::kDone || usable_oom) &&
+                     signalled_ == SignalLevel::kNone && interrupt_ns_ == 0 && !commands_closed_ &&
+                     !protocol_eof_ && s_.to_runner >= 0;
   if (clean) {
     released_ = true;
     return true;

@@ -188,7 +188,7 @@ record::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& options
   if (!kept) {
     auto spawned = SpawnRunner(o.runner, /*with_logs=*/true);
     if (!spawned.ok()) return fail(spawned.error().message);
-    kept = KeptRunner{std::move(spawned).value(), process_key, cell.index, rec.stderr_path, 0};
+    kept = KeptRunner{std::move(spawned).value(), process_key, cell.index, rec.stderr_path, 0, nullptr};
   }
   Spawned& runner = kept->spawned;
   const bool reused = runner.cells_served > 0;
@@ -208,7 +208,18 @@ record::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& options
       return fail(applied.error().message);
     }
     cap = std::move(applied).value();
+    if (rec.extras.contains("memory_cap")) kept->memory_cap = rec.extras["memory_cap"];
+    // The cell's own cgroup is removed after it: its process cannot serve another cell.
+    if (o.offer_reuse && kept->memory_cap.is_object() &&
+        kept->memory_cap.value("mechanism", "") == kCapCgroupV2) {
+      o.offer_reuse = false;
+      rec.extras["runner_process"] = {{"reuse", "not shared: memory_cap is its process's own cgroup"}};
+    }
+  } else if (!kept->memory_cap.is_null()) {
+    // The cap applied when the process started, and stays (the same cap: it is in ProcessKey).
+    rec.extras["memory_cap"] = kept->memory_cap;
   }
+  if (!o.offer_reuse) o.keep_after_usable_oom = false;
   CellDriver driver(cell, o, rec, runner);
   if (auto st = driver.OpenLogs(); !st.ok()) {
     runner.process.Terminate(0);

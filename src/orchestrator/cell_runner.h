@@ -77,6 +77,10 @@ struct CellRunOptions {
   RunnerPool* pool = nullptr;
   // Set by RunCell for a cell whose process the pool may keep: CONFIGURE offers serve_more.
   bool offer_reuse = false;
+  // A boundary search's probes under boundary_probe_process: shared (docs/memory.md "Probes in one
+  // process"): a runner whose ERROR is an `oom` that says process_usable (its allocator refused the
+  // request and the runner frees the cell before the next CONFIGURE) is kept like one that sent DONE.
+  bool keep_after_usable_oom = false;
 };
 
 // Makes this process fit to drive runners, once: SIGPIPE ignored (a runner that exits as STOP is

@@ -217,6 +217,7 @@ std::optional<std::string> CheckFieldTypes(MessageType type, const nlohmann::jso
       check(Field(body, frame, "kind", Want::kString));
       check(Field(body, frame, "message", Want::kString));
       check(Field(body, frame, "requested_bytes", Want::kNonNegativeNumber));
+      check(Field(body, frame, "process_usable", Want::kBool));
       break;
     case MessageType::kDone:
       check(Field(body, frame, "reason", Want::kString));

@@ -371,9 +371,11 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
       for (RunObserver* o : observers) o->OnCellProgress(cell, progress);
     };
     if (request.adjust_cell) request.adjust_cell(options);
-    // A boundary search runs its probes in processes of their own.
-    if (IsBoundarySearch(cell)) pool.Close();
-    if (request.runner_reuse && !IsBoundarySearch(cell)) options.pool = &pool;
+    // A boundary search runs its probes in processes of their own, unless boundary_probe_process:
+    // shared, whose probes share processes (with the run's under --runner-reuse).
+    const bool own_processes = IsBoundarySearch(cell) && !SharesProbeProcess(cell);
+    if (own_processes || (IsBoundarySearch(cell) && !request.runner_reuse)) pool.Close();
+    if (request.runner_reuse && !own_processes) options.pool = &pool;
     record::CellRecord rec =
         IsBoundarySearch(cell) ? RunBoundarySearch(cell, options) : RunCell(cell, options);
     if (rec.outcome == record::Outcome::kInterrupted) {

@@ -43,9 +43,18 @@ const std::vector<std::string>& ProcessLevelKeys() {
 
 std::optional<std::string> ReuseRefusal(const plan::Cell& cell) {
   if (RankGroupSize(cell) > 1) return std::string("a ddp cell runs one process per rank");
-  if (CellMemoryCap(cell)) return std::string("memory_cap limits its runner process");
-  if (IsBoundarySearch(cell)) return std::string("a boundary search runs each probe in a process of its own");
+  // A boundary search's probes and its measured run share one cap (memory_cap is in ProcessKey), so
+  // under boundary_probe_process: shared they may share its process; RunCell still refuses a cgroup.
+  if (CellMemoryCap(cell) && !SharesProbeProcess(cell))
+    return std::string("memory_cap limits its runner process");
+  if (IsBoundarySearch(cell) && !SharesProbeProcess(cell))
+    return std::string("a boundary search runs each probe in a process of its own");
   return std::nullopt;
+}
+
+bool SharesProbeProcess(const plan::Cell& cell) {
+  const auto it = cell.params.find("boundary_probe_process");
+  return it != cell.params.end() && it->second.is_string() && it->second.get<std::string>() == "shared";
 }
 
 std::string ProcessKey(const plan::Cell& cell, const RunnerCommand& runner) {

@@ -4,6 +4,7 @@
 // every setting fixed at process start is the same, and ends it otherwise.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,10 +23,15 @@ namespace dlbench::orchestrator {
 // environment's allocator settings, and the memory cap and rank layout (refused anyway).
 const std::vector<std::string>& ProcessLevelKeys();
 
+// Whether the cell sets boundary_probe_process: shared (a boundary search's probes, and its
+// measured run, share runner processes: docs/memory.md "Probes in one process").
+bool SharesProbeProcess(const plan::Cell& cell);
+
 // Why `cell` gets a process of its own even with --runner-reuse; nullopt when it may share one.
-// A ddp cell (one process per rank, joined to a group), a cell with memory_cap (a limit or a
-// cgroup of its process) and a boundary search (its probes start processes of their own) never
-// share.
+// A ddp cell (one process per rank, joined to a group) never shares; nor do a cell with memory_cap
+// (a limit or a cgroup of its process) and a boundary search (its probes start processes of their
+// own) unless SharesProbeProcess, whose cells share only with cells of the same cap, and a cap by
+// cgroup v2 still ends the process with its cell.
 std::optional<std::string> ReuseRefusal(const plan::Cell& cell);
 
 // What two cells must agree on to share a process: the runner's argv, the environment the cell's
@@ -55,6 +61,8 @@ struct KeptRunner {
   // Its start to its HELLO (process start, library loading): what the later cells do not pay. What
   // else they save (CUDA's initialisation) shows in their setup_s against the first cell's.
   double startup_s = 0;
+  // The first cell's extras.memory_cap (how its cap applied), for the cells it serves after it.
+  nlohmann::json memory_cap;
 };
 
 class RunnerPool {

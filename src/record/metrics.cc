@@ -417,7 +417,8 @@ const std::vector<MetricDef>& Table() {
        "the smallest batch_size whose probe ended oom: the bracket's upper end (boundary_batch_size + 1 "
        "when the search converged)"},
       {kBoundaryProbes, "probes", Producer::kOrchestrator, kBoundaryProbesWindow,
-       "probes the search ran (each a fresh runner process), not counting the measured run"},
+       "probes the search ran (each a fresh runner process unless boundary_probe_process: shared), not "
+       "counting the measured run"},
       {kBoundarySeqLen, "tokens", Producer::kOrchestrator, kBoundaryProbesWindow,
        "seq_len: max: the largest seq_len whose probe ended ok below every probe that ran out of memory"},
       {kBoundaryFirstFailingSeqLen, "tokens", Producer::kOrchestrator, kBoundaryProbesWindow,

@@ -1,6 +1,7 @@
 #include "stats/boundary_search.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/error.h"
 #include "stats/peak_search.h"
@@ -36,34 +37,90 @@ std::int64_t Doubled(std::int64_t v, std::int64_t max_value) { return v > max_va
 
 }  // namespace
 
+std::optional<std::int64_t> PredictBoundary(const std::vector<BoundaryProbe>& probes,
+                                            const std::vector<std::optional<double>>& peaks, std::int64_t lo,
+                                            std::int64_t upper, double limit_bytes) {
+  if (lo + 1 > upper) return std::nullopt;
+  // The two largest distinct passing values at most lo that have a peak.
+  std::optional<std::size_t> a;
+  std::optional<std::size_t> b;  // b's value > a's value
+  for (std::size_t i = 0; i < probes.size() && i < peaks.size(); ++i) {
+    if (!probes[i].passed || !peaks[i] || probes[i].value > lo) continue;
+    if (!b || probes[i].value > probes[*b].value) {
+      if (!b || probes[*b].value != probes[i].value) a = b;
+      b = i;
+    } else if (probes[i].value < probes[*b].value && (!a || probes[i].value > probes[*a].value)) {
+      a = i;
+    }
+  }
+  if (!a || !b) return std::nullopt;
+  const double slope = (*peaks[*b] - *peaks[*a]) / static_cast<double>(probes[*b].value - probes[*a].value);
+  if (!(slope > 0)) return std::nullopt;
+  const double x = static_cast<double>(probes[*b].value) + std::floor((limit_bytes - *peaks[*b]) / slope);
+  const double clamped = std::clamp(x, static_cast<double>(lo + 1), static_cast<double>(upper));
+  return static_cast<std::int64_t>(clamped);
+}
+
 BoundarySearchResult SearchBoundary(const BoundarySearchSettings& s,
                                     const std::function<bool(std::int64_t)>& probe,
+                                    const std::function<bool()>& stop) {
+  BoundarySearchSettings unguided = s;
+  unguided.memory_limit_bytes.reset();
+  return SearchBoundary(
+      unguided,
+      [&](std::int64_t v) {
+        return ProbeAnswer{probe(v), std::nullopt};
+      },
+      stop);
+}
+
+BoundarySearchResult SearchBoundary(const BoundarySearchSettings& s,
+                                    const std::function<ProbeAnswer(std::int64_t)>& probe,
                                     const std::function<bool()>& stop) {
   CheckSettings(s);
   BoundarySearchResult r;
   // Integers up to 2^52 are exact in double: PeakBracket's rule (a pass above a failure is not
   // kept) serves integers as it serves rates.
   PeakBracket bracket;
+  std::vector<std::optional<double>> peaks;
   bool stopped = false;
-  auto run = [&](std::int64_t value) {
-    const bool passed = probe(value);
-    r.probes.push_back({value, passed});
-    bracket.Add(static_cast<double>(value), passed);
+  auto run = [&](std::int64_t value, bool guided) {
+    const ProbeAnswer answer = probe(value);
+    r.probes.push_back({value, answer.passed, guided});
+    peaks.push_back(answer.passed ? answer.peak_bytes : std::nullopt);
+    bracket.Add(static_cast<double>(value), answer.passed);
     stopped = stop && stop();
-    return passed;
   };
   auto budget_left = [&] { return !stopped && r.probes.size() < s.max_probes; };
   auto lo = [&] { return static_cast<std::int64_t>(*bracket.lo); };
   auto hi = [&] { return static_cast<std::int64_t>(*bracket.hi); };
 
-  std::int64_t value = s.min_value;
-  run(value);
-  while (bracket.lo && !bracket.hi && value < s.max_value && budget_left()) {
-    value = Doubled(value, s.max_value);
-    run(value);
-  }
-  while (bracket.lo && bracket.hi && hi() - lo() > 1 && budget_left()) {
-    run(lo() + (hi() - lo()) / 2);
+  std::size_t guesses = 0;
+  std::int64_t misses = 0;  // guesses that did not fit: the next one steps back further from the failure
+  auto guess = [&]() -> std::optional<std::int64_t> {
+    if (!s.memory_limit_bytes || guesses >= kMaxGuidedProbes) return std::nullopt;
+    const std::int64_t upper = bracket.hi ? hi() - 1 : s.max_value;
+    std::optional<std::int64_t> v = PredictBoundary(r.probes, peaks, lo(), upper, *s.memory_limit_bytes);
+    if (v && misses > 0 && bracket.hi) {
+      // 1% of the failing value (at least 1), doubled with each miss: misses <= kMaxGuidedProbes.
+      const std::int64_t back = std::max<std::int64_t>(1, hi() / 100) << (misses - 1);
+      v = std::max(lo() + 1, std::min(*v, hi() - back));
+    }
+    return v;
+  };
+
+  run(s.min_value, false);
+  while (budget_left() && bracket.lo) {
+    if (bracket.hi ? hi() - lo() <= 1 : lo() >= s.max_value) break;
+    if (const std::optional<std::int64_t> v = guess()) {
+      ++guesses;
+      run(*v, true);
+      if (!r.probes.back().passed) ++misses;
+    } else if (!bracket.hi) {
+      run(Doubled(lo(), s.max_value), false);
+    } else {
+      run(lo() + (hi() - lo()) / 2, false);
+    }
   }
 
   if (bracket.lo) r.largest_passing = lo();
@@ -95,7 +152,11 @@ std::size_t MaxBoundaryProbes(const BoundarySearchSettings& s) {
   // Bisection of a bracket of width w (hi - lo) to width 1 takes ceil(log2 w) probes.
   std::size_t bisection = 0;
   for (std::int64_t w = widest; w > 1; w = (w + 1) / 2) ++bisection;
-  return std::min(s.max_probes, doubling + bisection);
+  if (!s.memory_limit_bytes) return std::min(s.max_probes, doubling + bisection);
+  // Guided: a first failure may come from a guess anywhere in [min_value, max_value].
+  std::size_t any_bracket = 0;
+  for (std::int64_t w = s.max_value - s.min_value; w > 1; w = (w + 1) / 2) ++any_bracket;
+  return std::min(s.max_probes, doubling + any_bracket + kMaxGuidedProbes);
 }
 
 }  // namespace dlbench::stats

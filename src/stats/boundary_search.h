@@ -8,6 +8,18 @@
 // adjacent. Fitting is assumed monotone (what fits at n fits below n); the bracket is kept with
 // stats::PeakBracket, so a pass at or above a failure proves nothing and is not kept. The probe cap
 // bounds both phases: at most max_probes probes whatever the probes answer.
+//
+// Guided by memory (memory_limit_bytes set, boundary_guide: peak_memory): a passing probe may
+// report its peak memory. Peak memory is close to affine in the value, so once two passing probes
+// have peaks, the search probes the largest value the line through the two largest of them keeps
+// within the limit, clamped inside the bracket, instead of the next doubling or bisection value.
+// A guess that fits raises the bracket's lower end, and the next guess from the new line is
+// usually one above it (the check on the other side); a guess that fails lowers the upper end, and
+// the next is 1% of the failing value (at least 1) below it, then 2%, 4%, ... (a line that
+// over-predicts a little, as workspaces the peak misses make it, is walked back in a few probes). At most
+// kMaxGuidedProbes guesses; then doubling and bisection as above. The guesses only narrow the bracket, so a
+// search that converges gives the answer bisection gives (fitting being monotone), and the bound plan states
+// grows by kMaxGuidedProbes at most.
 #pragma once
 
 #include <cstddef>
@@ -22,7 +34,18 @@ struct BoundarySearchSettings {
   std::int64_t min_value = 1;        // the first probe, >= 1
   std::int64_t max_value = 1 << 20;  // never probed above, >= min_value
   std::size_t max_probes = 24;       // >= 1
+  // The memory the cell may use (its memory_cap): set, passing probes' peaks guide the search.
+  std::optional<double> memory_limit_bytes;
 };
+
+// What a probe says: whether it fit, and for a probe that fit, its peak memory where known.
+struct ProbeAnswer {
+  bool passed = false;
+  std::optional<double> peak_bytes;
+};
+
+// The most guesses a memory-guided search makes.
+inline constexpr std::size_t kMaxGuidedProbes = 5;
 
 enum class BoundarySearchEnd {
   kConverged,  // the largest pass and the smallest failure are adjacent: the boundary is exact
@@ -36,6 +59,7 @@ const char* BoundarySearchEndName(BoundarySearchEnd end);
 struct BoundaryProbe {
   std::int64_t value = 0;
   bool passed = false;
+  bool guided = false;  // chosen from the peaks' line, not by doubling or bisection
 };
 
 struct BoundarySearchResult {
@@ -51,10 +75,22 @@ struct BoundarySearchResult {
 BoundarySearchResult SearchBoundary(const BoundarySearchSettings& settings,
                                     const std::function<bool(std::int64_t)>& probe,
                                     const std::function<bool()>& stop = {});
+// The same with probes that report their peak memory (used when memory_limit_bytes is set).
+BoundarySearchResult SearchBoundary(const BoundarySearchSettings& settings,
+                                    const std::function<ProbeAnswer(std::int64_t)>& probe,
+                                    const std::function<bool()>& stop = {});
+
+// The value the line through the two largest passing probes with peaks (values at most `lo`)
+// predicts as the largest within `limit_bytes`, clamped to [lo + 1, upper]; nullopt without two
+// such probes, with a line that does not rise, or when lo + 1 > upper. Exposed for its tests.
+std::optional<std::int64_t> PredictBoundary(const std::vector<BoundaryProbe>& probes,
+                                            const std::vector<std::optional<double>>& peaks, std::int64_t lo,
+                                            std::int64_t upper, double limit_bytes);
 
 // The most probes SearchBoundary can run with these settings, whatever the probes answer: doubling
 // to max_value and bisecting the widest bracket it can leave, capped by max_probes (what `plan`
-// states).
+// states). Guided: the doubling probes (each at least twice the one before, so no more than
+// unguided), bisection of any bracket in [min_value, max_value], and kMaxGuidedProbes.
 std::size_t MaxBoundaryProbes(const BoundarySearchSettings& settings);
 
 }  // namespace dlbench::stats

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 namespace dlbench::stats {
 namespace {
@@ -90,6 +92,164 @@ TEST(BoundarySearchTest, StopEndsTheSearch) {
   EXPECT_EQ(calls, 2);
   EXPECT_EQ(r.end, BoundarySearchEnd::kStopped);
   EXPECT_EQ(r.largest_passing, 2);
+}
+
+// A cell whose memory is base + per_value x v, and that fits while its real need is within
+// `limit`. It reports `reported` x its real peak: 1 is the truth; below 1 a runner that under-reports
+// (an allocator's rounding and workspaces the peak does not count), so the line over-predicts.
+auto AffineMemory(double base, double per_value, double limit, double reported = 1.0) {
+  return [=](std::int64_t v) {
+    const double need = base + per_value * static_cast<double>(v);
+    ProbeAnswer a;
+    a.passed = need <= limit;
+    if (a.passed) a.peak_bytes = need * reported;
+    return a;
+  };
+}
+
+std::vector<std::int64_t> Values(const BoundarySearchResult& r) {
+  std::vector<std::int64_t> values;
+  for (const BoundaryProbe& p : r.probes) values.push_back(p.value);
+  return values;
+}
+
+// Hand-computed (the null runner's model of docs/memory.md): 1 GiB + 256 MiB a sample under 4 GiB.
+// Batch 1 and 2 fit (1.25 and 1.5 GiB); their line reaches 4 GiB at 2 + 2.5 GiB / 256 MiB = 12, so
+// 12 is probed (fits, exactly 4 GiB), then 13 (does not): 4 probes where bisection takes 8
+// (1, 2, 4, 8, 16, 12, 14, 13).
+TEST(BoundarySearchTest, PeaksOnALineJumpToTheBoundaryAndCheckEachSide) {
+  constexpr double kGiB = 1 << 30;
+  BoundarySearchSettings s;
+  s.max_value = 16;
+  s.memory_limit_bytes = 4 * kGiB;
+  const BoundarySearchResult r = SearchBoundary(s, AffineMemory(kGiB, kGiB / 4, 4 * kGiB));
+  EXPECT_EQ(Values(r), (std::vector<std::int64_t>{1, 2, 12, 13}));
+  EXPECT_FALSE(r.probes[1].guided);
+  EXPECT_TRUE(r.probes[2].guided);
+  EXPECT_TRUE(r.probes[3].guided);
+  EXPECT_EQ(r.end, BoundarySearchEnd::kConverged);
+  EXPECT_EQ(r.largest_passing, 12);
+  EXPECT_EQ(r.smallest_failing, 13);
+  s.memory_limit_bytes.reset();
+  EXPECT_EQ(Values(SearchBoundary(s, AffineMemory(kGiB, kGiB / 4, 4 * kGiB))),
+            (std::vector<std::int64_t>{1, 2, 4, 8, 16, 12, 14, 13}));
+}
+
+// Peaks reported at 90% of the need: the line says 2 + (4 GiB - 1.35 GiB) / 0.225 GiB = 13 (floor of
+// 13.78), which does not fit; then 12 (max(1, 1% of 13) below) fits and the bracket is closed.
+TEST(BoundarySearchTest, ALineThatOverPredictsIsWalkedBack) {
+  constexpr double kGiB = 1 << 30;
+  BoundarySearchSettings s;
+  s.max_value = 16;
+  s.memory_limit_bytes = 4 * kGiB;
+  const BoundarySearchResult r = SearchBoundary(s, AffineMemory(kGiB, kGiB / 4, 4 * kGiB, 0.9));
+  EXPECT_EQ(Values(r), (std::vector<std::int64_t>{1, 2, 13, 12}));
+  EXPECT_EQ(r.largest_passing, 12);
+  EXPECT_EQ(r.smallest_failing, 13);
+}
+
+// The guided search's answer is bisection's for every boundary, however wrong its line (peaks
+// reported from 30% to 150% of the truth, or none), within the bound plan states for it.
+TEST(BoundarySearchTest, GuidedEqualsBisectionForEveryBoundaryAndReportedPeak) {
+  BoundarySearchSettings s;
+  s.min_value = 1;
+  s.max_value = 300;
+  s.max_probes = 64;
+  s.memory_limit_bytes = 1000.0;
+  const std::size_t bound = MaxBoundaryProbes(s);
+  BoundarySearchSettings plain = s;
+  plain.memory_limit_bytes.reset();
+  // Bisection: 1, 2, ..., 256, 300 is 10 doubling probes, the widest bracket (128 .. 256) 7 more.
+  // Guided: the same 10, a bracket as wide as 1 .. 300 (9 bisections), and 5 guesses.
+  EXPECT_EQ(MaxBoundaryProbes(plain), 17u);
+  EXPECT_EQ(bound, 24u);
+  for (double per_value : {3.0, 7.5, 40.0, 333.0}) {
+    for (double reported : {0.3, 0.9, 1.0, 1.1, 1.5}) {
+      const auto model = AffineMemory(100.0, per_value, 1000.0, reported);
+      const BoundarySearchResult guided = SearchBoundary(s, model);
+      const BoundarySearchResult bisected =
+          SearchBoundary(plain, [&](std::int64_t v) { return model(v).passed; });
+      EXPECT_EQ(guided.end, bisected.end) << per_value << " " << reported;
+      EXPECT_EQ(guided.largest_passing, bisected.largest_passing) << per_value << " " << reported;
+      EXPECT_EQ(guided.smallest_failing, bisected.smallest_failing) << per_value << " " << reported;
+      EXPECT_LE(guided.probes.size(), bound) << per_value << " " << reported;
+    }
+  }
+  // Every boundary in the range, the line exact: never more probes than bisection.
+  for (std::int64_t boundary = 1; boundary < 300; ++boundary) {
+    const auto model = AffineMemory(0.0, 1000.0 / static_cast<double>(boundary), 1000.0 + 1e-9);
+    const BoundarySearchResult guided = SearchBoundary(s, model);
+    const BoundarySearchResult bisected = SearchBoundary(plain, FitsUpTo(boundary));
+    ASSERT_EQ(guided.largest_passing, bisected.largest_passing) << boundary;
+    ASSERT_EQ(guided.smallest_failing, bisected.smallest_failing) << boundary;
+    EXPECT_LE(guided.probes.size(), bisected.probes.size()) << boundary;
+  }
+}
+
+// Without peaks (a runner that reports none) the guided settings probe as bisection does.
+TEST(BoundarySearchTest, WithoutPeaksTheGuidedSearchIsBisection) {
+  BoundarySearchSettings s;
+  s.max_value = 64;
+  s.memory_limit_bytes = 1e9;
+  const BoundarySearchResult r = SearchBoundary(s, [](std::int64_t v) {
+    return ProbeAnswer{v <= 5, std::nullopt};
+  });
+  EXPECT_EQ(Values(r), (std::vector<std::int64_t>{1, 2, 4, 8, 6, 5}));
+}
+
+// The cap bounds the guided search too, and every guess lies inside the bracket.
+TEST(BoundarySearchTest, GuessesStayInTheBracketAndUnderTheCap) {
+  BoundarySearchSettings s;
+  s.max_value = 1 << 20;
+  s.max_probes = 6;
+  s.memory_limit_bytes = 1e12;
+  const BoundarySearchResult r = SearchBoundary(s, AffineMemory(0, 1.0, 777777.0, 0.5));
+  EXPECT_EQ(r.probes.size(), 6u);
+  EXPECT_EQ(r.end, BoundarySearchEnd::kProbeCap);
+  for (const BoundaryProbe& p : r.probes) {
+    EXPECT_GE(p.value, 1);
+    EXPECT_LE(p.value, 1 << 20);
+  }
+}
+
+// A line 5% low over a wide range (1 GiB + 100 MiB a sample under 40 GiB: 399 fits, 400 does not;
+// peaks reported at 95%): 8 and 16 fit (1.692 and 2.434 GiB reported), and their line says
+// 16 + floor((40 - 2.434) GiB / 0.09277 GiB) = 420, which fails; then 1% of 420 (4) below: 416
+// fails; 2 x 4 below: 408 fails; 4 x 4 below: 392 fits; the same line again, clamped at 16 below
+// the failure but above the fit: 393 fits. The five guesses spent, bisection of 393..408 probes
+// 400, 396, 398, 399. 11 probes where bisection takes 15 (8, 16, ..., 512, then 8 bisections of 256..512).
+TEST(BoundarySearchTest, AWideLineFivePercentLowIsWalkedBackByPercents) {
+  constexpr double kGiB = 1 << 30;
+  BoundarySearchSettings s;
+  s.min_value = 8;
+  s.max_value = 4096;
+  s.memory_limit_bytes = 40 * kGiB;
+  const auto model = AffineMemory(kGiB, kGiB * 100 / 1024, 40 * kGiB, 0.95);
+  const BoundarySearchResult r = SearchBoundary(s, model);
+  EXPECT_EQ(r.largest_passing, 399);
+  EXPECT_EQ(r.smallest_failing, 400);
+  EXPECT_EQ(Values(r), (std::vector<std::int64_t>{8, 16, 420, 416, 408, 392, 393, 400, 396, 398, 399}));
+  BoundarySearchSettings plain = s;
+  plain.memory_limit_bytes.reset();
+  const BoundarySearchResult bisected =
+      SearchBoundary(plain, [&](std::int64_t v) { return model(v).passed; });
+  EXPECT_EQ(bisected.largest_passing, 399);
+  EXPECT_EQ(bisected.probes.size(), 15u);
+}
+
+TEST(PredictBoundaryTest, ClampsToTheBracketAndNeedsARisingLine) {
+  const std::vector<BoundaryProbe> probes = {{10, true, false}, {20, true, false}, {40, false, false}};
+  const std::vector<std::optional<double>> peaks = {100.0, 200.0, std::nullopt};
+  // 20 + (1000 - 200) / 10 = 100, clamped to the bracket's 39.
+  EXPECT_EQ(PredictBoundary(probes, peaks, 20, 39, 1000.0), 39);
+  // 20 + (250 - 200) / 10 = 25.
+  EXPECT_EQ(PredictBoundary(probes, peaks, 20, 39, 250.0), 25);
+  // Below lo: lo + 1.
+  EXPECT_EQ(PredictBoundary(probes, peaks, 20, 39, 50.0), 21);
+  // A closed bracket, one peak, a flat line: nothing to predict.
+  EXPECT_FALSE(PredictBoundary(probes, peaks, 20, 20, 1000.0));
+  EXPECT_FALSE(PredictBoundary(probes, {100.0, std::nullopt, std::nullopt}, 20, 39, 1000.0));
+  EXPECT_FALSE(PredictBoundary(probes, {100.0, 100.0, std::nullopt}, 20, 39, 1000.0));
 }
 
 }  // namespace

@@ -3,3 +3,8 @@
 dlbench_add_test(memory_e2e_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/memory_e2e_test.cc
   DEPS dlbench::common dlbench::config dlbench::orchestrator LABELS e2e)
 add_dependencies(memory_e2e_test dlbench dlbench-null)
+# A boundary search's probes sharing runner processes and aimed by their peaks (docs/memory.md
+# "Probes in one process").
+dlbench_add_test(boundary_process_e2e_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/boundary_process_e2e_test.cc
+  DEPS dlbench::common LABELS e2e)
+add_dependencies(boundary_process_e2e_test dlbench dlbench-null)
