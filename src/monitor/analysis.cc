@@ -25,6 +25,7 @@ namespace metric = record::metric;
 namespace series = record::series;
 using analysis_parts::Contention;
 using analysis_parts::CounterDelta;
+using analysis_parts::CounterEnergy;
 using analysis_parts::GpuSeries;
 using analysis_parts::GroupSeries;
 using analysis_parts::Growth;
@@ -47,17 +48,23 @@ std::optional<double> IdlePowerW(const SeriesMap& idle) {
   auto power = GpuSeries(idle, series::kPowerW);
   double watts = 0;
   bool any = false;
-  if (!energy.empty()) {
-    for (const auto& [index, series] : energy) {
-      if (series->size() < 2 || series->back().t_ns <= series->front().t_ns) return std::nullopt;
-      Window span{series->front().t_ns, series->back().t_ns};
-      auto delta = CounterDelta(*series, span);
-      if (!delta) return std::nullopt;
-      watts += *delta / span.seconds();
-      any = true;
+  // The counter is read on some rounds only (SamplerOptions::energy_every_n_samples): a span with
+  // fewer than two readings of a GPU's counter takes the power readings' mean instead.
+  bool counters = !energy.empty();
+  for (const auto& [index, series] : energy) {
+    if (series->size() < 2 || series->back().t_ns <= series->front().t_ns) {
+      counters = false;
+      break;
     }
-    return any ? std::optional<double>(watts) : std::nullopt;
+    Window span{series->front().t_ns, series->back().t_ns};
+    auto delta = CounterDelta(*series, span);
+    if (!delta) return std::nullopt;
+    watts += *delta / span.seconds();
+    any = true;
   }
+  if (counters) return any ? std::optional<double>(watts) : std::nullopt;
+  watts = 0;
+  any = false;
   for (const auto& [index, series] : power) {
     std::vector<double> v;
     for (const auto& p : *series) v.push_back(p.value);
@@ -152,7 +159,10 @@ CellAnalysis AnalyzeCell(const AnalysisInput& input) {
     double sum = 0;
     bool ok = true;
     for (const auto& [index, series] : energy) {
-      auto delta = CounterDelta(*series, w);
+      // Read on some rounds only: the counter between its readings in the window, power at the edges.
+      const auto gpu_power = power.find(index);
+      auto delta =
+          gpu_power == power.end() ? CounterDelta(*series, w) : CounterEnergy(*series, *gpu_power->second, w);
       if (!delta) {
         ok = false;
         break;

@@ -61,6 +61,11 @@ double MaxOf(const std::vector<double>& v);  // NAN when empty
 // The increase of a cumulative counter over the window. nullopt with fewer than two readings or a
 // counter that went backwards (a driver reload resets NVML's energy counter).
 std::optional<double> CounterDelta(const Series& s, const Window& w);
+// Energy over `w` from a cumulative counter read at some rounds only: the counter's rise between
+// its first and last reading inside the window, plus `power` integrated over the window's edges
+// before the first and after the last reading. nullopt with fewer than two readings inside, or a
+// counter that goes down.
+std::optional<double> CounterEnergy(const Series& counter, const Series& power, const Window& w);
 
 // Trapezoidal integral of a rate over the window; the rate is held constant beyond the readings.
 std::optional<double> Integrate(const Series& s, const Window& w);

@@ -90,6 +90,26 @@ std::optional<double> CounterDelta(const Series& s, const Window& w) {
   return InterpolateAt(s, w.end_ns) - InterpolateAt(s, w.start_ns);
 }
 
+std::optional<double> CounterEnergy(const Series& counter, const Series& power, const Window& w) {
+  const Point* first = nullptr;
+  const Point* last = nullptr;
+  for (std::size_t i = 0; i < counter.size(); ++i) {
+    if (i > 0 && counter[i].value < counter[i - 1].value) return std::nullopt;
+    if (counter[i].t_ns < w.start_ns || counter[i].t_ns > w.end_ns) continue;
+    if (first == nullptr) first = &counter[i];
+    last = &counter[i];
+  }
+  if (first == nullptr || first == last) return std::nullopt;
+  double joules = last->value - first->value;
+  for (const Window edge : {Window{w.start_ns, first->t_ns}, Window{last->t_ns, w.end_ns}}) {
+    if (edge.end_ns <= edge.start_ns) continue;
+    const auto part = Integrate(power, edge);
+    if (!part) return std::nullopt;
+    joules += *part;
+  }
+  return joules;
+}
+
 std::optional<double> Integrate(const Series& s, const Window& w) {
   if (s.empty()) return std::nullopt;
   auto at = [&](std::int64_t t) {

@@ -39,19 +39,50 @@ TEST(AnalysisTest, UtilisationP5IsTheType7Quantile) {
   EXPECT_NEAR(Metric(a, "gpu_util_mean_pct"), 49.5, 1e-12);
 }
 
-TEST(AnalysisTest, EnergyFromTheCounterIsInterpolatedAtTheWindowEdges) {
+TEST(AnalysisTest, EnergyIsTheCounterBetweenItsReadingsAndThePowerAtTheWindowEdges) {
   auto in = BaseInput();
-  // 700 W exactly: E(t) = 700 J/s * t. Samples every 100 ms offset 37 ms never hit the edges.
+  // The counter says 700 W exactly: E(t) = 700 J/s * t; the power readings say 650 W (a sensor
+  // that disagrees, so the two sources are told apart). Samples every 100 ms offset 37 ms: the
+  // window [2 s, 12 s] holds counter readings from 2.037 s to 11.937 s, 9.9 s of counter (6,930 J),
+  // and its edges, 0.037 s and 0.063 s, are power: 0.1 s x 650 W = 65 J.
   AddSeries(in.series, "gpu0.energy_j", 37'000'000, 13 * kSecond, 100'000'000,
             [](std::int64_t t) { return 5000.0 + 700.0 * static_cast<double>(t) * 1e-9; });
   AddSeries(in.series, "gpu0.power_w", 37'000'000, 13 * kSecond, 100'000'000,
             [](std::int64_t) { return 650.0; });
   auto a = AnalyzeCell(in);
   EXPECT_EQ(a.info["energy_method"], "counter");
-  EXPECT_NEAR(Metric(a, "energy_total_j"), 7000.0, 1e-6);
-  EXPECT_NEAR(Metric(a, "energy_per_step_j"), 700.0, 1e-7);
-  EXPECT_NEAR(Metric(a, "energy_per_sample_j"), 700.0 / 32, 1e-9);
+  EXPECT_NEAR(Metric(a, "energy_total_j"), 6995.0, 1e-6);
+  EXPECT_NEAR(Metric(a, "energy_per_step_j"), 699.5, 1e-7);
+  EXPECT_NEAR(Metric(a, "energy_per_sample_j"), 699.5 / 32, 1e-9);
   EXPECT_DOUBLE_EQ(Metric(a, "power_mean_w"), 650.0);
+}
+
+TEST(AnalysisTest, ACounterReadOncePerSecondGivesTheSameEnergyAsOneReadEveryRound) {
+  // The sampler reads the energy counter on every 10th round (energy_every_n_samples): at 10 Hz,
+  // once a second, here at 0.437 s, 1.437 s, ...; power every round. At a steady 700 W both
+  // cadences give 10 s x 700 W over the window [2 s, 12 s]: the counter from 2.437 s to 11.437 s
+  // (6,300 J) and power over the edges' 0.437 s + 0.563 s (700 J).
+  for (std::int64_t every : {100'000'000, 1'000'000'000}) {
+    auto in = BaseInput();
+    AddSeries(in.series, "gpu0.energy_j", 437'000'000, 13 * kSecond, every,
+              [](std::int64_t t) { return 5000.0 + 700.0 * static_cast<double>(t) * 1e-9; });
+    AddSeries(in.series, "gpu0.power_w", 37'000'000, 13 * kSecond, 100'000'000,
+              [](std::int64_t) { return 700.0; });
+    auto a = AnalyzeCell(in);
+    EXPECT_EQ(a.info["energy_method"], "counter") << every;
+    EXPECT_NEAR(Metric(a, "energy_total_j"), 7000.0, 1e-6) << every;
+  }
+}
+
+TEST(AnalysisTest, ACounterWithOneReadingInTheWindowFallsBackToPower) {
+  auto in = BaseInput();
+  // Readings at 0.5 s and 7.5 s (every 7 s): only one inside the window [2 s, 12 s].
+  AddSeries(in.series, "gpu0.energy_j", 500'000'000, 13 * kSecond, 7 * kSecond,
+            [](std::int64_t t) { return 700.0 * static_cast<double>(t) * 1e-9; });
+  AddSeries(in.series, "gpu0.power_w", 0, 13 * kSecond, 100'000'000, [](std::int64_t) { return 300.0; });
+  auto a = AnalyzeCell(in);
+  EXPECT_EQ(a.info["energy_method"], "power_integral");
+  EXPECT_NEAR(Metric(a, "energy_total_j"), 3000.0, 1e-6);
 }
 
 TEST(AnalysisTest, EnergyFallsBackToIntegratedPowerAndSaysSo) {

@@ -225,6 +225,8 @@ void NvmlSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
   if (state_ != "ok") return;
   const bool pcie_round = options_.pcie_every_n_samples > 0 &&
                           rounds_ % static_cast<std::uint64_t>(options_.pcie_every_n_samples) == 0;
+  const bool energy_round = options_.energy_every_n_samples <= 1 ||
+                            rounds_ % static_cast<std::uint64_t>(options_.energy_every_n_samples) == 0;
   ++rounds_;
   auto wants = [](const Device& d, Reading r, bool available) {
     return available && d.supported[static_cast<int>(r)];
@@ -251,7 +253,7 @@ void NvmlSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
       if (Ok(d, Reading::kPower, api_.device_get_power_usage(d.handle, &mw)))
         emit(d, Reading::kPower, mw / 1000.0);
     }
-    if (wants(d, Reading::kEnergy, api_.device_get_total_energy_consumption != nullptr)) {
+    if (energy_round && wants(d, Reading::kEnergy, api_.device_get_total_energy_consumption != nullptr)) {
       unsigned long long mj = 0;
       if (Ok(d, Reading::kEnergy, api_.device_get_total_energy_consumption(d.handle, &mj))) {
         emit(d, Reading::kEnergy, static_cast<double>(mj) / 1000.0);
@@ -394,6 +396,7 @@ nlohmann::json NvmlSampler::Describe() const {
   facts["unsupported"] = unsupported;
   if (!missing_devices_.empty()) facts["missing_devices"] = missing_devices_;
   facts["pcie_every_n_samples"] = options_.pcie_every_n_samples;
+  facts["energy_every_n_samples"] = options_.energy_every_n_samples;
   return facts;
 }
 

@@ -61,6 +61,32 @@ TEST(NvmlSamplerTest, EverySeriesWithItsUnit) {
   EXPECT_EQ(m.count("gpu0.proc_mem_bytes"), 0u);
 }
 
+// nvmlDeviceGetTotalEnergyConsumption cost 4.1 ms of CPU a call on the H200: it is read on every
+// energy_every_n_samples-th round (default 10) and on no other, and Describe() says how often.
+TEST(NvmlSamplerTest, TheEnergyCounterIsReadOnEveryNthRoundOnly) {
+  FakeNvml fake;
+  fake.gpus[0].energy_mj = 5000;
+  auto sampler = Make(fake, nullptr, SamplerOptions{});
+  std::vector<int> rounds_with_energy;
+  for (int round = 0; round < 25; ++round) {
+    std::vector<SeriesPoint> out;
+    sampler->Sample(round, out);
+    if (Last(out).count("gpu0.energy_j")) rounds_with_energy.push_back(round);
+    EXPECT_EQ(Last(out).count("gpu0.power_w"), 1u) << "power is read every round";
+  }
+  EXPECT_EQ(rounds_with_energy, (std::vector<int>{0, 10, 20}));
+  EXPECT_EQ(sampler->Describe()["energy_every_n_samples"], 10);
+
+  SamplerOptions every;
+  every.energy_every_n_samples = 1;
+  auto each = Make(fake, nullptr, every);
+  for (int round = 0; round < 3; ++round) {
+    std::vector<SeriesPoint> out;
+    each->Sample(round, out);
+    EXPECT_EQ(Last(out).count("gpu0.energy_j"), 1u) << round;
+  }
+}
+
 TEST(NvmlSamplerTest, UnsupportedReadingsAreAbsentNotZeroAndNotAskedAgain) {
   FakeNvml fake;
   fake.gpus[0].power_mw.reset();

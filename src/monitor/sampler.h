@@ -99,6 +99,11 @@ struct SamplerOptions {
   // nvmlDeviceGetPcieThroughput blocks ~20 ms per call (it counts bytes over a 20 ms window), so
   // PCIe throughput is read on every Nth round only; 0 disables it.
   int pcie_every_n_samples = 10;
+  // nvmlDeviceGetTotalEnergyConsumption cost 4.1 ms of CPU per call on the H200 (bench/monitor_bench.cc,
+  // BM_NvmlCall; docs/benchmarks.md), 4.1% of a core at 10 Hz, so the energy counter is read on
+  // every Nth round only; a cell's energy is the counter between its readings inside the window plus
+  // the integrated power at the window's two edges (docs/monitoring.md). 1: every round.
+  int energy_every_n_samples = 10;
 };
 
 // The samplers this machine supports: NVML, procfs, RAPL. Each is present even when its source

@@ -102,6 +102,9 @@ const std::vector<MetricDef>& Table() {
        "JAX tracing and lowering of the step, outside the measured steps"},
       {kXlaCompileS, "s", Producer::kRunner, kCell,
        "XLA's compilation of the lowered step (autotuning included), outside the measured steps"},
+      {kOpByOpFirstStepS, "s", Producer::kRunner, kCell,
+       "JAX op by op (compile: false): the first step, which compiles each primitive once, run before READY "
+       "and outside the measured steps"},
       {kWeightBytes, "bytes", Producer::kRunner, kCell,
        "every parameter and buffer of the model as the cell holds it (autocast keeps fp32 weights; int8: "
        "Linear weights packed at 1 byte per element plus a 16-byte scale and zero point, fp32 biases)"},

@@ -69,6 +69,7 @@ inline constexpr std::string_view kCompileTimeS = "compile_time_s";
 inline constexpr std::string_view kCompileSecondCallS = "compile_second_call_s";
 inline constexpr std::string_view kJaxLowerS = "jax_lower_s";
 inline constexpr std::string_view kXlaCompileS = "xla_compile_s";
+inline constexpr std::string_view kOpByOpFirstStepS = "op_by_op_first_step_s";
 // The model's weights as the cell deploys them (runners/torch: parameters and buffers at their
 // dtype; dynamic int8 Linear layers at 1 byte per weight plus their quantization parameters).
 inline constexpr std::string_view kWeightBytes = "weight_bytes";
