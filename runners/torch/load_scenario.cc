@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -299,6 +300,12 @@ class InlineSut final : public load::SystemUnderTest {
       return;
     }
     for (std::uint32_t offset = 0; offset < query.samples;) {
+      // After STOP the rest of a long query (offline's parts) is given up: it stays outstanding and
+      // DropQueued reports it, so the runner answers STOP within the orchestrator's grace.
+      if (offset > 0 && completer.StopRequested()) {
+        abandoned_ = 1;
+        return;
+      }
       const std::uint32_t n = std::min(part_, query.samples - offset);
       const std::optional<QueryTiming> timing = executor_.RunPart(query, offset, n);
       if (!timing) {
@@ -310,10 +317,12 @@ class InlineSut final : public load::SystemUnderTest {
     }
   }
   void FlushQueries() override {}
+  std::uint64_t DropQueued() override { return std::exchange(abandoned_, 0); }
 
  private:
   TorchExecutor& executor_;
   std::uint32_t part_;
+  std::uint64_t abandoned_ = 0;  // a query given up after STOP (its issue thread has returned)
 };
 
 // The batch sizes a scenario runs: what warm-up must cover.

@@ -62,6 +62,14 @@ void DynamicBatcher::IssueQuery(const Query& query, QueryCompleter& completer) {
   cv_.notify_one();
 }
 
+std::uint64_t DynamicBatcher::DropQueued() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::size_t dropped = size_;
+  head_ = (head_ + size_) % ring_.size();
+  size_ = 0;
+  return dropped;
+}
+
 void DynamicBatcher::FlushQueries() {
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -75,6 +75,8 @@ class DynamicBatcher final : public SystemUnderTest {
   void IssueQuery(const Query& query, QueryCompleter& completer) override;
   // Lets the streams run what is queued without waiting for the timeout, until the next IssueQuery.
   void FlushQueries() override;
+  // Drops the queries no stream has taken (they never complete); batches in flight finish.
+  std::uint64_t DropQueued() override;
 
   bool failed() const;
 

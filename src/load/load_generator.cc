@@ -52,6 +52,8 @@ const char* RunEndName(RunEnd end) {
       return "completion_error";
     case RunEnd::kDrainTimeout:
       return "drain_timeout";
+    case RunEnd::kDroppedAfterStop:
+      return "dropped_after_stop";
   }
   return "stopped";
 }
@@ -295,10 +297,26 @@ RunResult LoadGenerator::Run(SystemUnderTest& sut, const QuerySampleLibrary& lib
   sut.FlushQueries();
   const std::uint64_t issued_total = issued_.load();
   const std::int64_t drain_deadline = MonotonicNowNs() + limits.drain_timeout_ns;
+  // After STOP the drain lasts stop_drain_timeout_ns; then the system under test drops what it has
+  // not started, and the drain waits only for what is running.
+  std::int64_t stop_seen_ns = -1;
+  bool dropped = false;
+  std::uint64_t abandoned = 0;
   std::unique_lock<std::mutex> lock(wait_mutex_);
   waiting_.store(true, std::memory_order_seq_cst);
-  while (completed_.load(std::memory_order_seq_cst) < issued_total && MonotonicNowNs() < drain_deadline &&
-         error_.load() == 0) {
+  while (completed_.load(std::memory_order_seq_cst) + abandoned < issued_total &&
+         MonotonicNowNs() < drain_deadline && error_.load() == 0) {
+    if (!dropped && stop_.load()) {
+      const std::int64_t now = MonotonicNowNs();
+      if (stop_seen_ns < 0) stop_seen_ns = now;
+      if (now - stop_seen_ns >= limits.stop_drain_timeout_ns) {
+        dropped = true;
+        lock.unlock();  // the system's completions take this lock to wake the drain
+        abandoned = sut.DropQueued();
+        lock.lock();
+        continue;
+      }
+    }
     wait_cv_.wait_for(lock, std::chrono::milliseconds(5));
   }
   waiting_.store(false, std::memory_order_seq_cst);
@@ -322,11 +340,17 @@ RunResult LoadGenerator::Run(SystemUnderTest& sut, const QuerySampleLibrary& lib
                                                       : " twice (or more samples than it has)");
   } else if (completed_.load() < issued_total) {
     // The first cause stays the run's end (too many outstanding queries leaves some outstanding).
-    if (result.end != RunEnd::kTooManyOutstanding) result.end = RunEnd::kDrainTimeout;
+    if (result.end != RunEnd::kTooManyOutstanding) {
+      result.end = dropped && completed_.load() + abandoned >= issued_total ? RunEnd::kDroppedAfterStop
+                                                                            : RunEnd::kDrainTimeout;
+    }
     result.error += std::string(result.error.empty() ? "" : "; ") + "query " +
                     std::to_string(flushed_.load()) + " was issued and never completed (" +
                     std::to_string(issued_total - completed_.load()) + " outstanding after a drain of " +
-                    std::to_string(limits.drain_timeout_ns / 1'000'000) + " ms)";
+                    (dropped ? std::to_string(limits.stop_drain_timeout_ns / 1'000'000) + " ms after STOP, " +
+                                   std::to_string(abandoned) +
+                                   " of them dropped by the system under test before they ran)"
+                             : std::to_string(limits.drain_timeout_ns / 1'000'000) + " ms)");
   }
   return result;
 }

@@ -44,6 +44,11 @@ struct RunLimits {
   std::int64_t max_duration_ns = std::numeric_limits<std::int64_t>::max();
   // After the last issue, how long (real time) outstanding queries may take to complete.
   std::int64_t drain_timeout_ns = 10'000'000'000;
+  // After STOP, how long (real time) the drain waits before the system under test drops the
+  // queries it has not started (SystemUnderTest::DropQueued): a server far behind its schedule has
+  // a queue that would take longer than the orchestrator's grace after STOP (10 s) to serve, and
+  // the cell would end `timeout` instead of `fell_behind` (H200, 2026-12-05: ResNet-50 at 4,000/s).
+  std::int64_t stop_drain_timeout_ns = 2'000'000'000;
 };
 
 enum class RunEnd {
@@ -53,6 +58,9 @@ enum class RunEnd {
   kTooManyOutstanding,  // max_outstanding queries in flight: the system fell behind the schedule
   kCompletionError,     // a query completed twice, with too many samples, or one never issued
   kDrainTimeout,        // issued queries did not all complete within drain_timeout_ns
+  // STOP, and the drain after it outlasted stop_drain_timeout_ns: the system under test dropped
+  // the queries it had not started (the last ones issued), which stay outstanding
+  kDroppedAfterStop,
 };
 const char* RunEndName(RunEnd end);
 
@@ -105,6 +113,7 @@ class LoadGenerator final : private QueryCompleter {
   void Complete(std::uint64_t query_id, const QueryTiming& timing) noexcept override;
   void CompleteSamples(std::uint64_t query_id, std::uint32_t samples,
                        const QueryTiming& timing) noexcept override;
+  bool StopRequested() const noexcept override { return stop_.load(std::memory_order_relaxed); }
   void CompleteBatch(const std::uint64_t* query_ids, std::size_t count,
                      const QueryTiming& timing) noexcept override;
   void CompleteAt(std::uint64_t query_id, std::uint32_t samples, bool whole, const QueryTiming& timing,

@@ -7,10 +7,15 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <utility>
+
+#include "load/peak_search.h"
 
 namespace dlbench::load {
 namespace {
@@ -355,6 +360,51 @@ TEST(LoadGeneratorTest, AHungQueryIsADrainTimeout) {
   EXPECT_NE(r.error.find("query 2 was issued and never completed (1 outstanding"), std::string::npos)
       << r.error;
   ExpectIdsInOrder(sink.records(), 0, 2);  // the records after the gap are held back
+}
+
+// A server far behind its schedule when STOP comes: its queue would take longer to serve than the
+// orchestrator's grace after STOP. The drain waits stop_drain_timeout_ns, then the system drops
+// what it has not started; the run ends dropped_after_stop with those queries outstanding (the
+// last ones issued), not after the 10 s drain.
+TEST(LoadGeneratorTest, AfterStopTheQueueIsDroppedAndTheRunEndsWithinTheStopDrain) {
+  struct Backlog final : SystemUnderTest {
+    void IssueQuery(const Query& q, QueryCompleter& c) override {
+      if (q.id < 5) {
+        c.Complete(q.id, {});
+      } else {
+        ++queued;
+      }
+    }
+    void FlushQueries() override {}
+    std::uint64_t DropQueued() override {
+      ++drops;
+      return std::exchange(queued, 0);
+    }
+    std::uint64_t queued = 0;
+    int drops = 0;
+  };
+  SimulatedLoadClock clock(kStart);
+  LoadGenerator gen(Settings(Scenario::kServer), clock);
+  Backlog sut;
+  RecordingSink sink(/*stop_after=*/5);
+  RunLimits limits = MaxQueries(50);
+  limits.stop_drain_timeout_ns = 20'000'000;  // the 10 s drain_timeout_ns stays
+  const auto t0 = std::chrono::steady_clock::now();
+  const RunResult r = gen.Run(sut, Library(4), sink, limits);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.end, RunEnd::kDroppedAfterStop) << r.error;
+  EXPECT_EQ(DoneReason(r.end), std::optional<std::string>("dropped_after_stop"));
+  EXPECT_EQ(sut.drops, 1);
+  EXPECT_EQ(r.completed, 5u);
+  EXPECT_NE(r.error.find("dropped by the system under test before they ran"), std::string::npos) << r.error;
+  EXPECT_LT(seconds, 5.0) << "the drain ran to its 10 s limit instead of the stop drain";
+  ExpectIdsInOrder(sink.records(), 0, 5);
+}
+
+// Without STOP a hung query is still a drain timeout, reported as an error (no DONE reason).
+TEST(LoadGeneratorTest, ADrainTimeoutWithoutStopHasNoDoneReason) {
+  EXPECT_FALSE(DoneReason(RunEnd::kDrainTimeout).has_value());
+  EXPECT_EQ(DoneReason(RunEnd::kTooManyOutstanding), std::optional<std::string>("too_many_outstanding"));
 }
 
 // A system under test that completes on its own thread, in real time.

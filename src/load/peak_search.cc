@@ -60,6 +60,7 @@ std::optional<std::string> DoneReason(RunEnd end) {
     case RunEnd::kMaxDuration:
       return "max_time";
     case RunEnd::kTooManyOutstanding:
+    case RunEnd::kDroppedAfterStop:  // the orchestrator reads the outstanding tail as fell_behind
       return std::string(RunEndName(end));
     case RunEnd::kCompletionError:
     case RunEnd::kDrainTimeout:
@@ -100,7 +101,8 @@ PeakSearchOutcome RunPeakSearch(const EffectiveLoadSettings& settings, LoadGener
     deadline_hit =
         deadline_hit || (warm_run.end == RunEnd::kMaxDuration && warm.max_duration_ns < kProbeWarmupNs);
     outcome.issued += warm_run.issued;
-    outcome.stopped = outcome.stopped || warm_run.end == RunEnd::kStopped;
+    outcome.stopped =
+        outcome.stopped || warm_run.end == RunEnd::kStopped || warm_run.end == RunEnd::kDroppedAfterStop;
     bool overloaded = warm_run.end == RunEnd::kTooManyOutstanding;
     sink.Clear();
     report.warmup_first_query = warm_run.first_id;
@@ -120,7 +122,7 @@ PeakSearchOutcome RunPeakSearch(const EffectiveLoadSettings& settings, LoadGener
       const RunResult r = generator.Run(sut, library, sink, measure);
       deadline_hit = deadline_hit || r.end == RunEnd::kMaxDuration;
       outcome.issued += r.issued;
-      outcome.stopped = outcome.stopped || r.end == RunEnd::kStopped;
+      outcome.stopped = outcome.stopped || r.end == RunEnd::kStopped || r.end == RunEnd::kDroppedAfterStop;
       overloaded = r.end == RunEnd::kTooManyOutstanding;
       if (sink.latencies_ns.empty()) break;
       const auto over = std::count_if(sink.latencies_ns.begin(), sink.latencies_ns.end(),

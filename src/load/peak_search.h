@@ -79,8 +79,8 @@ PeakSearchOutcome RunPeakSearch(const EffectiveLoadSettings& settings, LoadGener
 Result<std::vector<ProbeReport>> ParseProbeReports(const nlohmann::json& peak_search, std::size_t max_probes);
 
 // The DONE reason of a run that ended by itself ("stopped", "max_steps", "max_time",
-// "too_many_outstanding"), or nullopt for a run that ended in an error (completion error, drain
-// timeout), which the runner reports as ERROR.
+// "too_many_outstanding", "dropped_after_stop"), or nullopt for a run that ended in an error (completion
+// error, drain timeout), which the runner reports as ERROR.
 std::optional<std::string> DoneReason(RunEnd end);
 
 }  // namespace dlbench::load

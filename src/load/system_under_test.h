@@ -60,6 +60,9 @@ class QueryCompleter {
   // Several whole queries done at one instant (one batch): one timestamp for all.
   virtual void CompleteBatch(const std::uint64_t* query_ids, std::size_t count,
                              const QueryTiming& timing) noexcept = 0;
+  // Whether the run was asked to stop (STOP): a system that serves a long query on the issue
+  // thread (offline's parts) checks it between parts and gives the rest of the query up.
+  virtual bool StopRequested() const noexcept { return false; }
 };
 
 // What the load generator measures.
@@ -75,6 +78,11 @@ class SystemUnderTest {
   // Called by the issue thread after the last IssueQuery of a run (or a peak-search probe): any
   // query held back for a fuller batch is to be run now, without waiting for its timeout.
   virtual void FlushQueries() = 0;
+  // Called once when a run that was asked to stop has drained for RunLimits::stop_drain_timeout_ns
+  // and queries are still outstanding: drop the queries not started yet (they stay outstanding and
+  // are reported so), let those running finish, and return how many queries will now never
+  // complete (the dropped ones, and a query given up after StopRequested).
+  virtual std::uint64_t DropQueued() { return 0; }
 };
 
 // The pre-made inputs queries draw from (LoadGen's QuerySampleLibrary, its performance sample

@@ -174,7 +174,8 @@ LoadConclusion ConcludeLoad(const LoadRecorder& load, std::optional<std::int64_t
   // A runner that fell behind ends (too many outstanding, or its drain ran out) with the last
   // queries never completed: the system under test's limit, not a protocol fault. They are named
   // in the verdict; the latencies are of the completed queries and understate the rest.
-  const bool ended_behind = done_reason == "too_many_outstanding" || done_reason == "drain_timeout";
+  const bool ended_behind = done_reason == "too_many_outstanding" || done_reason == "drain_timeout" ||
+                            done_reason == "dropped_after_stop";
   const std::int64_t outstanding = ended_behind ? load.OutstandingTail(issued) : 0;
   if (outstanding > 0) {
     rec.extras["load"]["queries_outstanding_at_end"] = outstanding;
@@ -263,7 +264,8 @@ std::vector<std::string> MeasureLoadWindow(const LoadCellSettings& s,
     const auto over = std::count_if(latencies.begin(), latencies.end(), [&](double l) { return l > bound; });
     const stats::BoundedEarlyStopping es =
         stats::EarlyStoppingWithBound(static_cast<std::int64_t>(measured), over, claim.early_stopping);
-    const bool ended_behind = done_reason == "too_many_outstanding" || done_reason == "drain_timeout";
+    const bool ended_behind = done_reason == "too_many_outstanding" || done_reason == "drain_timeout" ||
+                              done_reason == "dropped_after_stop";
     const bool kept_up = issue.kept_up && !ended_behind;
     const bool bound_met = at_percentile <= bound;
     record::SetMetric(rec, metric::kLoadEarlyStoppingMet, es.met ? 1 : 0);
