@@ -65,6 +65,7 @@ struct Params {
   double drift_pct_per_s = 0.0;
   std::optional<std::int64_t> shift_at_step;
   double shift_factor = 1.0;
+  std::optional<std::int64_t> shift_attempts;  // the shift in the first this many attempts only
   std::string fault_field;
   std::int64_t flood_bytes = std::int64_t{80} << 20;
   // The memory model: present when the cell sets either of its keys.
@@ -135,6 +136,7 @@ bool ParseShapeAndFaultParams(const nlohmann::json& p, Params& out, std::string&
     out.drift_pct_per_s = p.value("drift_pct_per_s", out.drift_pct_per_s);
     if (p.contains("shift_at_step")) out.shift_at_step = p.at("shift_at_step").get<std::int64_t>();
     out.shift_factor = p.value("shift_factor", out.shift_factor);
+    if (p.contains("shift_attempts")) out.shift_attempts = p.at("shift_attempts").get<std::int64_t>();
     out.fault_field = p.value("fault_field", out.fault_field);
     out.flood_bytes = p.value("flood_bytes", out.flood_bytes);
   } catch (const nlohmann::json::exception& e) {
@@ -513,7 +515,8 @@ int ServeCell(RunnerSession& session, const protocol::CellConfig* cell, const Op
     if (!early.fault_field.empty()) p.fault_field = early.fault_field;
   }
   if (p.inject_rank && *p.inject_rank != cell->rank) p.inject = Fault::kNone;
-  const synthetic::StepShape shape = ShapeOf(p);
+  synthetic::StepShape shape = ShapeOf(p);
+  if (p.shift_attempts && cell->attempt > *p.shift_attempts) shape.shift_at_step.reset();
   if (auto st = synthetic::ValidateShape(shape); !st.ok()) {
     (void)session.SendError(RunnerErrorKind::kInvalid, st.error().message);
     return 0;

@@ -77,6 +77,9 @@ struct CellRunOptions {
   RunnerPool* pool = nullptr;
   // Set by RunCell for a cell whose process the pool may keep: CONFIGURE offers serve_more.
   bool offer_reuse = false;
+  // Which measurement of the cell this is, from 1: measure.retry_disturbed runs a cell the machine
+  // disturbed again (retry.h); CONFIGURE carries it above 1.
+  int attempt = 1;
 };
 
 // Makes this process fit to drive runners, once: SIGPIPE ignored (a runner that exits as STOP is

@@ -20,6 +20,7 @@
 #include "orchestrator/input_analysis.h"
 #include "orchestrator/rank_link.h"
 #include "orchestrator/resume_check.h"
+#include "orchestrator/retry.h"
 #include "orchestrator/run_folder.h"
 #include "orchestrator/runner_pool.h"
 #include "plan/host_gpus.h"
@@ -362,8 +363,10 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
     // A boundary search runs its probes in processes of their own.
     if (IsBoundarySearch(cell)) pool.Close();
     if (request.runner_reuse && !IsBoundarySearch(cell)) options.pool = &pool;
-    record::CellRecord rec =
-        IsBoundarySearch(cell) ? RunBoundarySearch(cell, options) : RunCell(cell, options);
+    // measure.retry_disturbed: a cell the machine disturbed is measured again (retry.h).
+    record::CellRecord rec = IsBoundarySearch(cell)
+                                 ? RunBoundarySearch(cell, options)
+                                 : RunWithRetries(cell, options, matrix.measure.retry_disturbed, RunCell);
     if (rec.outcome == record::Outcome::kInterrupted) {
       interrupted = true;
       break;
