@@ -67,8 +67,9 @@ std::vector<std::string> AttemptLines(const record::CellRecord& c) {
   out.push_back("measured again (measure.retry_disturbed): " + head);
   for (const auto& t : list) {
     if (!t.is_object()) continue;
-    const std::optional<double> rate = t.contains("samples_per_s") && t["samples_per_s"].is_number()
-                                           ? std::optional<double>(t["samples_per_s"].get<double>())
+    const std::string rate_key(record::metric::kSamplesPerS);
+    const std::optional<double> rate = t.contains(rate_key) && t[rate_key].is_number()
+                                           ? std::optional<double>(t[rate_key].get<double>())
                                            : std::nullopt;
     std::string line = fmt::format("attempt {}: {} {}, {}", t.value("attempt", 0), t.value("outcome", ""),
                                    t.value("verdict", ""), FormatRate(rate));
