@@ -73,9 +73,15 @@ std::vector<std::string> AttemptLines(const record::CellRecord& c) {
                                            : std::nullopt;
     std::string line = fmt::format("attempt {}: {} {}, {}", t.value("attempt", 0), t.value("outcome", ""),
                                    t.value("verdict", ""), FormatRate(rate));
-    if (t.contains("verdict_reasons") && t["verdict_reasons"].is_array() && !t["verdict_reasons"].empty() &&
-        t["verdict_reasons"][0].is_string())
-      line += "; " + t["verdict_reasons"][0].get<std::string>();
+    // The reason that names the attempt's verdict (a cell may have several: docs/verdicts.md).
+    const std::optional<record::Verdict> verdict = record::ParseVerdict(t.value("verdict", ""));
+    if (t.contains("verdict_reasons") && t["verdict_reasons"].is_array()) {
+      for (const auto& r : t["verdict_reasons"]) {
+        if (!r.is_string() || !verdict || record::VerdictOfReason(r.get<std::string>()) != *verdict) continue;
+        line += "; " + r.get<std::string>();
+        break;
+      }
+    }
     if (t.value("stored", false)) line += " (stored)";
     out.push_back(line);
   }
