@@ -54,7 +54,10 @@ suite() {
 # (DLBENCH_STAGES=quickstart): on a quiet machine it passed at the first attempt five times out of
 # five, but run straight after the suite's ctest the same machine gave 13, 14 and 14 of 16 (cells
 # `shifted` 10-15% mid-window with no clock, power or load change the monitor saw), so as a
-# default stage it would fail CI on the machine's state, not on the matrix (docs/testing.md).
+# default stage it would fail CI on the machine's state, not on the matrix (docs/testing.md). Since
+# session 13 the quickstart measures a disturbed cell again (measure.retry_disturbed: 2); with other
+# builds beside it, 3 of 5 runs were still not all-valid (cells contended at every attempt), so it
+# stays opt-in until it is measured after a CI run with nothing beside it.
 quickstart() {
   local bin=build/tests/quickstart_e2e_test attempt
   if [ ! -x "$bin" ]; then

@@ -68,6 +68,7 @@ bool ParseShapeAndFaultParams(const nlohmann::json& p, Params& out, std::string&
     out.drift_pct_per_s = p.value("drift_pct_per_s", out.drift_pct_per_s);
     if (p.contains("shift_at_step")) out.shift_at_step = p.at("shift_at_step").get<std::int64_t>();
     out.shift_factor = p.value("shift_factor", out.shift_factor);
+    if (p.contains("shift_attempts")) out.shift_attempts = p.at("shift_attempts").get<std::int64_t>();
     out.fault_field = p.value("fault_field", out.fault_field);
     out.flood_bytes = p.value("flood_bytes", out.flood_bytes);
   } catch (const nlohmann::json::exception& e) {

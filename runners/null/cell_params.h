@@ -36,6 +36,7 @@ struct Params {
   double drift_pct_per_s = 0.0;
   std::optional<std::int64_t> shift_at_step;
   double shift_factor = 1.0;
+  std::optional<std::int64_t> shift_attempts;  // the shift in the first this many attempts only
   std::string fault_field;
   std::int64_t flood_bytes = std::int64_t{80} << 20;
   // The memory model: present when the cell sets either of its keys.

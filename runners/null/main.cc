@@ -168,7 +168,8 @@ int ServeCell(RunnerSession& session, const protocol::CellConfig* cell, const Op
     if (!early.fault_field.empty()) p.fault_field = early.fault_field;
   }
   if (p.inject_rank && *p.inject_rank != cell->rank) p.inject = Fault::kNone;
-  const synthetic::StepShape shape = ShapeOf(p);
+  synthetic::StepShape shape = ShapeOf(p);
+  if (p.shift_attempts && cell->attempt > *p.shift_attempts) shape.shift_at_step.reset();
   if (auto st = synthetic::ValidateShape(shape); !st.ok()) {
     (void)session.SendError(RunnerErrorKind::kInvalid, st.error().message);
     return 0;

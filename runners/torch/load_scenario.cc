@@ -300,11 +300,16 @@ class InlineSut final : public load::SystemUnderTest {
       return;
     }
     for (std::uint32_t offset = 0; offset < query.samples;) {
-      // After STOP the rest of a long query (offline's parts) is given up: it stays outstanding and
-      // DropQueued reports it, so the runner answers STOP within the orchestrator's grace.
+      // 2 s after STOP the rest of a long query (offline's parts) is given up: it stays outstanding
+      // and DropQueued reports it, so the runner answers STOP within the orchestrator's grace (the
+      // same 2 s as the load generator's drain after STOP; a short query simply finishes).
       if (offset > 0 && completer.StopRequested()) {
-        abandoned_ = 1;
-        return;
+        const std::int64_t now = MonotonicNowNs();
+        if (stop_seen_ns_ < 0) stop_seen_ns_ = now;
+        if (now - stop_seen_ns_ >= load::RunLimits{}.stop_drain_timeout_ns) {
+          abandoned_ = 1;
+          return;
+        }
       }
       const std::uint32_t n = std::min(part_, query.samples - offset);
       const std::optional<QueryTiming> timing = executor_.RunPart(query, offset, n);
@@ -323,6 +328,7 @@ class InlineSut final : public load::SystemUnderTest {
   TorchExecutor& executor_;
   std::uint32_t part_;
   std::uint64_t abandoned_ = 0;  // a query given up after STOP (its issue thread has returned)
+  std::int64_t stop_seen_ns_ = -1;
 };
 
 // The batch sizes a scenario runs: what warm-up must cover.

@@ -199,7 +199,8 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
                                                   orchestrator::CgroupCheck::kReadOnly);
     }
   }
-  std::map<std::string, std::vector<int>> cap_lines;  // the sentence, and the cells it is about
+  std::map<std::string, std::vector<int>> cap_lines;      // the sentence, and the cells it is about
+  std::map<std::string, std::vector<int>> retry_refused;  // why not measured again, and the cells
   nlohmann::json js = nlohmann::json::array();
   double saved_s = 0;
   std::int64_t sharing = 0, saved_known = 0;
@@ -261,6 +262,15 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
     if (auto cap = orchestrator::PlannedMemoryCap(c, cpu_parent.value_or(orchestrator::CgroupParent{}))) {
       cap_lines[MemoryCapSentence(*cap)].push_back(c.index);
       entry["memory_cap"] = std::move(*cap);
+    }
+    if (const int retries = matrix->measure.retry_disturbed; retries > 0) {
+      // measure.retry_disturbed: how many times the cell may run (docs/measurement.md "Measuring again").
+      const std::optional<std::string> refused = plan::RetryRefusal(c);
+      entry["attempts_allowed"] = refused ? 1 : retries + 1;
+      if (refused) {
+        entry["retry_refused"] = *refused;
+        retry_refused[*refused].push_back(c.index);
+      }
     }
     if (!c.input_control_id.empty()) entry["input_control_id"] = c.input_control_id;
     if (!c.input_pipeline_id.empty()) entry["input_pipeline_id"] = c.input_pipeline_id;
@@ -329,6 +339,18 @@ int ShowPlan(const PlanArgs& args, CommandContext& ctx) {
                : "each a fresh runner process");
   }
   if (!processes.empty()) PrintRunnerReuse(*cells, processes, sharing, saved_known, saved_s);
+  if (const int retries = matrix->measure.retry_disturbed; retries > 0) {
+    std::printf(
+        "measure.retry_disturbed %d: a cell whose verdict says the machine disturbed it (contended, shifted, "
+        "drifting) runs again, at most %s; the first attempt not disturbed is stored, else the last, and "
+        "the upper bounds count every attempt\n",
+        retries, CountNoun(retries, "more time").c_str());
+    for (const auto& [why, indices] : retry_refused) {
+      std::string which;
+      for (const int i : indices) which += fmt::format("{}#{}", which.empty() ? "" : ", ", i);
+      std::printf("  not measured again: %s: %s\n", which.c_str(), why.c_str());
+    }
+  }
   for (const auto& [sentence, indices] : cap_lines) {
     std::string which;
     for (const int i : indices) which += fmt::format("{}#{}", which.empty() ? "" : ", ", i);

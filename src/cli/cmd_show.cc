@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,41 @@ std::vector<std::string> SkippedChecks(const record::CellRecord& c) {
         out.push_back("the leak check on " + name + ": " + entry["skipped"].get<std::string>());
       }
     }
+  }
+  return out;
+}
+
+// A cell measured more than once (measure.retry_disturbed, extras.attempts): which attempt is
+// stored, then every attempt's verdict, rate and first reason, so no attempt is hidden.
+std::vector<std::string> AttemptLines(const record::CellRecord& c) {
+  std::vector<std::string> out;
+  const auto a = c.extras.is_object() ? c.extras.find(record::kAttemptsExtrasKey) : c.extras.end();
+  if (a == c.extras.end() || !a->is_object() || !a->contains("list") || !(*a)["list"].is_array()) return out;
+  const nlohmann::json& list = (*a)["list"];
+  const int stored = a->value("stored", 0);
+  const int allowed = a->value("allowed", 0);
+  std::string head = fmt::format("{} at attempt {} of {}", record::Name(c.verdict), stored, allowed);
+  if (a->value("every_attempt_disturbed", false)) head += ", disturbed at every attempt";
+  out.push_back("measured again (measure.retry_disturbed): " + head);
+  for (const auto& t : list) {
+    if (!t.is_object()) continue;
+    const std::string rate_key(record::metric::kSamplesPerS);
+    const std::optional<double> rate = t.contains(rate_key) && t[rate_key].is_number()
+                                           ? std::optional<double>(t[rate_key].get<double>())
+                                           : std::nullopt;
+    std::string line = fmt::format("attempt {}: {} {}, {}", t.value("attempt", 0), t.value("outcome", ""),
+                                   t.value("verdict", ""), FormatRate(rate));
+    // The reason that names the attempt's verdict (a cell may have several: docs/verdicts.md).
+    const std::optional<record::Verdict> verdict = record::ParseVerdict(t.value("verdict", ""));
+    if (t.contains("verdict_reasons") && t["verdict_reasons"].is_array()) {
+      for (const auto& r : t["verdict_reasons"]) {
+        if (!r.is_string() || !verdict || record::VerdictOfReason(r.get<std::string>()) != *verdict) continue;
+        line += "; " + r.get<std::string>();
+        break;
+      }
+    }
+    if (t.value("stored", false)) line += " (stored)";
+    out.push_back(line);
   }
   return out;
 }
@@ -366,7 +402,8 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
   for (const auto& c : *cells) {
     const bool failed = c.outcome != record::Outcome::kOk;
     const std::vector<std::string> skipped = failed ? std::vector<std::string>{} : SkippedChecks(c);
-    if (!failed && c.verdict_reasons.empty() && skipped.empty() &&
+    const std::vector<std::string> attempts = AttemptLines(c);
+    if (!failed && c.verdict_reasons.empty() && skipped.empty() && attempts.empty() &&
         !(verbose && c.extras.contains("warnings")))
       continue;
     if (!header) {
@@ -393,6 +430,7 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
                     TerminalSafe(w.is_string() ? w.get<std::string>() : w.dump()).c_str());
     }
     for (const std::string& why : skipped) std::printf("      skipped: %s\n", TerminalSafe(why).c_str());
+    for (const std::string& line : attempts) std::printf("      %s\n", TerminalSafe(line).c_str());
     if (failed) std::printf("      logs: %s\n", TerminalSafe(c.stderr_path).c_str());
   }
   if (verbose) {

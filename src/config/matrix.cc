@@ -165,6 +165,8 @@ bool AssignMeasure(MeasureSettings& m, const std::string& name, const Value& v) 
     m.idle_baseline_s = v.get<double>();
   } else if (name == "sample_interval_ms") {
     m.sample_interval_ms = v.get<double>();
+  } else if (name == "retry_disturbed") {
+    m.retry_disturbed = static_cast<int>(v.get<std::int64_t>());
   } else {
     return false;
   }

@@ -47,6 +47,9 @@ struct MeasureSettings {
   std::int64_t min_warmup_steps = 2;      // the warm-up cut is never earlier than this
   std::optional<double> idle_baseline_s;  // seconds of idle sampling before the cell (monitor)
   double sample_interval_ms = 100.0;      // monitor sampling interval
+  // A cell whose verdict says the machine disturbed it (contended, shifted, drifting) runs again,
+  // up to this many more times (docs/measurement.md "Measuring again"); 0: never.
+  int retry_disturbed = 0;
   // Not a `measure:` key: set per cell by measure::SettingsForCell. The measured window is every
   // step (no warm-up cut) and the policy never stops the cell; the runner's own rule ends it
   // (scenario: converge trains to its target, docs/convergence.md).

@@ -268,6 +268,15 @@ void AppendNullEntries(std::vector<ParamSpec>& r) {
           .Max(1000)
           .Help("The level shift's step time multiplier. At most 1000, so that a typo is caught here.")
           .Build());
+  r.push_back(Entry("shift_attempts", kCell, kNull, ParamType::kInt)
+                  .Unit("attempts")
+                  .Min(0)
+                  .Max(10)
+                  .DefaultText("every attempt")
+                  .Help("The level shift happens in the cell's first this many attempts only (CONFIGURE's "
+                        "attempt; measure.retry_disturbed runs a shifted cell again): a machine that "
+                        "disturbed one measurement and not the next. At most 10, like retry_disturbed.")
+                  .Build());
 }
 
 }  // namespace dlbench::config::internal

@@ -152,6 +152,17 @@ void AppendRunEntries(std::vector<ParamSpec>& r) {
                   .Help("Interval of the device and host monitor's samples. At least 1: faster sampling "
                         "would only spin the monitor thread and fill memory. At most 60000 (a minute).")
                   .Build());
+  r.push_back(Entry("retry_disturbed", kMeas, kCore, ParamType::kInt)
+                  .Unit("attempts")
+                  .Default(Int(measure_defaults.retry_disturbed))
+                  .Min(0)
+                  .Max(10)
+                  .Help("Measure again: a cell that ended ok with a verdict saying the machine disturbed "
+                        "it (contended, shifted or drifting) runs again, up to this many more times, and "
+                        "the first attempt not disturbed is stored (else the last), with every attempt's "
+                        "verdict in extras.attempts. Not for boundary searches, load, converge or ddp "
+                        "cells (plan names them). At most 10.")
+                  .Build());
 }
 
 }  // namespace dlbench::config::internal

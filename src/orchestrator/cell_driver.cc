@@ -313,10 +313,10 @@ CellDriver::CellDriver(const plan::Cell& cell, const CellRunOptions& o, record::
       rec_(rec),
       s_(s),
       role_(std::move(role)),
-      conv_(
-          cell,
-          ConversationSettings{o.measure, o.timeout_s, o.limits, role_.rank, role_.rendezvous, o.offer_reuse},
-          rec),
+      conv_(cell,
+            ConversationSettings{o.measure, o.timeout_s, o.limits, role_.rank, role_.rendezvous,
+                                 o.offer_reuse, o.attempt},
+            rec),
       stdout_log_(rec.stdout_path, o.log_head_bytes, o.log_tail_bytes),
       stderr_log_(rec.stderr_path, o.log_head_bytes, o.log_tail_bytes) {}
 

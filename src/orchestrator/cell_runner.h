@@ -81,6 +81,9 @@ struct CellRunOptions {
   // process"): a runner whose ERROR is an `oom` that says process_usable (its allocator refused the
   // request and the runner frees the cell before the next CONFIGURE) is kept like one that sent DONE.
   bool keep_after_usable_oom = false;
+  // Which measurement of the cell this is, from 1: measure.retry_disturbed runs a cell the machine
+  // disturbed again (retry.h); CONFIGURE carries it above 1.
+  int attempt = 1;
 };
 
 // Makes this process fit to drive runners, once: SIGPIPE ignored (a runner that exits as STOP is

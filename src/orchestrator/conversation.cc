@@ -355,6 +355,7 @@ FrameResult Conversation::Configure(const nlohmann::json& hello, std::int64_t no
   cfg.limits.max_steps = SaturatingAdd(m.max_steps, std::max<std::int64_t>(1000, m.max_steps / 10));
   cfg.limits.max_time_s = std::max(m.max_time_s * 2 + 10, settings_.timeout_s);
   serve_more_ = cfg.serve_more = settings_.offer_reuse && hello.value("multi_cell", false);
+  cfg.attempt = settings_.attempt;
   FrameResult result{FrameResult::Effect::kAdvanced, ""};
   protocol::AppendJsonFrame(result.reply, MessageType::kConfigure, protocol::ConfigureToJson(cfg));
   state_ = ConversationState::kConfigured;

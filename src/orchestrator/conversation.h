@@ -68,6 +68,8 @@ struct ConversationSettings {
   // `dlbench run --runner-reuse` (docs/adr/0011-runner-reuse.md): CONFIGURE says serve_more when
   // the runner's HELLO says "multi_cell": true, so that it waits for another cell after DONE.
   bool offer_reuse = false;
+  // Which measurement of the cell this is (CONFIGURE's attempt; measure.retry_disturbed).
+  int attempt = 1;
 };
 
 // The runner's ERROR, once received.

@@ -20,6 +20,7 @@
 #include "orchestrator/input_analysis.h"
 #include "orchestrator/rank_link.h"
 #include "orchestrator/resume_check.h"
+#include "orchestrator/retry.h"
 #include "orchestrator/run_folder.h"
 #include "orchestrator/runner_pool.h"
 #include "plan/host_gpus.h"
@@ -376,8 +377,10 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
     const bool own_processes = IsBoundarySearch(cell) && !SharesProbeProcess(cell);
     if (own_processes || (IsBoundarySearch(cell) && !request.runner_reuse)) pool.Close();
     if (request.runner_reuse && !own_processes) options.pool = &pool;
-    record::CellRecord rec =
-        IsBoundarySearch(cell) ? RunBoundarySearch(cell, options) : RunCell(cell, options);
+    // measure.retry_disturbed: a cell the machine disturbed is measured again (retry.h).
+    record::CellRecord rec = IsBoundarySearch(cell)
+                                 ? RunBoundarySearch(cell, options)
+                                 : RunWithRetries(cell, options, matrix.measure.retry_disturbed, RunCell);
     if (rec.outcome == record::Outcome::kInterrupted) {
       interrupted = true;
       break;

@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "config/registry.h"
+#include "plan/ddp_references.h"
 
 namespace dlbench::plan {
 namespace {
@@ -58,6 +59,19 @@ Declared DeclaredTimes(const Cell& cell, const config::Matrix& matrix) {
 }
 
 }  // namespace
+
+std::optional<std::string> RetryRefusal(const Cell& cell) {
+  if (std::any_of(std::begin(config::kBoundarySearchKeys), std::end(config::kBoundarySearchKeys),
+                  [&](const char* key) { return StringParamIs(cell, key, "max"); })) {
+    return "a boundary search (its probes are measurements of their own)";
+  }
+  if (cell.params.count("load") > 0) return "a load cell (its verdicts judge the system under load)";
+  if (StringParamIs(cell, "scenario", "converge")) {
+    return "a converge cell (it trains to a target, not to a stable step time)";
+  }
+  if (IsDdpCell(cell.params)) return "a ddp cell (its ranks may run on a group run's other tasks)";
+  return std::nullopt;
+}
 
 double StepsNeeded(const config::MeasureSettings& m) {
   return std::max<double>(config::kMinStepsForInterval, static_cast<double>(m.min_steps)) *
@@ -127,6 +141,7 @@ Estimate EstimateCell(const Cell& cell, const config::Matrix& matrix,
       e.step_from_history = true;
     }
   }
+  if (m.retry_disturbed > 0 && !RetryRefusal(cell)) e.high_s *= static_cast<double>(m.retry_disturbed + 1);
   return e;
 }
 

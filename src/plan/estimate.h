@@ -41,8 +41,14 @@ struct Estimate {
   bool policy_stops = true;
 };
 
+// With measure.retry_disturbed N, a cell RetryRefusal does not name may run N + 1 times: its upper
+// bound is N + 1 times one run's (the estimate stays one run's).
 Estimate EstimateCell(const Cell& cell, const config::Matrix& matrix,
                       const std::map<std::string, KeyHistory>& history_by_key);
+
+// Why measure.retry_disturbed does not measure this cell again (docs/measurement.md "Measuring
+// again"): a boundary search, a load cell, a converge cell or a ddp cell; nullopt when it does.
+std::optional<std::string> RetryRefusal(const Cell& cell);
 
 // The measured steps a cell needs: kMinStepsForInterval or min_steps, whichever is more, with the
 // warm-up cut's margin (what the too_short verdict's advice asks for).

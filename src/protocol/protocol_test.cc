@@ -220,6 +220,23 @@ TEST(RunnerSessionTest, LoopStreamsStepsAndStopsOnStop) {
   for (int fd : {to_runner->first, to_runner->second, to_orch->first}) close(fd);
 }
 
+// measure.retry_disturbed's attempt: absent from a first attempt's CONFIGURE (old runners see
+// nothing new), round-trips from the second on, and an attempt below 1 is a protocol error.
+TEST(RunnerSessionTest, TheAttemptIsSentFromTheSecondOnAndRoundTrips) {
+  CellConfig first;
+  EXPECT_FALSE(ConfigureToJson(first).contains("attempt"));
+  EXPECT_EQ(ParseConfigure(ConfigureToJson(first))->attempt, 1);
+  CellConfig again;
+  again.attempt = 3;
+  EXPECT_EQ(ConfigureToJson(again)["attempt"], 3);
+  EXPECT_EQ(ParseConfigure(ConfigureToJson(again))->attempt, 3);
+  nlohmann::json bad = ConfigureToJson(first);
+  bad["attempt"] = 0;
+  EXPECT_FALSE(ParseConfigure(bad).ok());
+  bad["attempt"] = "2";
+  EXPECT_FALSE(ParseConfigure(bad).ok());
+}
+
 // A runner serving several cells (docs/adr/0011-runner-reuse.md): serve_more round-trips and is
 // absent from a plain CONFIGURE; a STOP that crossed the first cell's DONE is skipped before the
 // next CONFIGURE; BeginNextCell forgets the first cell's STOP; the end of the pipe then ends it.

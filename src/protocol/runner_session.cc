@@ -32,6 +32,8 @@ Result<CellConfig> ParseConfigure(const nlohmann::json& body) {
     c.world_size = body.value("world_size", 1);
     c.cell_key = body.value("cell_key", std::string());
     c.serve_more = body.value("serve_more", false);
+    c.attempt = body.value("attempt", 1);
+    if (c.attempt < 1) return MakeError(ErrorKind::kProtocol, "CONFIGURE attempt must be >= 1");
     if (body.contains("limits")) {
       const auto& l = body.at("limits");
       c.limits.max_steps = l.value("max_steps", c.limits.max_steps);
@@ -69,6 +71,7 @@ nlohmann::json ConfigureToJson(const CellConfig& c) {
                       {"cell_key", c.cell_key},
                       {"limits", {{"max_steps", c.limits.max_steps}, {"max_time_s", c.limits.max_time_s}}}};
   if (c.serve_more) j["serve_more"] = true;
+  if (c.attempt > 1) j["attempt"] = c.attempt;
   if (c.rendezvous) {
     j["rendezvous"] = {{"local_rank", c.rendezvous->local_rank},
                        {"local_world_size", c.rendezvous->local_world_size}};

@@ -64,6 +64,9 @@ struct CellConfig {
   // waits for another CONFIGURE (or the end of its command pipe) instead of exiting. Sent only to
   // a runner whose HELLO said "multi_cell": true.
   bool serve_more = false;
+  // CONFIGURE's "attempt": which measurement of this cell this is, from 1 (measure.retry_disturbed
+  // runs a disturbed cell again, docs/measurement.md "Measuring again"). Sent only when above 1.
+  int attempt = 1;
 };
 
 Result<CellConfig> ParseConfigure(const nlohmann::json& body);

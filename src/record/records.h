@@ -135,6 +135,10 @@ inline constexpr const char* kInputVerdictExtrasKey = "input_verdict";
 // CellRecord::extras["ddp_scaling"]: a ddp cell's per-rank figures and its comparisons with the
 // same run's cells, or why none (orchestrator/ddp_analysis.h writes it; show and the report read it).
 inline constexpr const char* kDdpScalingExtrasKey = "ddp_scaling";
+// CellRecord::extras["attempts"]: a cell measured more than once under measure.retry_disturbed,
+// every attempt's outcome, verdict, reasons and headline figures (orchestrator/retry.h writes it;
+// show reads it).
+inline constexpr const char* kAttemptsExtrasKey = "attempts";
 
 // Rank 0's steps in step order (by start time: the records the measurement policy saw).
 std::vector<StepRecord> RankZeroSteps(const CellRecord& cell);

@@ -211,7 +211,8 @@ measure: {min_time_s: 2, max_time_s: 3}
   const std::string reasons = cell.at("verdict_reasons").dump();
   EXPECT_NE(reasons.find("still outstanding when the runner ended (dropped_after_stop)"), std::string::npos)
       << reasons;
-  EXPECT_GT(cell.at("extras").at("load").value("queries_outstanding_at_end", 0), 0) << cell.at("extras").dump();
+  EXPECT_GT(cell.at("extras").at("load").value("queries_outstanding_at_end", 0), 0)
+      << cell.at("extras").dump();
 }
 
 TEST(TorchE2E, ACpuCellBeyondItsCapEndsOomWithTheRequestAndTheCap) {
