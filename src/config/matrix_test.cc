@@ -92,7 +92,8 @@ TEST(MatrixTest, EveryMeasureKeyIsApplied) {
       "  ci_level: 0.99\n"
       "  min_warmup_steps: 4\n"
       "  idle_baseline_s: 3\n"
-      "  sample_interval_ms: 50\n";
+      "  sample_interval_ms: 50\n"
+      "  retry_disturbed: 2\n";
   std::set<std::string> registry_keys;
   for (const ParamSpec& spec : Registry()) {
     if (spec.section == ParamSection::kMeasure) registry_keys.insert(spec.name);
@@ -112,6 +113,7 @@ TEST(MatrixTest, EveryMeasureKeyIsApplied) {
   EXPECT_EQ(s.min_warmup_steps, 4);
   EXPECT_DOUBLE_EQ(s.idle_baseline_s.value_or(-1), 3.0);
   EXPECT_DOUBLE_EQ(s.sample_interval_ms, 50.0);
+  EXPECT_EQ(s.retry_disturbed, 2);
 }
 
 TEST(MatrixTest, CommandRunnerPassesUnknownKeysThrough) {

@@ -90,6 +90,20 @@ matrix:
   EXPECT_NE(::kill(static_cast<pid_t>(*pids.begin()), 0), 0) << "the shared runner outlived the run";
 }
 
+// Six cells that differ at process start: cuda_alloc_conf (the runner's environment), model (a
+// process-level key) and memory_cap (a limit on the process).
+const std::string kDifferMatrix = R"(runner: null
+matrix:
+  batch_size: [1, 2, 3, 4, 5, 6]
+  step_ms: [2]
+  virtual_time: [true]
+include:
+  - {batch_size: 3, cuda_alloc_conf: "expandable_segments:True"}
+  - {batch_size: 4, model: b, cuda_alloc_conf: "expandable_segments:True"}
+  - {batch_size: 5, model: b, cuda_alloc_conf: "expandable_segments:True", memory_cap: 1GiB}
+  - {batch_size: 6, model: b, cuda_alloc_conf: "expandable_segments:True"}
+)";
+
 TEST(ReuseE2E, ACrashEndsItsOwnCellAndTheNextCellGetsANewProcess) {
   TempDir dir("reuse_crash");
   const auto cells = RunMatrix(dir, "crash", std::string(R"(runner: null
@@ -120,18 +134,7 @@ TEST(ReuseE2E, CellsThatDifferAtProcessStartDoNotShare) {
   TempDir dir("reuse_differ");
   // cuda_alloc_conf is in the runner's environment, set before its exec; memory_cap limits the
   // process; model is one of the process-level keys.
-  const auto cells = RunMatrix(dir, "differ", std::string(R"(runner: null
-matrix:
-  batch_size: [1, 2, 3, 4, 5, 6]
-  step_ms: [2]
-  virtual_time: [true]
-include:
-  - {batch_size: 3, cuda_alloc_conf: "expandable_segments:True"}
-  - {batch_size: 4, model: b, cuda_alloc_conf: "expandable_segments:True"}
-  - {batch_size: 5, model: b, cuda_alloc_conf: "expandable_segments:True", memory_cap: 1GiB}
-  - {batch_size: 6, model: b, cuda_alloc_conf: "expandable_segments:True"}
-)") + kMeasure,
-                               true);
+  const auto cells = RunMatrix(dir, "differ", kDifferMatrix + kMeasure, true);
   ASSERT_EQ(cells.size(), 6u);
   for (const auto& c : cells) EXPECT_EQ(c.outcome, record::Outcome::kOk) << c.label << ": " << c.message;
   EXPECT_EQ(PidOf(cells[0]), PidOf(cells[1]));
@@ -150,17 +153,7 @@ TEST(ReuseE2E, PlanShowsWhichCellsShareAProcessAndTheStartUpItSaves) {
   TempDir dir("reuse_plan");
   const std::string db = dir / "r.db", differ = dir / "differ.yaml", four = dir / "four.yaml";
   // Planned only: the capped cell is not run (an ASan runtime cannot start under its RLIMIT_DATA).
-  WriteText(differ, std::string(R"(runner: null
-matrix:
-  batch_size: [1, 2, 3, 4, 5, 6]
-  step_ms: [2]
-  virtual_time: [true]
-include:
-  - {batch_size: 3, cuda_alloc_conf: "expandable_segments:True"}
-  - {batch_size: 4, model: b, cuda_alloc_conf: "expandable_segments:True"}
-  - {batch_size: 5, model: b, cuda_alloc_conf: "expandable_segments:True", memory_cap: 1GiB}
-  - {batch_size: 6, model: b, cuda_alloc_conf: "expandable_segments:True"}
-)") + kMeasure);
+  WriteText(differ, kDifferMatrix + kMeasure);
   const CommandResult text = Dlbench({"plan", differ, "--runner-reuse"}, dir, db);
   ASSERT_EQ(text.exit_code, 0) << text.out << text.err;
   EXPECT_NE(text.out.find("--runner-reuse: 6 cells in 5 runner processes: #0-#1, #2, #3, #4, #5\n"
