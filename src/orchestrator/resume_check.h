@@ -12,6 +12,7 @@
 
 namespace dlbench::orchestrator {
 
+// NOLINTNEXTLINE(bugprone-exception-escape): the implicit moves are nlohmann::json's and string's, noexcept
 struct ResumeEnvironment {
   // What each resumed cell stores in extras.resume; null when nothing differs.
   nlohmann::json record;
