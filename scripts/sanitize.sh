@@ -33,10 +33,11 @@ case "$kind" in
     # MemoryE2E runs its runners under memory_cap, an RLIMIT_DATA of a few GiB, and an
     # instrumented dlbench-null cannot start under one (ASan maps terabytes of shadow memory at
     # start: "AddressSanitizer: internal allocator is out of memory"); it runs in the suite stage.
+    # BoundaryProcessE2E's two searching tests run every probe under a memory_cap too (session 13's CI).
     # So does ReuseE2E.CellsThatDifferAtProcessStartDoNotShare, whose last cell has a memory_cap
     # ("ReserveShadowMemoryRange failed ... Perhaps you're using ulimit -v").
     ctest --output-on-failure --timeout 900 -j "${DLBENCH_TEST_JOBS:-2}" -L 'unit|e2e' -LE 'torch|browser|prometheus|gpu' \
-      -E '^(PythonClient[.]|MemoryE2E[.]|ReuseE2E[.]CellsThatDifferAtProcessStartDoNotShare$)' "$@"
+      -E '^(PythonClient[.]|MemoryE2E[.]|ReuseE2E[.]CellsThatDifferAtProcessStartDoNotShare$|BoundaryProcessE2E[.](SharedAndGuidedSearchesFindWhatFreshBisectionFinds|UnderRunnerReuseSharedSearchesShareOneProcess)$)' "$@"
     ;;
   thread)
     # TSan needs every thread's code instrumented; the tests named here are those with threads of

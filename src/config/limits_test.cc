@@ -107,6 +107,21 @@ TEST(MatrixLimitsTest, LargeNumbersAreRefusedWithTheMaximum) {
   EXPECT_EQ(at_limits->repetitions, 100000);
 }
 
+// An escape that decodes to bytes that are not UTF-8 (yaml-cpp writes \N as the single byte 0x85)
+// is refused at its string, as raw bytes are (found by fuzz_matrix; the whole input is
+// fuzz/regressions/matrix/crash-4a43c2fce01a51839ec73eb60c9cf45f4915182b).
+TEST(MatrixLimitsTest, AnEscapeThatDecodesToBytesThatAreNotUtf8IsRefusedAtItsString) {
+  Result<Matrix> m = ParseMatrix("runner: null\nmatrix:\n  model: \"a\\Nb\"\n", "m.yaml");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(
+      m.error().message.find("m.yaml:3:10: error: this string's escape sequences decode to bytes that are "
+                             "not UTF-8"),
+      std::string::npos)
+      << m.error().message;
+  EXPECT_TRUE(ParseMatrix("runner: null\nmatrix:\n  model: \"a\\u00e9b\"\n", "m.yaml").ok())
+      << "an escape that decodes to UTF-8 stays allowed";
+}
+
 TEST(MatrixLimitsTest, TextThatIsNotUtf8IsRefusedAtItsPlace) {
   // Such a model name used to reach JSON (the progress file) and abort `dlbench run`.
   Result<Matrix> m = ParseMatrix(

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -23,6 +24,25 @@
 
 namespace dlbench::config {
 namespace {
+
+// The first scalar (a key or a value) of `node` whose text is not UTF-8, where it stands.
+std::optional<YAML::Mark> FirstNonUtf8Scalar(const YAML::Node& node) {
+  if (node.IsScalar()) {
+    if (ValidUtf8Prefix(node.Scalar()) != node.Scalar().size()) return node.Mark();
+    return std::nullopt;
+  }
+  if (node.IsSequence()) {
+    for (const YAML::Node& item : node) {
+      if (auto bad = FirstNonUtf8Scalar(item)) return bad;
+    }
+  } else if (node.IsMap()) {
+    for (const auto& pair : node) {
+      if (auto bad = FirstNonUtf8Scalar(pair.first)) return bad;
+      if (auto bad = FirstNonUtf8Scalar(pair.second)) return bad;
+    }
+  }
+  return std::nullopt;
+}
 
 // Collects every problem found in a file so the user fixes them in one pass; rendered sorted by
 // position as "FILE:LINE:COL: error: KEY: message".
@@ -226,6 +246,14 @@ class MatrixParser {
       if (!documents.first_nodes.empty()) root = YAML::Load(matrix_.text);
     } catch (const YAML::Exception& e) {
       diag_.Add(e.mark, "", "YAML syntax error: " + e.msg);
+      return diag_.ToError();
+    }
+    // An escape in a double-quoted string decodes past the text check above: yaml-cpp writes \N, \_,
+    // \L and \P as single bytes that are not UTF-8 (found by fuzz_matrix).
+    if (const std::optional<YAML::Mark> bad = FirstNonUtf8Scalar(root)) {
+      diag_.Add(*bad, "",
+                "this string's escape sequences decode to bytes that are not UTF-8 (yaml-cpp writes \\N, "
+                "\\_, \\L and \\P as single bytes); write the character itself");
       return diag_.ToError();
     }
     const YAML::Mark start;  // 1:1
