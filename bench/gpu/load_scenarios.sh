@@ -9,7 +9,9 @@
 # (or ./load-evidence-out): at most seven files.
 # --peak runs only the peak search of bench/gpu/load-peak.yaml through `dlbench run` (ResNet-50
 # bf16, target_qps: max under a 10 ms p99; at most 300 s) and writes run-peak.txt (the run and
-# `show latest`) and peak.json (the cell's export).
+# `show latest`) and peak.json (the cell's export), then checks the peak: the same cell at fixed
+# rates (the peak found, and 4,000/s) for CHECK_S seconds each (default 30), written to
+# run-peak-check.txt (session 13's 4,000/s check differed from the search's cell: one stream, not two).
 # Usage: bench/gpu/load_scenarios.sh [--skip-build] [--peak]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -37,6 +39,29 @@ if [ "$PEAK_ONLY" = 1 ]; then
     "$BUILD/bin/dlbench" --db "$RUN_DIR/r.db" show latest) > "$LOGS/run-peak.txt" 2>&1
   echo "dlbench run (load-peak.yaml): exit $?"; tail -40 "$LOGS/run-peak.txt"
   "$BUILD/bin/dlbench" --db "$RUN_DIR/r.db" export latest --format json > "$LOGS/peak.json" 2>> "$LOGS/run-peak.txt"
+  PEAK=$(python3 - "$LOGS/peak.json" <<'PY'
+import json, sys
+try:
+    doc = json.load(open(sys.argv[1]))
+except (OSError, ValueError):
+    sys.exit(0)
+for cell in doc.get("cells", []) if isinstance(doc, dict) else []:
+    m = cell.get("metrics", {}).get("load_peak_qps")
+    if m and m.get("value"):
+        print(int(m["value"]))
+PY
+)
+  if [ -z "$PEAK" ]; then echo "no peak to check"; exit 0; fi
+  CHECK_S="${CHECK_S:-30}"
+  case "$CHECK_S" in '' | *[!0-9]*) echo "CHECK_S must be a whole number of seconds" >&2; exit 2 ;; esac
+  # The search's cell at fixed rates: target_qps a list, no peak_* keys, CHECK_S seconds each.
+  sed -e "s/^  target_qps: max/  target_qps: [$PEAK, 4000]/" -e '/^  peak_/d' -e 's/^name: .*/name: gpu-load-peak-check/' \
+      -e "s/^  max_time_s: .*/  min_time_s: $CHECK_S\n  max_time_s: $((CHECK_S + 5))/" \
+      "$ROOT/bench/gpu/load-peak.yaml" > "$RUN_DIR/check.yaml"
+  echo "== the peak ($PEAK/s) and 4,000/s as fixed-rate cells, $CHECK_S s each"
+  (cd "$RUN_DIR" && timeout $((2 * CHECK_S + 120)) "$BUILD/bin/dlbench" --db "$RUN_DIR/r.db" run "$RUN_DIR/check.yaml"; \
+    "$BUILD/bin/dlbench" --db "$RUN_DIR/r.db" show latest) > "$LOGS/run-peak-check.txt" 2>&1
+  echo "dlbench run (check): exit $?"; tail -30 "$LOGS/run-peak-check.txt"
   exit 0
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.limit --format=csv > "$LOGS/gpu.txt" 2>&1 || true

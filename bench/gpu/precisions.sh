@@ -11,7 +11,9 @@
 #   bench/gpu/precisions.sh
 #   env: OUT (default /tmp/dlbench-precisions: log, matrix, database), BUILD (default build-gpu),
 #   PYTHON (default python3), MAX_TIME_S (per cell's measured loop, default 20), CPU_THREADS
-#   (default 16), SAMPLES (reference_samples, default 16)
+#   (default 16), SAMPLES (reference_samples, default 16), ONLY (space-separated `--only` filters
+#   of `dlbench run`, e.g. ONLY="device=cpu batch_size=1,precision=fp32": the cells any of them
+#   selects; the fp32 cell a precision or device is compared with must be among them)
 # Bounded: 4 models x 2 batches x 4 GPU precisions = 32 cells plus 10 CPU cells (batch 1, and
 # bert_base at 16: fp32 BERT on a reference BLAS is slow, docs/precisions.md), each at most
 # MAX_TIME_S of steps plus its build and evaluation (timeout_s 900 per cell). `dlbench plan` of
@@ -27,6 +29,8 @@ SAMPLES="${SAMPLES:-16}"
 for v in "$MAX_TIME_S" "$CPU_THREADS" "$SAMPLES"; do
   case "$v" in '' | *[!0-9]*) echo "precisions: MAX_TIME_S, CPU_THREADS and SAMPLES are whole numbers (got '$v')" >&2; exit 2 ;; esac
 done
+ONLY_ARGS=()
+for f in ${ONLY:-}; do ONLY_ARGS+=(--only "$f"); done
 DL="$BUILD/bin/dlbench"
 if [ ! -x "$DL" ] || [ ! -x "$BUILD/bin/dlbench-torch" ]; then
   echo "== building dlbench and dlbench-torch into $BUILD (scripts/build-gpu.sh)"
@@ -69,9 +73,9 @@ timeout_s: 900
 measure:
   max_time_s: $MAX_TIME_S
 YAML
-"$DL" --db "$DB" plan "$MATRIX" || exit 2
-echo "== dlbench run $MATRIX"
-"$DL" --db "$DB" run "$MATRIX" --out "$OUT/run"
+"$DL" --db "$DB" plan "$MATRIX" "${ONLY_ARGS[@]}" || exit 2
+echo "== dlbench run $MATRIX ${ONLY_ARGS[*]}"
+"$DL" --db "$DB" run "$MATRIX" --out "$OUT/run" "${ONLY_ARGS[@]}"
 echo "== dlbench show"
 "$DL" --db "$DB" show latest
 echo "== dlbench report (the Precisions section's CPU-GPU consistency table)"

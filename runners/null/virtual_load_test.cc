@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <optional>
 
 #include "load/load_generator.h"
 #include "load/peak_search.h"
@@ -231,6 +232,45 @@ TEST(VirtualLoadTest, ThePeakSearchFindsTheRateAnMD1QueueSustainsWithinItsBound)
   }
   EXPECT_EQ(next, records.size());
   EXPECT_EQ(outcome.issued, records.size());
+}
+
+// peak_min_probe_s: each probe measures at least its rate x that many seconds of queries (h(0) =
+// 459 at p99 when that is more); 0 leaves the early-stopping minimum alone. On the M/D/1 server
+// (peak 773.5/s), probes of the minimum alone, a fraction of a second each, put the whole bracket
+// above the queue's peak (835-872/s on this seed: a short probe's p99 misses the queue a
+// sustained rate builds, as the H200's 72 ms probes did); probes of the default 5 s bracket it.
+TEST(VirtualLoadTest, EachPeakProbeMeasuresAtLeastItsMinimumDurationAtItsRate) {
+  const VirtualService service{1'000'000, 0};
+  const double expected = MD1Peak(10e-3, 1e-3, 0.99);
+  auto search = [&](std::optional<double> min_s, std::uint32_t max_probes) {
+    nlohmann::json keys = {{"load", "server"},
+                           {"target_qps", "max"},
+                           {"latency_bound_ms", 10},
+                           {"max_batch", 1},
+                           {"peak_max_probes", max_probes}};
+    if (min_s) keys["peak_min_probe_s"] = *min_s;
+    return SearchOnTheVirtualServer(Settings(keys), service, 100'000'000'000'000);
+  };
+  const load::PeakSearchOutcome bare = search(0.0, 4);
+  ASSERT_EQ(bare.probes.size(), 4u);
+  EXPECT_EQ(bare.probes[0].queries, 459u);  // 100/s: every query within the bound, h(0) met at once
+  EXPECT_EQ(bare.ToJson()["probe_min_s"], 0.0);
+  const load::PeakSearchOutcome ten = search(10.0, 4);
+  ASSERT_EQ(ten.probes.size(), 4u);
+  EXPECT_EQ(ten.probes[0].queries, 1000u);  // 10 s at 100/s
+  for (const load::ProbeReport& p : ten.probes) {
+    EXPECT_GE(static_cast<double>(p.queries), std::ceil(p.target_qps * 10)) << p.target_qps;
+  }
+  EXPECT_EQ(ten.ToJson()["probe_min_s"], 10.0);
+
+  const load::PeakSearchOutcome short_probes = search(0.0, load::kDefaultPeakMaxProbes);
+  ASSERT_EQ(short_probes.search.end, stats::PeakSearchEnd::kConverged);
+  EXPECT_GT(*short_probes.search.peak_per_s, expected * 1.05);
+  const load::PeakSearchOutcome default_probes = search(std::nullopt, load::kDefaultPeakMaxProbes);
+  EXPECT_EQ(default_probes.ToJson()["probe_min_s"], 5.0);
+  ASSERT_EQ(default_probes.search.end, stats::PeakSearchEnd::kConverged);
+  EXPECT_LE(*default_probes.search.peak_per_s, expected);
+  EXPECT_GE(*default_probes.search.lowest_failing_per_s, expected);
 }
 
 // The bounds end the search early: the probe cap with the bracket still open, the time budget

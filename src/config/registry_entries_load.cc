@@ -70,6 +70,18 @@ void AppendLoadEntries(std::vector<ParamSpec>& r) {
                         "max_time_s bounds it too. At most 86400 (a day), so that a wrong unit is caught "
                         "here.")
                   .Build());
+  r.push_back(Entry("peak_min_probe_s", kCell, kLoad, ParamType::kNumber)
+                  .Unit("s")
+                  .Min(0)
+                  .Max(3600)
+                  .DefaultText("5")
+                  .Help("target_qps: max: each probe measures at least this long at its rate (after its "
+                        "0.5 s warm-up): max(early-stopping minimum, min_queries, rate x this) queries, "
+                        "more while early stopping needs them. 0: the early-stopping minimum alone, which "
+                        "lasts milliseconds at thousands of queries/s and can miss a throughput that sinks "
+                        "over seconds. LoadGen runs each server run at least 60 s. At most 3600 (an hour a "
+                        "probe), so that a wrong unit is caught here.")
+                  .Build());
   r.push_back(
       Entry("latency_percentile", kCell, kLoad, ParamType::kNumber)
           .Min(0, false)

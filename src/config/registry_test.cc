@@ -87,6 +87,7 @@ TEST(RegistryTest, ScopesSelectParametersByRunner) {
                                             "peak_max_probes",
                                             "peak_resolution",
                                             "peak_max_time_s",
+                                            "peak_min_probe_s",
                                             "latency_percentile",
                                             "samples_per_query",
                                             "query_interval_ms",

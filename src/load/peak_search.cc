@@ -78,6 +78,7 @@ PeakSearchOutcome RunPeakSearch(const EffectiveLoadSettings& settings, LoadGener
   outcome.rel_tolerance = settings.peak_resolution;
   outcome.latency_bound_ms = static_cast<double>(*settings.latency_bound_ns) / 1e6;
   outcome.latency_percentile = settings.latency_percentile;
+  outcome.probe_min_s = static_cast<double>(settings.peak_min_probe_ns) / 1e9;
   ProbeSink sink(out);
   stats::EarlyStoppingParams es;
   es.percentile = settings.latency_percentile;
@@ -108,7 +109,11 @@ PeakSearchOutcome RunPeakSearch(const EffectiveLoadSettings& settings, LoadGener
     report.warmup_first_query = warm_run.first_id;
     report.warmup_queries = warm_run.issued;
     report.first_query = warm_run.first_id + warm_run.issued;
-    std::int64_t needed = floor;
+    // At least peak_min_probe_s of queries at this rate, so that a throughput that sinks over
+    // seconds shows (docs/load.md "Probe length").
+    const auto for_time =
+        static_cast<std::int64_t>(std::ceil(rate * static_cast<double>(settings.peak_min_probe_ns) / 1e9));
+    std::int64_t needed = std::max(floor, for_time);
     stats::BoundedEarlyStopping rule;
     p.latency = INFINITY;
     for (int segment = 0; segment < kProbeSegments && !overloaded && !out_of_time(); ++segment) {
@@ -132,7 +137,7 @@ PeakSearchOutcome RunPeakSearch(const EffectiveLoadSettings& settings, LoadGener
       std::sort(sorted.begin(), sorted.end());
       p.latency = stats::LoadGenPercentileSorted(sorted, settings.latency_percentile);
       if (rule.met || !(p.latency <= bound_ns)) break;
-      needed = rule.queries_needed;
+      needed = std::max(rule.queries_needed, for_time);
     }
     const stats::IssueRateCheck issue =
         stats::CheckIssueRate(sink.scheduled_ns, sink.issued_ns, kProbeIssueTolerance);
@@ -194,6 +199,7 @@ nlohmann::json PeakSearchOutcome::ToJson() const {
           {"latency_percentile", latency_percentile},
           {"rel_tolerance", rel_tolerance},
           {"probe_warmup_s", static_cast<double>(kProbeWarmupNs) / 1e9},
+          {"probe_min_s", probe_min_s},
           {"probes", std::move(probes_json)}};
 }
 

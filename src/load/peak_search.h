@@ -22,8 +22,9 @@ namespace dlbench::load {
 
 // The search's fixed choices (docs/load.md): each probe first runs kProbeWarmupNs at its rate, so
 // the queue the previous rate left drains, then measures at least the early-stopping minimum
-// (h(0), or min_queries if larger), extended at most kProbeSegments times while some queries are
-// over the bound and early stopping is not met yet. The rates stay within [kMinRate, kMaxRate].
+// (h(0), or min_queries if larger) and at least peak_min_probe_s at its rate, extended at most kProbeSegments
+// times while some queries are over the bound and early stopping is not met yet. The rates stay within
+// [kMinRate, kMaxRate].
 inline constexpr std::int64_t kProbeWarmupNs = 500'000'000;
 inline constexpr int kProbeSegments = 4;
 inline constexpr double kPeakMinRatePerS = 1.0;
@@ -58,6 +59,7 @@ struct PeakSearchOutcome {
   double rel_tolerance = 0;         // the cell's peak_resolution
   double latency_bound_ms = 0;      // what a passing probe's percentile stays within
   double latency_percentile = 0;    // that percentile
+  double probe_min_s = 0;           // the cell's peak_min_probe_s
   // The DONE reason: "peak_search" (the search ended by its own rule), "max_time" (its time
   // budget), "stopped" (STOP).
   std::string reason;

@@ -40,6 +40,11 @@ inline constexpr double kMultiStreamPercentile = 0.99;
 inline constexpr double kServerPercentile = 0.99;
 inline constexpr std::uint32_t kDefaultPeakMaxProbes = 20;
 inline constexpr double kDefaultPeakResolution = 0.05;
+// Each probe of a peak search measures at least this long at its rate (peak_min_probe_s): a probe
+// of only the early-stopping minimum lasts 72 ms at 6,400/s and missed a throughput that sank over
+// seconds on the H200 (docs/load.md "Probe length").
+inline constexpr std::int64_t kDefaultPeakMinProbeNs = 5'000'000'000;
+inline constexpr double kMaxPeakMinProbeS = 3600;
 // Queries in flight (issued, not yet reported to the sink) the generator holds at most; a server
 // run that falls this far behind ends early, as LoadGen's "Too many outstanding queries".
 inline constexpr std::uint32_t kDefaultMaxOutstanding = 1u << 16;
@@ -56,6 +61,8 @@ struct EffectiveLoadSettings {
   std::uint32_t peak_max_probes = kDefaultPeakMaxProbes;
   double peak_resolution = kDefaultPeakResolution;
   std::optional<std::int64_t> peak_max_time_ns;
+  // Each probe measures at least max(early-stopping minimum, rate x this) queries (0: the minimum only).
+  std::int64_t peak_min_probe_ns = kDefaultPeakMinProbeNs;
   std::optional<std::int64_t> latency_bound_ns;
   double latency_percentile = kSingleStreamPercentile;  // the percentile claim (early stopping, bound)
   double confidence = kDefaultConfidence;

@@ -73,18 +73,22 @@ TEST(LoadSettingsTest, ExplicitValuesAndUnits) {
   EXPECT_EQ(s->peak_max_probes, kDefaultPeakMaxProbes);
   EXPECT_DOUBLE_EQ(s->peak_resolution, kDefaultPeakResolution);
   EXPECT_FALSE(s->peak_max_time_ns);
+  EXPECT_EQ(s->peak_min_probe_ns, kDefaultPeakMinProbeNs);
   auto bounded = ResolveLoadSettings(Cell({{"load", "server"},
                                            {"target_qps", "max"},
                                            {"latency_bound_ms", 10},
                                            {"peak_max_probes", 7},
                                            {"peak_resolution", 0.02},
-                                           {"peak_max_time_s", 30}}),
+                                           {"peak_max_time_s", 30},
+                                           {"peak_min_probe_s", 0}}),
                                      1);
   ASSERT_TRUE(bounded.ok()) << bounded.error().message;
   EXPECT_EQ(bounded->peak_max_probes, 7u);
   EXPECT_DOUBLE_EQ(bounded->peak_resolution, 0.02);
   EXPECT_EQ(*bounded->peak_max_time_ns, 30'000'000'000);
   EXPECT_EQ(bounded->ToJson()["peak_max_time_s"], 30.0);
+  EXPECT_EQ(bounded->peak_min_probe_ns, 0);  // 0: the early-stopping minimum alone
+  EXPECT_EQ(bounded->ToJson()["peak_min_probe_s"], 0.0);
 
   auto ms = ResolveLoadSettings(
       Cell({{"load", "multi_stream"}, {"samples_per_query", 4}, {"query_interval_ms", 50}}), 1);
@@ -143,6 +147,11 @@ TEST(LoadSettingsTest, RulesAreCheckedAgainInTheRunner) {
       {nlohmann::json::object(
            {{"load", "server"}, {"target_qps", "max"}, {"latency_bound_ms", 5}, {"peak_max_time_s", -1}}),
        "'peak_max_time_s' must be a number > 0"},
+      {nlohmann::json::object(
+           {{"load", "server"}, {"target_qps", "max"}, {"latency_bound_ms", 5}, {"peak_min_probe_s", 3601}}),
+       "'peak_min_probe_s' must be a number >= 0.0 and <= 3600.0"},
+      {nlohmann::json::object({{"load", "server"}, {"target_qps", 5}, {"peak_min_probe_s", 2}}),
+       "'peak_min_probe_s' applies only with target_qps: max"},
   };
   for (const Case& c : cases) {
     auto s = ResolveLoadSettings(Cell(c.keys), 1);

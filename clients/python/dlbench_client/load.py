@@ -47,6 +47,7 @@ SCENARIOS = ("single_stream", "multi_stream", "server", "offline")
 #: The load keys of the config registry (docs/config-reference.md, "Inference under load"): a
 #: runner built on this client leaves them to ``resolve_load_settings``.
 LOAD_KEYS = ("load", "target_qps", "latency_bound_ms", "peak_max_probes", "peak_resolution", "peak_max_time_s",
+             "peak_min_probe_s",
              "latency_percentile", "samples_per_query", "query_interval_ms", "max_batch", "batch_timeout_us",
              "streams", "offline_samples", "min_queries", "early_stopping_confidence", "sample_library_size",
              "input_residency")
@@ -57,6 +58,9 @@ DEFAULT_SAMPLE_LIBRARY_SIZE = 64
 DEFAULT_CONFIDENCE = 0.99
 DEFAULT_PEAK_MAX_PROBES = 20
 DEFAULT_PEAK_RESOLUTION = 0.05
+#: Each peak-search probe measures at least this long at its rate (``peak_min_probe_s``).
+DEFAULT_PEAK_MIN_PROBE_NS = 5_000_000_000
+MAX_PEAK_MIN_PROBE_S = 3600
 #: Queries in flight the server holds at most; further behind, the run ends (LoadGen's "Too many
 #: outstanding queries"), with DONE reason ``too_many_outstanding``.
 DEFAULT_MAX_OUTSTANDING = 1 << 16
@@ -142,6 +146,7 @@ class LoadSettings:
     peak_max_probes: int = DEFAULT_PEAK_MAX_PROBES
     peak_resolution: float = DEFAULT_PEAK_RESOLUTION
     peak_max_time_ns: Optional[int] = None
+    peak_min_probe_ns: int = DEFAULT_PEAK_MIN_PROBE_NS
     latency_bound_ns: Optional[int] = None
     latency_percentile: float = 0.9
     confidence: float = DEFAULT_CONFIDENCE
@@ -195,6 +200,7 @@ class LoadSettings:
                 j["peak_resolution"] = self.peak_resolution
                 if self.peak_max_time_ns is not None:
                     j["peak_max_time_s"] = self.peak_max_time_ns / 1e9
+                j["peak_min_probe_s"] = self.peak_min_probe_ns / 1e9
             j["arrivals"] = "Poisson (exponential gaps from mt19937_64(schedule_seed), inverse CDF)"
             j["batch_timeout_us"] = self.batch_timeout_ns / 1e3
             j["streams"] = self.streams
@@ -213,7 +219,7 @@ _KEY_SCOPES = (
     ("batch_timeout_us", ("server",)), ("streams", ("server",)), ("samples_per_query", ("multi_stream",)),
     ("query_interval_ms", ("multi_stream",)), ("offline_samples", ("offline",)),
     ("latency_percentile", ("single_stream", "multi_stream", "server")), ("peak_max_probes", ("server",)),
-    ("peak_max_time_s", ("server",)), ("peak_resolution", ("server",)),
+    ("peak_max_time_s", ("server",)), ("peak_min_probe_s", ("server",)), ("peak_resolution", ("server",)),
 )
 
 
@@ -301,9 +307,11 @@ def resolve_load_settings(params: Mapping[str, Any], seed: int) -> LoadSettings:
     max_probes = _get_int(params, "peak_max_probes", 1, 100)
     resolution = _get_number(params, "peak_resolution", 0.001, True, 1, True)
     peak_time = _get_number(params, "peak_max_time_s", 0, False, 86400, True)
-    if not peak_search and (max_probes is not None or resolution is not None or peak_time is not None):
+    probe_time = _get_number(params, "peak_min_probe_s", 0, True, MAX_PEAK_MIN_PROBE_S, True)
+    if not peak_search and (max_probes is not None or resolution is not None or peak_time is not None
+                            or probe_time is not None):
         name = ("peak_max_probes" if max_probes is not None else "peak_resolution" if resolution is not None
-                else "peak_max_time_s")
+                else "peak_max_time_s" if peak_time is not None else "peak_min_probe_s")
         raise LoadSettingsError("parameter '%s' applies only with target_qps: max" % name)
     if max_probes is not None:
         s["peak_max_probes"] = max_probes
@@ -311,6 +319,8 @@ def resolve_load_settings(params: Mapping[str, Any], seed: int) -> LoadSettings:
         s["peak_resolution"] = resolution
     if peak_time is not None:
         s["peak_max_time_ns"] = _llround(peak_time * 1e9)
+    if probe_time is not None:
+        s["peak_min_probe_ns"] = _llround(probe_time * 1e9)
 
     percentile = _get_number(params, "latency_percentile", 0, False, 1, False)
     s["latency_percentile"] = percentile if percentile is not None else (0.9 if scenario == "single_stream" else 0.99)
@@ -992,7 +1002,8 @@ def _finite_or_none(value: Optional[float]) -> Optional[float]:
 
 def _run_peak_search(session: Any, s: LoadSettings, issue: IssueFn, limits: Any, library_size: int) -> LoadResult:
     """``load::RunPeakSearch``: probes at Poisson rates chosen by ``search_peak``, each a 0.5 s
-    warm-up at its rate and then at least the early-stopping minimum of queries (extended at most
+    warm-up at its rate and then at least the early-stopping minimum of queries and at least
+    ``peak_min_probe_s`` at its rate (extended at most
     PROBE_SEGMENTS runs while some are over the bound and early stopping is not met), judged as a
     server cell; within ``limits.max_time_s`` and ``peak_max_time_s``. The report goes to EXTRAS
     as ``info.load.peak_search`` (docs/protocol.md "Peak search report")."""
@@ -1026,7 +1037,8 @@ def _run_peak_search(session: Any, s: LoadSettings, issue: IssueFn, limits: Any,
         overloaded = warm.end == "too_many_outstanding"
         kept: List[tuple] = []
         server.kept = kept
-        needed = floor
+        for_time = math.ceil(rate * s.peak_min_probe_ns / 1e9)  # docs/load.md "Probe length"
+        needed = max(floor, for_time)
         met, queries_needed = False, 0
         latency = math.inf
         for _ in range(PROBE_SEGMENTS):
@@ -1046,7 +1058,7 @@ def _run_peak_search(session: Any, s: LoadSettings, issue: IssueFn, limits: Any,
             latency = percentile_sorted(sorted(float(k[0]) for k in kept), p)
             if met or not latency <= bound_ns:
                 break
-            needed = queries_needed
+            needed = max(queries_needed, for_time)
         server.kept = None
         rate_check = _check_issue_rate([k[1] for k in kept], [k[2] for k in kept], PROBE_ISSUE_TOLERANCE)
         kept_up = rate_check.kept_up and not overloaded
@@ -1068,7 +1080,8 @@ def _run_peak_search(session: Any, s: LoadSettings, issue: IssueFn, limits: Any,
     reason = "stopped" if state["stopped"] else "max_time" if end == "stopped" else "peak_search"
     report = {"end": end, "peak_qps": _finite_or_none(peak), "lowest_failing_qps": _finite_or_none(lowest_failing),
               "latency_bound_ms": s.latency_bound_ns / 1e6, "latency_percentile": s.latency_percentile,
-              "rel_tolerance": s.peak_resolution, "probe_warmup_s": PROBE_WARMUP_NS / 1e9, "probes": reports}
+              "rel_tolerance": s.peak_resolution, "probe_warmup_s": PROBE_WARMUP_NS / 1e9,
+              "probe_min_s": s.peak_min_probe_ns / 1e9, "probes": reports}
     return LoadResult(reason, state["issued"], {"peak_search": report})
 
 

@@ -80,6 +80,11 @@ def test_settings_are_resolved_as_load_resolve_load_settings():
     assert (multi.samples_per_query, multi.query_interval_ns, multi.latency_percentile) == (8, 2_000_000, 0.99)
     offline = resolve_load_settings({"load": "offline", "batch_size": 100, "offline_samples": 1050}, 1)
     assert offline.batch_sizes() == [50, 100] and offline.to_json()["samples_per_query"] == 1050
+    peak = resolve_load_settings({"load": "server", "target_qps": "max", "latency_bound_ms": 10}, 1)
+    assert peak.peak_min_probe_ns == 5_000_000_000 and peak.to_json()["peak_min_probe_s"] == 5.0
+    bare = resolve_load_settings({"load": "server", "target_qps": "max", "latency_bound_ms": 10,
+                                  "peak_min_probe_s": 0}, 1)
+    assert bare.peak_min_probe_ns == 0
     single = resolve_load_settings({"load": "single_stream"}, 1)
     assert single.to_json()["latency_from"].startswith("issue (scheduled = issued")
 
@@ -93,6 +98,10 @@ def test_settings_are_resolved_as_load_resolve_load_settings():
     ({"load": "server", "target_qps": 10, "latency_bound_ms": 0},
      "parameter 'latency_bound_ms' must be a number > 0.0 and <= 10000000.0, got 0"),
     ({"load": "server", "target_qps": "max"}, "target_qps: max needs latency_bound_ms"),
+    ({"load": "server", "target_qps": 5, "peak_min_probe_s": 2}, "parameter 'peak_min_probe_s' applies only with "
+                                                                "target_qps: max"),
+    ({"load": "server", "target_qps": "max", "latency_bound_ms": 5, "peak_min_probe_s": 3601},
+     "parameter 'peak_min_probe_s' must be a number >= 0.0 and <= 3600.0, got 3601"),
     ({"load": "server", "target_qps": 10, "streams": 65}, "parameter 'streams' must be an integer between 1 and 64, "
                                                           "got 65"),
     ({"load": "offline", "scenario": "train"}, "load needs scenario: infer (got \"train\")"),
@@ -398,7 +407,7 @@ def test_a_peak_search_stores_one_cell_whose_probes_the_orchestrator_judges_as_t
     # ranges tile the records, and that the search took its steps by its rules.
     dlbench.run_matrix(fixture_runner("sleep") + "timeout_s: 120\nmeasure:\n  max_time_s: 30\nmatrix:\n"
                        "  scenario: infer\n  load: server\n  target_qps: max\n  latency_bound_ms: 20\n"
-                       "  latency_percentile: 0.9\n  peak_max_probes: 3\n  sleep_us: 2000\n")
+                       "  latency_percentile: 0.9\n  peak_max_probes: 3\n  peak_min_probe_s: 1\n  sleep_us: 2000\n")
     [cell] = dlbench.cells()
     assert cell["outcome"] == "ok", cell["message"]
     search = cell["extras"]["load"]["peak_search"]
@@ -411,4 +420,7 @@ def test_a_peak_search_stores_one_cell_whose_probes_the_orchestrator_judges_as_t
     reported = cell["extras"]["info"]["load"]["peak_search"]["probes"]
     assert [p["passed"] for p in reported] == [p["valid"] for p in probes]
     assert all(p["queries"] >= 44 for p in reported if p["passed"])  # h(0) at p90
+    # peak_min_probe_s: 1 s at each rate (a probe the deadline did not cut: 3 x 1.5 s fit in 30 s).
+    assert all(p["queries"] >= p["target_qps"] for p in reported if not p["too_many_outstanding"])
+    assert cell["extras"]["info"]["load"]["peak_search"]["probe_min_s"] == 1.0
     assert cell["verdict"] in ("valid", "too_short", "over_bound", "fell_behind"), cell["verdict_reasons"]
