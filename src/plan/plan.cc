@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <set>
@@ -85,6 +86,33 @@ std::string CapAboveHostMemory(const config::Matrix& matrix, const Combination& 
       "before the cap binds",
       config::WhereInMatrix(matrix, params, "memory_cap"), cap->second.get<std::string>(),
       host / (1024.0 * 1024.0 * 1024.0));
+}
+
+// A peak search whose time budget (peak_max_time_s, capped by max_time_s) holds fewer probes than
+// a search from 100/s to a peak near 10,000/s needs (8 doublings, then bisection to
+// peak_resolution) may end `max_time`, unconverged: the warning that says so, or empty. Each probe
+// is peak_min_probe_s (default 5 s, load::kDefaultPeakMinProbeNs) plus its 0.5 s warm-up
+// (docs/load.md "Probe length").
+std::string PeakBudgetTooShort(const config::Matrix& matrix, const Combination& params) {
+  const auto qps = params.find("target_qps");
+  if (qps == params.end() || !qps->second.is_string() || qps->second.get<std::string>() != "max") return "";
+  auto number = [&](const char* key, double otherwise) {
+    const auto it = params.find(key);
+    return it != params.end() && it->second.is_number() ? it->second.get<double>() : otherwise;
+  };
+  const double budget =
+      std::min(number("peak_max_time_s", matrix.measure.max_time_s), matrix.measure.max_time_s);
+  const double per_probe = number("peak_min_probe_s", 5.0) + 0.5;
+  const double resolution = number("peak_resolution", 0.05);
+  const int needed = 8 + static_cast<int>(std::ceil(std::log2(1.0 / resolution)));
+  const auto fits = static_cast<int>(std::floor(budget / per_probe));
+  if (fits >= needed) return "";
+  return fmt::format(
+      "{}: warning: target_qps: max: its {:g} s budget holds about {} probes of {:g} s "
+      "(peak_min_probe_s and a 0.5 s warm-up each); a search from 100/s to a peak near 10,000/s at "
+      "peak_resolution {:g} takes about {}: raise max_time_s (and peak_max_time_s) or lower "
+      "peak_min_probe_s, else the search may end max_time, unconverged",
+      config::WhereInMatrix(matrix, params, "target_qps"), budget, fits, per_probe, resolution, needed);
 }
 
 // The boundary search's rules across keys (docs/memory.md "Boundary search"): at most one of
@@ -374,6 +402,9 @@ Result<Plan> Expand(const config::Matrix& matrix) {
                                        config::WhereInMatrix(matrix, params, "precision"), what, why));
     }
     if (std::string w = CapAboveHostMemory(matrix, params); !w.empty() && warned.insert(w).second) {
+      warnings.push_back(std::move(w));
+    }
+    if (std::string w = PeakBudgetTooShort(matrix, params); !w.empty() && warned.insert(w).second) {
       warnings.push_back(std::move(w));
     }
     // A preloaded allocator must be installed here; a missing one would end every cell alike.

@@ -52,5 +52,31 @@ TEST(PlanLoadTest, ServerWithoutARateIsAnError) {
       << plan.error().message;
 }
 
+// A peak search's budget against its probes: 60 s (the default max_time_s) holds 10 probes of the
+// default 5 s plus warm-up, fewer than the 13 a search to ~10,000/s at resolution 0.05 takes: a
+// warning at target_qps. 120 s holds 21; 1 s probes fit 40 in 60 s.
+TEST(PlanLoadTest, APeakSearchWhoseBudgetHoldsTooFewProbesIsWarnedOf) {
+  const std::string head =
+      "runner: torch\nmatrix:\n  model: resnet50\n  scenario: infer\n  load: server\n"
+      "  target_qps: max\n  latency_bound_ms: 10\n";
+  auto short_budget = ExpandText(head);
+  ASSERT_TRUE(short_budget.ok()) << short_budget.error().message;
+  ASSERT_EQ(short_budget->warnings.size(), 1u);
+  EXPECT_EQ(short_budget->warnings[0],
+            "m.yaml:6:3: warning: target_qps: max: its 60 s budget holds about 10 probes of 5.5 s "
+            "(peak_min_probe_s and a 0.5 s warm-up each); a search from 100/s to a peak near 10,000/s at "
+            "peak_resolution 0.05 takes about 13: raise max_time_s (and peak_max_time_s) or lower "
+            "peak_min_probe_s, else the search may end max_time, unconverged");
+  auto longer = ExpandText("measure:\n  max_time_s: 120\n" + head);
+  ASSERT_TRUE(longer.ok());
+  EXPECT_TRUE(longer->warnings.empty()) << longer->warnings[0];
+  auto capped = ExpandText("measure:\n  max_time_s: 120\n" + head + "  peak_max_time_s: 30\n");
+  ASSERT_TRUE(capped.ok());
+  EXPECT_EQ(capped->warnings.size(), 1u);
+  auto short_probes = ExpandText(head + "  peak_min_probe_s: 1\n");
+  ASSERT_TRUE(short_probes.ok());
+  EXPECT_TRUE(short_probes->warnings.empty()) << short_probes->warnings[0];
+}
+
 }  // namespace
 }  // namespace dlbench::plan
