@@ -15,6 +15,7 @@ namespace {
 
 constexpr char kPrecisionKey[] = "precision";
 constexpr char kDeviceKey[] = "device";
+constexpr char kThreadsKey[] = "threads";
 constexpr char kCpuDevice[] = "cpu";
 
 // The tolerances of a comparison, not a property of what is compared: a cell without them (the
@@ -33,9 +34,11 @@ std::optional<double> NumberAt(const nlohmann::json& eval, const char* key) {
 
 // The parameters other than `key` and the tolerance, as one comparable string (nlohmann's object
 // keys are ordered, so equal parameters dump equally).
-std::string OtherParams(const record::CellRecord& cell, const char* key = kPrecisionKey) {
+std::string OtherParams(const record::CellRecord& cell, const char* key = kPrecisionKey,
+                        const char* also = nullptr) {
   nlohmann::json p = cell.params.is_object() ? cell.params : nlohmann::json::object();
   p.erase(key);
+  if (also != nullptr) p.erase(also);
   for (const char* tolerance : kToleranceKeys) p.erase(tolerance);
   return p.dump();
 }
@@ -116,9 +119,11 @@ const record::CellRecord* FindFp32Reference(const record::CellRecord& cell,
 const record::CellRecord* FindCpuReference(const record::CellRecord& cell,
                                            const std::vector<record::CellRecord>& cells) {
   if (!IsCuda(DeviceOf(cell))) return nullptr;
-  const std::string others = OtherParams(cell, kDeviceKey);
+  // `threads` sets the CPU's intra-op threads: a matrix gives it to its CPU cells, and it changes
+  // no output (bench/gpu/precisions.sh's CPU cells have it, its CUDA cells do not).
+  const std::string others = OtherParams(cell, kDeviceKey, kThreadsKey);
   return PreferredReference(cell, cells, [&](const record::CellRecord& c) {
-    return DeviceOf(c) == kCpuDevice && OtherParams(c, kDeviceKey) == others;
+    return DeviceOf(c) == kCpuDevice && OtherParams(c, kDeviceKey, kThreadsKey) == others;
   });
 }
 

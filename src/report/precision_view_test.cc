@@ -334,9 +334,12 @@ TEST(AgreementNotes, BoxesWarningAndFault) {
 // included); the mechanism runs on stored records, so it is tested without a GPU.
 TEST(CpuGpuConsistency, SetsEachCudaCellAgainstItsCpuCell) {
   std::vector<record::CellRecord> cells = {
-      Cell("cpu-bf16", "bf16", {{"device", "cpu"}}), Cell("gpu-bf16", "bf16", {{"device", "cuda:0"}}),
-      Cell("gpu-fp16", "fp16", {{"device", "cuda"}}), Cell("cpu-fp32", "fp32", {{"device", "cpu"}}),
-      Cell("gpu-fp32", "fp32", {{"device", "cuda:0"}, {"threads", 2}})};
+      Cell("cpu-bf16", "bf16", {{"device", "cpu"}}),
+      Cell("gpu-bf16", "bf16", {{"device", "cuda:0"}}),
+      Cell("gpu-fp16", "fp16", {{"device", "cuda"}}),
+      Cell("cpu-fp32", "fp32", {{"device", "cpu"}}),
+      Cell("gpu-fp32", "fp32", {{"device", "cuda:0"}, {"threads", 2}}),
+      Cell("gpu-fp32-64px", "fp32", {{"device", "cuda:0"}, {"image_size", 64}})};
   SetEval(cells[0], Eval({1, 2, 3, 0}, {1, 0}));
   json gpu = Eval({1, 2.5, 3, 0}, {1, 0});
   gpu["min_agreement"] = 1.0;
@@ -344,17 +347,20 @@ TEST(CpuGpuConsistency, SetsEachCudaCellAgainstItsCpuCell) {
   SetEval(cells[2], Eval({1, 2, 3, 0}, {1, 0}));
   SetEval(cells[3], Eval({1, 2, 3, 0}, {1, 0}));
   SetEval(cells[4], Eval({1, 2, 3, 0}, {1, 0}));
+  SetEval(cells[5], Eval({1, 2, 3, 0}, {1, 0}));
   const std::vector<ConsistencyRow> rows = CpuGpuConsistency(cells);
-  ASSERT_EQ(rows.size(), 3u);
+  ASSERT_EQ(rows.size(), 4u);
   EXPECT_EQ(rows[0].cell->cell_id, "gpu-bf16");
   EXPECT_EQ(rows[0].agreement.reference, &cells[0]);
   ASSERT_TRUE(rows[0].agreement.has_figures());
   EXPECT_DOUBLE_EQ(rows[0].agreement.max_abs_diff, 0.5);
   EXPECT_DOUBLE_EQ(rows[0].agreement.top1_agreement, 1.0);
   EXPECT_EQ(rows[0].agreement.warning, "");  // 1.0 is not below 1.0
-  // fp16 has no CPU cell; the fp32 GPU cell differs in threads from the CPU one.
+  // fp16 has no CPU cell; the fp32 GPU cell with threads is set against the CPU one (threads is
+  // the CPU's setting), the one at another image_size is not.
   EXPECT_EQ(rows[1].agreement.why_none, kNoCpuReference);
-  EXPECT_EQ(rows[2].agreement.why_none, kNoCpuReference);
+  EXPECT_EQ(rows[2].agreement.reference, &cells[3]);
+  EXPECT_EQ(rows[3].agreement.why_none, kNoCpuReference);
   // A CPU cell has no CPU reference of its own.
   EXPECT_EQ(FindCpuReference(cells[0], cells), nullptr);
   // A top-1 flip on the GPU below its tolerance is a warning against the CPU cell.
