@@ -469,6 +469,70 @@ timeout_s: 60
   }
 }
 
+// A runner that dies by SIGSEGV or SIGABRT under an RLIMIT_DATA cap is read as `oom`: a library whose
+// allocation the limit refused may crash instead of reporting it (dlbench-torch in oneDNN's JIT,
+// TorchE2E.ACpuCellAtTheEdgeOfItsCapEndsOomNotCrashed). dlbench-null's inject: crash (SIGSEGV at a
+// step) stands for it; another signal, or SIGSEGV without a cap, stays `crashed`, and a boundary
+// search reads such a probe as not fitting. Under cgroup v2 the kernel kills instead of refusing, so
+// there a crash stays a crash.
+TEST(MemoryE2E, ASegfaultUnderAnRlimitDataCapIsOomAndASearchReadsItAsNotFitting) {
+  TempDir dir("memory_crash");
+  const std::string matrix = dir / "m.yaml", db = dir / "r.db";
+  WriteText(matrix, std::string(kHead) + R"(matrix:
+  virtual_time: true
+  inject_at_step: 2
+  batch_size: [1, 2, 3, max]
+include:
+  - {inject: crash, memory_cap: 256MiB, batch_size: 1}
+  - {inject: sigterm_self, memory_cap: 256MiB, batch_size: 2}
+  - {inject: crash, batch_size: 3}
+  - {inject: crash, memory_cap: 256MiB, batch_size: max, boundary_max: 8}
+)");
+  auto run = Dlbench({"run", matrix}, dir, db);
+  std::map<std::string, nlohmann::json> by;
+  for (const nlohmann::json& c : Cells(dir, db)) by[c.at("params").at("batch_size").dump()] = c;
+  ASSERT_EQ(by.size(), 4u) << run.out << run.err;
+  const nlohmann::json& segv = by.at("1");
+  const std::string mechanism = CheckCpuCapRecord(segv, 256 * kMiB);
+  const bool rlimit = mechanism == "RLIMIT_DATA";
+  EXPECT_EQ(segv.at("outcome"), rlimit ? "oom" : "crashed") << segv.at("message");
+  if (rlimit) {
+    EXPECT_EQ(segv.at("message").get<std::string>().rfind(
+                  "out of memory (taken from a crash): the runner died by SIGSEGV under a 256 MiB memory_cap "
+                  "(RLIMIT_DATA): taken as out of memory",
+                  0),
+              0u)
+        << segv.at("message");
+    EXPECT_NE(segv.at("message").get<std::string>().find(
+                  "; memory_cap allowed 268435456 bytes (256 MiB, RLIMIT_DATA)"),
+              std::string::npos)
+        << segv.at("message");
+    EXPECT_EQ(segv.at("extras").at("memory_cap").at("crash_taken_as_oom"), "SIGSEGV");
+  }
+  EXPECT_EQ(by.at("2").at("outcome"), "crashed") << by.at("2").at("message");
+  EXPECT_NE(by.at("2").at("message").get<std::string>().find("SIGTERM"), std::string::npos);
+  EXPECT_FALSE(by.at("2").at("extras").at("memory_cap").contains("crash_taken_as_oom"));
+  EXPECT_EQ(by.at("3").at("outcome"), "crashed") << by.at("3").at("message");
+  EXPECT_FALSE(by.at("3").at("extras").contains("memory_cap"));
+
+  const nlohmann::json& search = by.at("\"max\"");
+  const nlohmann::json& found = search.at("extras").at("boundary_search");
+  if (rlimit) {
+    EXPECT_EQ(search.at("outcome"), "oom") << search.at("message");
+    EXPECT_EQ(found.at("end"), "none_fits") << found.dump();
+    EXPECT_EQ(found.at("first_failing"), 1) << found.dump();
+    EXPECT_NE(
+        search.at("message").get<std::string>().find("even batch_size 1 does not fit: out of memory (taken "
+                                                     "from a crash)"),
+        std::string::npos)
+        << search.at("message");
+  } else {
+    EXPECT_EQ(search.at("outcome"), "crashed") << search.at("message");
+  }
+  ASSERT_EQ(found.at("probes").size(), 1u) << found.dump();
+  EXPECT_EQ(found.at("probes")[0].at("outcome"), rlimit ? "oom" : "crashed");
+}
+
 // `plan` says which mechanism each capped cell's memory_cap will use, in its text and --json, as
 // the run records it: cgroup v2 with its parent, or RLIMIT_DATA with the reason v2 is not usable
 // (here, with DLBENCH_CGROUP_PARENT pointing at a folder that is no cgroup, that reason is known
