@@ -235,6 +235,33 @@ TEST(MemoryE2E, ProbesAreBoundedWhenEveryProbeFailsAndWhenNoneDoes) {
       << show.out;
 }
 
+// A first probe that ends `error` (dlbench-null's inject: exit, exit code 3 at step 1) says
+// nothing about memory: the cell is that probe, `error` with its message, and the search ends
+// probe_failed, not none_fits; the probe's `fits` is null and no batch is the first failing one.
+TEST(MemoryE2E, ASearchWhoseFirstProbeEndsErrorSaysSoNotNoneFits) {
+  TempDir dir("memory_probe_error");
+  auto cells = RunByBatch(dir, "error",
+                          "matrix:\n  virtual_time: true\n" + Model() +
+                              "  memory_cap: 4GiB\n  batch_size: max\n  inject: exit\n  inject_at_step: 1\n");
+  ASSERT_EQ(cells.size(), 1u);
+  const nlohmann::json& cell = cells.at(-1);
+  EXPECT_EQ(cell.at("outcome"), "error") << cell.at("message");
+  const std::string message = cell.at("message");
+  EXPECT_EQ(message.rfind(
+                "batch_size: max: the probe at batch_size 1 ended error: runner ended with exit code 3", 0),
+            0u)
+      << message;
+  const nlohmann::json& search = cell.at("extras").at("boundary_search");
+  EXPECT_EQ(search.at("end"), "probe_failed") << search.dump();
+  EXPECT_TRUE(search.at("found").is_null()) << search.dump();
+  EXPECT_TRUE(search.at("first_failing").is_null()) << search.dump();
+  ASSERT_EQ(search.at("probes").size(), 1u) << search.dump();
+  EXPECT_EQ(search.at("probes")[0].at("outcome"), "error");
+  EXPECT_TRUE(search.at("probes")[0].at("fits").is_null()) << search.dump();
+  EXPECT_FALSE(cell.at("metrics").contains("boundary_first_failing_batch_size")) << cell.at("metrics").dump();
+  EXPECT_EQ(Metric(cell, "boundary_probes"), 1.0);
+}
+
 // Bad input is a config error at its place in the file, before anything runs.
 TEST(MemoryE2E, BadCapsAndMaxOnAKeyWithoutASearchAreConfigErrors) {
   TempDir dir("memory_errors");
