@@ -498,7 +498,7 @@ timeout_s: 60
 
 // A runner that dies by SIGSEGV or SIGABRT under an RLIMIT_DATA cap is read as `oom`: a library whose
 // allocation the limit refused may crash instead of reporting it (dlbench-torch in oneDNN's JIT,
-// TorchE2E.ACpuCellAtTheEdgeOfItsCapEndsOomNotCrashed). dlbench-null's inject: crash (SIGSEGV at a
+// TorchE2E.CpuCellsAtTheEdgeOfTheirCapEndOomNotCrashedOrTimeout). dlbench-null's inject: crash (SIGSEGV at a
 // step) stands for it; another signal, or SIGSEGV without a cap, stays `crashed`, and a boundary
 // search reads such a probe as not fitting. Under cgroup v2 the kernel kills instead of refusing, so
 // there a crash stays a crash.
