@@ -84,6 +84,9 @@ struct CellState {
   std::int64_t rss_before_build = 0;
   ExpectedMemory expected_memory;
   bool steady_peak_window = false;
+  // A cpu cell under memory_cap (the orchestrator's RLIMIT_DATA or cgroup): the BLAS library's
+  // buffers are made before the model (WarmBlasBuffers).
+  bool host_capped = false;
 };
 
 void Synchronize(const CellState& s) {
@@ -157,6 +160,19 @@ torch::MemoryFormat ResolveMemoryFormat(const TorchCell& cell, const Workload& w
              : torch::MemoryFormat::Contiguous;
 }
 
+// OpenBLAS (0.3.21, Debian's libblas.so.3) allocates its 128 MiB work buffer at the first matrix
+// product of a thread and keeps it; when that allocation fails it tries again without end
+// (blas_memory_alloc's loop), so under RLIMIT_DATA a first product at the edge of the cap spun
+// until timeout_s (a ResNet-50 at base_width 4 and batch 5064 under 1 GiB, the fc layer's addmm
+// after the convolutions' activations; docs/memory.md "A crash under RLIMIT_DATA"). One product
+// before the model, with the cell's threads set, makes the buffers while the cap has room; the
+// model's products reuse them. 256 x 256 is above OpenBLAS's small-matrix path, which takes no
+// buffer. A failure here is the cell's (the caller classifies it).
+void WarmBlasBuffers() {
+  const torch::Tensor a = torch::ones({256, 256});
+  (void)torch::mm(a, a);
+}
+
 // Builds the model, its batch and optimizer on the device with every switch set. Throws; the
 // caller classifies.
 void Build(CellState& s, std::uint64_t seed, int rank) {
@@ -165,6 +181,7 @@ void Build(CellState& s, std::uint64_t seed, int rank) {
   if (cell.threads) at::set_num_threads(*cell.threads);
   // at::set_num_threads leaves the BLAS library's own pool alone (blas_threads.h).
   s.blas = SetBlasThreads(cell.threads);
+  if (s.host_capped) WarmBlasBuffers();
   s.switches = ApplyMathSwitches(cell);
   torch::manual_seed(seed);
   s.device = cell.device.kind == DeviceKind::kCuda
@@ -556,6 +573,7 @@ int ServeCell(RunnerSession& session, const protocol::CellConfig& config, int pr
   }
 
   CellState state;
+  state.host_capped = cell->device.kind == DeviceKind::kCpu && config.params.contains("memory_cap");
   state.cell = std::move(*cell);
   std::unique_ptr<LoadCell> load_cell;
   std::unique_ptr<ConvergeCell> converge;

@@ -183,14 +183,20 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
     probe_options.log_suffix = fmt::format(".probe-{}{}", names.log_tag, value);
     probes.push_back(run_cell(AtValue(cell, key, value), probe_options));
     const record::Outcome outcome = probes.back().outcome;
-    if (outcome != record::Outcome::kOk && outcome != record::Outcome::kOom) other_end = probes.size() - 1;
     stats::ProbeAnswer answer{outcome == record::Outcome::kOk, std::nullopt};
+    if (outcome != record::Outcome::kOk && outcome != record::Outcome::kOom) {
+      // It says nothing about memory: the search ends on it (probe_failed) without counting it as a
+      // failure to fit.
+      other_end = probes.size() - 1;
+      answer.inconclusive = true;
+    }
     if (answer.passed) answer.peak_bytes = GuidePeak(probes.back());
     return answer;
   };
-  const stats::BoundarySearchResult result =
-      stats::SearchBoundary(settings, std::function<stats::ProbeAnswer(std::int64_t)>(probe),
-                            [&] { return other_end.has_value(); });
+  // Ctrl-C ends the search as `stopped`; any other inconclusive probe as `probe_failed`.
+  const stats::BoundarySearchResult result = stats::SearchBoundary(
+      settings, std::function<stats::ProbeAnswer(std::int64_t)>(probe),
+      [&] { return other_end.has_value() && probes[*other_end].outcome == record::Outcome::kInterrupted; });
 
   nlohmann::json list = nlohmann::json::array();
   for (std::size_t i = 0; i < probes.size(); ++i) {
@@ -198,7 +204,8 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
     if (settings.memory_limit_bytes && result.probes[i].passed) guide_peak = GuidePeak(probes[i]);
     list.push_back({{key, result.probes[i].value},
                     {"outcome", std::string(record::Name(probes[i].outcome))},
-                    {"fits", result.probes[i].passed},
+                    {"fits", result.probes[i].inconclusive ? nlohmann::json(nullptr)
+                                                           : nlohmann::json(result.probes[i].passed)},
                     {"memory", PeakMemory(probes[i])},
                     {"guided", result.probes[i].guided},
                     {"guide_peak_bytes", guide_peak ? nlohmann::json(*guide_peak) : nlohmann::json(nullptr)},

@@ -540,7 +540,11 @@ void CellDriver::Conclude(std::vector<record::SeriesPoint> idle_series) {
         fmt::format("the runner sent {} but had not exited {:.1f} s later; dlbench ended its process group",
                     conv_.error() ? "ERROR" : "DONE", overdue_after_s_));
   } else {
-    if (status_.signaled) return finish(record::Outcome::kCrashed, WithTail("runner " + status_.Describe()));
+    if (status_.signaled) {
+      if (const std::optional<std::string> oom = CrashTakenAsOom(rec_, status_.signal))
+        return finish(record::Outcome::kOom, WithTail(*oom));
+      return finish(record::Outcome::kCrashed, WithTail("runner " + status_.Describe()));
+    }
     if (status_.code != 0) {
       return finish(record::Outcome::kError, WithTail("runner ended with " + status_.Describe()));
     }

@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 
+#include "common/subprocess.h"
 #include "config/cuda_alloc_conf.h"
 #include "config/host_allocator.h"
 #include "config/registry.h"
@@ -131,6 +133,23 @@ Result<std::vector<std::pair<std::string, std::string>>> CellRunnerEnvironment(c
     env.insert(env.end(), more->begin(), more->end());
   }
   return env;
+}
+
+std::optional<std::string> CrashTakenAsOom(record::CellRecord& rec, int signal) {
+  if (signal != SIGSEGV && signal != SIGABRT) return std::nullopt;
+  if (!rec.extras.contains("memory_cap") || !rec.extras["memory_cap"].is_object()) return std::nullopt;
+  nlohmann::json& cap = rec.extras["memory_cap"];
+  if (cap.value("mechanism", "") != kCapRlimitData || !cap.contains("bytes") ||
+      !cap["bytes"].is_number_integer())
+    return std::nullopt;
+  const std::string name = SignalName(signal);
+  cap["crash_taken_as_oom"] = name;
+  return fmt::format(
+      "out of memory (taken from a crash): the runner died by {} under a {:.4g} MiB memory_cap "
+      "(RLIMIT_DATA): "
+      "taken as out of memory, since a library whose allocation the limit refuses may crash instead of "
+      "reporting it{}",
+      name, static_cast<double>(cap["bytes"].get<std::int64_t>()) / (1024.0 * 1024.0), MemoryCapNote(rec));
 }
 
 std::string MemoryCapNote(const record::CellRecord& rec) {

@@ -82,6 +82,16 @@ bool CellCapsOnCpu(const plan::Cell& cell);
 // error (kUnsupported) when host_allocator's library is not installed.
 Result<std::vector<std::pair<std::string, std::string>>> CellRunnerEnvironment(const plan::Cell& cell);
 
+// A runner that died by SIGSEGV or SIGABRT under an RLIMIT_DATA memory_cap (rec.extras.memory_cap,
+// the fresh or kept process's) is read as out of memory: a library whose allocation the limit refused
+// may crash instead of reporting it (oneDNN 2.6's JIT writes its code to the null buffer Xbyak's
+// refused allocation left: docs/memory.md "A crash under RLIMIT_DATA"). Returns the message the
+// `oom` cell gets ("the runner died by SIGSEGV under a 1024 MiB memory_cap (RLIMIT_DATA): taken as
+// out of memory ...", the cap's note included) and records the signal as
+// extras.memory_cap.crash_taken_as_oom; nullopt (and nothing recorded) for any other signal, cap
+// mechanism or a cell without a cap.
+std::optional<std::string> CrashTakenAsOom(record::CellRecord& rec, int signal);
+
 // The sentence an oom cell's message ends with when the cell had a cap: "; memory_cap allowed
 // 536870912 bytes (512 MiB, RLIMIT_DATA)", or empty without one.
 std::string MemoryCapNote(const record::CellRecord& rec);

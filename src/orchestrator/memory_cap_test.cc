@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <csignal>
+
 #include "common/subprocess.h"
 
 namespace dlbench::orchestrator {
@@ -61,6 +63,39 @@ TEST(MemoryCapTest, CudaCellsAndUncappedCellsGetNoHostLimit) {
   ASSERT_EQ(::prlimit(child->pid(), RLIMIT_DATA, nullptr, &after), 0);
   EXPECT_EQ(after.rlim_cur, before.rlim_cur);
   child->Terminate(0);
+}
+
+// SIGSEGV and SIGABRT under an RLIMIT_DATA cap are read as out of memory (a library may crash on a
+// refused allocation); any other signal, another mechanism or no cap leave the crash alone and
+// record nothing.
+TEST(MemoryCapTest, OnlyASegfaultOrAbortUnderRlimitDataIsTakenAsOom) {
+  auto with = [](const char* mechanism) {
+    record::CellRecord rec;
+    rec.extras["memory_cap"] = {{"bytes", std::int64_t{1} << 30}, {"mechanism", mechanism}};
+    return rec;
+  };
+  record::CellRecord segv = with(kCapRlimitData);
+  EXPECT_EQ(CrashTakenAsOom(segv, SIGSEGV),
+            "out of memory (taken from a crash): the runner died by SIGSEGV under a 1024 MiB memory_cap "
+            "(RLIMIT_DATA): taken as out of memory, since a library whose allocation the limit refuses may "
+            "crash instead of reporting it; memory_cap allowed 1073741824 bytes (1024 MiB, RLIMIT_DATA)");
+  EXPECT_EQ(segv.extras["memory_cap"]["crash_taken_as_oom"], "SIGSEGV");
+  record::CellRecord abort = with(kCapRlimitData);
+  ASSERT_TRUE(CrashTakenAsOom(abort, SIGABRT).has_value());
+  EXPECT_EQ(abort.extras["memory_cap"]["crash_taken_as_oom"], "SIGABRT");
+
+  record::CellRecord term = with(kCapRlimitData);
+  EXPECT_FALSE(CrashTakenAsOom(term, SIGTERM).has_value());
+  EXPECT_FALSE(CrashTakenAsOom(term, SIGKILL).has_value());
+  EXPECT_FALSE(term.extras["memory_cap"].contains("crash_taken_as_oom"));
+  for (const char* mechanism : {kCapCgroupV2, kCapByRunner}) {
+    record::CellRecord other = with(mechanism);
+    EXPECT_FALSE(CrashTakenAsOom(other, SIGSEGV).has_value()) << mechanism;
+    EXPECT_FALSE(other.extras["memory_cap"].contains("crash_taken_as_oom")) << mechanism;
+  }
+  record::CellRecord uncapped;
+  EXPECT_FALSE(CrashTakenAsOom(uncapped, SIGSEGV).has_value());
+  EXPECT_FALSE(uncapped.extras.contains("memory_cap"));
 }
 
 TEST(MemoryCapTest, AGoneProcessIsAnError) {

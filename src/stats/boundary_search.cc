@@ -20,6 +20,8 @@ const char* BoundarySearchEndName(BoundarySearchEnd end) {
       return "max_fits";
     case BoundarySearchEnd::kStopped:
       return "stopped";
+    case BoundarySearchEnd::kProbeFailed:
+      return "probe_failed";
   }
   return "probe_cap";
 }
@@ -84,14 +86,22 @@ BoundarySearchResult SearchBoundary(const BoundarySearchSettings& s,
   PeakBracket bracket;
   std::vector<std::optional<double>> peaks;
   bool stopped = false;
+  bool failed = false;  // a probe was inconclusive
   auto run = [&](std::int64_t value, bool guided) {
     const ProbeAnswer answer = probe(value);
-    r.probes.push_back({value, answer.passed, guided});
-    peaks.push_back(answer.passed ? answer.peak_bytes : std::nullopt);
-    bracket.Add(static_cast<double>(value), answer.passed);
+    const bool passed = answer.passed && !answer.inconclusive;
+    r.probes.push_back({value, passed, guided, answer.inconclusive});
+    peaks.push_back(passed ? answer.peak_bytes : std::nullopt);
+    // An inconclusive probe says nothing about memory: a failure it would add to the bracket could
+    // close it on a value that was never out of memory.
+    if (answer.inconclusive) {
+      failed = true;
+    } else {
+      bracket.Add(static_cast<double>(value), passed);
+    }
     stopped = stop && stop();
   };
-  auto budget_left = [&] { return !stopped && r.probes.size() < s.max_probes; };
+  auto budget_left = [&] { return !stopped && !failed && r.probes.size() < s.max_probes; };
   auto lo = [&] { return static_cast<std::int64_t>(*bracket.lo); };
   auto hi = [&] { return static_cast<std::int64_t>(*bracket.hi); };
 
@@ -133,6 +143,8 @@ BoundarySearchResult SearchBoundary(const BoundarySearchSettings& s,
     r.end = BoundarySearchEnd::kMaxFits;
   } else if (stopped) {
     r.end = BoundarySearchEnd::kStopped;
+  } else if (failed) {
+    r.end = BoundarySearchEnd::kProbeFailed;
   } else {
     r.end = BoundarySearchEnd::kProbeCap;
   }

@@ -38,28 +38,33 @@ struct BoundarySearchSettings {
   std::optional<double> memory_limit_bytes;
 };
 
-// What a probe says: whether it fit, and for a probe that fit, its peak memory where known.
+// What a probe says: whether it fit, and for a probe that fit, its peak memory where known. A probe
+// that ended neither fitting nor out of memory (an error, a crash, a timeout) is `inconclusive`: it
+// says nothing about memory, so it does not narrow the bracket, and it ends the search (kProbeFailed).
 struct ProbeAnswer {
   bool passed = false;
   std::optional<double> peak_bytes;
+  bool inconclusive = false;
 };
 
 // The most guesses a memory-guided search makes.
 inline constexpr std::size_t kMaxGuidedProbes = 5;
 
 enum class BoundarySearchEnd {
-  kConverged,  // the largest pass and the smallest failure are adjacent: the boundary is exact
-  kProbeCap,   // max_probes reached first; the bracket so far is what is known
-  kNoneFits,   // min_value failed
-  kMaxFits,    // max_value passed: the boundary is at least that
-  kStopped,    // `stop` said so before a probe (a failure of another kind, Ctrl-C)
+  kConverged,    // the largest pass and the smallest failure are adjacent: the boundary is exact
+  kProbeCap,     // max_probes reached first; the bracket so far is what is known
+  kNoneFits,     // min_value failed
+  kMaxFits,      // max_value passed: the boundary is at least that
+  kStopped,      // `stop` said so after a probe (Ctrl-C)
+  kProbeFailed,  // a probe was inconclusive (it neither fit nor ran out of memory): not in the bracket
 };
 const char* BoundarySearchEndName(BoundarySearchEnd end);
 
 struct BoundaryProbe {
   std::int64_t value = 0;
   bool passed = false;
-  bool guided = false;  // chosen from the peaks' line, not by doubling or bisection
+  bool guided = false;        // chosen from the peaks' line, not by doubling or bisection
+  bool inconclusive = false;  // neither fit nor ran out of memory; the last probe of a kProbeFailed search
 };
 
 struct BoundarySearchResult {

@@ -55,6 +55,67 @@ TEST(BoundarySearchTest, NothingFitsEndsAfterOneProbe) {
   EXPECT_EQ(r.smallest_failing, 1);
 }
 
+// A first probe that ends neither fitting nor out of memory (an error) says nothing: the search
+// ends probe_failed, not none_fits, with no bracket at all.
+TEST(BoundarySearchTest, AnInconclusiveFirstProbeEndsProbeFailedNotNoneFits) {
+  int calls = 0;
+  const BoundarySearchResult r =
+      SearchBoundary({}, std::function<ProbeAnswer(std::int64_t)>([&](std::int64_t) {
+                       ++calls;
+                       ProbeAnswer a;
+                       a.inconclusive = true;
+                       return a;
+                     }));
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(r.end, BoundarySearchEnd::kProbeFailed);
+  EXPECT_STREQ(BoundarySearchEndName(r.end), "probe_failed");
+  EXPECT_FALSE(r.largest_passing);
+  EXPECT_FALSE(r.smallest_failing);
+  ASSERT_EQ(r.probes.size(), 1u);
+  EXPECT_TRUE(r.probes[0].inconclusive);
+  EXPECT_FALSE(r.probes[0].passed);
+}
+
+// An inconclusive probe inside the bracket is not its failure: fits up to 5, 6 and 7 do not, and
+// the probe at 6 ends otherwise (the ResNet-50 search whose probe crashed inside its bracket). The
+// bracket stays 5..8 (first failing 8, not 6), and the search ends there. Even a `passed` with it
+// counts for nothing.
+TEST(BoundarySearchTest, AnInconclusiveProbeDoesNotNarrowTheBracket) {
+  const BoundarySearchResult r =
+      SearchBoundary({}, std::function<ProbeAnswer(std::int64_t)>([](std::int64_t v) {
+                       ProbeAnswer a;
+                       a.passed = v <= 5 || v == 6;
+                       a.inconclusive = v == 6;
+                       return a;
+                     }));
+  std::vector<std::int64_t> values;
+  for (const BoundaryProbe& p : r.probes) values.push_back(p.value);
+  EXPECT_EQ(values, (std::vector<std::int64_t>{1, 2, 4, 8, 6}));
+  EXPECT_EQ(r.end, BoundarySearchEnd::kProbeFailed);
+  EXPECT_EQ(r.largest_passing, 4);
+  EXPECT_EQ(r.smallest_failing, 8);
+  EXPECT_TRUE(r.probes.back().inconclusive);
+  EXPECT_FALSE(r.probes.back().passed);
+}
+
+// An inconclusive probe that the caller also stops on (Ctrl-C) ends `stopped`.
+TEST(BoundarySearchTest, AStopOnAnInconclusiveProbeEndsStopped) {
+  std::int64_t last = 0;
+  const BoundarySearchResult r =
+      SearchBoundary({}, std::function<ProbeAnswer(std::int64_t)>([&](std::int64_t v) {
+                       last = v;
+                       ProbeAnswer a;
+                       a.passed = true;
+                       a.inconclusive = v == 4;
+                       return a;
+                     }),
+                     [&] { return last == 4; });
+  EXPECT_EQ(r.end, BoundarySearchEnd::kStopped);
+  EXPECT_EQ(r.probes.size(), 3u);
+  EXPECT_EQ(r.largest_passing, 2);
+  EXPECT_FALSE(r.smallest_failing);
+}
+
 // Every probe passes: doubling stops at max_value (1, 2, 4, 8, 10), well within the cap.
 TEST(BoundarySearchTest, EverythingFitsStopsAtTheMaximum) {
   BoundarySearchSettings s;

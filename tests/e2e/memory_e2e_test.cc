@@ -235,6 +235,33 @@ TEST(MemoryE2E, ProbesAreBoundedWhenEveryProbeFailsAndWhenNoneDoes) {
       << show.out;
 }
 
+// A first probe that ends `error` (dlbench-null's inject: exit, exit code 3 at step 1) says
+// nothing about memory: the cell is that probe, `error` with its message, and the search ends
+// probe_failed, not none_fits; the probe's `fits` is null and no batch is the first failing one.
+TEST(MemoryE2E, ASearchWhoseFirstProbeEndsErrorSaysSoNotNoneFits) {
+  TempDir dir("memory_probe_error");
+  auto cells = RunByBatch(dir, "error",
+                          "matrix:\n  virtual_time: true\n" + Model() +
+                              "  memory_cap: 4GiB\n  batch_size: max\n  inject: exit\n  inject_at_step: 1\n");
+  ASSERT_EQ(cells.size(), 1u);
+  const nlohmann::json& cell = cells.at(-1);
+  EXPECT_EQ(cell.at("outcome"), "error") << cell.at("message");
+  const std::string message = cell.at("message");
+  EXPECT_EQ(message.rfind(
+                "batch_size: max: the probe at batch_size 1 ended error: runner ended with exit code 3", 0),
+            0u)
+      << message;
+  const nlohmann::json& search = cell.at("extras").at("boundary_search");
+  EXPECT_EQ(search.at("end"), "probe_failed") << search.dump();
+  EXPECT_TRUE(search.at("found").is_null()) << search.dump();
+  EXPECT_TRUE(search.at("first_failing").is_null()) << search.dump();
+  ASSERT_EQ(search.at("probes").size(), 1u) << search.dump();
+  EXPECT_EQ(search.at("probes")[0].at("outcome"), "error");
+  EXPECT_TRUE(search.at("probes")[0].at("fits").is_null()) << search.dump();
+  EXPECT_FALSE(cell.at("metrics").contains("boundary_first_failing_batch_size")) << cell.at("metrics").dump();
+  EXPECT_EQ(Metric(cell, "boundary_probes"), 1.0);
+}
+
 // Bad input is a config error at its place in the file, before anything runs.
 TEST(MemoryE2E, BadCapsAndMaxOnAKeyWithoutASearchAreConfigErrors) {
   TempDir dir("memory_errors");
@@ -467,6 +494,70 @@ timeout_s: 60
     EXPECT_NE(message.find("the kernel's OOM killer ended"), std::string::npos) << message;
     EXPECT_GE(cap.value("oom_kills", 0), 1) << cap.dump();
   }
+}
+
+// A runner that dies by SIGSEGV or SIGABRT under an RLIMIT_DATA cap is read as `oom`: a library whose
+// allocation the limit refused may crash instead of reporting it (dlbench-torch in oneDNN's JIT,
+// TorchE2E.CpuCellsAtTheEdgeOfTheirCapEndOomNotCrashedOrTimeout). dlbench-null's inject: crash (SIGSEGV at a
+// step) stands for it; another signal, or SIGSEGV without a cap, stays `crashed`, and a boundary
+// search reads such a probe as not fitting. Under cgroup v2 the kernel kills instead of refusing, so
+// there a crash stays a crash.
+TEST(MemoryE2E, ASegfaultUnderAnRlimitDataCapIsOomAndASearchReadsItAsNotFitting) {
+  TempDir dir("memory_crash");
+  const std::string matrix = dir / "m.yaml", db = dir / "r.db";
+  WriteText(matrix, std::string(kHead) + R"(matrix:
+  virtual_time: true
+  inject_at_step: 2
+  batch_size: [1, 2, 3, max]
+include:
+  - {inject: crash, memory_cap: 256MiB, batch_size: 1}
+  - {inject: sigterm_self, memory_cap: 256MiB, batch_size: 2}
+  - {inject: crash, batch_size: 3}
+  - {inject: crash, memory_cap: 256MiB, batch_size: max, boundary_max: 8}
+)");
+  auto run = Dlbench({"run", matrix}, dir, db);
+  std::map<std::string, nlohmann::json> by;
+  for (const nlohmann::json& c : Cells(dir, db)) by[c.at("params").at("batch_size").dump()] = c;
+  ASSERT_EQ(by.size(), 4u) << run.out << run.err;
+  const nlohmann::json& segv = by.at("1");
+  const std::string mechanism = CheckCpuCapRecord(segv, 256 * kMiB);
+  const bool rlimit = mechanism == "RLIMIT_DATA";
+  EXPECT_EQ(segv.at("outcome"), rlimit ? "oom" : "crashed") << segv.at("message");
+  if (rlimit) {
+    EXPECT_EQ(segv.at("message").get<std::string>().rfind(
+                  "out of memory (taken from a crash): the runner died by SIGSEGV under a 256 MiB memory_cap "
+                  "(RLIMIT_DATA): taken as out of memory",
+                  0),
+              0u)
+        << segv.at("message");
+    EXPECT_NE(segv.at("message").get<std::string>().find(
+                  "; memory_cap allowed 268435456 bytes (256 MiB, RLIMIT_DATA)"),
+              std::string::npos)
+        << segv.at("message");
+    EXPECT_EQ(segv.at("extras").at("memory_cap").at("crash_taken_as_oom"), "SIGSEGV");
+  }
+  EXPECT_EQ(by.at("2").at("outcome"), "crashed") << by.at("2").at("message");
+  EXPECT_NE(by.at("2").at("message").get<std::string>().find("SIGTERM"), std::string::npos);
+  EXPECT_FALSE(by.at("2").at("extras").at("memory_cap").contains("crash_taken_as_oom"));
+  EXPECT_EQ(by.at("3").at("outcome"), "crashed") << by.at("3").at("message");
+  EXPECT_FALSE(by.at("3").at("extras").contains("memory_cap"));
+
+  const nlohmann::json& search = by.at("\"max\"");
+  const nlohmann::json& found = search.at("extras").at("boundary_search");
+  if (rlimit) {
+    EXPECT_EQ(search.at("outcome"), "oom") << search.at("message");
+    EXPECT_EQ(found.at("end"), "none_fits") << found.dump();
+    EXPECT_EQ(found.at("first_failing"), 1) << found.dump();
+    EXPECT_NE(
+        search.at("message").get<std::string>().find("even batch_size 1 does not fit: out of memory (taken "
+                                                     "from a crash)"),
+        std::string::npos)
+        << search.at("message");
+  } else {
+    EXPECT_EQ(search.at("outcome"), "crashed") << search.at("message");
+  }
+  ASSERT_EQ(found.at("probes").size(), 1u) << found.dump();
+  EXPECT_EQ(found.at("probes")[0].at("outcome"), rlimit ? "oom" : "crashed");
 }
 
 // `plan` says which mechanism each capped cell's memory_cap will use, in its text and --json, as

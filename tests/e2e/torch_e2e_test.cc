@@ -264,5 +264,56 @@ measure: {min_steps: 3, max_steps: 4, min_warmup_steps: 1, min_time_s: 0, max_ti
   }
 }
 
+// At the edge of a 1 GiB RLIMIT_DATA cap a tiny ResNet-50 (base_width 4, 32 px, training) hit two
+// libraries that do not report a refused allocation (found by a boundary search, session 13;
+// docs/memory.md "A crash under RLIMIT_DATA"):
+// - batch 4492: creating a convolution-backward primitive, Xbyak's code buffer was refused, oneDNN
+//   2.6 went on and wrote its first instruction to the null buffer: SIGSEGV (`crashed`);
+// - batch 5064: OpenBLAS's first product (the fc layer, after the convolutions' activations) could
+//   not get its 128 MiB work buffer and retried without end (`timeout` after timeout_s).
+// Each cell ends `oom` now: the crash under the cap is read as one, and the runner makes OpenBLAS's
+// buffers before the model. Whichever allocation is refused, LibTorch's allocator reports it or
+// dlbench reads the crash.
+TEST(TorchE2E, CpuCellsAtTheEdgeOfTheirCapEndOomNotCrashedOrTimeout) {
+  TempDir dir("torch_cap_edge");
+  const std::string matrix = dir / "m.yaml", db = dir / "r.db";
+  WriteText(matrix, R"(runner: torch
+matrix:
+  model: resnet50
+  base_width: 4
+  image_size: 32
+  batch_size: [4492, 5064]
+  scenario: train
+  device: cpu
+  precision: fp32
+  threads: 1
+  memory_cap: 1GiB
+timeout_s: 30
+measure: {min_steps: 1, max_steps: 2, min_warmup_steps: 0, min_time_s: 0, max_time_s: 20}
+)");
+  auto run = Dlbench({"run", matrix}, dir, db);
+  auto exported = Dlbench({"export", "latest", "--format", "json"}, dir, db);
+  ASSERT_EQ(exported.exit_code, 0) << run.out << run.err << exported.err;
+  const nlohmann::json cells = nlohmann::json::parse(exported.out).at("cells");
+  ASSERT_EQ(cells.size(), 2u) << run.out << run.err;
+  for (const nlohmann::json& cell : cells) {
+    const std::string batch = cell.at("params").at("batch_size").dump();
+    EXPECT_EQ(cell.at("outcome"), "oom") << batch << ": " << cell.at("message");
+    const std::string message = cell.at("message");
+    const nlohmann::json& cap = cell.at("extras").at("memory_cap");
+    const std::string mechanism = cap.at("mechanism");
+    EXPECT_NE(message.find("memory_cap allowed 1073741824 bytes (1024 MiB, " + mechanism + ")"),
+              std::string::npos)
+        << batch << ": " << message;
+    if (cap.contains("crash_taken_as_oom")) {
+      EXPECT_EQ(mechanism, "RLIMIT_DATA") << cap.dump();
+      EXPECT_NE(message.find("the runner died by " + cap.at("crash_taken_as_oom").get<std::string>() +
+                             " under a 1024 MiB memory_cap (RLIMIT_DATA): taken as out of memory"),
+                std::string::npos)
+          << batch << ": " << message;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dlbench::e2e
