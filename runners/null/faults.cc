@@ -26,6 +26,7 @@ const std::vector<FaultInfo>& Faults() {
       {Fault::kStepOverlap, "step_overlap"},
       {Fault::kStepsAfterDone, "steps_after_done"},
       {Fault::kDoneTwice, "done_twice"},
+      {Fault::kLateSteps, "late_steps_after_done"},
       {Fault::kFrameAfterError, "frame_after_error"},
       {Fault::kExitWithoutDone, "exit_without_done"},
       {Fault::kCloseProtocol, "close_protocol"},

@@ -36,6 +36,7 @@ enum class Fault {
   kStepOverlap,        // step inject_at_step starts before the previous one ended
   kStepsAfterDone,     // STEPS after DONE
   kDoneTwice,          // a second DONE
+  kLateSteps,          // STEPS after DONE once dlbench has read the DONE; then serves on
   kFrameAfterError,    // ERROR internal at inject_at_step, then more STEPS
   kExitWithoutDone,    // exits 0 after the loop without DONE
   kCloseProtocol,      // closes its protocol output at inject_at_step and waits to be killed

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -45,6 +46,14 @@ void SendRawJson(MessageType type, const nlohmann::json& body) {
   std::string bytes;
   protocol::AppendJsonFrame(bytes, type, body);
   (void)protocol::WriteAll(OutFd(), bytes);
+}
+
+void WaitUntilProtocolRead() {
+  for (int i = 0; i < 10'000; ++i) {
+    int unread = 0;
+    if (::ioctl(OutFd(), FIONREAD, &unread) != 0 || unread == 0) return;
+    usleep(1'000);
+  }
 }
 
 void SendRawSteps(const protocol::StepRecord* records, std::size_t count) {

@@ -23,6 +23,11 @@ namespace dlbench::nullrunner {
 void SendRawJson(protocol::MessageType type, const nlohmann::json& body);
 void SendRawSteps(const protocol::StepRecord* records, std::size_t count);
 
+// Waits (at most 10 s) until dlbench has read everything written to the protocol's output: the
+// pipe holds nothing (FIONREAD). late_steps_after_done writes its frame only then, so the frame
+// reaches dlbench after it read the DONE, never in the same read.
+void WaitUntilProtocolRead();
+
 // "dlbench-null: WHAT on purpose at step N" on stderr.
 void Say(const char* what, std::int64_t step);
 

@@ -302,6 +302,16 @@ int ServeCell(RunnerSession& session, const protocol::CellConfig* cell, const Op
     more.samples = samples;
     SendRawSteps(&more, 1);
   }
+  if (p.inject == Fault::kLateSteps) {
+    // A runner that says one thing too many after its DONE, once dlbench has taken the DONE (and,
+    // under --runner-reuse, released the process): it then waits for the next CONFIGURE as usual.
+    WaitUntilProtocolRead();
+    protocol::StepRecord more;
+    more.start_ns = last_end;
+    more.end_ns = last_end + 1;
+    more.samples = samples;
+    SendRawSteps(&more, 1);
+  }
   return 0;
 }
 

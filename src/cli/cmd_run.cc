@@ -111,9 +111,23 @@ class RunConsole final : public orchestrator::RunObserver {
   }
 
   void OnCellStart(const orchestrator::CellStart& s) override {
+    position_ = s.position;
+    to_run_ = s.to_run;
     status_ = fmt::format("[{}/{}] {}  elapsed {}  ETA {}", s.position, s.to_run, s.cell.label,
                           FormatSeconds(s.elapsed_s), s.eta_s ? FormatSeconds(*s.eta_s) : "-");
     std::fprintf(stderr, "%s%s", status_.c_str(), tty_ ? "" : "\n");
+  }
+
+  // measure.retry_disturbed: one line per attempt after the first, which stays on the terminal; the
+  // progress line then goes on below it.
+  void OnCellRetry(const plan::Cell& cell, const orchestrator::RetryStart& r) override {
+    const std::string line = RetryLine(position_, to_run_, cell.label, r.attempt, r.allowed, r.before.verdict,
+                                       r.before.verdict_reasons);
+    if (tty_) {
+      std::fprintf(stderr, "\r\033[K%s\n%s", line.c_str(), status_.c_str());
+    } else {
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
   }
 
   void OnCellProgress(const plan::Cell&, const orchestrator::CellProgress& p) override {
@@ -188,6 +202,8 @@ class RunConsole final : public orchestrator::RunObserver {
   bool tty_;
   std::vector<std::size_t> widths_;
   std::string status_;
+  std::size_t position_ = 0;  // of the cell running now, as its OnCellStart said
+  std::size_t to_run_ = 0;
   std::map<record::Verdict, int> verdicts_;  // of the ok cells this invocation ran
   int not_valid_ = 0;                        // of those, cells whose verdict is not valid
 };

@@ -99,6 +99,19 @@ std::optional<double> MetricValue(const record::CellRecord& cell, const std::str
   return std::nullopt;
 }
 
+std::string RetryLine(std::size_t position, std::size_t to_run, const std::string& label, int attempt,
+                      int allowed, record::Verdict before, const nlohmann::json& reasons_before) {
+  const std::string verdict(record::Name(before));
+  std::string why = verdict;
+  if (reasons_before.is_array() && !reasons_before.empty() && reasons_before[0].is_string()) {
+    // A reason names its verdict first ("shifted: step time changed at ..."); one that does not gets it.
+    const std::string reason = reasons_before[0].get<std::string>();
+    why = reason.rfind(verdict + ":", 0) == 0 ? reason : verdict + ": " + reason;
+  }
+  return TerminalSafe(fmt::format("[{}/{}] {}  measuring again: attempt {} of {}, attempt {} was {}",
+                                  position, to_run, label, attempt, allowed, attempt - 1, why));
+}
+
 std::vector<Table::Column> ResultColumns() {
   return {{"#", true},        {"cell", false},     {"outcome", false},
           {"verdict", false}, {"samples/s", true}, {"step mean", true},

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +38,13 @@ std::string FormatRate(std::optional<double> per_s);
 std::string FormatSeconds(double seconds);  // "1:02:03" / "2:03" / "4.2 s"
 
 std::optional<double> MetricValue(const record::CellRecord& cell, const std::string& name);
+
+// The line `run` prints when measure.retry_disturbed measures a cell again: "[2/5] LABEL  measuring
+// again: attempt 2 of 3, attempt 1 was shifted: step time changed at ..." (the first of
+// `reasons_before`, the attempt before's verdict_reasons, names why; without one, its verdict).
+// Terminal-safe.
+std::string RetryLine(std::size_t position, std::size_t to_run, const std::string& label, int attempt,
+                      int allowed, record::Verdict before, const nlohmann::json& reasons_before);
 
 // The columns of the results table, shared by `run` (row by row) and `show` (all at once).
 std::vector<Table::Column> ResultColumns();

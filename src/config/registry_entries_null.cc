@@ -55,6 +55,7 @@ void AppendNullEntries(std::vector<ParamSpec>& r) {
                     "step_overlap",
                     "steps_after_done",
                     "done_twice",
+                    "late_steps_after_done",
                     "frame_after_error",
                     "exit_without_done",
                     "close_protocol",

@@ -159,7 +159,6 @@ record::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& options
       rec.extras["runner_process"] = {{"reuse", "not shared: " + *refusal}};
     } else {
       process_key = ProcessKey(cell, o.runner);
-      kept = o.pool->Take(process_key);
       o.offer_reuse = true;
     }
   }
@@ -182,13 +181,30 @@ record::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& options
     RunRankGroup(cell, o, world, std::move(idle_series), rec);
     return rec;
   }
+  // The kept process is taken as late as possible: whatever it wrote after its DONE (also during
+  // the idle baseline) is then in its pipe, and the pool ends it rather than hand it on.
+  if (o.offer_reuse) {
+    std::string ended_why;
+    kept = o.pool->Take(process_key, &ended_why);
+    if (!ended_why.empty()) {
+      rec.extras["warnings"].push_back(ended_why);
+      rec.extras["runner_process"]["previous_process"] = ended_why;
+    }
+  }
   // Who holds the GPUs just before the runner starts: any process there is another's (docs/memory.md).
   std::vector<monitor::GpuProcess> gpu_before;
   if (o.monitor != nullptr) gpu_before = o.monitor->GpuProcesses();
   if (!kept) {
     auto spawned = SpawnRunner(o.runner, /*with_logs=*/true);
     if (!spawned.ok()) return fail(spawned.error().message);
-    kept = KeptRunner{std::move(spawned).value(), process_key, cell.index, rec.stderr_path, 0, nullptr};
+    kept = KeptRunner{std::move(spawned).value(),
+                      process_key,
+                      cell.index,
+                      cell.index,
+                      cell.label,
+                      rec.stderr_path,
+                      0,
+                      nullptr};
   }
   Spawned& runner = kept->spawned;
   const bool reused = runner.cells_served > 0;
@@ -249,9 +265,13 @@ record::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& options
     } else {
       info["reuse"] = "ended with this cell";
     }
+    if (rec.extras.contains("runner_process") && rec.extras["runner_process"].contains("previous_process"))
+      info["previous_process"] = rec.extras["runner_process"]["previous_process"];
     rec.extras["runner_process"] = info;
     if (driver.released()) {
       ++runner.cells_served;
+      kept->last_cell_index = cell.index;
+      kept->last_cell_label = cell.label;
       o.pool->Keep(std::move(*kept));
     }
   }

@@ -167,6 +167,13 @@ std::vector<FaultCase> Rows() {
        O::kInvalid,
        {"protocol violation: STEPS after DONE"}},
       {"done_twice", {{"inject", "done_twice"}}, {}, O::kInvalid, {"protocol violation: DONE after DONE"}},
+      // Without --runner-reuse the driver reads on after DONE until the runner exits (under reuse
+      // the pool finds the frame: ReuseE2E.AFrameSentAfterDone...).
+      {"late_steps_after_done",
+       {{"inject", "late_steps_after_done"}},
+       {},
+       O::kInvalid,
+       {"protocol violation: STEPS after DONE"}},
       {"frame_after_error",
        {{"inject", "frame_after_error"}},
        {},

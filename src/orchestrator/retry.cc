@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -33,19 +34,24 @@ nlohmann::json AttemptSummary(const record::CellRecord& rec, int attempt) {
 }
 
 record::CellRecord RunWithRetries(const plan::Cell& cell, const CellRunOptions& options, int retries,
-                                  const RunCellFn& run_cell) {
+                                  const RunCellFn& run_cell, const OnRetryFn& on_retry) {
   const int allowed = retries > 0 && !plan::RetryRefusal(cell) ? retries + 1 : 1;
   nlohmann::json list = nlohmann::json::array();
+  std::optional<record::CellRecord> before;
   for (int attempt = 1;; ++attempt) {
     CellRunOptions o = options;
     o.attempt = attempt;
     if (attempt > 1) o.log_suffix += fmt::format(".attempt-{}", attempt);
+    if (before && on_retry) on_retry(RetryStart{attempt, allowed, *before});
     record::CellRecord rec = run_cell(cell, o);
     if (rec.outcome == record::Outcome::kInterrupted) return rec;
     const bool disturbed = rec.outcome == record::Outcome::kOk && IsDisturbed(rec.verdict);
     if (attempt == 1 && (!disturbed || allowed == 1)) return rec;  // as without retries
     list.push_back(AttemptSummary(rec, attempt));
-    if (disturbed && attempt < allowed) continue;
+    if (disturbed && attempt < allowed) {
+      before = std::move(rec);
+      continue;
+    }
     list.back()["stored"] = true;
     rec.extras[record::kAttemptsExtrasKey] = {{"stored", attempt},
                                               {"allowed", allowed},

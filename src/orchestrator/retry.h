@@ -7,6 +7,7 @@
 // when more than one ran.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "orchestrator/boundary_cell.h"
@@ -25,13 +26,23 @@ namespace dlbench::orchestrator {
 // immediate re-run meets again), nor a load or converge cell's verdicts.
 bool IsDisturbed(record::Verdict verdict);
 
+// What RunWithRetries says before it measures a cell again: attempt `attempt` of `allowed` starts
+// because `before` (the attempt before it, as its record ended) was disturbed.
+struct RetryStart {
+  int attempt = 0;
+  int allowed = 0;
+  const record::CellRecord& before;
+};
+using OnRetryFn = std::function<void(const RetryStart&)>;
+
 // Runs the cell with `run_cell` (RunCell or RunBoundarySearch), and again while its record ended
 // ok with a disturbed verdict, up to `retries` more times: attempt k > 1 has options.attempt = k
-// and its logs under the suffix ".attempt-k". A cell plan::RetryRefusal names runs once. An attempt
-// that ends interrupted (Ctrl-C) is returned at once, without the earlier ones (the cell is not
-// stored, and --resume measures it from its first attempt).
+// and its logs under the suffix ".attempt-k", and `on_retry` (when set) is called just before it.
+// A cell plan::RetryRefusal names runs once. An attempt that ends interrupted (Ctrl-C) is returned
+// at once, without the earlier ones (the cell is not stored, and --resume measures it from its
+// first attempt).
 record::CellRecord RunWithRetries(const plan::Cell& cell, const CellRunOptions& options, int retries,
-                                  const RunCellFn& run_cell);
+                                  const RunCellFn& run_cell, const OnRetryFn& on_retry = nullptr);
 
 // One attempt's summary, as extras.attempts.list holds it.
 nlohmann::json AttemptSummary(const record::CellRecord& rec, int attempt);

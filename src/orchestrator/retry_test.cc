@@ -2,6 +2,7 @@
 // stored record says of the others (measure.retry_disturbed, docs/measurement.md "Measuring again").
 #include "orchestrator/retry.h"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -54,6 +55,25 @@ TEST(RetryTest, OnlyTheVerdictsOfADisturbedMachineAreMeasuredAgain) {
     const bool expected = v == Verdict::kContended || v == Verdict::kShifted || v == Verdict::kDrifting;
     EXPECT_EQ(IsDisturbed(v), expected) << v;
   }
+}
+
+TEST(RetryTest, OnRetryIsToldEachAttemptAfterTheFirstBeforeItRunsWithTheOneBefore) {
+  Script s{{{Outcome::kOk, Verdict::kContended},
+            {Outcome::kOk, Verdict::kDrifting},
+            {Outcome::kOk, Verdict::kValid}}};
+  std::vector<std::string> said;
+  const auto on_retry = [&](const RetryStart& r) {
+    said.push_back(fmt::format("{} of {} after {} ({} ran)", r.attempt, r.allowed,
+                               r.before.verdict_reasons[0].get<std::string>(), s.seen.size()));
+  };
+  (void)RunWithRetries(PlainCell(), CellRunOptions{}, 3, s.Fn(), on_retry);
+  EXPECT_EQ(said, (std::vector<std::string>{"2 of 4 after contended: why (1 ran)",
+                                            "3 of 4 after drifting: why (2 ran)"}));
+  // Not called for a cell measured once.
+  said.clear();
+  Script once{{{Outcome::kOk, Verdict::kValid}}};
+  (void)RunWithRetries(PlainCell(), CellRunOptions{}, 3, once.Fn(), on_retry);
+  EXPECT_TRUE(said.empty());
 }
 
 TEST(RetryTest, TheFirstAttemptNotDisturbedIsStoredWithTheEarlierOnesRecorded) {

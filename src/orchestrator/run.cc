@@ -380,7 +380,11 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
     // measure.retry_disturbed: a cell the machine disturbed is measured again (retry.h).
     record::CellRecord rec = IsBoundarySearch(cell)
                                  ? RunBoundarySearch(cell, options)
-                                 : RunWithRetries(cell, options, matrix.measure.retry_disturbed, RunCell);
+                                 : RunWithRetries(cell, options, matrix.measure.retry_disturbed, RunCell,
+                                                  [&](const RetryStart& retry) {
+                                                    for (RunObserver* o : observers)
+                                                      o->OnCellRetry(cell, retry);
+                                                  });
     if (rec.outcome == record::Outcome::kInterrupted) {
       interrupted = true;
       break;

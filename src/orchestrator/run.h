@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "orchestrator/cell_runner.h"
+#include "orchestrator/retry.h"
 #include "plan/selection.h"
 #include "record/records.h"
 #include "store/result_store.h"
@@ -108,6 +109,8 @@ class RunObserver {
   virtual void OnRunStart(const RunStart& /*start*/) {}
   // A cell is about to start its runner.
   virtual void OnCellStart(const CellStart& /*start*/) {}
+  // A cell is about to be measured again (measure.retry_disturbed): which attempt, and the one before.
+  virtual void OnCellRetry(const plan::Cell& /*cell*/, const RetryStart& /*retry*/) {}
   // About once a second while a cell runs.
   virtual void OnCellProgress(const plan::Cell& /*cell*/, const CellProgress& /*progress*/) {}
   // A cell finished and was stored.

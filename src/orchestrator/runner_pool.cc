@@ -1,5 +1,9 @@
 #include "orchestrator/runner_pool.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -21,6 +25,9 @@ void CloseFd(int& fd) {
     fd = -1;
   }
 }
+
+// At most this much of what a kept runner wrote after its DONE is read to name it.
+constexpr std::size_t kLateBytesLimit = 1 << 16;
 
 // Reads and drops what a pipe holds now (the fd is non-blocking), so a runner writing at its exit
 // never blocks on a full pipe.
@@ -110,17 +117,75 @@ std::vector<PlannedProcess> PlanRunnerReuse(const std::vector<plan::Cell>& cells
   return out;
 }
 
-std::optional<KeptRunner> RunnerPool::Take(const std::string& key) {
-  if (kept_ && kept_->key != key) Close();
+std::string DescribeLateBytes(protocol::FrameReader before, const std::string& bytes) {
+  const std::size_t total = before.buffered_bytes() + bytes.size();
+  before.Feed(bytes.data(), bytes.size());
+  std::vector<std::string> names;
+  std::size_t frames = 0;
+  std::string rest;
+  for (;;) {
+    auto frame = before.Next();
+    if (!frame.ok()) {
+      rest = fmt::format("bytes that are no frame ({})", frame.error().message);
+      break;
+    }
+    if (!frame->has_value()) {
+      if (before.buffered_bytes() > 0) rest = "part of a frame";
+      break;
+    }
+    ++frames;
+    if (names.size() < 8) names.emplace_back(protocol::MessageTypeName((*frame)->type));
+  }
+  std::string said;
+  if (frames > 0) {
+    said = fmt::format("{} frame{} ({}", frames, frames == 1 ? "" : "s", fmt::join(names, ", "));
+    if (frames > names.size()) said += fmt::format(", ... {} more", frames - names.size());
+    said += ")";
+    if (!rest.empty()) said += ", then ";
+  }
+  return fmt::format("{}{}, {} byte{}", said, rest, total, total == 1 ? "" : "s");
+}
+
+std::optional<KeptRunner> RunnerPool::Take(const std::string& key, std::string* ended_why) {
   if (!kept_) return std::nullopt;
-  std::optional<KeptRunner> taken = std::move(kept_);
-  kept_.reset();
+  // What it wrote on its protocol pipe since the driver stopped reading at its DONE: a clean runner
+  // wrote nothing and waits for its next CONFIGURE.
+  Spawned& s = kept_->spawned;
+  if (s.from_runner >= 0) {
+    const int flags = ::fcntl(s.from_runner, F_GETFL);
+    if (flags >= 0) (void)::fcntl(s.from_runner, F_SETFL, flags | O_NONBLOCK);
+  }
+  std::string late;
+  bool pipe_closed = false;
+  while (s.from_runner >= 0 && late.size() < kLateBytesLimit) {
+    char buf[4096];
+    const ssize_t n = ::read(s.from_runner, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) pipe_closed = true;
+    if (n <= 0) break;
+    late.append(buf, static_cast<std::size_t>(n));
+  }
+  std::optional<std::string> problem;
+  if (!late.empty() || s.reader.buffered_bytes() > 0)
+    problem = "sent " + DescribeLateBytes(s.reader, late) + " after that cell's DONE";
   // It may have died while it waited (nothing was listening to it): then it serves no cell.
-  if (taken->spawned.process.TryWait()) {
-    kept_ = std::move(taken);
+  if (auto status = s.process.TryWait()) {
+    problem = (problem ? *problem + ", and " : std::string()) + "ended while it was kept (" +
+              status->Describe() + ")";
+  } else if (pipe_closed && !problem) {
+    problem = std::string("closed its protocol pipe after that cell's DONE");
+  }
+  if (problem && ended_why != nullptr) {
+    *ended_why =
+        fmt::format("the runner process kept after cell {} \"{}\" (pid {}) {}: it was ended, not reused",
+                    kept_->last_cell_index, kept_->last_cell_label, s.process.pid(), *problem);
+  }
+  if (problem || kept_->key != key) {
     Close();
     return std::nullopt;
   }
+  std::optional<KeptRunner> taken = std::move(kept_);
+  kept_.reset();
   return taken;
 }
 

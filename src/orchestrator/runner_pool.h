@@ -52,11 +52,19 @@ struct PlannedProcess {
 std::vector<PlannedProcess> PlanRunnerReuse(const std::vector<plan::Cell>& cells,
                                             const RunnerCommand& runner);
 
+// What a kept runner wrote on its protocol pipe after its DONE, for a warning: `bytes` as they
+// continue the stream `before` (the reader's state at the release: a frame's first bytes may be
+// in it already): "1 frame (STEPS), 64 bytes", "2 frames (DONE, STEPS), then part of a frame,
+// 90 bytes", "bytes that are no frame (...), 3 bytes"; frames past 8 are counted, not named.
+std::string DescribeLateBytes(protocol::FrameReader before, const std::string& bytes);
+
 // A released runner waiting for its next CONFIGURE.
 struct KeptRunner {
   Spawned spawned;
   std::string key;
   int first_cell_index = 0;
+  int last_cell_index = 0;        // the cell whose DONE released it
+  std::string last_cell_label;    // and its label
   std::string first_cell_stderr;  // where its start-up output is
   // Its start to its HELLO (process start, library loading): what the later cells do not pay. What
   // else they save (CUDA's initialisation) shows in their setup_s against the first cell's.
@@ -73,8 +81,12 @@ class RunnerPool {
   ~RunnerPool() { Close(); }
 
   // The kept process when its key is `key` (the pool then holds none); a kept process of another
-  // key is ended first. nullopt when there is none to take.
-  std::optional<KeptRunner> Take(const std::string& key);
+  // key is ended first. nullopt when there is none to take. A kept process that is not clean is
+  // ended, not handed on: one that wrote on its protocol pipe after the DONE that released it
+  // (those bytes would otherwise be read as the next cell's) or that died while kept. Then
+  // `ended_why`, when given, gets a sentence naming the cell it served last, its pid and what it
+  // sent (DescribeLateBytes) or how it ended, for the taking cell's warnings.
+  std::optional<KeptRunner> Take(const std::string& key, std::string* ended_why = nullptr);
   void Keep(KeptRunner runner);
   // Ends the kept process, if any: its command pipe is closed (it exits there, as after a probe),
   // it has exit_grace_s to exit before its group is killed, and what it left running is killed.

@@ -6,6 +6,7 @@
 // exact on a loaded machine.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -44,7 +45,21 @@ std::string Measure(int retries) {
 struct Ran {
   std::vector<record::CellRecord> cells;
   std::string show;
+  std::string err;  // run's console on stderr
 };
+
+// The lines of `text` that contain `what`.
+std::vector<std::string> LinesWith(const std::string& text, const std::string& what) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t end = std::min(text.find('\n', at), text.size());
+    const std::string line = text.substr(at, end - at);
+    if (line.find(what) != std::string::npos) out.push_back(line);
+    at = end + 1;
+  }
+  return out;
+}
 
 Ran RunMatrix(const TempDir& dir, const std::string& name, const std::string& text, bool reuse = false) {
   const std::string matrix = dir / (name + ".yaml"), db = dir / (name + ".db");
@@ -55,7 +70,7 @@ Ran RunMatrix(const TempDir& dir, const std::string& name, const std::string& te
   EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
   const CommandResult show = Dlbench({"show", "latest"}, dir, db);
   EXPECT_EQ(show.exit_code, 0) << show.err;
-  return {Cells(db, 1), show.out};
+  return {Cells(db, 1), show.out, run.err};
 }
 
 const nlohmann::json& Attempts(const record::CellRecord& c) {
@@ -110,6 +125,15 @@ TEST(RetryE2E, ACellShiftedOnlyAtItsFirstAttemptIsStoredValidAtItsSecondWithTheF
               std::string::npos)
         << ran.show;
     EXPECT_NE(ran.show.find("attempt 2: ok valid, "), std::string::npos) << ran.show;
+    // run's live console said so when it started the second attempt, with the first's reason.
+    const auto retries = LinesWith(ran.err, "measuring again");
+    ASSERT_EQ(retries.size(), 1u) << ran.err;
+    EXPECT_EQ(retries[0].rfind(
+                  "[1/1] " + c.label +
+                      "  measuring again: attempt 2 of 3, attempt 1 was shifted: " + "step time changed at",
+                  0),
+              0u)
+        << retries[0];
   }
 }
 
@@ -134,6 +158,10 @@ TEST(RetryE2E, ACellShiftedAtEveryAttemptIsStoredWithItsLastAndSaysSo) {
   EXPECT_NE(c.stderr_path.find("cell-0000.attempt-3.stderr.log"), std::string::npos) << c.stderr_path;
   EXPECT_NE(ran.show.find("shifted at attempt 3 of 3, disturbed at every attempt"), std::string::npos)
       << ran.show;
+  const auto retries = LinesWith(ran.err, "measuring again");
+  ASSERT_EQ(retries.size(), 2u) << ran.err;
+  EXPECT_NE(retries[0].find("measuring again: attempt 2 of 3, attempt 1 was shifted: "), std::string::npos);
+  EXPECT_NE(retries[1].find("measuring again: attempt 3 of 3, attempt 2 was shifted: "), std::string::npos);
 }
 
 TEST(RetryE2E, WithoutRetryDisturbedAShiftedCellIsMeasuredOnceAsBefore) {
@@ -148,6 +176,7 @@ TEST(RetryE2E, WithoutRetryDisturbedAShiftedCellIsMeasuredOnceAsBefore) {
     EXPECT_EQ(entry.path().filename().string().find(".attempt-"), std::string::npos) << entry.path();
   }
   EXPECT_EQ(ran.show.find("measured again"), std::string::npos) << ran.show;
+  EXPECT_EQ(ran.err.find("measuring again"), std::string::npos) << ran.err;
 }
 
 TEST(RetryE2E, PlanCountsEveryAttemptInTheUpperBoundAndNamesTheCellsNotMeasuredAgain) {

@@ -130,6 +130,61 @@ include:
   EXPECT_EQ(PidOf(cells[3]), PidOf(cells[2]));
 }
 
+// A kept runner that writes on its protocol pipe after the DONE that released it (the null runner
+// waits until dlbench has read the DONE, then sends one more STEPS frame and waits for the next
+// CONFIGURE) is ended when the next cell takes it: that cell starts a new process, measures exactly
+// as without reuse, and stores the warning. The idle baseline (0.2 s, before the take) leaves the
+// runner ample time to write; without the pool's check the frame is the next cell's first message.
+TEST(ReuseE2E, AFrameSentAfterDoneEndsTheKeptProcessAndTheNextCellIsUntouched) {
+  TempDir dir("reuse_late");
+  const std::string text = std::string(R"(runner: null
+matrix:
+  batch_size: [1, 2, 3]
+  step_ms: [2]
+  jitter_pct: [5]
+  virtual_time: [true]
+include:
+  - {batch_size: 2, inject: late_steps_after_done}
+)") + kMeasure + "  idle_baseline_s: 0.2\n";
+  auto run = [&](const std::string& name, bool reuse) {
+    const std::string matrix = dir / (name + ".yaml"), db = dir / (name + ".db");
+    WriteText(matrix, text);
+    std::vector<std::string> args = {"run", matrix, "--out", dir / (name + "-out")};
+    if (reuse) args.push_back("--runner-reuse");
+    const CommandResult r = Dlbench(args, dir, db);
+    EXPECT_EQ(r.exit_code, reuse ? 0 : 1) << r.out << r.err;
+    return Cells(db, 1, /*steps=*/true);
+  };
+  const auto alone = run("alone", false);
+  const auto shared = run("shared", true);
+  ASSERT_EQ(alone.size(), 3u);
+  ASSERT_EQ(shared.size(), 3u);
+  // Without reuse the driver reads on after DONE: the late frame is that cell's protocol violation.
+  EXPECT_EQ(alone[1].outcome, record::Outcome::kInvalid) << alone[1].message;
+  // Under reuse the DONE released the process before the frame came: the cell that had it is done.
+  EXPECT_EQ(shared[1].outcome, record::Outcome::kOk) << shared[1].message;
+  EXPECT_EQ(shared[1].extras["runner_process"]["reuse"], "kept for the next cell") << shared[1].extras.dump();
+  EXPECT_EQ(PidOf(shared[0]), PidOf(shared[1]));
+  const record::CellRecord& next = shared[2];
+  EXPECT_EQ(next.outcome, record::Outcome::kOk) << next.message;
+  EXPECT_NE(PidOf(next), PidOf(shared[1])) << "the process that sent the late frame served on";
+  EXPECT_EQ(CellOfProcess(next), 1);
+  // One STEPS frame of one record: 8 bytes of frame header, 8 of rank and count, 48 of record.
+  const std::string expected =
+      "the runner process kept after cell " + std::to_string(shared[1].index) + " \"" + shared[1].label +
+      "\" (pid " + std::to_string(PidOf(shared[1])) +
+      ") sent 1 frame (STEPS), 64 bytes after that cell's DONE: it was ended, not reused";
+  ASSERT_TRUE(next.extras.contains("warnings")) << next.extras.dump();
+  EXPECT_EQ(next.extras["warnings"], nlohmann::json::array({expected}));
+  EXPECT_EQ(next.extras["runner_process"]["previous_process"], expected);
+  // The same measured steps as without reuse (the steps stored after STOP depend on real time).
+  for (std::string_view m :
+       {record::metric::kSamplesPerS, record::metric::kStepTimeMeanNs, record::metric::kMeasuredSteps}) {
+    ASSERT_TRUE(record::MetricValue(next, m).has_value()) << m;
+    EXPECT_EQ(record::MetricValue(next, m), record::MetricValue(alone[2], m)) << m;
+  }
+}
+
 TEST(ReuseE2E, CellsThatDifferAtProcessStartDoNotShare) {
   TempDir dir("reuse_differ");
   // cuda_alloc_conf is in the runner's environment, set before its exec; memory_cap limits the
