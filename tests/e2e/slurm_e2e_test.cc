@@ -2,12 +2,13 @@
 // (slurm_e2e_util.h). The group runs under srun (no --shard) are in slurm_group_e2e_test.cc and
 // slurm_group_faults_e2e_test.cc.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
+#include <string>
 
 #include "e2e_util.h"
 #include "launcher_e2e_util.h"
@@ -18,12 +19,7 @@ namespace dlbench::e2e {
 namespace {
 
 TEST(SlurmE2E, SrunTasksWithShardAutoRunEachCellOnceAndRecordTheSlurmLauncher) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root: slurmd runs the job as SlurmUser root here";
-  for (const char* exe : {kSlurmctld, kSlurmd, kMunged, kSrun, kSinfo}) {
-    if (::access(exe, X_OK) != 0) {
-      GTEST_SKIP() << exe << " is not installed (apt-get install slurm-wlm munge: scripts/setup-debian.sh)";
-    }
-  }
+  if (const std::optional<std::string> why = WhySlurmCannotRun()) GTEST_SKIP() << *why;
   TempDir dir("slurm");
   const auto t0 = std::chrono::steady_clock::now();
   SlurmCluster cluster(dir);

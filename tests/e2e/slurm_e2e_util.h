@@ -18,6 +18,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -60,6 +61,19 @@ inline std::string ShortHostName() {
 }
 
 inline bool Alive(pid_t pid) { return pid > 0 && ::kill(pid, 0) == 0; }
+
+// Why the Slurm tests cannot run here (not root, or a Slurm or munge program missing), for
+// GTEST_SKIP; nullopt when they can.
+inline std::optional<std::string> WhySlurmCannotRun() {
+  if (::geteuid() != 0) return "needs root: slurmd runs the job as SlurmUser root here";
+  for (const char* exe : {kSlurmctld, kSlurmd, kMunged, kSrun, kSinfo}) {
+    if (::access(exe, X_OK) != 0) {
+      return std::string(exe) +
+             " is not installed (apt-get install slurm-wlm munge: scripts/setup-debian.sh)";
+    }
+  }
+  return std::nullopt;
+}
 
 // munged, slurmctld and slurmd of one test, stopped (by the PIDs in their pid files) when it ends.
 class SlurmCluster {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <string>
 #include <thread>
 
 #include "e2e_util.h"
@@ -26,12 +27,7 @@ namespace {
 // steps to task 0; task 0 alone writes a store. Then a rank 1 that crashes ends its cell naming
 // it, the next cell still runs, and no rank is left running.
 TEST(SlurmE2E, SrunTasksWithoutAShardRunTheMatrixOnceAsAGroupAndRankZeroStoresIt) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root: slurmd runs the job as SlurmUser root here";
-  for (const char* exe : {kSlurmctld, kSlurmd, kMunged, kSrun, kSinfo}) {
-    if (::access(exe, X_OK) != 0) {
-      GTEST_SKIP() << exe << " is not installed (apt-get install slurm-wlm munge: scripts/setup-debian.sh)";
-    }
-  }
+  if (const std::optional<std::string> why = WhySlurmCannotRun()) GTEST_SKIP() << *why;
   TempDir dir("slurm-group");
   SlurmCluster cluster(dir);
   ASSERT_TRUE(cluster.Start());
@@ -80,12 +76,7 @@ TEST(SlurmE2E, SrunTasksWithoutAShardRunTheMatrixOnceAsAGroupAndRankZeroStoresIt
 // run again, the rest run as a group, and the run completes. Tasks that disagree on --resume are
 // refused.
 TEST(SlurmE2E, AnInterruptedGroupRunResumesUnderSrunWithItsSelectionAndKeepsItsFinishedCells) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root: slurmd runs the job as SlurmUser root here";
-  for (const char* exe : {kSlurmctld, kSlurmd, kMunged, kSrun, kSinfo}) {
-    if (::access(exe, X_OK) != 0) {
-      GTEST_SKIP() << exe << " is not installed (apt-get install slurm-wlm munge: scripts/setup-debian.sh)";
-    }
-  }
+  if (const std::optional<std::string> why = WhySlurmCannotRun()) GTEST_SKIP() << *why;
   TempDir dir("slurm-group-resume");
   SlurmCluster cluster(dir);
   ASSERT_TRUE(cluster.Start());

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <thread>
 
 #include "e2e_util.h"
@@ -80,12 +81,7 @@ KilledTask KillATaskMidCell(const TempDir& dir, const std::vector<std::pair<std:
 // and no rank process is left running. Then rank 0's task killed mid-cell: rank 1's task ends its
 // runner and exits 4.
 TEST(SlurmE2E, AGroupRunEndsTheCellNamingARemoteRankThatHangsExitsEarlyOrLosesItsTask) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root: slurmd runs the job as SlurmUser root here";
-  for (const char* exe : {kSlurmctld, kSlurmd, kMunged, kSrun, kSinfo}) {
-    if (::access(exe, X_OK) != 0) {
-      GTEST_SKIP() << exe << " is not installed (apt-get install slurm-wlm munge: scripts/setup-debian.sh)";
-    }
-  }
+  if (const std::optional<std::string> why = WhySlurmCannotRun()) GTEST_SKIP() << *why;
   TempDir dir("slurm-group-faults");
   SlurmCluster cluster(dir);
   ASSERT_TRUE(cluster.Start());
@@ -159,12 +155,7 @@ TEST(SlurmE2E, AGroupRunEndsTheCellNamingARemoteRankThatHangsExitsEarlyOrLosesIt
 // its runner and exits 4 saying why. Rank 0's task is then killed: its store keeps the run
 // `running`, which `runs` and `show` call abandoned.
 TEST(SlurmE2E, ATaskWhoseRankZeroFallsSilentEndsItsRankAndTheKilledRunReadsAbandoned) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root: slurmd runs the job as SlurmUser root here";
-  for (const char* exe : {kSlurmctld, kSlurmd, kMunged, kSrun, kSinfo}) {
-    if (::access(exe, X_OK) != 0) {
-      GTEST_SKIP() << exe << " is not installed (apt-get install slurm-wlm munge: scripts/setup-debian.sh)";
-    }
-  }
+  if (const std::optional<std::string> why = WhySlurmCannotRun()) GTEST_SKIP() << *why;
   TempDir dir("slurm-group-silent");
   SlurmCluster cluster(dir);
   ASSERT_TRUE(cluster.Start());
