@@ -35,7 +35,7 @@ packages=(
   # the input pipeline (docs/input-pipeline.md): libjpeg-turbo's TurboJPEG API, protobuf for
   # tf.train.Example, Intel ISA-L for TFRecord's CRC-32C
   libturbojpeg0-dev libprotobuf-dev protobuf-compiler libisal-dev
-  # a real Slurm for the `slurm` CTest label (tests/e2e/slurm_e2e_test.cc starts munged, slurmctld
+  # a real Slurm for the `slurm` CTest label (tests/e2e/slurm_*e2e_test.cc start munged, slurmctld
   # and slurmd in a temporary folder, as root): `srun -n 2 dlbench run --shard auto`
   slurm-wlm munge
   # convergence (docs/convergence.md): zlib for the IDX reader's gzip files, and Fashion-MNIST

@@ -8,8 +8,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -19,653 +17,310 @@
 
 #include "common/files.h"
 #include "common/text.h"
+#include "config/matrix_parser.h"
 #include "config/registry.h"
 #include "config/yaml_documents.h"
 
 namespace dlbench::config {
-namespace {
+namespace internal {
 
-// The first scalar (a key or a value) of `node` whose text is not UTF-8, where it stands.
-std::optional<YAML::Mark> FirstNonUtf8Scalar(const YAML::Node& node) {
-  if (node.IsScalar()) {
-    if (ValidUtf8Prefix(node.Scalar()) != node.Scalar().size()) return node.Mark();
-    return std::nullopt;
+Result<Matrix> MatrixParser::Parse() {
+  // YAML is Unicode text without control characters. Both are checked before yaml-cpp sees
+  // the bytes: its LoadAll never returns on a NUL byte (found by fuzz_matrix), and every string
+  // of a matrix ends up in JSON (the store, the progress file), which holds only UTF-8.
+  const std::string& text = matrix_.text;
+  const auto control = std::find_if(text.begin(), text.end(), [](char c) {
+    const auto b = static_cast<unsigned char>(c);
+    return (b < 0x20 && b != '\t' && b != '\n' && b != '\r') || b == 0x7f;
+  });
+  const std::size_t first_control = static_cast<std::size_t>(control - text.begin());
+  const std::size_t valid = ValidUtf8Prefix(text);
+  if (first_control < text.size() || valid < text.size()) {
+    const std::size_t at = std::min(first_control, valid);
+    YAML::Mark mark;
+    mark.pos = static_cast<int>(at);
+    mark.line =
+        static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+    const std::size_t line_start = at == 0 ? std::string::npos : text.rfind('\n', at - 1);
+    mark.column = static_cast<int>(line_start == std::string::npos ? at : at - line_start - 1);
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned char>(text[at]));
+    diag_.Add(
+        mark, "",
+        at == first_control
+            ? std::string("the file holds a control character (byte ") + byte + "), which YAML does not allow"
+            : std::string("the file is not UTF-8 text (byte ") + byte + "); save it as UTF-8");
+    return diag_.ToError();
   }
-  if (node.IsSequence()) {
-    for (const YAML::Node& item : node) {
-      if (auto bad = FirstNonUtf8Scalar(item)) return bad;
+  YAML::Node root;
+  try {
+    // Two documents at most, so that a second one is an error rather than silently ignored
+    // (YAML::Load reads the first only); not YAML::LoadAll, which can loop forever.
+    const YamlDocuments documents = ScanYamlDocuments(matrix_.text, 2);
+    if (documents.stuck_at) {
+      diag_.Add(*documents.stuck_at, "", StuckParserMessage(matrix_.text, *documents.stuck_at));
+      return diag_.ToError();
     }
-  } else if (node.IsMap()) {
-    for (const auto& pair : node) {
-      if (auto bad = FirstNonUtf8Scalar(pair.first)) return bad;
-      if (auto bad = FirstNonUtf8Scalar(pair.second)) return bad;
+    if (documents.first_nodes.size() > 1) {
+      diag_.Add(DocumentStart(documents.first_nodes[0], documents.first_nodes[1]), "",
+                "a second YAML document starts here; a matrix file holds one document (remove the '---' "
+                "and merge the documents, or split them into files)");
+      return diag_.ToError();
     }
+    if (!documents.first_nodes.empty()) root = YAML::Load(matrix_.text);
+  } catch (const YAML::Exception& e) {
+    diag_.Add(e.mark, "", "YAML syntax error: " + e.msg);
+    return diag_.ToError();
   }
-  return std::nullopt;
-}
-
-// Collects every problem found in a file so the user fixes them in one pass; rendered sorted by
-// position as "FILE:LINE:COL: error: KEY: message".
-class Diagnostics {
- public:
-  explicit Diagnostics(std::string file) : file_(std::move(file)) {}
-
-  void Add(const YAML::Mark& mark, const std::string& key, const std::string& message) {
-    int line = mark.is_null() ? 1 : mark.line + 1;
-    int column = mark.is_null() ? 1 : mark.column + 1;
-    std::string text = file_ + ":" + std::to_string(line) + ":" + std::to_string(column) + ": error: ";
-    if (!key.empty()) text += key + ": ";
-    // Messages quote keys and values from the file, and whoever prints them prints to a terminal:
-    // escape sequences in them are shown, not obeyed (TerminalSafe is idempotent, so a printer
-    // that escapes again changes nothing).
-    entries_.push_back({line, column, TerminalSafe(text + message)});
+  // An escape in a double-quoted string decodes past the text check above: yaml-cpp writes \N, \_,
+  // \L and \P as single bytes that are not UTF-8 (found by fuzz_matrix).
+  if (const std::optional<YAML::Mark> bad = FirstNonUtf8Scalar(root)) {
+    diag_.Add(*bad, "",
+              "this string's escape sequences decode to bytes that are not UTF-8 (yaml-cpp writes \\N, "
+              "\\_, \\L and \\P as single bytes); write the character itself");
+    return diag_.ToError();
   }
-  bool empty() const { return entries_.empty(); }
-
-  Error ToError() const {
-    std::vector<Entry> sorted = entries_;
-    std::stable_sort(sorted.begin(), sorted.end(), [](const Entry& a, const Entry& b) {
-      return std::tie(a.line, a.column) < std::tie(b.line, b.column);
-    });
-    std::string message;
-    for (const Entry& e : sorted) {
-      if (!message.empty()) message += "\n";
-      message += e.text;
-    }
-    return MakeError(ErrorKind::kInvalidInput, message);
+  const YAML::Mark start;  // 1:1
+  if (root.IsNull()) {
+    diag_.Add(start, "", "the file is empty; expected a mapping with at least 'matrix'");
+    return diag_.ToError();
+  }
+  if (!root.IsMap()) {
+    diag_.Add(root.Mark(), "", "expected a mapping of top-level keys (got " + Describe(root) + ")");
+    return diag_.ToError();
   }
 
- private:
-  struct Entry {
-    int line;
-    int column;
-    std::string text;
-  };
-  std::string file_;
-  std::vector<Entry> entries_;
-};
-
-// A node's position, or `fallback` where yaml-cpp has none: an empty value ("key:") is a null
-// node positioned at whatever follows it, so messages point at its key instead.
-YAML::Mark MarkOr(const YAML::Node& node, const YAML::Mark& fallback) {
-  if (!node.IsDefined() || node.IsNull() || node.Mark().is_null()) return fallback;
-  return node.Mark();
-}
-
-std::string Describe(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Scalar:
-      return "'" + node.Scalar() + "'";
-    case YAML::NodeType::Sequence:
-      return node.size() == 0 ? "an empty list" : "a list";
-    case YAML::NodeType::Map:
-      return node.size() == 0 ? "an empty mapping" : "a mapping";
-    case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      break;
+  std::map<std::string, Pair> top;
+  std::vector<std::string> top_names;
+  for (const ParamSpec& spec : Registry()) {
+    if (spec.section == ParamSection::kTopLevel) top_names.push_back(spec.name);
   }
-  return "null";
-}
-
-std::string MarkText(const YAML::Mark& mark) {
-  return std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
-}
-
-std::string UnknownKeyMessage(const std::string& key, const std::vector<std::string>& candidates) {
-  std::string message = "unknown key '" + key + "'";
-  if (auto near = NearestKey(key, candidates)) message += " (did you mean '" + *near + "'?)";
-  return message;
-}
-
-struct Pair {
-  std::string key;
-  YAML::Node key_node;
-  YAML::Node value;
-};
-
-// The pairs of a mapping in file order. yaml-cpp keeps duplicate keys; they are reported here and
-// only the first is returned. `context` prefixes messages ("matrix", "include[2]"; "" at top).
-std::vector<Pair> Pairs(const YAML::Node& map, const std::string& context, Diagnostics& diag) {
-  std::vector<Pair> pairs;
-  std::map<std::string, YAML::Mark> seen;
-  for (auto it = map.begin(); it != map.end(); ++it) {
-    // By value: the iterator hands out a temporary pair, so a reference would dangle.
-    const YAML::Node key = it->first;
-    const YAML::Node value = it->second;
-    if (!key.IsScalar()) {
-      diag.Add(key.Mark(), context, "expected a key name (got " + Describe(key) + ")");
+  for (Pair& pair : Pairs(root, "", diag_)) {
+    if (!FindParam(pair.key, ParamSection::kTopLevel)) {
+      diag_.Add(pair.key_node.Mark(), "", UnknownKeyMessage(pair.key, top_names));
       continue;
     }
-    auto [where, inserted] = seen.emplace(key.Scalar(), key.Mark());
-    if (!inserted) {
-      diag.Add(key.Mark(), context,
-               "duplicate key '" + key.Scalar() + "' (first at " + MarkText(where->second) + ")");
-      continue;
-    }
-    pairs.push_back({key.Scalar(), key, value});
+    top.emplace(pair.key, std::move(pair));
   }
-  return pairs;
-}
 
-// A scalar for a key the registry does not know (passed to a command runner): plain scalars are
-// read as an integer, a number or a bool where they look like one; quoted ones stay strings.
-Value PassThroughValue(const YAML::Node& node) {
-  const std::string& text = node.Scalar();
-  if (node.Tag() == "?") {
-    std::int64_t i = 0;
-    const char* end = text.data() + text.size();
-    auto ri = std::from_chars(text.data(), end, i);
-    if (!text.empty() && ri.ec == std::errc() && ri.ptr == end) return Value(i);
-    double d = 0;
-    auto rd = std::from_chars(text.data(), end, d);
-    if (!text.empty() && rd.ec == std::errc() && rd.ptr == end && std::isfinite(d)) return Value(d);
-    if (text == "true" || text == "false") return Value(text == "true");
-  }
-  return Value(text);
-}
-
-// Stores one measure: value in its MeasureSettings field; false for a registry key that has no
-// field here (caught by config_test's every-key test).
-bool AssignMeasure(MeasureSettings& m, const std::string& name, const Value& v) {
-  if (name == "min_steps") {
-    m.min_steps = v.get<std::int64_t>();
-  } else if (name == "max_steps") {
-    m.max_steps = v.get<std::int64_t>();
-  } else if (name == "min_time_s") {
-    m.min_time_s = v.get<double>();
-  } else if (name == "max_time_s") {
-    m.max_time_s = v.get<double>();
-  } else if (name == "target_rel_ci") {
-    m.target_rel_ci = v.get<double>();
-  } else if (name == "ci_level") {
-    m.ci_level = v.get<double>();
-  } else if (name == "min_warmup_steps") {
-    m.min_warmup_steps = v.get<std::int64_t>();
-  } else if (name == "idle_baseline_s") {
-    m.idle_baseline_s = v.get<double>();
-  } else if (name == "sample_interval_ms") {
-    m.sample_interval_ms = v.get<double>();
-  } else if (name == "retry_disturbed") {
-    m.retry_disturbed = static_cast<int>(v.get<std::int64_t>());
+  // The runner decides which cell parameters are valid, and the axes decide what exclude
+  // entries may name, so those come first whatever the file's order.
+  if (auto it = top.find("runner"); it != top.end()) ParseRunner(it->second);
+  if (auto it = top.find("matrix"); it != top.end()) {
+    ParseAxes(it->second);
   } else {
+    diag_.Add(start, "", "missing required key 'matrix' (the axes to run)");
+  }
+  for (auto& [name, pair] : top) {
+    if (name == "exclude") {
+      ParseEntries(pair, /*is_exclude=*/true);
+    } else if (name == "include") {
+      ParseEntries(pair, /*is_exclude=*/false);
+    } else if (name == "measure") {
+      ParseMeasure(pair);
+    } else if (name != "runner" && name != "matrix") {
+      ParseTopScalar(pair);
+    }
+  }
+  if (top.count("matrix")) CheckRequired(top.at("matrix"));
+  if (!diag_.empty()) return diag_.ToError();
+  return std::move(matrix_);
+}
+
+YAML::Mark MatrixParser::DocumentStart(const YAML::Mark& first, const YAML::Mark& second) const {
+  const std::string& text = matrix_.text;
+  std::vector<std::size_t> line_starts = {0};
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\n' && i + 1 < text.size()) line_starts.push_back(i + 1);
+  }
+  auto is_marker = [&](std::size_t line) {
+    const std::size_t begin = line_starts[line];
+    if (text.compare(begin, 3, "---") != 0) return false;
+    const char next = begin + 3 < text.size() ? text[begin + 3] : '\n';
+    return next == ' ' || next == '\t' || next == '\n' || next == '\r';
+  };
+  const YAML::Mark& mark = second;
+  std::size_t from = line_starts.size() - 1;
+  if (!mark.is_null() && static_cast<std::size_t>(mark.line) < line_starts.size()) {
+    from = static_cast<std::size_t>(mark.line);
+  }
+  const std::size_t floor = first.is_null() ? 0 : static_cast<std::size_t>(first.line);
+  for (std::size_t line = from; line > floor; --line) {
+    if (!is_marker(line)) continue;
+    YAML::Mark at;
+    at.pos = static_cast<int>(line_starts[line]);
+    at.line = static_cast<int>(line);
+    at.column = 0;
+    return at;
+  }
+  return mark;
+}
+
+std::vector<std::string> MatrixParser::CellNamesForRunner() const {
+  std::vector<std::string> names;
+  for (const ParamSpec* spec : CellParamsForRunner(RunnerName())) names.push_back(spec->name);
+  return names;
+}
+
+bool MatrixParser::AcceptCellKey(const Pair& pair, const std::string& context, const ParamSpec** spec_out) {
+  const ParamSpec* spec = FindParam(pair.key, ParamSection::kCell);
+  *spec_out = spec;
+  if (spec == nullptr) {
+    if (RunnerName() == "command") return true;
+    diag_.Add(pair.key_node.Mark(), context, UnknownKeyMessage(pair.key, CellNamesForRunner()));
+    return false;
+  }
+  if (runner_valid_ && !ScopeValidForRunner(spec->scope, RunnerName())) {
+    if (RunnerName() == "command") return true;  // passed through like any unknown key
+    diag_.Add(pair.key_node.Mark(), pair.key,
+              std::string("valid only with runner ") + ScopeName(spec->scope) + " (this matrix's runner is " +
+                  RunnerName() + ")");
     return false;
   }
   return true;
 }
 
-class MatrixParser {
- public:
-  MatrixParser(const std::string& text, const std::string& path) : diag_(path) {
-    matrix_.path = path;
-    matrix_.text = text;
-  }
-
-  Result<Matrix> Parse() {
-    // YAML is Unicode text without control characters. Both are checked before yaml-cpp sees
-    // the bytes: its LoadAll never returns on a NUL byte (found by fuzz_matrix), and every string
-    // of a matrix ends up in JSON (the store, the progress file), which holds only UTF-8.
-    const std::string& text = matrix_.text;
-    const auto control = std::find_if(text.begin(), text.end(), [](char c) {
-      const auto b = static_cast<unsigned char>(c);
-      return (b < 0x20 && b != '\t' && b != '\n' && b != '\r') || b == 0x7f;
-    });
-    const std::size_t first_control = static_cast<std::size_t>(control - text.begin());
-    const std::size_t valid = ValidUtf8Prefix(text);
-    if (first_control < text.size() || valid < text.size()) {
-      const std::size_t at = std::min(first_control, valid);
-      YAML::Mark mark;
-      mark.pos = static_cast<int>(at);
-      mark.line =
-          static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
-      const std::size_t line_start = at == 0 ? std::string::npos : text.rfind('\n', at - 1);
-      mark.column = static_cast<int>(line_start == std::string::npos ? at : at - line_start - 1);
-      char byte[8];
-      std::snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned char>(text[at]));
-      diag_.Add(mark, "",
-                at == first_control
-                    ? std::string("the file holds a control character (byte ") + byte +
-                          "), which YAML does not allow"
-                    : std::string("the file is not UTF-8 text (byte ") + byte + "); save it as UTF-8");
-      return diag_.ToError();
-    }
-    YAML::Node root;
-    try {
-      // Two documents at most, so that a second one is an error rather than silently ignored
-      // (YAML::Load reads the first only); not YAML::LoadAll, which can loop forever.
-      const YamlDocuments documents = ScanYamlDocuments(matrix_.text, 2);
-      if (documents.stuck_at) {
-        diag_.Add(*documents.stuck_at, "", StuckParserMessage(matrix_.text, *documents.stuck_at));
-        return diag_.ToError();
-      }
-      if (documents.first_nodes.size() > 1) {
-        diag_.Add(DocumentStart(documents.first_nodes[0], documents.first_nodes[1]), "",
-                  "a second YAML document starts here; a matrix file holds one document (remove the '---' "
-                  "and merge the documents, or split them into files)");
-        return diag_.ToError();
-      }
-      if (!documents.first_nodes.empty()) root = YAML::Load(matrix_.text);
-    } catch (const YAML::Exception& e) {
-      diag_.Add(e.mark, "", "YAML syntax error: " + e.msg);
-      return diag_.ToError();
-    }
-    // An escape in a double-quoted string decodes past the text check above: yaml-cpp writes \N, \_,
-    // \L and \P as single bytes that are not UTF-8 (found by fuzz_matrix).
-    if (const std::optional<YAML::Mark> bad = FirstNonUtf8Scalar(root)) {
-      diag_.Add(*bad, "",
-                "this string's escape sequences decode to bytes that are not UTF-8 (yaml-cpp writes \\N, "
-                "\\_, \\L and \\P as single bytes); write the character itself");
-      return diag_.ToError();
-    }
-    const YAML::Mark start;  // 1:1
-    if (root.IsNull()) {
-      diag_.Add(start, "", "the file is empty; expected a mapping with at least 'matrix'");
-      return diag_.ToError();
-    }
-    if (!root.IsMap()) {
-      diag_.Add(root.Mark(), "", "expected a mapping of top-level keys (got " + Describe(root) + ")");
-      return diag_.ToError();
-    }
-
-    std::map<std::string, Pair> top;
-    std::vector<std::string> top_names;
-    for (const ParamSpec& spec : Registry()) {
-      if (spec.section == ParamSection::kTopLevel) top_names.push_back(spec.name);
-    }
-    for (Pair& pair : Pairs(root, "", diag_)) {
-      if (!FindParam(pair.key, ParamSection::kTopLevel)) {
-        diag_.Add(pair.key_node.Mark(), "", UnknownKeyMessage(pair.key, top_names));
-        continue;
-      }
-      top.emplace(pair.key, std::move(pair));
-    }
-
-    // The runner decides which cell parameters are valid, and the axes decide what exclude
-    // entries may name, so those come first whatever the file's order.
-    if (auto it = top.find("runner"); it != top.end()) ParseRunner(it->second);
-    if (auto it = top.find("matrix"); it != top.end()) {
-      ParseAxes(it->second);
-    } else {
-      diag_.Add(start, "", "missing required key 'matrix' (the axes to run)");
-    }
-    for (auto& [name, pair] : top) {
-      if (name == "exclude") {
-        ParseEntries(pair, /*is_exclude=*/true);
-      } else if (name == "include") {
-        ParseEntries(pair, /*is_exclude=*/false);
-      } else if (name == "measure") {
-        ParseMeasure(pair);
-      } else if (name != "runner" && name != "matrix") {
-        ParseTopScalar(pair);
-      }
-    }
-    if (top.count("matrix")) CheckRequired(top.at("matrix"));
-    if (!diag_.empty()) return diag_.ToError();
-    return std::move(matrix_);
-  }
-
- private:
-  const std::string& RunnerName() const { return matrix_.runner.name; }
-
-  // Where the second document begins: the line of the nearest '---' at or above its first node
-  // and below the first document's first node; the node itself when there is none (a bare
-  // document after '...'). An empty document has no node position: the search starts at the end.
-  YAML::Mark DocumentStart(const YAML::Mark& first, const YAML::Mark& second) const {
-    const std::string& text = matrix_.text;
-    std::vector<std::size_t> line_starts = {0};
-    for (std::size_t i = 0; i < text.size(); ++i) {
-      if (text[i] == '\n' && i + 1 < text.size()) line_starts.push_back(i + 1);
-    }
-    auto is_marker = [&](std::size_t line) {
-      const std::size_t begin = line_starts[line];
-      if (text.compare(begin, 3, "---") != 0) return false;
-      const char next = begin + 3 < text.size() ? text[begin + 3] : '\n';
-      return next == ' ' || next == '\t' || next == '\n' || next == '\r';
-    };
-    const YAML::Mark& mark = second;
-    std::size_t from = line_starts.size() - 1;
-    if (!mark.is_null() && static_cast<std::size_t>(mark.line) < line_starts.size()) {
-      from = static_cast<std::size_t>(mark.line);
-    }
-    const std::size_t floor = first.is_null() ? 0 : static_cast<std::size_t>(first.line);
-    for (std::size_t line = from; line > floor; --line) {
-      if (!is_marker(line)) continue;
-      YAML::Mark at;
-      at.pos = static_cast<int>(line_starts[line]);
-      at.line = static_cast<int>(line);
-      at.column = 0;
-      return at;
-    }
-    return mark;
-  }
-
-  void ParseRunner(const Pair& pair) {
-    const YAML::Node& node = pair.value;
-    const ParamSpec& spec = *FindParam("runner", ParamSection::kTopLevel);
-    const YAML::Mark where = MarkOr(node, pair.key_node.Mark());
-    if (node.IsNull()) return;  // `runner: null` is YAML's null: the null runner, the default.
-    if (node.IsScalar() && (node.Scalar() == "null" || node.Scalar() == "torch")) {
-      matrix_.runner.name = node.Scalar();
-      return;
-    }
-    if (node.IsMap()) {
-      bool ok = true;
-      YAML::Node command;
-      bool has_command = false;
-      for (const Pair& p : Pairs(node, "runner", diag_)) {
-        if (p.key == "command") {
-          command = p.value;
-          has_command = true;
-        } else {
-          diag_.Add(p.key_node.Mark(), "runner", UnknownKeyMessage(p.key, {"command"}));
-          ok = false;
-        }
-      }
-      if (!has_command) {
-        diag_.Add(where, "runner", "expected a mapping {command: [argv...]} (got no 'command')");
-        ok = false;
-      } else if (!command.IsSequence() || command.size() == 0) {
-        diag_.Add(MarkOr(command, where), "runner.command",
-                  "expected a non-empty list of program and arguments, e.g. [python3, bench.py] (got " +
-                      Describe(command) + ")");
-        ok = false;
-      } else {
-        for (const YAML::Node& arg : command) {
-          if (!arg.IsScalar()) {
-            diag_.Add(MarkOr(arg, where), "runner.command",
-                      "expected a string argument (got " + Describe(arg) + ")");
-            ok = false;
-            continue;
-          }
-          matrix_.runner.command.push_back(arg.Scalar());
-        }
-      }
-      matrix_.runner.name = "command";
-      if (!ok) runner_valid_ = false;
-      return;
-    }
-    diag_.Add(where, "runner", "expected " + DescribeExpected(spec) + " (got " + Describe(node) + ")");
-    runner_valid_ = false;
-  }
-
-  std::vector<std::string> CellNamesForRunner() const {
-    std::vector<std::string> names;
-    for (const ParamSpec* spec : CellParamsForRunner(RunnerName())) names.push_back(spec->name);
-    return names;
-  }
-
-  // Checks that `key` may be a cell parameter with this runner; reports why not. Sets
-  // `*spec_out` to the registry entry (nullptr for a pass-through key of a command runner).
-  bool AcceptCellKey(const Pair& pair, const std::string& context, const ParamSpec** spec_out) {
-    const ParamSpec* spec = FindParam(pair.key, ParamSection::kCell);
-    *spec_out = spec;
-    if (spec == nullptr) {
-      if (RunnerName() == "command") return true;
-      diag_.Add(pair.key_node.Mark(), context, UnknownKeyMessage(pair.key, CellNamesForRunner()));
-      return false;
-    }
-    if (runner_valid_ && !ScopeValidForRunner(spec->scope, RunnerName())) {
-      if (RunnerName() == "command") return true;  // passed through like any unknown key
-      diag_.Add(pair.key_node.Mark(), pair.key,
-                std::string("valid only with runner ") + ScopeName(spec->scope) +
-                    " (this matrix's runner is " + RunnerName() + ")");
-      return false;
-    }
-    return true;
-  }
-
-  // One scalar cell value, typed and validated by its registry entry (or passed through).
-  std::optional<Value> CellValue(const ParamSpec* spec, const YAML::Node& node, const YAML::Mark& fallback,
-                                 const std::string& path) {
-    const YAML::Mark where = MarkOr(node, fallback);
-    // A command runner's load keys are validated too (Scope::kLoad includes it); its other non-core
-    // keys pass through.
-    if (spec != nullptr &&
-        (spec->scope == Scope::kCore || spec->scope == Scope::kLoad || RunnerName() != "command")) {
-      if (!node.IsScalar()) {
-        diag_.Add(where, path, "expected " + DescribeExpected(*spec) + " (got " + Describe(node) + ")");
-        return std::nullopt;
-      }
-      Result<Value> value = ParseParamText(*spec, node.Scalar());
-      if (!value.ok()) {
-        diag_.Add(where, path, value.error().message);
-        return std::nullopt;
-      }
-      return std::move(value).value();
-    }
+std::optional<Value> MatrixParser::CellValue(const ParamSpec* spec, const YAML::Node& node,
+                                             const YAML::Mark& fallback, const std::string& path) {
+  const YAML::Mark where = MarkOr(node, fallback);
+  // A command runner's load keys are validated too (Scope::kLoad includes it); its other non-core
+  // keys pass through.
+  if (spec != nullptr &&
+      (spec->scope == Scope::kCore || spec->scope == Scope::kLoad || RunnerName() != "command")) {
     if (!node.IsScalar()) {
-      diag_.Add(where, path, "expected a single value (got " + Describe(node) + ")");
+      diag_.Add(where, path, "expected " + DescribeExpected(*spec) + " (got " + Describe(node) + ")");
       return std::nullopt;
     }
-    return PassThroughValue(node);
-  }
-
-  void ParseAxes(const Pair& pair) {
-    const YAML::Node& node = pair.value;
-    if (!node.IsMap() || node.size() == 0) {
-      diag_.Add(MarkOr(node, pair.key_node.Mark()), "matrix",
-                "expected a mapping of at least one parameter to a value or a list of values (got " +
-                    Describe(node) + ")");
-      return;
-    }
-    for (const Pair& p : Pairs(node, "matrix", diag_)) {
-      const ParamSpec* spec = nullptr;
-      if (!AcceptCellKey(p, "matrix", &spec)) continue;
-      Axis axis;
-      axis.name = p.key;
-      axis.where = {matrix_.path, p.key_node.Mark().line + 1, p.key_node.Mark().column + 1};
-      if (p.value.IsMap()) {
-        diag_.Add(MarkOr(p.value, p.key_node.Mark()), p.key,
-                  "expected a value or a list of values (got " + Describe(p.value) + ")");
-        continue;
-      }
-      if (p.value.IsSequence() && p.value.size() == 0) {
-        diag_.Add(MarkOr(p.value, p.key_node.Mark()), p.key, "expected a non-empty list of values (got [])");
-        continue;
-      }
-      std::vector<YAML::Node> items;
-      if (p.value.IsSequence()) {
-        for (const YAML::Node& item : p.value) items.push_back(item);
-      } else {
-        items.push_back(p.value);
-      }
-      bool ok = true;
-      for (const YAML::Node& item : items) {
-        std::optional<Value> value = CellValue(spec, item, p.key_node.Mark(), p.key);
-        if (!value) {
-          ok = false;
-          continue;
-        }
-        if (std::find(axis.values.begin(), axis.values.end(), *value) != axis.values.end()) {
-          diag_.Add(MarkOr(item, p.key_node.Mark()), p.key,
-                    "value " + FormatValue(*value) + " is listed twice (repeat cells with repetitions)");
-          ok = false;
-          continue;
-        }
-        axis.values.push_back(std::move(*value));
-      }
-      if (ok) matrix_.axes.push_back(std::move(axis));
-      axis_names_.insert(p.key);
-      axis_specs_[p.key] = spec;
-    }
-  }
-
-  void ParseEntries(const Pair& pair, bool is_exclude) {
-    const std::string what = is_exclude ? "exclude" : "include";
-    const YAML::Node& node = pair.value;
-    if (!node.IsSequence()) {
-      diag_.Add(MarkOr(node, pair.key_node.Mark()), what,
-                "expected a list of mappings (got " + Describe(node) + ")");
-      return;
-    }
-    std::size_t index = 0;
-    for (const YAML::Node& entry_node : node) {
-      const std::string context = what + "[" + std::to_string(index++) + "]";
-      const YAML::Mark where = MarkOr(entry_node, pair.key_node.Mark());
-      if (!entry_node.IsMap() || entry_node.size() == 0) {
-        diag_.Add(where, context,
-                  "expected a mapping of parameter to value (got " + Describe(entry_node) + ")");
-        continue;
-      }
-      Combination entry;
-      bool ok = true;
-      for (const Pair& p : Pairs(entry_node, context, diag_)) {
-        const std::string path = context + "." + p.key;
-        const ParamSpec* spec = nullptr;
-        if (is_exclude) {
-          // An exclude entry names axis values; anything else can never match, so it is a typo.
-          if (!axis_names_.count(p.key)) {
-            std::vector<std::string> axes(axis_names_.begin(), axis_names_.end());
-            std::string message = "'" + p.key + "' is not a matrix axis";
-            if (auto near = NearestKey(p.key, axes)) message += " (did you mean '" + *near + "'?)";
-            diag_.Add(p.key_node.Mark(), context, message);
-            ok = false;
-            continue;
-          }
-          spec = axis_specs_[p.key];
-        } else if (!AcceptCellKey(p, context, &spec)) {
-          ok = false;
-          continue;
-        }
-        std::optional<Value> value = CellValue(spec, p.value, p.key_node.Mark(), path);
-        if (!value) {
-          ok = false;
-          continue;
-        }
-        if (is_exclude) {
-          auto axis = std::find_if(matrix_.axes.begin(), matrix_.axes.end(),
-                                   [&](const Axis& a) { return a.name == p.key; });
-          if (axis != matrix_.axes.end() &&
-              std::find(axis->values.begin(), axis->values.end(), *value) == axis->values.end()) {
-            std::vector<std::string> values;
-            for (const Value& v : axis->values) values.push_back(FormatValue(v));
-            diag_.Add(MarkOr(p.value, p.key_node.Mark()), path,
-                      FormatValue(*value) + " is not a value of the axis (" + Join(values, ", ") + ")");
-            ok = false;
-            continue;
-          }
-        }
-        entry.emplace(p.key, std::move(*value));
-      }
-      if (!ok) continue;
-      (is_exclude ? matrix_.exclude : matrix_.include).push_back(std::move(entry));
-    }
-  }
-
-  // A top-level scalar key, typed by the registry and stored in its Matrix field.
-  void ParseTopScalar(const Pair& pair) {
-    const ParamSpec& spec = *FindParam(pair.key, ParamSection::kTopLevel);
-    const YAML::Mark where = MarkOr(pair.value, pair.key_node.Mark());
-    if (!pair.value.IsScalar()) {
-      diag_.Add(where, pair.key,
-                "expected " + DescribeExpected(spec) + " (got " + Describe(pair.value) + ")");
-      return;
-    }
-    Result<Value> value = ParseParamText(spec, pair.value.Scalar());
+    Result<Value> value = ParseParamText(*spec, node.Scalar());
     if (!value.ok()) {
-      diag_.Add(where, pair.key, value.error().message);
-      return;
+      diag_.Add(where, path, value.error().message);
+      return std::nullopt;
     }
-    const Value& v = *value;
-    if (pair.key == "name") {
-      matrix_.name = v.get<std::string>();
-    } else if (pair.key == "repetitions") {
-      // The registry bounds it (at most kMaxCells), so it fits an int.
-      matrix_.repetitions = static_cast<int>(v.get<std::int64_t>());
-    } else if (pair.key == "seed") {
-      matrix_.seed = static_cast<std::uint64_t>(v.get<std::int64_t>());
-    } else if (pair.key == "timeout_s") {
-      matrix_.timeout_s = v.get<double>();
-    } else if (pair.key == "ordering") {
-      matrix_.ordering = v.get<std::string>() == "interleaved" ? Ordering::kInterleaved : Ordering::kGrouped;
-    } else if (pair.key == "order_seed") {
-      matrix_.order_seed = static_cast<std::uint64_t>(v.get<std::int64_t>());
+    return std::move(value).value();
+  }
+  if (!node.IsScalar()) {
+    diag_.Add(where, path, "expected a single value (got " + Describe(node) + ")");
+    return std::nullopt;
+  }
+  return PassThroughValue(node);
+}
+
+void MatrixParser::ParseAxes(const Pair& pair) {
+  const YAML::Node& node = pair.value;
+  if (!node.IsMap() || node.size() == 0) {
+    diag_.Add(MarkOr(node, pair.key_node.Mark()), "matrix",
+              "expected a mapping of at least one parameter to a value or a list of values (got " +
+                  Describe(node) + ")");
+    return;
+  }
+  for (const Pair& p : Pairs(node, "matrix", diag_)) {
+    const ParamSpec* spec = nullptr;
+    if (!AcceptCellKey(p, "matrix", &spec)) continue;
+    Axis axis;
+    axis.name = p.key;
+    axis.where = {matrix_.path, p.key_node.Mark().line + 1, p.key_node.Mark().column + 1};
+    if (p.value.IsMap()) {
+      diag_.Add(MarkOr(p.value, p.key_node.Mark()), p.key,
+                "expected a value or a list of values (got " + Describe(p.value) + ")");
+      continue;
+    }
+    if (p.value.IsSequence() && p.value.size() == 0) {
+      diag_.Add(MarkOr(p.value, p.key_node.Mark()), p.key, "expected a non-empty list of values (got [])");
+      continue;
+    }
+    std::vector<YAML::Node> items;
+    if (p.value.IsSequence()) {
+      for (const YAML::Node& item : p.value) items.push_back(item);
     } else {
-      diag_.Add(where, pair.key, "registry key without a Matrix field (a dlbench bug)");
+      items.push_back(p.value);
     }
+    bool ok = true;
+    for (const YAML::Node& item : items) {
+      std::optional<Value> value = CellValue(spec, item, p.key_node.Mark(), p.key);
+      if (!value) {
+        ok = false;
+        continue;
+      }
+      if (std::find(axis.values.begin(), axis.values.end(), *value) != axis.values.end()) {
+        diag_.Add(MarkOr(item, p.key_node.Mark()), p.key,
+                  "value " + FormatValue(*value) + " is listed twice (repeat cells with repetitions)");
+        ok = false;
+        continue;
+      }
+      axis.values.push_back(std::move(*value));
+    }
+    if (ok) matrix_.axes.push_back(std::move(axis));
+    axis_names_.insert(p.key);
+    axis_specs_[p.key] = spec;
   }
+}
 
-  void ParseMeasure(const Pair& pair) {
-    const YAML::Node& node = pair.value;
-    if (!node.IsMap()) {
-      diag_.Add(MarkOr(node, pair.key_node.Mark()), "measure",
-                "expected a mapping of measurement settings (got " + Describe(node) + ")");
-      return;
-    }
-    std::vector<std::string> names;
-    for (const ParamSpec& spec : Registry()) {
-      if (spec.section == ParamSection::kMeasure) names.push_back(spec.name);
-    }
-    std::map<std::string, YAML::Mark> where;
-    for (const Pair& p : Pairs(node, "measure", diag_)) {
-      const ParamSpec* spec = FindParam(p.key, ParamSection::kMeasure);
-      if (spec == nullptr) {
-        diag_.Add(p.key_node.Mark(), "measure", UnknownKeyMessage(p.key, names));
-        continue;
-      }
-      const std::string path = "measure." + p.key;
-      const YAML::Mark mark = MarkOr(p.value, p.key_node.Mark());
-      if (!p.value.IsScalar()) {
-        diag_.Add(mark, path, "expected " + DescribeExpected(*spec) + " (got " + Describe(p.value) + ")");
-        continue;
-      }
-      Result<Value> value = ParseParamText(*spec, p.value.Scalar());
-      if (!value.ok()) {
-        diag_.Add(mark, path, value.error().message);
-        continue;
-      }
-      if (!AssignMeasure(matrix_.measure, p.key, *value)) {
-        diag_.Add(mark, path, "registry key without a MeasureSettings field (a dlbench bug)");
-        continue;
-      }
-      where[p.key] = mark;
-    }
-    // A bound pair is reported at the key the user wrote (the upper one when both were written).
-    auto report_at = [&](const std::string& upper, const std::string& lower) {
-      if (where.count(upper)) return std::make_pair(where.at(upper), upper);
-      if (where.count(lower)) return std::make_pair(where.at(lower), lower);
-      return std::make_pair(pair.key_node.Mark(), upper);
-    };
-    const MeasureSettings& m = matrix_.measure;
-    if (m.min_steps > m.max_steps) {
-      auto [mark, key] = report_at("max_steps", "min_steps");
-      diag_.Add(mark, "measure." + key,
-                "expected min_steps <= max_steps (got min_steps " + std::to_string(m.min_steps) +
-                    ", max_steps " + std::to_string(m.max_steps) + ")");
-    }
-    if (m.min_time_s > m.max_time_s) {
-      auto [mark, key] = report_at("max_time_s", "min_time_s");
-      diag_.Add(mark, "measure." + key,
-                "expected min_time_s <= max_time_s (got min_time_s " + FormatValue(Value(m.min_time_s)) +
-                    ", max_time_s " + FormatValue(Value(m.max_time_s)) + ")");
-    }
+void MatrixParser::ParseEntries(const Pair& pair, bool is_exclude) {
+  const std::string what = is_exclude ? "exclude" : "include";
+  const YAML::Node& node = pair.value;
+  if (!node.IsSequence()) {
+    diag_.Add(MarkOr(node, pair.key_node.Mark()), what,
+              "expected a list of mappings (got " + Describe(node) + ")");
+    return;
   }
-
-  // A parameter required with this runner must be an axis, or come with an include entry;
-  // plan::Expand checks each cell, this reports the common omission at its place in the file.
-  void CheckRequired(const Pair& matrix_pair) {
-    if (!runner_valid_) return;
-    for (const ParamSpec* spec : CellParamsForRunner(RunnerName())) {
-      if (spec->required_with.empty() || spec->required_with != RunnerName()) continue;
-      if (axis_names_.count(spec->name)) continue;
-      bool in_include = std::any_of(matrix_.include.begin(), matrix_.include.end(),
-                                    [&](const Combination& c) { return c.count(spec->name) > 0; });
-      if (in_include) continue;
-      diag_.Add(matrix_pair.key_node.Mark(), "matrix",
-                "'" + spec->name + "' is required with runner " + RunnerName() + " (add it as an axis)");
+  std::size_t index = 0;
+  for (const YAML::Node& entry_node : node) {
+    const std::string context = what + "[" + std::to_string(index++) + "]";
+    const YAML::Mark where = MarkOr(entry_node, pair.key_node.Mark());
+    if (!entry_node.IsMap() || entry_node.size() == 0) {
+      diag_.Add(where, context,
+                "expected a mapping of parameter to value (got " + Describe(entry_node) + ")");
+      continue;
     }
+    Combination entry;
+    bool ok = true;
+    for (const Pair& p : Pairs(entry_node, context, diag_)) {
+      const std::string path = context + "." + p.key;
+      const ParamSpec* spec = nullptr;
+      if (is_exclude) {
+        // An exclude entry names axis values; anything else can never match, so it is a typo.
+        if (!axis_names_.count(p.key)) {
+          std::vector<std::string> axes(axis_names_.begin(), axis_names_.end());
+          std::string message = "'" + p.key + "' is not a matrix axis";
+          if (auto near = NearestKey(p.key, axes)) message += " (did you mean '" + *near + "'?)";
+          diag_.Add(p.key_node.Mark(), context, message);
+          ok = false;
+          continue;
+        }
+        spec = axis_specs_[p.key];
+      } else if (!AcceptCellKey(p, context, &spec)) {
+        ok = false;
+        continue;
+      }
+      std::optional<Value> value = CellValue(spec, p.value, p.key_node.Mark(), path);
+      if (!value) {
+        ok = false;
+        continue;
+      }
+      if (is_exclude) {
+        auto axis = std::find_if(matrix_.axes.begin(), matrix_.axes.end(),
+                                 [&](const Axis& a) { return a.name == p.key; });
+        if (axis != matrix_.axes.end() &&
+            std::find(axis->values.begin(), axis->values.end(), *value) == axis->values.end()) {
+          std::vector<std::string> values;
+          for (const Value& v : axis->values) values.push_back(FormatValue(v));
+          diag_.Add(MarkOr(p.value, p.key_node.Mark()), path,
+                    FormatValue(*value) + " is not a value of the axis (" + Join(values, ", ") + ")");
+          ok = false;
+          continue;
+        }
+      }
+      entry.emplace(p.key, std::move(*value));
+    }
+    if (!ok) continue;
+    (is_exclude ? matrix_.exclude : matrix_.include).push_back(std::move(entry));
   }
+}
 
-  Diagnostics diag_;
-  Matrix matrix_;
-  bool runner_valid_ = true;
-  std::set<std::string> axis_names_;
-  std::map<std::string, const ParamSpec*> axis_specs_;
-};
-
-}  // namespace
+}  // namespace internal
 
 Result<Matrix> ParseMatrix(const std::string& text, const std::string& path) {
-  return MatrixParser(text, path).Parse();
+  return internal::MatrixParser(text, path).Parse();
 }
 
 Status ApplySetting(Matrix& matrix, const std::string& assignment) {
@@ -677,16 +332,17 @@ Status ApplySetting(Matrix& matrix, const std::string& assignment) {
     if (spec.section == ParamSection::kMeasure) names.push_back("measure." + spec.name);
   }
   if (eq == std::string::npos || name.rfind("measure.", 0) != 0) {
-    return MakeError(ErrorKind::kInvalidInput,
-                     prefix + "expected measure.KEY=VALUE (" + UnknownKeyMessage(name, names) + ")");
+    return MakeError(ErrorKind::kInvalidInput, prefix + "expected measure.KEY=VALUE (" +
+                                                   internal::UnknownKeyMessage(name, names) + ")");
   }
   const std::string key = name.substr(8);
   const ParamSpec* spec = FindParam(key, ParamSection::kMeasure);
-  if (spec == nullptr) return MakeError(ErrorKind::kInvalidInput, prefix + UnknownKeyMessage(name, names));
+  if (spec == nullptr)
+    return MakeError(ErrorKind::kInvalidInput, prefix + internal::UnknownKeyMessage(name, names));
   Result<Value> value = ParseParamText(*spec, assignment.substr(eq + 1));
   if (!value.ok()) return MakeError(ErrorKind::kInvalidInput, prefix + value.error().message);
   MeasureSettings m = matrix.measure;
-  if (!AssignMeasure(m, key, *value)) {
+  if (!internal::AssignMeasure(m, key, *value)) {
     return MakeError(ErrorKind::kInternal,
                      prefix + "registry key without a MeasureSettings field (a dlbench bug)");
   }

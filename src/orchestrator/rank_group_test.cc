@@ -74,6 +74,19 @@ class RankGroupTest : public ::testing::Test {
     return RunCell(cell, o);
   }
 
+  // Rank 0's settings of a group of two on the loopback at a free port, which a fake task joins as
+  // rank 1; false (with the reason) when no port was free.
+  static ::testing::AssertionResult TwoRankGroup(GroupSettings& s) {
+    auto port = FreeTcpPort();
+    if (!port.ok()) return ::testing::AssertionFailure() << port.error().message;
+    s.addr = "127.0.0.1";
+    s.port = *port;
+    s.world_size = 2;
+    s.plan_hash = "p";
+    s.join_timeout_s = 10;
+    return ::testing::AssertionSuccess();
+  }
+
   std::filesystem::path dir_;
 };
 
@@ -249,14 +262,8 @@ TEST_F(RankGroupTest, LauncherVariablesNeverReachARunner) {
 // cell 2 must end with its own report (rank 1 crashed), the late one dropped with a warning, and
 // the task told to abort cell 1 when rank 0 gave up on it.
 TEST_F(RankGroupTest, ALateReportOfACellRankZeroGaveUpOnIsDroppedNotTakenForTheNextCells) {
-  auto port = FreeTcpPort();
-  ASSERT_TRUE(port.ok()) << port.error().message;
   GroupSettings s;
-  s.addr = "127.0.0.1";
-  s.port = *port;
-  s.world_size = 2;
-  s.plan_hash = "p";
-  s.join_timeout_s = 10;
+  ASSERT_TRUE(TwoRankGroup(s));
   s.report_slack_s = 0.2;
   std::atomic<bool> first_ended{false}, late_sent{false};
   std::int64_t first_seq = -1, second_seq = -1;
@@ -363,14 +370,8 @@ TEST_F(RankGroupTest, ALateReportOfACellRankZeroGaveUpOnIsDroppedNotTakenForTheN
 // that rank once the silence limit passes (long before the cell's report deadline) and takes the
 // task for lost, so the next cell that needs it ends without starting.
 TEST_F(RankGroupTest, ARemoteRankWhoseTaskFallsSilentFailsAndTheTaskIsLostForTheRun) {
-  auto port = FreeTcpPort();
-  ASSERT_TRUE(port.ok()) << port.error().message;
   GroupSettings s;
-  s.addr = "127.0.0.1";
-  s.port = *port;
-  s.world_size = 2;
-  s.plan_hash = "p";
-  s.join_timeout_s = 10;
+  ASSERT_TRUE(TwoRankGroup(s));
   s.silence_s = 1;
   std::atomic<bool> done{false};
   std::thread task([&] {
@@ -381,8 +382,9 @@ TEST_F(RankGroupTest, ARemoteRankWhoseTaskFallsSilentFailsAndTheTaskIsLostForThe
     while (!done) {
       auto m = (*link)->Receive(50);
       if (!m.ok()) return;  // rank 0 closed it
-      if (m->has_value() && (*m)->json.value("type", "") == "ping")
+      if (m->has_value() && (*m)->json.value("type", "") == "ping") {
         ASSERT_TRUE((*link)->Send({{"type", "pong"}, {"t_ns", MonotonicNowNs()}}).ok());
+      }
     }
   });
   auto group = RankGroupLinks::Form(s);

@@ -1,4 +1,4 @@
-// Shared by the group-run e2e tests (slurm_e2e_test.cc, torchrun_e2e_test.cc): `dlbench run`
+// Shared by the group-run e2e tests (slurm_group*_e2e_test.cc, torchrun_e2e_test.cc): `dlbench run`
 // under a launcher of several tasks without --shard runs the matrix once, rank 0 storing it
 // (docs/distributed.md#several-hosts). The matrices, and the checks of what rank 0 stored.
 #pragma once

@@ -1,4 +1,4 @@
-// Shared by the launcher e2e tests (slurm_e2e_test.cc, torchrun_e2e_test.cc and shard_e2e_test.cc's
+// Shared by the launcher e2e tests (slurm_*e2e_test.cc, torchrun_e2e_test.cc and shard_e2e_test.cc's
 // --shard auto tests): a command run with a time limit, the sweep every launcher runs, and a runner
 // that writes down its environment.
 #pragma once

@@ -1,6 +1,7 @@
 """Runners built on dlbench_client, each a program a matrix points at:
 
-- ``python3 -m dlbench_runners.torch``: PyTorch from Python, eager or torch.compile;
+- ``python3 -m dlbench_runners.torch``: PyTorch from Python, eager or torch.compile (its zoo in
+  torch_models, its other model builders in torch_builders, its load cells in torch_load);
 - ``python3 -m dlbench_runners.jax``: JAX/Flax, jit-compiled or op by op (jax.disable_jit);
 - ``python3 -m dlbench_runners.onnxruntime``: an .onnx file on ONNX Runtime's CPU or CUDA provider;
 - ``python3 -m dlbench_runners.spin``: a fixed amount of pure-Python arithmetic per step (the

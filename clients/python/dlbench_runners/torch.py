@@ -17,8 +17,6 @@ the model's input, and ``issue`` gathers a query's samples, runs the forward and
 from __future__ import annotations
 
 import gc
-import importlib
-import importlib.util
 import os
 import re
 import sys
@@ -27,10 +25,11 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from dlbench_client import (CellConfig, Extras, Hello, InvalidParameter, Metric, OutOfMemory, QueryPhases, Runner,
                             RunnerError, Unsupported, __version__, main as _client_main)
-from dlbench_client.load import current_stream
 
 from .host import cpu_device, device_uuids, host_memory, python_facts, reset_peak_rss
 from .params import CORE, Param, parse_device, parse_params, require_single_process
+from .torch_builders import ModelBuilders
+from .torch_load import LoadServing
 
 RUNNER = "python-torch"
 
@@ -99,49 +98,7 @@ def classify_torch_error(error: BaseException) -> Optional[RunnerError]:
     return None
 
 
-def load_factory(spec: str) -> Callable[..., Any]:
-    """The callable named by 'pkg.mod:factory' or 'path/file.py:factory'."""
-    module_name, sep, attr = spec.rpartition(":")
-    if not sep or not module_name or not attr:
-        raise InvalidParameter("module: expected 'pkg.mod:factory' or 'file.py:factory' (got '%s')" % spec)
-    if module_name.endswith(".py"):
-        path = os.path.abspath(module_name)
-        if not os.path.isfile(path):
-            raise InvalidParameter("module: no such file %s" % path)
-        loader_spec = importlib.util.spec_from_file_location("dlbench_user_module", path)
-        if loader_spec is None or loader_spec.loader is None:
-            raise InvalidParameter("module: cannot load %s" % path)
-        module = importlib.util.module_from_spec(loader_spec)
-        loader_spec.loader.exec_module(module)
-    else:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as e:
-            raise InvalidParameter("module: cannot import %s (%s); is it on PYTHONPATH?" % (module_name, e)) from e
-    factory = getattr(module, attr, None)
-    if not callable(factory):
-        raise InvalidParameter("module: %s has no callable %s" % (module_name, attr))
-    return factory
-
-
-def parse_shapes(text: str, batch: int) -> List[Tuple[int, ...]]:
-    """'B,3,224,224;B,16' with B = batch."""
-    shapes = []
-    for part in text.split(";"):
-        dims = []
-        for d in part.split(","):
-            d = d.strip()
-            if d == "B":
-                dims.append(batch)
-            elif d.isdigit() and 0 < int(d) <= 1 << 20:
-                dims.append(int(d))
-            else:
-                raise InvalidParameter("input_shapes: expected shapes like B,3,224,224;B,16 (got '%s')" % text)
-        shapes.append(tuple(dims))
-    return shapes
-
-
-class TorchRunner(Runner):
+class TorchRunner(ModelBuilders, LoadServing, Runner):
     """Cells of PyTorch from Python (the calling rules are Runner's); several in one process under
     ``dlbench run --runner-reuse`` (``end_cell``)."""
 
@@ -367,161 +324,6 @@ class TorchRunner(Runner):
         if self.flops_per_sample is not None:
             effective["flops_per_sample"] = self.flops_per_sample
         return effective
-
-    def _build(self, p: Dict[str, Any], batch: int, generator: Any) -> Tuple[Any, ...]:
-        """(model, inputs, target, loss_fn, convolutional, optimizer name, options) on the CPU."""
-        torch = self.torch
-        from . import torch_models
-        name = p["model"]
-        if name == "custom":
-            return self._build_custom(p, batch)
-        if name == "torchscript":
-            return self._build_torchscript(p, batch, generator)
-        built = torch_models.build_zoo(name, p, batch, generator)
-        self.info.update(built.info)
-        sample = tuple(t[:1] for t in built.inputs)
-        self.flops_per_sample = torch_models.count_forward_flops(built.model, sample) + built.flops_attention_per_sample
-        loss_fn = torch.nn.functional.cross_entropy
-        return built.model, built.inputs, built.target, loss_fn, built.convolutional, built.optimizer, built.options
-
-    def _build_custom(self, p: Dict[str, Any], batch: int) -> Tuple[Any, ...]:
-        torch = self.torch
-        if not p["module"]:
-            raise InvalidParameter("model custom needs module: 'pkg.mod:factory' or 'file.py:factory'")
-        factory = load_factory(p["module"])
-        made = factory(dict(self.p, seed=self.seed, batch_size=batch))
-        if not isinstance(made, Mapping) or not isinstance(made.get("model"), torch.nn.Module):
-            raise InvalidParameter("module %s: the factory must return a dict with 'model' (an nn.Module) and "
-                                   "'inputs' (a tuple of tensors)" % p["module"])
-        inputs = made.get("inputs", ())
-        inputs = (inputs,) if isinstance(inputs, torch.Tensor) else tuple(inputs)
-        if not all(isinstance(t, torch.Tensor) for t in inputs):
-            raise InvalidParameter("module %s: 'inputs' must be a tensor or a tuple of tensors" % p["module"])
-        self.info["module"] = p["module"]
-        return (made["model"], inputs, made.get("target"), made.get("loss"), bool(made.get("convolutional", False)),
-                "custom", {"module": p["module"]})
-
-    def _build_torchscript(self, p: Dict[str, Any], batch: int, generator: Any) -> Tuple[Any, ...]:
-        torch = self.torch
-        if not p["model_path"] or not p["input_shapes"]:
-            raise InvalidParameter("model torchscript needs model_path and input_shapes")
-        if not os.path.isfile(p["model_path"]):
-            raise InvalidParameter("model_path: no such file %s" % p["model_path"])
-        shapes = parse_shapes(p["input_shapes"], batch)
-        names = p["input_dtypes"].split(";") if p["input_dtypes"] else ["float32"] * len(shapes)
-        if len(names) != len(shapes):
-            raise InvalidParameter("input_dtypes: %d dtypes for %d input shapes" % (len(names), len(shapes)))
-        inputs = []
-        for shape, dtype_name in zip(shapes, names):
-            dtype = getattr(torch, dtype_name.strip(), None)
-            if not isinstance(dtype, torch.dtype):
-                raise InvalidParameter("input_dtypes: unknown dtype '%s'" % dtype_name)
-            if dtype.is_floating_point:
-                inputs.append(torch.randn(shape, generator=generator).to(dtype))
-            else:
-                inputs.append(torch.randint(2, shape, generator=generator).to(dtype))
-        model = torch.jit.load(p["model_path"], map_location="cpu")
-        return model, tuple(inputs), None, None, False, "custom", {"model_path": p["model_path"]}
-
-    def _prepare_load(self, load: Any, forward: Any, library: Tuple[Any, ...], autocast: Any,
-                      memory_format: Any) -> Dict[str, Any]:
-        """Makes ``issue`` for a load cell and runs every batch size it can be called with once per
-        stream before READY (cuDNN's autotuning and lazy allocations stay out of the records, as
-        dlbench-torch does); returns the effective cell's additions to ``load``."""
-        torch = self.torch
-        device = self.device
-        cuda = device.type == "cuda"
-        channels_last = memory_format is torch.channels_last
-        host = load.input_residency == "host"
-        streams = load.streams if load.scenario == "server" else 1
-        if host:
-            lib = tuple(t.contiguous() for t in library)
-            if cuda:
-                lib = tuple(t.pin_memory() for t in lib)
-        else:
-            lib = tuple(t.to(device) for t in library)
-        clock = time.monotonic_ns
-        largest = max(load.batch_sizes())
-        if cuda:
-            cuda_streams = [torch.cuda.Stream(device) for _ in range(streams)]
-            # Page-locked staging buffers per stream, each for the largest batch.
-            staging = [tuple(torch.empty((largest,) + tuple(t.shape[1:]), dtype=t.dtype).pin_memory() for t in lib)
-                       for _ in range(streams)] if host else None
-
-        def place(xs: Tuple[Any, ...]) -> Tuple[Any, ...]:
-            if channels_last:
-                return tuple(x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else x for x in xs)
-            return xs
-
-        def run_forward(xs: Tuple[Any, ...]) -> None:
-            with torch.inference_mode():
-                if autocast is not None:
-                    with autocast():
-                        forward(*xs)
-                else:
-                    forward(*xs)
-
-        def serve_cpu(samples: List[int], stream: int) -> QueryPhases:
-            t0 = clock()
-            idx = torch.tensor(samples, dtype=torch.long)
-            xs = place(tuple(t.index_select(0, idx) for t in lib))
-            t1 = clock()
-            run_forward(xs)
-            t2 = clock()
-            return QueryPhases(host_pre_ns=t1 - t0, compute_ns=t2 - t1)
-
-        def serve_cuda_host(samples: List[int], stream: int) -> QueryPhases:
-            st = cuda_streams[stream]
-            t0 = clock()
-            n = len(samples)
-            idx = torch.tensor(samples, dtype=torch.long)
-            bufs = tuple(b[:n] for b in staging[stream])
-            for t, b in zip(lib, bufs):
-                torch.index_select(t, 0, idx, out=b)
-            t1 = clock()
-            with torch.cuda.stream(st):
-                e0, e1, e2 = (torch.cuda.Event(enable_timing=True) for _ in range(3))
-                e0.record(st)
-                xs = place(tuple(b.to(device, non_blocking=True) for b in bufs))
-                e1.record(st)
-                run_forward(xs)
-                e2.record(st)
-            st.synchronize()
-            return QueryPhases(host_pre_ns=t1 - t0, h2d_ns=int(e0.elapsed_time(e1) * 1e6),
-                               compute_ns=int(e1.elapsed_time(e2) * 1e6))
-
-        def serve_cuda_device(samples: List[int], stream: int) -> QueryPhases:
-            st = cuda_streams[stream]
-            t0 = clock()
-            with torch.cuda.stream(st):
-                idx = torch.tensor(samples, dtype=torch.long, device=device)
-                run_forward(place(tuple(t.index_select(0, idx) for t in lib)))
-            st.synchronize()
-            return QueryPhases(compute_ns=clock() - t0)
-
-        self._serve = serve_cpu if not cuda else (serve_cuda_host if host else serve_cuda_device)
-        warmed = load.batch_sizes()
-        for stream in range(streams):
-            for n in warmed:
-                self._serve([j % load.sample_library_size for j in range(n)], stream)
-        if not cuda:
-            path = "host gather (index_select) -> forward (CPU: no copies)"
-            timing = "host clock: host_pre (gather) and compute (forward) per batch"
-        elif host:
-            path = "host gather into a page-locked buffer -> H2D copy on the stream -> forward; outputs stay on the device"
-            timing = ("host clock for the gather (host_pre); CUDA events on the query's stream around the H2D copy "
-                      "and the forward; the host waits on the stream; latency from the host clock")
-        else:
-            path = "device-resident library: gather on the device -> forward (pure compute)"
-            timing = "host clock from the gather to the stream's synchronize (compute)"
-        return {"input_path": path, "timing": timing, "warmed_batch_sizes": warmed,
-                "cuda_streams": streams if cuda else 0}
-
-    def issue(self, samples: List[int]) -> Optional[QueryPhases]:
-        """A load cell's batch: gather ``samples`` from the library, forward, synchronise."""
-        if self._serve is None:
-            raise Unsupported("this cell has no load")
-        return self._serve(samples, current_stream())
 
     def _make_step(self, forward: Any, inputs: Tuple[Any, ...], target: Any, loss_fn: Any, optimizer: Any,
                    autocast: Any, sync: Callable[[], None], train: bool, compiled: bool) -> Callable[[], int]:
