@@ -163,5 +163,112 @@ TEST(PeakCellTest, AReportThatDisagreesWithTheRecordsMakesTheCellInvalid) {
   EXPECT_NE(x.invalid->find("sent no peak search report"), std::string::npos);
 }
 
+// STOP in the last probe, whose queue the system under test dropped after the STOP drain: the
+// report's `dropped` accounts for the issued queries without records, the probe is fell_behind,
+// the finished probe is judged as before and the verdict says the search was stopped and how
+// many queries were dropped. Queries 1150..1189 were issued and dropped.
+TEST(PeakCellTest, DroppedQueriesOfTheLastProbeAreAccountedForAndTheStopIsSaid) {
+  const LoadCellSettings s = PeakSettings(0.5);
+  const LoadRecorder load = Recorded(s);
+  nlohmann::json report = Report("stopped");
+  report["probes"][1]["dropped"] = 40;
+  record::CellRecord rec = WithReport(report);
+  const LoadConclusion c = ConcludeLoad(load, 1190, "max_steps", "stopped", rec);
+  ASSERT_FALSE(c.invalid) << *c.invalid;
+  ASSERT_EQ(c.reasons.size(), 1u);
+  EXPECT_EQ(
+      c.reasons[0],
+      "too_short: the search ended (stopped by STOP at max_steps, in probe 2 at 200 queries/s, which fell "
+      "behind: 40 of its queries were dropped) with its bracket 100 to 200 queries/s wider than "
+      "peak_resolution 0.5");
+  EXPECT_EQ(record::MetricValue(rec, metric::kLoadPeakQps), 100.0);
+  EXPECT_EQ(rec.window, (record::MeasuredWindow{50, 500}));
+  const nlohmann::json& search = rec.extras["load"]["peak_search"];
+  EXPECT_EQ(search["queries_dropped_after_stop"], 40);
+  EXPECT_EQ(search["probes"][0]["valid"], true);
+  EXPECT_EQ(search["probes"][0]["dropped"], 0);
+  EXPECT_EQ(search["probes"][1]["dropped"], 40);
+  ASSERT_EQ(search["probes"][1]["reasons"].size(), 2u);
+  EXPECT_EQ(search["probes"][1]["reasons"][0],
+            "fell_behind: the runner ended with queries outstanding (dropped_after_stop): the system under "
+            "test fell behind the schedule");
+  EXPECT_EQ(search["probes"][1]["reasons"][1],
+            "over_bound: p99 20 ms > latency_bound_ms 10 (500 of 500 queries over)");
+
+  // STOP in the warm-up: its records are the warm-up's, nothing was measured, the rest dropped.
+  nlohmann::json warm = Report("stopped");
+  warm["probes"][1] = Probe(200, 550, 600, 0, false);
+  warm["probes"][1]["dropped"] = 40;
+  record::CellRecord warm_rec = WithReport(warm);
+  const LoadConclusion w = ConcludeLoad(load, 1190, "max_steps", "stopped", warm_rec);
+  ASSERT_FALSE(w.invalid) << *w.invalid;
+  EXPECT_EQ(warm_rec.extras["load"]["peak_search"]["probes"][1]["reasons"][0],
+            "fell_behind: STOP came in the probe's warm-up, and its last 40 queries were dropped after the "
+            "STOP drain");
+  ASSERT_EQ(w.reasons.size(), 1u);
+  EXPECT_NE(w.reasons[0].find("40 of its queries were dropped"), std::string::npos) << w.reasons[0];
+
+  // A STOP the runner saw without the orchestrator's decision (its own stop) names no reason.
+  record::CellRecord own = WithReport(Report("stopped"));
+  const LoadConclusion o = ConcludeLoad(load, 1150, "stopped", "stopped", own);
+  ASSERT_FALSE(o.invalid) << *o.invalid;
+  EXPECT_EQ(o.reasons[0],
+            "too_short: the search ended (stopped) with its bracket 100 to 200 queries/s wider than "
+            "peak_resolution 0.5");
+}
+
+TEST(PeakCellTest, AReportThatDoesNotAccountForTheIssuedQueriesMakesTheCellInvalid) {
+  const LoadCellSettings s = PeakSettings(0.5);
+  const LoadRecorder load = Recorded(s);
+  // An old report (no `dropped`) of a runner that issued 40 queries more than arrived.
+  record::CellRecord old = WithReport(Report("stopped"));
+  const LoadConclusion c = ConcludeLoad(load, 1190, "max_steps", "stopped", old);
+  ASSERT_TRUE(c.invalid);
+  EXPECT_EQ(*c.invalid,
+            "the runner's peak search report does not account for its issued queries: its probes cover query "
+            "ids [0, 1150) (1150 records, 0 dropped) and its DONE says 1190 were issued");
+
+  // More dropped than DONE's count allows.
+  nlohmann::json more = Report("stopped");
+  more["probes"][1]["dropped"] = 50;
+  record::CellRecord more_rec = WithReport(more);
+  const LoadConclusion m = ConcludeLoad(load, 1190, "max_steps", "stopped", more_rec);
+  ASSERT_TRUE(m.invalid);
+  EXPECT_EQ(*m.invalid,
+            "the runner's peak search report does not account for its issued queries: its probes cover query "
+            "ids [0, 1200) (1150 records, 50 dropped) and its DONE says 1190 were issued");
+
+  // Dropped queries before the last probe: its records would have to follow them.
+  nlohmann::json early = Report("stopped");
+  early["probes"][0]["dropped"] = 10;
+  early["probes"][1] = Probe(200, 560, 90, 500, false);
+  record::CellRecord early_rec = WithReport(early);
+  const LoadConclusion e = ConcludeLoad(load, 1160, "max_steps", "stopped", early_rec);
+  ASSERT_TRUE(e.invalid);
+  EXPECT_EQ(*e.invalid,
+            "the runner's peak search report does not account for its query records: probe 1 of 2 says 10 of "
+            "its queries were dropped, but only the last probe can end with dropped queries (after STOP)");
+
+  // Dropped queries that are records: the ranges end past the records.
+  nlohmann::json overlap = Report("stopped");
+  overlap["probes"][1]["queries"] = 460;
+  overlap["probes"][1]["dropped"] = 40;
+  record::CellRecord overlap_rec = WithReport(overlap);
+  const LoadConclusion v = ConcludeLoad(load, 1150, "max_steps", "stopped", overlap_rec);
+  ASSERT_TRUE(v.invalid);
+  EXPECT_EQ(*v.invalid,
+            "the runner's peak search report does not account for its query records: its probes cover query "
+            "ids [0, 1150), the last 40 dropped, and 1150 records arrived");
+
+  nlohmann::json negative = Report("stopped");
+  negative["probes"][1]["dropped"] = -1;
+  record::CellRecord negative_rec = WithReport(negative);
+  const LoadConclusion n = ConcludeLoad(load, 1150, "max_steps", "stopped", negative_rec);
+  ASSERT_TRUE(n.invalid);
+  EXPECT_EQ(
+      *n.invalid,
+      "the runner's peak search report is malformed: probe 2: dropped must be a query count or id >= 0");
+}
+
 }  // namespace
 }  // namespace dlbench::orchestrator
