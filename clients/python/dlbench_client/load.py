@@ -1069,6 +1069,9 @@ def _run_peak_search(session: Any, s: LoadSettings, issue: IssueFn, limits: Any,
         reports.append({
             "target_qps": rate, "warmup_first_query": warm.first_id, "warmup_queries": warm.issued,
             "first_query": warm.first_id + warm.issued, "queries": len(kept),
+            # No query is dropped here: the drain serves every issued query or raises, STOP or not
+            # (load::RunPeakSearch counts what its system under test dropped after STOP).
+            "dropped": 0,
             "latency_percentile_ms": latency / 1e6 if math.isfinite(latency) else None,
             "scheduled_per_s": _finite_or_none(rate_check.scheduled_per_s),
             "issued_per_s": _finite_or_none(rate_check.achieved_per_s),

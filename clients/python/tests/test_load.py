@@ -419,6 +419,9 @@ def test_a_peak_search_stores_one_cell_whose_probes_the_orchestrator_judges_as_t
     assert sum(p["queries"] + p["warmup_queries"] for p in probes) == cell["extras"]["load"]["queries_received"]
     reported = cell["extras"]["info"]["load"]["peak_search"]["probes"]
     assert [p["passed"] for p in reported] == [p["valid"] for p in probes]
+    # The Python driver serves every issued query, after STOP too: no probe dropped any.
+    assert [p["dropped"] for p in reported] == [0] * len(reported)
+    assert search["queries_dropped_after_stop"] == 0
     assert all(p["queries"] >= 44 for p in reported if p["passed"])  # h(0) at p90
     # peak_min_probe_s: 1 s at each rate (a probe the deadline did not cut: 3 x 1.5 s fit in 30 s).
     assert all(p["queries"] >= p["target_qps"] for p in reported if not p["too_many_outstanding"])
