@@ -352,6 +352,11 @@ TEST(VirtualLoadTest, ThePeakSearchsBoundsEndIt) {
   EXPECT_FALSE(time.probes[0].passed);
   EXPECT_FALSE(time.probes[0].early_stopping_met);
   EXPECT_LT(time.probes[0].queries, 459u);
+  // Its queries were all within the bound: the budget cut it before it passed or failed, so it is
+  // no failing rate (before `cut` it read as one: lowest failing 100/s).
+  EXPECT_TRUE(time.probes[0].cut);
+  EXPECT_TRUE(time.search.probes[0].cut);
+  EXPECT_FALSE(time.search.lowest_failing_per_s);
 
   auto tight =
       Settings({{"load", "server"}, {"target_qps", "max"}, {"latency_bound_ms", 0.5}, {"max_batch", 1}});
@@ -388,6 +393,7 @@ TEST(VirtualLoadTest, APeakProbeCutByStopReportsTheQueriesItsServerDropped) {
   EXPECT_EQ(p.first_query + p.queries, records.size());
   EXPECT_EQ(records.size() + p.dropped, outcome.issued);
   EXPECT_FALSE(p.passed);
+  EXPECT_FALSE(p.cut);  // it fell behind: a failure, not a probe cut short of one
   EXPECT_FALSE(outcome.search.probes[0].issue_kept_up);
   const nlohmann::json json = outcome.ToJson();
   EXPECT_EQ(json["probes"][0]["dropped"], p.dropped);

@@ -159,7 +159,12 @@ PeakSearchOutcome RunPeakSearch(const EffectiveLoadSettings& settings, LoadGener
     // A probe cut short by the time budget has fewer queries than its floor: not a pass, as the
     // orchestrator's judgement of the same records says (orchestrator/peak_cell.h).
     p.early_stopping_met = rule.met && static_cast<std::int64_t>(sink.latencies_ns.size()) >= floor;
+    // Cut by the search's end before it could pass or fail: nothing measured, or what was measured
+    // is within the bound and kept up but too few for early stopping.
+    p.cut = out_of_time() && !p.early_stopping_met && !overloaded && report.dropped == 0 &&
+            (sink.latencies_ns.empty() || (p.latency <= bound_ns && issue.kept_up));
     if (overloaded) p.latency = INFINITY;
+    report.cut = p.cut;
     report.queries = sink.latencies_ns.size();
     report.latency_at_percentile_ns = Finite(p.latency);
     report.scheduled_per_s = Finite(issue.scheduled_per_s);
@@ -205,6 +210,7 @@ nlohmann::json PeakSearchOutcome::ToJson() const {
                            {"too_many_outstanding", p.too_many_outstanding},
                            {"early_stopping_met", p.early_stopping_met},
                            {"queries_needed", p.queries_needed},
+                           {"cut", p.cut},
                            {"passed", p.passed}});
   }
   return {{"end", stats::PeakSearchEndName(search.end)},
@@ -265,6 +271,12 @@ Result<std::vector<ProbeReport>> ParseProbeReports(const nlohmann::json& peak_se
       if (!d.ok()) return d.error();
       dropped = *d;
     }
+    bool cut = false;  // absent in reports before it was added
+    if (p.contains("cut")) {
+      auto c = flag("cut");
+      if (!c.ok()) return c.error();
+      cut = *c;
+    }
     auto overloaded = flag("too_many_outstanding");
     if (!overloaded.ok()) return overloaded.error();
     auto met = flag("early_stopping_met");
@@ -276,6 +288,7 @@ Result<std::vector<ProbeReport>> ParseProbeReports(const nlohmann::json& peak_se
     r.first_query = *first;
     r.queries = *queries;
     r.dropped = dropped;
+    r.cut = cut;
     r.too_many_outstanding = *overloaded;
     r.early_stopping_met = *met;
     r.passed = *passed;

@@ -51,6 +51,10 @@ struct ProbeReport {
   bool too_many_outstanding = false;
   bool early_stopping_met = false;
   std::int64_t queries_needed = 0;
+  // The search's end (STOP, its time budget) came before the probe passed or failed
+  // (stats::Probe::cut): too few measured queries, all within the bound, the issue rate kept up,
+  // nothing dropped. Not in the bracket; the search's last probe only. false in an old report.
+  bool cut = false;
   bool passed = false;
 };
 

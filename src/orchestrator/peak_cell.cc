@@ -132,6 +132,25 @@ LoadConclusion ConcludePeakSearch(const LoadRecorder& load, std::optional<std::i
                                                    : "",
                             scratch);
     }
+    // A probe the runner says the search's end cut (the last one) must be one whose records fail
+    // it for nothing but being short; it is then no failing rate.
+    if (p.cut) {
+      const auto failing = std::find_if(reasons.begin(), reasons.end(),
+                                        [](const std::string& r) { return r.rfind("too_short:", 0) != 0; });
+      if (i + 1 != probes->size() || failing != reasons.end() || reasons.empty()) {
+        out.invalid = fmt::format(
+            "probe {} at {:g} queries/s: the runner says the search's end cut it before it passed or failed, "
+            "but {}",
+            i + 1, p.target_qps,
+            i + 1 != probes->size() ? fmt::format("probe {} came after it", i + 2)
+            : reasons.empty()       ? fmt::format("its {} measured queries pass", p.queries)
+                                    : fmt::format("its {} measured queries fail: {}", p.queries, *failing));
+        return out;
+      }
+      reasons.insert(reasons.begin(),
+                     "cut: the search ended before the probe could pass or fail; not in the "
+                     "bracket");
+    }
     const bool valid = reasons.empty();
     if (valid != p.passed) {
       out.invalid =
@@ -140,7 +159,7 @@ LoadConclusion ConcludePeakSearch(const LoadRecorder& load, std::optional<std::i
                       valid ? "pass" : "do not: " + reasons.front());
       return out;
     }
-    bracket.Add(p.target_qps, valid);
+    if (!p.cut) bracket.Add(p.target_qps, valid);
     judged.push_back({{"target_qps", p.target_qps},
                       {"first_query", p.first_query},
                       {"queries", p.queries},
@@ -151,23 +170,29 @@ LoadConclusion ConcludePeakSearch(const LoadRecorder& load, std::optional<std::i
                       {"latency_at_percentile_ms", MsOrNull(scratch, metric::kQueryLatencyAtPercentileNs)},
                       {"p99_ms", MsOrNull(scratch, metric::kQueryLatencyP99Ns)},
                       {"valid", valid},
+                      {"cut", p.cut},
                       {"reasons", reasons}});
     probe_reasons.push_back(std::move(reasons));
   }
 
   // The cell's measured window is the peak probe's (the last probe at the peak rate), or, when no
-  // rate passed, the lowest-rate probe's: the closest the system came.
-  std::size_t window = 0;
+  // rate passed, the lowest-rate probe's that was not cut: the closest the system came.
+  std::optional<std::size_t> found;
   for (std::size_t i = 0; i < probes->size(); ++i) {
     const double rate = (*probes)[i].target_qps;
+    if ((*probes)[i].cut) continue;
     if (bracket.lo ? (rate == *bracket.lo && probe_reasons[i].empty())
-                   : rate < (*probes)[window].target_qps) {
-      window = i;
+                   : (!found || rate < (*probes)[*found].target_qps)) {
+      found = i;
     }
   }
+  const std::size_t window = found.value_or(probes->size() - 1);  // else the one probe, cut
   const load::ProbeReport& w = (*probes)[window];
   (void)MeasureLoadWindow(s, records, w.first_query, w.first_query + w.queries, floor, stop_reason,
-                          w.too_many_outstanding ? "too_many_outstanding" : "", rec);
+                          w.too_many_outstanding ? "too_many_outstanding"
+                          : w.dropped > 0        ? "dropped_after_stop"
+                                                 : "",
+                          rec);
 
   const std::string end = EndName(*report, done_reason);
   // How the search ended, for the verdict: a STOP names the orchestrator's reason for it, and the
@@ -180,9 +205,15 @@ LoadConclusion ConcludePeakSearch(const LoadRecorder& load, std::optional<std::i
   if (dropped > 0) {
     ended += fmt::format(", in probe {} at {:g} queries/s, which fell behind: {} of its queries were dropped",
                          probes->size(), probes->back().target_qps, dropped);
+  } else if (probes->back().cut) {
+    ended += fmt::format(", in probe {} at {:g} queries/s, before it could pass or fail", probes->size(),
+                         probes->back().target_qps);
   }
   if (!bracket.Within(s.peak_resolution)) {
-    if (!bracket.lo) {
+    if (!bracket.lo && !bracket.hi) {
+      out.reasons.push_back(
+          fmt::format("too_short: the search ended ({}) before any probe passed or failed", ended));
+    } else if (!bracket.lo) {
       out.reasons.push_back(fmt::format("{} (no probed rate passed; the lowest was {:g} queries/s)",
                                         probe_reasons[window].front(), w.target_qps));
     } else if (!bracket.hi) {
