@@ -70,13 +70,14 @@ class FaultySink final : public load::QueryRecordSink {
 
 VirtualLoadServer::VirtualLoadServer(const load::EffectiveLoadSettings& settings,
                                      const VirtualService& service, std::int64_t start_ns,
-                                     double real_speedup)
+                                     double real_speedup, std::optional<std::int64_t> serve_after_stop_ns)
     : settings_(settings),
       service_(service),
       now_ns_(start_ns),
       virtual_begin_ns_(start_ns),
       real_begin_ns_(MonotonicNowNs()),
       real_speedup_(real_speedup),
+      serve_after_stop_ns_(serve_after_stop_ns),
       servers_(settings.scenario == Scenario::kServer ? settings.streams : 1) {}
 
 void VirtualLoadServer::SetNow(std::int64_t t_ns) {
@@ -129,7 +130,7 @@ void VirtualLoadServer::Advance(std::int64_t t_ns, bool flush) {
     if (any_free && !queue_.empty() && settings_.batch_timeout_ns > 0) {
       timeout = queue_.front().queued_ns + settings_.batch_timeout_ns;
     }
-    if (std::min(next, timeout) > t_ns && !flush) break;
+    if (std::min(next, timeout) > t_ns) break;
     if (next == kNever && (timeout == kNever || queue_.empty())) break;
     if (timeout < next) {
       SetNow(timeout);
@@ -178,13 +179,23 @@ void VirtualLoadServer::IssueQuery(const load::Query& query, load::QueryComplete
 void VirtualLoadServer::FlushQueries() {
   if (settings_.scenario != Scenario::kServer) return;
   Dispatch(/*flush=*/true);
-  Advance(kNever, /*flush=*/true);
+  // After STOP with serve_after_stop_us, only that much more virtual time is served.
+  const bool stopping = serve_after_stop_ns_ && completer_ != nullptr && completer_->StopRequested();
+  Advance(stopping ? NowNs() + *serve_after_stop_ns_ : kNever, /*flush=*/true);
+}
+
+std::uint64_t VirtualLoadServer::DropQueued() {
+  const std::uint64_t dropped = queue_.size();
+  queue_.clear();
+  Advance(kNever, /*flush=*/true);  // the batches in service finish
+  return dropped;
 }
 
 NullLoadOutcome RunNullLoad(const load::EffectiveLoadSettings& settings, const NullLoadOptions& options,
                             int out_fd, std::uint32_t rank, std::int64_t start_ns, std::uint64_t max_queries,
                             std::int64_t max_time_ns, const std::function<bool()>& poll_stop) {
-  VirtualLoadServer server(settings, options.service, start_ns, options.real_speedup);
+  VirtualLoadServer server(settings, options.service, start_ns, options.real_speedup,
+                           options.serve_after_stop_ns);
   load::ProtocolQuerySink protocol_sink(out_fd, rank, poll_stop);
   FaultySink sink(protocol_sink, options.fault, options.fault_query_id);
   load::LoadGenerator generator(settings, server);
@@ -232,6 +243,11 @@ Result<NullLoadOptions> LoadOptionsFromParams(const nlohmann::json& params) {
   // A batch takes at least 1 ns: a system that takes no time has no latency to measure.
   o.service.per_batch_ns = std::max<std::int64_t>(1, std::llround(*per_batch * 1e3));
   o.service.per_sample_ns = static_cast<std::int64_t>(std::llround(*per_sample * 1e3));
+  if (const auto it = params.find("serve_after_stop_us"); it != params.end() && !it->is_null()) {
+    auto after_stop = micros("serve_after_stop_us", 0.0);
+    if (!after_stop.ok()) return after_stop.error();
+    o.serve_after_stop_ns = static_cast<std::int64_t>(std::llround(*after_stop * 1e3));
+  }
   const auto speedup = params.find("virtual_speedup");
   if (speedup != params.end() && speedup->is_number()) o.real_speedup = speedup->get<double>();
   if (!(o.real_speedup > 0) || !std::isfinite(o.real_speedup)) {
@@ -258,6 +274,9 @@ int ServeLoadCell(protocol::RunnerSession& session, const protocol::CellConfig& 
   nlohmann::json load_json = settings->ToJson();
   load_json["service_us"] = static_cast<double>(options.service.per_batch_ns) / 1e3;
   load_json["service_per_sample_us"] = static_cast<double>(options.service.per_sample_ns) / 1e3;
+  if (options.serve_after_stop_ns) {
+    load_json["serve_after_stop_us"] = static_cast<double>(*options.serve_after_stop_ns) / 1e3;
+  }
   load_json["system_under_test"] =
       "simulated: a batch of n samples takes service_us + n x service_per_sample_us on the virtual clock";
   effective["load"] = load_json;

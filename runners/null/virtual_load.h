@@ -45,13 +45,21 @@ class VirtualLoadServer final : public load::LoadClock,
                                 public load::SystemUnderTest,
                                 public load::QuerySampleLibrary {
  public:
+  // `serve_after_stop_ns` (the cell's serve_after_stop_us): after STOP the server serves its queue
+  // for only this long of virtual time, and what is still queued waits for the load generator's
+  // DropQueued, as dlbench-torch's batcher's queue does when it is longer than the STOP drain.
+  // Absent: the queue is served at once, however long.
   VirtualLoadServer(const load::EffectiveLoadSettings& settings, const VirtualService& service,
-                    std::int64_t start_ns, double real_speedup);
+                    std::int64_t start_ns, double real_speedup,
+                    std::optional<std::int64_t> serve_after_stop_ns = std::nullopt);
 
   std::int64_t NowNs() const override { return now_ns_.load(); }
   void SleepUntilNs(std::int64_t t_ns) override;
   void IssueQuery(const load::Query& query, load::QueryCompleter& completer) override;
   void FlushQueries() override;
+  // Drops the queue (only serve_after_stop_ns leaves one after a run) and finishes the batches in
+  // service; returns the queries dropped.
+  std::uint64_t DropQueued() override;
   std::uint32_t SampleCount() const override { return settings_.sample_library_size; }
 
  private:
@@ -77,6 +85,7 @@ class VirtualLoadServer final : public load::LoadClock,
   std::int64_t virtual_begin_ns_;
   std::int64_t real_begin_ns_;
   double real_speedup_;
+  std::optional<std::int64_t> serve_after_stop_ns_;
   load::QueryCompleter* completer_ = nullptr;
   std::vector<Server> servers_;
   std::deque<Queued> queue_;
@@ -101,6 +110,7 @@ struct NullLoadOptions {
   double real_speedup = 1000.0;
   QueryStreamFault fault = QueryStreamFault::kNone;
   std::uint64_t fault_query_id = 0;
+  std::optional<std::int64_t> serve_after_stop_ns;  // serve_after_stop_us (VirtualLoadServer)
 };
 
 // Runs the cell's scenario until `poll_stop` says STOP, or a ceiling: `max_queries` queries, or
@@ -121,7 +131,7 @@ int ServeLoadCell(protocol::RunnerSession& session, const protocol::CellConfig& 
                   const nlohmann::json& effective_extra, const NullLoadOptions& options);
 
 // The service time and speed of a load cell from its parameters (service_us,
-// service_per_sample_us, virtual_speedup); kInvalidInput naming the key.
+// service_per_sample_us, virtual_speedup, serve_after_stop_us); kInvalidInput naming the key.
 Result<NullLoadOptions> LoadOptionsFromParams(const nlohmann::json& params);
 
 // A dlbench-null cell with `load` (load::LoadRequested), served on the virtual clock instead of

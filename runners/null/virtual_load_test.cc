@@ -143,6 +143,55 @@ TEST(VirtualLoadTest, AnOverloadedServerFallsBehindUntilTooManyAreOutstanding) {
   EXPECT_EQ(result.completed, result.issued);  // the flush serves what was queued
 }
 
+// A sink that asks to stop once `stop_after` records arrived, as the orchestrator's STOP does.
+class StoppingSink final : public load::QueryRecordSink {
+ public:
+  explicit StoppingSink(std::size_t stop_after) : stop_after_(stop_after) {}
+  void Write(const record::QueryRecord* records, std::size_t count) override { inner_.Write(records, count); }
+  bool StopRequested() override { return inner_.records().size() >= stop_after_; }
+  std::vector<record::QueryRecord> records() const { return inner_.records(); }
+
+ private:
+  RecordingSink inner_;
+  std::size_t stop_after_;
+};
+
+// serve_after_stop_us: after STOP the server serves its queue for only that much more virtual time;
+// the load generator's STOP drain (0 here) then drops the rest, and the batch in service finishes.
+TEST(VirtualLoadTest, AfterStopTheServerServesOnlyServeAfterStopAndDropsTheRestOfItsQueue) {
+  const VirtualService service{1'000'000, 0};  // 1000/s; asked for 2000/s
+  const auto settings = Settings({{"load", "server"}, {"target_qps", 2000}, {"max_batch", 1}});
+  VirtualLoadServer server(settings, service, kStart, 1000, /*serve_after_stop_ns=*/3'000'000);
+  load::LoadGenerator generator(settings, server);
+  StoppingSink sink(100);
+  load::RunLimits limits;
+  limits.stop_drain_timeout_ns = 0;
+  const load::RunResult result = generator.Run(server, server, sink, limits);
+  ASSERT_EQ(result.end, load::RunEnd::kDroppedAfterStop) << result.error;
+  const std::vector<record::QueryRecord> records = sink.records();
+  ASSERT_EQ(records.size(), result.completed);
+  ASSERT_LT(result.completed, result.issued);
+  for (std::size_t i = 0; i < records.size(); ++i) ASSERT_EQ(records[i].query_id, i);
+  // The server, busy throughout, went on for 3 ms after STOP (after the last query was issued,
+  // which the dropped ones came after), and the batch then in service finished.
+  const std::int64_t last_issue = records.back().issued_ns;
+  for (const record::QueryRecord& r : records) ASSERT_LE(r.issued_ns, last_issue);
+  EXPECT_GT(records.back().completed_ns, last_issue + 3'000'000);
+  for (std::size_t i = 1; i < records.size(); ++i)
+    ASSERT_GT(records[i].completed_ns, records[i - 1].completed_ns);
+  EXPECT_NE(result.error.find("dropped by the system under test before they ran"), std::string::npos)
+      << result.error;
+
+  // Without serve_after_stop_us the queue is served at once: nothing is dropped.
+  VirtualLoadServer whole(settings, service, kStart, 1000);
+  load::LoadGenerator generator2(settings, whole);
+  StoppingSink sink2(100);
+  const load::RunResult all = generator2.Run(whole, whole, sink2, limits);
+  EXPECT_EQ(all.end, load::RunEnd::kStopped) << all.error;
+  EXPECT_EQ(all.completed, all.issued);
+  EXPECT_EQ(sink2.records().size(), all.issued);
+}
+
 TEST(VirtualLoadTest, OptionsComeFromTheParameters) {
   auto o = LoadOptionsFromParams({{"service_us", 250}, {"service_per_sample_us", 10.5}});
   ASSERT_TRUE(o.ok());
@@ -151,6 +200,9 @@ TEST(VirtualLoadTest, OptionsComeFromTheParameters) {
   EXPECT_EQ(LoadOptionsFromParams(nlohmann::json::object())->service.per_batch_ns, 1'000'000);
   EXPECT_EQ(LoadOptionsFromParams({{"service_us", 1e-9}})->service.per_batch_ns, 1);  // at least 1 ns
   EXPECT_FALSE(LoadOptionsFromParams({{"service_us", -1}}).ok());
+  EXPECT_FALSE(o->serve_after_stop_ns);
+  EXPECT_EQ(LoadOptionsFromParams({{"serve_after_stop_us", 2.5}})->serve_after_stop_ns, 2'500);
+  EXPECT_FALSE(LoadOptionsFromParams({{"serve_after_stop_us", -1}}).ok());
 }
 
 // An M/D/1 queue (Poisson arrivals at `lambda`, one server, service time `s`): the probability
@@ -300,6 +352,11 @@ TEST(VirtualLoadTest, ThePeakSearchsBoundsEndIt) {
   EXPECT_FALSE(time.probes[0].passed);
   EXPECT_FALSE(time.probes[0].early_stopping_met);
   EXPECT_LT(time.probes[0].queries, 459u);
+  // Its queries were all within the bound: the budget cut it before it passed or failed, so it is
+  // no failing rate (before `cut` it read as one: lowest failing 100/s).
+  EXPECT_TRUE(time.probes[0].cut);
+  EXPECT_TRUE(time.search.probes[0].cut);
+  EXPECT_FALSE(time.search.lowest_failing_per_s);
 
   auto tight =
       Settings({{"load", "server"}, {"target_qps", "max"}, {"latency_bound_ms", 0.5}, {"max_batch", 1}});
@@ -308,6 +365,41 @@ TEST(VirtualLoadTest, ThePeakSearchsBoundsEndIt) {
   EXPECT_FALSE(none.search.peak_per_s);
   ASSERT_EQ(none.probes.size(), 8u);  // 100, 50, 25, 12.5, 6.25, 3.125, 1.5625, 1
   EXPECT_EQ(none.probes.back().target_qps, 1.0);
+}
+
+// STOP in an overloaded probe (1,600/s against 1,000/s) whose queue the server keeps after STOP
+// (serve_after_stop 0): after the generator's 2 s STOP drain the queue is dropped, and the probe's
+// report accounts for it: its warm-up and measured records, then `dropped`, tile every issued id;
+// the probe fell behind, so it did not pass.
+TEST(VirtualLoadTest, APeakProbeCutByStopReportsTheQueriesItsServerDropped) {
+  const auto settings =
+      Settings({{"load", "server"}, {"target_qps", "max"}, {"latency_bound_ms", 100}, {"max_batch", 1}});
+  auto start = settings;
+  start.target_qps = 1600;
+  // 100x real time: a 1,024-query flush of the probe's 5 s is 6 ms of real time, its whole 50 ms.
+  VirtualLoadServer server(start, VirtualService{1'000'000, 0}, kStart, 100, /*serve_after_stop_ns=*/0);
+  load::LoadGenerator generator(start, server);
+  StoppingSink sink(500);
+  const load::PeakSearchOutcome outcome =
+      load::RunPeakSearch(start, generator, server, server, sink, server, kStart + 1'000'000'000'000);
+  const std::vector<record::QueryRecord> records = sink.records();
+  EXPECT_EQ(outcome.reason, "stopped");
+  ASSERT_EQ(outcome.probes.size(), 1u);
+  const load::ProbeReport& p = outcome.probes[0];
+  EXPECT_EQ(p.target_qps, 1600);
+  EXPECT_GT(p.dropped, 0u);
+  EXPECT_EQ(p.warmup_first_query, 0u);
+  EXPECT_EQ(p.first_query, p.warmup_queries);
+  EXPECT_EQ(p.first_query + p.queries, records.size());
+  EXPECT_EQ(records.size() + p.dropped, outcome.issued);
+  EXPECT_FALSE(p.passed);
+  EXPECT_FALSE(p.cut);  // it fell behind: a failure, not a probe cut short of one
+  EXPECT_FALSE(outcome.search.probes[0].issue_kept_up);
+  const nlohmann::json json = outcome.ToJson();
+  EXPECT_EQ(json["probes"][0]["dropped"], p.dropped);
+  auto parsed = load::ParseProbeReports(json, 20);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ((*parsed)[0].dropped, p.dropped);
 }
 
 }  // namespace

@@ -37,6 +37,7 @@ const std::vector<KeyRule>& KeyRules() {
       {"input_residency", {}},
       {"service_us", {}},
       {"service_per_sample_us", {}},
+      {"serve_after_stop_us", {"server"}},
   };
   return rules;
 }

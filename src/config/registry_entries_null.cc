@@ -219,6 +219,17 @@ void AppendNullEntries(std::vector<ParamSpec>& r) {
                   .Help("With load: the simulated system's added service time per sample of a batch. At "
                         "most 3600000000 (an hour), so that a wrong unit is caught here.")
                   .Build());
+  r.push_back(Entry("serve_after_stop_us", kCell, kNull, ParamType::kNumber)
+                  .Unit("us")
+                  .Min(0)
+                  .Max(3.6e9)
+                  .DefaultText("unlimited")
+                  .Help("With load: server: after STOP the simulated server serves its queue for only this "
+                        "long on the virtual clock; what is still queued when the load generator's STOP "
+                        "drain (2 s) ends is dropped, as dlbench-torch's batcher drops its queue (the run "
+                        "ends dropped_after_stop). Unset: the queue is served at once. At most 3600000000 "
+                        "(an hour).")
+                  .Build());
   r.push_back(Entry("virtual_time", kCell, kNull, ParamType::kBool)
                   .DefaultText("false")
                   .Help("Report the drawn step times on a virtual clock (starting at READY) instead of "

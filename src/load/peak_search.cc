@@ -19,6 +19,7 @@ class ProbeSink final : public QueryRecordSink {
   explicit ProbeSink(QueryRecordSink& next) : next_(next) {}
   void Write(const record::QueryRecord* records, std::size_t count) override {
     next_.Write(records, count);
+    written += count;
     for (std::size_t i = 0; i < count; ++i) {
       latencies_ns.push_back(static_cast<double>(records[i].completed_ns - records[i].scheduled_ns));
       scheduled_ns.push_back(records[i].scheduled_ns);
@@ -34,6 +35,7 @@ class ProbeSink final : public QueryRecordSink {
   std::vector<double> latencies_ns;
   std::vector<std::int64_t> scheduled_ns;
   std::vector<std::int64_t> issued_ns;
+  std::uint64_t written = 0;  // records passed on, over every run
 
  private:
   QueryRecordSink& next_;
@@ -98,7 +100,16 @@ PeakSearchOutcome RunPeakSearch(const EffectiveLoadSettings& settings, LoadGener
     generator.SetTargetQps(rate);
     RunLimits warm;
     warm.max_duration_ns = std::min(kProbeWarmupNs, std::max<std::int64_t>(time_left(), 1));
+    // Queries a run issued whose records never came: what the system under test dropped after STOP
+    // (the generator delivers records in id order, so they are the run's last ids).
+    std::uint64_t written_before = sink.written;
+    auto unrecorded = [&](const RunResult& r) {
+      const std::uint64_t recorded = sink.written - written_before;
+      written_before = sink.written;
+      return r.issued > recorded ? r.issued - recorded : 0;
+    };
     const RunResult warm_run = generator.Run(sut, library, sink, warm);
+    report.dropped = unrecorded(warm_run);
     deadline_hit =
         deadline_hit || (warm_run.end == RunEnd::kMaxDuration && warm.max_duration_ns < kProbeWarmupNs);
     outcome.issued += warm_run.issued;
@@ -107,8 +118,8 @@ PeakSearchOutcome RunPeakSearch(const EffectiveLoadSettings& settings, LoadGener
     bool overloaded = warm_run.end == RunEnd::kTooManyOutstanding;
     sink.Clear();
     report.warmup_first_query = warm_run.first_id;
-    report.warmup_queries = warm_run.issued;
-    report.first_query = warm_run.first_id + warm_run.issued;
+    report.warmup_queries = warm_run.issued - report.dropped;
+    report.first_query = warm_run.first_id + report.warmup_queries;
     // At least peak_min_probe_s of queries at this rate, so that a throughput that sinks over
     // seconds shows (docs/load.md "Probe length").
     const auto for_time =
@@ -125,6 +136,7 @@ PeakSearchOutcome RunPeakSearch(const EffectiveLoadSettings& settings, LoadGener
       // would continue the previous run's, and the system would idle for that run's length first.
       generator.SetTargetQps(rate);
       const RunResult r = generator.Run(sut, library, sink, measure);
+      report.dropped += unrecorded(r);
       deadline_hit = deadline_hit || r.end == RunEnd::kMaxDuration;
       outcome.issued += r.issued;
       outcome.stopped = outcome.stopped || r.end == RunEnd::kStopped || r.end == RunEnd::kDroppedAfterStop;
@@ -141,11 +153,18 @@ PeakSearchOutcome RunPeakSearch(const EffectiveLoadSettings& settings, LoadGener
     }
     const stats::IssueRateCheck issue =
         stats::CheckIssueRate(sink.scheduled_ns, sink.issued_ns, kProbeIssueTolerance);
-    p.issue_kept_up = issue.kept_up && !overloaded;
+    // Queries dropped after STOP: the system was behind its schedule by more than the STOP drain,
+    // as a server cell that ends dropped_after_stop is fell_behind.
+    p.issue_kept_up = issue.kept_up && !overloaded && report.dropped == 0;
     // A probe cut short by the time budget has fewer queries than its floor: not a pass, as the
     // orchestrator's judgement of the same records says (orchestrator/peak_cell.h).
     p.early_stopping_met = rule.met && static_cast<std::int64_t>(sink.latencies_ns.size()) >= floor;
+    // Cut by the search's end before it could pass or fail: nothing measured, or what was measured
+    // is within the bound and kept up but too few for early stopping.
+    p.cut = out_of_time() && !p.early_stopping_met && !overloaded && report.dropped == 0 &&
+            (sink.latencies_ns.empty() || (p.latency <= bound_ns && issue.kept_up));
     if (overloaded) p.latency = INFINITY;
+    report.cut = p.cut;
     report.queries = sink.latencies_ns.size();
     report.latency_at_percentile_ns = Finite(p.latency);
     report.scheduled_per_s = Finite(issue.scheduled_per_s);
@@ -182,6 +201,7 @@ nlohmann::json PeakSearchOutcome::ToJson() const {
                            {"warmup_queries", p.warmup_queries},
                            {"first_query", p.first_query},
                            {"queries", p.queries},
+                           {"dropped", p.dropped},
                            {"latency_percentile_ms", p.latency_at_percentile_ns
                                                          ? nlohmann::json(*p.latency_at_percentile_ns / 1e6)
                                                          : nlohmann::json(nullptr)},
@@ -190,6 +210,7 @@ nlohmann::json PeakSearchOutcome::ToJson() const {
                            {"too_many_outstanding", p.too_many_outstanding},
                            {"early_stopping_met", p.early_stopping_met},
                            {"queries_needed", p.queries_needed},
+                           {"cut", p.cut},
                            {"passed", p.passed}});
   }
   return {{"end", stats::PeakSearchEndName(search.end)},
@@ -244,6 +265,18 @@ Result<std::vector<ProbeReport>> ParseProbeReports(const nlohmann::json& peak_se
     if (!first.ok()) return first.error();
     auto queries = count("queries");
     if (!queries.ok()) return queries.error();
+    std::uint64_t dropped = 0;  // absent in reports before it was added
+    if (p.contains("dropped")) {
+      auto d = count("dropped");
+      if (!d.ok()) return d.error();
+      dropped = *d;
+    }
+    bool cut = false;  // absent in reports before it was added
+    if (p.contains("cut")) {
+      auto c = flag("cut");
+      if (!c.ok()) return c.error();
+      cut = *c;
+    }
     auto overloaded = flag("too_many_outstanding");
     if (!overloaded.ok()) return overloaded.error();
     auto met = flag("early_stopping_met");
@@ -254,6 +287,8 @@ Result<std::vector<ProbeReport>> ParseProbeReports(const nlohmann::json& peak_se
     r.warmup_queries = *warm;
     r.first_query = *first;
     r.queries = *queries;
+    r.dropped = dropped;
+    r.cut = cut;
     r.too_many_outstanding = *overloaded;
     r.early_stopping_met = *met;
     r.passed = *passed;

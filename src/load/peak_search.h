@@ -34,20 +34,27 @@ inline constexpr double kPeakMaxRatePerS = 1e6;
 inline constexpr double kProbeIssueTolerance = 0.01;
 
 // One probe as the runner ran and judged it. Query ids: its warm-up [warmup_first_query,
-// +warmup_queries), then its measured queries [first_query, +queries); every record of the cell
-// belongs to exactly one probe's warm-up or measured range.
+// +warmup_queries), then its measured queries [first_query, +queries), then `dropped` queries it
+// issued that have no record (after STOP the system under test dropped its queue: the search's
+// last probe only); every record of the cell belongs to exactly one probe's warm-up or measured
+// range, and every issued id to one probe.
 struct ProbeReport {
   double target_qps = 0;
   std::uint64_t warmup_first_query = 0;
-  std::uint64_t warmup_queries = 0;
+  std::uint64_t warmup_queries = 0;  // warm-up records
   std::uint64_t first_query = 0;
-  std::uint64_t queries = 0;
+  std::uint64_t queries = 0;  // measured records
+  std::uint64_t dropped = 0;  // issued, never completed (RunEnd::kDroppedAfterStop); 0 in an old report
   std::optional<double> latency_at_percentile_ns;  // absent: nothing measured, or overloaded
   std::optional<double> scheduled_per_s;
   std::optional<double> issued_per_s;
   bool too_many_outstanding = false;
   bool early_stopping_met = false;
   std::int64_t queries_needed = 0;
+  // The search's end (STOP, its time budget) came before the probe passed or failed
+  // (stats::Probe::cut): too few measured queries, all within the bound, the issue rate kept up,
+  // nothing dropped. Not in the bracket; the search's last probe only. false in an old report.
+  bool cut = false;
   bool passed = false;
 };
 

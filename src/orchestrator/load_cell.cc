@@ -176,10 +176,12 @@ LoadConclusion ConcludeLoad(const LoadRecorder& load, std::optional<std::int64_t
   // in the verdict; the latencies are of the completed queries and understate the rest.
   const bool ended_behind = done_reason == "too_many_outstanding" || done_reason == "drain_timeout" ||
                             done_reason == "dropped_after_stop";
+  // A peak search's report accounts for the issued queries without records (its last probe's
+  // `dropped`): ConcludePeakSearch checks the tail against `issued`.
   const std::int64_t outstanding = ended_behind ? load.OutstandingTail(issued) : 0;
   if (outstanding > 0) {
     rec.extras["load"]["queries_outstanding_at_end"] = outstanding;
-  } else if (std::string ids = load.IdProblems(issued); !ids.empty()) {
+  } else if (std::string ids = load.IdProblems(s.peak_search ? std::nullopt : issued); !ids.empty()) {
     out.invalid = "the runner's query records are not each issued query once: " + ids;
     return out;
   }
@@ -187,7 +189,7 @@ LoadConclusion ConcludeLoad(const LoadRecorder& load, std::optional<std::int64_t
     out.invalid = "too little data: no query record arrived";
     return out;
   }
-  if (s.peak_search) return ConcludePeakSearch(load, stop_reason, done_reason, rec);
+  if (s.peak_search) return ConcludePeakSearch(load, issued, stop_reason, done_reason, rec);
   out.reasons =
       MeasureLoadWindow(s, records, 0, measured, load.policy().floor(), stop_reason, done_reason, rec);
   if (outstanding > 0) {

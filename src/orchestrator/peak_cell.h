@@ -7,6 +7,8 @@
 // judged here (target_qps, achieved rate, percentile and p99, valid and why not).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "orchestrator/load_cell.h"
@@ -14,13 +16,18 @@
 
 namespace dlbench::orchestrator {
 
-// Concludes a peak-search cell whose query ids already checked out (ConcludeLoad). The cell is
-// `invalid` when the runner's report is missing or malformed, does not account for every record
-// (the probes' ranges must tile ids [0, n)), or a probe's verdict from its records differs from
-// the runner's (the search's choices rested on it). Otherwise its verdict: valid when the bracket
-// is within peak_resolution; over_bound when no probed rate passed; too_short when the search ended
-// (probe cap, time, STOP, the rate cap) before that.
-LoadConclusion ConcludePeakSearch(const LoadRecorder& load, const std::string& stop_reason,
-                                  const std::string& done_reason, record::CellRecord& rec);
+// Concludes a peak-search cell whose received query ids already checked out (ConcludeLoad: no gap,
+// no repeat). The cell is `invalid` when the runner's report is missing or malformed, does not
+// account for every record and every issued query (the probes' warm-up, measured and dropped ranges
+// must tile ids [0, issued), only the last probe may have dropped queries, and the records must be
+// every id but those dropped), or a probe's verdict from its records differs from the runner's (the
+// search's choices rested on it). A probe with dropped queries (STOP came while its queue was longer
+// than the runner's STOP drain) is judged as a server cell that ended dropped_after_stop:
+// fell_behind. Otherwise its verdict: valid when the bracket is within peak_resolution; over_bound
+// when no probed rate passed; too_short when the search ended (probe cap, time, STOP, the rate cap)
+// before that, saying so (and, after STOP, how many queries were dropped).
+LoadConclusion ConcludePeakSearch(const LoadRecorder& load, std::optional<std::int64_t> issued,
+                                  const std::string& stop_reason, const std::string& done_reason,
+                                  record::CellRecord& rec);
 
 }  // namespace dlbench::orchestrator

@@ -44,9 +44,9 @@ PeakSearchResult SearchPeak(const PeakSearchSettings& s, const std::function<Pro
   auto run = [&](double rate) {
     Probe p = probe(rate);
     p.rate_per_s = rate;
-    p.passed = p.issue_kept_up && p.early_stopping_met && p.latency <= s.latency_bound;
+    p.passed = !p.cut && p.issue_kept_up && p.early_stopping_met && p.latency <= s.latency_bound;
     r.probes.push_back(p);
-    bracket.Add(rate, p.passed);
+    if (!p.cut) bracket.Add(rate, p.passed);
     return p.passed;
   };
   bool stopped = false;

@@ -25,7 +25,11 @@ struct Probe {
   // The probe ran enough queries for its claim (EarlyStoppingWithBound); a probe that could not
   // show it is not a pass, whatever its latency.
   bool early_stopping_met = true;
-  bool passed = false;  // latency <= bound && issue_kept_up && early_stopping_met (set by SearchPeak)
+  // The search's end (STOP, its time budget) came before the probe showed a pass or a failure: it
+  // measured too few queries, and none of them fails it. Kept in `probes`, never passed, and not
+  // in the bracket (a probe the search cut is no failing rate).
+  bool cut = false;
+  bool passed = false;  // !cut && latency <= bound && issue_kept_up && early_stopping_met (set by SearchPeak)
 };
 
 struct PeakSearchSettings {
@@ -43,7 +47,7 @@ enum class PeakSearchEnd {
   kProbeCap,       // max_probes reached; the bracket (or the one-sided bound) is what is known
   kNoPassingRate,  // even min_rate_per_s failed
   kRateCap,        // max_rate_per_s passed: the peak is at least that
-  kStopped,        // `stop` said so before a probe (a time budget, STOP); the bracket so far
+  kStopped,  // `stop` said so before a probe (a time budget, STOP), or a probe was cut; the bracket so far
 };
 const char* PeakSearchEndName(PeakSearchEnd end);
 

@@ -134,6 +134,35 @@ TEST(PeakSearchTest, StopEndsTheSearchWithTheBracketSoFar) {
   EXPECT_STREQ(PeakSearchEndName(r.end), "stopped");
 }
 
+// A probe the search's end cut short proves nothing: counted as a failure, the cut 1131/s would
+// be the bracket's failing end instead of 1600/s (and a cut just above the peak would make the
+// search read converged).
+TEST(PeakSearchTest, AProbeCutByTheSearchsEndIsKeptButNotInTheBracket) {
+  PeakSearchSettings s = Bound10(100);
+  s.rel_tolerance = 0.05;
+  bool stop = false;
+  const PeakSearchResult r = SearchPeak(
+      s,
+      [&](double rate) {
+        Probe p = Step(rate);
+        // The first bisection probe, between 800 and 1600: 1131/s, cut by the end.
+        if (rate > 1100 && rate < 1200) {
+          p.latency = 1.0;
+          p.early_stopping_met = false;
+          p.cut = true;
+          stop = true;
+        }
+        return p;
+      },
+      [&] { return stop; });
+  EXPECT_EQ(r.end, PeakSearchEnd::kStopped);
+  ASSERT_EQ(r.probes.size(), 6u);  // 100, 200, 400, 800, 1600, then the cut 1131
+  EXPECT_NEAR(r.probes.back().rate_per_s, std::sqrt(800.0 * 1600.0), 1e-9);
+  EXPECT_FALSE(r.probes.back().passed);
+  EXPECT_EQ(*r.peak_per_s, 800.0);
+  EXPECT_EQ(*r.lowest_failing_per_s, 1600.0);
+}
+
 TEST(PeakSearchTest, AProbeWithoutEnoughQueriesForItsClaimFails) {
   PeakSearchSettings s = Bound10(100);
   s.max_probes = 1;

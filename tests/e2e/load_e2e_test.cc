@@ -405,5 +405,75 @@ TEST(LoadE2E, APeakSearchThroughRunStoresOneValidCellWithThePeakAndEveryProbe) {
   EXPECT_NE(show.out.find("over_bound: p99 "), std::string::npos) << show.out;
 }
 
+// STOP in an overloaded probe: the orchestrator's max_steps (9,250 records) falls in the fifth
+// probe, at 1,600/s against a server of 1,000/s (1 ms a query; 100 ms p99 bound, so 800/s passes):
+// probes 1-4 (100 to 800/s) hold 8,250 records, and probe 5's queue grows by 600 a second.
+// serve_after_stop_us: 0 makes the simulated server keep its queue after STOP, so the load
+// generator's STOP drain ends (2 s) and the queue is dropped, as dlbench-torch's batcher drops a
+// queue longer than the drain. virtual_speedup 10 keeps STOP (records flush and STOP is polled
+// every 50 ms of real time, 0.5 s of virtual) well inside the probe's 5.5 virtual seconds.
+constexpr char kPeakStopMatrix[] = R"(name: peak-stop
+runner: null
+measure:
+  max_time_s: 1000
+  max_steps: 9250
+matrix:
+  scenario: infer
+  load: server
+  target_qps: max
+  service_us: 1000
+  max_batch: 1
+  latency_bound_ms: 100
+  serve_after_stop_us: 0
+  virtual_speedup: 10
+)";
+
+TEST(LoadE2E, APeakSearchStoppedInAnOverloadedProbeKeepsItsFinishedProbesAndCountsTheDroppedQueries) {
+  TempDir dir("load_peak_stop");
+  const std::string matrix = dir / "peak_stop.yaml", db = dir / "r.db";
+  WriteText(matrix, kPeakStopMatrix);
+  auto run = Dlbench({"run", matrix}, dir, db);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  auto exported = Dlbench({"export", "latest", "--format", "json"}, dir, db);
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  const nlohmann::json cell = nlohmann::json::parse(exported.out).at("cells").at(0);
+  // Before the probes' `dropped`, this cell was `invalid`: "N issued queries never arrived".
+  ASSERT_EQ(cell.at("outcome"), "ok") << cell.at("message");
+  EXPECT_EQ(cell.at("stop_reason"), "max_steps");
+  EXPECT_EQ(cell.at("verdict"), "too_short") << cell.at("verdict_reasons");
+  const nlohmann::json& load = cell.at("extras").at("load");
+  const nlohmann::json& search = load.at("peak_search");
+  const nlohmann::json& probes = search.at("probes");
+  ASSERT_GE(probes.size(), 5u) << search.dump();
+  // The probes that finished are judged as before: 100, 200, 400 and 800/s pass.
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(probes[i].at("target_qps"), 100.0 * (1 << i)) << probes[i].dump();
+    EXPECT_EQ(probes[i].at("valid"), true) << probes[i].dump();
+    EXPECT_EQ(probes[i].at("dropped"), 0) << probes[i].dump();
+  }
+  EXPECT_EQ(Metric(cell, "load_peak_qps"), 800.0);
+  // The last probe was cut: its queue dropped after STOP, judged fell_behind.
+  const nlohmann::json& last = probes.back();
+  const auto dropped = last.at("dropped").get<std::int64_t>();
+  EXPECT_GT(dropped, 0) << last.dump();
+  EXPECT_EQ(last.at("valid"), false);
+  EXPECT_EQ(last.at("reasons").at(0).get<std::string>().rfind("fell_behind:", 0), 0u) << last.dump();
+  for (std::size_t i = 0; i + 1 < probes.size(); ++i) EXPECT_EQ(probes[i].at("dropped"), 0) << i;
+  EXPECT_EQ(search.at("queries_dropped_after_stop"), dropped);
+  // Every issued query is a record or one of the dropped.
+  EXPECT_EQ(load.at("queries_issued").get<std::int64_t>(),
+            load.at("queries_received").get<std::int64_t>() + dropped)
+      << load.dump();
+  EXPECT_EQ(cell.at("extras").at("info").at("load").at("peak_search").at("probes").back().at("dropped"),
+            dropped);
+  // The verdict says the search was stopped, and how many queries were dropped.
+  const std::string reason = cell.at("verdict_reasons").at(0);
+  EXPECT_EQ(reason.rfind("too_short: the search ended (stopped by STOP at max_steps, in probe ", 0), 0u)
+      << reason;
+  EXPECT_NE(reason.find(", which fell behind: " + std::to_string(dropped) + " of its queries were dropped)"),
+            std::string::npos)
+      << reason;
+}
+
 }  // namespace
 }  // namespace dlbench::e2e

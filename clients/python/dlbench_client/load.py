@@ -936,21 +936,24 @@ class _Bracket:
                 self.lo = None
 
 
-def search_peak(probe: Callable[[float], bool], start: float, rel_tolerance: float, max_probes: int,
+def search_peak(probe: Callable[[float], Optional[bool]], start: float, rel_tolerance: float, max_probes: int,
                 stop: Callable[[], bool], growth: float = 2.0, min_rate: float = PEAK_MIN_RATE_PER_S,
                 max_rate: float = PEAK_MAX_RATE_PER_S) -> tuple:
     """``stats::SearchPeak`` over ``probe(rate) -> passed``: bracketing by ``growth`` from
     ``start``, then bisection on the geometric mean until hi / lo - 1 <= rel_tolerance, at most
-    ``max_probes`` probes; ``stop`` is asked before every probe after the first. Returns (end,
-    peak, lowest failing rate, [(rate, passed), ...]), end one of converged, probe_cap,
-    no_passing_rate, rate_cap, stopped."""
+    ``max_probes`` probes; ``stop`` is asked before every probe after the first. ``probe`` returns
+    None for a probe the search's end cut before it passed or failed (``stats::Probe::cut``): kept,
+    not passed, not in the bracket. Returns (end, peak, lowest failing rate, [(rate, passed), ...]),
+    end one of converged, probe_cap, no_passing_rate, rate_cap, stopped."""
     probes: List[tuple] = []
     b = _Bracket()
 
     def run(rate: float) -> bool:
-        passed = probe(rate)
+        result = probe(rate)
+        passed = bool(result)
         probes.append((rate, passed))
-        b.add(rate, passed)
+        if result is not None:
+            b.add(rate, passed)
         return passed
 
     stopped = [False]
@@ -1026,7 +1029,7 @@ def _run_peak_search(session: Any, s: LoadSettings, issue: IssueFn, limits: Any,
     def out_of_time() -> bool:
         return state["stopped"] or state["deadline_hit"] or time_left() <= 0
 
-    def probe(rate: float) -> bool:
+    def probe(rate: float) -> Optional[bool]:
         server.set_target_qps(rate)
         warm_ns = min(PROBE_WARMUP_NS, max(time_left(), 1))
         server.kept = None
@@ -1063,18 +1066,24 @@ def _run_peak_search(session: Any, s: LoadSettings, issue: IssueFn, limits: Any,
         rate_check = _check_issue_rate([k[1] for k in kept], [k[2] for k in kept], PROBE_ISSUE_TOLERANCE)
         kept_up = rate_check.kept_up and not overloaded
         es_met = met and len(kept) >= floor
+        # Cut by the search's end before it could pass or fail (load::RunPeakSearch's rule).
+        cut = (out_of_time() and not es_met and not overloaded
+               and (not kept or (latency <= bound_ns and rate_check.kept_up)))
         if overloaded:
             latency = math.inf
-        passed = kept_up and es_met and latency <= bound_ns
+        passed = not cut and kept_up and es_met and latency <= bound_ns
         reports.append({
             "target_qps": rate, "warmup_first_query": warm.first_id, "warmup_queries": warm.issued,
             "first_query": warm.first_id + warm.issued, "queries": len(kept),
+            # No query is dropped here: the drain serves every issued query or raises, STOP or not
+            # (load::RunPeakSearch counts what its system under test dropped after STOP).
+            "dropped": 0,
             "latency_percentile_ms": latency / 1e6 if math.isfinite(latency) else None,
             "scheduled_per_s": _finite_or_none(rate_check.scheduled_per_s),
             "issued_per_s": _finite_or_none(rate_check.achieved_per_s),
             "too_many_outstanding": overloaded, "early_stopping_met": es_met, "queries_needed": queries_needed,
-            "passed": passed})
-        return passed
+            "cut": cut, "passed": passed})
+        return None if cut else passed
 
     end, peak, lowest_failing, _ = search_peak(probe, s.target_qps, s.peak_resolution, s.peak_max_probes, out_of_time)
     reason = "stopped" if state["stopped"] else "max_time" if end == "stopped" else "peak_search"

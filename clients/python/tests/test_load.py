@@ -149,6 +149,19 @@ def test_the_peak_search_brackets_then_bisects_as_stats_search_peak():
     assert search_peak(lambda r: True, 100.0, 0.05, 40, lambda: False)[:3] == ("rate_cap", 1e6, None)
     calls = []
     assert search_peak(lambda r: calls.append(r) or True, 100.0, 0.05, 40, lambda: len(calls) >= 2)[0] == "stopped"
+    # PeakSearchTest.AProbeCutByTheSearchsEndIsKeptButNotInTheBracket: the cut 1131/s (None) is kept,
+    # not passed, and the bracket stays 800 to 1600.
+    cut = []
+
+    def step_cut(rate: float) -> Optional[bool]:
+        if 1100.0 < rate < 1200.0:
+            cut.append(rate)
+            return None
+        return rate <= 1000.0
+
+    end, peak, failing, probes = search_peak(step_cut, 100.0, 0.05, 40, lambda: bool(cut))
+    assert (end, peak, failing) == ("stopped", 800.0, 1600.0)
+    assert len(probes) == 6 and probes[5] == ((800.0 * 1600.0) ** 0.5, False)
 
 
 # -- the driver in process, against a session that keeps what it is sent ----------------------------
@@ -419,6 +432,9 @@ def test_a_peak_search_stores_one_cell_whose_probes_the_orchestrator_judges_as_t
     assert sum(p["queries"] + p["warmup_queries"] for p in probes) == cell["extras"]["load"]["queries_received"]
     reported = cell["extras"]["info"]["load"]["peak_search"]["probes"]
     assert [p["passed"] for p in reported] == [p["valid"] for p in probes]
+    # The Python driver serves every issued query, after STOP too: no probe dropped any.
+    assert [p["dropped"] for p in reported] == [0] * len(reported)
+    assert search["queries_dropped_after_stop"] == 0
     assert all(p["queries"] >= 44 for p in reported if p["passed"])  # h(0) at p90
     # peak_min_probe_s: 1 s at each rate (a probe the deadline did not cut: 3 x 1.5 s fit in 30 s).
     assert all(p["queries"] >= p["target_qps"] for p in reported if not p["too_many_outstanding"])
