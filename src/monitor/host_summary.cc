@@ -64,41 +64,42 @@ nlohmann::json SummarizeHost(const std::vector<record::SeriesPoint>& series) {
       by_name[p.series].Add(p.t_ns, p.value);
     }
   }
-  nlohmann::json out = {{"rounds", times.size()}};
+  nlohmann::json out = {{host_figure::kRounds, times.size()}};
   if (times.empty()) return out;
   const double span_s = static_cast<double>(*times.rbegin() - *times.begin()) * 1e-9;
-  out["span_s"] = span_s;
+  out[host_figure::kSpanS] = span_s;
   auto stats = [&](const std::string& name) -> const Stats* {
     const auto it = by_name.find(name);
     return it == by_name.end() || it->second.n == 0 ? nullptr : &it->second;
   };
   if (const Stats* s = stats("host.cpu_busy_cores")) {
-    out["host_cpu_busy_cores_mean"] = s->mean();
-    out["host_cpu_busy_cores_max"] = s->max;
+    out[host_figure::kCpuBusyCoresMean] = s->mean();
+    out[host_figure::kCpuBusyCoresMax] = s->max;
   }
-  if (const Stats* s = stats("host.cpu_util_pct")) out["host_cpu_util_mean_pct"] = s->mean();
-  if (const Stats* s = stats("host.mem_used_bytes")) out["host_mem_used_peak_bytes"] = s->max;
+  if (const Stats* s = stats("host.cpu_util_pct")) out[host_figure::kCpuUtilMeanPct] = s->mean();
+  if (const Stats* s = stats("host.mem_used_bytes")) out[host_figure::kMemPeakBytes] = s->max;
   if (const Stats* s = stats("proc.cpu_s"); s != nullptr && s->last_t > s->first_t) {
-    out["runner_cpu_cores"] = (s->last - s->first) / (static_cast<double>(s->last_t - s->first_t) * 1e-9);
+    out[host_figure::kRunnerCpuCores] =
+        (s->last - s->first) / (static_cast<double>(s->last_t - s->first_t) * 1e-9);
   }
-  if (const Stats* s = stats("proc.rss_bytes")) out["runner_rss_peak_bytes"] = s->max;
+  if (const Stats* s = stats("proc.rss_bytes")) out[host_figure::kRunnerRssPeakBytes] = s->max;
   nlohmann::json gpu_list = nlohmann::json::array();
   for (const auto& [index, fields] : gpus) {
-    nlohmann::json g = {{"index", index}};
+    nlohmann::json g = {{host_figure::kGpuIndex, index}};
     auto field = [&](const char* name) -> const Stats* {
       const auto it = fields.find(name);
       return it == fields.end() || it->second.n == 0 ? nullptr : &it->second;
     };
-    if (const Stats* s = field("sm_util_pct")) g["util_mean_pct"] = s->mean();
+    if (const Stats* s = field("sm_util_pct")) g[host_figure::kGpuUtilMeanPct] = s->mean();
     if (const Stats* s = field("power_w")) {
-      g["power_mean_w"] = s->mean();
-      g["power_max_w"] = s->max;
+      g[host_figure::kGpuPowerMeanW] = s->mean();
+      g[host_figure::kGpuPowerMaxW] = s->max;
     }
-    if (const Stats* s = field("mem_used_bytes")) g["mem_used_peak_bytes"] = s->max;
-    if (const Stats* s = field("temp_c")) g["temp_max_c"] = s->max;
+    if (const Stats* s = field("mem_used_bytes")) g[host_figure::kGpuMemPeakBytes] = s->max;
+    if (const Stats* s = field("temp_c")) g[host_figure::kGpuTempPeakC] = s->max;
     if (g.size() > 1) gpu_list.push_back(std::move(g));
   }
-  if (!gpu_list.empty()) out["gpus"] = std::move(gpu_list);
+  if (!gpu_list.empty()) out[host_figure::kGpus] = std::move(gpu_list);
   return out;
 }
 

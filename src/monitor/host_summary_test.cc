@@ -42,18 +42,18 @@ TEST(HostSummaryTest, EveryFigureFromHandComputedSeries) {
   EXPECT_DOUBLE_EQ(s["host_cpu_busy_cores_mean"].get<double>(), 2.0);
   EXPECT_DOUBLE_EQ(s["host_cpu_busy_cores_max"].get<double>(), 3.0);
   EXPECT_DOUBLE_EQ(s["host_cpu_util_mean_pct"].get<double>(), 20.0);
-  EXPECT_DOUBLE_EQ(s["host_mem_used_peak_bytes"].get<double>(), 1000.0);
+  EXPECT_DOUBLE_EQ(s["host_mem_peak_bytes"].get<double>(), 1000.0);
   EXPECT_DOUBLE_EQ(s["runner_cpu_cores"].get<double>(), 1.5);  // (8 - 5) CPU s over 2 s
   EXPECT_DOUBLE_EQ(s["runner_rss_peak_bytes"].get<double>(), 300.0);
   ASSERT_EQ(s["gpus"].size(), 2u) << s.dump();
   const nlohmann::json& g = s["gpus"][0];
   EXPECT_EQ(g["index"], 1);
   EXPECT_DOUBLE_EQ(g["util_mean_pct"].get<double>(), 75.0);
-  EXPECT_DOUBLE_EQ(g["power_mean_w"].get<double>(), 300.0);
-  EXPECT_DOUBLE_EQ(g["power_max_w"].get<double>(), 400.0);
+  EXPECT_DOUBLE_EQ(g["board_power_mean_w"].get<double>(), 300.0);
+  EXPECT_DOUBLE_EQ(g["board_power_max_w"].get<double>(), 400.0);
   EXPECT_DOUBLE_EQ(g["mem_used_peak_bytes"].get<double>(), 7.0);
-  EXPECT_DOUBLE_EQ(g["temp_max_c"].get<double>(), 61.0);
-  EXPECT_EQ(s["gpus"][1], (nlohmann::json{{"index", 10}, {"temp_max_c", 40.0}}));
+  EXPECT_DOUBLE_EQ(g["temp_peak_c"].get<double>(), 61.0);
+  EXPECT_EQ(s["gpus"][1], (nlohmann::json{{"index", 10}, {"temp_peak_c", 40.0}}));
   EXPECT_LT(s.dump().size(), kMaxHostReportBytes);
 }
 

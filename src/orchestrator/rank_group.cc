@@ -475,7 +475,8 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
   for (const record::CellRecord& rr : others) effectives.push_back(&rr.effective);
   for (const RemoteRank& remote : remotes) effectives.push_back(&remote.rec.effective);
   monitoring.Finish(rec, RankGroupEffective(effectives));
-  if (group != nullptr) rec.extras["hosts"] = GroupHosts(*group, o.monitor != nullptr, rec, remotes);
+  if (group != nullptr)
+    rec.extras[monitor::kHostsExtrasKey] = GroupHosts(*group, o.monitor != nullptr, rec, remotes);
   for (std::size_t r = drivers.size(); r-- > 0;)
     drivers[r]->Conclude(r == 0 ? std::move(idle_series) : std::vector<record::SeriesPoint>{});
   for (std::size_t r = 0; r < caps.size(); ++r) caps[r].Conclude(r == 0 ? rec : others[r - 1]);
