@@ -84,9 +84,10 @@ nlohmann::json SummarizeHost(const std::vector<record::SeriesPoint>& series) {
   }
   if (const Stats* s = stats("proc.rss_bytes")) out[host_figure::kRunnerRssPeakBytes] = s->max;
   nlohmann::json gpu_list = nlohmann::json::array();
-  for (const auto& [index, fields] : gpus) {
-    nlohmann::json g = {{host_figure::kGpuIndex, index}};
-    auto field = [&](const char* name) -> const Stats* {
+  for (const auto& gpu : gpus) {
+    const std::map<std::string, Stats>& fields = gpu.second;
+    nlohmann::json g = {{host_figure::kGpuIndex, gpu.first}};
+    auto field = [&fields](const char* name) -> const Stats* {
       const auto it = fields.find(name);
       return it == fields.end() || it->second.n == 0 ? nullptr : &it->second;
     };

@@ -52,6 +52,6 @@ inline constexpr char kHostsExtrasKey[] = "hosts";
 // A task's host report larger than this (its JSON) is refused by rank 0 with a warning in the
 // cell, and a task does not send one (it sends its size instead). A summary of a host of 16 GPUs is
 // about 3 KiB.
-inline constexpr std::size_t kMaxHostReportBytes = 64 * 1024;
+inline constexpr std::size_t kMaxHostReportBytes = std::size_t{64} * 1024;
 
 }  // namespace dlbench::monitor

@@ -551,8 +551,9 @@ TEST_F(RankGroupTest, AnIdleTaskThatFallsSilentIsToldApartBeforeItsNextCellStart
   EXPECT_LT(took_s, 0.9) << "told apart at once, not after another silence limit";
 }
 
-// A task's host report over monitor::kMaxHostReportBytes is refused with a warning in the cell; the
-// cell itself is unaffected.
+// A task's host report over monitor::kMaxHostReportBytes is refused with a warning in the cell, and
+// so is a task's word that its report would have been that large (it then sends only the size); the
+// cells themselves are unaffected.
 TEST_F(RankGroupTest, AHostReportOverTheLimitIsRefusedWithAWarning) {
   const GroupSettings s = TwoTasks(10);
   std::thread task([&] {
@@ -569,10 +570,12 @@ TEST_F(RankGroupTest, AHostReportOverTheLimitIsRefusedWithAWarning) {
       if (type == "end") return;
       if (type != "cell") continue;
       const std::int64_t seq = (*m)->json["cell_seq"];
-      const nlohmann::json big = {{"type", "host"},
-                                  {"cell_seq", seq},
-                                  {"figures", {{"rounds", 1}, {"pad", std::string(70 * 1024, 'x')}}}};
-      ASSERT_TRUE((*link)->Send(big).ok());
+      const nlohmann::json big = {
+          {"type", "host"},
+          {"cell_seq", seq},
+          {"figures", {{"rounds", 1}, {"pad", std::string(std::size_t{70} * 1024, 'x')}}}};
+      const nlohmann::json said = {{"type", "host"}, {"cell_seq", seq}, {"too_large_bytes", 123456}};
+      ASSERT_TRUE((*link)->Send(seq == 1 ? big : said).ok());
       ASSERT_TRUE((*link)->Send({{"type", "rank_done"}, {"cell_seq", seq}, {"outcome", "ok"}}).ok());
     }
   });
@@ -581,9 +584,16 @@ TEST_F(RankGroupTest, AHostReportOverTheLimitIsRefusedWithAWarning) {
   CellRunOptions o = SlowOptions();
   o.group = group->get();
   const record::CellRecord rec = RunCell(DdpCell("a", 0), o);
+  const record::CellRecord said = RunCell(DdpCell("b", 1), o);
   (*group)->End(true, "done");
   task.join();
   EXPECT_EQ(rec.outcome, record::Outcome::kOk) << rec.message;
+  EXPECT_EQ(said.outcome, record::Outcome::kOk) << said.message;
+  EXPECT_NE(said.extras.value("warnings", nlohmann::json::array())
+                .dump()
+                .find("had a host report of 123456 bytes, over the limit of 65536: refused"),
+            std::string::npos)
+      << said.extras.dump();
   const std::string warnings = rec.extras.value("warnings", nlohmann::json::array()).dump();
   EXPECT_NE(warnings.find("rank 1's task on "), std::string::npos) << warnings;
   EXPECT_NE(warnings.find("bytes, over the limit of 65536: refused, its host's figures are not stored"),
