@@ -5,17 +5,24 @@
 // virtual time. Rank 1's task samples its own host while its rank runs and rank 0 stores both
 // hosts' figures with each ddp cell, and `show` lists them; between the two ddp cells rank 1's
 // task waits idle through a 3 s non-ddp cell under a 2 s silence limit, and its beats keep it in
-// the group. Skipped (with the reason) when torchrun is not installed.
+// the group. Then the same over two "hosts" (network namespaces joined by a veth pair, one torchrun
+// in each): each entry names its own host's address. Skipped (with the reason) when torchrun is not
+// installed, and the second test when not root or without `ip`.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "common/subprocess.h"
 #include "e2e_util.h"
 #include "launcher_e2e_util.h"
 #include "store/result_store.h"
+#include "two_hosts_e2e_util.h"
 
 namespace dlbench::e2e {
 namespace {
@@ -51,21 +58,19 @@ measure:
 )";
 
 // torchrun 1.13's options as torchrun_e2e_test.cc explains them (underscores; `-r 1 -t 1
-// --log_dir` against its crash under Python 3.11; a 0.1 s monitor interval).
-std::vector<std::string> TorchrunTwoTasks(const TempDir& dir) {
-  return {kTorchrun,
-          "--no_python",
-          "--standalone",
-          "--nproc_per_node",
-          "2",
-          "--monitor_interval",
-          "0.1",
-          "-r",
-          "1",
-          "-t",
-          "1",
-          "--log_dir",
-          dir / "torchrun-logs"};
+// --log_dir` against its crash under Python 3.11; a 0.1 s monitor interval), then `rendezvous`.
+std::vector<std::string> TorchrunArgs(const TempDir& dir, const std::string& logs,
+                                      const std::vector<std::string>& rendezvous) {
+  std::vector<std::string> argv = {kTorchrun, "--no_python", "--monitor_interval", "0.1",     "-r", "1",
+                                   "-t",      "1",           "--log_dir",          dir / logs};
+  argv.insert(argv.end(), rendezvous.begin(), rendezvous.end());
+  return argv;
+}
+
+// `dlbench run` of the hosts matrix with the monitor on (every task given the same --db; only
+// rank 0 opens it).
+std::vector<std::string> DlbenchRun(const TempDir& dir) {
+  return {Bin("dlbench"), "--db", dir / "r.db", "run", dir / "m.yaml", "--out", dir / "out"};
 }
 
 TEST(GroupHostsE2E, EveryTasksHostIsMonitoredAndAnIdleTaskOutlastsTheSilenceLimit) {
@@ -74,10 +79,8 @@ TEST(GroupHostsE2E, EveryTasksHostIsMonitoredAndAnIdleTaskOutlastsTheSilenceLimi
   }
   TempDir dir("group-hosts");
   WriteText(dir / "m.yaml", kHostsMatrix);
-  std::vector<std::string> argv = TorchrunTwoTasks(dir);
-  for (const std::string& a : {Bin("dlbench"), std::string("--db"), dir / "r.db", std::string("run"),
-                               dir / "m.yaml", std::string("--out"), dir / "out"})
-    argv.push_back(a);
+  std::vector<std::string> argv = TorchrunArgs(dir, "logs", {"--standalone", "--nproc_per_node", "2"});
+  for (const std::string& a : DlbenchRun(dir)) argv.push_back(a);
   auto run = RunFor(argv, dir, {{"DLBENCH_GROUP_SILENCE_S", "2"}}, "torchrun", 120);
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
 
@@ -124,6 +127,62 @@ TEST(GroupHostsE2E, EveryTasksHostIsMonitoredAndAnIdleTaskOutlastsTheSilenceLimi
        at = show.out.find("(127.0.0.1)", at + 1))
     ++rows;
   EXPECT_EQ(rows, 4u) << show.out;
+}
+
+TEST(GroupHostsE2E, TwoHostsInNetworkNamespacesEachReportTheirOwnHost) {
+  if (::access(kTorchrun, X_OK) != 0) {
+    GTEST_SKIP() << kTorchrun << " is not installed (python3-torch: scripts/setup-debian.sh)";
+  }
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: ip netns add";
+  if (::access(kIp, X_OK) != 0) GTEST_SKIP() << kIp << " is not installed (iproute2)";
+  TempDir dir("group-hosts-netns");
+  WriteText(dir / "m.yaml", kHostsMatrix);
+  TwoHosts hosts(dir);
+  ASSERT_TRUE(hosts.Start());
+  // One torchrun per host, one rank each; host 0 is the master (torchrun's static rendezvous).
+  std::vector<std::string> argv[2];
+  for (int i = 0; i < 2; ++i) {
+    argv[i] = TorchrunArgs(dir, "logs" + std::to_string(i),
+                           {"--nnodes", "2", "--node_rank", std::to_string(i), "--nproc_per_node", "1",
+                            "--master_addr", hosts.addr(0), "--master_port", "29500"});
+    for (const std::string& a : DlbenchRun(dir)) argv[i].push_back(a);
+    argv[i] = hosts.In(i, argv[i]);
+  }
+  SpawnOptions second;
+  second.argv = argv[1];
+  second.stdout_path = dir / "host1.out";
+  second.stderr_path = dir / "host1.err";
+  auto host1 = Subprocess::Spawn(second);
+  ASSERT_TRUE(host1.ok()) << host1.error().message;
+  auto host0 = RunFor(argv[0], dir, {}, "host0", 120);
+  std::optional<ExitStatus> st;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!(st = host1->TryWait()) && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (!st) host1->Terminate(2000);
+  const std::string host1_err = ReadFile(dir / "host1.err").ok() ? *ReadFile(dir / "host1.err") : "";
+  ASSERT_EQ(host0.exit_code, 0) << host0.out << host0.err << "\n--- host 1:\n" << host1_err;
+  ASSERT_TRUE(st && st->success()) << host1_err;
+
+  auto store = store::OpenSqliteStore(dir / "r.db");
+  ASSERT_TRUE(store.ok()) << store.error().message;
+  auto cells = (*store)->GetCells(1, store::CellQuery{});
+  ASSERT_TRUE(cells.ok());
+  int ddp_cells = 0;
+  for (const record::CellRecord& c : *cells) {
+    EXPECT_EQ(c.outcome, record::Outcome::kOk) << c.label << ": " << c.message;
+    if (!c.extras.contains("hosts")) continue;
+    ++ddp_cells;
+    const nlohmann::json& h = c.extras["hosts"];
+    ASSERT_EQ(h.size(), 2u) << h.dump();
+    for (int r = 0; r < 2; ++r) {
+      const nlohmann::json& entry = h[static_cast<std::size_t>(r)];
+      EXPECT_EQ(entry["addr"], hosts.addr(r)) << "each rank's entry is its own host's: " << h.dump();
+      ASSERT_TRUE(entry.contains("figures")) << entry.dump();
+      EXPECT_GT(entry["figures"].value("runner_rss_peak_bytes", 0.0), 0.0) << entry.dump();
+    }
+  }
+  EXPECT_EQ(ddp_cells, 2);
 }
 
 }  // namespace
