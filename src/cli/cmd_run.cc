@@ -9,6 +9,7 @@
 #include <atomic>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 
 #include "cli/commands.h"
@@ -18,6 +19,7 @@
 #include "common/subprocess.h"
 #include "common/text.h"
 #include "launch/launcher.h"
+#include "monitor/sampler.h"
 #include "orchestrator/progress_file.h"
 #include "orchestrator/rank_link.h"
 #include "orchestrator/run.h"
@@ -276,6 +278,15 @@ int ServeGroup(const RunArgs& args, const orchestrator::GroupSettings& settings,
   task.options.timeout_s = selected.matrix.timeout_s;
   task.options.measure = selected.matrix.measure;
   task.options.interrupts = &g_interrupts;
+  // This task's host is sampled while its rank runs, as rank 0 samples its own, and summarised for
+  // rank 0 (docs/distributed.md, adr/0012-monitoring-every-host.md).
+  MonotonicClock clock;
+  std::unique_ptr<monitor::Monitor> monitor;
+  if (!args.no_monitor) {
+    monitor = std::make_unique<monitor::Monitor>(monitor::DefaultSamplers(), clock,
+                                                 selected.matrix.measure.sample_interval_ms);
+    task.options.monitor = monitor.get();
+  }
   task.rank = settings.rank;
   task.local_rank = settings.local_rank;
   task.silence_s = settings.silence_s;

@@ -395,6 +395,7 @@ int Show(const std::string& ref, bool verbose, CommandContext& ctx) {
   PrintAccuracyPerPrecision(*cells);
   PrintInputVerdicts(*cells);
   std::printf("%s", RenderScaling(*cells).c_str());
+  std::printf("%s", RenderHosts(*cells).c_str());
   PrintPrecisionTradeOff(*cells);
   PrintCpuGpuConsistency(*cells);
 

@@ -10,6 +10,7 @@
 #include "cli/console.h"
 #include "common/human_text.h"
 #include "common/text.h"
+#include "monitor/host_summary.h"
 #include "orchestrator/ddp_analysis.h"
 #include "record/metrics.h"
 
@@ -167,6 +168,75 @@ std::string RenderScaling(const std::vector<record::CellRecord>& cells) {
     for (const std::string& n : notes) out += "  " + TerminalSafe(n) + "\n";
   }
   if (!allreduce.empty()) out += RenderAllReduce(allreduce);
+  return out;
+}
+
+std::string RenderHosts(const std::vector<record::CellRecord>& cells) {
+  namespace f = monitor::host_figure;
+  auto number = [](const json& o, const char* key) -> std::optional<double> {
+    const auto it = o.find(key);
+    if (it == o.end() || !it->is_number()) return std::nullopt;
+    return it->get<double>();
+  };
+  auto fixed = [](std::optional<double> v, const char* unit) {
+    return v ? fmt::format("{:.2f}{}", *v, unit) : std::string("-");
+  };
+  Table table({{"#", true},
+               {"rank", true},
+               {"host", false},
+               {"samples", true},
+               {"busy cores (mean/max)", true},
+               {"host mem peak", true},
+               {"runner cores", true},
+               {"runner RSS peak", true},
+               {"GPU util", false},
+               {"GPU power (mean/max)", false}});
+  std::vector<std::string> notes;
+  for (const record::CellRecord& c : cells) {
+    if (!c.extras.is_object()) continue;
+    const auto hosts = c.extras.find(monitor::kHostsExtrasKey);
+    if (hosts == c.extras.end() || !hosts->is_array()) continue;
+    for (const json& h : *hosts) {
+      if (!h.is_object()) continue;
+      const std::string rank = h.contains("rank") ? h["rank"].dump() : "?";
+      const std::string host =
+          TerminalSafe(h.value("host", std::string("?")) + " (" + h.value("addr", std::string("?")) + ")");
+      const auto figures = h.find("figures");
+      if (figures == h.end() || !figures->is_object()) {
+        table.AddRow({std::to_string(c.index), rank, host, "-", "-", "-", "-", "-", "-", "-"});
+        notes.push_back(fmt::format("#{} rank {}: no figures: {}", c.index, rank,
+                                    TerminalSafe(h.value("missing", std::string("not known")))));
+        continue;
+      }
+      const json& x = *figures;
+      const auto busy = number(x, f::kCpuBusyCoresMean);
+      std::string util;
+      std::string power;
+      for (const json& g : x.value(f::kGpus, json::array())) {
+        if (!g.is_object()) continue;
+        const std::string name = "gpu" + g.value(f::kGpuIndex, json(0)).dump();
+        const auto u = number(g, f::kGpuUtilMeanPct);
+        const auto pm = number(g, f::kGpuPowerMeanW);
+        const auto px = number(g, f::kGpuPowerMaxW);
+        if (u) util += (util.empty() ? "" : ", ") + fmt::format("{} {:.0f}%", name, *u);
+        if (pm && px)
+          power += (power.empty() ? "" : ", ") + fmt::format("{} {:.0f}/{:.0f} W", name, *pm, *px);
+      }
+      const auto rounds = number(x, f::kRounds);
+      table.AddRow(
+          {std::to_string(c.index), rank, host, rounds ? fmt::format("{:.0f}", *rounds) : "-",
+           busy ? fmt::format("{:.2f}/{:.2f}", *busy, number(x, f::kCpuBusyCoresMax).value_or(*busy)) : "-",
+           FormatBytes(number(x, f::kMemPeakBytes)), fixed(number(x, f::kRunnerCpuCores), ""),
+           FormatBytes(number(x, f::kRunnerRssPeakBytes)), util.empty() ? "-" : util,
+           power.empty() ? "-" : power});
+    }
+  }
+  if (table.empty()) return "";
+  std::string out = fmt::format(
+      "\nHosts of the group cells (each task samples its own host while its rank runs; figures over the "
+      "runner's whole life, start-up included):\n{}",
+      table.Render());
+  for (const std::string& n : notes) out += "  " + n + "\n";
   return out;
 }
 

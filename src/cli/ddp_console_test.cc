@@ -92,3 +92,43 @@ TEST(DdpConsoleTest, NothingWithoutDdpCells) {
 
 }  // namespace
 }  // namespace dlbench::cli
+
+namespace dlbench::cli {
+namespace {
+
+// `show`'s hosts of a group run's cell: one row per rank with its host's figures as stored, and why
+// a rank has none.
+TEST(DdpConsoleTest, EveryHostOfAGroupCellWithItsFiguresOrWhyNone) {
+  record::CellRecord c = Ddp(4, 2, "overlap", 100);
+  c.extras["hosts"] = nlohmann::json::array(
+      {{{"rank", 0},
+        {"host", "node-a"},
+        {"addr", "10.0.0.1"},
+        {"figures",
+         {{"rounds", 21},
+          {"host_cpu_busy_cores_mean", 1.5},
+          {"host_cpu_busy_cores_max", 2.25},
+          {"host_mem_peak_bytes", 3.0 * (1 << 30)},
+          {"runner_cpu_cores", 0.98},
+          {"runner_rss_peak_bytes", 512.0 * (1 << 20)},
+          {"gpus",
+           {{{"index", 0},
+             {"util_mean_pct", 97.4},
+             {"board_power_mean_w", 412.2},
+             {"board_power_max_w", 690.0}}}}}}},
+       {{"rank", 1}, {"host", "node-b"}, {"addr", "10.0.0.2"}, {"missing", "its task sent no host report"}}});
+  const std::string out = RenderHosts({c});
+  EXPECT_NE(out.find("Hosts of the group cells"), std::string::npos) << out;
+  EXPECT_NE(out.find("node-a (10.0.0.1)"), std::string::npos) << out;
+  EXPECT_NE(out.find("1.50/2.25"), std::string::npos) << out;
+  EXPECT_NE(out.find("3 GiB"), std::string::npos) << out;
+  EXPECT_NE(out.find("0.98"), std::string::npos) << out;
+  EXPECT_NE(out.find("gpu0 97%"), std::string::npos) << out;
+  EXPECT_NE(out.find("gpu0 412/690 W"), std::string::npos) << out;
+  EXPECT_NE(out.find("node-b (10.0.0.2)"), std::string::npos) << out;
+  EXPECT_NE(out.find("#4 rank 1: no figures: its task sent no host report"), std::string::npos) << out;
+  EXPECT_EQ(RenderHosts({Ddp(0, 2, "overlap", 1)}), "") << "no hosts, no section";
+}
+
+}  // namespace
+}  // namespace dlbench::cli

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "common/clock.h"
+#include "monitor/host_summary.h"
 #include "orchestrator/cell_driver.h"
 #include "orchestrator/memory_cap.h"
 #include "orchestrator/process_tree.h"
@@ -39,6 +40,7 @@ struct RemoteRank {
   bool done = false;            // its record arrived (or never will)
   bool stop_sent = false;
   bool abort_sent = false;
+  nlohmann::json host;  // its task's `host` report (figures, gpu_attribution); null: none came
 };
 
 // What a message is, for the warning that drops it: "rank_done of cell order 3".
@@ -90,7 +92,22 @@ void PollRemote(RemoteRank& remote, std::int64_t give_up_at, std::int64_t silenc
       continue;
     }
     const std::string type = msg.json["type"].get<std::string>();
-    if (type == "rank_failed") {
+    if (type == "host") {
+      const std::size_t bytes = msg.json.value("too_large_bytes", msg.bytes);
+      if (bytes > monitor::kMaxHostReportBytes) {
+        warnings.push_back(fmt::format(
+            "rank {}'s task on {} had a host report of {} bytes, over the limit of {}: refused, its "
+            "host's figures are not stored",
+            remote.rank, remote.member->host, bytes, monitor::kMaxHostReportBytes));
+        continue;
+      }
+      remote.host = std::move(msg.json);
+      for (const nlohmann::json& w : remote.host.value("warnings", nlohmann::json::array())) {
+        if (w.is_string())
+          warnings.push_back(
+              fmt::format("rank {} on {}: {}", remote.rank, remote.member->host, w.get<std::string>()));
+      }
+    } else if (type == "rank_failed") {
       remote.failed = true;
       remote.reported_error = msg.json.value("reported_error", false);
     } else if (type == "rank_done") {
@@ -112,7 +129,7 @@ void PollRemote(RemoteRank& remote, std::int64_t give_up_at, std::int64_t silenc
     // Gone for the rest of the run: later cells that need it end without starting.
     remote.member->link->Close();
     return lost(
-        fmt::format("its task on {} sent nothing for {:.0f} s (a running rank's task sends a beat every "
+        fmt::format("its task on {} sent nothing for {:.0f} s (a task sends a beat every "
                     "{:.0f} s): its host is gone, the network to it is cut, or it is stopped",
                     remote.member->host, static_cast<double>(silence_ns) * 1e-9,
                     static_cast<double>(kLinkBeatIntervalNs) * 1e-9));
@@ -124,6 +141,37 @@ void PollRemote(RemoteRank& remote, std::int64_t give_up_at, std::int64_t silenc
                                      {"reason", "rank 0 gave up waiting for this rank's report"}});
     lost(fmt::format("its task on {} did not report the rank's end in time", remote.member->host));
   }
+}
+
+// extras.hosts of a group run's cell: one entry per rank, in rank order, each its task's host
+// and that host's figures over the cell (monitor::SummarizeHost): rank 0's from its own series,
+// the others' from their tasks' `host` reports; `missing` says why an entry has none.
+nlohmann::json GroupHosts(const RankGroupLinks& group, bool monitored, const record::CellRecord& rec,
+                          const std::deque<RemoteRank>& remotes) {
+  nlohmann::json hosts = nlohmann::json::array();
+  nlohmann::json zero = {{"rank", 0}, {"host", group.host()}, {"addr", group.bind_addr()}};
+  if (monitored) {
+    zero["figures"] = monitor::SummarizeHost(rec.series);
+    if (rec.extras.contains("monitor") && rec.extras["monitor"].contains("gpu_attribution"))
+      zero["gpu_attribution"] = rec.extras["monitor"]["gpu_attribution"];
+  } else {
+    zero["missing"] = "rank 0 ran with --no-monitor";
+  }
+  hosts.push_back(std::move(zero));
+  for (const RemoteRank& remote : remotes) {
+    nlohmann::json entry = {
+        {"rank", remote.rank}, {"host", remote.member->host}, {"addr", remote.member->link->peer_addr()}};
+    if (remote.host.is_object() && remote.host.contains("figures")) {
+      entry["figures"] = remote.host["figures"];
+      if (remote.host.contains("gpu_attribution")) entry["gpu_attribution"] = remote.host["gpu_attribution"];
+    } else {
+      entry["missing"] =
+          "its task sent no host report (it ran with --no-monitor, its rank never started, the report "
+          "was over the limit, or the task was lost)";
+    }
+    hosts.push_back(std::move(entry));
+  }
+  return hosts;
 }
 
 }  // namespace
@@ -229,6 +277,17 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
                         "cell; no cell that needs it can run",
                         r, world, m.host));
       }
+      // An idle task beats as a running one does (rank 0's beat thread reads them): one silent for
+      // the limit since its last cell is gone, and is told apart before its rank is waited for.
+      if (m.link->silent_ns() > group->silence_ns()) {
+        m.link->Close();
+        return fail(fmt::format(
+            "rank {} of {}: its task on {} sent nothing for over {:.0f} s while it waited idle for this cell "
+            "(an idle task sends a beat every {:.0f} s): its host is gone, the network to it is cut, or "
+            "it is stopped; no cell that needs it can run",
+            r, world, m.host, static_cast<double>(group->silence_ns()) * 1e-9,
+            static_cast<double>(kLinkBeatIntervalNs) * 1e-9));
+      }
     }
     // Ranks on several hosts meet in a TCPStore that rank 0's runner serves at the rendezvous host.
     auto port = FreeTcpPort();
@@ -267,7 +326,6 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
       remote.member = &m;
       remote.cell_seq = cell_seq;
       remote.rec.params = rec.params;
-      m.link->Heard();  // the task's beats start with its rank
       if (auto st = m.link->Send(order); !st.ok()) {
         remote.failed = true;
         remote.done = true;
@@ -417,6 +475,8 @@ void RunRankGroup(const plan::Cell& cell, const CellRunOptions& o, int world,
   for (const record::CellRecord& rr : others) effectives.push_back(&rr.effective);
   for (const RemoteRank& remote : remotes) effectives.push_back(&remote.rec.effective);
   monitoring.Finish(rec, RankGroupEffective(effectives));
+  if (group != nullptr)
+    rec.extras[monitor::kHostsExtrasKey] = GroupHosts(*group, o.monitor != nullptr, rec, remotes);
   for (std::size_t r = drivers.size(); r-- > 0;)
     drivers[r]->Conclude(r == 0 ? std::move(idle_series) : std::vector<record::SeriesPoint>{});
   for (std::size_t r = 0; r < caps.size(); ++r) caps[r].Conclude(r == 0 ? rec : others[r - 1]);

@@ -413,14 +413,201 @@ TEST_F(RankGroupTest, ARemoteRankWhoseTaskFallsSilentFailsAndTheTaskIsLostForThe
   task.join();
   EXPECT_EQ(first.outcome, record::Outcome::kError) << first.message;
   EXPECT_NE(first.message.find("rank 1 of 2: its task on "), std::string::npos) << first.message;
-  EXPECT_NE(first.message.find(" sent nothing for 1 s (a running rank's task sends a beat every 1 s)"),
-            std::string::npos)
+  EXPECT_NE(first.message.find(" sent nothing for 1 s (a task sends a beat every 1 s)"), std::string::npos)
       << first.message;
   EXPECT_LT(took_s, 15.0) << "the silence, not the cell's report deadline (20 s + graces + 30 s)";
   EXPECT_EQ(second.outcome, record::Outcome::kError) << second.message;
   EXPECT_NE(second.message.find("in an earlier cell; no cell that needs it can run"), std::string::npos)
       << second.message;
   EXPECT_TRUE(Descendants(::getpid()).empty()) << "nothing is left running";
+}
+
+}  // namespace
+}  // namespace dlbench::orchestrator
+
+namespace dlbench::orchestrator {
+namespace {
+
+// The settings of a two-task group on this host at a free port.
+GroupSettings TwoTasks(double silence_s) {
+  auto port = FreeTcpPort();
+  EXPECT_TRUE(port.ok()) << port.error().message;
+  GroupSettings s;
+  s.addr = "127.0.0.1";
+  s.port = port.ok() ? *port : 0;
+  s.world_size = 2;
+  s.plan_hash = "p";
+  s.join_timeout_s = 10;
+  s.silence_s = silence_s;
+  return s;
+}
+
+plan::Cell DdpCell(const std::string& key, int index) {
+  plan::Cell c;
+  c.id = key + "#r0";
+  c.key = key;
+  c.label = key;
+  c.index = index;
+  c.seed = 7;
+  const nlohmann::json params = {{"strategy", "ddp"},
+                                 {"world_size", 2},
+                                 {"virtual_time", true},
+                                 {"virtual_speedup", 10.0},
+                                 {"step_ms", 1.0}};
+  for (const auto& [k, v] : params.items()) c.params[k] = v;
+  return c;
+}
+
+// A task idle for longer than the silence limit between two cells, beating as ServeRankGroup's
+// tasks do (LinkBeat, for the whole run): rank 0's beat thread drains its beats, so the task is not
+// taken for lost and its next rank runs; and each cell stores both hosts' figures, rank 0's from its
+// own monitor and rank 1's as its task's `host` report said. (The task here is a stand-in: a real
+// ServeRankGroup in this process would kill rank 0's runner with its leftovers, since KillLeftovers
+// takes every descendant of the process; GroupHostsE2E runs real tasks.)
+TEST_F(RankGroupTest, AnIdleTaskThatBeatsOutlastsTheSilenceLimitAndBothHostsAreStored) {
+  const GroupSettings s = TwoTasks(1);
+  const nlohmann::json figures = {{"rounds", 3}, {"span_s", 0.2}, {"host_mem_peak_bytes", 1e9}};
+  std::thread task([&] {
+    GroupSettings t = s;
+    t.rank = 1;
+    auto link = JoinGroup(t);
+    ASSERT_TRUE(link.ok()) << link.error().message;
+    const LinkBeat beat({link->get()});
+    for (;;) {
+      auto m = (*link)->Receive(50);
+      if (!m.ok()) return;
+      if (!m->has_value()) continue;
+      const std::string type = (*m)->json.value("type", "");
+      if (type == "ping") ASSERT_TRUE((*link)->Send({{"type", "pong"}, {"t_ns", MonotonicNowNs()}}).ok());
+      if (type == "end") return;
+      if (type != "cell") continue;
+      const std::int64_t seq = (*m)->json["cell_seq"];
+      ASSERT_TRUE((*link)->Send({{"type", "host"}, {"cell_seq", seq}, {"figures", figures}}).ok());
+      ASSERT_TRUE((*link)->Send({{"type", "rank_done"}, {"cell_seq", seq}, {"outcome", "ok"}}).ok());
+    }
+  });
+  auto group = RankGroupLinks::Form(s);
+  ASSERT_TRUE(group.ok()) << group.error().message;
+  MonotonicClock clock;
+  monitor::Monitor monitor(monitor::DefaultSamplers(), clock, 50);
+  CellRunOptions o = SlowOptions();
+  o.group = group->get();
+  o.monitor = &monitor;
+  const record::CellRecord first = RunCell(DdpCell("a", 0), o);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // 2.5x the silence limit, idle
+  const record::CellRecord second = RunCell(DdpCell("b", 1), o);
+  (*group)->End(true, "done");
+  task.join();
+  EXPECT_EQ(first.outcome, record::Outcome::kOk) << first.message;
+  EXPECT_EQ(second.outcome, record::Outcome::kOk) << second.message;
+  for (const record::CellRecord* rec : {&first, &second}) {
+    ASSERT_TRUE(rec->extras.contains("hosts")) << rec->extras.dump();
+    const nlohmann::json& hosts = rec->extras["hosts"];
+    ASSERT_EQ(hosts.size(), 2u) << hosts.dump();
+    EXPECT_EQ(hosts[0]["rank"], 0);
+    EXPECT_EQ(hosts[0]["addr"], "127.0.0.1");
+    ASSERT_TRUE(hosts[0].contains("figures")) << hosts.dump();
+    EXPECT_GE(hosts[0]["figures"]["rounds"].get<int>(), 2) << hosts.dump();
+    EXPECT_GT(hosts[0]["figures"].value("runner_rss_peak_bytes", 0.0), 0.0) << hosts.dump();
+    EXPECT_EQ(hosts[1]["rank"], 1);
+    EXPECT_EQ(hosts[1]["addr"], "127.0.0.1");
+    EXPECT_EQ(hosts[1]["figures"], figures) << hosts.dump();
+  }
+  EXPECT_TRUE(Descendants(::getpid()).empty()) << "nothing is left running";
+}
+
+// A task that joined and then sends nothing while idle (no beats, as a stopped process): rank 0
+// tells it apart at the next cell that needs it, before that cell starts anything, instead of
+// starting rank 0 and waiting out the silence limit again.
+TEST_F(RankGroupTest, AnIdleTaskThatFallsSilentIsToldApartBeforeItsNextCellStarts) {
+  const GroupSettings s = TwoTasks(1);
+  std::atomic<bool> done{false};
+  std::thread task([&] {
+    GroupSettings t = s;
+    t.rank = 1;
+    auto link = JoinGroup(t);
+    ASSERT_TRUE(link.ok()) << link.error().message;
+    while (!done) {
+      auto m = (*link)->Receive(50);
+      if (!m.ok()) return;
+      if (m->has_value() && (*m)->json.value("type", "") == "ping") {
+        ASSERT_TRUE((*link)->Send({{"type", "pong"}, {"t_ns", MonotonicNowNs()}}).ok());
+      }
+    }
+  });
+  auto group = RankGroupLinks::Form(s);
+  ASSERT_TRUE(group.ok()) << group.error().message;
+  CellRunOptions o = SlowOptions();
+  o.group = group->get();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const std::int64_t t0 = MonotonicNowNs();
+  const record::CellRecord rec = RunCell(DdpCell("a", 0), o);
+  const double took_s = static_cast<double>(MonotonicNowNs() - t0) * 1e-9;
+  done = true;
+  (*group)->End(true, "done");
+  task.join();
+  EXPECT_EQ(rec.outcome, record::Outcome::kError) << rec.message;
+  EXPECT_NE(rec.message.find("rank 1 of 2: its task on "), std::string::npos) << rec.message;
+  EXPECT_NE(rec.message.find(" sent nothing for over 1 s while it waited idle for this cell (an idle task "
+                             "sends a beat every 1 s)"),
+            std::string::npos)
+      << rec.message;
+  EXPECT_TRUE(rec.steps.empty()) << "rank 0 never started";
+  EXPECT_LT(took_s, 0.9) << "told apart at once, not after another silence limit";
+}
+
+// A task's host report over monitor::kMaxHostReportBytes is refused with a warning in the cell, and
+// so is a task's word that its report would have been that large (it then sends only the size); the
+// cells themselves are unaffected.
+TEST_F(RankGroupTest, AHostReportOverTheLimitIsRefusedWithAWarning) {
+  const GroupSettings s = TwoTasks(10);
+  std::thread task([&] {
+    GroupSettings t = s;
+    t.rank = 1;
+    auto link = JoinGroup(t);
+    ASSERT_TRUE(link.ok()) << link.error().message;
+    for (;;) {
+      auto m = (*link)->Receive(50);
+      if (!m.ok()) return;
+      if (!m->has_value()) continue;
+      const std::string type = (*m)->json.value("type", "");
+      if (type == "ping") ASSERT_TRUE((*link)->Send({{"type", "pong"}, {"t_ns", MonotonicNowNs()}}).ok());
+      if (type == "end") return;
+      if (type != "cell") continue;
+      const std::int64_t seq = (*m)->json["cell_seq"];
+      const nlohmann::json big = {
+          {"type", "host"},
+          {"cell_seq", seq},
+          {"figures", {{"rounds", 1}, {"pad", std::string(std::size_t{70} * 1024, 'x')}}}};
+      const nlohmann::json said = {{"type", "host"}, {"cell_seq", seq}, {"too_large_bytes", 123456}};
+      ASSERT_TRUE((*link)->Send(seq == 1 ? big : said).ok());
+      ASSERT_TRUE((*link)->Send({{"type", "rank_done"}, {"cell_seq", seq}, {"outcome", "ok"}}).ok());
+    }
+  });
+  auto group = RankGroupLinks::Form(s);
+  ASSERT_TRUE(group.ok()) << group.error().message;
+  CellRunOptions o = SlowOptions();
+  o.group = group->get();
+  const record::CellRecord rec = RunCell(DdpCell("a", 0), o);
+  const record::CellRecord said = RunCell(DdpCell("b", 1), o);
+  (*group)->End(true, "done");
+  task.join();
+  EXPECT_EQ(rec.outcome, record::Outcome::kOk) << rec.message;
+  EXPECT_EQ(said.outcome, record::Outcome::kOk) << said.message;
+  EXPECT_NE(said.extras.value("warnings", nlohmann::json::array())
+                .dump()
+                .find("had a host report of 123456 bytes, over the limit of 65536: refused"),
+            std::string::npos)
+      << said.extras.dump();
+  const std::string warnings = rec.extras.value("warnings", nlohmann::json::array()).dump();
+  EXPECT_NE(warnings.find("rank 1's task on "), std::string::npos) << warnings;
+  EXPECT_NE(warnings.find("bytes, over the limit of 65536: refused, its host's figures are not stored"),
+            std::string::npos)
+      << warnings;
+  ASSERT_EQ(rec.extras["hosts"].size(), 2u) << rec.extras.dump();
+  EXPECT_FALSE(rec.extras["hosts"][1].contains("figures"));
+  EXPECT_TRUE(rec.extras["hosts"][1].contains("missing"));
+  EXPECT_EQ(rec.extras["hosts"][0]["missing"], "rank 0 ran with --no-monitor");
 }
 
 }  // namespace

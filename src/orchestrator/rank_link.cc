@@ -83,6 +83,18 @@ Result<sockaddr_in> Resolve(const std::string& addr, int port) {
   return sa;
 }
 
+// A `beat` frame, as SendBeat sends it and DrainBeats drops it.
+const std::string& BeatFrame() {
+  static const std::string frame = [] {
+    const std::string body = R"({"type":"beat"})";
+    std::string out;
+    PutU32(out, static_cast<std::uint32_t>(body.size()));
+    PutU32(out, kJsonKind);
+    return out + body;
+  }();
+  return frame;
+}
+
 int MsUntil(std::int64_t deadline_ns) {
   const std::int64_t left = (deadline_ns - MonotonicNowNs()) / 1'000'000;
   return static_cast<int>(std::clamp<std::int64_t>(left, 0, 1000));
@@ -144,13 +156,7 @@ Status RankLink::SendSteps(const std::vector<record::StepRecord>& steps, std::in
 }
 
 Status RankLink::SendBeat() {
-  static const std::string beat = [] {
-    const std::string body = R"({"type":"beat"})";
-    std::string frame;
-    PutU32(frame, static_cast<std::uint32_t>(body.size()));
-    PutU32(frame, kJsonKind);
-    return frame + body;
-  }();
+  const std::string& beat = BeatFrame();
   const std::lock_guard<std::mutex> hold(send_mutex_);
   const ssize_t n = ::send(fd_, beat.data(), beat.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return Status::Ok();
@@ -166,9 +172,24 @@ void RankLink::Close() {
   closed_ = true;
 }
 
-std::int64_t RankLink::silent_ns() const { return MonotonicNowNs() - heard_ns_; }
+std::int64_t RankLink::silent_ns() const { return MonotonicNowNs() - heard_ns_.load(); }
 
-void RankLink::Heard() { heard_ns_ = MonotonicNowNs(); }
+void RankLink::DrainBeats() {
+  const std::unique_lock<std::mutex> hold(receive_mutex_, std::try_to_lock);
+  if (!hold.owns_lock() || closed_ || malformed_) return;
+  // At most 64 KiB a round: a peer that floods is Receive's to read, not the beat thread's.
+  char buf[4096];
+  for (int i = 0; i < 16; ++i) {
+    const ssize_t n = ::recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
+    if (n <= 0) break;  // nothing more now; a close or an error, Receive reports (recv says it again)
+    in_.append(buf, static_cast<std::size_t>(n));
+    heard_ns_ = MonotonicNowNs();
+  }
+  const std::string& beat = BeatFrame();
+  std::size_t at = 0;
+  while (in_.compare(at, beat.size(), beat) == 0) at += beat.size();
+  in_.erase(0, at);
+}
 
 std::optional<LinkMessage> RankLink::Parse() {
   if (in_.size() < kHeadBytes) return std::nullopt;
@@ -182,6 +203,7 @@ std::optional<LinkMessage> RankLink::Parse() {
   }
   if (in_.size() < kHeadBytes + size) return std::nullopt;
   LinkMessage m;
+  m.bytes = size;
   if (kind == kStepsKind) {
     m.is_steps = true;
     std::memcpy(&m.cell_seq, in_.data() + kHeadBytes, kSeqBytes);
@@ -202,6 +224,7 @@ std::optional<LinkMessage> RankLink::Parse() {
 }
 
 Result<std::optional<LinkMessage>> RankLink::Receive(int wait_ms) {
+  const std::lock_guard<std::mutex> hold(receive_mutex_);
   for (;;) {
     if (auto m = Parse()) {
       if (!m->is_steps && m->json["type"] == "beat") continue;
@@ -247,11 +270,14 @@ Result<nlohmann::json> RankLink::Expect(const std::string& type, std::int64_t de
   }
 }
 
-LinkBeat::LinkBeat(std::vector<RankLink*> links) : links_(std::move(links)) {
+LinkBeat::LinkBeat(std::vector<RankLink*> links, bool drain) : links_(std::move(links)), drain_(drain) {
   thread_ = std::thread([this] {
     std::unique_lock<std::mutex> hold(mutex_);
     while (!stop_) {
-      for (RankLink* link : links_) (void)link->SendBeat();
+      for (RankLink* link : links_) {
+        (void)link->SendBeat();
+        if (drain_) link->DrainBeats();
+      }
       wake_.wait_for(hold, std::chrono::nanoseconds(kLinkBeatIntervalNs), [this] { return stop_; });
     }
   });
@@ -402,7 +428,7 @@ Result<std::unique_ptr<RankGroupLinks>> RankGroupLinks::Form(const GroupSettings
   }
   std::vector<RankLink*> links;
   for (GroupMember& m : g->members_) links.push_back(m.link.get());
-  g->beat_ = std::make_unique<LinkBeat>(std::move(links));
+  g->beat_ = std::make_unique<LinkBeat>(std::move(links), /*drain=*/true);
   return g;
 }
 

@@ -6,7 +6,9 @@
 // side.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -36,16 +38,17 @@ struct LinkMessage {
   // message about that cell, either way, carries the number: JSON as "cell_seq", steps in their
   // frame); 0 for a message about no cell (ping, pong, plan, end).
   std::int64_t cell_seq = 0;
+  std::size_t bytes = 0;  // the frame's payload size
 };
 
 // A frame longer than this is a broken connection (a cell's steps of one rank fit many times).
 inline constexpr std::uint32_t kMaxLinkFrameBytes = 512u << 20;
 
 // The heartbeat (adr/0010-launcher-tasks-as-ranks.md): task 0 sends every task a `beat` this often
-// for the whole run, and a task running a rank sends task 0 one as often. A side that hears nothing
-// from its peer for the group's silence limit (kDefaultGroupSilenceS, DLBENCH_GROUP_SILENCE_S)
-// takes the peer for gone: a host that vanished, a cut network or a stopped process, none of which
-// closes the connection.
+// for the whole run, and every task sends task 0 one as often for the whole run, idle or running a
+// rank (adr/0012-monitoring-every-host.md). A side that hears nothing from its peer for the group's
+// silence limit (kDefaultGroupSilenceS, DLBENCH_GROUP_SILENCE_S) takes the peer for gone: a host
+// that vanished, a cut network or a stopped process, none of which closes the connection.
 inline constexpr std::int64_t kLinkBeatIntervalNs = 1'000'000'000;
 inline constexpr double kDefaultGroupSilenceS = 10;
 inline constexpr double kMinGroupSilenceS = 2;
@@ -57,7 +60,8 @@ Result<double> ParseGroupSilence(const std::string& text);
 
 // A connected TCP socket carrying frames: u32 payload length | u32 kind (1: JSON, 2: step
 // records: an i64 cell_seq, then 48 bytes each as record::StepRecord) | payload, little-endian.
-// Owns the socket. One thread receives; sends may come from several (a LinkBeat's among them).
+// Owns the socket. One thread receives; sends may come from several (a LinkBeat's among them), and
+// a LinkBeat may drain the peer's beats (DrainBeats) while the receiving thread is not receiving.
 class RankLink {
  public:
   explicit RankLink(int fd);
@@ -74,17 +78,20 @@ class RankLink {
   // here and never returned. kIo once the peer closed the connection or it broke, kProtocol for a
   // malformed frame (closed() after either).
   Result<std::optional<LinkMessage>> Receive(int wait_ms);
+  // Reads what the peer sent without waiting and drops the beats at its front, so that a peer's
+  // beats are heard (silent_ns) and never pile up while the receiving thread has nothing to
+  // receive (task 0 between a task's cells). Other messages stay for Receive, in order. Does
+  // nothing while Receive runs; a closed or broken connection is left for Receive to report.
+  void DrainBeats();
   // The next message until `deadline_ns` (MonotonicNowNs), which must be a JSON object of
   // `type`; an "refused" message becomes kInvalidInput with its text. `what` names the wait.
   Result<nlohmann::json> Expect(const std::string& type, std::int64_t deadline_ns, const std::string& what);
   bool closed() const { return closed_; }
   // Takes the peer for gone: the socket is shut down (the peer sees it closed) and closed() is true.
   void Close();
-  // How long since a byte last arrived from the peer (or since Heard()), by the receiving thread's
-  // reads: meaningful while that thread keeps receiving.
+  // How long since a byte last arrived from the peer (or since the link was made), by Receive's and
+  // DrainBeats' reads: meaningful while one of them keeps reading.
   std::int64_t silent_ns() const;
-  // Starts the silence afresh (when the peer is due to start talking, e.g. after a cell order).
-  void Heard();
   // This end's address and the peer's, numeric ("10.77.0.2").
   const std::string& local_addr() const { return local_addr_; }
   const std::string& peer_addr() const { return peer_addr_; }
@@ -93,26 +100,29 @@ class RankLink {
   std::optional<LinkMessage> Parse();
   Status SendFrame(const std::string& frame);
   int fd_ = -1;
-  std::mutex send_mutex_;  // one frame at a time on the socket
+  std::mutex send_mutex_;     // one frame at a time on the socket
+  std::mutex receive_mutex_;  // Receive against DrainBeats: in_, malformed_
   std::string in_;
-  bool closed_ = false;
+  std::atomic<bool> closed_{false};
   bool malformed_ = false;
-  std::int64_t heard_ns_ = 0;
+  std::atomic<std::int64_t> heard_ns_{0};
   std::string local_addr_;
   std::string peer_addr_;
 };
 
 // Sends a `beat` on each of `links` every kLinkBeatIntervalNs from a thread of its own, until
-// destroyed (which it must be before the links are).
+// destroyed (which it must be before the links are). With `drain`, each round also drains the
+// peers' beats (RankLink::DrainBeats): task 0's, whose links are read only while a cell needs them.
 class LinkBeat {
  public:
-  explicit LinkBeat(std::vector<RankLink*> links);
+  explicit LinkBeat(std::vector<RankLink*> links, bool drain = false);
   ~LinkBeat();
   LinkBeat(const LinkBeat&) = delete;
   LinkBeat& operator=(const LinkBeat&) = delete;
 
  private:
   std::vector<RankLink*> links_;
+  bool drain_ = false;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stop_ = false;

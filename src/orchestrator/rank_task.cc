@@ -10,6 +10,7 @@
 #include <set>
 
 #include "common/clock.h"
+#include "monitor/host_summary.h"
 #include "orchestrator/cell_driver.h"
 #include "orchestrator/memory_cap.h"
 #include "orchestrator/process_tree.h"
@@ -27,6 +28,21 @@ std::string SilenceMessage(double silence_s) {
       silence_s, static_cast<double>(kLinkBeatIntervalNs) * 1e-9);
 }
 
+// The `host` message of a rank's cell: this host's figures (monitor::SummarizeHost) from the
+// rank's series, which GPUs were the rank's, and the warnings of other processes on them; only
+// its size when that is over monitor::kMaxHostReportBytes (rank 0 refuses it).
+nlohmann::json HostReport(const record::CellRecord& rr, std::int64_t seq) {
+  nlohmann::json report = {
+      {"type", "host"}, {"cell_seq", seq}, {"figures", monitor::SummarizeHost(rr.series)}};
+  if (rr.extras.contains("monitor") && rr.extras["monitor"].contains("gpu_attribution"))
+    report["gpu_attribution"] = rr.extras["monitor"]["gpu_attribution"];
+  if (rr.extras.contains("warnings")) report["warnings"] = rr.extras["warnings"];
+  const std::size_t bytes = report.dump().size();
+  if (bytes > monitor::kMaxHostReportBytes)
+    return {{"type", "host"}, {"cell_seq", seq}, {"too_large_bytes", bytes}};
+  return report;
+}
+
 // Runs this task's rank of `cell` as `order` says and reports it to task 0. Returns kIo when the
 // connection to task 0 was lost or task 0 fell silent (the rank is then killed; the task ends). A
 // new cell order that comes meanwhile (task 0 gave up on this one) is kept in `next`.
@@ -34,8 +50,6 @@ Status RunRank(RankLink& link, const plan::Cell& cell, const nlohmann::json& ord
                const TaskRequest& request, std::optional<nlohmann::json>& next) {
   const std::int64_t run_id = order.value("run_id", std::int64_t{0});
   const std::int64_t seq = order.value("cell_seq", std::int64_t{0});
-  // Task 0 polls this task while the cell runs: it hears the task's beats too.
-  const LinkBeat beat({&link});
   CellRunOptions o = request.options;
   o.log_dir = request.run_dir(run_id);
   std::error_code ec;
@@ -70,6 +84,9 @@ Status RunRank(RankLink& link, const plan::Cell& cell, const nlohmann::json& ord
                       {"effective", rec.effective},
                       {"info", info}});
   };
+  // Who holds this host's GPUs before the rank exists: none of them is the cell's.
+  std::vector<monitor::GpuProcess> gpu_before;
+  if (o.monitor != nullptr) gpu_before = o.monitor->GpuProcesses();
   auto spawned = SpawnRunner(o.runner, /*with_logs=*/true);
   if (!spawned.ok()) {
     rr.outcome = record::Outcome::kError;
@@ -92,6 +109,8 @@ Status RunRank(RankLink& link, const plan::Cell& cell, const nlohmann::json& ord
     rr.message = st.error().message;
     return report(rr, spawned->process.pid(), false, false);
   }
+  // This host, sampled as rank 0 samples its own while the rank runs (none with --no-monitor).
+  CellMonitoring monitoring(o.monitor, spawned->process.pid(), std::move(gpu_before));
   d.Start();
   bool said_failed = false;
   std::string lost;  // why task 0 is gone, when it is
@@ -133,6 +152,13 @@ Status RunRank(RankLink& link, const plan::Cell& cell, const nlohmann::json& ord
   }
   d.Finish(/*kill_leftovers=*/false);
   d.AddLeftovers(KillLeftovers(spawned->process.pid(), 2000));
+  if (o.monitor != nullptr) {
+    monitoring.Finish(rr);
+    if (lost.empty()) {
+      if (auto st = link.Send(HostReport(rr, seq)); !st.ok()) return st;
+    }
+    rr.series.clear();  // rank 0 stores the summary, not this host's series
+  }
   d.Conclude({});
   cap->Conclude(rr);
   rr.finished_wall_ns = WallNowNs();
@@ -146,6 +172,8 @@ Status RunRank(RankLink& link, const plan::Cell& cell, const nlohmann::json& ord
 
 Status ServeRankGroup(RankLink& link, const TaskRequest& request) {
   const std::int64_t silence_ns = static_cast<std::int64_t>(request.silence_s * 1e9);
+  // For the whole run, idle or running a rank: task 0 tells an idle task from a lost one by them.
+  const LinkBeat beat({&link});
   // The cells task 0's plan names: the task's own, or those of task 0's selection (a resume).
   std::vector<plan::Cell> resumed_cells;
   const std::vector<plan::Cell>* cells = request.cells;
