@@ -23,7 +23,7 @@ std::string ConsistencySection(const ReportInput& input) {
   if (rows.empty()) return "";
   std::string out =
       "<h3>CPU-GPU consistency</h3>\n<p>Each CUDA cell's outputs on the fixed evaluation set against the "
-      "CPU cell's with the same parameters (precision included).</p>\n"
+      "CPU cell's with the same parameters (precision included; threads aside).</p>\n"
       "<div class=\"wide\"><table class=\"sortable\" id=\"consistency-table\"><thead><tr><th>cell</th>"
       "<th>precision</th><th>CPU cell</th><th>top-1 agreement</th><th>rows</th><th>max |diff|</th>"
       "<th>mean |diff|</th><th>notes</th></tr></thead><tbody>\n";
