@@ -25,8 +25,6 @@
 namespace dlbench::e2e {
 namespace {
 
-constexpr const char* kTorchrun = "/usr/bin/torchrun";
-
 // A non-ddp cell and a ddp cell of world_size 2, both a tiny ResNet on the CPU.
 const std::string kTorchGroupMatrix =
     std::string("name: torch-group\nrunner: torch\nmatrix:\n") + kTinyResnetCpuKeys + R"(  threads: 1
@@ -44,16 +42,6 @@ measure:
   max_time_s: 2
   target_rel_ci: 0.5
 )";
-
-// torchrun 1.13's options as torchrun_e2e_test.cc explains them (underscores; `-r 1 -t 1
-// --log_dir` against its crash under Python 3.11; a 0.1 s monitor interval), then `rendezvous`.
-std::vector<std::string> TorchrunArgs(const TempDir& dir, const std::string& logs,
-                                      const std::vector<std::string>& rendezvous) {
-  std::vector<std::string> argv = {kTorchrun, "--no_python", "--monitor_interval", "0.1",     "-r", "1",
-                                   "-t",      "1",           "--log_dir",          dir / logs};
-  argv.insert(argv.end(), rendezvous.begin(), rendezvous.end());
-  return argv;
-}
 
 std::vector<std::string> DlbenchRun(const TempDir& dir) {
   return {Bin("dlbench"), "--db", dir / "r.db", "run", dir / "m.yaml", "--out", dir / "out", "--no-monitor"};
@@ -124,30 +112,7 @@ TEST(TorchrunGroupE2E, TwoHostsInNetworkNamespacesMeetOverTheirLinkAndRankZeroSt
   WriteText(dir / "m.yaml", kTorchGroupMatrix);
   TwoHosts hosts(dir);
   ASSERT_TRUE(hosts.Start());
-  // One torchrun per host, one rank each; host 0 is the master (torchrun's static rendezvous).
-  std::vector<std::string> argv[2];
-  for (int i = 0; i < 2; ++i) {
-    argv[i] = TorchrunArgs(dir, "logs" + std::to_string(i),
-                           {"--nnodes", "2", "--node_rank", std::to_string(i), "--nproc_per_node", "1",
-                            "--master_addr", hosts.addr(0), "--master_port", "29500"});
-    for (const std::string& a : DlbenchRun(dir)) argv[i].push_back(a);
-    argv[i] = hosts.In(i, argv[i]);
-  }
-  SpawnOptions second;
-  second.argv = argv[1];
-  second.stdout_path = dir / "host1.out";
-  second.stderr_path = dir / "host1.err";
-  auto host1 = Subprocess::Spawn(second);
-  ASSERT_TRUE(host1.ok()) << host1.error().message;
-  auto host0 = RunFor(argv[0], dir, {}, "host0", 180);
-  std::optional<ExitStatus> st;
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!(st = host1->TryWait()) && std::chrono::steady_clock::now() < give_up)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  if (!st) host1->Terminate(2000);
-  const std::string host1_err = ReadFile(dir / "host1.err").ok() ? *ReadFile(dir / "host1.err") : "";
-  ASSERT_EQ(host0.exit_code, 0) << host0.out << host0.err << "\n--- host 1:\n" << host1_err;
-  ASSERT_TRUE(st && st->success()) << host1_err;
+  ASSERT_TRUE(RunOneTorchrunPerHost(hosts, dir, DlbenchRun(dir), 180));
   CheckTorchGroupRun(dir);
 
   // The ranks met over the veth link: rank 1's task reached rank 0 from host 1's address.
