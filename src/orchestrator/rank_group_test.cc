@@ -257,6 +257,23 @@ TEST_F(RankGroupTest, LauncherVariablesNeverReachARunner) {
     EXPECT_EQ(env.find(name), std::string::npos) << name << " reached the runner:\n" << *out;
 }
 
+// A ddp cell of two ranks of the null runner in virtual time (10x), `key` at plan position `index`.
+plan::Cell DdpCell(const std::string& key, int index) {
+  plan::Cell c;
+  c.id = key + "#r0";
+  c.key = key;
+  c.label = key;
+  c.index = index;
+  c.seed = 7;
+  const nlohmann::json params = {{"strategy", "ddp"},
+                                 {"world_size", 2},
+                                 {"virtual_time", true},
+                                 {"virtual_speedup", 10.0},
+                                 {"step_ms", 1.0}};
+  for (const auto& [k, v] : params.items()) c.params[k] = v;
+  return c;
+}
+
 // Rank 0 gives up on a task that reports nothing (here a fake task that stays silent through cell
 // 1), and the task's report of cell 1 comes late, after cell 1 ended and before cell 2's order:
 // cell 2 must end with its own report (rank 1 crashed), the late one dropped with a warning, and
@@ -319,28 +336,13 @@ TEST_F(RankGroupTest, ALateReportOfACellRankZeroGaveUpOnIsDroppedNotTakenForTheN
   CellRunOptions o = SlowOptions();
   o.timeout_s = 1;  // rank 0 gives up on the task 2.2 s after cell 1 starts
   o.group = group->get();
-  auto cell = [&](const std::string& key, int index) {
-    plan::Cell c;
-    c.id = key + "#r0";
-    c.key = key;
-    c.label = key;
-    c.index = index;
-    c.seed = 7;
-    const nlohmann::json params = {{"strategy", "ddp"},
-                                   {"world_size", 2},
-                                   {"virtual_time", true},
-                                   {"virtual_speedup", 10.0},
-                                   {"step_ms", 1.0}};
-    for (const auto& [k, v] : params.items()) c.params[k] = v;
-    return c;
-  };
-  const record::CellRecord first = RunCell(cell("a", 0), o);
+  const record::CellRecord first = RunCell(DdpCell("a", 0), o);
   first_ended = true;
   const auto wait_until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (!late_sent && std::chrono::steady_clock::now() < wait_until)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ASSERT_TRUE(late_sent);
-  const record::CellRecord second = RunCell(cell("b", 1), o);
+  const record::CellRecord second = RunCell(DdpCell("b", 1), o);
   (*group)->End(true, "done");
   task.join();
 
@@ -442,22 +444,6 @@ GroupSettings TwoTasks(double silence_s) {
   return s;
 }
 
-plan::Cell DdpCell(const std::string& key, int index) {
-  plan::Cell c;
-  c.id = key + "#r0";
-  c.key = key;
-  c.label = key;
-  c.index = index;
-  c.seed = 7;
-  const nlohmann::json params = {{"strategy", "ddp"},
-                                 {"world_size", 2},
-                                 {"virtual_time", true},
-                                 {"virtual_speedup", 10.0},
-                                 {"step_ms", 1.0}};
-  for (const auto& [k, v] : params.items()) c.params[k] = v;
-  return c;
-}
-
 // A task idle for longer than the silence limit between two cells, beating as ServeRankGroup's
 // tasks do (LinkBeat, for the whole run): rank 0's beat thread drains its beats, so the task is not
 // taken for lost and its next rank runs; and each cell stores both hosts' figures, rank 0's from its
@@ -478,7 +464,9 @@ TEST_F(RankGroupTest, AnIdleTaskThatBeatsOutlastsTheSilenceLimitAndBothHostsAreS
       if (!m.ok()) return;
       if (!m->has_value()) continue;
       const std::string type = (*m)->json.value("type", "");
-      if (type == "ping") ASSERT_TRUE((*link)->Send({{"type", "pong"}, {"t_ns", MonotonicNowNs()}}).ok());
+      if (type == "ping") {
+        ASSERT_TRUE((*link)->Send({{"type", "pong"}, {"t_ns", MonotonicNowNs()}}).ok());
+      }
       if (type == "end") return;
       if (type != "cell") continue;
       const std::int64_t seq = (*m)->json["cell_seq"];
@@ -571,7 +559,9 @@ TEST_F(RankGroupTest, AHostReportOverTheLimitIsRefusedWithAWarning) {
       if (!m.ok()) return;
       if (!m->has_value()) continue;
       const std::string type = (*m)->json.value("type", "");
-      if (type == "ping") ASSERT_TRUE((*link)->Send({{"type", "pong"}, {"t_ns", MonotonicNowNs()}}).ok());
+      if (type == "ping") {
+        ASSERT_TRUE((*link)->Send({{"type", "pong"}, {"t_ns", MonotonicNowNs()}}).ok());
+      }
       if (type == "end") return;
       if (type != "cell") continue;
       const std::int64_t seq = (*m)->json["cell_seq"];
