@@ -12,7 +12,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -444,6 +446,31 @@ GroupSettings TwoTasks(double silence_s) {
   return s;
 }
 
+// Rank 1's task stood in for by the test (a real ServeRankGroup in this process would reap rank 0's
+// runner with its leftovers): joins, answers task 0's clock pings and, for each cell order until
+// `end`, calls `on_cell` with the order's cell_seq to send its reports; beats the whole time when
+// `beats`, as ServeRankGroup's tasks do.
+void StandInTask(const GroupSettings& s, bool beats,
+                 const std::function<void(RankLink&, std::int64_t)>& on_cell) {
+  GroupSettings t = s;
+  t.rank = 1;
+  auto link = JoinGroup(t);
+  ASSERT_TRUE(link.ok()) << link.error().message;
+  std::unique_ptr<LinkBeat> beat;
+  if (beats) beat = std::make_unique<LinkBeat>(std::vector<RankLink*>{link->get()});
+  for (;;) {
+    auto m = (*link)->Receive(50);
+    if (!m.ok()) return;
+    if (!m->has_value()) continue;
+    const std::string type = (*m)->json.value("type", "");
+    if (type == "ping") {
+      ASSERT_TRUE((*link)->Send({{"type", "pong"}, {"t_ns", MonotonicNowNs()}}).ok());
+    }
+    if (type == "end") return;
+    if (type == "cell") on_cell(**link, (*m)->json["cell_seq"].get<std::int64_t>());
+  }
+}
+
 // A task idle for longer than the silence limit between two cells, beating as ServeRankGroup's
 // tasks do (LinkBeat, for the whole run): rank 0's beat thread drains its beats, so the task is not
 // taken for lost and its next rank runs; and each cell stores both hosts' figures, rank 0's from its
@@ -454,25 +481,10 @@ TEST_F(RankGroupTest, AnIdleTaskThatBeatsOutlastsTheSilenceLimitAndBothHostsAreS
   const GroupSettings s = TwoTasks(1);
   const nlohmann::json figures = {{"rounds", 3}, {"span_s", 0.2}, {"host_mem_peak_bytes", 1e9}};
   std::thread task([&] {
-    GroupSettings t = s;
-    t.rank = 1;
-    auto link = JoinGroup(t);
-    ASSERT_TRUE(link.ok()) << link.error().message;
-    const LinkBeat beat({link->get()});
-    for (;;) {
-      auto m = (*link)->Receive(50);
-      if (!m.ok()) return;
-      if (!m->has_value()) continue;
-      const std::string type = (*m)->json.value("type", "");
-      if (type == "ping") {
-        ASSERT_TRUE((*link)->Send({{"type", "pong"}, {"t_ns", MonotonicNowNs()}}).ok());
-      }
-      if (type == "end") return;
-      if (type != "cell") continue;
-      const std::int64_t seq = (*m)->json["cell_seq"];
-      ASSERT_TRUE((*link)->Send({{"type", "host"}, {"cell_seq", seq}, {"figures", figures}}).ok());
-      ASSERT_TRUE((*link)->Send({{"type", "rank_done"}, {"cell_seq", seq}, {"outcome", "ok"}}).ok());
-    }
+    StandInTask(s, /*beats=*/true, [&](RankLink& link, std::int64_t seq) {
+      ASSERT_TRUE(link.Send({{"type", "host"}, {"cell_seq", seq}, {"figures", figures}}).ok());
+      ASSERT_TRUE(link.Send({{"type", "rank_done"}, {"cell_seq", seq}, {"outcome", "ok"}}).ok());
+    });
   });
   auto group = RankGroupLinks::Form(s);
   ASSERT_TRUE(group.ok()) << group.error().message;
@@ -550,29 +562,15 @@ TEST_F(RankGroupTest, AnIdleTaskThatFallsSilentIsToldApartBeforeItsNextCellStart
 TEST_F(RankGroupTest, AHostReportOverTheLimitIsRefusedWithAWarning) {
   const GroupSettings s = TwoTasks(10);
   std::thread task([&] {
-    GroupSettings t = s;
-    t.rank = 1;
-    auto link = JoinGroup(t);
-    ASSERT_TRUE(link.ok()) << link.error().message;
-    for (;;) {
-      auto m = (*link)->Receive(50);
-      if (!m.ok()) return;
-      if (!m->has_value()) continue;
-      const std::string type = (*m)->json.value("type", "");
-      if (type == "ping") {
-        ASSERT_TRUE((*link)->Send({{"type", "pong"}, {"t_ns", MonotonicNowNs()}}).ok());
-      }
-      if (type == "end") return;
-      if (type != "cell") continue;
-      const std::int64_t seq = (*m)->json["cell_seq"];
+    StandInTask(s, /*beats=*/false, [&](RankLink& link, std::int64_t seq) {
       const nlohmann::json big = {
           {"type", "host"},
           {"cell_seq", seq},
           {"figures", {{"rounds", 1}, {"pad", std::string(std::size_t{70} * 1024, 'x')}}}};
       const nlohmann::json said = {{"type", "host"}, {"cell_seq", seq}, {"too_large_bytes", 123456}};
-      ASSERT_TRUE((*link)->Send(seq == 1 ? big : said).ok());
-      ASSERT_TRUE((*link)->Send({{"type", "rank_done"}, {"cell_seq", seq}, {"outcome", "ok"}}).ok());
-    }
+      ASSERT_TRUE(link.Send(seq == 1 ? big : said).ok());
+      ASSERT_TRUE(link.Send({{"type", "rank_done"}, {"cell_seq", seq}, {"outcome", "ok"}}).ok());
+    });
   });
   auto group = RankGroupLinks::Form(s);
   ASSERT_TRUE(group.ok()) << group.error().message;
