@@ -246,10 +246,11 @@ record::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& options
       (void)KillLeftovers(runner.process.pid(), 1000);
       return fail(st.error().message);
     }
-    CellMonitoring monitoring(o.monitor, runner.process.pid(), std::move(gpu_before));
+    // Copies of gpu_before and idle_series: a second round needs them.
+    CellMonitoring monitoring(o.monitor, runner.process.pid(), gpu_before);
     driver.Drive();
     monitoring.Finish(rec);
-    driver.Conclude(reused ? idle_series : std::move(idle_series));
+    driver.Conclude(idle_series);
     cap.Conclude(rec);
     // The kept process answered this cell's CONFIGURE with a frame of its previous cell (written after
     // that cell's DONE, after the take): it was ended, and this cell runs again in a fresh process,
