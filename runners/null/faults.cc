@@ -27,6 +27,7 @@ const std::vector<FaultInfo>& Faults() {
       {Fault::kStepsAfterDone, "steps_after_done"},
       {Fault::kDoneTwice, "done_twice"},
       {Fault::kLateSteps, "late_steps_after_done"},
+      {Fault::kLateAfterConfig, "late_steps_after_configure"},
       {Fault::kFrameAfterError, "frame_after_error"},
       {Fault::kExitWithoutDone, "exit_without_done"},
       {Fault::kCloseProtocol, "close_protocol"},

@@ -37,6 +37,7 @@ enum class Fault {
   kStepsAfterDone,     // STEPS after DONE
   kDoneTwice,          // a second DONE
   kLateSteps,          // STEPS after DONE once dlbench has read the DONE; then serves on
+  kLateAfterConfig,    // the same once the next CONFIGURE (or the pipe's end) has come
   kFrameAfterError,    // ERROR internal at inject_at_step, then more STEPS
   kExitWithoutDone,    // exits 0 after the loop without DONE
   kCloseProtocol,      // closes its protocol output at inject_at_step and waits to be killed

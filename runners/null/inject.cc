@@ -3,6 +3,7 @@
 #include "runners/null/inject.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -53,6 +54,13 @@ void WaitUntilProtocolRead() {
     int unread = 0;
     if (::ioctl(OutFd(), FIONREAD, &unread) != 0 || unread == 0) return;
     usleep(1'000);
+  }
+}
+
+void WaitUntilCommandArrives() {
+  pollfd in{InFd(), POLLIN, 0};
+  for (int i = 0; i < 100; ++i) {
+    if (::poll(&in, 1, 100) > 0) return;  // bytes, or the pipe's end (POLLHUP)
   }
 }
 

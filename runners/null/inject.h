@@ -28,6 +28,11 @@ void SendRawSteps(const protocol::StepRecord* records, std::size_t count);
 // reaches dlbench after it read the DONE, never in the same read.
 void WaitUntilProtocolRead();
 
+// Waits (at most 10 s) until the command input has bytes to read or has ended: the next cell's
+// CONFIGURE has arrived (under --runner-reuse) or dlbench closed the pipe. late_steps_after_configure
+// writes its frame only then, so dlbench reads it after it sent the next cell's CONFIGURE.
+void WaitUntilCommandArrives();
+
 // "dlbench-null: WHAT on purpose at step N" on stderr.
 void Say(const char* what, std::int64_t step);
 

@@ -302,10 +302,17 @@ int ServeCell(RunnerSession& session, const protocol::CellConfig* cell, const Op
     more.samples = samples;
     SendRawSteps(&more, 1);
   }
-  if (p.inject == Fault::kLateSteps) {
+  if (p.inject == Fault::kLateSteps || p.inject == Fault::kLateAfterConfig) {
     // A runner that says one thing too many after its DONE, once dlbench has taken the DONE (and,
-    // under --runner-reuse, released the process): it then waits for the next CONFIGURE as usual.
-    WaitUntilProtocolRead();
+    // under --runner-reuse, released the process), or later still, once dlbench has sent the next
+    // cell's CONFIGURE (or closed the pipe): it then reads the next CONFIGURE as usual.
+    // Without serve_more no CONFIGURE comes (the process exits after this cell): the frame goes out
+    // once dlbench has read the DONE, as late_steps_after_done's.
+    if (p.inject == Fault::kLateAfterConfig && cell->serve_more) {
+      WaitUntilCommandArrives();
+    } else {
+      WaitUntilProtocolRead();
+    }
     protocol::StepRecord more;
     more.start_ns = last_end;
     more.end_ns = last_end + 1;

@@ -56,6 +56,7 @@ void AppendNullEntries(std::vector<ParamSpec>& r) {
                     "steps_after_done",
                     "done_twice",
                     "late_steps_after_done",
+                    "late_steps_after_configure",
                     "frame_after_error",
                     "exit_without_done",
                     "close_protocol",

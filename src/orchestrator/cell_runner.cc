@@ -194,88 +194,110 @@ record::CellRecord RunCell(const plan::Cell& cell, const CellRunOptions& options
   // Who holds the GPUs just before the runner starts: any process there is another's (docs/memory.md).
   std::vector<monitor::GpuProcess> gpu_before;
   if (o.monitor != nullptr) gpu_before = o.monitor->GpuProcesses();
-  if (!kept) {
-    auto spawned = SpawnRunner(o.runner, /*with_logs=*/true);
-    if (!spawned.ok()) return fail(spawned.error().message);
-    kept = KeptRunner{std::move(spawned).value(),
-                      process_key,
-                      cell.index,
-                      cell.index,
-                      cell.label,
-                      rec.stderr_path,
-                      0,
-                      nullptr};
-  }
-  Spawned& runner = kept->spawned;
-  const bool reused = runner.cells_served > 0;
-  if (reused) {
-    // The kept runner holds its GPU already: it is this cell's process, not another's.
-    const auto own = static_cast<unsigned int>(runner.process.pid());
-    gpu_before.erase(std::remove_if(gpu_before.begin(), gpu_before.end(),
-                                    [own](const monitor::GpuProcess& p) { return p.pid == own; }),
-                     gpu_before.end());
-  }
-  AppliedMemoryCap cap;
-  if (!reused) {
-    auto applied = ApplyMemoryCap(cell, runner.process.pid(), rec);
-    if (!applied.ok()) {
+  // A kept process's late frame sends the cell round once more, in a fresh process (the second
+  // round never reuses: `kept` is then empty).
+  const record::CellRecord before_runner = rec;
+  for (;;) {
+    if (!kept) {
+      auto spawned = SpawnRunner(o.runner, /*with_logs=*/true);
+      if (!spawned.ok()) return fail(spawned.error().message);
+      kept = KeptRunner{std::move(spawned).value(),
+                        process_key,
+                        cell.index,
+                        cell.index,
+                        cell.label,
+                        rec.stderr_path,
+                        0,
+                        nullptr};
+    }
+    Spawned& runner = kept->spawned;
+    const bool reused = runner.cells_served > 0;
+    if (reused) {
+      // The kept runner holds its GPU already: it is this cell's process, not another's.
+      const auto own = static_cast<unsigned int>(runner.process.pid());
+      gpu_before.erase(std::remove_if(gpu_before.begin(), gpu_before.end(),
+                                      [own](const monitor::GpuProcess& p) { return p.pid == own; }),
+                       gpu_before.end());
+    }
+    AppliedMemoryCap cap;
+    if (!reused) {
+      auto applied = ApplyMemoryCap(cell, runner.process.pid(), rec);
+      if (!applied.ok()) {
+        runner.process.Terminate(0);
+        (void)KillLeftovers(runner.process.pid(), 1000);
+        return fail(applied.error().message);
+      }
+      cap = std::move(applied).value();
+      if (rec.extras.contains("memory_cap")) kept->memory_cap = rec.extras["memory_cap"];
+      // The cell's own cgroup is removed after it: its process cannot serve another cell.
+      if (o.offer_reuse && kept->memory_cap.is_object() &&
+          kept->memory_cap.value("mechanism", "") == kCapCgroupV2) {
+        o.offer_reuse = false;
+        rec.extras["runner_process"] = {{"reuse", "not shared: memory_cap is its process's own cgroup"}};
+      }
+    } else if (!kept->memory_cap.is_null()) {
+      // The cap applied when the process started, and stays (the same cap: it is in ProcessKey).
+      rec.extras["memory_cap"] = kept->memory_cap;
+    }
+    if (!o.offer_reuse) o.keep_after_usable_oom = false;
+    CellDriver driver(cell, o, rec, runner);
+    if (auto st = driver.OpenLogs(); !st.ok()) {
       runner.process.Terminate(0);
       (void)KillLeftovers(runner.process.pid(), 1000);
-      return fail(applied.error().message);
+      return fail(st.error().message);
     }
-    cap = std::move(applied).value();
-    if (rec.extras.contains("memory_cap")) kept->memory_cap = rec.extras["memory_cap"];
-    // The cell's own cgroup is removed after it: its process cannot serve another cell.
-    if (o.offer_reuse && kept->memory_cap.is_object() &&
-        kept->memory_cap.value("mechanism", "") == kCapCgroupV2) {
-      o.offer_reuse = false;
-      rec.extras["runner_process"] = {{"reuse", "not shared: memory_cap is its process's own cgroup"}};
+    // Copies of gpu_before and idle_series: a second round needs them.
+    CellMonitoring monitoring(o.monitor, runner.process.pid(), gpu_before);
+    driver.Drive();
+    monitoring.Finish(rec);
+    driver.Conclude(idle_series);
+    cap.Conclude(rec);
+    // The kept process answered this cell's CONFIGURE with a frame of its previous cell (written after
+    // that cell's DONE, after the take): it was ended, and this cell runs again in a fresh process,
+    // from what it held before the runner (docs/protocol.md "Several cells in one process").
+    if (reused && driver.conversation().late_frame()) {
+      const std::string why = fmt::format(
+          "the runner process kept after cell {} \"{}\" (pid {}) sent {} after this cell's CONFIGURE, before "
+          "its READY: a frame written after that cell's DONE; it was ended and this cell ran in a fresh "
+          "process",
+          kept->last_cell_index, kept->last_cell_label, runner.process.pid(),
+          *driver.conversation().late_frame());
+      rec = before_runner;
+      rec.extras["warnings"].push_back(why);
+      rec.extras["runner_process"]["previous_process"] = why;
+      kept.reset();
+      continue;
     }
-  } else if (!kept->memory_cap.is_null()) {
-    // The cap applied when the process started, and stays (the same cap: it is in ProcessKey).
-    rec.extras["memory_cap"] = kept->memory_cap;
+    if (o.offer_reuse) {
+      const CellTimeline& t = driver.conversation().timeline();
+      if (!reused) {
+        runner.hello = rec.hello;
+        if (t.hello_ns > 0) kept->startup_s = NsToSeconds(t.hello_ns - t.spawn_ns);
+      }
+      nlohmann::json info = {{"pid", runner.process.pid()},
+                             {"cell_of_process", runner.cells_served + 1},
+                             {"first_cell_index", kept->first_cell_index},
+                             {"startup_log", kept->first_cell_stderr}};
+      if (reused) info["startup_not_paid_s"] = kept->startup_s;
+      if (!driver.conversation().serve_more()) {
+        info["reuse"] = "not offered: the runner's HELLO does not say multi_cell";
+      } else if (driver.released()) {
+        info["reuse"] = "kept for the next cell";
+      } else {
+        info["reuse"] = "ended with this cell";
+      }
+      if (rec.extras.contains("runner_process") && rec.extras["runner_process"].contains("previous_process"))
+        info["previous_process"] = rec.extras["runner_process"]["previous_process"];
+      rec.extras["runner_process"] = info;
+      if (driver.released()) {
+        ++runner.cells_served;
+        kept->last_cell_index = cell.index;
+        kept->last_cell_label = cell.label;
+        o.pool->Keep(std::move(*kept));
+      }
+    }
+    return rec;
   }
-  if (!o.offer_reuse) o.keep_after_usable_oom = false;
-  CellDriver driver(cell, o, rec, runner);
-  if (auto st = driver.OpenLogs(); !st.ok()) {
-    runner.process.Terminate(0);
-    (void)KillLeftovers(runner.process.pid(), 1000);
-    return fail(st.error().message);
-  }
-  CellMonitoring monitoring(o.monitor, runner.process.pid(), std::move(gpu_before));
-  driver.Drive();
-  monitoring.Finish(rec);
-  driver.Conclude(std::move(idle_series));
-  cap.Conclude(rec);
-  if (o.offer_reuse) {
-    const CellTimeline& t = driver.conversation().timeline();
-    if (!reused) {
-      runner.hello = rec.hello;
-      if (t.hello_ns > 0) kept->startup_s = NsToSeconds(t.hello_ns - t.spawn_ns);
-    }
-    nlohmann::json info = {{"pid", runner.process.pid()},
-                           {"cell_of_process", runner.cells_served + 1},
-                           {"first_cell_index", kept->first_cell_index},
-                           {"startup_log", kept->first_cell_stderr}};
-    if (reused) info["startup_not_paid_s"] = kept->startup_s;
-    if (!driver.conversation().serve_more()) {
-      info["reuse"] = "not offered: the runner's HELLO does not say multi_cell";
-    } else if (driver.released()) {
-      info["reuse"] = "kept for the next cell";
-    } else {
-      info["reuse"] = "ended with this cell";
-    }
-    if (rec.extras.contains("runner_process") && rec.extras["runner_process"].contains("previous_process"))
-      info["previous_process"] = rec.extras["runner_process"]["previous_process"];
-    rec.extras["runner_process"] = info;
-    if (driver.released()) {
-      ++runner.cells_served;
-      kept->last_cell_index = cell.index;
-      kept->last_cell_label = cell.label;
-      o.pool->Keep(std::move(*kept));
-    }
-  }
-  return rec;
 }
 
 }  // namespace dlbench::orchestrator

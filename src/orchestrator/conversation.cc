@@ -288,6 +288,15 @@ FrameResult Conversation::OnFrame(const protocol::Frame& frame, std::int64_t now
   if (state_ == ConversationState::kDone) {
     return Violate(fmt::format("{} after {}", name, ending_ == Ending::kError ? "ERROR" : "DONE"));
   }
+  // A kept process answers this cell's CONFIGURE with READY or ERROR; anything before that it wrote
+  // after the previous cell's DONE (docs/protocol.md "Several cells in one process").
+  if (resumed_ && !ready_seen_ && frame.type != MessageType::kReady && frame.type != MessageType::kError) {
+    late_frame_ = name;
+    return Violate(
+        fmt::format("{} before this cell's READY, from the runner process kept after the "
+                    "previous cell: it wrote that frame after that cell's DONE",
+                    name));
+  }
   if (frame.type == MessageType::kSteps) return OnSteps(frame, now_ns);
   if (frame.type == MessageType::kQueries) return OnQueries(frame, now_ns);
 
@@ -336,6 +345,7 @@ FrameResult Conversation::OnHello(const nlohmann::json& body, std::int64_t now_n
 FrameResult Conversation::Resume(const nlohmann::json& hello, std::int64_t now_ns) {
   if (state_ != ConversationState::kAwaitHello || ending_ != Ending::kNone)
     return {FrameResult::Effect::kIgnored, ""};
+  resumed_ = true;
   return Configure(hello, now_ns);
 }
 

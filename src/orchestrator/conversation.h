@@ -132,6 +132,11 @@ class Conversation {
   const LoadRecorder* load() const { return load_ ? &*load_ : nullptr; }
   // DONE's `steps` (a load cell: the queries the runner issued), once DONE arrived.
   const std::optional<std::int64_t>& done_steps() const { return done_steps_; }
+  // In a conversation that Resume started (a kept process's next cell), the first frame that came
+  // before READY and was neither READY nor ERROR ("STEPS", ...): written by the process after the
+  // previous cell's DONE, not an answer to this cell's CONFIGURE. The conversation ended in a
+  // violation; the cell is run again in a fresh process (cell_runner.cc).
+  const std::optional<std::string>& late_frame() const { return late_frame_; }
 
  private:
   FrameResult Violate(std::string message);
@@ -155,6 +160,8 @@ class Conversation {
   bool ready_seen_ = false;
   bool virtual_time_ = false;
   bool serve_more_ = false;
+  bool resumed_ = false;
+  std::optional<std::string> late_frame_;
   int world_size_ = 1;
   std::int64_t stop_sent_ns_ = 0;
   std::string done_reason_;

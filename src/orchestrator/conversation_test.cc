@@ -54,6 +54,50 @@ TEST_F(ConversationTest, ServeMoreIsOfferedOnlyToAMultiCellRunnerAndResumeConfig
   EXPECT_EQ(*conv_->violation(), "HELLO.multi_cell must be true or false (got a string)");
 }
 
+// A kept process's next cell (Resume) hears READY or ERROR first; any other frame before READY was
+// written after the previous cell's DONE: the cell is not blamed for it (late_frame() names the
+// frame, and cell_runner.cc runs the cell again in a fresh process). A fresh process's conversation
+// keeps the state table's rules: MEMORY and EXTRAS before READY are recorded there.
+TEST_F(ConversationTest, AFrameBeforeReadyInAResumedConversationIsNamedAsThePreviousCellsLateFrame) {
+  nlohmann::json multi = kHello;
+  multi["multi_cell"] = true;
+  settings_.offer_reuse = true;
+  const std::vector<std::pair<Frame, std::string>> late = {
+      {Steps(0, Consecutive(1'000, 1)), "STEPS"},
+      {Json(MessageType::kDone, {{"reason", "stopped"}, {"steps", 1}}), "DONE"},
+      {Json(MessageType::kExtras, {{"info", nlohmann::json::object()}}), "EXTRAS"},
+      {Json(MessageType::kMemory, {{"label", "end"}}), "MEMORY"}};
+  for (const auto& [frame, name] : late) {
+    Conversation& c = Make();
+    ASSERT_EQ(c.Resume(multi, 1).effect, Effect::kAdvanced);
+    EXPECT_EQ(c.OnFrame(frame, 2).effect, Effect::kViolation) << name;
+    ASSERT_TRUE(c.late_frame()) << name;
+    EXPECT_EQ(*c.late_frame(), name);
+    ASSERT_TRUE(c.violation());
+    EXPECT_EQ(*c.violation(),
+              name +
+                  " before this cell's READY, from the runner process kept after the previous "
+                  "cell: it wrote that frame after that cell's DONE");
+    EXPECT_TRUE(rec_.steps.empty()) << name;
+  }
+  for (const MessageType answer : {MessageType::kReady, MessageType::kError}) {
+    Conversation& c = Make();
+    ASSERT_EQ(c.Resume(multi, 1).effect, Effect::kAdvanced);
+    const nlohmann::json body = answer == MessageType::kReady
+                                    ? nlohmann::json{{"effective", nlohmann::json::object()}}
+                                    : nlohmann::json{{"kind", "invalid"}, {"message", "bad batch"}};
+    EXPECT_EQ(c.OnFrame(Json(answer, body), 2).effect, Effect::kAdvanced);
+    EXPECT_FALSE(c.late_frame());
+    EXPECT_FALSE(c.violation());
+  }
+  Conversation& fresh = Make();
+  ASSERT_EQ(fresh.OnFrame(Json(MessageType::kHello, multi), 1).effect, Effect::kAdvanced);
+  EXPECT_EQ(fresh.OnFrame(Json(MessageType::kMemory, {{"label", "end"}}), 2).effect, Effect::kRecorded);
+  EXPECT_EQ(fresh.OnFrame(Steps(0, Consecutive(1'000, 1)), 3).effect, Effect::kViolation);
+  EXPECT_FALSE(fresh.late_frame()) << "a fresh process has no previous cell";
+  settings_.offer_reuse = false;
+}
+
 TEST_F(ConversationTest, AHealthyRunnerGoesThroughEveryState) {
   Conversation& c = Make();
   EXPECT_EQ(c.state(), ConversationState::kAwaitHello);

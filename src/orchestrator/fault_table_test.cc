@@ -174,6 +174,13 @@ std::vector<FaultCase> Rows() {
        {},
        O::kInvalid,
        {"protocol violation: STEPS after DONE"}},
+      // The same without --runner-reuse: the pipe's end lets the frame out (under reuse the next
+      // cell's CONFIGURE does, and that cell runs in a fresh process: ReuseE2E.AFrameSentAfter...).
+      {"late_steps_after_configure",
+       {{"inject", "late_steps_after_configure"}},
+       {},
+       O::kInvalid,
+       {"protocol violation: STEPS after DONE"}},
       {"frame_after_error",
        {{"inject", "frame_after_error"}},
        {},

@@ -130,13 +130,13 @@ include:
   EXPECT_EQ(PidOf(cells[3]), PidOf(cells[2]));
 }
 
-// A kept runner that writes on its protocol pipe after the DONE that released it (the null runner
-// waits until dlbench has read the DONE, then sends one more STEPS frame and waits for the next
-// CONFIGURE) is ended when the next cell takes it: that cell starts a new process, measures exactly
-// as without reuse, and stores the warning. The idle baseline (0.2 s, before the take) leaves the
-// runner ample time to write; without the pool's check the frame is the next cell's first message.
-TEST(ReuseE2E, AFrameSentAfterDoneEndsTheKeptProcessAndTheNextCellIsUntouched) {
-  TempDir dir("reuse_late");
+// Three cells, the second injecting `inject` (a late frame after its DONE), run without and with
+// --runner-reuse; each run's three cells. The idle baseline (0.2 s, before the take) leaves the
+// runner ample time to write a frame before the take.
+struct LateFrameRuns {
+  std::vector<record::CellRecord> alone, shared;
+};
+LateFrameRuns RunWithALateFrame(const TempDir& dir, const std::string& inject) {
   const std::string text = std::string(R"(runner: null
 matrix:
   batch_size: [1, 2, 3]
@@ -144,8 +144,8 @@ matrix:
   jitter_pct: [5]
   virtual_time: [true]
 include:
-  - {batch_size: 2, inject: late_steps_after_done}
-)") + kMeasure + "  idle_baseline_s: 0.2\n";
+  - {batch_size: 2, inject: )") +
+                           inject + "}\n" + kMeasure + "  idle_baseline_s: 0.2\n";
   auto run = [&](const std::string& name, bool reuse) {
     const std::string matrix = dir / (name + ".yaml"), db = dir / (name + ".db");
     WriteText(matrix, text);
@@ -155,34 +155,69 @@ include:
     EXPECT_EQ(r.exit_code, reuse ? 0 : 1) << r.out << r.err;
     return Cells(db, 1, /*steps=*/true);
   };
-  const auto alone = run("alone", false);
-  const auto shared = run("shared", true);
-  ASSERT_EQ(alone.size(), 3u);
-  ASSERT_EQ(shared.size(), 3u);
+  LateFrameRuns runs{run("alone", false), run("shared", true)};
+  EXPECT_EQ(runs.alone.size(), 3u);
+  EXPECT_EQ(runs.shared.size(), 3u);
+  return runs;
+}
+
+// Cell 2 released its process with its DONE (the late frame came after), cell 3 ran in a fresh
+// process, measured exactly as without reuse (the steps stored after STOP depend on real time),
+// with `warning` as its one warning and its previous_process.
+void ExpectTheNextCellUntouched(const LateFrameRuns& runs, const std::string& warning) {
+  ASSERT_EQ(runs.alone.size(), 3u);
+  ASSERT_EQ(runs.shared.size(), 3u);
   // Without reuse the driver reads on after DONE: the late frame is that cell's protocol violation.
-  EXPECT_EQ(alone[1].outcome, record::Outcome::kInvalid) << alone[1].message;
-  // Under reuse the DONE released the process before the frame came: the cell that had it is done.
-  EXPECT_EQ(shared[1].outcome, record::Outcome::kOk) << shared[1].message;
-  EXPECT_EQ(shared[1].extras["runner_process"]["reuse"], "kept for the next cell") << shared[1].extras.dump();
-  EXPECT_EQ(PidOf(shared[0]), PidOf(shared[1]));
-  const record::CellRecord& next = shared[2];
+  EXPECT_EQ(runs.alone[1].outcome, record::Outcome::kInvalid) << runs.alone[1].message;
+  EXPECT_NE(runs.alone[1].message.find("protocol violation: STEPS after DONE"), std::string::npos)
+      << runs.alone[1].message;
+  const record::CellRecord& late = runs.shared[1];
+  EXPECT_EQ(late.outcome, record::Outcome::kOk) << late.message;
+  EXPECT_EQ(late.extras["runner_process"]["reuse"], "kept for the next cell") << late.extras.dump();
+  EXPECT_EQ(PidOf(runs.shared[0]), PidOf(late));
+  const record::CellRecord& next = runs.shared[2];
   EXPECT_EQ(next.outcome, record::Outcome::kOk) << next.message;
-  EXPECT_NE(PidOf(next), PidOf(shared[1])) << "the process that sent the late frame served on";
+  EXPECT_NE(PidOf(next), PidOf(late)) << "the process that sent the late frame served on";
   EXPECT_EQ(CellOfProcess(next), 1);
-  // One STEPS frame of one record: 8 bytes of frame header, 8 of rank and count, 48 of record.
-  const std::string expected =
-      "the runner process kept after cell " + std::to_string(shared[1].index) + " \"" + shared[1].label +
-      "\" (pid " + std::to_string(PidOf(shared[1])) +
-      ") sent 1 frame (STEPS), 64 bytes after that cell's DONE: it was ended, not reused";
   ASSERT_TRUE(next.extras.contains("warnings")) << next.extras.dump();
-  EXPECT_EQ(next.extras["warnings"], nlohmann::json::array({expected}));
-  EXPECT_EQ(next.extras["runner_process"]["previous_process"], expected);
-  // The same measured steps as without reuse (the steps stored after STOP depend on real time).
+  EXPECT_EQ(next.extras["warnings"], nlohmann::json::array({warning}));
+  EXPECT_EQ(next.extras["runner_process"]["previous_process"], warning);
   for (std::string_view m :
        {record::metric::kSamplesPerS, record::metric::kStepTimeMeanNs, record::metric::kMeasuredSteps}) {
     ASSERT_TRUE(record::MetricValue(next, m).has_value()) << m;
-    EXPECT_EQ(record::MetricValue(next, m), record::MetricValue(alone[2], m)) << m;
+    EXPECT_EQ(record::MetricValue(next, m), record::MetricValue(runs.alone[2], m)) << m;
   }
+}
+
+// A kept runner that writes on its protocol pipe after the DONE that released it (the null runner
+// waits until dlbench has read the DONE, then sends one more STEPS frame and waits for the next
+// CONFIGURE) is ended when the next cell takes it (RunnerPool::Take finds the bytes): that cell
+// starts a new process. Without the pool's check the frame is the next cell's first message.
+TEST(ReuseE2E, AFrameSentAfterDoneEndsTheKeptProcessAndTheNextCellIsUntouched) {
+  TempDir dir("reuse_late");
+  const LateFrameRuns runs = RunWithALateFrame(dir, "late_steps_after_done");
+  ASSERT_EQ(runs.shared.size(), 3u);
+  const record::CellRecord& late = runs.shared[1];
+  // One STEPS frame of one record: 8 bytes of frame header, 8 of rank and count, 48 of record.
+  ExpectTheNextCellUntouched(runs, "the runner process kept after cell " + std::to_string(late.index) +
+                                       " \"" + late.label + "\" (pid " + std::to_string(PidOf(late)) +
+                                       ") sent 1 frame (STEPS), 64 bytes after that cell's DONE: it was "
+                                       "ended, not reused");
+}
+
+// The same frame written later still: after the take, once the next cell's CONFIGURE has come (the
+// null runner waits for it). The pool saw an empty pipe; the next cell's conversation gets STEPS
+// before READY, names it the previous cell's, and the cell runs again in a fresh process.
+TEST(ReuseE2E, AFrameSentAfterTheTakeSendsTheNextCellToAFreshProcess) {
+  TempDir dir("reuse_late_take");
+  const LateFrameRuns runs = RunWithALateFrame(dir, "late_steps_after_configure");
+  ASSERT_EQ(runs.shared.size(), 3u);
+  const record::CellRecord& late = runs.shared[1];
+  ExpectTheNextCellUntouched(runs, "the runner process kept after cell " + std::to_string(late.index) +
+                                       " \"" + late.label + "\" (pid " + std::to_string(PidOf(late)) +
+                                       ") sent STEPS after this cell's CONFIGURE, before its READY: a frame "
+                                       "written after that cell's DONE; it was ended and this cell ran in a "
+                                       "fresh process");
 }
 
 TEST(ReuseE2E, CellsThatDifferAtProcessStartDoNotShare) {
