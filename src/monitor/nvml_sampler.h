@@ -72,7 +72,8 @@ inline constexpr unsigned long long kNvmlValueNotAvailable = ~0ULL;
 // counter in mJ (= nvmlDeviceGetTotalEnergyConsumption), and power in mW averaged over 1 s, which
 // is what nvmlDeviceGetPowerUsage returns on Ampere (except GA100) and newer; older GPUs report
 // that field NOT_SUPPORTED and keep the single call (their instantaneous power). GPU temperature,
-// clocks and PCIe throughput have no field id in the NVML headers up to 13 and stay single calls.
+// clocks and PCIe throughput have no field id in the nvml.h read for this (ids below
+// NVML_FI_MAX = 200) and stay single calls.
 inline constexpr unsigned int kNvmlFiTotalEnergyConsumption = 83;
 inline constexpr unsigned int kNvmlFiPowerAverage = 185;
 // nvmlValueType_t: NVML_VALUE_TYPE_DOUBLE = 0 ... NVML_VALUE_TYPE_UNSIGNED_SHORT = 6.
