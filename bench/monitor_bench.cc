@@ -9,10 +9,14 @@
 //    excluded), the part of the cost dlbench controls on an 8-GPU node.
 //  - BM_NvmlCall/<function>: each NVML call a round makes, alone, on GPU 0 of the real driver
 //    (registered only where libnvidia-ml loads and has a GPU): which calls a round's cost is
-//    made of, in wall and CPU time (issue 21: one round cost 8.6 ms wall, 4.4 ms CPU on an H200).
+//    made of, in wall and CPU time (issue 21: one round cost 8.6 ms wall, 4.4 ms CPU on an H200),
+//    and FieldValues(power,energy), the one call that replaces two with nvml_field_values.
+//  - BM_NvmlRound/<option set>: one NvmlSampler round on the real driver with each set of
+//    SamplerOptions that issue 21 asks about (one call per reading or field values; the slow
+//    readings every round or every 10th), averaged over the rounds' cadences.
 // After the benchmarks, the figure the issue asks for: CPU time of the monitor (all default
 // samplers) at 10 Hz over 5 s, as % of one core, measured with getrusage while every other
-// thread of this process sleeps.
+// thread of this process sleeps; once with the defaults, then once per option set.
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -95,6 +99,27 @@ void BM_NvmlSample(benchmark::State& state) {
 }
 BENCHMARK(BM_NvmlSample);
 
+// The option sets issue 21 compares, the defaults first.
+struct OptionSet {
+  const char* name;
+  SamplerOptions options;
+};
+std::vector<OptionSet> OptionSets() {
+  std::vector<OptionSet> sets;
+  for (auto field_values : {SamplerOptions::FieldValues::kOff, SamplerOptions::FieldValues::kAuto}) {
+    for (int slow : {1, 10}) {
+      SamplerOptions options;
+      options.nvml_field_values = field_values;
+      options.slow_every_n_samples = slow;
+      const bool batched = field_values == SamplerOptions::FieldValues::kAuto;
+      sets.push_back({batched ? (slow == 1 ? "field_values,slow_every_1" : "field_values,slow_every_10")
+                              : (slow == 1 ? "per_call,slow_every_1" : "per_call,slow_every_10"),
+                      options});
+    }
+  }
+  return sets;
+}
+
 void BM_NvmlSampleFake8(benchmark::State& state) {
   FakeNvml fake;
   fake.gpus.resize(8);
@@ -165,6 +190,24 @@ void RegisterNvmlCalls() {
     unsigned int n = static_cast<unsigned int>(processes.size());
     return api.device_get_compute_running_processes(device, &n, processes.data());
   });
+  // NVML's own return is SUCCESS when it looked at the fields; each field's code is its own.
+  static NvmlFieldValue fields[2] = {};
+  add("FieldValues(power,energy)", api.device_get_field_values != nullptr, [&api] {
+    fields[0] = NvmlFieldValue{};
+    fields[0].field_id = kNvmlFiPowerAverage;
+    fields[1] = NvmlFieldValue{};
+    fields[1].field_id = kNvmlFiTotalEnergyConsumption;
+    return api.device_get_field_values(device, 2, fields);
+  });
+  for (const OptionSet& set : OptionSets()) {
+    const SamplerOptions options = set.options;
+    benchmark::RegisterBenchmark((std::string("BM_NvmlRound/") + set.name).c_str(),
+                                 [options](benchmark::State& state) {
+                                   NvmlSampler sampler(nvml->api, nvml->library,
+                                                       std::make_shared<RealProcFs>(), options);
+                                   RunSampler(state, sampler);
+                                 });
+  }
 }
 
 double CpuSeconds() {
@@ -176,12 +219,12 @@ double CpuSeconds() {
   return s(usage.ru_utime) + s(usage.ru_stime);
 }
 
-void PrintMonitorCost() {
+void PrintMonitorCost(const char* label, const SamplerOptions& options) {
   constexpr double kIntervalMs = 100;
   constexpr double kSeconds = 5;
   IdleThreads threads(kRunnerThreads);
   MonotonicClock clock;
-  Monitor monitor(DefaultSamplers(), clock, kIntervalMs);
+  Monitor monitor(DefaultSamplers(options), clock, kIntervalMs);
   const double cpu_before = CpuSeconds();
   const auto wall_before = std::chrono::steady_clock::now();
   monitor.Start(getpid());
@@ -190,12 +233,16 @@ void PrintMonitorCost() {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_before).count();
   const double cpu = CpuSeconds() - cpu_before;
   std::printf(
-      "\nmonitor at %.0f Hz over %.1f s (target: this process, %d threads): %zu points, CPU %.4f s = %.3f%% "
-      "of one core (target < 1%%)\n",
-      1000 / kIntervalMs, wall, kRunnerThreads + 1, points.size(), cpu, 100 * cpu / wall);
+      "\nmonitor (%s) at %.0f Hz over %.1f s (target: this process, %d threads): %zu points, CPU %.4f s = "
+      "%.3f%% of one core (target < 1%%)\n",
+      label, 1000 / kIntervalMs, wall, kRunnerThreads + 1, points.size(), cpu, 100 * cpu / wall);
   const nlohmann::json description = monitor.Describe();
   for (auto it = description.begin(); it != description.end(); ++it) {
     std::printf("  %-7s %s\n", it.key().c_str(), it.value().value("state", "?").c_str());
+  }
+  const nlohmann::json& nvml = description.value("nvml", nlohmann::json::object());
+  if (nvml.contains("facts") && nvml["facts"].contains("field_values")) {
+    std::printf("  nvml field values: %s\n", nvml["facts"]["field_values"].dump().c_str());
   }
 }
 
@@ -207,6 +254,7 @@ int main(int argc, char** argv) {
   RegisterNvmlCalls();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  PrintMonitorCost();
+  PrintMonitorCost("defaults", SamplerOptions{});
+  for (const OptionSet& set : OptionSets()) PrintMonitorCost(set.name, set.options);
   return 0;
 }

@@ -57,6 +57,32 @@ TEST(AnalysisTest, IdleBitAndThrottlingDuringWarmupAreNotThrottling) {
   EXPECT_DOUBLE_EQ(Metric(a, "clocks_throttled_fraction"), 0.0);
 }
 
+// SamplerOptions::slow_every_n_samples: clocks, clocks event reasons and temperature on every 5th
+// round (500 ms at 10 Hz) beside power on every round. The sparser series are absent from the
+// other rounds, not repeated, and the verdict, the means and ExplainChange come from the samples
+// they have: 21 in the window [2 s, 12 s], 7 of them throttled (2.5 .. 5.5 s).
+TEST(AnalysisTest, SlowReadingsOnEveryFifthRoundStillGiveVerdictsMeansAndCauses) {
+  auto in = BaseInput();
+  AddSeries(in.series, "gpu0.power_w", 0, 14 * kSecond, 100'000'000, [](std::int64_t) { return 500.0; });
+  AddSeries(in.series, "gpu0.clocks_event_reasons", 0, 14 * kSecond, 500'000'000, [](std::int64_t t) {
+    return static_cast<double>(t > 2 * kSecond && t <= 5'500'000'000 ? kClocksEventHwThermal : kClocksEventGpuIdle);
+  });
+  AddSeries(in.series, "gpu0.sm_clock_mhz", 0, 14 * kSecond, 500'000'000,
+            [](std::int64_t t) { return t < 7 * kSecond ? 1980.0 : 1755.0; });
+  AddSeries(in.series, "gpu0.temp_c", 0, 14 * kSecond, 500'000'000,
+            [](std::int64_t t) { return t == 6 * kSecond ? 60.0 : 50.0; });
+  auto a = AnalyzeCell(in);
+  ASSERT_EQ(a.verdict_reasons.size(), 1u);
+  EXPECT_EQ(a.verdict_reasons[0], "throttled: hw_thermal_slowdown during 33% of samples (gpu0)");
+  EXPECT_DOUBLE_EQ(Metric(a, "clocks_throttled_fraction"), 7.0 / 21);
+  EXPECT_NEAR(Metric(a, "sm_clock_mean_mhz"), (10 * 1980.0 + 11 * 1755.0) / 21, 1e-9);
+  EXPECT_DOUBLE_EQ(Metric(a, "temp_max_c"), 60.0);
+  EXPECT_DOUBLE_EQ(Metric(a, "power_mean_w"), 500.0);
+  const auto causes = ExplainChange(in.series, 0, 4 * kSecond, 8 * kSecond, 12 * kSecond);
+  ASSERT_EQ(causes.size(), 1u);
+  EXPECT_EQ(causes[0], "the SM clock fell from 1980 to 1755 MHz (gpu0)");
+}
+
 TEST(AnalysisTest, LowGpuBusyInTrainingNamesDataWait) {
   auto in = BaseInput();
   in.scenario = Scenario::kTrain;

@@ -99,12 +99,19 @@ NvmlReturn DeviceGetMemoryInfo(NvmlDevice d, NvmlMemory* out) {
   out->free = out->total - out->used;
   return kNvmlSuccess;
 }
-NvmlReturn DeviceGetPowerUsage(NvmlDevice d, unsigned int* mw) { return Serve(d, &FakeGpu::power_mw, mw); }
+NvmlReturn DeviceGetPowerUsage(NvmlDevice d, unsigned int* mw) {
+  ++g_fake->power_calls;
+  return Serve(d, &FakeGpu::power_mw, mw);
+}
 NvmlReturn DeviceGetPowerLimit(NvmlDevice d, unsigned int* mw) {
   return Serve(d, &FakeGpu::power_limit_mw, mw);
 }
-NvmlReturn DeviceGetEnergy(NvmlDevice d, unsigned long long* mj) { return Serve(d, &FakeGpu::energy_mj, mj); }
+NvmlReturn DeviceGetEnergy(NvmlDevice d, unsigned long long* mj) {
+  ++g_fake->energy_calls;
+  return Serve(d, &FakeGpu::energy_mj, mj);
+}
 NvmlReturn DeviceGetClockInfo(NvmlDevice d, int type, unsigned int* mhz) {
+  ++g_fake->clock_calls;
   if (type == kNvmlClockSm) return Serve(d, &FakeGpu::sm_clock_mhz, mhz);
   if (type == kNvmlClockMem) return Serve(d, &FakeGpu::mem_clock_mhz, mhz);
   return kInvalidArgument;
@@ -145,6 +152,55 @@ NvmlReturn DeviceGetComputeRunningProcesses(NvmlDevice d, unsigned int* count, N
   return kNvmlSuccess;
 }
 
+template <class T>
+void StoreValue(NvmlFieldValue& field, NvmlValueType type, T value) {
+  field.value_type = static_cast<int>(type);
+  field.value = 0;
+  std::memcpy(&field.value, &value, sizeof(value));
+}
+
+// NVML's contract: each field gets its own nvmlReturn; the call returns SUCCESS when it could
+// look at the fields at all. Only the two fields the sampler asks for are known here; any other id
+// is INVALID_ARGUMENT, as a driver older than the id answers.
+NvmlReturn DeviceGetFieldValues(NvmlDevice d, int count, NvmlFieldValue* values) {
+  ++g_fake->field_values_calls;
+  FakeGpu* gpu = GpuOf(d);
+  if (gpu == nullptr || values == nullptr || count <= 0) return kInvalidArgument;
+  if (g_fake->field_values_result != kNvmlSuccess) return g_fake->field_values_result;
+  g_fake->last_field_ids.clear();
+  for (int i = 0; i < count; ++i) {
+    g_fake->last_field_ids.push_back(values[i].field_id);
+    NvmlFieldValue& f = values[i];
+    f.timestamp_us = 1;
+    f.latency_us = 0;
+    if (auto it = gpu->field_errors.find(f.field_id); it != gpu->field_errors.end()) {
+      f.nvml_return = it->second;
+      continue;
+    }
+    f.nvml_return = kNvmlErrorNotSupported;
+    if (f.field_id == kNvmlFiPowerAverage && gpu->power_mw) {
+      f.nvml_return = kNvmlSuccess;
+      const unsigned int mw = *gpu->power_mw;
+      switch (gpu->power_field_type) {
+        case NvmlValueType::kDouble:
+          StoreValue(f, gpu->power_field_type, static_cast<double>(mw));
+          break;
+        case NvmlValueType::kUnsignedLongLong:
+          StoreValue(f, gpu->power_field_type, static_cast<unsigned long long>(mw));
+          break;
+        default:
+          StoreValue(f, NvmlValueType::kUnsignedInt, mw);
+      }
+    } else if (f.field_id == kNvmlFiTotalEnergyConsumption && gpu->energy_mj) {
+      f.nvml_return = kNvmlSuccess;
+      StoreValue(f, NvmlValueType::kUnsignedLongLong, *gpu->energy_mj);
+    } else if (f.field_id != kNvmlFiPowerAverage && f.field_id != kNvmlFiTotalEnergyConsumption) {
+      f.nvml_return = kInvalidArgument;
+    }
+  }
+  return kNvmlSuccess;
+}
+
 }  // namespace
 
 FakeNvml::FakeNvml() {
@@ -176,6 +232,7 @@ NvmlApi FakeNvml::Api() const {
   api.device_get_clocks_event_reasons = &DeviceGetEvents;
   api.device_get_supported_clocks_event_reasons = &DeviceGetSupportedEvents;
   api.device_get_compute_running_processes = &DeviceGetComputeRunningProcesses;
+  api.device_get_field_values = without_field_values_function ? nullptr : &DeviceGetFieldValues;
   return api;
 }
 

@@ -2,6 +2,7 @@
 // sampler's own parsing (units, buffer sizing, unsupported readings) is what the tests exercise.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +25,11 @@ struct FakeGpu {
   std::optional<std::vector<NvmlProcessInfo>> processes = std::vector<NvmlProcessInfo>{};
   // Processes that appear between the sizing call and the fetch (tests the retry); consumed once.
   std::vector<NvmlProcessInfo> processes_arriving_late;
+  // nvmlDeviceGetFieldValues: a field id listed here gets this return code instead of its value.
+  std::map<unsigned int, NvmlReturn> field_errors;
+  // Served in the field (nvmlFieldValue_t.valueType) for the power field; the sampler must read
+  // whichever type the driver chose.
+  NvmlValueType power_field_type = NvmlValueType::kUnsignedInt;
 };
 
 // At most one FakeNvml exists at a time (NVML's C entry points carry no context, so the functions
@@ -44,6 +50,14 @@ class FakeNvml {
   std::string driver_version = "580.159.04";
   std::string nvml_version = "13.580.159.04";
   bool without_energy_function = false;  // a library without nvmlDeviceGetTotalEnergyConsumption
+  bool without_field_values_function = false;  // a library without nvmlDeviceGetFieldValues
+  // What nvmlDeviceGetFieldValues itself returns (SUCCESS: each field has its own code).
+  NvmlReturn field_values_result = kNvmlSuccess;
+  int field_values_calls = 0;
+  std::vector<unsigned int> last_field_ids;  // the ids the latest field-values call asked for
+  int power_calls = 0;   // nvmlDeviceGetPowerUsage
+  int energy_calls = 0;  // nvmlDeviceGetTotalEnergyConsumption
+  int clock_calls = 0;   // nvmlDeviceGetClockInfo
   int init_calls = 0;
   int shutdown_calls = 0;
   int pcie_calls = 0;

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "common/text.h"
@@ -36,7 +37,42 @@ const char* ReadingName(int reading) {
   return kNames[reading].data();
 }
 
+// A field's return codes that mean it will never be served on this device and driver.
+bool FieldNeverWorks(NvmlReturn rc) {
+  return rc == kNvmlErrorNotSupported || rc == kNvmlErrorFunctionNotFound || rc == kNvmlErrorNoPermission ||
+         rc == kNvmlErrorInvalidArgument;
+}
+
+bool NeverWorks(NvmlReturn rc) {
+  return rc == kNvmlErrorNotSupported || rc == kNvmlErrorFunctionNotFound || rc == kNvmlErrorNoPermission;
+}
+
 }  // namespace
+
+std::optional<double> FieldValueNumber(const NvmlFieldValue& field) {
+  // nvmlValue_t is a union; its bytes are copied into the member value_type names.
+  auto as = [&field](auto zero) {
+    std::memcpy(&zero, &field.value, sizeof(zero));
+    return static_cast<double>(zero);
+  };
+  switch (static_cast<NvmlValueType>(field.value_type)) {
+    case NvmlValueType::kDouble:
+      return as(0.0);
+    case NvmlValueType::kUnsignedInt:
+      return as(0U);
+    case NvmlValueType::kUnsignedLong:
+      return as(0UL);
+    case NvmlValueType::kUnsignedLongLong:
+      return as(0ULL);
+    case NvmlValueType::kSignedLongLong:
+      return as(0LL);
+    case NvmlValueType::kSignedInt:
+      return as(0);
+    case NvmlValueType::kUnsignedShort:
+      return as(static_cast<unsigned short>(0));
+  }
+  return std::nullopt;
+}
 
 Result<NvmlLibrary> LoadNvml(const std::string& soname) {
   void* handle = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -78,6 +114,7 @@ Result<NvmlLibrary> LoadNvml(const std::string& soname) {
   optional("nvmlDeviceGetTemperature", api.device_get_temperature);
   optional("nvmlDeviceGetPcieThroughput", api.device_get_pcie_throughput);
   optional("nvmlDeviceGetComputeRunningProcesses_v3", api.device_get_compute_running_processes);
+  optional("nvmlDeviceGetFieldValues", api.device_get_field_values);
   // "ClocksThrottle" became "ClocksEvent" in NVML 12.2 with the same bits; older drivers have only
   // the old name, newer headers deprecate it.
   if (!Bind(handle, "nvmlDeviceGetCurrentClocksEventReasons", api.device_get_clocks_event_reasons)) {
@@ -179,6 +216,10 @@ void NvmlSampler::SetDevices(std::vector<int> nvml_indices) {
       device.series[r] = prefix + ReadingName(r);
       device.supported[r] = available[r];
     }
+    if (options_.nvml_field_values == SamplerOptions::FieldValues::kAuto &&
+        api_.device_get_field_values != nullptr) {
+      for (const auto& f : kFieldReadings) device.by_field[static_cast<int>(f.reading)] = true;
+    }
     nlohmann::json& facts = device.facts;
     facts["index"] = index;
     char buffer[kStringBufferBytes] = {};
@@ -215,87 +256,119 @@ bool NvmlSampler::Ok(Device& device, Reading reading, NvmlReturn rc) {
   if (rc == kNvmlSuccess) return true;
   // These mean "never on this device or driver": stop asking. Any other error (a lost GPU, a
   // timeout) skips this round only.
-  if (rc == kNvmlErrorNotSupported || rc == kNvmlErrorFunctionNotFound || rc == kNvmlErrorNoPermission) {
-    device.supported[static_cast<int>(reading)] = false;
-  }
+  if (NeverWorks(rc)) device.supported[static_cast<int>(reading)] = false;
   return false;
+}
+
+void NvmlSampler::FetchFields(Device& d, const bool wanted[kReadingCount],
+                              std::optional<double> values[kReadingCount]) {
+  NvmlFieldValue fields[std::size(kFieldReadings)] = {};
+  int readings[std::size(kFieldReadings)] = {};
+  int n = 0;
+  for (const auto& f : kFieldReadings) {
+    const int r = static_cast<int>(f.reading);
+    if (!wanted[r] || !d.by_field[r] || !d.supported[r]) continue;
+    fields[n].field_id = f.field_id;
+    readings[n++] = r;
+  }
+  if (n == 0) return;
+  const NvmlReturn rc = api_.device_get_field_values(d.handle, n, fields);
+  if (rc != kNvmlSuccess) {
+    // The whole call refused: every field falls back to its single call, for good if the call
+    // itself will never work here.
+    if (FieldNeverWorks(rc)) std::fill(std::begin(d.by_field), std::end(d.by_field), false);
+    return;
+  }
+  for (int i = 0; i < n; ++i) {
+    const int r = readings[i];
+    std::optional<double> value;
+    if (fields[i].nvml_return == kNvmlSuccess) value = FieldValueNumber(fields[i]);
+    if (!value) {
+      // An unknown value type will not change either; a transient error retries next round.
+      if (fields[i].nvml_return == kNvmlSuccess || FieldNeverWorks(fields[i].nvml_return)) d.by_field[r] = false;
+      continue;
+    }
+    values[r] = value;
+  }
 }
 
 void NvmlSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
   if (state_ != "ok") return;
-  const bool pcie_round = options_.pcie_every_n_samples > 0 &&
-                          rounds_ % static_cast<std::uint64_t>(options_.pcie_every_n_samples) == 0;
-  const bool energy_round = options_.energy_every_n_samples <= 1 ||
-                            rounds_ % static_cast<std::uint64_t>(options_.energy_every_n_samples) == 0;
+  auto every = [this](int n) { return n <= 1 || rounds_ % static_cast<std::uint64_t>(n) == 0; };
+  const bool pcie_round = options_.pcie_every_n_samples > 0 && every(options_.pcie_every_n_samples);
+  const bool energy_round = every(options_.energy_every_n_samples);
+  const bool slow_round = every(options_.slow_every_n_samples);
   ++rounds_;
-  auto wants = [](const Device& d, Reading r, bool available) {
-    return available && d.supported[static_cast<int>(r)];
-  };
   auto emit = [&](const Device& d, Reading r, double value) {
     out.push_back({t_ns, d.series[static_cast<int>(r)], value});
   };
   for (Device& d : devices_) {
-    if (wants(d, Reading::kSmUtil, api_.device_get_utilization_rates != nullptr)) {
+    // What this round reads: a reading of another round's cadence, or unsupported, is skipped.
+    bool wanted[kReadingCount] = {};
+    for (Reading r : {Reading::kSmUtil, Reading::kMemUsed, Reading::kPower}) wanted[static_cast<int>(r)] = true;
+    wanted[static_cast<int>(Reading::kEnergy)] = energy_round;
+    for (Reading r : {Reading::kSmClock, Reading::kMemClock, Reading::kTemp, Reading::kEvents})
+      wanted[static_cast<int>(r)] = slow_round;
+    wanted[static_cast<int>(Reading::kProcMem)] = slow_round && target_ > 0;
+    wanted[static_cast<int>(Reading::kPcieTx)] = wanted[static_cast<int>(Reading::kPcieRx)] = pcie_round;
+    auto wants = [&](Reading r) { return wanted[static_cast<int>(r)] && d.supported[static_cast<int>(r)]; };
+
+    std::optional<double> batched[kReadingCount];
+    if (api_.device_get_field_values != nullptr) FetchFields(d, wanted, batched);
+    // A field-value reading in the single call's unit; false when it must be read by its call.
+    auto from_field = [&](Reading r, double divisor) {
+      const auto& v = batched[static_cast<int>(r)];
+      if (v) emit(d, r, *v / divisor);
+      return v.has_value();
+    };
+
+    if (wants(Reading::kSmUtil)) {
       NvmlUtilization u{};
       if (Ok(d, Reading::kSmUtil, api_.device_get_utilization_rates(d.handle, &u))) {
         emit(d, Reading::kSmUtil, u.gpu);
         emit(d, Reading::kMemUtil, u.memory);
       }
     }
-    if (wants(d, Reading::kMemUsed, api_.device_get_memory_info != nullptr)) {
+    if (wants(Reading::kMemUsed)) {
       NvmlMemory m{};
       if (Ok(d, Reading::kMemUsed, api_.device_get_memory_info(d.handle, &m))) {
         emit(d, Reading::kMemUsed, static_cast<double>(m.used));
       }
     }
-    if (wants(d, Reading::kPower, api_.device_get_power_usage != nullptr)) {
+    if (wants(Reading::kPower) && !from_field(Reading::kPower, 1000.0)) {
       unsigned int mw = 0;
-      if (Ok(d, Reading::kPower, api_.device_get_power_usage(d.handle, &mw)))
-        emit(d, Reading::kPower, mw / 1000.0);
+      if (Ok(d, Reading::kPower, api_.device_get_power_usage(d.handle, &mw))) emit(d, Reading::kPower, mw / 1000.0);
     }
-    if (energy_round && wants(d, Reading::kEnergy, api_.device_get_total_energy_consumption != nullptr)) {
+    if (wants(Reading::kEnergy) && !from_field(Reading::kEnergy, 1000.0)) {
       unsigned long long mj = 0;
       if (Ok(d, Reading::kEnergy, api_.device_get_total_energy_consumption(d.handle, &mj))) {
         emit(d, Reading::kEnergy, static_cast<double>(mj) / 1000.0);
       }
     }
-    if (wants(d, Reading::kSmClock, api_.device_get_clock_info != nullptr)) {
+    for (auto [reading, type] : {std::pair{Reading::kSmClock, kNvmlClockSm}, std::pair{Reading::kMemClock, kNvmlClockMem}}) {
       unsigned int mhz = 0;
-      if (Ok(d, Reading::kSmClock, api_.device_get_clock_info(d.handle, kNvmlClockSm, &mhz))) {
-        emit(d, Reading::kSmClock, mhz);
-      }
+      if (wants(reading) && Ok(d, reading, api_.device_get_clock_info(d.handle, type, &mhz))) emit(d, reading, mhz);
     }
-    if (wants(d, Reading::kMemClock, api_.device_get_clock_info != nullptr)) {
-      unsigned int mhz = 0;
-      if (Ok(d, Reading::kMemClock, api_.device_get_clock_info(d.handle, kNvmlClockMem, &mhz))) {
-        emit(d, Reading::kMemClock, mhz);
-      }
-    }
-    if (wants(d, Reading::kTemp, api_.device_get_temperature != nullptr)) {
+    if (wants(Reading::kTemp)) {
       unsigned int c = 0;
       if (Ok(d, Reading::kTemp, api_.device_get_temperature(d.handle, kNvmlTemperatureGpu, &c)))
         emit(d, Reading::kTemp, c);
     }
-    if (pcie_round) {
-      // NVML reports KB/s; taken as KiB like its other byte figures.
-      for (auto [reading, counter] :
-           {std::pair{Reading::kPcieTx, kNvmlPcieTxBytes}, std::pair{Reading::kPcieRx, kNvmlPcieRxBytes}}) {
-        if (!wants(d, reading, api_.device_get_pcie_throughput != nullptr)) continue;
-        unsigned int kb_per_s = 0;
-        if (Ok(d, reading, api_.device_get_pcie_throughput(d.handle, counter, &kb_per_s))) {
-          emit(d, reading, kb_per_s * 1024.0);
-        }
+    // NVML reports KB/s; taken as KiB like its other byte figures.
+    for (auto [reading, counter] :
+         {std::pair{Reading::kPcieTx, kNvmlPcieTxBytes}, std::pair{Reading::kPcieRx, kNvmlPcieRxBytes}}) {
+      unsigned int kb_per_s = 0;
+      if (wants(reading) && Ok(d, reading, api_.device_get_pcie_throughput(d.handle, counter, &kb_per_s))) {
+        emit(d, reading, kb_per_s * 1024.0);
       }
     }
-    if (wants(d, Reading::kEvents, api_.device_get_clocks_event_reasons != nullptr)) {
+    if (wants(Reading::kEvents)) {
       unsigned long long mask = 0;
       if (Ok(d, Reading::kEvents, api_.device_get_clocks_event_reasons(d.handle, &mask))) {
         emit(d, Reading::kEvents, static_cast<double>(mask));
       }
     }
-    if (target_ > 0 && wants(d, Reading::kProcMem, api_.device_get_compute_running_processes != nullptr)) {
-      SampleProcesses(d, t_ns, out);
-    }
+    if (wants(Reading::kProcMem)) SampleProcesses(d, t_ns, out);
   }
 }
 
@@ -374,6 +447,7 @@ nlohmann::json NvmlSampler::Describe() const {
   nlohmann::json devices = nlohmann::json::array();
   nlohmann::json sampled = nlohmann::json::array();
   nlohmann::json unsupported = nlohmann::json::object();
+  nlohmann::json field_values = nlohmann::json::object();
   for (const Device& d : devices_) {
     nlohmann::json device = d.facts;
     // Read now, not at construction: a GPU already thermally limited before a cell is a warning
@@ -390,6 +464,11 @@ nlohmann::json NvmlSampler::Describe() const {
       if (!d.supported[r]) missing.push_back(ReadingName(r));
     }
     if (!missing.empty()) unsupported["gpu" + std::to_string(d.index)] = missing;
+    nlohmann::json& batched = field_values["gpu" + std::to_string(d.index)] = nlohmann::json::array();
+    for (const auto& f : kFieldReadings) {
+      const int r = static_cast<int>(f.reading);
+      if (d.by_field[r] && d.supported[r]) batched.push_back(ReadingName(r));
+    }
   }
   facts["devices"] = devices;
   facts["sampled"] = sampled;
@@ -397,6 +476,12 @@ nlohmann::json NvmlSampler::Describe() const {
   if (!missing_devices_.empty()) facts["missing_devices"] = missing_devices_;
   facts["pcie_every_n_samples"] = options_.pcie_every_n_samples;
   facts["energy_every_n_samples"] = options_.energy_every_n_samples;
+  facts["slow_every_n_samples"] = options_.slow_every_n_samples;
+  const bool field_values_on = options_.nvml_field_values == SamplerOptions::FieldValues::kAuto;
+  facts["nvml_field_values"] = field_values_on ? "auto" : "off";
+  // Which readings one nvmlDeviceGetFieldValues call serves now: none where the driver lacks the
+  // function or refused every field.
+  if (field_values_on) facts["field_values"] = field_values;
   return facts;
 }
 

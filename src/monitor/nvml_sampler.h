@@ -42,8 +42,19 @@ struct NvmlProcessInfo {  // nvmlProcessInfo_t (= _v2), filled by ..._v3
   unsigned int compute_instance_id;
 };
 static_assert(sizeof(NvmlProcessInfo) == 24, "must match nvmlProcessInfo_t");
+struct NvmlFieldValue {  // nvmlFieldValue_t, for nvmlDeviceGetFieldValues
+  unsigned int field_id;   // NVML_FI_* (in)
+  unsigned int scope_id;   // 0: the GPU itself (in; "unused" in older headers, to be 0 there too)
+  long long timestamp_us;  // CPU time of the value, since 1970 (out)
+  long long latency_us;    // how long NVML took to update the value (out)
+  int value_type;          // nvmlValueType_t: which member of nvmlValue_t `value` holds (out)
+  int nvml_return;         // this field's own nvmlReturn_t; `value` is undefined unless SUCCESS (out)
+  unsigned long long value;  // nvmlValue_t's 8 bytes, read through FieldValueNumber
+};
+static_assert(sizeof(NvmlFieldValue) == 40, "must match nvmlFieldValue_t");
 
 inline constexpr NvmlReturn kNvmlSuccess = 0;
+inline constexpr NvmlReturn kNvmlErrorInvalidArgument = 2;
 inline constexpr NvmlReturn kNvmlErrorNotSupported = 3;
 inline constexpr NvmlReturn kNvmlErrorNoPermission = 4;
 inline constexpr NvmlReturn kNvmlErrorNotFound = 6;
@@ -57,6 +68,26 @@ inline constexpr int kNvmlTemperatureGpu = 0;  // nvmlTemperatureSensors_t NVML_
 inline constexpr int kNvmlPcieTxBytes = 0;     // nvmlPcieUtilCounter_t NVML_PCIE_UTIL_TX_BYTES
 inline constexpr int kNvmlPcieRxBytes = 1;     // NVML_PCIE_UTIL_RX_BYTES
 inline constexpr unsigned long long kNvmlValueNotAvailable = ~0ULL;
+// Field ids (NVML_FI_DEV_*) whose value is what the matching single call returns: the energy
+// counter in mJ (= nvmlDeviceGetTotalEnergyConsumption), and power in mW averaged over 1 s, which
+// is what nvmlDeviceGetPowerUsage returns on Ampere (except GA100) and newer; older GPUs report
+// that field NOT_SUPPORTED and keep the single call (their instantaneous power). GPU temperature,
+// clocks and PCIe throughput have no field id in the nvml.h read for this (ids below
+// NVML_FI_MAX = 200) and stay single calls.
+inline constexpr unsigned int kNvmlFiTotalEnergyConsumption = 83;
+inline constexpr unsigned int kNvmlFiPowerAverage = 185;
+// nvmlValueType_t: NVML_VALUE_TYPE_DOUBLE = 0 ... NVML_VALUE_TYPE_UNSIGNED_SHORT = 6.
+enum class NvmlValueType : int {
+  kDouble = 0,
+  kUnsignedInt = 1,
+  kUnsignedLong = 2,
+  kUnsignedLongLong = 3,
+  kSignedLongLong = 4,
+  kSignedInt = 5,
+  kUnsignedShort = 6,
+};
+// A successful field's value as a double; nullopt for a type this code does not know.
+std::optional<double> FieldValueNumber(const NvmlFieldValue& field);
 
 // Clocks event ("throttle") reason bits, nvmlClocksEventReason* (same bits under both names).
 inline constexpr std::uint64_t kClocksEventGpuIdle = 0x1;
@@ -91,6 +122,8 @@ struct NvmlApi {
   NvmlReturn (*device_get_supported_clocks_event_reasons)(NvmlDevice, unsigned long long*) = nullptr;
   NvmlReturn (*device_get_compute_running_processes)(NvmlDevice, unsigned int* count,
                                                      NvmlProcessInfo*) = nullptr;  // _v3
+  // nvmlDeviceGetFieldValues: several readings in one call, each with its own return code.
+  NvmlReturn (*device_get_field_values)(NvmlDevice, int count, NvmlFieldValue* values) = nullptr;
 };
 
 // A dlopen'ed libnvidia-ml and its entry points. The library stays loaded while any copy of
@@ -111,6 +144,14 @@ Result<NvmlLibrary> LoadNvml(const std::string& soname = "libnvidia-ml.so.1");
 //   (every options.pcie_every_n_samples rounds), gpu<i>.clocks_event_reasons (bitmask as double),
 //   gpu<i>.proc_mem_bytes (memory of the target's process tree on that GPU; only when NVML lists
 //   a process of the tree: PIDs are host PIDs and do not match inside a PID namespace).
+// Temperature, clocks, clocks event reasons and the process list (proc_mem_bytes, other_procs)
+// are read every options.slow_every_n_samples rounds; energy every energy_every_n_samples. A
+// round that does not read a series has no point of it (never a repeated or zero value).
+// With options.nvml_field_values = kAuto and a driver exporting nvmlDeviceGetFieldValues, power
+// and energy are read in one call per GPU; a field whose own return code is not SUCCESS is read
+// by its single call instead that round, and for good when the code says the field will never
+// work (NOT_SUPPORTED, NO_PERMISSION, FUNCTION_NOT_FOUND, INVALID_ARGUMENT: an id the driver
+// does not know). Values and series are the same either way.
 // A reading that returns NOT_SUPPORTED once is not asked again (and Describe lists it).
 class NvmlSampler final : public Sampler {
  public:
@@ -134,7 +175,9 @@ class NvmlSampler final : public Sampler {
   void SetTargetPid(pid_t pid) override { target_ = pid; }
   void Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) override;
   // {driver_version, nvml_version, devices: [{index, name, uuid, power_limit_w,
-  //  memory_total_bytes, supported_clocks_event_reasons}], sampled: [indices], unsupported: {...}}
+  //  memory_total_bytes, supported_clocks_event_reasons}], sampled: [indices], unsupported: {...},
+  //  pcie/energy/slow_every_n_samples, nvml_field_values: "off"|"auto",
+  //  field_values: {gpu<i>: [series read through field values]} (only with "auto")}
   nlohmann::json Describe() const override;
   // Every compute process NVML lists on the sampled GPUs now, named from /proc/<pid>/comm where
   // that can be read. A GPU whose list cannot be read adds none.
@@ -158,14 +201,26 @@ class NvmlSampler final : public Sampler {
     kCount,
   };
   static constexpr int kReadingCount = static_cast<int>(Reading::kCount);
+  // The readings nvmlDeviceGetFieldValues serves, by the field id whose value is the single call's.
+  struct FieldReading {
+    Reading reading;
+    unsigned int field_id;
+  };
+  static constexpr FieldReading kFieldReadings[] = {{Reading::kPower, kNvmlFiPowerAverage},
+                                                    {Reading::kEnergy, kNvmlFiTotalEnergyConsumption}};
   struct Device {
     int index = 0;
     NvmlDevice handle = nullptr;
     std::string series[kReadingCount];  // precomputed names: no formatting per round
     bool supported[kReadingCount] = {};
+    // Read through nvmlDeviceGetFieldValues (kAuto only; cleared for a field that will never work).
+    bool by_field[kReadingCount] = {};
     nlohmann::json facts;  // name, uuid, power limit, memory total
   };
   bool Ok(Device& device, Reading reading, NvmlReturn rc);
+  // Reads this round's field-value readings of `device` (the `wanted` ones still by_field) in one
+  // call; sets values[r] for each field that succeeded.
+  void FetchFields(Device& device, const bool wanted[kReadingCount], std::optional<double> values[kReadingCount]);
   void SampleProcesses(Device& device, std::int64_t t_ns, std::vector<SeriesPoint>& out);
   // Fills process_buffer_ with the device's compute processes; their count, or nullopt when NVML
   // refused (unsupported readings are marked as Sample marks them).

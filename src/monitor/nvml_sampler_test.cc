@@ -26,6 +26,21 @@ std::unique_ptr<NvmlSampler> Make(const FakeNvml& fake, std::shared_ptr<const Pr
   return std::make_unique<NvmlSampler>(fake.Api(), nullptr, std::move(fs), options);
 }
 
+// Runner 100 with child 101 on the GPU; 200 is another user's process.
+std::shared_ptr<FakeProcFs> GpuProcFs() {
+  auto fs = std::make_shared<FakeProcFs>();
+  auto stat = [](int pid, int ppid) {
+    std::string line = std::to_string(pid) + " (p) S " + std::to_string(ppid);
+    for (int i = 0; i < 48; ++i) line += " 0";
+    return line;
+  };
+  fs->Set("/proc/100/stat", stat(100, 1));
+  fs->Set("/proc/101/stat", stat(101, 100));
+  fs->Set("/proc/200/stat", stat(200, 1));
+  for (int pid = 300; pid < 310; ++pid) fs->Set("/proc/" + std::to_string(pid) + "/stat", stat(pid, 101));
+  return fs;
+}
+
 TEST(NvmlSamplerTest, EverySeriesWithItsUnit) {
   FakeNvml fake;
   FakeGpu& g = fake.gpus[0];
@@ -85,6 +100,37 @@ TEST(NvmlSamplerTest, TheEnergyCounterIsReadOnEveryNthRoundOnly) {
     each->Sample(round, out);
     EXPECT_EQ(Last(out).count("gpu0.energy_j"), 1u) << round;
   }
+}
+
+// Temperature, clocks, clocks event reasons and the process list are read on every
+// slow_every_n_samples-th round only: absent from the other rounds' samples, never repeated;
+// utilisation, memory and power stay in every round.
+TEST(NvmlSamplerTest, SlowReadingsAreReadOnEveryNthRoundOnly) {
+  FakeNvml fake;
+  fake.gpus[0].processes = std::vector<NvmlProcessInfo>{{100, 1000, 0, 0}, {200, 5, 0, 0}};
+  SamplerOptions options;
+  options.slow_every_n_samples = 4;
+  auto sampler = Make(fake, GpuProcFs(), options);
+  sampler->SetTargetPid(100);
+  const std::set<std::string> slow = {"gpu0.sm_clock_mhz", "gpu0.mem_clock_mhz", "gpu0.temp_c",
+                                      "gpu0.clocks_event_reasons", "gpu0.proc_mem_bytes", "gpu0.other_procs"};
+  std::vector<int> slow_rounds;
+  for (int round = 0; round < 9; ++round) {
+    std::vector<SeriesPoint> out;
+    sampler->Sample(round, out);
+    const auto m = Last(out);
+    std::size_t present = 0;
+    for (const auto& name : slow) present += m.count(name);
+    EXPECT_TRUE(present == 0 || present == slow.size()) << "round " << round << ": " << present;
+    if (present != 0) slow_rounds.push_back(round);
+    for (const char* every : {"gpu0.sm_util_pct", "gpu0.mem_util_pct", "gpu0.mem_used_bytes", "gpu0.power_w"})
+      EXPECT_EQ(m.count(every), 1u) << every << " in round " << round;
+  }
+  EXPECT_EQ(slow_rounds, (std::vector<int>{0, 4, 8}));
+  EXPECT_EQ(fake.clock_calls, 2 * 3);
+  EXPECT_EQ(fake.process_calls, 2 * 3);  // sizing and fetch
+  EXPECT_EQ(sampler->Describe()["slow_every_n_samples"], 4);
+  EXPECT_EQ(Make(fake)->Describe()["slow_every_n_samples"], 1) << "the default reads every round";
 }
 
 TEST(NvmlSamplerTest, UnsupportedReadingsAreAbsentNotZeroAndNotAskedAgain) {
@@ -165,21 +211,6 @@ TEST(NvmlSamplerTest, DescribeGivesDriverDevicesAndLimits) {
   EXPECT_EQ(dev["memory_total_bytes"], 150ull << 30);
   EXPECT_EQ(dev["supported_clocks_event_reasons"], 0x1ff);
   EXPECT_EQ(dev["clocks_event_reasons"], kClocksEventHwThermal);
-}
-
-// Runner 100 with child 101 on the GPU; 200 is another user's process.
-std::shared_ptr<FakeProcFs> GpuProcFs() {
-  auto fs = std::make_shared<FakeProcFs>();
-  auto stat = [](int pid, int ppid) {
-    std::string line = std::to_string(pid) + " (p) S " + std::to_string(ppid);
-    for (int i = 0; i < 48; ++i) line += " 0";
-    return line;
-  };
-  fs->Set("/proc/100/stat", stat(100, 1));
-  fs->Set("/proc/101/stat", stat(101, 100));
-  fs->Set("/proc/200/stat", stat(200, 1));
-  for (int pid = 300; pid < 310; ++pid) fs->Set("/proc/" + std::to_string(pid) + "/stat", stat(pid, 101));
-  return fs;
 }
 
 TEST(NvmlSamplerTest, ProcessMemoryCountsTheRunnerTreeOnly) {

@@ -104,6 +104,20 @@ struct SamplerOptions {
   // every Nth round only; a cell's energy is the counter between its readings inside the window plus
   // the integrated power at the window's two edges (docs/monitoring.md). 1: every round.
   int energy_every_n_samples = 10;
+  // Temperature, SM and memory clocks, clocks event reasons and the process list (the runner's
+  // device memory and the count of other processes) are read every Nth round; utilisation,
+  // memory used and power every round. 1 (the default): every round, because the per-call costs
+  // measured on the H100 and H200 put these readings together at 7 to 9 us a round (under 0.01%
+  // of a core at 10 Hz; docs/monitoring.md), while fewer samples weaken the leak rule (at least
+  // kLeakMinSamples in its window) and the throttle fractions. dlbench-bench-monitor prints a
+  // round's CPU time and the monitor's share of a core with 1 and with 10, so a GPU session can
+  // show whether a larger default pays.
+  int slow_every_n_samples = 1;
+  // Power and the energy counter through one nvmlDeviceGetFieldValues call per GPU (kAuto, where
+  // the driver exports it) or one call each (kOff). Off until dlbench-bench-monitor has measured
+  // on a real driver that the batched call costs less (docs/monitoring.md).
+  enum class FieldValues { kOff, kAuto };
+  FieldValues nvml_field_values = FieldValues::kOff;
 };
 
 // The samplers this machine supports: NVML, procfs, RAPL. Each is present even when its source
