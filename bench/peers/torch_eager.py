@@ -28,6 +28,17 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
+def attention(q, k, v, bias, dropout_p):
+    """softmax(q k^T / sqrt(d) + bias) v over [N, heads, L, head_dim]: PyTorch's fused kernel where
+    it has one (2.0 on), else the same arithmetic written out (1.13, the CPU machines' build)."""
+    if hasattr(F, "scaled_dot_product_attention"):
+        return F.scaled_dot_product_attention(q, k, v, bias, dropout_p=dropout_p)
+    scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    if bias is not None:
+        scores = scores + bias
+    return torch.matmul(F.dropout(torch.softmax(scores, -1), dropout_p), v)
+
+
 class BertEncoderLayer(nn.Module):
     def __init__(self, hidden, heads, intermediate, dropout):
         super().__init__()
@@ -51,8 +62,7 @@ class BertEncoderLayer(nn.Module):
             return t.view(n, length, self.heads, self.head_dim).transpose(1, 2)
 
         q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
-        ctx = F.scaled_dot_product_attention(q, k, v, mask_bias.to(q.dtype),
-                                             dropout_p=self.p if self.training else 0.0)
+        ctx = attention(q, k, v, mask_bias.to(q.dtype), self.p if self.training else 0.0)
         ctx = ctx.transpose(1, 2).reshape(n, length, -1)
         h = self.attention_norm(x + self.dropout(self.attention_out(ctx)))
         return self.output_norm(h + self.dropout(self.output(F.gelu(self.intermediate(h)))))
