@@ -58,10 +58,11 @@ class BertEncoderLayer(nn.Module):
     def forward(self, x, mask_bias):
         n, length, _ = x.shape
 
-        def split(t):
-            return t.view(n, length, self.heads, self.head_dim).transpose(1, 2)
-
-        q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
+        # One product over the stacked weights, as runners/torch/models/bert.cc: under autocast x is
+        # fp32 and each Linear casts its input, so three projections would cast it three times.
+        projections = (self.query, self.key, self.value)
+        qkv = F.linear(x, torch.cat([p.weight for p in projections]), torch.cat([p.bias for p in projections]))
+        q, k, v = qkv.view(n, length, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
         ctx = attention(q, k, v, mask_bias.to(q.dtype), self.p if self.training else 0.0)
         ctx = ctx.transpose(1, 2).reshape(n, length, -1)
         h = self.attention_norm(x + self.dropout(self.attention_out(ctx)))
