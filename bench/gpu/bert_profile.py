@@ -11,7 +11,8 @@ definition. This script puts the two models side by side under the same conditio
 - (b) `own`: BertForClassification from bench/peers/torch_eager.py;
 
 both fp32 weights, autocast (bf16 by default), inference_mode, eval mode, the same token ids and
-an all-ones attention mask [N, L] (`--mask none` passes no mask).
+an all-ones attention mask [N, L] (`--mask none` passes none to HF's model; the project's
+always takes one, all ones).
 
 For each model it prints seq/s over `--steps` steps timed with CUDA events after `--warmup`
 steps (on the CPU: the host's monotonic clock), then profiles `--profile-steps` steps with
