@@ -28,6 +28,17 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
+def attention(q, k, v, bias, dropout_p):
+    """softmax(q k^T / sqrt(d) + bias) v over [N, heads, L, head_dim]: PyTorch's fused kernel where
+    it has one (2.0 on), else the same arithmetic written out (1.13, the CPU machines' build)."""
+    if hasattr(F, "scaled_dot_product_attention"):
+        return F.scaled_dot_product_attention(q, k, v, bias, dropout_p=dropout_p)
+    scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    if bias is not None:
+        scores = scores + bias
+    return torch.matmul(F.dropout(torch.softmax(scores, -1), dropout_p), v)
+
+
 class BertEncoderLayer(nn.Module):
     def __init__(self, hidden, heads, intermediate, dropout):
         super().__init__()
@@ -47,12 +58,12 @@ class BertEncoderLayer(nn.Module):
     def forward(self, x, mask_bias):
         n, length, _ = x.shape
 
-        def split(t):
-            return t.view(n, length, self.heads, self.head_dim).transpose(1, 2)
-
-        q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
-        ctx = F.scaled_dot_product_attention(q, k, v, mask_bias.to(q.dtype),
-                                             dropout_p=self.p if self.training else 0.0)
+        # One product over the stacked weights, as runners/torch/models/bert.cc: under autocast x is
+        # fp32 and each Linear casts its input, so three projections would cast it three times.
+        projections = (self.query, self.key, self.value)
+        qkv = F.linear(x, torch.cat([p.weight for p in projections]), torch.cat([p.bias for p in projections]))
+        q, k, v = qkv.view(n, length, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        ctx = attention(q, k, v, mask_bias.to(q.dtype), self.p if self.training else 0.0)
         ctx = ctx.transpose(1, 2).reshape(n, length, -1)
         h = self.attention_norm(x + self.dropout(self.attention_out(ctx)))
         return self.output_norm(h + self.dropout(self.output(F.gelu(self.intermediate(h)))))
