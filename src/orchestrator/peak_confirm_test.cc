@@ -3,7 +3,9 @@
 // extras say when the peak holds, steps down, is not confirmed, or is unconfirmed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
+#include <vector>
 
 #include "orchestrator/peak_cell.h"
 #include "record/metrics.h"
@@ -13,6 +15,7 @@ namespace {
 
 namespace metric = record::metric;
 constexpr std::int64_t kStart = 1'200'000'000'000;
+constexpr std::int64_t kProbe = 550;  // queries a hand-made probe covers: 50 warm-up, 500 measured
 
 LoadCellSettings ConfirmSettings(double confirm_s) {
   auto s = LoadCellSettingsOf({{"scenario", "infer"},
@@ -69,9 +72,9 @@ record::CellRecord WithProbes(const nlohmann::json& probes) {
 
 // Probes of 550 queries each: probe k (0-based) covers [550 k, 550 (k + 1)); `slow_probes` are over
 // the bound.
-std::function<bool(std::uint64_t)> SlowProbes(std::vector<std::uint64_t> slow_probes) {
+std::function<bool(std::uint64_t)> SlowProbes(const std::vector<std::uint64_t>& slow_probes) {
   return [slow_probes](std::uint64_t id) {
-    return std::find(slow_probes.begin(), slow_probes.end(), id / 550) != slow_probes.end();
+    return std::find(slow_probes.begin(), slow_probes.end(), id / kProbe) != slow_probes.end();
   };
 }
 
@@ -81,11 +84,11 @@ std::function<bool(std::uint64_t)> SlowProbes(std::vector<std::uint64_t> slow_pr
 // not a short search, and its window the passing confirmation's.
 TEST(PeakConfirmTest, AFailedConfirmationStepsTheValidPeakDownToTheNextPassingRate) {
   const LoadCellSettings s = ConfirmSettings(15);
-  const LoadRecorder load = Recorded(s, 5 * 550, SlowProbes({2, 3}));
+  const LoadRecorder load = Recorded(s, 5 * kProbe, SlowProbes({2, 3}));
   record::CellRecord rec =
       WithProbes({Probe(100, 0, true, false), Probe(150, 550, true, false), Probe(200, 1100, false, false),
                   Probe(150, 1650, false, true), Probe(100, 2200, true, true)});
-  const LoadConclusion c = ConcludeLoad(load, 5 * 550, "peak_search", "peak_search", rec);
+  const LoadConclusion c = ConcludeLoad(load, 5 * kProbe, "peak_search", "peak_search", rec);
   ASSERT_FALSE(c.invalid) << *c.invalid;
   EXPECT_TRUE(c.reasons.empty()) << c.reasons[0];
   EXPECT_EQ(record::MetricValue(rec, metric::kLoadPeakQps), 100.0);
@@ -109,10 +112,10 @@ TEST(PeakConfirmTest, AFailedConfirmationStepsTheValidPeakDownToTheNextPassingRa
 // confirmation's, not the shorter search probe's at the same rate.
 TEST(PeakConfirmTest, APassingConfirmationKeepsThePeakAndIsTheWindow) {
   const LoadCellSettings s = ConfirmSettings(15);
-  const LoadRecorder load = Recorded(s, 3 * 550, SlowProbes({1}));
+  const LoadRecorder load = Recorded(s, 3 * kProbe, SlowProbes({1}));
   record::CellRecord rec =
       WithProbes({Probe(100, 0, true, false), Probe(200, 550, false, false), Probe(100, 1100, true, true)});
-  const LoadConclusion c = ConcludeLoad(load, 3 * 550, "peak_search", "peak_search", rec);
+  const LoadConclusion c = ConcludeLoad(load, 3 * kProbe, "peak_search", "peak_search", rec);
   ASSERT_FALSE(c.invalid) << *c.invalid;
   EXPECT_TRUE(c.reasons.empty()) << c.reasons[0];
   EXPECT_EQ(record::MetricValue(rec, metric::kLoadPeakQps), 100.0);
@@ -129,10 +132,10 @@ TEST(PeakConfirmTest, APassingConfirmationKeepsThePeakAndIsTheWindow) {
 // confirmation's.
 TEST(PeakConfirmTest, EveryConfirmationFailingLeavesNoPeakAndTheCellInvalid) {
   const LoadCellSettings s = ConfirmSettings(15);
-  const LoadRecorder load = Recorded(s, 3 * 550, SlowProbes({1, 2}));
+  const LoadRecorder load = Recorded(s, 3 * kProbe, SlowProbes({1, 2}));
   record::CellRecord rec =
       WithProbes({Probe(100, 0, true, false), Probe(200, 550, false, false), Probe(100, 1100, false, true)});
-  const LoadConclusion c = ConcludeLoad(load, 3 * 550, "peak_search", "peak_search", rec);
+  const LoadConclusion c = ConcludeLoad(load, 3 * kProbe, "peak_search", "peak_search", rec);
   ASSERT_FALSE(c.invalid) << *c.invalid;
   ASSERT_EQ(c.reasons.size(), 1u);
   EXPECT_EQ(
@@ -151,9 +154,9 @@ TEST(PeakConfirmTest, EveryConfirmationFailingLeavesNoPeakAndTheCellInvalid) {
 // next lower passing rate's: the peak is unconfirmed, and the cell too_short.
 TEST(PeakConfirmTest, ABudgetThatEndsBeforeAConfirmationLeavesThePeakUnconfirmed) {
   const LoadCellSettings s = ConfirmSettings(15);
-  const LoadRecorder two = Recorded(s, 2 * 550, SlowProbes({1}));
+  const LoadRecorder two = Recorded(s, 2 * kProbe, SlowProbes({1}));
   record::CellRecord none = WithProbes({Probe(100, 0, true, false), Probe(200, 550, false, false)});
-  const LoadConclusion n = ConcludeLoad(two, 2 * 550, "max_time", "max_time", none);
+  const LoadConclusion n = ConcludeLoad(two, 2 * kProbe, "max_time", "max_time", none);
   ASSERT_FALSE(n.invalid) << *n.invalid;
   ASSERT_EQ(n.reasons.size(), 1u);
   EXPECT_EQ(n.reasons[0],
@@ -162,10 +165,10 @@ TEST(PeakConfirmTest, ABudgetThatEndsBeforeAConfirmationLeavesThePeakUnconfirmed
   EXPECT_EQ(record::MetricValue(none, metric::kLoadPeakQps), 100.0);
   EXPECT_EQ(none.extras["load"]["peak_search"]["confirmation"], "unconfirmed");
 
-  const LoadRecorder four = Recorded(s, 4 * 550, SlowProbes({2, 3}));
+  const LoadRecorder four = Recorded(s, 4 * kProbe, SlowProbes({2, 3}));
   record::CellRecord failed = WithProbes({Probe(100, 0, true, false), Probe(150, 550, true, false),
                                           Probe(200, 1100, false, false), Probe(150, 1650, false, true)});
-  const LoadConclusion f = ConcludeLoad(four, 4 * 550, "max_time", "max_time", failed);
+  const LoadConclusion f = ConcludeLoad(four, 4 * kProbe, "max_time", "max_time", failed);
   ASSERT_FALSE(f.invalid) << *f.invalid;
   ASSERT_EQ(f.reasons.size(), 1u);
   EXPECT_EQ(f.reasons[0],
@@ -178,19 +181,19 @@ TEST(PeakConfirmTest, ABudgetThatEndsBeforeAConfirmationLeavesThePeakUnconfirmed
 // Confirmations come after the search's probes, and only in a cell that asks for them.
 TEST(PeakConfirmTest, AConfirmationOutOfPlaceMakesTheCellInvalid) {
   const LoadCellSettings s = ConfirmSettings(15);
-  const LoadRecorder load = Recorded(s, 3 * 550, SlowProbes({1}));
+  const LoadRecorder load = Recorded(s, 3 * kProbe, SlowProbes({1}));
   record::CellRecord early =
       WithProbes({Probe(100, 0, true, true), Probe(200, 550, false, false), Probe(100, 1100, true, false)});
-  const LoadConclusion e = ConcludeLoad(load, 3 * 550, "peak_search", "peak_search", early);
+  const LoadConclusion e = ConcludeLoad(load, 3 * kProbe, "peak_search", "peak_search", early);
   ASSERT_TRUE(e.invalid);
   EXPECT_EQ(
       *e.invalid,
       "the runner's peak search report has search probe 2 after a confirmation: confirmations come last");
   const LoadCellSettings off = ConfirmSettings(0);
-  const LoadRecorder off_load = Recorded(off, 3 * 550, SlowProbes({1}));
+  const LoadRecorder off_load = Recorded(off, 3 * kProbe, SlowProbes({1}));
   record::CellRecord unasked =
       WithProbes({Probe(100, 0, true, false), Probe(200, 550, false, false), Probe(100, 1100, true, true)});
-  const LoadConclusion u = ConcludeLoad(off_load, 3 * 550, "peak_search", "peak_search", unasked);
+  const LoadConclusion u = ConcludeLoad(off_load, 3 * kProbe, "peak_search", "peak_search", unasked);
   ASSERT_TRUE(u.invalid);
   EXPECT_EQ(*u.invalid,
             "the runner's peak search report has 1 confirmation probe, but the cell's peak_confirm_s is 0");
