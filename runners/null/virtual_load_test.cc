@@ -301,6 +301,7 @@ TEST(VirtualLoadTest, EachPeakProbeMeasuresAtLeastItsMinimumDurationAtItsRate) {
                            {"max_batch", 1},
                            {"peak_max_probes", max_probes}};
     if (min_s) keys["peak_min_probe_s"] = *min_s;
+    keys["peak_confirm_s"] = 0;  // the search's probes alone (as before peak_confirm_s)
     return SearchOnTheVirtualServer(Settings(keys), service, 100'000'000'000'000);
   };
   const load::PeakSearchOutcome bare = search(0.0, 4);
@@ -334,7 +335,8 @@ TEST(VirtualLoadTest, ThePeakSearchsBoundsEndIt) {
                           {"target_qps", "max"},
                           {"latency_bound_ms", 10},
                           {"max_batch", 1},
-                          {"peak_max_probes", 3}});
+                          {"peak_max_probes", 3},
+                          {"peak_confirm_s", 0}});
   const load::PeakSearchOutcome cap = SearchOnTheVirtualServer(capped, service, 100'000'000'000'000);
   EXPECT_EQ(cap.search.end, stats::PeakSearchEnd::kProbeCap);
   ASSERT_EQ(cap.probes.size(), 3u);
@@ -365,6 +367,140 @@ TEST(VirtualLoadTest, ThePeakSearchsBoundsEndIt) {
   EXPECT_FALSE(none.search.peak_per_s);
   ASSERT_EQ(none.probes.size(), 8u);  // 100, 50, 25, 12.5, 6.25, 3.125, 1.5625, 1
   EXPECT_EQ(none.probes.back().target_qps, 1.0);
+}
+
+// peak_confirm_s (docs/load.md "Confirmation"): after the search the peak runs again for at
+// least 15 s at its rate; if it fails, the next lower passing rate does, at most 3 times. On the
+// M/D/1 server (peak 773.5/s) the search of short probes (the early-stopping minimum alone) found
+// a peak above the queue's; its confirmations step down to a rate the queue sustains. The search
+// of 5 s probes found one below it, which its confirmation keeps. peak_confirm_s: 0 runs none.
+TEST(VirtualLoadTest, APeakThatFailsItsConfirmationStepsDownToALowerPassingRate) {
+  const VirtualService service{1'000'000, 0};
+  const double expected = MD1Peak(10e-3, 1e-3, 0.99);
+  auto search = [&](double min_s, std::optional<double> confirm_s) {
+    nlohmann::json keys = {{"load", "server"},
+                           {"target_qps", "max"},
+                           {"latency_bound_ms", 10},
+                           {"max_batch", 1},
+                           {"peak_min_probe_s", min_s}};
+    if (confirm_s) keys["peak_confirm_s"] = *confirm_s;
+    std::vector<record::QueryRecord> records;
+    load::PeakSearchOutcome outcome =
+        SearchOnTheVirtualServer(Settings(keys), service, 100'000'000'000'000, &records);
+    // Every record in one probe's range, the confirmations' too.
+    std::uint64_t next = 0;
+    for (const load::ProbeReport& p : outcome.probes) {
+      EXPECT_EQ(p.warmup_first_query, next);
+      next = p.first_query + p.queries;
+    }
+    EXPECT_EQ(next, records.size());
+    return outcome;
+  };
+  // The search's probes, then its confirmations: each at least 15 s at its rate.
+  auto confirmations = [](const load::PeakSearchOutcome& o) {
+    std::vector<load::ProbeReport> out;
+    for (std::size_t i = 0; i < o.probes.size(); ++i) {
+      if (o.probes[i].confirmation) {
+        out.push_back(o.probes[i]);
+        EXPECT_EQ(o.search.probes[i].rate_per_s, o.probes[i].target_qps);
+        EXPECT_EQ(o.search.probes[i].passed, o.probes[i].passed);
+      } else {
+        EXPECT_TRUE(out.empty()) << "a search probe after a confirmation";
+      }
+    }
+    for (const load::ProbeReport& c : out) {
+      EXPECT_GE(static_cast<double>(c.queries), std::ceil(c.target_qps * 15)) << c.target_qps;
+    }
+    return out;
+  };
+
+  const load::PeakSearchOutcome short_probes = search(0.0, std::nullopt);
+  ASSERT_EQ(short_probes.search.end, stats::PeakSearchEnd::kConverged);
+  EXPECT_EQ(short_probes.reason, "peak_search");
+  EXPECT_EQ(short_probes.ToJson()["confirm_s"], 15.0);
+  const double found = *short_probes.search.peak_per_s;
+  EXPECT_GT(found, expected * 1.05);
+  const std::vector<load::ProbeReport> stepped = confirmations(short_probes);
+  ASSERT_GE(stepped.size(), 2u);
+  ASSERT_LE(stepped.size(), static_cast<std::size_t>(load::kMaxPeakConfirmations));
+  EXPECT_EQ(stepped[0].target_qps, found);
+  EXPECT_FALSE(stepped[0].passed);
+  // Each after a failure is the highest passing search rate below the failed one.
+  for (std::size_t i = 1; i < stepped.size(); ++i) {
+    EXPECT_FALSE(stepped[i - 1].passed);
+    double next = 0;
+    for (const load::ProbeReport& p : short_probes.probes) {
+      if (!p.confirmation && p.passed && p.target_qps < stepped[i - 1].target_qps)
+        next = std::max(next, p.target_qps);
+    }
+    EXPECT_EQ(stepped[i].target_qps, next) << i;
+  }
+  EXPECT_TRUE(stepped.back().passed);
+  EXPECT_LE(stepped.back().target_qps, expected);
+
+  const load::PeakSearchOutcome default_probes = search(5.0, std::nullopt);
+  ASSERT_EQ(default_probes.search.end, stats::PeakSearchEnd::kConverged);
+  const std::vector<load::ProbeReport> kept = confirmations(default_probes);
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept[0].target_qps, *default_probes.search.peak_per_s);
+  EXPECT_TRUE(kept[0].passed);
+
+  const load::PeakSearchOutcome off = search(0.0, 0.0);
+  EXPECT_TRUE(confirmations(off).empty());
+  EXPECT_EQ(off.ToJson()["confirm_s"], 0.0);
+  // The search itself is the same with or without its confirmation.
+  ASSERT_EQ(off.probes.size() + stepped.size(), short_probes.probes.size());
+  for (std::size_t i = 0; i < off.probes.size(); ++i) {
+    EXPECT_EQ(off.probes[i].target_qps, short_probes.probes[i].target_qps) << i;
+    EXPECT_EQ(off.probes[i].passed, short_probes.probes[i].passed) << i;
+  }
+
+  // The report round-trips the flag; the cell allows peak_max_probes plus the confirmations.
+  const nlohmann::json json = short_probes.ToJson();
+  auto parsed = load::ParseProbeReports(json, load::kDefaultPeakMaxProbes + load::kMaxPeakConfirmations);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  ASSERT_EQ(parsed->size(), short_probes.probes.size());
+  for (std::size_t i = 0; i < parsed->size(); ++i) {
+    EXPECT_EQ((*parsed)[i].confirmation, short_probes.probes[i].confirmation) << i;
+  }
+  EXPECT_FALSE(load::ParseProbeReports(json, short_probes.probes.size() - 1).ok());
+  // A report from before the flag: no probe is a confirmation.
+  nlohmann::json old = json;
+  for (nlohmann::json& p : old["probes"]) p.erase("confirmation");
+  auto old_parsed = load::ParseProbeReports(old, load::kDefaultPeakMaxProbes + load::kMaxPeakConfirmations);
+  ASSERT_TRUE(old_parsed.ok()) << old_parsed.error().message;
+  for (const load::ProbeReport& p : *old_parsed) EXPECT_FALSE(p.confirmation);
+  nlohmann::json bad = json;
+  bad["probes"][0]["confirmation"] = "yes";
+  auto refused = load::ParseProbeReports(bad, load::kDefaultPeakMaxProbes + load::kMaxPeakConfirmations);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message, "probe 1: confirmation must be true or false");
+}
+
+// The time budget ends the confirmations as it ends the search: a search that converges with too
+// little budget left for its confirmation reports none and ends max_time.
+TEST(VirtualLoadTest, ThePeakSearchsBudgetBoundsItsConfirmations) {
+  const VirtualService service{1'000'000, 0};
+  auto settings = Settings({{"load", "server"},
+                            {"target_qps", "max"},
+                            {"latency_bound_ms", 10},
+                            {"max_batch", 1},
+                            {"peak_min_probe_s", 0},
+                            {"peak_confirm_s", 0}});
+  // The search alone: its virtual duration, from its last record.
+  std::vector<record::QueryRecord> records;
+  const load::PeakSearchOutcome alone =
+      SearchOnTheVirtualServer(settings, service, 100'000'000'000'000, &records);
+  ASSERT_EQ(alone.search.end, stats::PeakSearchEnd::kConverged);
+  const std::int64_t search_ns = records.back().completed_ns - kStart;
+  settings.peak_confirm_ns = 15'000'000'000;
+  // 1 s more than the search: the confirmation starts and is cut (a failure would make it no cut).
+  const load::PeakSearchOutcome cut = SearchOnTheVirtualServer(settings, service, search_ns + 1'000'000'000);
+  EXPECT_EQ(cut.reason, "max_time");
+  EXPECT_EQ(cut.search.end, stats::PeakSearchEnd::kConverged);
+  ASSERT_EQ(cut.probes.size(), alone.probes.size() + 1);
+  EXPECT_TRUE(cut.probes.back().confirmation);
+  EXPECT_FALSE(cut.probes.back().passed);
 }
 
 // STOP in an overloaded probe (1,600/s against 1,000/s) whose queue the server keeps after STOP

@@ -90,9 +90,15 @@ std::string RenderPeakSearches(const std::vector<record::CellRecord>& cells) {
                                 ? fmt::format("converged within {:g}%", resolution * 100)
                                 : fmt::format("not within {:g}%: the search ended by {}", resolution * 100,
                                               TerminalSafe(Text(search, "end")));
-    out += fmt::format("  #{} {}: peak {}, lowest failing {} ({}; {} probes)\n", c.index,
+    // How the peak's confirmation went (docs/load.md "Confirmation"); absent in cells stored before it.
+    const std::string state = Text(search, "confirmation");
+    const std::string confirmed = state.empty() || state == "off" || state == "none"
+                                      ? ""
+                                      : "; " + TerminalSafe(Text(search, "confirmation_note"));
+    out += fmt::format("  #{} {}: peak {}, lowest failing {} ({}; {} probes{})\n", c.index,
                        TerminalSafe(c.label.empty() ? c.key : c.label), peak ? FormatRate(peak) : "none",
-                       failing ? FormatRate(failing) : "none", how, probes.is_array() ? probes.size() : 0);
+                       failing ? FormatRate(failing) : "none", how, probes.is_array() ? probes.size() : 0,
+                       confirmed);
     Table table({{"probe", true},
                  {"target qps", true},
                  {"achieved qps", true},
@@ -112,8 +118,11 @@ std::string RenderPeakSearches(const std::vector<record::CellRecord>& cells) {
         }
       }
       const std::optional<double> queries = Number(p, "queries");
-      table.AddRow({std::to_string(i + 1), FormatRate(Number(p, "target_qps")),
-                    FormatRate(Number(p, "achieved_qps")), Ms(p, "latency_at_percentile_ms"), Ms(p, "p99_ms"),
+      const bool confirmation = p.is_object() && p.contains("confirmation") &&
+                                p["confirmation"].is_boolean() && p["confirmation"].get<bool>();
+      table.AddRow({std::to_string(i + 1) + (confirmation ? " (confirm)" : ""),
+                    FormatRate(Number(p, "target_qps")), FormatRate(Number(p, "achieved_qps")),
+                    Ms(p, "latency_at_percentile_ms"), Ms(p, "p99_ms"),
                     queries ? fmt::format("{:.0f}", *queries) : "-", verdict});
     }
     out += table.Render();

@@ -24,6 +24,7 @@ const std::vector<KeyRule>& KeyRules() {
       {"peak_resolution", {"server"}},
       {"peak_max_time_s", {"server"}},
       {"peak_min_probe_s", {"server"}},
+      {"peak_confirm_s", {"server"}},
       {"latency_percentile", {"single_stream", "multi_stream", "server"}},
       {"samples_per_query", {"multi_stream"}},
       {"query_interval_ms", {"multi_stream"}},
@@ -125,7 +126,8 @@ std::vector<LoadRuleViolation> CheckLoadCell(const Combination& cell) {
         {"target_qps", "max needs latency_bound_ms (the bound the peak's latency must stay within)"});
   }
   if (load == "server" && (qps == cell.end() || qps->second != "max")) {
-    for (const char* key : {"peak_max_probes", "peak_resolution", "peak_max_time_s", "peak_min_probe_s"}) {
+    for (const char* key :
+         {"peak_max_probes", "peak_resolution", "peak_max_time_s", "peak_min_probe_s", "peak_confirm_s"}) {
       if (cell.count(key)) out.push_back({key, "applies only with target_qps: max (the peak search)"});
     }
   }

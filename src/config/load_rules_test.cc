@@ -69,6 +69,9 @@ TEST(LoadRulesTest, EachRuleOnItsCase) {
       {Cell({{"scenario", "infer"}, {"load", "offline"}, {"peak_resolution", 0.1}}),
        {"peak_resolution"},
        "applies only with load: server"},
+      {Cell({{"scenario", "infer"}, {"load", "server"}, {"target_qps", 5.0}, {"peak_confirm_s", 15.0}}),
+       {"peak_confirm_s"},
+       "applies only with target_qps: max"},
   };
   for (const Case& c : cases) {
     const auto v = CheckLoadCell(c.cell);
@@ -204,6 +207,17 @@ TEST(LoadRulesTest, MatrixValueErrorsComeWithTheirPosition) {
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.error().message,
             "m.yaml:7:21: error: latency_bound_ms: expected a number > 0 and <= 10000000 (got '0')");
+  for (const char* value : {"3601", "-1"}) {
+    auto confirm = ParseMatrix(
+        std::string("runner: null\nmatrix:\n  scenario: infer\n  load: server\n  target_qps: max\n"
+                    "  latency_bound_ms: 10\n  peak_confirm_s: ") +
+            value + "\n",
+        "m.yaml");
+    ASSERT_FALSE(confirm.ok()) << value;
+    EXPECT_EQ(confirm.error().message,
+              std::string("m.yaml:7:19: error: peak_confirm_s: expected a number between 0 and 3600 (got '") +
+                  value + "')");
+  }
 }
 
 // The null runner serves load cells on its virtual clock (runners/null/virtual_load.h), so it takes

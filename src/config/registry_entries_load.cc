@@ -82,6 +82,18 @@ void AppendLoadEntries(std::vector<ParamSpec>& r) {
                         "over seconds. LoadGen runs each server run at least 60 s. At most 3600 (an hour a "
                         "probe), so that a wrong unit is caught here.")
                   .Build());
+  r.push_back(Entry("peak_confirm_s", kCell, kLoad, ParamType::kNumber)
+                  .Unit("s")
+                  .Min(0)
+                  .Max(3600)
+                  .DefaultText("15")
+                  .Help("target_qps: max: after the search ends by its own rule, its peak is run again "
+                        "for at least this long (and at least peak_min_probe_s) at its rate, after the "
+                        "probe warm-up; if that fails, the next lower passing rate, at most 3 "
+                        "confirmations. The cell's peak is the highest confirmed rate. 0: no "
+                        "confirmation. 15 s: a 5 s probe's peak failed a 15 s run at it on an H100. At "
+                        "most 3600 (an hour), so that a wrong unit is caught here.")
+                  .Build());
   r.push_back(
       Entry("latency_percentile", kCell, kLoad, ParamType::kNumber)
           .Min(0, false)

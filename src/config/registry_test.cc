@@ -88,6 +88,7 @@ TEST(RegistryTest, ScopesSelectParametersByRunner) {
                                             "peak_resolution",
                                             "peak_max_time_s",
                                             "peak_min_probe_s",
+                                            "peak_confirm_s",
                                             "latency_percentile",
                                             "samples_per_query",
                                             "query_interval_ms",

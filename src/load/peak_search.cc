@@ -93,7 +93,8 @@ PeakSearchOutcome RunPeakSearch(const EffectiveLoadSettings& settings, LoadGener
   // the clock may not have reached it.
   bool deadline_hit = false;
   auto out_of_time = [&] { return outcome.stopped || deadline_hit || time_left() <= 0; };
-  auto probe = [&](double rate) {
+  // A probe at `rate` measuring at least `min_ns` of queries at it (and the early-stopping floor).
+  auto probe = [&](double rate, std::int64_t min_ns) {
     stats::Probe p;
     ProbeReport report;
     report.target_qps = rate;
@@ -120,10 +121,9 @@ PeakSearchOutcome RunPeakSearch(const EffectiveLoadSettings& settings, LoadGener
     report.warmup_first_query = warm_run.first_id;
     report.warmup_queries = warm_run.issued - report.dropped;
     report.first_query = warm_run.first_id + report.warmup_queries;
-    // At least peak_min_probe_s of queries at this rate, so that a throughput that sinks over
-    // seconds shows (docs/load.md "Probe length").
-    const auto for_time =
-        static_cast<std::int64_t>(std::ceil(rate * static_cast<double>(settings.peak_min_probe_ns) / 1e9));
+    // At least min_ns of queries at this rate, so that a throughput that sinks over seconds shows
+    // (docs/load.md "Probe length").
+    const auto for_time = static_cast<std::int64_t>(std::ceil(rate * static_cast<double>(min_ns) / 1e9));
     std::int64_t needed = std::max(floor, for_time);
     stats::BoundedEarlyStopping rule;
     p.latency = INFINITY;
@@ -183,13 +183,49 @@ PeakSearchOutcome RunPeakSearch(const EffectiveLoadSettings& settings, LoadGener
   search.max_rate_per_s = kPeakMaxRatePerS;
   search.rel_tolerance = settings.peak_resolution;
   search.max_probes = settings.peak_max_probes;
-  outcome.search = stats::SearchPeak(search, probe, out_of_time);
+  outcome.search = stats::SearchPeak(
+      search, [&](double rate) { return probe(rate, settings.peak_min_probe_ns); }, out_of_time);
   for (std::size_t i = 0; i < outcome.search.probes.size() && i < outcome.probes.size(); ++i) {
     outcome.probes[i].passed = outcome.search.probes[i].passed;
   }
-  outcome.reason = outcome.stopped                                        ? "stopped"
-                   : outcome.search.end == stats::PeakSearchEnd::kStopped ? "max_time"
-                                                                          : "peak_search";
+  // Confirmation (docs/load.md "Confirmation"): a short probe that passed by luck makes the peak
+  // optimistic, so the peak is run again for longer; each confirmation is an ordinary probe, and
+  // a failure at the peak makes it the bracket's new upper end (stats::PeakBracket), so the next
+  // lower passing rate is confirmed in its turn.
+  bool confirmation_cut = false;
+  if (settings.peak_confirm_ns > 0 && outcome.search.end != stats::PeakSearchEnd::kStopped) {
+    const std::int64_t confirm_ns = std::max(settings.peak_min_probe_ns, settings.peak_confirm_ns);
+    std::optional<double> rate = outcome.search.peak_per_s;
+    for (int i = 0; i < kMaxPeakConfirmations && rate; ++i) {
+      if (out_of_time()) {
+        confirmation_cut = true;
+        break;
+      }
+      stats::Probe p = probe(*rate, confirm_ns);
+      p.rate_per_s = *rate;
+      p.passed = stats::ProbePassed(p, bound_ns);
+      outcome.search.probes.push_back(p);
+      ProbeReport& report = outcome.probes.back();
+      report.confirmation = true;
+      report.passed = p.passed;
+      if (p.passed) break;
+      if (p.cut) {
+        confirmation_cut = true;
+        break;
+      }
+      // The next lower rate that passed (a search probe, never a confirmation: those are
+      // confirmed or failed).
+      const double failed = *rate;
+      rate.reset();
+      for (const ProbeReport& r : outcome.probes) {
+        if (r.passed && r.target_qps < failed && (!rate || r.target_qps > *rate)) rate = r.target_qps;
+      }
+    }
+  }
+  outcome.confirm_s = static_cast<double>(settings.peak_confirm_ns) / 1e9;
+  outcome.reason = outcome.stopped                                                            ? "stopped"
+                   : outcome.search.end == stats::PeakSearchEnd::kStopped || confirmation_cut ? "max_time"
+                                                                                              : "peak_search";
   return outcome;
 }
 
@@ -211,6 +247,7 @@ nlohmann::json PeakSearchOutcome::ToJson() const {
                            {"early_stopping_met", p.early_stopping_met},
                            {"queries_needed", p.queries_needed},
                            {"cut", p.cut},
+                           {"confirmation", p.confirmation},
                            {"passed", p.passed}});
   }
   return {{"end", stats::PeakSearchEndName(search.end)},
@@ -221,6 +258,7 @@ nlohmann::json PeakSearchOutcome::ToJson() const {
           {"rel_tolerance", rel_tolerance},
           {"probe_warmup_s", static_cast<double>(kProbeWarmupNs) / 1e9},
           {"probe_min_s", probe_min_s},
+          {"confirm_s", confirm_s},
           {"probes", std::move(probes_json)}};
 }
 
@@ -277,6 +315,12 @@ Result<std::vector<ProbeReport>> ParseProbeReports(const nlohmann::json& peak_se
       if (!c.ok()) return c.error();
       cut = *c;
     }
+    bool confirmation = false;  // absent in reports before it was added
+    if (p.contains("confirmation")) {
+      auto c = flag("confirmation");
+      if (!c.ok()) return c.error();
+      confirmation = *c;
+    }
     auto overloaded = flag("too_many_outstanding");
     if (!overloaded.ok()) return overloaded.error();
     auto met = flag("early_stopping_met");
@@ -289,6 +333,7 @@ Result<std::vector<ProbeReport>> ParseProbeReports(const nlohmann::json& peak_se
     r.queries = *queries;
     r.dropped = dropped;
     r.cut = cut;
+    r.confirmation = confirmation;
     r.too_many_outstanding = *overloaded;
     r.early_stopping_met = *met;
     r.passed = *passed;

@@ -32,6 +32,10 @@ inline constexpr double kPeakMaxRatePerS = 1e6;
 // A probe's issue rate may fall this far below its schedule (orchestrator/load_cell.cc uses the
 // same for a server cell).
 inline constexpr double kProbeIssueTolerance = 0.01;
+// After a search that ended by its own rule, its peak is confirmed by a probe of at least
+// max(peak_min_probe_s, peak_confirm_s) at its rate; a failed confirmation is followed by one at
+// the next lower passing rate, at most this many in all (docs/load.md "Confirmation").
+inline constexpr int kMaxPeakConfirmations = 3;
 
 // One probe as the runner ran and judged it. Query ids: its warm-up [warmup_first_query,
 // +warmup_queries), then its measured queries [first_query, +queries), then `dropped` queries it
@@ -55,6 +59,9 @@ struct ProbeReport {
   // (stats::Probe::cut): too few measured queries, all within the bound, the issue rate kept up,
   // nothing dropped. Not in the bracket; the search's last probe only. false in an old report.
   bool cut = false;
+  // A confirmation of the search's peak (or of a lower passing rate after a failed one), run after
+  // the search's last probe; false in an old report.
+  bool confirmation = false;
   bool passed = false;
 };
 
@@ -67,6 +74,7 @@ struct PeakSearchOutcome {
   double latency_bound_ms = 0;      // what a passing probe's percentile stays within
   double latency_percentile = 0;    // that percentile
   double probe_min_s = 0;           // the cell's peak_min_probe_s
+  double confirm_s = 0;             // the cell's peak_confirm_s (0: no confirmation)
   // The DONE reason: "peak_search" (the search ended by its own rule), "max_time" (its time
   // budget), "stopped" (STOP).
   std::string reason;
@@ -79,12 +87,16 @@ struct PeakSearchOutcome {
 // `sink`. The search ends by stats::SearchPeak's rules (at most settings.peak_max_probes probes,
 // bisection to settings.peak_resolution), when `clock` passes `deadline_ns` (checked before each
 // probe and bounding each run), or at STOP. Time is the load clock's: virtual in dlbench-null.
+// A search that ended by its own rule with a passing rate is then confirmed (settings.peak_confirm_ns
+// > 0): probes flagged `confirmation` at the peak, and after a failure at the next lower passing
+// rate, until one passes, none is left, kMaxPeakConfirmations ran, or the deadline or STOP comes.
 PeakSearchOutcome RunPeakSearch(const EffectiveLoadSettings& settings, LoadGenerator& generator,
                                 SystemUnderTest& sut, const QuerySampleLibrary& library,
                                 QueryRecordSink& sink, const LoadClock& clock, std::int64_t deadline_ns);
 
 // A peak search's report as EXTRAS carries it (what ToJson writes), read back with every field
-// checked: kInvalidInput naming the probe and field. At most `max_probes` probes.
+// checked: kInvalidInput naming the probe and field. At most `max_probes` probes (the cell's
+// peak_max_probes plus kMaxPeakConfirmations).
 Result<std::vector<ProbeReport>> ParseProbeReports(const nlohmann::json& peak_search, std::size_t max_probes);
 
 // The DONE reason of a run that ended by itself ("stopped", "max_steps", "max_time",

@@ -66,6 +66,7 @@ const std::vector<KeyScope>& KeyScopes() {
       {"peak_max_probes", {Scenario::kServer}},
       {"peak_max_time_s", {Scenario::kServer}},
       {"peak_min_probe_s", {Scenario::kServer}},
+      {"peak_confirm_s", {Scenario::kServer}},
       {"peak_resolution", {Scenario::kServer}},
   };
   return scopes;
@@ -125,6 +126,7 @@ nlohmann::json EffectiveLoadSettings::ToJson() const {
       j["peak_resolution"] = peak_resolution;
       if (peak_max_time_ns) j["peak_max_time_s"] = static_cast<double>(*peak_max_time_ns) / 1e9;
       j["peak_min_probe_s"] = static_cast<double>(peak_min_probe_ns) / 1e9;
+      j["peak_confirm_s"] = static_cast<double>(peak_confirm_ns) / 1e9;
     }
     j["arrivals"] = "Poisson (exponential gaps from mt19937_64(schedule_seed), inverse CDF)";
     j["batch_timeout_us"] = static_cast<double>(batch_timeout_ns) / 1e3;
@@ -192,18 +194,22 @@ Result<EffectiveLoadSettings> ResolveLoadSettings(const nlohmann::json& params, 
   if (!peak_time.ok()) return peak_time.error();
   auto probe_time = GetNumber(params, "peak_min_probe_s", 0, true, kMaxPeakMinProbeS, true);
   if (!probe_time.ok()) return probe_time.error();
-  if (!s.peak_search && (*max_probes || *resolution || *peak_time || *probe_time)) {
+  auto confirm_time = GetNumber(params, "peak_confirm_s", 0, true, kMaxPeakConfirmS, true);
+  if (!confirm_time.ok()) return confirm_time.error();
+  if (!s.peak_search && (*max_probes || *resolution || *peak_time || *probe_time || *confirm_time)) {
     return Invalid(std::string("parameter '") +
                    (*max_probes   ? "peak_max_probes"
                     : *resolution ? "peak_resolution"
                     : *peak_time  ? "peak_max_time_s"
-                                  : "peak_min_probe_s") +
+                    : *probe_time ? "peak_min_probe_s"
+                                  : "peak_confirm_s") +
                    "' applies only with target_qps: max");
   }
   s.peak_max_probes = static_cast<std::uint32_t>(max_probes->value_or(kDefaultPeakMaxProbes));
   s.peak_resolution = resolution->value_or(kDefaultPeakResolution);
   if (*peak_time) s.peak_max_time_ns = std::llround(**peak_time * 1e9);
   if (*probe_time) s.peak_min_probe_ns = std::llround(**probe_time * 1e9);
+  if (*confirm_time) s.peak_confirm_ns = std::llround(**confirm_time * 1e9);
 
   auto percentile = GetNumber(params, "latency_percentile", 0, false, 1, false);
   if (!percentile.ok()) return percentile.error();

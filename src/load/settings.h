@@ -45,6 +45,10 @@ inline constexpr double kDefaultPeakResolution = 0.05;
 // seconds on the H200 (docs/load.md "Probe length").
 inline constexpr std::int64_t kDefaultPeakMinProbeNs = 5'000'000'000;
 inline constexpr double kMaxPeakMinProbeS = 3600;
+// After the search, its peak is run again at least this long at its rate (peak_confirm_s): on an
+// H100 a peak found by 5 s probes failed a 15 s fixed-rate run at it (docs/load.md "Confirmation").
+inline constexpr std::int64_t kDefaultPeakConfirmNs = 15'000'000'000;
+inline constexpr double kMaxPeakConfirmS = 3600;
 // Queries in flight (issued, not yet reported to the sink) the generator holds at most; a server
 // run that falls this far behind ends early, as LoadGen's "Too many outstanding queries".
 inline constexpr std::uint32_t kDefaultMaxOutstanding = 1u << 16;
@@ -63,6 +67,9 @@ struct EffectiveLoadSettings {
   std::optional<std::int64_t> peak_max_time_ns;
   // Each probe measures at least max(early-stopping minimum, rate x this) queries (0: the minimum only).
   std::int64_t peak_min_probe_ns = kDefaultPeakMinProbeNs;
+  // Each confirmation of the peak found measures at least max(peak_min_probe_ns, this) at its
+  // rate; 0: no confirmation (docs/load.md "Confirmation").
+  std::int64_t peak_confirm_ns = kDefaultPeakConfirmNs;
   std::optional<std::int64_t> latency_bound_ns;
   double latency_percentile = kSingleStreamPercentile;  // the percentile claim (early stopping, bound)
   double confidence = kDefaultConfidence;

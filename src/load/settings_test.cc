@@ -74,13 +74,16 @@ TEST(LoadSettingsTest, ExplicitValuesAndUnits) {
   EXPECT_DOUBLE_EQ(s->peak_resolution, kDefaultPeakResolution);
   EXPECT_FALSE(s->peak_max_time_ns);
   EXPECT_EQ(s->peak_min_probe_ns, kDefaultPeakMinProbeNs);
+  EXPECT_EQ(s->peak_confirm_ns, kDefaultPeakConfirmNs);
+  EXPECT_EQ(s->ToJson()["peak_confirm_s"], 15.0);
   auto bounded = ResolveLoadSettings(Cell({{"load", "server"},
                                            {"target_qps", "max"},
                                            {"latency_bound_ms", 10},
                                            {"peak_max_probes", 7},
                                            {"peak_resolution", 0.02},
                                            {"peak_max_time_s", 30},
-                                           {"peak_min_probe_s", 0}}),
+                                           {"peak_min_probe_s", 0},
+                                           {"peak_confirm_s", 0}}),
                                      1);
   ASSERT_TRUE(bounded.ok()) << bounded.error().message;
   EXPECT_EQ(bounded->peak_max_probes, 7u);
@@ -89,6 +92,8 @@ TEST(LoadSettingsTest, ExplicitValuesAndUnits) {
   EXPECT_EQ(bounded->ToJson()["peak_max_time_s"], 30.0);
   EXPECT_EQ(bounded->peak_min_probe_ns, 0);  // 0: the early-stopping minimum alone
   EXPECT_EQ(bounded->ToJson()["peak_min_probe_s"], 0.0);
+  EXPECT_EQ(bounded->peak_confirm_ns, 0);  // 0: no confirmation
+  EXPECT_EQ(bounded->ToJson()["peak_confirm_s"], 0.0);
 
   auto ms = ResolveLoadSettings(
       Cell({{"load", "multi_stream"}, {"samples_per_query", 4}, {"query_interval_ms", 50}}), 1);
@@ -152,6 +157,11 @@ TEST(LoadSettingsTest, RulesAreCheckedAgainInTheRunner) {
        "'peak_min_probe_s' must be a number >= 0.0 and <= 3600.0"},
       {nlohmann::json::object({{"load", "server"}, {"target_qps", 5}, {"peak_min_probe_s", 2}}),
        "'peak_min_probe_s' applies only with target_qps: max"},
+      {nlohmann::json::object(
+           {{"load", "server"}, {"target_qps", "max"}, {"latency_bound_ms", 5}, {"peak_confirm_s", 3601}}),
+       "'peak_confirm_s' must be a number >= 0.0 and <= 3600.0"},
+      {nlohmann::json::object({{"load", "server"}, {"target_qps", 5}, {"peak_confirm_s", 15}}),
+       "'peak_confirm_s' applies only with target_qps: max"},
   };
   for (const Case& c : cases) {
     auto s = ResolveLoadSettings(Cell(c.keys), 1);

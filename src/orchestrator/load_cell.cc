@@ -85,6 +85,7 @@ Result<LoadCellSettings> LoadCellSettingsOf(const nlohmann::json& params, std::u
   out.peak_search = settings->peak_search;
   out.peak_max_probes = settings->peak_max_probes;
   out.peak_resolution = settings->peak_resolution;
+  out.peak_confirm = settings->peak_confirm_ns > 0;
   out.claim.percentile_claim = settings->scenario != load::Scenario::kOffline;
   if (settings->latency_bound_ns)
     out.claim.latency_bound_ns = static_cast<double>(*settings->latency_bound_ns);

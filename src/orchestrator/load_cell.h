@@ -27,6 +27,8 @@ struct LoadCellSettings {
   bool peak_search = false;
   std::uint32_t peak_max_probes = 0;  // with peak_search: the cell's bounds (load::EffectiveLoadSettings)
   double peak_resolution = 0;
+  bool peak_confirm =
+      false;  // peak_confirm_s > 0: the search's peak is confirmed (docs/load.md "Confirmation")
 };
 Result<LoadCellSettings> LoadCellSettingsOf(const nlohmann::json& params, std::uint64_t seed);
 

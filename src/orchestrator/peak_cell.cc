@@ -40,6 +40,122 @@ std::string EndName(const nlohmann::json& report, const std::string& done_reason
   return done_reason.empty() ? "unknown" : done_reason;
 }
 
+// Confirmations come after every search probe, at most kMaxPeakConfirmations of them, and only
+// in a cell that asks for them: "" when so, else what is wrong, to follow "the runner's peak search
+// report".
+std::string ConfirmationOrderProblem(const std::vector<load::ProbeReport>& probes,
+                                     const LoadCellSettings& s) {
+  std::size_t search_probes = 0;
+  std::size_t confirmations = 0;
+  for (std::size_t i = 0; i < probes.size(); ++i) {
+    if (!probes[i].confirmation) {
+      if (confirmations > 0) {
+        return fmt::format("has search probe {} after a confirmation: confirmations come last", i + 1);
+      }
+      ++search_probes;
+    } else {
+      ++confirmations;
+    }
+  }
+  if (confirmations > 0 && !s.peak_confirm) {
+    return fmt::format("has {} confirmation probe{}, but the cell's peak_confirm_s is 0", confirmations,
+                       confirmations == 1 ? "" : "s");
+  }
+  if (search_probes > s.peak_max_probes ||
+      confirmations > static_cast<std::size_t>(load::kMaxPeakConfirmations)) {
+    return fmt::format("has {} search probes and {} confirmations; the cell allows at most {} and {}",
+                       search_probes, confirmations, s.peak_max_probes, load::kMaxPeakConfirmations);
+  }
+  return "";
+}
+
+// What the confirmations (docs/load.md "Confirmation") showed of the search's peak: `state` is
+// "off" (peak_confirm_s: 0), "none" (no passing rate to confirm), "confirmed" (the first
+// confirmation passed), "stepped_down" (a lower rate's did, after the peak's failed),
+// "not_confirmed" (every confirmation failed, and no passing rate or confirmation was left), or
+// "unconfirmed" (the search's end came before one passed or all were used); `note` says it in words.
+struct Confirmation {
+  std::string state;
+  std::string note;
+  std::optional<std::size_t> last_failed;  // the last failed confirmation when none passed
+};
+
+Confirmation ConfirmationOf(const std::vector<load::ProbeReport>& probes,
+                            const std::vector<std::vector<std::string>>& reasons,
+                            const stats::PeakBracket& search, const LoadCellSettings& s) {
+  Confirmation c;
+  if (!s.peak_confirm) {
+    c.state = "off";
+    c.note = "no confirmation (peak_confirm_s: 0)";
+    return c;
+  }
+  if (!search.lo) {
+    c.state = "none";
+    c.note = "no passing rate to confirm";
+    return c;
+  }
+  std::vector<double> failed;
+  std::optional<double> passed;
+  for (std::size_t i = 0; i < probes.size(); ++i) {
+    if (!probes[i].confirmation || probes[i].cut) continue;
+    if (reasons[i].empty()) {
+      passed = probes[i].target_qps;
+      break;
+    }
+    failed.push_back(probes[i].target_qps);
+    c.last_failed = i;
+  }
+  auto rates = [](const std::vector<double>& v) {
+    std::string out;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      out += fmt::format("{}{:g}", i == 0 ? "" : i + 1 == v.size() ? " and " : ", ", v[i]);
+    }
+    return out;
+  };
+  if (passed) {
+    c.last_failed.reset();
+    if (failed.empty()) {
+      c.state = "confirmed";
+      c.note = fmt::format("the peak {:g} queries/s passed its confirmation", *passed);
+    } else {
+      c.state = "stepped_down";
+      c.note = fmt::format("stepped down from {:g} to {:g} queries/s: {} queries/s failed {} confirmation",
+                           failed.front(), *passed, rates(failed), failed.size() == 1 ? "its" : "their");
+    }
+    return c;
+  }
+  // None passed: the runner stopped confirming when no passing rate or confirmation was left, or
+  // at the search's end.
+  std::optional<double> next;  // the next lower passing search rate, which would be confirmed next
+  for (std::size_t i = 0; i < probes.size() && !failed.empty(); ++i) {
+    if (!probes[i].confirmation && !probes[i].cut && reasons[i].empty() &&
+        probes[i].target_qps < failed.back() && (!next || probes[i].target_qps > *next)) {
+      next = probes[i].target_qps;
+    }
+  }
+  if (!failed.empty() && (!next || failed.size() >= static_cast<std::size_t>(load::kMaxPeakConfirmations))) {
+    c.state = "not_confirmed";
+    c.note = fmt::format(
+        "every confirmation failed ({} queries/s{}): the search's peak {:g} queries/s is not "
+        "confirmed, nor any rate below it",
+        rates(failed),
+        next ? fmt::format(", the most run: {}", load::kMaxPeakConfirmations) : "; no lower rate passed",
+        *search.lo);
+    return c;
+  }
+  c.state = "unconfirmed";
+  c.note = failed.empty()
+               ? fmt::format(
+                     "the peak {:g} queries/s is unconfirmed: the search ended before its confirmation "
+                     "(peak_confirm_s) could pass or fail",
+                     *search.lo)
+               : fmt::format(
+                     "the peak {:g} queries/s failed its confirmation ({} queries/s failed) and the "
+                     "search ended before {:g} queries/s was confirmed",
+                     *search.lo, rates(failed), *next);
+  return c;
+}
+
 }  // namespace
 
 LoadConclusion ConcludePeakSearch(const LoadRecorder& load, std::optional<std::int64_t> issued,
@@ -57,7 +173,7 @@ LoadConclusion ConcludePeakSearch(const LoadRecorder& load, std::optional<std::i
     out.invalid = "target_qps: max: the runner sent no peak search report (EXTRAS info.load.peak_search)";
     return out;
   }
-  auto probes = load::ParseProbeReports(*report, s.peak_max_probes);
+  auto probes = load::ParseProbeReports(*report, s.peak_max_probes + load::kMaxPeakConfirmations);
   if (!probes.ok()) {
     out.invalid = "the runner's peak search report is malformed: " + probes.error().message;
     return out;
@@ -89,6 +205,10 @@ LoadConclusion ConcludePeakSearch(const LoadRecorder& load, std::optional<std::i
     next = p.first_query + p.queries + p.dropped;
     dropped += p.dropped;
   }
+  if (std::string order = ConfirmationOrderProblem(*probes, s); !order.empty()) {
+    out.invalid = "the runner's peak search report " + order;
+    return out;
+  }
   if (next - dropped != records.size()) {
     out.invalid = fmt::format(
         "the runner's peak search report does not account for its query records: its probes cover query "
@@ -108,6 +228,10 @@ LoadConclusion ConcludePeakSearch(const LoadRecorder& load, std::optional<std::i
   // early-stopping minimum (or min_queries), as the runner sized it.
   const std::int64_t floor = std::max<std::int64_t>(
       stats::MinQueriesForClaim(s.claim.early_stopping, /*has_bound=*/true), s.claim.min_queries);
+  // `search` holds what the search's probes prove, `bracket` that with the confirmations: a failed
+  // confirmation at or below the search's peak becomes its upper end and drops the peak, and a
+  // passing one below it becomes the peak (stats::PeakBracket).
+  stats::PeakBracket search;
   stats::PeakBracket bracket;
   nlohmann::json judged = nlohmann::json::array();
   std::vector<std::vector<std::string>> probe_reasons;
@@ -160,6 +284,7 @@ LoadConclusion ConcludePeakSearch(const LoadRecorder& load, std::optional<std::i
       return out;
     }
     if (!p.cut) bracket.Add(p.target_qps, valid);
+    if (!p.cut && !p.confirmation) search.Add(p.target_qps, valid);
     judged.push_back({{"target_qps", p.target_qps},
                       {"first_query", p.first_query},
                       {"queries", p.queries},
@@ -171,14 +296,18 @@ LoadConclusion ConcludePeakSearch(const LoadRecorder& load, std::optional<std::i
                       {"p99_ms", MsOrNull(scratch, metric::kQueryLatencyP99Ns)},
                       {"valid", valid},
                       {"cut", p.cut},
+                      {"confirmation", p.confirmation},
                       {"reasons", reasons}});
     probe_reasons.push_back(std::move(reasons));
   }
 
-  // The cell's measured window is the peak probe's (the last probe at the peak rate), or, when no
-  // rate passed, the lowest-rate probe's that was not cut: the closest the system came.
-  std::optional<std::size_t> found;
-  for (std::size_t i = 0; i < probes->size(); ++i) {
+  const Confirmation confirmation = ConfirmationOf(*probes, probe_reasons, search, s);
+  // The cell's measured window is the peak probe's (the last probe at the peak rate: its passing
+  // confirmation when there is one); after failed confirmations and none passing, the last of
+  // them; when no rate passed, the lowest-rate probe's that was not cut: the closest the system
+  // came.
+  std::optional<std::size_t> found = confirmation.last_failed;
+  for (std::size_t i = 0; i < probes->size() && !confirmation.last_failed; ++i) {
     const double rate = (*probes)[i].target_qps;
     if ((*probes)[i].cut) continue;
     if (bracket.lo ? (rate == *bracket.lo && probe_reasons[i].empty())
@@ -209,24 +338,32 @@ LoadConclusion ConcludePeakSearch(const LoadRecorder& load, std::optional<std::i
     ended += fmt::format(", in probe {} at {:g} queries/s, before it could pass or fail", probes->size(),
                          probes->back().target_qps);
   }
-  if (!bracket.Within(s.peak_resolution)) {
-    if (!bracket.lo && !bracket.hi) {
+  // The search's own bracket decides whether it converged; a confirmation that failed widens the
+  // cell's bracket but is no sign of a short search (docs/load.md "Confirmation").
+  if (!search.Within(s.peak_resolution)) {
+    if (!search.lo && !search.hi) {
       out.reasons.push_back(
           fmt::format("too_short: the search ended ({}) before any probe passed or failed", ended));
-    } else if (!bracket.lo) {
+    } else if (!search.lo) {
       out.reasons.push_back(fmt::format("{} (no probed rate passed; the lowest was {:g} queries/s)",
                                         probe_reasons[window].front(), w.target_qps));
-    } else if (!bracket.hi) {
+    } else if (!search.hi) {
       out.reasons.push_back(fmt::format(
           "too_short: every probed rate passed, up to {:g} queries/s (the search ended: {}); the peak is "
           "at least that",
-          *bracket.lo, ended));
+          *search.lo, ended));
     } else {
       out.reasons.push_back(
           fmt::format("too_short: the search ended ({}) with its bracket {:g} to {:g} queries/s wider than "
                       "peak_resolution {:g}",
-                      ended, *bracket.lo, *bracket.hi, s.peak_resolution));
+                      ended, *search.lo, *search.hi, s.peak_resolution));
     }
+  }
+  if (confirmation.state == "not_confirmed") {
+    out.reasons.push_back(fmt::format("{} ({})", probe_reasons[window].front(), confirmation.note));
+  } else if (confirmation.state == "unconfirmed") {
+    out.reasons.push_back(fmt::format("too_short: {} (the runner's run ended: {})", confirmation.note,
+                                      done_reason.empty() ? ended : done_reason));
   }
 
   if (bracket.lo) record::SetMetric(rec, metric::kLoadPeakQps, *bracket.lo);
@@ -242,7 +379,10 @@ LoadConclusion ConcludePeakSearch(const LoadRecorder& load, std::optional<std::i
       {"peak_qps", bracket.lo ? nlohmann::json(*bracket.lo) : nlohmann::json(nullptr)},
       {"lowest_failing_qps", bracket.hi ? nlohmann::json(*bracket.hi) : nlohmann::json(nullptr)},
       {"resolution", s.peak_resolution},
-      {"converged", bracket.Within(s.peak_resolution)},
+      {"converged", search.Within(s.peak_resolution)},
+      {"search_peak_qps", search.lo ? nlohmann::json(*search.lo) : nlohmann::json(nullptr)},
+      {"confirmation", confirmation.state},
+      {"confirmation_note", confirmation.note},
       {"window_probe", window + 1},
       {"queries_dropped_after_stop", dropped},
       {"probes", std::move(judged)}};

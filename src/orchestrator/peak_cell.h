@@ -23,9 +23,13 @@ namespace dlbench::orchestrator {
 // every id but those dropped), or a probe's verdict from its records differs from the runner's (the
 // search's choices rested on it). A probe with dropped queries (STOP came while its queue was longer
 // than the runner's STOP drain) is judged as a server cell that ended dropped_after_stop:
-// fell_behind. Otherwise its verdict: valid when the bracket is within peak_resolution; over_bound
-// when no probed rate passed; too_short when the search ended (probe cap, time, STOP, the rate cap)
-// before that, saying so (and, after STOP, how many queries were dropped).
+// fell_behind. Otherwise its verdict: valid when the search's bracket is within peak_resolution;
+// over_bound when no probed rate passed; too_short when the search ended (probe cap, time, STOP,
+// the rate cap) before that, saying so (and, after STOP, how many queries were dropped). With
+// peak_confirm_s, the confirmations (probes flagged `confirmation`, after the search's) decide the
+// peak: the highest confirmed rate, the window its confirmation's; every confirmation failing makes
+// the cell fail with the last one's reason, and a search's end before a confirmation passed or all
+// were used makes it too_short, "unconfirmed" (docs/load.md "Confirmation").
 LoadConclusion ConcludePeakSearch(const LoadRecorder& load, std::optional<std::int64_t> issued,
                                   const std::string& stop_reason, const std::string& done_reason,
                                   record::CellRecord& rec);

@@ -12,12 +12,15 @@ namespace {
 namespace metric = record::metric;
 constexpr std::int64_t kStart = 1'200'000'000'000;
 
+// The search's probes alone (peak_confirm_s: 0, as before it; peak_confirm_test.cc has the
+// confirmations).
 LoadCellSettings PeakSettings(double resolution) {
   auto s = LoadCellSettingsOf({{"scenario", "infer"},
                                {"load", "server"},
                                {"target_qps", "max"},
                                {"latency_bound_ms", 10},
-                               {"peak_resolution", resolution}},
+                               {"peak_resolution", resolution},
+                               {"peak_confirm_s", 0}},
                               1);
   EXPECT_TRUE(s.ok()) << s.error().message;
   return *s;

@@ -102,9 +102,16 @@ Estimate EstimateCell(const Cell& cell, const config::Matrix& matrix,
         idle_s + std::min(NumberParam(cell, "max_train_time_s").value_or(matrix.timeout_s), matrix.timeout_s);
   } else if (StringParamIs(cell, "target_qps", "max")) {
     // A peak search probes until peak_max_time_s (default and cap: max_time_s) or until it has
-    // converged, which may be early (docs/load.md "Peak search").
+    // converged, which may be early (docs/load.md "Peak search"), then confirms its peak within
+    // the same budget: at least one confirmation of max(peak_min_probe_s, peak_confirm_s) and its
+    // 0.5 s warm-up (docs/load.md "Confirmation").
     e.policy_stops = false;
-    e.low_s = idle_s + setup_s;
+    const double confirm_s = NumberParam(cell, "peak_confirm_s").value_or(15.0);
+    const double confirmation_s =
+        confirm_s > 0 ? std::max(NumberParam(cell, "peak_min_probe_s").value_or(5.0), confirm_s) + 0.5 : 0.0;
+    e.low_s = idle_s + setup_s +
+              std::min(confirmation_s,
+                       std::min(NumberParam(cell, "peak_max_time_s").value_or(m.max_time_s), m.max_time_s));
     e.seconds = idle_s + setup_s +
                 std::min(NumberParam(cell, "peak_max_time_s").value_or(m.max_time_s), m.max_time_s);
   } else {

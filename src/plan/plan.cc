@@ -90,9 +90,11 @@ std::string CapAboveHostMemory(const config::Matrix& matrix, const Combination& 
 
 // A peak search whose time budget (peak_max_time_s, capped by max_time_s) holds fewer probes than
 // a search from 100/s to a peak near 10,000/s needs (8 doublings, then bisection to
-// peak_resolution) may end `max_time`, unconverged: the warning that says so, or empty. Each probe
-// is peak_min_probe_s (default 5 s, load::kDefaultPeakMinProbeNs) plus its 0.5 s warm-up
-// (docs/load.md "Probe length").
+// peak_resolution) besides the peak's confirmation may end `max_time`, unconverged or
+// unconfirmed: the warning that says so, or empty. Each probe is peak_min_probe_s (default 5 s,
+// load::kDefaultPeakMinProbeNs) plus its 0.5 s warm-up (docs/load.md "Probe length"); the
+// confirmation max(peak_min_probe_s, peak_confirm_s) (default 15 s) plus its warm-up, the one
+// confirmation a peak that holds takes (docs/load.md "Confirmation").
 std::string PeakBudgetTooShort(const config::Matrix& matrix, const Combination& params) {
   const auto qps = params.find("target_qps");
   if (qps == params.end() || !qps->second.is_string() || qps->second.get<std::string>() != "max") return "";
@@ -102,17 +104,25 @@ std::string PeakBudgetTooShort(const config::Matrix& matrix, const Combination& 
   };
   const double budget =
       std::min(number("peak_max_time_s", matrix.measure.max_time_s), matrix.measure.max_time_s);
-  const double per_probe = number("peak_min_probe_s", 5.0) + 0.5;
+  const double min_probe_s = number("peak_min_probe_s", 5.0);
+  const double per_probe = min_probe_s + 0.5;
+  const double confirm_s = number("peak_confirm_s", 15.0);
+  const double per_confirmation = confirm_s > 0 ? std::max(min_probe_s, confirm_s) + 0.5 : 0.0;
   const double resolution = number("peak_resolution", 0.05);
   const int needed = 8 + static_cast<int>(std::ceil(std::log2(1.0 / resolution)));
-  const auto fits = static_cast<int>(std::floor(budget / per_probe));
+  const auto fits = static_cast<int>(std::floor(std::max(budget - per_confirmation, 0.0) / per_probe));
   if (fits >= needed) return "";
   return fmt::format(
       "{}: warning: target_qps: max: its {:g} s budget holds about {} probes of {:g} s "
-      "(peak_min_probe_s and a 0.5 s warm-up each); a search from 100/s to a peak near 10,000/s at "
+      "(peak_min_probe_s and a 0.5 s warm-up each){}; a search from 100/s to a peak near 10,000/s at "
       "peak_resolution {:g} takes about {}: raise max_time_s (and peak_max_time_s) or lower "
-      "peak_min_probe_s, else the search may end max_time, unconverged",
-      config::WhereInMatrix(matrix, params, "target_qps"), budget, fits, per_probe, resolution, needed);
+      "peak_min_probe_s{}, else the search may end max_time, unconverged{}",
+      config::WhereInMatrix(matrix, params, "target_qps"), budget, fits, per_probe,
+      per_confirmation > 0
+          ? fmt::format(" besides the peak's confirmation of {:g} s (peak_confirm_s)", per_confirmation)
+          : "",
+      resolution, needed, per_confirmation > 0 ? " or peak_confirm_s" : "",
+      per_confirmation > 0 ? " or unconfirmed" : "");
 }
 
 // The boundary search's rules across keys (docs/memory.md "Boundary search"): at most one of

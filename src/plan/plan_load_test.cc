@@ -52,9 +52,11 @@ TEST(PlanLoadTest, ServerWithoutARateIsAnError) {
       << plan.error().message;
 }
 
-// A peak search's budget against its probes: 60 s (the default max_time_s) holds 10 probes of the
-// default 5 s plus warm-up, fewer than the 13 a search to ~10,000/s at resolution 0.05 takes: a
-// warning at target_qps. 120 s holds 21; 1 s probes fit 40 in 60 s.
+// A peak search's budget against its probes and its peak's confirmation: 60 s (the default
+// max_time_s) holds 8 probes of the default 5 s plus warm-up besides the 15.5 s confirmation, fewer
+// than the 13 a search to ~10,000/s at resolution 0.05 takes: a warning at target_qps. 120 s holds
+// 19; 1 s probes fit 29 in 60 s; without the confirmation 60 s holds 10, and a 60 s confirmation
+// leaves 120 s room for 10.
 TEST(PlanLoadTest, APeakSearchWhoseBudgetHoldsTooFewProbesIsWarnedOf) {
   const std::string head =
       "runner: torch\nmatrix:\n  model: resnet50\n  scenario: infer\n  load: server\n"
@@ -63,10 +65,11 @@ TEST(PlanLoadTest, APeakSearchWhoseBudgetHoldsTooFewProbesIsWarnedOf) {
   ASSERT_TRUE(short_budget.ok()) << short_budget.error().message;
   ASSERT_EQ(short_budget->warnings.size(), 1u);
   EXPECT_EQ(short_budget->warnings[0],
-            "m.yaml:6:3: warning: target_qps: max: its 60 s budget holds about 10 probes of 5.5 s "
-            "(peak_min_probe_s and a 0.5 s warm-up each); a search from 100/s to a peak near 10,000/s at "
-            "peak_resolution 0.05 takes about 13: raise max_time_s (and peak_max_time_s) or lower "
-            "peak_min_probe_s, else the search may end max_time, unconverged");
+            "m.yaml:6:3: warning: target_qps: max: its 60 s budget holds about 8 probes of 5.5 s "
+            "(peak_min_probe_s and a 0.5 s warm-up each) besides the peak's confirmation of 15.5 s "
+            "(peak_confirm_s); a search from 100/s to a peak near 10,000/s at peak_resolution 0.05 takes "
+            "about 13: raise max_time_s (and peak_max_time_s) or lower peak_min_probe_s or peak_confirm_s, "
+            "else the search may end max_time, unconverged or unconfirmed");
   auto longer = ExpandText("measure:\n  max_time_s: 120\n" + head);
   ASSERT_TRUE(longer.ok());
   EXPECT_TRUE(longer->warnings.empty()) << longer->warnings[0];
@@ -76,6 +79,22 @@ TEST(PlanLoadTest, APeakSearchWhoseBudgetHoldsTooFewProbesIsWarnedOf) {
   auto short_probes = ExpandText(head + "  peak_min_probe_s: 1\n");
   ASSERT_TRUE(short_probes.ok());
   EXPECT_TRUE(short_probes->warnings.empty()) << short_probes->warnings[0];
+  auto unconfirmed = ExpandText(head + "  peak_confirm_s: 0\n");
+  ASSERT_TRUE(unconfirmed.ok());
+  ASSERT_EQ(unconfirmed->warnings.size(), 1u);
+  EXPECT_EQ(unconfirmed->warnings[0],
+            "m.yaml:6:3: warning: target_qps: max: its 60 s budget holds about 10 probes of 5.5 s "
+            "(peak_min_probe_s and a 0.5 s warm-up each); a search from 100/s to a peak near 10,000/s at "
+            "peak_resolution 0.05 takes about 13: raise max_time_s (and peak_max_time_s) or lower "
+            "peak_min_probe_s, else the search may end max_time, unconverged");
+  auto long_confirmation = ExpandText("measure:\n  max_time_s: 120\n" + head + "  peak_confirm_s: 60\n");
+  ASSERT_TRUE(long_confirmation.ok());
+  ASSERT_EQ(long_confirmation->warnings.size(), 1u);
+  EXPECT_NE(
+      long_confirmation->warnings[0].find("holds about 10 probes of 5.5 s (peak_min_probe_s and a 0.5 s "
+                                          "warm-up each) besides the peak's confirmation of 60.5 s"),
+      std::string::npos)
+      << long_confirmation->warnings[0];
 }
 
 }  // namespace

@@ -444,6 +444,14 @@ TEST(EstimateTest, ConvergeAndPeakCellsAreBoundedByTheirOwnRules) {
   EXPECT_FALSE(p.policy_stops);
   EXPECT_DOUBLE_EQ(p.seconds, 30.0);
   EXPECT_DOUBLE_EQ(p.high_s, 600.0);
+  // At least the peak's one confirmation: peak_confirm_s (15 s) and its 0.5 s warm-up.
+  EXPECT_DOUBLE_EQ(p.low_s, 15.5);
+  config::Matrix unconfirmed = Parse(
+      "matrix:\n  step_ms: 1\n  scenario: infer\n  load: server\n  target_qps: max\n  latency_bound_ms: 10\n"
+      "  peak_confirm_s: 0\n  virtual_time: true\nmeasure: {max_time_s: 30}\n");
+  const Plan unconfirmed_plan = ExpandOk(unconfirmed);
+  ASSERT_EQ(unconfirmed_plan.cells.size(), 1u);
+  EXPECT_DOUBLE_EQ(EstimateCell(unconfirmed_plan.cells[0], unconfirmed, {}).low_s, 0.0);
 }
 
 // The example matrices in examples/ stay valid and cover what they promise.

@@ -23,6 +23,10 @@ const char* PeakSearchEndName(PeakSearchEnd end) {
   return "probe_cap";
 }
 
+bool ProbePassed(const Probe& p, double latency_bound) {
+  return !p.cut && p.issue_kept_up && p.early_stopping_met && p.latency <= latency_bound;
+}
+
 void PeakBracket::Add(double rate, bool passed) {
   if (passed) {
     if (!hi || rate < *hi) lo = std::max(lo.value_or(rate), rate);
@@ -44,7 +48,7 @@ PeakSearchResult SearchPeak(const PeakSearchSettings& s, const std::function<Pro
   auto run = [&](double rate) {
     Probe p = probe(rate);
     p.rate_per_s = rate;
-    p.passed = !p.cut && p.issue_kept_up && p.early_stopping_met && p.latency <= s.latency_bound;
+    p.passed = ProbePassed(p, s.latency_bound);
     r.probes.push_back(p);
     if (!p.cut) bracket.Add(rate, p.passed);
     return p.passed;

@@ -29,8 +29,12 @@ struct Probe {
   // measured too few queries, and none of them fails it. Kept in `probes`, never passed, and not
   // in the bracket (a probe the search cut is no failing rate).
   bool cut = false;
-  bool passed = false;  // !cut && latency <= bound && issue_kept_up && early_stopping_met (set by SearchPeak)
+  bool passed = false;  // ProbePassed (set by SearchPeak)
 };
+
+// Whether a probe passes under `latency_bound`: not cut, latency within it, the issue rate kept up
+// and early stopping met.
+bool ProbePassed(const Probe& p, double latency_bound);
 
 struct PeakSearchSettings {
   double latency_bound = 0;       // the latency a passing probe stays within (same unit as Probe::latency)

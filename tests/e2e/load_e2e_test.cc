@@ -353,6 +353,12 @@ TEST(LoadE2E, APeakSearchThroughRunStoresOneValidCellWithThePeakAndEveryProbe) {
   EXPECT_EQ(search.at("peak_qps"), peak);
   const nlohmann::json& probes = search.at("probes");
   ASSERT_GE(probes.size(), 5u);
+  // The peak's confirmation (peak_confirm_s' default 15 s; 20,000 queries here) holds it: the last
+  // probe, at the peak, and the cell's window.
+  EXPECT_EQ(search.at("confirmation"), "confirmed") << search.at("confirmation_note");
+  EXPECT_EQ(probes.back().at("confirmation"), true);
+  EXPECT_EQ(probes.back().at("target_qps"), peak);
+  EXPECT_EQ(search.at("window_probe"), probes.size());
   EXPECT_EQ(Metric(cell, "load_peak_probes"), static_cast<double>(probes.size()));
   EXPECT_EQ(probes[0].at("target_qps"), 100.0);
   std::uint64_t window_queries = 0;
@@ -402,6 +408,8 @@ TEST(LoadE2E, APeakSearchThroughRunStoresOneValidCellWithThePeakAndEveryProbe) {
             std::string::npos)
       << show.out;
   EXPECT_NE(show.out.find("achieved qps"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("passed its confirmation"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find(" (confirm)"), std::string::npos) << show.out;
   EXPECT_NE(show.out.find("over_bound: p99 "), std::string::npos) << show.out;
 }
 

@@ -21,6 +21,7 @@ PROBE_SEGMENTS = 4  # runs a probe's measurement may take, while early stopping 
 PEAK_MIN_RATE_PER_S = 1.0
 PEAK_MAX_RATE_PER_S = 1e6
 PROBE_ISSUE_TOLERANCE = 0.01
+MAX_PEAK_CONFIRMATIONS = 3  # confirmations of the peak found, at most (kMaxPeakConfirmations)
 
 
 def early_stopping_odds(h: int, t: int, percentile: float, tolerance: float = 0.0) -> float:
@@ -173,6 +174,33 @@ def search_peak(probe: Callable[[float], Optional[bool]], start: float, rel_tole
     return end, b.lo, b.hi, probes
 
 
+def confirm_peak(probe: Callable[[float], Optional[bool]], peak: Optional[float], passing: Sequence[float],
+                 out_of_time: Callable[[], bool], max_confirmations: int = MAX_PEAK_CONFIRMATIONS) -> tuple:
+    """The confirmation after a search that ended by its own rule (``load::RunPeakSearch``;
+    docs/load.md "Confirmation"): ``probe(rate)`` (a longer probe; None when the search's end cut
+    it) at ``peak``; after a failure at the highest of ``passing`` (the search's passing rates)
+    below the failed rate; until one passes, none is left, ``max_confirmations`` ran, or
+    ``out_of_time`` says so before one. Returns ([(rate, result), ...], cut), cut when the
+    search's end stopped the confirmations before one passed or none was left."""
+    runs: List[tuple] = []
+    rate = peak
+    for _ in range(max_confirmations):
+        if rate is None:
+            break
+        if out_of_time():
+            return runs, True
+        result = probe(rate)
+        runs.append((rate, result))
+        if result:
+            break
+        if result is None:
+            return runs, True
+        failed = rate
+        lower = [r for r in passing if r < failed]
+        rate = max(lower) if lower else None
+    return runs, False
+
+
 def _finite_or_none(value: Optional[float]) -> Optional[float]:
     return value if value is not None and math.isfinite(value) else None
 
@@ -203,7 +231,7 @@ def _run_peak_search(session: Any, s: LoadSettings, issue: IssueFn, limits: Any,
     def out_of_time() -> bool:
         return state["stopped"] or state["deadline_hit"] or time_left() <= 0
 
-    def probe(rate: float) -> Optional[bool]:
+    def probe(rate: float, min_ns: int) -> Optional[bool]:
         server.set_target_qps(rate)
         warm_ns = min(PROBE_WARMUP_NS, max(time_left(), 1))
         server.kept = None
@@ -214,7 +242,7 @@ def _run_peak_search(session: Any, s: LoadSettings, issue: IssueFn, limits: Any,
         overloaded = warm.end == "too_many_outstanding"
         kept: List[tuple] = []
         server.kept = kept
-        for_time = math.ceil(rate * s.peak_min_probe_ns / 1e9)  # docs/load.md "Probe length"
+        for_time = math.ceil(rate * min_ns / 1e9)  # docs/load.md "Probe length"
         needed = max(floor, for_time)
         met, queries_needed = False, 0
         latency = math.inf
@@ -256,13 +284,26 @@ def _run_peak_search(session: Any, s: LoadSettings, issue: IssueFn, limits: Any,
             "scheduled_per_s": _finite_or_none(rate_check.scheduled_per_s),
             "issued_per_s": _finite_or_none(rate_check.achieved_per_s),
             "too_many_outstanding": overloaded, "early_stopping_met": es_met, "queries_needed": queries_needed,
-            "cut": cut, "passed": passed})
+            "cut": cut, "confirmation": False, "passed": passed})
         return None if cut else passed
 
-    end, peak, lowest_failing, _ = search_peak(probe, s.target_qps, s.peak_resolution, s.peak_max_probes, out_of_time)
-    reason = "stopped" if state["stopped"] else "max_time" if end == "stopped" else "peak_search"
+    end, peak, lowest_failing, _ = search_peak(lambda rate: probe(rate, s.peak_min_probe_ns), s.target_qps,
+                                               s.peak_resolution, s.peak_max_probes, out_of_time)
+    confirmation_cut = False
+    if s.peak_confirm_ns > 0 and end != "stopped":
+        confirm_ns = max(s.peak_min_probe_ns, s.peak_confirm_ns)
+
+        def confirmation(rate: float) -> Optional[bool]:
+            result = probe(rate, confirm_ns)
+            reports[-1]["confirmation"] = True
+            return result
+
+        passing = [r["target_qps"] for r in reports if r["passed"]]
+        _, confirmation_cut = confirm_peak(confirmation, peak, passing, out_of_time)
+    reason = ("stopped" if state["stopped"] else "max_time" if end == "stopped" or confirmation_cut
+              else "peak_search")
     report = {"end": end, "peak_qps": _finite_or_none(peak), "lowest_failing_qps": _finite_or_none(lowest_failing),
               "latency_bound_ms": s.latency_bound_ns / 1e6, "latency_percentile": s.latency_percentile,
               "rel_tolerance": s.peak_resolution, "probe_warmup_s": PROBE_WARMUP_NS / 1e9,
-              "probe_min_s": s.peak_min_probe_ns / 1e9, "probes": reports}
+              "probe_min_s": s.peak_min_probe_ns / 1e9, "confirm_s": s.peak_confirm_ns / 1e9, "probes": reports}
     return LoadResult(reason, state["issued"], {"peak_search": report})

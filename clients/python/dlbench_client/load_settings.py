@@ -16,7 +16,7 @@ SCENARIOS = ("single_stream", "multi_stream", "server", "offline")
 #: The load keys of the config registry (docs/config-reference.md, "Inference under load"): a
 #: runner built on this client leaves them to ``resolve_load_settings``.
 LOAD_KEYS = ("load", "target_qps", "latency_bound_ms", "peak_max_probes", "peak_resolution", "peak_max_time_s",
-             "peak_min_probe_s",
+             "peak_min_probe_s", "peak_confirm_s",
              "latency_percentile", "samples_per_query", "query_interval_ms", "max_batch", "batch_timeout_us",
              "streams", "offline_samples", "min_queries", "early_stopping_confidence", "sample_library_size",
              "input_residency")
@@ -30,6 +30,9 @@ DEFAULT_PEAK_RESOLUTION = 0.05
 #: Each peak-search probe measures at least this long at its rate (``peak_min_probe_s``).
 DEFAULT_PEAK_MIN_PROBE_NS = 5_000_000_000
 MAX_PEAK_MIN_PROBE_S = 3600
+#: After the search its peak is run again at least this long at its rate (``peak_confirm_s``; 0: not).
+DEFAULT_PEAK_CONFIRM_NS = 15_000_000_000
+MAX_PEAK_CONFIRM_S = 3600
 #: Queries in flight the server holds at most; further behind, the run ends (LoadGen's "Too many
 #: outstanding queries"), with DONE reason ``too_many_outstanding``.
 DEFAULT_MAX_OUTSTANDING = 1 << 16
@@ -52,6 +55,7 @@ class LoadSettings:
     peak_resolution: float = DEFAULT_PEAK_RESOLUTION
     peak_max_time_ns: Optional[int] = None
     peak_min_probe_ns: int = DEFAULT_PEAK_MIN_PROBE_NS
+    peak_confirm_ns: int = DEFAULT_PEAK_CONFIRM_NS
     latency_bound_ns: Optional[int] = None
     latency_percentile: float = 0.9
     confidence: float = DEFAULT_CONFIDENCE
@@ -106,6 +110,7 @@ class LoadSettings:
                 if self.peak_max_time_ns is not None:
                     j["peak_max_time_s"] = self.peak_max_time_ns / 1e9
                 j["peak_min_probe_s"] = self.peak_min_probe_ns / 1e9
+                j["peak_confirm_s"] = self.peak_confirm_ns / 1e9
             j["arrivals"] = "Poisson (exponential gaps from mt19937_64(schedule_seed), inverse CDF)"
             j["batch_timeout_us"] = self.batch_timeout_ns / 1e3
             j["streams"] = self.streams
@@ -125,6 +130,7 @@ _KEY_SCOPES = (
     ("query_interval_ms", ("multi_stream",)), ("offline_samples", ("offline",)),
     ("latency_percentile", ("single_stream", "multi_stream", "server")), ("peak_max_probes", ("server",)),
     ("peak_max_time_s", ("server",)), ("peak_min_probe_s", ("server",)), ("peak_resolution", ("server",)),
+    ("peak_confirm_s", ("server",)),
 )
 
 
@@ -213,10 +219,12 @@ def resolve_load_settings(params: Mapping[str, Any], seed: int) -> LoadSettings:
     resolution = _get_number(params, "peak_resolution", 0.001, True, 1, True)
     peak_time = _get_number(params, "peak_max_time_s", 0, False, 86400, True)
     probe_time = _get_number(params, "peak_min_probe_s", 0, True, MAX_PEAK_MIN_PROBE_S, True)
+    confirm_time = _get_number(params, "peak_confirm_s", 0, True, MAX_PEAK_CONFIRM_S, True)
     if not peak_search and (max_probes is not None or resolution is not None or peak_time is not None
-                            or probe_time is not None):
+                            or probe_time is not None or confirm_time is not None):
         name = ("peak_max_probes" if max_probes is not None else "peak_resolution" if resolution is not None
-                else "peak_max_time_s" if peak_time is not None else "peak_min_probe_s")
+                else "peak_max_time_s" if peak_time is not None
+                else "peak_min_probe_s" if probe_time is not None else "peak_confirm_s")
         raise LoadSettingsError("parameter '%s' applies only with target_qps: max" % name)
     if max_probes is not None:
         s["peak_max_probes"] = max_probes
@@ -226,6 +234,8 @@ def resolve_load_settings(params: Mapping[str, Any], seed: int) -> LoadSettings:
         s["peak_max_time_ns"] = _llround(peak_time * 1e9)
     if probe_time is not None:
         s["peak_min_probe_ns"] = _llround(probe_time * 1e9)
+    if confirm_time is not None:
+        s["peak_confirm_ns"] = _llround(confirm_time * 1e9)
 
     percentile = _get_number(params, "latency_percentile", 0, False, 1, False)
     s["latency_percentile"] = percentile if percentile is not None else (0.9 if scenario == "single_stream" else 0.99)

@@ -19,7 +19,7 @@ from conftest import metric, python_runner
 from dlbench_client import RunnerLimits
 from dlbench_client.load import (LoadSettings, LoadSettingsError, Mt19937_64, QueryPhases, QuerySchedule,
                                  current_stream, decide_batch, min_passing_queries, percentile_sorted,
-                                 resolve_load_settings, run_load, search_peak, splitmix64)
+                                 resolve_load_settings, run_load, search_peak, confirm_peak, splitmix64)
 
 FIXTURES = str(Path(__file__).resolve().parent / "fixture_load_runners.py")
 
@@ -85,6 +85,10 @@ def test_settings_are_resolved_as_load_resolve_load_settings():
     bare = resolve_load_settings({"load": "server", "target_qps": "max", "latency_bound_ms": 10,
                                   "peak_min_probe_s": 0}, 1)
     assert bare.peak_min_probe_ns == 0
+    assert peak.peak_confirm_ns == 15_000_000_000 and peak.to_json()["peak_confirm_s"] == 15.0
+    unconfirmed = resolve_load_settings({"load": "server", "target_qps": "max", "latency_bound_ms": 10,
+                                         "peak_confirm_s": 0}, 1)
+    assert unconfirmed.peak_confirm_ns == 0 and unconfirmed.to_json()["peak_confirm_s"] == 0.0
     single = resolve_load_settings({"load": "single_stream"}, 1)
     assert single.to_json()["latency_from"].startswith("issue (scheduled = issued")
 
@@ -102,6 +106,10 @@ def test_settings_are_resolved_as_load_resolve_load_settings():
                                                                 "target_qps: max"),
     ({"load": "server", "target_qps": "max", "latency_bound_ms": 5, "peak_min_probe_s": 3601},
      "parameter 'peak_min_probe_s' must be a number >= 0.0 and <= 3600.0, got 3601"),
+    ({"load": "server", "target_qps": 5, "peak_confirm_s": 15}, "parameter 'peak_confirm_s' applies only with "
+                                                               "target_qps: max"),
+    ({"load": "server", "target_qps": "max", "latency_bound_ms": 5, "peak_confirm_s": 3601},
+     "parameter 'peak_confirm_s' must be a number >= 0.0 and <= 3600.0, got 3601"),
     ({"load": "server", "target_qps": 10, "streams": 65}, "parameter 'streams' must be an integer between 1 and 64, "
                                                           "got 65"),
     ({"load": "offline", "scenario": "train"}, "load needs scenario: infer (got \"train\")"),
@@ -162,6 +170,27 @@ def test_the_peak_search_brackets_then_bisects_as_stats_search_peak():
     end, peak, failing, probes = search_peak(step_cut, 100.0, 0.05, 40, lambda: bool(cut))
     assert (end, peak, failing) == ("stopped", 800.0, 1600.0)
     assert len(probes) == 6 and probes[5] == ((800.0 * 1600.0) ** 0.5, False)
+
+
+def test_the_peak_is_confirmed_then_stepped_down_to_the_next_lower_passing_rate_as_run_peak_search():
+    # load::RunPeakSearch's confirmation: the peak first; after a failure the highest passing search
+    # rate below it; at most three; the search's end before one stops them (cut).
+    passing = [100.0, 200.0, 400.0, 566.0, 673.0, 734.0]
+    assert confirm_peak(lambda r: True, 734.0, passing, lambda: False) == ([(734.0, True)], False)
+    assert confirm_peak(lambda r: r <= 673.0, 734.0, passing, lambda: False) == ([(734.0, False), (673.0, True)],
+                                                                                 False)
+    # Every confirmation fails: three at most, each the next lower passing rate.
+    runs, cut = confirm_peak(lambda r: False, 734.0, passing, lambda: False)
+    assert runs == [(734.0, False), (673.0, False), (566.0, False)] and not cut
+    # No lower passing rate left after the peak's failure.
+    assert confirm_peak(lambda r: False, 100.0, [100.0], lambda: False) == ([(100.0, False)], False)
+    # The search's end: before the first, after a failure, or a confirmation cut (None).
+    assert confirm_peak(lambda r: True, 734.0, passing, lambda: True) == ([], True)
+    calls: List[float] = []
+    assert confirm_peak(lambda r: calls.append(r) or False, 734.0, passing, lambda: bool(calls)) == (
+        [(734.0, False)], True)
+    assert confirm_peak(lambda r: None, 734.0, passing, lambda: False) == ([(734.0, None)], True)
+    assert confirm_peak(lambda r: True, None, [], lambda: False) == ([], False)
 
 
 # -- the driver in process, against a session that keeps what it is sent ----------------------------
@@ -420,23 +449,37 @@ def test_a_peak_search_stores_one_cell_whose_probes_the_orchestrator_judges_as_t
     # ranges tile the records, and that the search took its steps by its rules.
     dlbench.run_matrix(fixture_runner("sleep") + "timeout_s: 120\nmeasure:\n  max_time_s: 30\nmatrix:\n"
                        "  scenario: infer\n  load: server\n  target_qps: max\n  latency_bound_ms: 20\n"
-                       "  latency_percentile: 0.9\n  peak_max_probes: 3\n  peak_min_probe_s: 1\n  sleep_us: 2000\n")
+                       "  latency_percentile: 0.9\n  peak_max_probes: 3\n  peak_min_probe_s: 1\n  sleep_us: 2000\n"
+                       "  peak_confirm_s: 2\n")
     [cell] = dlbench.cells()
     assert cell["outcome"] == "ok", cell["message"]
     search = cell["extras"]["load"]["peak_search"]
-    probes = search["probes"]
+    probes = [p for p in search["probes"] if not p["confirmation"]]
+    confirmations = search["probes"][len(probes):]
     assert len(probes) == 3 and search["end"] in ("probe_cap", "no_passing_rate")
+    # The confirmation (3 x 1.5 s and up to 3 x 2.5 s fit in 30 s): the search's peak first, after the
+    # search's probes; none without a passing rate.
+    assert all(p["confirmation"] for p in confirmations) and len(confirmations) <= 3
+    if search["search_peak_qps"] is None:
+        assert confirmations == [] and search["confirmation"] == "none"
+    else:
+        assert confirmations[0]["target_qps"] == search["search_peak_qps"]
+        assert search["confirmation"] in ("confirmed", "stepped_down", "not_confirmed"), search
     assert probes[0]["target_qps"] == 100.0
     # Bracketing: double after a pass, halve after a failure.
     assert probes[1]["target_qps"] == (200.0 if probes[0]["valid"] else 50.0)
-    assert sum(p["queries"] + p["warmup_queries"] for p in probes) == cell["extras"]["load"]["queries_received"]
+    assert sum(p["queries"] + p["warmup_queries"] for p in search["probes"]) == \
+        cell["extras"]["load"]["queries_received"]
     reported = cell["extras"]["info"]["load"]["peak_search"]["probes"]
-    assert [p["passed"] for p in reported] == [p["valid"] for p in probes]
+    assert [p["passed"] for p in reported] == [p["valid"] for p in search["probes"]]
     # The Python driver serves every issued query, after STOP too: no probe dropped any.
     assert [p["dropped"] for p in reported] == [0] * len(reported)
     assert search["queries_dropped_after_stop"] == 0
     assert all(p["queries"] >= 44 for p in reported if p["passed"])  # h(0) at p90
     # peak_min_probe_s: 1 s at each rate (a probe the deadline did not cut: 3 x 1.5 s fit in 30 s).
     assert all(p["queries"] >= p["target_qps"] for p in reported if not p["too_many_outstanding"])
+    # peak_confirm_s: 2 s at each confirmation's rate.
+    assert all(p["queries"] >= 2 * p["target_qps"] for p in reported
+               if p["confirmation"] and not p["too_many_outstanding"])
     assert cell["extras"]["info"]["load"]["peak_search"]["probe_min_s"] == 1.0
     assert cell["verdict"] in ("valid", "too_short", "over_bound", "fell_behind"), cell["verdict_reasons"]
