@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <charconv>
 #include <set>
+#include <utility>
 
 namespace dlbench::store::codec {
 
@@ -16,6 +17,21 @@ Result<std::string> DumpJson(const nlohmann::json& value, const std::string& wha
     // dump() throws only for strings that are not valid UTF-8.
     return MakeError(ErrorKind::kInvalidInput, "cannot store " + what + " as JSON text: " + e.what());
   }
+}
+
+Result<std::array<std::string, 5>> DumpCellJson(const record::CellRecord& cell, const std::string& what) {
+  const std::pair<const nlohmann::json*, const char*> fields[5] = {{&cell.params, "params"},
+                                                                   {&cell.effective, "effective"},
+                                                                   {&cell.hello, "hello"},
+                                                                   {&cell.verdict_reasons, "verdict_reasons"},
+                                                                   {&cell.extras, "extras"}};
+  std::array<std::string, 5> text;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    auto dumped = DumpJson(*fields[i].first, std::string(fields[i].second) + " of " + what);
+    if (!dumped.ok()) return dumped.error();
+    text[i] = std::move(*dumped);
+  }
+  return text;
 }
 
 Result<nlohmann::json> ParseJson(const std::string& text, const std::string& what) {

@@ -23,6 +23,7 @@
 // A PostgresStore is used by one thread at a time; open one per thread or process.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -96,7 +97,8 @@ class PostgresStore final : public ResultStore {
   template <class Op>
   auto Retrying(Op&& op) -> decltype(op());
 
-  Status PutCellOnce(const CellRecord& cell, const std::string (&json_text)[5], const std::string& seed_text);
+  Status PutCellOnce(const CellRecord& cell, const std::array<std::string, 5>& json_text,
+                     const std::string& seed_text);
   Result<std::vector<RunRecord>> QueryRuns(const char* where_sql, const pg::Params& params);
   Status LoadTags(std::vector<RunRecord>& runs);
   Status LoadMetrics(std::vector<CellRecord>& cells, const char* where_sql, const pg::Params& params);

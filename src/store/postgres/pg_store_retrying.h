@@ -1,5 +1,5 @@
 // PostgresStore::Retrying's definition, for the files that implement the store's operations
-// (pg_store.cc, pg_store_admin.cc); nothing else includes this.
+// (pg_store.cc, pg_store_read.cc, pg_store_admin.cc); nothing else includes this.
 #pragma once
 
 #include <fmt/core.h>
