@@ -28,9 +28,9 @@ ProbeReport Confirm(double rate, bool passed) {
 // The search: 100, 200, 400 and 800/s pass, 1600/s fails, 1131.4/s fails, 951.4/s fails, 872.4/s
 // fails, 835.4/s passes (converged at 5%: its peak 835.4/s, the highest passing rate below it 800/s).
 std::vector<ProbeReport> ConvergedSearch() {
-  return {Search(100, true),   Search(200, true),   Search(400, true),   Search(800, true),
-          Search(1600, false), Search(1131.4, false), Search(951.4, false), Search(872.4, false),
-          Search(835.4, true)};
+  return {Search(100, true),    Search(200, true),    Search(400, true),
+          Search(800, true),    Search(1600, false),  Search(1131.4, false),
+          Search(951.4, false), Search(872.4, false), Search(835.4, true)};
 }
 
 struct Case {
@@ -53,7 +53,9 @@ TEST(PeakConfirmRuleTest, TheNextConfirmationBisectsBelowAFailedPeak) {
       // 800/s failed: the next lower passing search rate, 400/s, is lo; [400, 800] is wide.
       {"L failed: bisect below it", {Confirm(835.4, false), Confirm(800, false)}, 0.05, m1},
       {"a pass raises lo", {Confirm(835.4, false), Confirm(800, false), Confirm(m1, true)}, 0.05, m2},
-      {"a failure lowers hi", {Confirm(835.4, false), Confirm(800, false), Confirm(m1, false)}, 0.05,
+      {"a failure lowers hi",
+       {Confirm(835.4, false), Confirm(800, false), Confirm(m1, false)},
+       0.05,
        std::sqrt(400.0 * m1)},
       // The last of the five with none passed: lo (400/s) itself, not the mean.
       {"the last with none passed: L",
@@ -61,7 +63,8 @@ TEST(PeakConfirmRuleTest, TheNextConfirmationBisectsBelowAFailedPeak) {
        0.05,
        400.0},
       {"five run: done",
-       {Confirm(835.4, false), Confirm(800, false), Confirm(m1, true), Confirm(m2, true), Confirm(733.6, true)},
+       {Confirm(835.4, false), Confirm(800, false), Confirm(m1, true), Confirm(m2, true),
+        Confirm(733.6, true)},
        0.05,
        std::nullopt},
       // A confirmed lo within 5% of hi: done, with confirmations left.
@@ -74,7 +77,8 @@ TEST(PeakConfirmRuleTest, TheNextConfirmationBisectsBelowAFailedPeak) {
   }
 }
 
-// No passing search rate, or none below the failed peak: nothing (more) to confirm; a cut probe (the search's end) counts for nothing.
+// No passing search rate, or none below the failed peak: nothing (more) to confirm; a cut probe (the search's
+// end) counts for nothing.
 TEST(PeakConfirmRuleTest, NoPassingRateOrACutProbeGivesNothingToConfirm) {
   EXPECT_FALSE(NextConfirmationRate({Search(100, false), Search(50, false)}, 0.05));
   EXPECT_FALSE(NextConfirmationRate({Search(100, true), Search(200, false), Confirm(100, false)}, 0.05));

@@ -68,13 +68,15 @@ std::string ConfirmationOrderProblem(const std::vector<load::ProbeReport>& probe
                        search_probes, confirmations, s.peak_max_probes, load::kMaxPeakConfirmations);
   }
   for (std::size_t i = search_probes; i < probes.size(); ++i) {
-    const std::vector<load::ProbeReport> before(probes.begin(), probes.begin() + static_cast<std::ptrdiff_t>(i));
+    const std::vector<load::ProbeReport> before(probes.begin(),
+                                                probes.begin() + static_cast<std::ptrdiff_t>(i));
     const std::optional<double> expected = load::NextConfirmationRate(before, s.peak_resolution);
     if (expected != probes[i].target_qps) {
-      return fmt::format("has confirmation {} at {:g} queries/s, where the rule after the probes before it "
-                         "confirms {}",
-                         i + 1, probes[i].target_qps,
-                         expected ? fmt::format("{:g} queries/s", *expected) : std::string("nothing"));
+      return fmt::format(
+          "has confirmation {} at {:g} queries/s, where the rule after the probes before it "
+          "confirms {}",
+          i + 1, probes[i].target_qps,
+          expected ? fmt::format("{:g} queries/s", *expected) : std::string("nothing"));
     }
   }
   return "";

@@ -120,9 +120,9 @@ TEST(PeakConfirmTest, AFailedConfirmationStepsTheValidPeakDownToTheNextPassingRa
 TEST(PeakConfirmTest, ConfirmationsBisectBelowAFailedPeakAndTheHighestPassedIsThePeak) {
   const LoadCellSettings s = ConfirmSettings(15, 0.5);
   const double mid = std::sqrt(100.0 * 200.0);
-  const nlohmann::json search = {Probe(100, 0, true, false), Probe(200, 550, true, false),
-                                 Probe(400, 1100, false, false), Probe(std::sqrt(200.0 * 400.0), 1650, false, false),
-                                 Probe(200, 2200, false, true)};
+  const nlohmann::json search = {
+      Probe(100, 0, true, false), Probe(200, 550, true, false), Probe(400, 1100, false, false),
+      Probe(std::sqrt(200.0 * 400.0), 1650, false, false), Probe(200, 2200, false, true)};
 
   nlohmann::json raised = search;
   raised.push_back(Probe(mid, 2750, true, true));
@@ -163,9 +163,10 @@ TEST(PeakConfirmTest, ConfirmationsBisectBelowAFailedPeakAndTheHighestPassedIsTh
   const LoadConclusion c = ConcludeLoad(cut_short, 6 * kProbe, "max_time", "max_time", unconfirmed);
   ASSERT_FALSE(c.invalid) << *c.invalid;
   ASSERT_EQ(c.reasons.size(), 1u);
-  EXPECT_EQ(c.reasons[0],
-            "too_short: the peak 200 queries/s failed its confirmation (200 and 141.421 queries/s failed) and "
-            "the search ended before 100 queries/s was confirmed (the runner's run ended: max_time)");
+  EXPECT_EQ(
+      c.reasons[0],
+      "too_short: the peak 200 queries/s failed its confirmation (200 and 141.421 queries/s failed) and "
+      "the search ended before 100 queries/s was confirmed (the runner's run ended: max_time)");
   EXPECT_FALSE(record::MetricValue(unconfirmed, metric::kLoadPeakQps));
   EXPECT_EQ(unconfirmed.extras["load"]["peak_search"]["confirmation"], "unconfirmed");
 }
