@@ -370,11 +370,15 @@ TEST(VirtualLoadTest, ThePeakSearchsBoundsEndIt) {
 }
 
 // peak_confirm_s (docs/load.md "Confirmation"): after the search the peak runs again for at
-// least 15 s at its rate; if it fails, the next lower passing rate does, at most 3 times. On the
-// M/D/1 server (peak 773.5/s) the search of short probes (the early-stopping minimum alone) found
-// a peak above the queue's; its confirmations step down to a rate the queue sustains. The search
-// of 5 s probes found one below it, which its confirmation keeps. peak_confirm_s: 0 runs none.
-TEST(VirtualLoadTest, APeakThatFailsItsConfirmationStepsDownToALowerPassingRate) {
+// least 15 s at its rate; if it fails, confirmations of the same length bisect below it
+// (load::NextConfirmationRate), at most 5 in all. On the M/D/1 server (peak 773.5/s) the search of
+// short probes (the early-stopping minimum alone) converged at 835.4/s, above the queue's peak,
+// with 800/s the highest passing rate below it and 400/s the next. 835.4/s fails its
+// confirmation; the bracket [800, 835.4] is within peak_resolution, so 800/s is confirmed itself
+// and fails; then the bisection of [400, 800] confirms 565.7, 672.7 and 733.6/s, the last 0.948
+// of the queue's peak (a step down to the search's 400/s would have been 0.517). The search of 5 s
+// probes found a peak below the queue's, which its confirmation keeps. peak_confirm_s: 0 runs none.
+TEST(VirtualLoadTest, APeakThatFailsItsConfirmationIsBisectedDownToARateTheQueueSustains) {
   const VirtualService service{1'000'000, 0};
   const double expected = MD1Peak(10e-3, 1e-3, 0.99);
   auto search = [&](double min_s, std::optional<double> confirm_s) {
@@ -419,24 +423,35 @@ TEST(VirtualLoadTest, APeakThatFailsItsConfirmationStepsDownToALowerPassingRate)
   EXPECT_EQ(short_probes.reason, "peak_search");
   EXPECT_EQ(short_probes.ToJson()["confirm_s"], 15.0);
   const double found = *short_probes.search.peak_per_s;
+  EXPECT_NEAR(found, 835.42, 0.01);
   EXPECT_GT(found, expected * 1.05);
-  const std::vector<load::ProbeReport> stepped = confirmations(short_probes);
-  ASSERT_GE(stepped.size(), 2u);
-  ASSERT_LE(stepped.size(), static_cast<std::size_t>(load::kMaxPeakConfirmations));
-  EXPECT_EQ(stepped[0].target_qps, found);
-  EXPECT_FALSE(stepped[0].passed);
-  // Each after a failure is the highest passing search rate below the failed one.
-  for (std::size_t i = 1; i < stepped.size(); ++i) {
-    EXPECT_FALSE(stepped[i - 1].passed);
-    double next = 0;
-    for (const load::ProbeReport& p : short_probes.probes) {
-      if (!p.confirmation && p.passed && p.target_qps < stepped[i - 1].target_qps)
-        next = std::max(next, p.target_qps);
-    }
-    EXPECT_EQ(stepped[i].target_qps, next) << i;
+  // The search's passing rates below its peak: 800/s and the bracketing step's 400/s.
+  std::vector<double> passing;
+  for (const load::ProbeReport& p : short_probes.probes) {
+    if (!p.confirmation && p.passed && p.target_qps < found) passing.push_back(p.target_qps);
   }
-  EXPECT_TRUE(stepped.back().passed);
-  EXPECT_LE(stepped.back().target_qps, expected);
+  std::sort(passing.rbegin(), passing.rend());
+  ASSERT_GE(passing.size(), 2u);
+  ASSERT_EQ(passing[0], 800.0);
+  ASSERT_EQ(passing[1], 400.0);
+  const std::vector<load::ProbeReport> bisected = confirmations(short_probes);
+  ASSERT_EQ(bisected.size(), static_cast<std::size_t>(load::kMaxPeakConfirmations));
+  ASSERT_EQ(load::kMaxPeakConfirmations, 5);
+  const double first_mid = std::sqrt(400.0 * 800.0);
+  const double second_mid = std::sqrt(first_mid * 800.0);
+  const double third_mid = std::sqrt(second_mid * 800.0);
+  const std::vector<double> rates = {found, 800.0, first_mid, second_mid, third_mid};
+  const std::vector<bool> passed = {false, false, true, true, true};
+  for (std::size_t i = 0; i < bisected.size(); ++i) {
+    EXPECT_EQ(bisected[i].target_qps, rates[i]) << i;
+    EXPECT_EQ(bisected[i].passed, passed[i]) << i;
+  }
+  // The confirmed peak: the highest passed confirmation, at or below the queue's peak and within
+  // 6% of it; the lowest failed confirmation above it, 800/s, is its bracket's upper end.
+  EXPECT_NEAR(third_mid, 733.60, 0.01);
+  EXPECT_LE(third_mid, expected);
+  EXPECT_GE(third_mid, 0.94 * expected);
+  EXPECT_FALSE(load::NextConfirmationRate(short_probes.probes, short_probes.rel_tolerance));
 
   const load::PeakSearchOutcome default_probes = search(5.0, std::nullopt);
   ASSERT_EQ(default_probes.search.end, stats::PeakSearchEnd::kConverged);
@@ -449,7 +464,7 @@ TEST(VirtualLoadTest, APeakThatFailsItsConfirmationStepsDownToALowerPassingRate)
   EXPECT_TRUE(confirmations(off).empty());
   EXPECT_EQ(off.ToJson()["confirm_s"], 0.0);
   // The search itself is the same with or without its confirmation.
-  ASSERT_EQ(off.probes.size() + stepped.size(), short_probes.probes.size());
+  ASSERT_EQ(off.probes.size() + bisected.size(), short_probes.probes.size());
   for (std::size_t i = 0; i < off.probes.size(); ++i) {
     EXPECT_EQ(off.probes[i].target_qps, short_probes.probes[i].target_qps) << i;
     EXPECT_EQ(off.probes[i].passed, short_probes.probes[i].passed) << i;

@@ -89,7 +89,7 @@ void AppendLoadEntries(std::vector<ParamSpec>& r) {
                   .DefaultText("15")
                   .Help("target_qps: max: after the search ends by its own rule, its peak is run again "
                         "for at least this long (and at least peak_min_probe_s) at its rate, after the "
-                        "probe warm-up; if that fails, the next lower passing rate, at most 3 "
+                        "probe warm-up; if that fails, runs as long bisect below it, at most 5 "
                         "confirmations. The cell's peak is the highest confirmed rate. 0: no "
                         "confirmation. 15 s: a 5 s probe's peak failed a 15 s run at it on an H100. At "
                         "most 3600 (an hour), so that a wrong unit is caught here.")

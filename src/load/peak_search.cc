@@ -53,6 +53,42 @@ Error Bad(std::size_t probe, const std::string& what) {
 
 }  // namespace
 
+std::optional<double> NextConfirmationRate(const std::vector<ProbeReport>& probes, double rel_tolerance) {
+  stats::PeakBracket search;
+  int confirmations = 0;
+  std::optional<double> passed;  // the highest passed confirmation
+  std::optional<double> failed;  // the lowest failed confirmation
+  for (const ProbeReport& p : probes) {
+    if (p.cut) continue;
+    if (!p.confirmation) {
+      search.Add(p.target_qps, p.passed);
+      continue;
+    }
+    ++confirmations;
+    if (p.passed) {
+      passed = std::max(passed.value_or(p.target_qps), p.target_qps);
+    } else {
+      failed = std::min(failed.value_or(p.target_qps), p.target_qps);
+    }
+  }
+  if (confirmations == 0) return search.lo;
+  // The search's peak passed its confirmation, or none is left.
+  if (!failed || confirmations >= kMaxPeakConfirmations) return std::nullopt;
+  const double hi = *failed;
+  std::optional<double> lo = passed;
+  if (!lo) {
+    for (const ProbeReport& p : probes) {
+      if (!p.confirmation && !p.cut && p.passed && p.target_qps < hi && (!lo || p.target_qps > *lo)) {
+        lo = p.target_qps;
+      }
+    }
+    if (!lo) return std::nullopt;
+  }
+  const bool wide = hi / *lo - 1.0 > rel_tolerance;
+  if (!passed && (!wide || confirmations + 1 == kMaxPeakConfirmations)) return lo;
+  return wide ? std::optional<double>(std::sqrt(*lo * hi)) : std::nullopt;
+}
+
 std::optional<std::string> DoneReason(RunEnd end) {
   switch (end) {
     case RunEnd::kStopped:
@@ -189,14 +225,13 @@ PeakSearchOutcome RunPeakSearch(const EffectiveLoadSettings& settings, LoadGener
     outcome.probes[i].passed = outcome.search.probes[i].passed;
   }
   // Confirmation (docs/load.md "Confirmation"): a short probe that passed by luck makes the peak
-  // optimistic, so the peak is run again for longer; each confirmation is an ordinary probe, and
-  // a failure at the peak makes it the bracket's new upper end (stats::PeakBracket), so the next
-  // lower passing rate is confirmed in its turn.
+  // optimistic, so the peak is run again for longer; after a failure, confirmation-length probes
+  // bisect below it (NextConfirmationRate). Each is an ordinary probe, judged as every probe is.
   bool confirmation_cut = false;
   if (settings.peak_confirm_ns > 0 && outcome.search.end != stats::PeakSearchEnd::kStopped) {
     const std::int64_t confirm_ns = std::max(settings.peak_min_probe_ns, settings.peak_confirm_ns);
-    std::optional<double> rate = outcome.search.peak_per_s;
-    for (int i = 0; i < kMaxPeakConfirmations && rate; ++i) {
+    for (std::optional<double> rate = NextConfirmationRate(outcome.probes, settings.peak_resolution); rate;
+         rate = NextConfirmationRate(outcome.probes, settings.peak_resolution)) {
       if (out_of_time()) {
         confirmation_cut = true;
         break;
@@ -208,17 +243,9 @@ PeakSearchOutcome RunPeakSearch(const EffectiveLoadSettings& settings, LoadGener
       ProbeReport& report = outcome.probes.back();
       report.confirmation = true;
       report.passed = p.passed;
-      if (p.passed) break;
       if (p.cut) {
         confirmation_cut = true;
         break;
-      }
-      // The next lower rate that passed (a search probe, never a confirmation: those are
-      // confirmed or failed).
-      const double failed = *rate;
-      rate.reset();
-      for (const ProbeReport& r : outcome.probes) {
-        if (r.passed && r.target_qps < failed && (!rate || r.target_qps > *rate)) rate = r.target_qps;
       }
     }
   }

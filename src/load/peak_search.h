@@ -33,9 +33,13 @@ inline constexpr double kPeakMaxRatePerS = 1e6;
 // same for a server cell).
 inline constexpr double kProbeIssueTolerance = 0.01;
 // After a search that ended by its own rule, its peak is confirmed by a probe of at least
-// max(peak_min_probe_s, peak_confirm_s) at its rate; a failed confirmation is followed by one at
-// the next lower passing rate, at most this many in all (docs/load.md "Confirmation").
-inline constexpr int kMaxPeakConfirmations = 3;
+// max(peak_min_probe_s, peak_confirm_s) at its rate; after a failed confirmation the confirmations
+// bisect between the highest passing rate and the lowest failed confirmation
+// (NextConfirmationRate), at most this many in all (docs/load.md "Confirmation"). 5: one at the
+// peak and four bisections, which narrow a bracket of the bracketing step (a factor of 2) to 4.4%,
+// within the default peak_resolution of 5%; at the default 15 s each (and its 0.5 s warm-up) the
+// most a cell spends confirming is 77.5 s, against the search's up to 20 probes of 5.5 s.
+inline constexpr int kMaxPeakConfirmations = 5;
 
 // One probe as the runner ran and judged it. Query ids: its warm-up [warmup_first_query,
 // +warmup_queries), then its measured queries [first_query, +queries), then `dropped` queries it
@@ -88,11 +92,25 @@ struct PeakSearchOutcome {
 // bisection to settings.peak_resolution), when `clock` passes `deadline_ns` (checked before each
 // probe and bounding each run), or at STOP. Time is the load clock's: virtual in dlbench-null.
 // A search that ended by its own rule with a passing rate is then confirmed (settings.peak_confirm_ns
-// > 0): probes flagged `confirmation` at the peak, and after a failure at the next lower passing
-// rate, until one passes, none is left, kMaxPeakConfirmations ran, or the deadline or STOP comes.
+// > 0): probes flagged `confirmation` at the rates NextConfirmationRate gives, until it gives none,
+// or the deadline or STOP comes.
 PeakSearchOutcome RunPeakSearch(const EffectiveLoadSettings& settings, LoadGenerator& generator,
                                 SystemUnderTest& sut, const QuerySampleLibrary& library,
                                 QueryRecordSink& sink, const LoadClock& clock, std::int64_t deadline_ns);
+
+// The rate of the next confirmation after `probes` (the search's, then the confirmations run so far,
+// each with its verdict; cut probes count for nothing), or nullopt when confirming is over
+// (docs/load.md "Confirmation"). The first confirms the search's peak P, the highest passing search
+// rate below every failing one; none when the search has no such rate. After P passes, none. After
+// P fails, the bracket is [lo, hi]: hi the lowest failed confirmation, lo the highest passed
+// confirmation, or while none has passed the highest search rate below hi that passed (L, which
+// no confirmation has failed yet). While the bracket is wider than `rel_tolerance` (hi / lo - 1),
+// the next is its geometric mean; but while lo is unconfirmed, the last of kMaxPeakConfirmations,
+// or any once the bracket is narrow, confirms lo itself, so that a confirmed rate exists whenever L
+// holds. None after kMaxPeakConfirmations, when a confirmed lo's bracket is narrow, or when no
+// passing search rate is left below hi. The runner and the orchestrator (which asks whether the
+// runner had more to confirm) both call it.
+std::optional<double> NextConfirmationRate(const std::vector<ProbeReport>& probes, double rel_tolerance);
 
 // A peak search's report as EXTRAS carries it (what ToJson writes), read back with every field
 // checked: kInvalidInput naming the probe and field. At most `max_probes` probes (the cell's

@@ -40,9 +40,10 @@ std::string EndName(const nlohmann::json& report, const std::string& done_reason
   return done_reason.empty() ? "unknown" : done_reason;
 }
 
-// Confirmations come after every search probe, at most kMaxPeakConfirmations of them, and only
-// in a cell that asks for them: "" when so, else what is wrong, to follow "the runner's peak search
-// report".
+// Confirmations come after every search probe, at most kMaxPeakConfirmations of them, only in a
+// cell that asks for them, and each at the rate load::NextConfirmationRate gives after the probes
+// before it (the runner's verdicts, which the records are checked against after): "" when so, else
+// what is wrong, to follow "the runner's peak search report".
 std::string ConfirmationOrderProblem(const std::vector<load::ProbeReport>& probes,
                                      const LoadCellSettings& s) {
   std::size_t search_probes = 0;
@@ -66,14 +67,27 @@ std::string ConfirmationOrderProblem(const std::vector<load::ProbeReport>& probe
     return fmt::format("has {} search probes and {} confirmations; the cell allows at most {} and {}",
                        search_probes, confirmations, s.peak_max_probes, load::kMaxPeakConfirmations);
   }
+  for (std::size_t i = search_probes; i < probes.size(); ++i) {
+    const std::vector<load::ProbeReport> before(probes.begin(),
+                                                probes.begin() + static_cast<std::ptrdiff_t>(i));
+    const std::optional<double> expected = load::NextConfirmationRate(before, s.peak_resolution);
+    if (expected != probes[i].target_qps) {
+      return fmt::format(
+          "has confirmation {} at {:g} queries/s, where the rule after the probes before it "
+          "confirms {}",
+          i + 1, probes[i].target_qps,
+          expected ? fmt::format("{:g} queries/s", *expected) : std::string("nothing"));
+    }
+  }
   return "";
 }
 
 // What the confirmations (docs/load.md "Confirmation") showed of the search's peak: `state` is
 // "off" (peak_confirm_s: 0), "none" (no passing rate to confirm), "confirmed" (the first
-// confirmation passed), "stepped_down" (a lower rate's did, after the peak's failed),
-// "not_confirmed" (every confirmation failed, and no passing rate or confirmation was left), or
-// "unconfirmed" (the search's end came before one passed or all were used); `note` says it in words.
+// confirmation passed), "stepped_down" (the peak's failed, and the bisection below it confirmed a
+// lower rate), "not_confirmed" (every confirmation failed, and the runner had none left to run:
+// load::NextConfirmationRate), or "unconfirmed" (the search's end came before one passed or all
+// were run); `note` says it in words.
 struct Confirmation {
   std::string state;
   std::string note;
@@ -95,15 +109,15 @@ Confirmation ConfirmationOf(const std::vector<load::ProbeReport>& probes,
     return c;
   }
   std::vector<double> failed;
-  std::optional<double> passed;
+  std::vector<double> passed;
   for (std::size_t i = 0; i < probes.size(); ++i) {
     if (!probes[i].confirmation || probes[i].cut) continue;
     if (reasons[i].empty()) {
-      passed = probes[i].target_qps;
-      break;
+      passed.push_back(probes[i].target_qps);
+    } else {
+      failed.push_back(probes[i].target_qps);
+      c.last_failed = i;
     }
-    failed.push_back(probes[i].target_qps);
-    c.last_failed = i;
   }
   auto rates = [](const std::vector<double>& v) {
     std::string out;
@@ -112,34 +126,33 @@ Confirmation ConfirmationOf(const std::vector<load::ProbeReport>& probes,
     }
     return out;
   };
-  if (passed) {
+  if (!passed.empty()) {
     c.last_failed.reset();
+    const double peak = *std::max_element(passed.begin(), passed.end());
     if (failed.empty()) {
       c.state = "confirmed";
-      c.note = fmt::format("the peak {:g} queries/s passed its confirmation", *passed);
+      c.note = fmt::format("the peak {:g} queries/s passed its confirmation", peak);
     } else {
       c.state = "stepped_down";
-      c.note = fmt::format("stepped down from {:g} to {:g} queries/s: {} queries/s failed {} confirmation",
-                           failed.front(), *passed, rates(failed), failed.size() == 1 ? "its" : "their");
+      c.note = fmt::format(
+          "stepped down from {:g} to {:g} queries/s: {} queries/s failed {} confirmation, {} queries/s "
+          "passed",
+          failed.front(), peak, rates(failed), failed.size() == 1 ? "its" : "their", rates(passed));
     }
     return c;
   }
-  // None passed: the runner stopped confirming when no passing rate or confirmation was left, or
-  // at the search's end.
-  std::optional<double> next;  // the next lower passing search rate, which would be confirmed next
-  for (std::size_t i = 0; i < probes.size() && !failed.empty(); ++i) {
-    if (!probes[i].confirmation && !probes[i].cut && reasons[i].empty() &&
-        probes[i].target_qps < failed.back() && (!next || probes[i].target_qps > *next)) {
-      next = probes[i].target_qps;
-    }
-  }
-  if (!failed.empty() && (!next || failed.size() >= static_cast<std::size_t>(load::kMaxPeakConfirmations))) {
+  // None passed: the runner stopped confirming when it had none left to run (the probes' verdicts
+  // here are the runner's, checked), or at the search's end.
+  const std::optional<double> next = load::NextConfirmationRate(probes, s.peak_resolution);
+  if (!failed.empty() && !next) {
     c.state = "not_confirmed";
     c.note = fmt::format(
         "every confirmation failed ({} queries/s{}): the search's peak {:g} queries/s is not "
         "confirmed, nor any rate below it",
         rates(failed),
-        next ? fmt::format(", the most run: {}", load::kMaxPeakConfirmations) : "; no lower rate passed",
+        failed.size() >= static_cast<std::size_t>(load::kMaxPeakConfirmations)
+            ? fmt::format(", the most run: {}", load::kMaxPeakConfirmations)
+            : "; no lower rate passed",
         *search.lo);
     return c;
   }
@@ -152,7 +165,7 @@ Confirmation ConfirmationOf(const std::vector<load::ProbeReport>& probes,
                : fmt::format(
                      "the peak {:g} queries/s failed its confirmation ({} queries/s failed) and the "
                      "search ended before {:g} queries/s was confirmed",
-                     *search.lo, rates(failed), *next);
+                     *search.lo, rates(failed), next.value_or(0.0));
   return c;
 }
 

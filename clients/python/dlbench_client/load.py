@@ -45,7 +45,7 @@ from .load_drivers import (DRAIN_TIMEOUT_NS, FLUSH_INTERVAL_NS, FLUSH_RECORDS, S
                            QueryPhases, _run_closed, _run_server, current_stream)
 from .load_peak import (PEAK_MAX_RATE_PER_S, PEAK_MIN_RATE_PER_S, PROBE_ISSUE_TOLERANCE, PROBE_SEGMENTS,
                         PROBE_WARMUP_NS, _run_peak_search, early_stopping_odds, min_passing_queries,
-                        percentile_sorted, search_peak, confirm_peak)
+                        percentile_sorted, search_peak, confirm_peak, next_confirmation_rate)
 from .load_random import Mt19937_64, splitmix64
 from .load_schedule import BatchDecision, QuerySchedule, ScheduledQuery, decide_batch, sample_indices
 from .load_settings import (DEFAULT_CONFIDENCE, DEFAULT_MAX_OUTSTANDING, DEFAULT_OFFLINE_SAMPLES,
@@ -84,7 +84,7 @@ __all__ = ["BatchDecision", "DEFAULT_MAX_OUTSTANDING", "LOAD_KEYS", "LoadResult"
            "Mt19937_64", "QueryPhases", "QuerySchedule", "SCENARIOS", "ScheduledQuery",
            "current_stream", "decide_batch", "early_stopping_odds", "effective_json", "load_requested",
            "min_passing_queries", "percentile_sorted", "resolve_load_settings", "run_load", "sample_indices",
-           "search_peak", "confirm_peak", "splitmix64"]
+           "search_peak", "confirm_peak", "next_confirmation_rate", "splitmix64"]
 # Constants and a type that were importable from this module before the split, now from their
 # modules; listed so that they stay importable from here.
 __all__ += ["DEFAULT_CONFIDENCE", "DEFAULT_OFFLINE_SAMPLES", "DEFAULT_PEAK_MAX_PROBES", "DEFAULT_PEAK_MIN_PROBE_NS",

@@ -21,7 +21,7 @@ PROBE_SEGMENTS = 4  # runs a probe's measurement may take, while early stopping 
 PEAK_MIN_RATE_PER_S = 1.0
 PEAK_MAX_RATE_PER_S = 1e6
 PROBE_ISSUE_TOLERANCE = 0.01
-MAX_PEAK_CONFIRMATIONS = 3  # confirmations of the peak found, at most (kMaxPeakConfirmations)
+MAX_PEAK_CONFIRMATIONS = 5  # confirmations of the peak found, at most (kMaxPeakConfirmations)
 
 
 def early_stopping_odds(h: int, t: int, percentile: float, tolerance: float = 0.0) -> float:
@@ -174,31 +174,51 @@ def search_peak(probe: Callable[[float], Optional[bool]], start: float, rel_tole
     return end, b.lo, b.hi, probes
 
 
+def next_confirmation_rate(peak: Optional[float], passing: Sequence[float], runs: Sequence[tuple],
+                           rel_tolerance: float, max_confirmations: int = MAX_PEAK_CONFIRMATIONS) -> Optional[float]:
+    """``load::NextConfirmationRate`` (docs/load.md "Confirmation"): the rate of the next
+    confirmation after ``runs`` ([(rate, result), ...]; a cut one, None, counts for nothing), or
+    None when confirming is over. The first confirms ``peak``; after it passes, none. After it
+    fails, the bracket is [lo, hi]: hi the lowest failed confirmation, lo the highest passed one,
+    or while none passed the highest of ``passing`` (the search's passing rates) below hi. While
+    it is wider than ``rel_tolerance`` the next is its geometric mean; but while lo is unconfirmed,
+    the last of ``max_confirmations``, or any once the bracket is narrow, confirms lo itself."""
+    done = [(rate, result) for rate, result in runs if result is not None]
+    if not done:
+        return peak
+    failed = [rate for rate, result in done if not result]
+    if not failed or len(done) >= max_confirmations:
+        return None
+    hi = min(failed)
+    passed = [rate for rate, result in done if result]
+    lo = max(passed) if passed else max((r for r in passing if r < hi), default=None)
+    if lo is None:
+        return None
+    wide = hi / lo - 1.0 > rel_tolerance
+    if not passed and (not wide or len(done) + 1 == max_confirmations):
+        return lo
+    return math.sqrt(lo * hi) if wide else None
+
+
 def confirm_peak(probe: Callable[[float], Optional[bool]], peak: Optional[float], passing: Sequence[float],
-                 out_of_time: Callable[[], bool], max_confirmations: int = MAX_PEAK_CONFIRMATIONS) -> tuple:
+                 out_of_time: Callable[[], bool], rel_tolerance: float,
+                 max_confirmations: int = MAX_PEAK_CONFIRMATIONS) -> tuple:
     """The confirmation after a search that ended by its own rule (``load::RunPeakSearch``;
     docs/load.md "Confirmation"): ``probe(rate)`` (a longer probe; None when the search's end cut
-    it) at ``peak``; after a failure at the highest of ``passing`` (the search's passing rates)
-    below the failed rate; until one passes, none is left, ``max_confirmations`` ran, or
-    ``out_of_time`` says so before one. Returns ([(rate, result), ...], cut), cut when the
-    search's end stopped the confirmations before one passed or none was left."""
+    it) at the rates ``next_confirmation_rate`` gives, until it gives none or ``out_of_time`` says
+    so before one. Returns ([(rate, result), ...], cut), cut when the search's end stopped the
+    confirmations before the rule did."""
     runs: List[tuple] = []
-    rate = peak
-    for _ in range(max_confirmations):
+    while True:
+        rate = next_confirmation_rate(peak, passing, runs, rel_tolerance, max_confirmations)
         if rate is None:
-            break
+            return runs, False
         if out_of_time():
             return runs, True
         result = probe(rate)
         runs.append((rate, result))
-        if result:
-            break
         if result is None:
             return runs, True
-        failed = rate
-        lower = [r for r in passing if r < failed]
-        rate = max(lower) if lower else None
-    return runs, False
 
 
 def _finite_or_none(value: Optional[float]) -> Optional[float]:
@@ -299,7 +319,7 @@ def _run_peak_search(session: Any, s: LoadSettings, issue: IssueFn, limits: Any,
             return result
 
         passing = [r["target_qps"] for r in reports if r["passed"]]
-        _, confirmation_cut = confirm_peak(confirmation, peak, passing, out_of_time)
+        _, confirmation_cut = confirm_peak(confirmation, peak, passing, out_of_time, s.peak_resolution)
     reason = ("stopped" if state["stopped"] else "max_time" if end == "stopped" or confirmation_cut
               else "peak_search")
     report = {"end": end, "peak_qps": _finite_or_none(peak), "lowest_failing_qps": _finite_or_none(lowest_failing),

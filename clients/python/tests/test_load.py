@@ -7,6 +7,7 @@ computed, not measured; the verdicts asserted have margins of an order of magnit
 from __future__ import annotations
 
 import json
+import math
 import sys
 import threading
 import time
@@ -19,7 +20,9 @@ from conftest import metric, python_runner
 from dlbench_client import RunnerLimits
 from dlbench_client.load import (LoadSettings, LoadSettingsError, Mt19937_64, QueryPhases, QuerySchedule,
                                  current_stream, decide_batch, min_passing_queries, percentile_sorted,
-                                 resolve_load_settings, run_load, search_peak, confirm_peak, splitmix64)
+                                 resolve_load_settings, run_load, search_peak, confirm_peak, next_confirmation_rate,
+                                 splitmix64)
+from dlbench_client.load_peak import MAX_PEAK_CONFIRMATIONS
 
 FIXTURES = str(Path(__file__).resolve().parent / "fixture_load_runners.py")
 
@@ -172,25 +175,46 @@ def test_the_peak_search_brackets_then_bisects_as_stats_search_peak():
     assert len(probes) == 6 and probes[5] == ((800.0 * 1600.0) ** 0.5, False)
 
 
-def test_the_peak_is_confirmed_then_stepped_down_to_the_next_lower_passing_rate_as_run_peak_search():
-    # load::RunPeakSearch's confirmation: the peak first; after a failure the highest passing search
-    # rate below it; at most three; the search's end before one stops them (cut).
-    passing = [100.0, 200.0, 400.0, 566.0, 673.0, 734.0]
-    assert confirm_peak(lambda r: True, 734.0, passing, lambda: False) == ([(734.0, True)], False)
-    assert confirm_peak(lambda r: r <= 673.0, 734.0, passing, lambda: False) == ([(734.0, False), (673.0, True)],
-                                                                                 False)
-    # Every confirmation fails: three at most, each the next lower passing rate.
-    runs, cut = confirm_peak(lambda r: False, 734.0, passing, lambda: False)
-    assert runs == [(734.0, False), (673.0, False), (566.0, False)] and not cut
+def test_the_peak_is_confirmed_then_bisected_below_as_run_peak_search():
+    # load::RunPeakSearch's confirmation (load::NextConfirmationRate, PeakConfirmRuleTest): the peak
+    # first; after its failure confirmations bisect between the highest passing rate and the lowest
+    # failed confirmation, at most five; the search's end before one stops them (cut).
+    assert MAX_PEAK_CONFIRMATIONS == 5
+    passing = [100.0, 200.0, 400.0, 800.0]  # the search's passing rates; its peak 835.4/s
+    m1 = math.sqrt(400.0 * 800.0)
+    m2 = math.sqrt(m1 * 800.0)
+    m3 = math.sqrt(m2 * 800.0)
+    assert confirm_peak(lambda r: True, 835.4, passing, lambda: False, 0.05) == ([(835.4, True)], False)
+    # The M/D/1 server's case (VirtualLoadTest): 835.4 and 800/s fail ([800, 835.4] is narrow, so
+    # 800/s itself), then [400, 800] is bisected: 565.7, 672.7 and 733.6/s pass.
+    assert confirm_peak(lambda r: r <= 773.5, 835.4, passing, lambda: False, 0.05) == (
+        [(835.4, False), (800.0, False), (m1, True), (m2, True), (m3, True)], False)
+    # Wide at 1%: the geometric mean of [800, 835.4] (817.5/s) before 800/s; its failure lowers hi,
+    # 808.7/s passes and raises lo, 813.1/s fails, and [808.7, 813.1] is within 1%: four in all.
+    g1 = math.sqrt(800.0 * 835.4)
+    g2 = math.sqrt(800.0 * g1)
+    runs, cut = confirm_peak(lambda r: r <= 810.0, 835.4, passing, lambda: False, 0.01)
+    assert runs == [(835.4, False), (g1, False), (g2, True), (math.sqrt(g2 * g1), False)] and not cut
+    # Every confirmation fails: the last of the five, with none passed, is the unconfirmed lo itself.
+    runs, cut = confirm_peak(lambda r: False, 835.4, passing, lambda: False, 0.05)
+    assert runs == [(835.4, False), (800.0, False), (m1, False), (math.sqrt(400.0 * m1), False), (400.0, False)]
+    assert not cut
     # No lower passing rate left after the peak's failure.
-    assert confirm_peak(lambda r: False, 100.0, [100.0], lambda: False) == ([(100.0, False)], False)
+    assert confirm_peak(lambda r: False, 100.0, [100.0], lambda: False, 0.05) == ([(100.0, False)], False)
+    # A confirmed lo within the resolution of hi: done, confirmations left.
+    assert confirm_peak(lambda r: r <= 800.0, 835.4, passing, lambda: False, 0.05) == (
+        [(835.4, False), (800.0, True)], False)
     # The search's end: before the first, after a failure, or a confirmation cut (None).
-    assert confirm_peak(lambda r: True, 734.0, passing, lambda: True) == ([], True)
+    assert confirm_peak(lambda r: True, 835.4, passing, lambda: True, 0.05) == ([], True)
     calls: List[float] = []
-    assert confirm_peak(lambda r: calls.append(r) or False, 734.0, passing, lambda: bool(calls)) == (
-        [(734.0, False)], True)
-    assert confirm_peak(lambda r: None, 734.0, passing, lambda: False) == ([(734.0, None)], True)
-    assert confirm_peak(lambda r: True, None, [], lambda: False) == ([], False)
+    assert confirm_peak(lambda r: calls.append(r) or False, 835.4, passing, lambda: bool(calls), 0.05) == (
+        [(835.4, False)], True)
+    assert confirm_peak(lambda r: None, 835.4, passing, lambda: False, 0.05) == ([(835.4, None)], True)
+    assert confirm_peak(lambda r: True, None, [], lambda: False, 0.05) == ([], False)
+    # The rule alone, as PeakConfirmRuleTest's table has it.
+    assert next_confirmation_rate(835.4, passing, [], 0.05) == 835.4
+    assert next_confirmation_rate(835.4, passing, [(835.4, False)], 0.05) == 800.0
+    assert next_confirmation_rate(835.4, passing, [(835.4, False), (800.0, False), (m1, True)], 0.05) == m2
 
 
 # -- the driver in process, against a session that keeps what it is sent ----------------------------
