@@ -201,12 +201,11 @@ void RegisterNvmlCalls() {
   });
   for (const OptionSet& set : OptionSets()) {
     const SamplerOptions options = set.options;
-    benchmark::RegisterBenchmark((std::string("BM_NvmlRound/") + set.name).c_str(),
-                                 [options](benchmark::State& state) {
-                                   NvmlSampler sampler(nvml->api, nvml->library,
-                                                       std::make_shared<RealProcFs>(), options);
-                                   RunSampler(state, sampler);
-                                 });
+    benchmark::RegisterBenchmark(
+        (std::string("BM_NvmlRound/") + set.name).c_str(), [options](benchmark::State& state) {
+          NvmlSampler sampler(nvml->api, nvml->library, std::make_shared<RealProcFs>(), options);
+          RunSampler(state, sampler);
+        });
   }
 }
 

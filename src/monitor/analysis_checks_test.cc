@@ -65,7 +65,8 @@ TEST(AnalysisTest, SlowReadingsOnEveryFifthRoundStillGiveVerdictsMeansAndCauses)
   auto in = BaseInput();
   AddSeries(in.series, "gpu0.power_w", 0, 14 * kSecond, 100'000'000, [](std::int64_t) { return 500.0; });
   AddSeries(in.series, "gpu0.clocks_event_reasons", 0, 14 * kSecond, 500'000'000, [](std::int64_t t) {
-    return static_cast<double>(t > 2 * kSecond && t <= 5'500'000'000 ? kClocksEventHwThermal : kClocksEventGpuIdle);
+    return static_cast<double>(t > 2 * kSecond && t <= 5'500'000'000 ? kClocksEventHwThermal
+                                                                     : kClocksEventGpuIdle);
   });
   AddSeries(in.series, "gpu0.sm_clock_mhz", 0, 14 * kSecond, 500'000'000,
             [](std::int64_t t) { return t < 7 * kSecond ? 1980.0 : 1755.0; });

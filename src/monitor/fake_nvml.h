@@ -49,15 +49,15 @@ class FakeNvml {
   NvmlReturn init_result = kNvmlSuccess;
   std::string driver_version = "580.159.04";
   std::string nvml_version = "13.580.159.04";
-  bool without_energy_function = false;  // a library without nvmlDeviceGetTotalEnergyConsumption
+  bool without_energy_function = false;        // a library without nvmlDeviceGetTotalEnergyConsumption
   bool without_field_values_function = false;  // a library without nvmlDeviceGetFieldValues
   // What nvmlDeviceGetFieldValues itself returns (SUCCESS: each field has its own code).
   NvmlReturn field_values_result = kNvmlSuccess;
   int field_values_calls = 0;
   std::vector<unsigned int> last_field_ids;  // the ids the latest field-values call asked for
-  int power_calls = 0;   // nvmlDeviceGetPowerUsage
-  int energy_calls = 0;  // nvmlDeviceGetTotalEnergyConsumption
-  int clock_calls = 0;   // nvmlDeviceGetClockInfo
+  int power_calls = 0;                       // nvmlDeviceGetPowerUsage
+  int energy_calls = 0;                      // nvmlDeviceGetTotalEnergyConsumption
+  int clock_calls = 0;                       // nvmlDeviceGetClockInfo
   int init_calls = 0;
   int shutdown_calls = 0;
   int pcie_calls = 0;

@@ -40,9 +40,7 @@ std::vector<SeriesPoint> Rounds(FakeNvml& fake, NvmlSampler& sampler, int rounds
   return out;
 }
 
-std::vector<std::string> Names(const nlohmann::json& list) {
-  return list.get<std::vector<std::string>>();
-}
+std::vector<std::string> Names(const nlohmann::json& list) { return list.get<std::vector<std::string>>(); }
 
 void ExpectSamePoints(const std::vector<SeriesPoint>& want, const std::vector<SeriesPoint>& got) {
   ASSERT_EQ(want.size(), got.size());
@@ -56,7 +54,8 @@ void ExpectSamePoints(const std::vector<SeriesPoint>& want, const std::vector<Se
 // Whatever type the driver stores the power field in, a round's points are those of the single
 // calls, in the same order, and the single power and energy calls are not made.
 TEST(NvmlFieldValuesTest, SameSeriesAndValuesAsOneCallPerReading) {
-  for (NvmlValueType type : {NvmlValueType::kUnsignedInt, NvmlValueType::kUnsignedLongLong, NvmlValueType::kDouble}) {
+  for (NvmlValueType type :
+       {NvmlValueType::kUnsignedInt, NvmlValueType::kUnsignedLongLong, NvmlValueType::kDouble}) {
     SCOPED_TRACE(static_cast<int>(type));
     FakeNvml fake;
     fake.gpus.resize(2);

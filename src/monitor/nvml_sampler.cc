@@ -285,7 +285,8 @@ void NvmlSampler::FetchFields(Device& d, const bool wanted[kReadingCount],
     if (fields[i].nvml_return == kNvmlSuccess) value = FieldValueNumber(fields[i]);
     if (!value) {
       // An unknown value type will not change either; a transient error retries next round.
-      if (fields[i].nvml_return == kNvmlSuccess || FieldNeverWorks(fields[i].nvml_return)) d.by_field[r] = false;
+      if (fields[i].nvml_return == kNvmlSuccess || FieldNeverWorks(fields[i].nvml_return))
+        d.by_field[r] = false;
       continue;
     }
     values[r] = value;
@@ -305,7 +306,8 @@ void NvmlSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
   for (Device& d : devices_) {
     // What this round reads: a reading of another round's cadence, or unsupported, is skipped.
     bool wanted[kReadingCount] = {};
-    for (Reading r : {Reading::kSmUtil, Reading::kMemUsed, Reading::kPower}) wanted[static_cast<int>(r)] = true;
+    for (Reading r : {Reading::kSmUtil, Reading::kMemUsed, Reading::kPower})
+      wanted[static_cast<int>(r)] = true;
     wanted[static_cast<int>(Reading::kEnergy)] = energy_round;
     for (Reading r : {Reading::kSmClock, Reading::kMemClock, Reading::kTemp, Reading::kEvents})
       wanted[static_cast<int>(r)] = slow_round;
@@ -337,7 +339,8 @@ void NvmlSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
     }
     if (wants(Reading::kPower) && !from_field(Reading::kPower, 1000.0)) {
       unsigned int mw = 0;
-      if (Ok(d, Reading::kPower, api_.device_get_power_usage(d.handle, &mw))) emit(d, Reading::kPower, mw / 1000.0);
+      if (Ok(d, Reading::kPower, api_.device_get_power_usage(d.handle, &mw)))
+        emit(d, Reading::kPower, mw / 1000.0);
     }
     if (wants(Reading::kEnergy) && !from_field(Reading::kEnergy, 1000.0)) {
       unsigned long long mj = 0;
@@ -345,9 +348,11 @@ void NvmlSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
         emit(d, Reading::kEnergy, static_cast<double>(mj) / 1000.0);
       }
     }
-    for (auto [reading, type] : {std::pair{Reading::kSmClock, kNvmlClockSm}, std::pair{Reading::kMemClock, kNvmlClockMem}}) {
+    for (auto [reading, type] :
+         {std::pair{Reading::kSmClock, kNvmlClockSm}, std::pair{Reading::kMemClock, kNvmlClockMem}}) {
       unsigned int mhz = 0;
-      if (wants(reading) && Ok(d, reading, api_.device_get_clock_info(d.handle, type, &mhz))) emit(d, reading, mhz);
+      if (wants(reading) && Ok(d, reading, api_.device_get_clock_info(d.handle, type, &mhz)))
+        emit(d, reading, mhz);
     }
     if (wants(Reading::kTemp)) {
       unsigned int c = 0;

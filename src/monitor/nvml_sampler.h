@@ -42,13 +42,13 @@ struct NvmlProcessInfo {  // nvmlProcessInfo_t (= _v2), filled by ..._v3
   unsigned int compute_instance_id;
 };
 static_assert(sizeof(NvmlProcessInfo) == 24, "must match nvmlProcessInfo_t");
-struct NvmlFieldValue {  // nvmlFieldValue_t, for nvmlDeviceGetFieldValues
-  unsigned int field_id;   // NVML_FI_* (in)
-  unsigned int scope_id;   // 0: the GPU itself (in; "unused" in older headers, to be 0 there too)
-  long long timestamp_us;  // CPU time of the value, since 1970 (out)
-  long long latency_us;    // how long NVML took to update the value (out)
-  int value_type;          // nvmlValueType_t: which member of nvmlValue_t `value` holds (out)
-  int nvml_return;         // this field's own nvmlReturn_t; `value` is undefined unless SUCCESS (out)
+struct NvmlFieldValue {      // nvmlFieldValue_t, for nvmlDeviceGetFieldValues
+  unsigned int field_id;     // NVML_FI_* (in)
+  unsigned int scope_id;     // 0: the GPU itself (in; "unused" in older headers, to be 0 there too)
+  long long timestamp_us;    // CPU time of the value, since 1970 (out)
+  long long latency_us;      // how long NVML took to update the value (out)
+  int value_type;            // nvmlValueType_t: which member of nvmlValue_t `value` holds (out)
+  int nvml_return;           // this field's own nvmlReturn_t; `value` is undefined unless SUCCESS (out)
   unsigned long long value;  // nvmlValue_t's 8 bytes, read through FieldValueNumber
 };
 static_assert(sizeof(NvmlFieldValue) == 40, "must match nvmlFieldValue_t");
@@ -220,7 +220,8 @@ class NvmlSampler final : public Sampler {
   bool Ok(Device& device, Reading reading, NvmlReturn rc);
   // Reads this round's field-value readings of `device` (the `wanted` ones still by_field) in one
   // call; sets values[r] for each field that succeeded.
-  void FetchFields(Device& device, const bool wanted[kReadingCount], std::optional<double> values[kReadingCount]);
+  void FetchFields(Device& device, const bool wanted[kReadingCount],
+                   std::optional<double> values[kReadingCount]);
   void SampleProcesses(Device& device, std::int64_t t_ns, std::vector<SeriesPoint>& out);
   // Fills process_buffer_ with the device's compute processes; their count, or nullopt when NVML
   // refused (unsupported readings are marked as Sample marks them).

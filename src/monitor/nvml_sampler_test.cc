@@ -112,7 +112,7 @@ TEST(NvmlSamplerTest, SlowReadingsAreReadOnEveryNthRoundOnly) {
   options.slow_every_n_samples = 4;
   auto sampler = Make(fake, GpuProcFs(), options);
   sampler->SetTargetPid(100);
-  const std::set<std::string> slow = {"gpu0.sm_clock_mhz", "gpu0.mem_clock_mhz", "gpu0.temp_c",
+  const std::set<std::string> slow = {"gpu0.sm_clock_mhz",         "gpu0.mem_clock_mhz",  "gpu0.temp_c",
                                       "gpu0.clocks_event_reasons", "gpu0.proc_mem_bytes", "gpu0.other_procs"};
   std::vector<int> slow_rounds;
   for (int round = 0; round < 9; ++round) {
