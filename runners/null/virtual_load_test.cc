@@ -69,7 +69,9 @@ TEST(VirtualLoadTest, SingleStreamLatencyIsTheServiceTimeAndQueriesFollowEachOth
     EXPECT_EQ(r.scheduled_ns, r.issued_ns);
     EXPECT_EQ(r.completed_ns - r.scheduled_ns, 2'500'000) << i;
     EXPECT_EQ(r.compute_ns, 2'500'000);
-    if (i > 0) EXPECT_EQ(r.issued_ns, records[i - 1].completed_ns) << i;
+    if (i > 0) {
+      EXPECT_EQ(r.issued_ns, records[i - 1].completed_ns) << i;
+    }
   }
   EXPECT_EQ(records.front().scheduled_ns, kStart);
 }
