@@ -48,10 +48,12 @@ class BertLayer(nn.Module):
     def forward(self, x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
         n, length, _ = x.shape
 
-        def split(t: torch.Tensor) -> torch.Tensor:
-            return t.view(n, length, self.heads, self.head_dim).transpose(1, 2)
-
-        q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
+        # One product over the three weights stacked, as runners/torch/models/bert.cc: under autocast
+        # x is fp32 (a LayerNorm's output) and each Linear casts its input, so three projections
+        # would cast it three times (docs/benchmarks.md "BERT-base against Hugging Face").
+        projections = (self.query, self.key, self.value)
+        qkv = F.linear(x, torch.cat([m.weight for m in projections]), torch.cat([m.bias for m in projections]))
+        q, k, v = qkv.view(n, length, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
         p = self.p if self.training else 0.0
         if hasattr(F, "scaled_dot_product_attention"):  # PyTorch >= 2.0: fused kernels where possible
             ctx = F.scaled_dot_product_attention(q, k, v, bias.to(q.dtype), dropout_p=p)
@@ -202,12 +204,20 @@ def count_forward_flops(model: nn.Module, inputs: Tuple[torch.Tensor, ...]) -> f
         assert isinstance(m, nn.Linear)
         total[0] += 2.0 * out.numel() * m.in_features
 
+    def bert_layer_hook(m: nn.Module, args: Tuple[Any, ...], out: torch.Tensor) -> None:
+        # Its Q, K and V projections run as one product over their stacked weights (F.linear), so
+        # their Linear modules' hooks do not fire: three [hidden -> hidden] products of out's shape.
+        assert isinstance(m, BertLayer)
+        total[0] += 3 * 2.0 * out.numel() * m.query.in_features
+
     handles = []
     for m in model.modules():
         if isinstance(m, nn.Conv2d):
             handles.append(m.register_forward_hook(conv_hook))
         elif isinstance(m, nn.Linear):
             handles.append(m.register_forward_hook(linear_hook))
+        elif isinstance(m, BertLayer):
+            handles.append(m.register_forward_hook(bert_layer_hook))
     was_training = model.training
     try:
         model.eval()

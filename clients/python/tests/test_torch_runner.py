@@ -198,3 +198,36 @@ def test_consecutive_cells_share_one_process_under_runner_reuse_with_the_same_se
         losses = {"final_loss", "final_loss_nonfinite"}
         assert set(b["extras"]["info"]) - losses == set(a["extras"]["info"]) - losses
         assert losses & set(b["extras"]["info"])
+
+
+def test_bert_layers_stacked_projections_equal_three_linears():
+    """BertLayer runs Q, K and V as one product over the stacked weights (as bert.cc); the outputs
+    equal three separate Linear layers' (the previous form) on the same weights and inputs."""
+    import math
+
+    import torch
+    import torch.nn.functional as F
+
+    from dlbench_runners.torch_models import BertLayer
+    torch.manual_seed(3)
+    layer = BertLayer(32, 4, 64, 0.0).eval()
+    x = torch.randn(2, 8, 32)
+    bias = torch.zeros(2, 1, 1, 8)
+    bias[1, ..., 6:] = -10000.0  # the second sequence padded after 6 tokens
+
+    def previous(x: torch.Tensor) -> torch.Tensor:
+        n, length, _ = x.shape
+
+        def split(t: torch.Tensor) -> torch.Tensor:
+            return t.view(n, length, layer.heads, layer.head_dim).transpose(1, 2)
+
+        q, k, v = split(layer.query(x)), split(layer.key(x)), split(layer.value(x))
+        ctx = (q @ k.transpose(-2, -1) / math.sqrt(layer.head_dim) + bias).softmax(-1) @ v
+        ctx = ctx.transpose(1, 2).reshape(n, length, -1)
+        h = layer.attention_norm(x + layer.attention_out(ctx))
+        return layer.output_norm(h + layer.output(F.gelu(layer.intermediate(h))))
+
+    with torch.no_grad():
+        got, want = layer(x, bias), previous(x)
+    assert got.shape == want.shape
+    assert torch.allclose(got, want, atol=1e-5, rtol=0), (got - want).abs().max().item()
