@@ -105,6 +105,8 @@ class PostgresStore final : public ResultStore {
   Status LoadSteps(CellRecord& cell);
   Status LoadSeries(CellRecord& cell);
   Result<bool> RunExists(std::int64_t run_id);
+  // OK when the run exists; kNotFound "no run with id N in <store>" when it does not.
+  Status RequireRun(std::int64_t run_id);
   Result<std::int64_t> ResolveRunOnce(const std::string& ref);
 
   std::string url_;      // with its password, for reconnecting; never shown

@@ -29,12 +29,7 @@ Status PostgresStore::DeleteRun(std::int64_t run_id) {
   return Retrying([&]() -> Status {
     auto tx = Transaction::Begin(connection_, Transaction::Mode::kReadWrite);
     if (!tx.ok()) return tx.error();
-    auto exists = RunExists(run_id);
-    if (!exists.ok()) return exists.error();
-    if (!*exists) {
-      return MakeError(ErrorKind::kNotFound,
-                       "no run with id " + std::to_string(run_id) + " in " + Describe());
-    }
+    DLBENCH_RETURN_IF_ERROR(RequireRun(run_id));
     static constexpr const char* kStatements[] = {
         "DELETE FROM series WHERE cell_id IN (SELECT id FROM cells WHERE run_id = $1)",
         "DELETE FROM steps WHERE cell_id IN (SELECT id FROM cells WHERE run_id = $1)",

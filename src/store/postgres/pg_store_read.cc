@@ -167,16 +167,19 @@ Status PostgresStore::LoadSeries(CellRecord& cell) {
   return connection_.Execute("CLOSE dlbench_series");
 }
 
+Status PostgresStore::RequireRun(std::int64_t run_id) {
+  auto exists = RunExists(run_id);
+  if (!exists.ok()) return exists.error();
+  if (!*exists)
+    return MakeError(ErrorKind::kNotFound, "no run with id " + std::to_string(run_id) + " in " + Describe());
+  return Status::Ok();
+}
+
 Result<std::vector<CellRecord>> PostgresStore::GetCells(std::int64_t run_id, const CellQuery& query) {
   auto cells = Retrying([&]() -> Result<std::vector<CellRecord>> {
     auto tx = Transaction::Begin(connection_, Transaction::Mode::kReadOnlySnapshot);
     if (!tx.ok()) return tx.error();
-    auto exists = RunExists(run_id);
-    if (!exists.ok()) return exists.error();
-    if (!*exists) {
-      return MakeError(ErrorKind::kNotFound,
-                       "no run with id " + std::to_string(run_id) + " in " + Describe());
-    }
+    DLBENCH_RETURN_IF_ERROR(RequireRun(run_id));
     Params params;
     params.Add(run_id);
     if (query.index) params.Add(*query.index);
