@@ -5,7 +5,9 @@
 # scripts/fetch-gpu-debs.sh on a machine with network), unpacked with dpkg -x into
 # .gpu-deps/root and put on CMAKE_PREFIX_PATH.
 # Usage: scripts/build-gpu.sh   (env: BUILD_DIR, default build-gpu; PYTHON, default python3;
-#                                JOBS, default nproc; BUILD_TARGETS, default everything)
+#                                JOBS, default nproc; BUILD_TARGETS, default everything;
+#                                DLBENCH_CMAKE_ARGS, more cmake arguments, e.g.
+#                                -DDLBENCH_TORCH_PCH=OFF)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD="${BUILD_DIR:-$ROOT/build-gpu}"
@@ -108,7 +110,7 @@ cmake -S "$ROOT" -B "$BUILD" -G Ninja \
   -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DTORCH_CUDA_ARCH_LIST=9.0 \
   -DDLBENCH_WITH_TORCH=ON \
-  "${cuda_args[@]}" "${extra_args[@]}"
+  "${cuda_args[@]}" "${extra_args[@]}" ${DLBENCH_CMAKE_ARGS:-}
 
 # The programs first, so a broken test elsewhere cannot keep them from being built.
 # A failure is reported and the others still built (-k 0 shows every failing file at once); the

@@ -23,6 +23,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -109,6 +110,48 @@ def plan(changed, compiled):
     return sorted(tus.items())
 
 
+# A precompiled header's flags as CMake writes them: GCC's `-include .../cmake_pch.hxx` (with
+# -Winvalid-pch), clang's `-Xclang -include-pch -Xclang X.pch -Xclang -include -Xclang X.hxx`.
+PCH_FLAGS = re.compile(r"( -Xclang -include-pch -Xclang \S+| -Xclang -include -Xclang \S+cmake_pch\.hxx"
+                       r"| -include \S+cmake_pch\.hxx| -Winvalid-pch)")
+
+
+def arguments_without_pch(arguments):
+    kept, i = [], 0
+    while i < len(arguments):
+        a = arguments[i]
+        if a == "-Winvalid-pch":
+            i += 1
+        elif a == "-include" and i + 1 < len(arguments) and arguments[i + 1].endswith("cmake_pch.hxx"):
+            i += 2
+        elif (a == "-Xclang" and i + 3 < len(arguments) and arguments[i + 1] in ("-include-pch", "-include")
+              and arguments[i + 2] == "-Xclang"
+              and (arguments[i + 1] == "-include-pch" or arguments[i + 3].endswith("cmake_pch.hxx"))):
+            i += 4
+        else:
+            kept.append(a)
+            i += 1
+    return kept
+
+
+def write_database_without_pch(entries, folder):
+    """Writes the compile database to folder/compile_commands.json without precompiled-header flags.
+
+    clang-tidy cannot read GCC's .gch (runners/torch precompiles <torch/torch.h>,
+    DLBENCH_TORCH_PCH); the sources include every header they need themselves, so it parses them
+    as they are written."""
+    cleaned = []
+    for entry in entries:
+        entry = dict(entry)
+        if "command" in entry:
+            entry["command"] = PCH_FLAGS.sub("", entry["command"])
+        if "arguments" in entry:
+            entry["arguments"] = arguments_without_pch(entry["arguments"])
+        cleaned.append(entry)
+    with open(os.path.join(folder, "compile_commands.json"), "w", encoding="utf-8") as f:
+        json.dump(cleaned, f)
+
+
 def run_one(clang_tidy, build, tu, lines):
     line_filter = json.dumps([{"name": os.path.join(ROOT, p), "lines": r} for p, r in sorted(lines.items())])
     header_filter = "^" + re.escape(ROOT) + "/(src|runners|tests|bench)/"
@@ -145,7 +188,8 @@ def main():
     if not os.path.isfile(database):
         fail(f"{database} not found: configure the build first (scripts/build.sh)")
     with open(database, encoding="utf-8") as f:
-        compiled = {os.path.relpath(os.path.join(e["directory"], e["file"]), ROOT) for e in json.load(f)}
+        entries = json.load(f)
+    compiled = {os.path.relpath(os.path.join(e["directory"], e["file"]), ROOT) for e in entries}
 
     base = args.base or recorded_base()
     if subprocess.run(["git", "cat-file", "-e", base + "^{commit}"], cwd=ROOT, capture_output=True).returncode != 0:
@@ -158,9 +202,11 @@ def main():
         return 0
     started = time.monotonic()
     findings = []
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.j)) as pool:
-        for tu, found, _ in pool.map(lambda item: run_one(clang_tidy, args.build, *item), work):
-            findings.extend(found)
+    with tempfile.TemporaryDirectory(prefix="check-tidy-") as database_dir:
+        write_database_without_pch(entries, database_dir)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.j)) as pool:
+            for tu, found, _ in pool.map(lambda item: run_one(clang_tidy, database_dir, *item), work):
+                findings.extend(found)
     elapsed = time.monotonic() - started
     for finding in sorted(set(findings)):
         print(finding)
