@@ -47,11 +47,15 @@ std::string RenderBoundarySearches(const std::vector<record::CellRecord>& cells)
     }
     // Records stored before seq_len and image_size could be searched have no key: batch_size.
     const std::string key = Text(search, "key").empty() ? "batch_size" : Text(search, "key");
+    // The search's own probes; the measured runs that ended oom are listed after them.
+    std::size_t searched = 0;
+    if (probes.is_array()) {
+      for (const nlohmann::json& p : probes) searched += p.is_object() && p.value("measured", false) ? 0 : 1;
+    }
     out += fmt::format("  #{} {}: largest {} {}, first failing {} ({}; {} of at most {} probes{})\n", c.index,
                        TerminalSafe(c.label.empty() ? c.key : c.label), TerminalSafe(key),
                        Count(Number(search, "found")), Count(Number(search, "first_failing")),
-                       TerminalSafe(Text(search, "end")), probes.is_array() ? probes.size() : 0,
-                       Count(Number(search, "max_probes")), cap);
+                       TerminalSafe(Text(search, "end")), searched, Count(Number(search, "max_probes")), cap);
     if (!probes.is_array()) continue;
     // Which process ran each probe (pid, and its how-many-th cell) and which probes the peaks' line
     // chose; records stored before probes recorded them have neither.
@@ -65,12 +69,17 @@ std::string RenderBoundarySearches(const std::vector<record::CellRecord>& cells)
     for (std::size_t i = 0; i < probes.size(); ++i) {
       const nlohmann::json& p = probes[i];
       const bool guided = p.is_object() && p.value("guided", false);
+      // A measured run of the value found that ended oom, before the search stepped down from it.
+      const bool measured = p.is_object() && p.value("measured", false);
       std::string process = "-";
       if (p.is_object() && p.contains("process") && p["process"].is_object()) {
         process = fmt::format("pid {} cell {}", Count(Number(p["process"], "pid")),
                               Count(Number(p["process"], "cell_of_process")));
       }
-      table.AddRow({std::to_string(i + 1), Count(Number(p, key.c_str())), guided ? "peaks" : "search",
+      table.AddRow({std::to_string(i + 1), Count(Number(p, key.c_str())),
+                    measured ? "measured"
+                    : guided ? "peaks"
+                             : "search",
                     process, TerminalSafe(Text(p, "outcome")),
                     p.is_object() && p.contains("memory") ? ProbeMemory(p["memory"]) : "-",
                     TerminalSafe(Text(p, "message"))});
@@ -81,7 +90,9 @@ std::string RenderBoundarySearches(const std::vector<record::CellRecord>& cells)
   return "\nBoundary search (batch_size, seq_len or image_size: max; each probe a fresh runner process "
          "unless "
          "boundary_probe_process: shared; chosen by doubling and bisection, or by the peaks' line under "
-         "boundary_guide: peak_memory; the cell is the value found, measured):\n" +
+         "boundary_guide: peak_memory; the cell is the value found, measured, 5% lower while its measured "
+         "run "
+         "ends oom):\n" +
          out;
 }
 

@@ -85,3 +85,36 @@ TEST(MemoryConsoleTest, WithoutAConvergeCellTheTableHasNoDatasetColumn) {
 
 }  // namespace
 }  // namespace dlbench::cli
+
+namespace dlbench::cli {
+namespace {
+
+// A measured run of the value found that ended oom is listed after the search's probes as
+// "measured", and the header counts only the search's probes.
+TEST(MemoryConsoleTest, AMeasuredRunThatEndedOomIsListedAsMeasured) {
+  record::CellRecord c;
+  c.index = 1;
+  c.label = "resnet50 train";
+  c.extras["boundary_search"] = {
+      {"key", "batch_size"},
+      {"found", 354},
+      {"first_failing", 373},
+      {"end", "converged"},
+      {"max_probes", 14},
+      {"probes",
+       {{{"batch_size", 8}, {"outcome", "ok"}, {"guided", false}},
+        {{"batch_size", 373}, {"outcome", "ok"}, {"guided", true}},
+        {{"batch_size", 373}, {"outcome", "oom"}, {"measured", true}, {"message", "CUDA out of memory"}}}}};
+  const std::string out = RenderBoundarySearches({c});
+  EXPECT_NE(
+      out.find(
+          "#1 resnet50 train: largest batch_size 354, first failing 373 (converged; 2 of at most 14 probes)"),
+      std::string::npos)
+      << out;
+  EXPECT_NE(out.find("measured"), std::string::npos) << out;
+  EXPECT_NE(out.find("peaks"), std::string::npos) << out;
+  EXPECT_NE(out.find("CUDA out of memory"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace dlbench::cli

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +22,15 @@ namespace metric = record::metric;
 constexpr const char* kBatchSize = "batch_size";
 constexpr const char* kSamplesPerStep = "samples_per_step";
 constexpr const char* kMax = "max";
+
+// The found value's measured run runs longer than its probes (boundary_probe_steps steps), and
+// memory that grows over steps (the caching allocator's fragmentation, cuDNN's workspaces for the
+// algorithms its autotuner picks) can run it out where the probes fit: on an H200 (2026-12-06,
+// ResNet-50 bf16 training under memory_cap 16GiB) the probes fit at batch 373 and the measured run
+// there ended `oom`. Such a value does not fit; the measured run steps down by 5% at a time, at
+// most kMaxMeasuredStepDowns times, and each `oom` it met is listed with the probes.
+constexpr double kMeasuredStepDown = 0.95;
+constexpr int kMaxMeasuredStepDowns = 3;
 
 // The metrics of a search over `key`: the largest value that fit and the smallest that did not.
 struct KeyMetrics {
@@ -225,28 +235,67 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
     rec = probes.front();
     rec.message =
         fmt::format("{0}: max: even {0} {1} does not fit: {2}", key, settings.min_value, rec.message);
-  } else {
-    plan::Cell found = AtValue(cell, key, *result.largest_passing);
-    rec = run_cell(found, measured_options);
+  }
+  // The measured run of the value found, stepping down while it ends `oom` (kMeasuredStepDown).
+  std::optional<std::int64_t> found = result.largest_passing;
+  std::optional<std::int64_t> first_failing = result.smallest_failing;
+  std::vector<std::int64_t> measured_oom;  // the values whose measured run ended oom, largest first
+  if (!other_end && result.largest_passing) {
+    std::int64_t value = *result.largest_passing;
+    for (int down = 0;; ++down) {
+      rec = run_cell(AtValue(cell, key, value), measured_options);
+      if (rec.outcome != record::Outcome::kOom) break;
+      measured_oom.push_back(value);
+      list.push_back({{key, value},
+                      {"outcome", std::string(record::Name(rec.outcome))},
+                      {"fits", false},
+                      {"memory", PeakMemory(rec)},
+                      {"guided", false},
+                      {"measured", true},
+                      {"guide_peak_bytes", nullptr},
+                      {"process", ProcessOf(rec)},
+                      {"message", FirstLine(rec.message)}});
+      const auto next = std::min(
+          value - 1, static_cast<std::int64_t>(std::floor(kMeasuredStepDown * static_cast<double>(value))));
+      if (down == kMaxMeasuredStepDowns || next < settings.min_value) break;
+      value = next;
+    }
+    if (!measured_oom.empty()) {
+      first_failing = measured_oom.back();
+      found = rec.outcome == record::Outcome::kOom ? std::nullopt : std::optional<std::int64_t>(value);
+      std::string tried;
+      for (const std::int64_t v : measured_oom) tried += (tried.empty() ? "" : ", ") + std::to_string(v);
+      if (rec.outcome == record::Outcome::kOom) {
+        rec.message = fmt::format(
+            "{0}: max: the probes ({1} steps) fit up to {0} {2}, but the measured runs at {3} ended oom: "
+            "memory grew over the longer run: {4}",
+            key, probe_steps, *result.largest_passing, tried, rec.message);
+      } else {
+        rec.extras["warnings"].push_back(fmt::format(
+            "{0}: max: the probes ({1} steps) fit up to {0} {2}, but the measured run ended oom at {3}: "
+            "memory grew over the longer run; measured at {4}, so the largest value that fits a measured "
+            "run is between {4} and {5}",
+            key, probe_steps, *result.largest_passing, tried, value, measured_oom.back() - 1));
+      }
+    }
   }
   rec.params[key] = kMax;
   if (key == kBatchSize && IsMax(cell, kSamplesPerStep)) rec.params[kSamplesPerStep] = kMax;
   rec.cell_id = cell.id;
 
-  if (result.largest_passing)
-    record::SetMetric(rec, names.found, static_cast<double>(*result.largest_passing));
-  if (result.smallest_failing) {
-    record::SetMetric(rec, names.first_failing, static_cast<double>(*result.smallest_failing));
-  }
+  if (found) record::SetMetric(rec, names.found, static_cast<double>(*found));
+  if (first_failing) record::SetMetric(rec, names.first_failing, static_cast<double>(*first_failing));
   record::SetMetric(rec, metric::kBoundaryProbes, static_cast<double>(probes.size()));
   rec.extras["boundary_search"] = {
       {"key", key},
       {"min", settings.min_value},
       {"max", settings.max_value},
       {"end", stats::BoundarySearchEndName(result.end)},
-      {"found", result.largest_passing ? nlohmann::json(*result.largest_passing) : nlohmann::json(nullptr)},
-      {"first_failing",
-       result.smallest_failing ? nlohmann::json(*result.smallest_failing) : nlohmann::json(nullptr)},
+      {"found", found ? nlohmann::json(*found) : nlohmann::json(nullptr)},
+      {"first_failing", first_failing ? nlohmann::json(*first_failing) : nlohmann::json(nullptr)},
+      {"probes_found",
+       result.largest_passing ? nlohmann::json(*result.largest_passing) : nlohmann::json(nullptr)},
+      {"measured_oom", measured_oom},
       {"max_probes", settings.max_probes},
       {"probe_steps", probe_steps},
       {"probe_process", shared ? "shared" : "fresh"},
@@ -256,7 +305,8 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
                     ? nlohmann::json("none: no memory_cap to aim at")
                     : nlohmann::json(nullptr)},
       {"probes", std::move(list)}};
-  if (result.end == stats::BoundarySearchEnd::kProbeCap && rec.outcome == record::Outcome::kOk) {
+  if (result.end == stats::BoundarySearchEnd::kProbeCap && rec.outcome == record::Outcome::kOk &&
+      measured_oom.empty()) {
     rec.extras["warnings"].push_back(fmt::format(
         "{}: max: the search reached boundary_max_probes ({}) before its bracket closed: "
         "the largest value that fits is {}",

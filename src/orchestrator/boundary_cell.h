@@ -6,7 +6,8 @@
 // it ends `ok` and does not when it ends `oom`; any other end (an error, a crash, a timeout, Ctrl-C)
 // ends the search with that probe's outcome and message (end probe_failed; stopped for Ctrl-C), since
 // it says nothing about memory: it is not the bracket's failure, and its `fits` is null. The found batch is
-// then run once more as an ordinary measured cell, and that run is the one stored cell: its params keep
+// then run once more as an ordinary measured cell (5% lower, at most three times, while that run ends
+// `oom`: memory grows over a run longer than a probe), and that run is the one stored cell: its params keep
 // batch_size: max, its effective cell the batch that ran, its metrics boundary_batch_size,
 // boundary_first_failing_batch_size and boundary_probes, and extras.boundary_search every probe
 // (batch, outcome, peak memory, message). The probes' own records are not stored; their logs stay

@@ -1,0 +1,129 @@
+// RunBoundarySearch with a fake cell runner: the search's probes and the measured run of the value
+// found, and the measured run's step-down when it ends oom where the probes fit (memory that grows
+// over a longer run; docs/memory.md "Boundary search").
+#include "orchestrator/boundary_cell.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "record/metrics.h"
+
+namespace dlbench::orchestrator {
+namespace {
+
+namespace metric = record::metric;
+
+plan::Cell SearchCell() {
+  plan::Cell cell;
+  cell.id = "bs-max#r0";
+  cell.params = {{"batch_size", "max"},
+                 {"boundary_min", 8},
+                 {"boundary_max", 4096},
+                 {"boundary_max_probes", 20},
+                 {"boundary_probe_steps", 2}};
+  return cell;
+}
+
+// A runner whose probes fit up to `probe_limit` and whose measured runs fit up to
+// `measured_limit`; it remembers each call's batch size and whether it was a probe.
+struct FakeRunner {
+  std::int64_t probe_limit;
+  std::int64_t measured_limit;
+  std::vector<std::pair<std::int64_t, bool>> calls;  // batch size, probe
+
+  record::CellRecord operator()(const plan::Cell& cell, const CellRunOptions& options) {
+    const std::int64_t batch = cell.params.at("batch_size").get<std::int64_t>();
+    const bool probe = !options.log_suffix.empty();
+    calls.emplace_back(batch, probe);
+    record::CellRecord rec;
+    rec.effective["memory_model_bytes"] = batch * 1000;
+    const bool fits = batch <= (probe ? probe_limit : measured_limit);
+    rec.outcome = fits ? record::Outcome::kOk : record::Outcome::kOom;
+    if (!fits) rec.message = "out of memory at batch " + std::to_string(batch);
+    return rec;
+  }
+};
+
+RunCellFn Bind(FakeRunner& runner) {
+  return [&runner](const plan::Cell& c, const CellRunOptions& o) { return runner(c, o); };
+}
+
+std::vector<std::int64_t> MeasuredCalls(const FakeRunner& runner) {
+  std::vector<std::int64_t> out;
+  for (const auto& [batch, probe] : runner.calls)
+    if (!probe) out.push_back(batch);
+  return out;
+}
+
+TEST(BoundaryCell, AMeasuredRunThatFitsIsTheCellAtTheValueFound) {
+  FakeRunner runner{373, 373, {}};
+  const record::CellRecord rec = RunBoundarySearch(SearchCell(), CellRunOptions{}, Bind(runner));
+  EXPECT_EQ(rec.outcome, record::Outcome::kOk);
+  EXPECT_EQ(MeasuredCalls(runner), (std::vector<std::int64_t>{373}));
+  EXPECT_EQ(record::MetricValue(rec, metric::kBoundaryBatchSize), 373);
+  EXPECT_EQ(record::MetricValue(rec, metric::kBoundaryFirstFailingBatchSize), 374);
+  const nlohmann::json& search = rec.extras.at("boundary_search");
+  EXPECT_EQ(search.at("found"), 373);
+  EXPECT_EQ(search.at("probes_found"), 373);
+  EXPECT_TRUE(search.at("measured_oom").empty());
+  for (const nlohmann::json& p : search.at("probes")) EXPECT_FALSE(p.value("measured", false));
+  EXPECT_FALSE(rec.extras.contains("warnings"));
+  EXPECT_EQ(rec.params.at("batch_size"), "max");
+}
+
+// 373 fits two steps but not a measured run; 5% lower, 354 (floor of 354.35), does.
+TEST(BoundaryCell, AMeasuredRunThatEndsOomStepsDownFivePercentAndSaysWhere) {
+  FakeRunner runner{373, 360, {}};
+  const record::CellRecord rec = RunBoundarySearch(SearchCell(), CellRunOptions{}, Bind(runner));
+  EXPECT_EQ(rec.outcome, record::Outcome::kOk);
+  EXPECT_EQ(MeasuredCalls(runner), (std::vector<std::int64_t>{373, 354}));
+  EXPECT_EQ(record::MetricValue(rec, metric::kBoundaryBatchSize), 354);
+  EXPECT_EQ(record::MetricValue(rec, metric::kBoundaryFirstFailingBatchSize), 373);
+  const nlohmann::json& search = rec.extras.at("boundary_search");
+  EXPECT_EQ(search.at("found"), 354);
+  EXPECT_EQ(search.at("first_failing"), 373);
+  EXPECT_EQ(search.at("probes_found"), 373);
+  EXPECT_EQ(search.at("measured_oom"), nlohmann::json::array({373}));
+  const nlohmann::json& last = search.at("probes").back();
+  EXPECT_TRUE(last.at("measured").get<bool>());
+  EXPECT_EQ(last.at("batch_size"), 373);
+  EXPECT_EQ(last.at("outcome"), "oom");
+  EXPECT_EQ(last.at("message"), "out of memory at batch 373");
+  ASSERT_TRUE(rec.extras.contains("warnings"));
+  EXPECT_EQ(rec.extras.at("warnings").at(0),
+            "batch_size: max: the probes (2 steps) fit up to batch_size 373, but the measured run ended oom at "
+            "373: memory grew over the longer run; measured at 354, so the largest value that fits a "
+            "measured run is between 354 and 372");
+  EXPECT_EQ(record::MetricValue(rec, metric::kBoundaryProbes), search.at("probes").size() - 1)
+      << "the measured runs are not probes of the search";
+}
+
+// Every measured run ends oom: four runs (the value found and three steps of 5%), then the last
+// one's oom is the cell's, naming them all, and no value is claimed to fit.
+TEST(BoundaryCell, MeasuredRunsThatAllEndOomAreBoundedAndNoValueIsClaimed) {
+  FakeRunner runner{373, 0, {}};
+  const record::CellRecord rec = RunBoundarySearch(SearchCell(), CellRunOptions{}, Bind(runner));
+  EXPECT_EQ(rec.outcome, record::Outcome::kOom);
+  EXPECT_EQ(MeasuredCalls(runner), (std::vector<std::int64_t>{373, 354, 336, 319}));
+  EXPECT_FALSE(record::MetricValue(rec, metric::kBoundaryBatchSize).has_value());
+  EXPECT_EQ(record::MetricValue(rec, metric::kBoundaryFirstFailingBatchSize), 319);
+  EXPECT_EQ(rec.message,
+            "batch_size: max: the probes (2 steps) fit up to batch_size 373, but the measured runs at 373, 354, "
+            "336, 319 ended oom: memory grew over the longer run: out of memory at batch 319");
+  EXPECT_TRUE(rec.extras.at("boundary_search").at("found").is_null());
+}
+
+// The step-down stops at boundary_min: below it nothing was asked for.
+TEST(BoundaryCell, TheStepDownStopsAtBoundaryMin) {
+  plan::Cell cell = SearchCell();
+  cell.params["boundary_min"] = 10;
+  FakeRunner runner{10, 0, {}};
+  const record::CellRecord rec = RunBoundarySearch(cell, CellRunOptions{}, Bind(runner));
+  EXPECT_EQ(rec.outcome, record::Outcome::kOom);
+  EXPECT_EQ(MeasuredCalls(runner), (std::vector<std::int64_t>{10}));
+}
+
+}  // namespace
+}  // namespace dlbench::orchestrator
