@@ -14,7 +14,11 @@
 # memory_cap = the device's memory as nvidia-smi reports it (fraction 1), so that search is guided
 # too.
 #
-# Time (an estimate, not a measurement: this script has not run on a GPU). From the H200 log of
+# Time, measured once (H200, 2026-12-06, docs/evidence/h200-memory-caps-2026-12-06.log): with
+# DEADLINE_S=288 two searches finished, ResNet-50 training under 16 GiB in bf16 (77 s, 12 probes) and
+# fp32 (198 s, 11 probes): cudnn_benchmark is on, and every new batch size autotunes every convolution
+# again, so the estimate below was far too low; the table takes several calls with RESUME.
+# The estimate written before it ran (this script had not run on a GPU). From the H200 log of
 # 2026-12-02 (docs/evidence/h200-memory-2026-12-02.log): 3.3 s for a runner that starts, builds
 # ResNet-50 and ends `oom`, so about 3-5 s per process start (16 here, 50-80 s) and about 1-3 s for a
 # probe in a running process (the model built again, PROBE_STEPS 2 steps, the first with cuDNN's

@@ -92,10 +92,11 @@ TEST(BoundaryCell, AMeasuredRunThatEndsOomStepsDownFivePercentAndSaysWhere) {
   EXPECT_EQ(last.at("outcome"), "oom");
   EXPECT_EQ(last.at("message"), "out of memory at batch 373");
   ASSERT_TRUE(rec.extras.contains("warnings"));
-  EXPECT_EQ(rec.extras.at("warnings").at(0),
-            "batch_size: max: the probes (2 steps) fit up to batch_size 373, but the measured run ended oom at "
-            "373: memory grew over the longer run; measured at 354, so the largest value that fits a "
-            "measured run is between 354 and 372");
+  EXPECT_EQ(
+      rec.extras.at("warnings").at(0),
+      "batch_size: max: the probes (2 steps) fit up to batch_size 373, but the measured run ended oom at "
+      "373: memory grew over the longer run; measured at 354, so the largest value that fits a "
+      "measured run is between 354 and 372");
   EXPECT_EQ(record::MetricValue(rec, metric::kBoundaryProbes), search.at("probes").size() - 1)
       << "the measured runs are not probes of the search";
 }
@@ -109,9 +110,10 @@ TEST(BoundaryCell, MeasuredRunsThatAllEndOomAreBoundedAndNoValueIsClaimed) {
   EXPECT_EQ(MeasuredCalls(runner), (std::vector<std::int64_t>{373, 354, 336, 319}));
   EXPECT_FALSE(record::MetricValue(rec, metric::kBoundaryBatchSize).has_value());
   EXPECT_EQ(record::MetricValue(rec, metric::kBoundaryFirstFailingBatchSize), 319);
-  EXPECT_EQ(rec.message,
-            "batch_size: max: the probes (2 steps) fit up to batch_size 373, but the measured runs at 373, 354, "
-            "336, 319 ended oom: memory grew over the longer run: out of memory at batch 319");
+  EXPECT_EQ(
+      rec.message,
+      "batch_size: max: the probes (2 steps) fit up to batch_size 373, but the measured runs at 373, 354, "
+      "336, 319 ended oom: memory grew over the longer run: out of memory at batch 319");
   EXPECT_TRUE(rec.extras.at("boundary_search").at("found").is_null());
 }
 

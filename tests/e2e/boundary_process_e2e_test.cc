@@ -77,7 +77,9 @@ TEST(BoundaryProcessE2E, SharedAndGuidedSearchesFindWhatFreshBisectionFinds) {
     EXPECT_EQ(Probed(cell), guided ? (std::vector<std::int64_t>{1, 2, 12, 13})
                                    : (std::vector<std::int64_t>{1, 2, 4, 8, 16, 12, 14, 13}))
         << name;
-    if (guided) EXPECT_EQ(search.at("guide").at("limit_bytes"), 4.0 * (1 << 30)) << name;
+    if (guided) {
+      EXPECT_EQ(search.at("guide").at("limit_bytes"), 4.0 * (1 << 30)) << name;
+    }
 
     std::set<std::int64_t> pids;
     std::vector<std::int64_t> order;
