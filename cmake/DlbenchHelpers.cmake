@@ -48,9 +48,11 @@ function(dlbench_add_test name)
   # A list property inside PROPERTIES must keep its semicolons escaped, or only the first survives.
   string(REPLACE ";" "\\;" labels_escaped "${labels}")
   # End-to-end tests time real processes (busy-waiting runners, real models): run them alone so
-  # a neighbouring test on the 2-core CI machine does not stretch their steps.
+  # a neighbouring test on the 2-core CI machine does not stretch their steps. The Slurm tests each
+  # start a Slurm of their own, whose first job id, and so the group's port derived from it, is the
+  # same in every one: two at once joined each other's groups (session 16's CI).
   set(serial FALSE)
-  if("e2e" IN_LIST labels OR "torch" IN_LIST labels)
+  if("e2e" IN_LIST labels OR "torch" IN_LIST labels OR "slurm" IN_LIST labels)
     set(serial TRUE)
   endif()
   set(fixture_properties "")

@@ -12,6 +12,7 @@
 
 #include "common/clock.h"
 #include "cuda_graph.h"
+#include "gather_rows.h"
 #include "load/batcher.h"
 #include "load/load_generator.h"
 #include "load/peak_search.h"
@@ -103,6 +104,17 @@ class TorchExecutor final : public load::BatchExecutor {
         }
       }
       streams_.push_back(std::move(s));
+    }
+    // The gather copies whole rows when the library and the buffers allow it (gather_rows.h).
+    rows_are_blocks_ = !library_.empty();
+    for (std::size_t i = 0; i < library_.size(); ++i) {
+      for (const StreamState& st : streams_) {
+        const torch::Tensor& h = st.host_in[i];
+        rows_are_blocks_ = rows_are_blocks_ && RowsAreBlocks(library_[i]) && RowsAreBlocks(h) &&
+                           h.scalar_type() == library_[i].scalar_type() &&
+                           h.strides().slice(1) == library_[i].strides().slice(1) &&
+                           h.sizes().slice(1) == library_[i].sizes().slice(1);
+      }
     }
   }
 
@@ -220,10 +232,15 @@ class TorchExecutor final : public load::BatchExecutor {
     }
 
     const std::int64_t pre_start = MonotonicNowNs();
-    const torch::Tensor index = s.index.narrow(0, 0, n);
-    for (std::size_t i = 0; i < library_.size(); ++i) {
-      torch::Tensor dst = s.host_in[i].narrow(0, 0, n);
-      torch::index_select_out(dst, library_[i], 0, index);
+    if (rows_are_blocks_) {
+      const std::int64_t* rows = s.index.data_ptr<std::int64_t>();
+      for (std::size_t i = 0; i < library_.size(); ++i) GatherRows(library_[i], rows, n, s.host_in[i]);
+    } else {
+      const torch::Tensor index = s.index.narrow(0, 0, n);
+      for (std::size_t i = 0; i < library_.size(); ++i) {
+        torch::Tensor dst = s.host_in[i].narrow(0, 0, n);
+        torch::index_select_out(dst, library_[i], 0, index);
+      }
     }
     const std::int64_t pre_end = MonotonicNowNs();
     timing.host_pre_ns = pre_end - pre_start;
@@ -281,6 +298,7 @@ class TorchExecutor final : public load::BatchExecutor {
   bool cuda_;
   std::vector<torch::Tensor> library_;       // host residency: [library, ...] per input
   std::vector<torch::Tensor> device_batch_;  // device residency: [max_batch, ...] per input
+  bool rows_are_blocks_ = false;             // the gather copies whole rows (gather_rows.h)
   std::vector<StreamState> streams_;
   std::vector<std::uint32_t> warmed_;
   mutable std::mutex mutex_;
