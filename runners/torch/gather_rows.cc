@@ -15,13 +15,14 @@ bool RowsAreBlocks(const torch::Tensor& t) {
   return t.size(0) == 1 || t.stride(0) == row;
 }
 
-void GatherRows(const torch::Tensor& src, const std::int64_t* index, std::int64_t n, const torch::Tensor& dst) {
+void GatherRows(const torch::Tensor& src, const std::int64_t* index, std::int64_t n,
+                const torch::Tensor& dst) {
   const auto row_bytes = static_cast<std::size_t>(src.numel() / src.size(0)) * src.element_size();
   const auto* from = static_cast<const char*>(src.data_ptr());
   auto* to = static_cast<char*>(dst.data_ptr());
   for (std::int64_t k = 0; k < n; ++k) {
-    std::memcpy(to + static_cast<std::size_t>(k) * row_bytes, from + static_cast<std::size_t>(index[k]) * row_bytes,
-                row_bytes);
+    std::memcpy(to + static_cast<std::size_t>(k) * row_bytes,
+                from + static_cast<std::size_t>(index[k]) * row_bytes, row_bytes);
   }
 }
 

@@ -22,6 +22,7 @@ bool RowsAreBlocks(const torch::Tensor& t);
 
 // Copies rows index[0, n) of `src` into rows [0, n) of `dst`, which have the same row shape,
 // dtype and layout and RowsAreBlocks. Every index is below src.size(0) (the caller's library).
-void GatherRows(const torch::Tensor& src, const std::int64_t* index, std::int64_t n, const torch::Tensor& dst);
+void GatherRows(const torch::Tensor& src, const std::int64_t* index, std::int64_t n,
+                const torch::Tensor& dst);
 
 }  // namespace dlbench::torchrunner

@@ -35,8 +35,9 @@ TEST(GatherRows, EqualsIndexSelectOnAContiguousLibrary) {
 }
 
 TEST(GatherRows, EqualsIndexSelectOnAChannelsLastLibrary) {
-  const torch::Tensor library =
-      torch::arange(10 * 3 * 4 * 6, torch::kFloat).reshape({10, 3, 4, 6}).contiguous(torch::MemoryFormat::ChannelsLast);
+  const torch::Tensor library = torch::arange(10 * 3 * 4 * 6, torch::kFloat)
+                                    .reshape({10, 3, 4, 6})
+                                    .contiguous(torch::MemoryFormat::ChannelsLast);
   ASSERT_FALSE(library.is_contiguous());
   ExpectGatherEqualsIndexSelect(library, {9, 4, 0});
 }
