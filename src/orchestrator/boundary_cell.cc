@@ -262,14 +262,19 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
     }
     if (!measured_oom.empty()) {
       first_failing = measured_oom.back();
-      found = rec.outcome == record::Outcome::kOom ? std::nullopt : std::optional<std::int64_t>(value);
+      // Only a measured run that ended ok shows that its value fits.
+      found = rec.outcome == record::Outcome::kOk ? std::optional<std::int64_t>(value) : std::nullopt;
       std::string tried;
       for (const std::int64_t v : measured_oom) tried += (tried.empty() ? "" : ", ") + std::to_string(v);
-      if (rec.outcome == record::Outcome::kOom) {
+      if (rec.outcome != record::Outcome::kOk) {
         rec.message = fmt::format(
             "{0}: max: the probes ({1} steps) fit up to {0} {2}, but the measured runs at {3} ended oom: "
-            "memory grew over the longer run: {4}",
-            key, probe_steps, *result.largest_passing, tried, rec.message);
+            "memory grew over the longer run{4}: {5}",
+            key, probe_steps, *result.largest_passing, tried,
+            rec.outcome == record::Outcome::kOom
+                ? std::string()
+                : fmt::format("; the one at {} ended {}", value, record::Name(rec.outcome)),
+            rec.message);
       } else {
         rec.extras["warnings"].push_back(fmt::format(
             "{0}: max: the probes ({1} steps) fit up to {0} {2}, but the measured run ended oom at {3}: "

@@ -117,6 +117,28 @@ TEST(BoundaryCell, MeasuredRunsThatAllEndOomAreBoundedAndNoValueIsClaimed) {
   EXPECT_TRUE(rec.extras.at("boundary_search").at("found").is_null());
 }
 
+// A step-down whose measured run ends otherwise (here an error) claims no value either.
+TEST(BoundaryCell, AStepDownThatEndsOtherwiseClaimsNoValue) {
+  FakeRunner runner{373, 360, {}};
+  RunCellFn failing = [&runner](const plan::Cell& c, const CellRunOptions& o) {
+    record::CellRecord rec = runner(c, o);
+    if (o.log_suffix.empty() && rec.outcome == record::Outcome::kOk) {
+      rec.outcome = record::Outcome::kError;
+      rec.message = "runner ended with exit code 3";
+    }
+    return rec;
+  };
+  const record::CellRecord rec = RunBoundarySearch(SearchCell(), CellRunOptions{}, failing);
+  EXPECT_EQ(rec.outcome, record::Outcome::kError);
+  EXPECT_EQ(MeasuredCalls(runner), (std::vector<std::int64_t>{373, 354}));
+  EXPECT_FALSE(record::MetricValue(rec, metric::kBoundaryBatchSize).has_value());
+  EXPECT_EQ(
+      rec.message,
+      "batch_size: max: the probes (2 steps) fit up to batch_size 373, but the measured runs at 373 ended "
+      "oom: memory grew over the longer run; the one at 354 ended error: runner ended with exit code 3");
+  EXPECT_FALSE(rec.extras.contains("warnings"));
+}
+
 // The step-down stops at boundary_min: below it nothing was asked for.
 TEST(BoundaryCell, TheStepDownStopsAtBoundaryMin) {
   plan::Cell cell = SearchCell();
