@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -35,6 +36,7 @@
 #include "precision.h"
 #include "record/metrics.h"
 #include "reference_eval.h"
+#include "step_profile.h"
 #include "workload.h"
 
 namespace dlbench::torchrunner {
@@ -419,6 +421,28 @@ LoopResult RunMeasured(RunnerSession& session, const RunnerLimits& limits, CellS
   return result;
 }
 
+// DLBENCH_TORCH_PROFILE (step_profile.h): more of the cell's steps under the profiler, after its
+// measured loop and end snapshot. A bad request or a failed profile is stated; the cell stands.
+void AddStepProfile(CellState& s, int process_cell, nlohmann::json& extras) {
+  const auto request = StepProfileRequestFromEnv();
+  if (!request.ok()) {
+    extras["info"]["step_profile_error"] = request.error().message;
+    return;
+  }
+  if (!*request) return;
+  try {
+    const std::string stem = fmt::format("profile-{}-cell{}", ::getpid(), process_cell);
+    extras["info"]["step_profile"] = ProfileSteps(**request, stem, s.cuda_device.has_value(), [&s] {
+      if (Trains(s.cell.scenario))
+        TrainStep(s);
+      else
+        InferStep(s);
+    });
+  } catch (const std::exception& e) {
+    extras["info"]["step_profile_error"] = e.what();
+  }
+}
+
 // A load cell's measured part (load_scenario.h): queries instead of steps, then the same reports.
 int RunLoadCell(RunnerSession& session, const RunnerLimits& limits, CellState& s, LoadCell& load_cell) {
   const LoadOutcome outcome = load_cell.Run(session, limits);
@@ -628,6 +652,7 @@ int ServeCell(RunnerSession& session, const protocol::CellConfig& config, int pr
                        PeakFromSnapshot(end_memory, state.rss_before_build, state.steady_peak_window),
                        extras);
     if (!ddp_check.is_null()) extras["info"]["ddp_parameter_check"] = ddp_check;
+    if (!state.ddp && !state.feeder->pipeline_only()) AddStepProfile(state, process_cell, extras);
     if (reference_eval) {
       // After the end snapshot: the second model's memory is no part of the cell's figures. A
       // failed evaluation is stated; the measured cell stands.

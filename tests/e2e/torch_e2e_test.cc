@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "common/files.h"
 #include "config/model_rules.h"
 #include "e2e_util.h"
 #include "record/metrics.h"
@@ -313,6 +315,63 @@ measure: {min_steps: 1, max_steps: 2, min_warmup_steps: 0, min_time_s: 0, max_ti
           << batch << ": " << message;
     }
   }
+}
+
+// DLBENCH_TORCH_PROFILE (runners/torch/step_profile.h): each step-loop cell writes its profile
+// summary into the folder and its extras; its measured figures come from the loop before it. A
+// value that is not a folder is stated in the cell's extras and the cell stands.
+TEST(TorchE2E, AStepProfileIsWrittenAfterTheMeasuredLoopWhenTheEnvironmentAsks) {
+  TempDir dir("torch_profile");
+  const std::string matrix = dir / "m.yaml", db = dir / "r.db", folder = dir / "profiles";
+  std::filesystem::create_directories(folder);
+  WriteText(matrix, R"(runner: torch
+matrix:
+  model: bert_base
+  layers: 1
+  hidden_size: 32
+  heads: 2
+  seq_len: 16
+  device: cpu
+  threads: 1
+  batch_size: 2
+  scenario: [infer, train]
+measure: {min_steps: 3, min_time_s: 0}
+)");
+  auto run = RunCommand({Bin("dlbench"), "--db", db, "run", matrix}, dir,
+                        {{"DLBENCH_TORCH_PROFILE", folder}, {"DLBENCH_TORCH_PROFILE_STEPS", "2"}});
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  auto exported = Dlbench({"export", "latest", "--format", "json"}, dir, db);
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  const nlohmann::json cells = nlohmann::json::parse(exported.out).at("cells");
+  ASSERT_EQ(cells.size(), 2u);
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    if (entry.path().filename().string().rfind("profile-", 0) == 0 && entry.path().extension() == ".json")
+      ++files;
+  }
+  EXPECT_EQ(files, 2);
+  for (const nlohmann::json& cell : cells) {
+    ASSERT_EQ(cell.at("outcome"), "ok") << cell.dump();
+    const nlohmann::json& profile = cell.at("extras").at("info").at("step_profile");
+    EXPECT_EQ(profile.at("steps"), 2);
+    EXPECT_GT(profile.at("wall_us_per_step").get<double>(), 0.0);
+    // The host's operators are there on any LibTorch; the encoder's products among them.
+    const std::string ops = profile.at("host_ops").dump();
+    EXPECT_NE(ops.find("aten::"), std::string::npos) << ops;
+    EXPECT_NE(ops.find("linear"), std::string::npos) << ops;
+    const nlohmann::json written = nlohmann::json::parse(*ReadFile(profile.at("file").get<std::string>()));
+    EXPECT_EQ(written.at("host_ops"), profile.at("host_ops"));
+  }
+
+  auto bad = RunCommand({Bin("dlbench"), "--db", db, "run", matrix, "--only", "scenario=infer"}, dir,
+                        {{"DLBENCH_TORCH_PROFILE", matrix}});
+  ASSERT_EQ(bad.exit_code, 0) << bad.out << bad.err;
+  auto bad_export = Dlbench({"export", "latest", "--format", "json"}, dir, db);
+  const nlohmann::json cell = nlohmann::json::parse(bad_export.out).at("cells").at(0);
+  EXPECT_EQ(cell.at("outcome"), "ok") << cell.dump();
+  EXPECT_NE(cell.at("extras").at("info").value("step_profile_error", "").find("not a directory"),
+            std::string::npos)
+      << cell.at("extras").dump();
 }
 
 }  // namespace
