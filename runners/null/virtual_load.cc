@@ -206,7 +206,10 @@ NullLoadOutcome RunNullLoad(const load::EffectiveLoadSettings& settings, const N
     const load::PeakSearchOutcome search =
         load::RunPeakSearch(settings, generator, server, server, sink, server, start_ns + budget_ns);
     outcome.queries = static_cast<std::int64_t>(search.issued);
-    outcome.reason = search.reason;
+    if (search.error.empty())
+      outcome.reason = search.reason;
+    else
+      outcome.error = search.error;
     outcome.info = {{"peak_search", search.ToJson()}};
   } else {
     load::RunLimits limits;

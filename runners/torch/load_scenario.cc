@@ -437,6 +437,9 @@ class TorchLoadCell final : public LoadCell {
         outcome.info = {{"peak_search", search.ToJson()}};
         outcome.queries = static_cast<std::int64_t>(search.issued);
         outcome.reason = search.reason;
+        if (!search.error.empty())
+          outcome.failure =
+              Failure{record::RunnerErrorKind::kInternal, search.error, nlohmann::json::object()};
         if (auto failure = executor_.failure()) outcome.failure = *failure;
         return outcome;
       }

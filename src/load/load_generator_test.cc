@@ -499,5 +499,63 @@ TEST(LoadGeneratorTest, RunsContinueIdsAndProbesRestartTheSchedule) {
   EXPECT_LT(mean_gap_ms, 200.0);
 }
 
+// A peak-search probe whose system holds a query past the drain (a hung system) ends the search
+// with an error naming the probe and the query, instead of letting the late completion land among
+// the next probe's measured queries.
+TEST(PeakSearchTest, AQueryHungPastTheDrainEndsTheSearchWithAnError) {
+  SimulatedLoadClock clock(kStart);
+  std::uint64_t hung_id = 0;
+  SyncSut served(clock, [](const Query&) { return std::int64_t{100'000}; });
+  struct HangsOnce final : SystemUnderTest {
+    SyncSut& next;
+    std::uint64_t id;
+    HangsOnce(SyncSut& n, std::uint64_t i) : next(n), id(i) {}
+    void IssueQuery(const Query& q, QueryCompleter& c) override {
+      if (q.id != id) next.IssueQuery(q, c);
+    }
+    void FlushQueries() override {}
+  };
+  EffectiveLoadSettings settings = Settings(Scenario::kServer);
+  settings.target_qps = 100;
+  settings.peak_search = true;
+  settings.latency_bound_ns = 10'000'000;
+  settings.latency_percentile = 0.99;
+  settings.peak_confirm_ns = 0;
+  LoadGenerator generator(settings, clock);
+  // The first probe at 100/s warms up for 0.5 s (50 queries), then measures: query 120 is in its
+  // measured part.
+  hung_id = 120;
+  HangsOnce sut(served, hung_id);
+  RecordingSink sink;
+  const PeakSearchOutcome outcome = RunPeakSearch(settings, generator, sut, Library(16), sink, clock,
+                                                  kStart + 3'600'000'000'000, /*drain_timeout_ns=*/1'000'000);
+  EXPECT_NE(outcome.error.find(
+                "the peak search's probe at 100 queries/s: query 120 was issued and never completed"),
+            std::string::npos)
+      << outcome.error;
+  ASSERT_EQ(outcome.probes.size(), 1u) << outcome.ToJson().dump();
+  // Nothing after the hung query was measured in another probe: the records stop before it.
+  for (const record::QueryRecord& r : sink.records()) EXPECT_LT(r.query_id, hung_id);
+}
+
+// Without a hung query the same search ends by its own rule, with no error.
+TEST(PeakSearchTest, ASearchWhoseQueriesAllCompleteHasNoError) {
+  SimulatedLoadClock clock(kStart);
+  SyncSut sut(clock, [](const Query&) { return std::int64_t{1'000'000}; });
+  EffectiveLoadSettings settings = Settings(Scenario::kServer);
+  settings.target_qps = 100;
+  settings.peak_search = true;
+  settings.latency_bound_ns = 10'000'000;
+  settings.latency_percentile = 0.99;
+  settings.peak_confirm_ns = 0;
+  LoadGenerator generator(settings, clock);
+  RecordingSink sink;
+  const PeakSearchOutcome outcome = RunPeakSearch(settings, generator, sut, Library(16), sink, clock,
+                                                  kStart + 3'600'000'000'000, /*drain_timeout_ns=*/1'000'000);
+  EXPECT_TRUE(outcome.error.empty()) << outcome.error;
+  EXPECT_EQ(outcome.reason, "peak_search");
+  EXPECT_GT(outcome.probes.size(), 2u);
+}
+
 }  // namespace
 }  // namespace dlbench::load

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <sstream>
 
 #include "common/error.h"
 #include "stats/early_stopping.h"
@@ -109,7 +110,8 @@ std::optional<std::string> DoneReason(RunEnd end) {
 
 PeakSearchOutcome RunPeakSearch(const EffectiveLoadSettings& settings, LoadGenerator& generator,
                                 SystemUnderTest& sut, const QuerySampleLibrary& library, QueryRecordSink& out,
-                                const LoadClock& clock, std::int64_t deadline_ns) {
+                                const LoadClock& clock, std::int64_t deadline_ns,
+                                std::int64_t drain_timeout_ns) {
   DLBENCH_CHECK(settings.scenario == Scenario::kServer && settings.peak_search && settings.latency_bound_ns,
                 "RunPeakSearch needs a server cell with target_qps: max and a bound");
   PeakSearchOutcome outcome;
@@ -128,7 +130,16 @@ PeakSearchOutcome RunPeakSearch(const EffectiveLoadSettings& settings, LoadGener
   // A run cut by the deadline ends the search: its next query was due after the deadline, though
   // the clock may not have reached it.
   bool deadline_hit = false;
-  auto out_of_time = [&] { return outcome.stopped || deadline_hit || time_left() <= 0; };
+  auto out_of_time = [&] {
+    return outcome.stopped || deadline_hit || time_left() <= 0 || !outcome.error.empty();
+  };
+  // A hung system under test ends the search (PeakSearchOutcome::error).
+  auto hung = [&](const RunResult& r, double rate) {
+    if (r.end != RunEnd::kDrainTimeout || !outcome.error.empty()) return;
+    std::ostringstream message;
+    message << "the peak search's probe at " << rate << " queries/s: " << r.error;
+    outcome.error = message.str();
+  };
   // A probe at `rate` measuring at least `min_ns` of queries at it (and the early-stopping floor).
   auto probe = [&](double rate, std::int64_t min_ns) {
     stats::Probe p;
@@ -137,6 +148,7 @@ PeakSearchOutcome RunPeakSearch(const EffectiveLoadSettings& settings, LoadGener
     generator.SetTargetQps(rate);
     RunLimits warm;
     warm.max_duration_ns = std::min(kProbeWarmupNs, std::max<std::int64_t>(time_left(), 1));
+    warm.drain_timeout_ns = drain_timeout_ns;
     // Queries a run issued whose records never came: what the system under test dropped after STOP
     // (the generator delivers records in id order, so they are the run's last ids).
     std::uint64_t written_before = sink.written;
@@ -146,6 +158,7 @@ PeakSearchOutcome RunPeakSearch(const EffectiveLoadSettings& settings, LoadGener
       return r.issued > recorded ? r.issued - recorded : 0;
     };
     const RunResult warm_run = generator.Run(sut, library, sink, warm);
+    hung(warm_run, rate);
     report.dropped = unrecorded(warm_run);
     deadline_hit =
         deadline_hit || (warm_run.end == RunEnd::kMaxDuration && warm.max_duration_ns < kProbeWarmupNs);
@@ -168,10 +181,12 @@ PeakSearchOutcome RunPeakSearch(const EffectiveLoadSettings& settings, LoadGener
       measure.max_queries =
           static_cast<std::uint64_t>(needed - static_cast<std::int64_t>(sink.latencies_ns.size()));
       measure.max_duration_ns = time_left();
+      measure.drain_timeout_ns = drain_timeout_ns;
       // Each run's Poisson schedule starts at the run's start: without the restart its offsets
       // would continue the previous run's, and the system would idle for that run's length first.
       generator.SetTargetQps(rate);
       const RunResult r = generator.Run(sut, library, sink, measure);
+      hung(r, rate);
       report.dropped += unrecorded(r);
       deadline_hit = deadline_hit || r.end == RunEnd::kMaxDuration;
       outcome.issued += r.issued;

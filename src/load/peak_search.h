@@ -82,6 +82,11 @@ struct PeakSearchOutcome {
   // The DONE reason: "peak_search" (the search ended by its own rule), "max_time" (its time
   // budget), "stopped" (STOP).
   std::string reason;
+  // Set when a probe's run ended in a drain timeout: queries the system under test was given and
+  // did not complete within RunLimits::drain_timeout_ns (a hung system). The search ends there; the
+  // runner reports this as its ERROR, as it does a fixed-rate run's drain timeout, because the
+  // late completions would otherwise land in the next probe's measured queries.
+  std::string error;
   // EXTRAS info.load.peak_search: the end, the peak and bracket, the settings and every probe
   // (docs/protocol.md "Peak search"), as the orchestrator reads it back (ParsePeakSearchReport).
   nlohmann::json ToJson() const;
@@ -93,10 +98,13 @@ struct PeakSearchOutcome {
 // probe and bounding each run), or at STOP. Time is the load clock's: virtual in dlbench-null.
 // A search that ended by its own rule with a passing rate is then confirmed (settings.peak_confirm_ns
 // > 0): probes flagged `confirmation` at the rates NextConfirmationRate gives, until it gives none,
-// or the deadline or STOP comes.
+// or the deadline or STOP comes. A run that ends in a drain timeout ends the search with `error`
+// (each probe's runs drain for `drain_timeout_ns` of real time, RunLimits' default unless a test
+// shortens it).
 PeakSearchOutcome RunPeakSearch(const EffectiveLoadSettings& settings, LoadGenerator& generator,
                                 SystemUnderTest& sut, const QuerySampleLibrary& library,
-                                QueryRecordSink& sink, const LoadClock& clock, std::int64_t deadline_ns);
+                                QueryRecordSink& sink, const LoadClock& clock, std::int64_t deadline_ns,
+                                std::int64_t drain_timeout_ns = RunLimits{}.drain_timeout_ns);
 
 // The rate of the next confirmation after `probes` (the search's, then the confirmations run so far,
 // each with its verdict; cut probes count for nothing), or nullopt when confirming is over
