@@ -11,7 +11,8 @@
 # bf16, target_qps: max under a 10 ms p99; at most 300 s) and writes run-peak.txt (the run and
 # `show latest`) and peak.json (the cell's export), then checks the peak: the same cell at fixed
 # rates (the peak found, and 4,000/s) for CHECK_S seconds each (default 30), written to
-# run-peak-check.txt (session 13's 4,000/s check differed from the search's cell: one stream, not two).
+# run-peak-check.txt (session 13's 4,000/s check differed from the search's cell: one stream, not two),
+# and those cells second by second (bench/gpu/load_timeline.py) to timeline.txt.
 # Usage: bench/gpu/load_scenarios.sh [--skip-build] [--peak]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -62,6 +63,10 @@ PY
   (cd "$RUN_DIR" && timeout $((2 * CHECK_S + 120)) "$BUILD/bin/dlbench" --db "$RUN_DIR/r.db" run "$RUN_DIR/check.yaml"; \
     "$BUILD/bin/dlbench" --db "$RUN_DIR/r.db" show latest) > "$LOGS/run-peak-check.txt" 2>&1
   echo "dlbench run (check): exit $?"; tail -30 "$LOGS/run-peak-check.txt"
+  # The fixed-rate cells second by second (run 2 of this fresh store): when a queue builds, and
+  # what each batch's gather and compute cost while it does.
+  python3 "$ROOT/bench/gpu/load_timeline.py" "$RUN_DIR/r.db" 2 > "$LOGS/timeline.txt" 2>&1
+  echo "load_timeline.py: exit $?"; head -60 "$LOGS/timeline.txt"
   exit 0
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.limit --format=csv > "$LOGS/gpu.txt" 2>&1 || true

@@ -17,7 +17,11 @@
 # Time, measured once (H200, 2026-12-06, docs/evidence/h200-memory-caps-2026-12-06.log): with
 # DEADLINE_S=288 two searches finished, ResNet-50 training under 16 GiB in bf16 (77 s, 12 probes) and
 # fp32 (198 s, 11 probes): cudnn_benchmark is on, and every new batch size autotunes every convolution
-# again, so the estimate below was far too low; the table takes several calls with RESUME.
+# again, so the estimate below was far too low. Since then the searches run with cudnn_benchmark
+# false (CUDNN_BENCHMARK=1 turns autotuning back on): cuDNN's heuristics pick each convolution's
+# algorithm without trying them, so a probe costs its steps, not a tuning pass. The largest batch
+# found is then the one that fits with the heuristics' workspaces, which may differ by a few
+# samples from an autotuned run's (autotuning may pick algorithms with larger workspaces).
 # The estimate written before it ran (this script had not run on a GPU). From the H200 log of
 # 2026-12-02 (docs/evidence/h200-memory-2026-12-02.log): 3.3 s for a runner that starts, builds
 # ResNet-50 and ends `oom`, so about 3-5 s per process start (16 here, 50-80 s) and about 1-3 s for a
@@ -37,7 +41,8 @@
 #   env: OUT (default /tmp/dlbench-memory-caps), BUILD (default build-gpu), DEADLINE_S (420),
 #   MODELS, SCENARIOS (train infer), PRECISIONS (bf16 fp32), CAPS_GIB (16 24 40), FULL (1: add the
 #   whole device), MIN_BATCH (8), MAX_BATCH (4096), MAX_PROBES (14), PROBE_STEPS (2),
-#   MEASURE_S (4), TIMEOUT_S (90, a runner's timeout), RESUME (a run id: continue that run)
+#   MEASURE_S (4), TIMEOUT_S (90, a runner's timeout), RESUME (a run id: continue that run),
+#   CUDNN_BENCHMARK (0: no autotuning, see above; 1: autotune)
 #   DRY=1: the plumbing on a CPU build: device cpu, tiny models (base_width 4, hidden_size 32,
 #   heads 2, layers 1, image_size 32, seq_len 16), CAPS_GIB "1 2", no whole-device column, BUILD default
 #   build, DEADLINE_S 300; fewer cells with MODELS, SCENARIOS and PRECISIONS.
@@ -76,6 +81,11 @@ PROBE_STEPS="${PROBE_STEPS:-2}"
 MEASURE_S="${MEASURE_S:-4}"
 TIMEOUT_S="${TIMEOUT_S:-90}"
 RESUME="${RESUME:-}"
+case "${CUDNN_BENCHMARK:-0}" in
+  1 | true) CUDNN_BENCHMARK=true ;;
+  0 | false) CUDNN_BENCHMARK=false ;;
+  *) echo "memory-caps: CUDNN_BENCHMARK is 0 or 1 (got '$CUDNN_BENCHMARK')" >&2; exit 2 ;;
+esac
 for v in $CAPS_GIB "$DEADLINE_S" "$MIN_BATCH" "$MAX_BATCH" "$MAX_PROBES" "$PROBE_STEPS" "$MEASURE_S" "$TIMEOUT_S"; do
   case "$v" in '' | *[!0-9]*) echo "memory-caps: CAPS_GIB, DEADLINE_S, MIN_BATCH, MAX_BATCH, MAX_PROBES, PROBE_STEPS, MEASURE_S and TIMEOUT_S are whole numbers (got '$v')" >&2; exit 2 ;; esac
 done
@@ -127,6 +137,7 @@ $SIZE
   boundary_probe_steps: $PROBE_STEPS
   boundary_probe_process: shared
   boundary_guide: peak_memory
+  cudnn_benchmark: $CUDNN_BENCHMARK
 timeout_s: $TIMEOUT_S
 measure:
   max_time_s: $MEASURE_S
