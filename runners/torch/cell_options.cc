@@ -337,11 +337,22 @@ Status CheckSupported(const TorchCell& cell, const Capabilities& caps) {
           "unsupported: cuda_graph replays a captured CUDA graph: it needs device cuda (on cpu leave "
           "cuda_graph false)");
     }
-    if (cell.scenario != Scenario::kInfer) {
+    if (cell.scenario != Scenario::kInfer && cell.scenario != Scenario::kTrain) {
       return Unsupported(fmt::format(
-          "unsupported: cuda_graph with scenario {}: only inference is captured here (a training step's "
-          "autograd and optimizer are not); use scenario infer or a load scenario",
+          "unsupported: cuda_graph with scenario {}: infer, load scenarios and train steps are captured "
+          "here (a converge cell's evaluations and checkpoints are not); use cuda_graph false",
           ScenarioName(cell.scenario)));
+    }
+    if (cell.scenario == Scenario::kTrain && cell.precision == Precision::kFp16) {
+      return Unsupported(
+          "unsupported: cuda_graph with precision fp16 training: the loss scaler reads its found-inf flag "
+          "on the host every step, which a CUDA graph cannot; use bf16 (no loss scaling) or cuda_graph "
+          "false");
+    }
+    if (cell.scenario == Scenario::kTrain && cell.ddp) {
+      return Unsupported(
+          "unsupported: cuda_graph with strategy ddp: the gradients' all-reduce is not captured here; use "
+          "cuda_graph false");
     }
     if (cell.data.source != DataSource::kDevice) {
       return Unsupported(fmt::format(

@@ -71,18 +71,25 @@ torch::Tensor ForeachSgd::step(LossClosure closure) {
   return loss;
 }
 
-ForeachAdamW::ForeachAdamW(std::vector<torch::Tensor> params, const torch::optim::AdamWOptions& options)
-    : Optimizer(OneGroup(std::move(params)), std::make_unique<torch::optim::AdamWOptions>(options)) {
+ForeachAdamW::ForeachAdamW(std::vector<torch::Tensor> params, const torch::optim::AdamWOptions& options,
+                           bool capturable)
+    : Optimizer(OneGroup(std::move(params)), std::make_unique<torch::optim::AdamWOptions>(options)),
+      capturable_(capturable) {
   if (options.amsgrad()) throw std::invalid_argument("ForeachAdamW: amsgrad is not implemented");
 }
 
 // torch.optim._multi_tensor_adamw without amsgrad/maximize/capturable: params *= 1 - lr * wd;
 // m = lerp(m, g, 1 - beta1); v = beta2 * v + (1 - beta2) g^2; params -= lr / (1 - beta1^t) * m /
-// (sqrt(v) / sqrt(1 - beta2^t) + eps).
+// (sqrt(v) / sqrt(1 - beta2^t) + eps). Capturable: t is the group's device tensor, and the last
+// two lines are _multi_tensor_adamw's capturable form: denom = (sqrt(v) / sqrt(1 - beta2^t) + eps)
+// / step_size with step_size = -lr / (1 - beta1^t), then params += m / denom.
 torch::Tensor ForeachAdamW::step(LossClosure closure) {
   torch::NoGradGuard no_grad;
   torch::Tensor loss = RunClosure(closure);
+  if (device_steps_.size() < param_groups().size()) device_steps_.resize(param_groups().size());
+  std::size_t group_index = 0;
   for (auto& group : param_groups()) {
+    torch::Tensor& device_step = device_steps_[group_index++];
     const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
     const double beta1 = std::get<0>(o.betas());
     const double beta2 = std::get<1>(o.betas());
@@ -105,6 +112,13 @@ torch::Tensor ForeachAdamW::step(LossClosure closure) {
       bias_correction2_sqrts.emplace_back(std::sqrt(1 - std::pow(beta2, t)));
     }
     if (params.empty()) continue;
+    torch::Tensor step_size, bias_correction2_sqrt;  // capturable: on the device, 0-dim
+    if (capturable_) {
+      if (!device_step.defined()) device_step = torch::zeros({}, params[0].options().dtype(torch::kFloat));
+      device_step.add_(1);
+      step_size = (1 - at::pow(beta1, device_step)).reciprocal_().mul_(-o.lr());
+      bias_correction2_sqrt = (1 - at::pow(beta2, device_step)).sqrt_();
+    }
     if (o.weight_decay() != 0) at::_foreach_mul_(params, 1 - o.lr() * o.weight_decay());
 #if TORCH_VERSION_MAJOR >= 2
     at::_foreach_lerp_(exp_avgs, grads, 1 - beta1);
@@ -115,6 +129,13 @@ torch::Tensor ForeachAdamW::step(LossClosure closure) {
     at::_foreach_mul_(exp_avg_sqs, beta2);
     at::_foreach_addcmul_(exp_avg_sqs, grads, grads, 1 - beta2);
     std::vector<torch::Tensor> denom = at::_foreach_sqrt(exp_avg_sqs);
+    if (capturable_) {
+      at::_foreach_div_(denom, std::vector<torch::Tensor>(denom.size(), bias_correction2_sqrt));
+      at::_foreach_add_(denom, o.eps());
+      at::_foreach_div_(denom, std::vector<torch::Tensor>(denom.size(), step_size));
+      at::_foreach_addcdiv_(params, exp_avgs, denom);
+      continue;
+    }
     at::_foreach_div_(denom, bias_correction2_sqrts);
     at::_foreach_add_(denom, o.eps());
     at::_foreach_addcdiv_(params, exp_avgs, denom, step_sizes);
@@ -122,7 +143,7 @@ torch::Tensor ForeachAdamW::step(LossClosure closure) {
   return loss;
 }
 
-std::unique_ptr<torch::optim::Optimizer> ForeachTwin(torch::optim::Optimizer& optimizer) {
+std::unique_ptr<torch::optim::Optimizer> ForeachTwin(torch::optim::Optimizer& optimizer, bool capturable) {
   std::vector<torch::Tensor> params;
   for (const auto& group : optimizer.param_groups()) {
     for (const auto& p : group.params()) params.push_back(p);
@@ -133,7 +154,7 @@ std::unique_ptr<torch::optim::Optimizer> ForeachTwin(torch::optim::Optimizer& op
   }
   if (const auto* adamw = dynamic_cast<const torch::optim::AdamW*>(&optimizer)) {
     const auto& o = static_cast<const torch::optim::AdamWOptions&>(adamw->param_groups().at(0).options());
-    return std::make_unique<ForeachAdamW>(std::move(params), o);
+    return std::make_unique<ForeachAdamW>(std::move(params), o, capturable);
   }
   return nullptr;
 }

@@ -30,9 +30,15 @@ class ForeachSgd : public torch::optim::Optimizer {
 
 class ForeachAdamW : public torch::optim::Optimizer {
  public:
-  // amsgrad is refused (std::invalid_argument): no model here uses it.
-  ForeachAdamW(std::vector<torch::Tensor> params, const torch::optim::AdamWOptions& options);
+  // amsgrad is refused (std::invalid_argument): no model here uses it. `capturable` (torch.optim's
+  // capturable=True): the step count is a tensor on the parameters' device and the bias
+  // corrections are computed there, so a step launches the same kernels with the same arguments
+  // every time and can be captured into a CUDA graph and replayed (cuda_graph: true training);
+  // otherwise the count is the host's and the corrections are scalars baked into the launches.
+  ForeachAdamW(std::vector<torch::Tensor> params, const torch::optim::AdamWOptions& options,
+               bool capturable = false);
   torch::Tensor step(LossClosure closure = nullptr) override;
+  bool capturable() const { return capturable_; }
 
  private:
   struct State {
@@ -41,10 +47,14 @@ class ForeachAdamW : public torch::optim::Optimizer {
     std::int64_t step = 0;
   };
   std::unordered_map<const void*, State> state_;  // by parameter (TensorImpl*)
+  bool capturable_ = false;
+  std::vector<torch::Tensor> device_steps_;  // capturable: each group's step count (float32, 0-dim)
 };
 
 // The foreach twin of a LibTorch SGD or AdamW (same parameters and options, fresh state), or
-// nullptr for any other optimizer.
-std::unique_ptr<torch::optim::Optimizer> ForeachTwin(torch::optim::Optimizer& optimizer);
+// nullptr for any other optimizer. `capturable`: an AdamW twin keeps its step on the device
+// (ForeachSgd needs nothing: its updates use no step count).
+std::unique_ptr<torch::optim::Optimizer> ForeachTwin(torch::optim::Optimizer& optimizer,
+                                                     bool capturable = false);
 
 }  // namespace dlbench::torchrunner

@@ -85,6 +85,22 @@ TEST(ForeachOptim, AdamWMatchesLibTorch) {
       start);
 }
 
+// The capturable form (device step count, cuda_graph training) makes the same updates.
+TEST(ForeachOptim, CapturableAdamWMatchesLibTorch) {
+  const auto options = torch::optim::AdamWOptions(1e-2).weight_decay(0.05);
+  const auto start = Train(
+      [](std::vector<torch::Tensor> p) {
+        return std::make_unique<torch::optim::SGD>(p, torch::optim::SGDOptions(0.0));
+      },
+      0);
+  ExpectSame(
+      Train([&](std::vector<torch::Tensor> p) { return std::make_unique<ForeachAdamW>(p, options, true); },
+            4),
+      Train([&](std::vector<torch::Tensor> p) { return std::make_unique<torch::optim::AdamW>(p, options); },
+            4),
+      start);
+}
+
 TEST(ForeachOptim, TwinKeepsParametersAndOptionsAndRefusesOthers) {
   torch::nn::Sequential net = Net();
   torch::optim::SGD sgd(net->parameters(), torch::optim::SGDOptions(0.3).momentum(0.8));
@@ -95,6 +111,8 @@ TEST(ForeachOptim, TwinKeepsParametersAndOptionsAndRefusesOthers) {
                    0.8);
   torch::optim::AdamW adamw(net->parameters(), torch::optim::AdamWOptions(1e-3));
   EXPECT_NE(dynamic_cast<ForeachAdamW*>(ForeachTwin(adamw).get()), nullptr);
+  EXPECT_FALSE(dynamic_cast<ForeachAdamW&>(*ForeachTwin(adamw)).capturable());
+  EXPECT_TRUE(dynamic_cast<ForeachAdamW&>(*ForeachTwin(adamw, true)).capturable());
   torch::optim::Adagrad adagrad(net->parameters(), torch::optim::AdagradOptions(0.1));
   EXPECT_EQ(ForeachTwin(adagrad), nullptr);
   EXPECT_THROW(ForeachSgd(net->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9).nesterov(true)),

@@ -77,9 +77,11 @@ struct CellState {
   MathSwitches switches;
   BlasThreading blas;
   std::optional<CudaDeviceInfo> cuda_device;
-  std::unique_ptr<data::Feeder> feeder;      // each step's batch from cell.data (device: the fixed one)
-  std::unique_ptr<CapturedForward> graph;    // cuda_graph: the infer forward, captured after Build
-  std::unique_ptr<ddp::Rank> ddp;            // strategy ddp only
+  std::unique_ptr<data::Feeder> feeder;  // each step's batch from cell.data (device: the fixed one)
+  std::unique_ptr<CapturedForward>
+      graph;                       // cuda_graph: the infer forward or train step, captured after Build
+  double graph_capture_s = 0;      // its warm-up runs and capture, before READY
+  std::unique_ptr<ddp::Rank> ddp;  // strategy ddp only
   std::optional<std::int64_t> step_comm_ns;  // ddp serial: this step's all-reduce
   // Where the memory goes (memory_accounting.h): the runner's RSS before the model was built, the
   // expected bytes once it was, and whether the device's peak counters restarted after warm-up.
@@ -103,6 +105,12 @@ void Synchronize(const CellState& s) {
 // cast cache when it ends, so the next step sees the updated weights), backward and the
 // optimizer step outside it, as torch.autocast is used from Python.
 void TrainStep(CellState& s) {
+  if (s.graph) {
+    // The whole step replayed (CaptureTrainStep); its loss is the graph's output tensor.
+    s.last_loss = s.graph->Replay().at(0);
+    Synchronize(s);
+    return;
+  }
   s.optimizer->zero_grad();
   if (s.ddp) s.ddp->BeforeForward();
   torch::Tensor loss;
@@ -141,11 +149,47 @@ constexpr int kCudaGraphWarmupRuns = 3;
 
 // cuda_graph: the fixed batch's forward, as InferStep runs it, captured once (cuda_graph.h).
 void CaptureInferForward(CellState& s) {
+  const std::int64_t start_ns = MonotonicNowNs();
   s.graph = CaptureForward(s.device, kCudaGraphWarmupRuns, [&s] {
     c10::InferenceMode inference;
     AutocastRegion region(s.device.type(), s.autocast_dtype);
     return s.workload->Forward();
   });
+  s.graph_capture_s = NsToSeconds(MonotonicNowNs() - start_ns);
+}
+
+// cuda_graph on a train cell: the whole step (gradients set to none, forward and loss under
+// autocast, backward, the optimizer's step) captured once, as torch.cuda.graph captures a whole
+// network from Python. The warm-up runs are training steps (the optimizer's state is made there);
+// the capture's backward allocates the gradients from the graph's pool, and every replay writes
+// them, the weights and the optimizer's state in place. The optimizer must make the same launches
+// every step: SGD (no step count), or AdamW with its step count on the device (ForeachAdamW's
+// capturable form, which Build picks for such cells); LibTorch's per-parameter AdamW is refused.
+void CaptureTrainStep(CellState& s) {
+  const auto* adamw = dynamic_cast<const ForeachAdamW*>(s.optimizer.get());
+  const bool capturable = dynamic_cast<const torch::optim::SGD*>(s.optimizer.get()) != nullptr ||
+                          dynamic_cast<const ForeachSgd*>(s.optimizer.get()) != nullptr ||
+                          (adamw != nullptr && adamw->capturable());
+  if (!capturable) {
+    throw UnsupportedError(fmt::format(
+        "unsupported: cuda_graph training with optimizer_impl {} and {}: its step count lives on the host, "
+        "so a replayed step would repeat the captured step's bias corrections; use optimizer_impl foreach "
+        "(its AdamW keeps the count on the device) or cuda_graph false",
+        s.optimizer_impl, s.workload->OptimizerName()));
+  }
+  const std::int64_t start_ns = MonotonicNowNs();
+  s.graph = CaptureForward(s.device, kCudaGraphWarmupRuns, [&s] {
+    s.optimizer->zero_grad();  // LibTorch 2.x sets them to none: the capture's backward allocates them
+    torch::Tensor loss;
+    {
+      AutocastRegion region(s.device.type(), s.autocast_dtype);
+      loss = s.workload->Loss(s.workload->Forward());
+    }
+    loss.backward();
+    s.optimizer->step();
+    return std::vector<torch::Tensor>{loss.detach()};
+  });
+  s.graph_capture_s = NsToSeconds(MonotonicNowNs() - start_ns);
 }
 
 torch::MemoryFormat ResolveMemoryFormat(const TorchCell& cell, const Workload& workload) {
@@ -216,7 +260,7 @@ void Build(CellState& s, std::uint64_t seed, int rank) {
     const bool foreach = cell.optimizer_impl == OptimizerImpl::kForeach ||
                          (cell.optimizer_impl == OptimizerImpl::kAuto && s.device.is_cuda());
     if (foreach) {
-      auto twin = ForeachTwin(*s.optimizer);
+      auto twin = ForeachTwin(*s.optimizer, /*capturable=*/cell.cuda_graph);
       if (!twin)
         throw UnsupportedError("optimizer_impl foreach: no multi-tensor form of " +
                                s.workload->OptimizerName());
@@ -231,6 +275,23 @@ void Build(CellState& s, std::uint64_t seed, int rank) {
   s.expected_memory = ExpectMemory(s.workload->Parameters(), s.workload->Buffers(), s.workload->FeedTensors(),
                                    weights ? std::optional<std::int64_t>(weights->total) : std::nullopt,
                                    s.optimizer.get(), s.optimizer_impl == "foreach");
+}
+
+// The effective cell's cuda_graph: false, or what is replayed and how long the capture took.
+nlohmann::json CudaGraphEffective(const CellState& s) {
+  if (!s.cell.cuda_graph) return false;
+  nlohmann::json e = {{"enabled", true}, {"warmup_runs", kCudaGraphWarmupRuns}};
+  if (Trains(s.cell.scenario)) {
+    e["replayed"] =
+        "the whole training step (gradients set to none, forward and loss under autocast, backward, "
+        "the optimizer's step), captured after eager warm-up steps";
+  } else {
+    e["replayed"] =
+        "the forward, captured after eager warm-up runs (load scenarios: one graph per batch size and "
+        "stream); post-processing runs eagerly after each replay";
+  }
+  if (s.graph) e["capture_s"] = s.graph_capture_s;
+  return e;
 }
 
 std::optional<double> FlopsPerSample(const CellState& s) {
@@ -267,13 +328,7 @@ nlohmann::json Effective(const CellState& s, std::uint64_t seed) {
       {"memory_format",
        s.memory_format == torch::MemoryFormat::ChannelsLast ? "channels_last" : "contiguous"},
       {"memory_format_requested", MemoryFormatName(cell.memory_format)},
-      {"cuda_graph",
-       cell.cuda_graph
-           ? nlohmann::json{{"enabled", true},
-                            {"replayed",
-                             "the forward, captured after eager warm-up runs (load scenarios: one graph per "
-                             "batch size and stream); post-processing runs eagerly after each replay"}}
-           : nlohmann::json(false)},
+      {"cuda_graph", CudaGraphEffective(s)},
       {"threads", at::get_num_threads()},
       {"interop_threads", at::get_num_interop_threads()},
       {"blas", ToJson(s.blas)},
@@ -611,6 +666,8 @@ int ServeCell(RunnerSession& session, const protocol::CellConfig& config, int pr
                                {state.workload.get(), state.device, state.memory_format, state.autocast_dtype,
                                 state.cell.cuda_graph},
                                config.seed, static_cast<std::uint32_t>(config.rank));
+    } else if (state.cell.cuda_graph && Trains(state.cell.scenario)) {
+      CaptureTrainStep(state);
     } else if (state.cell.cuda_graph) {
       CaptureInferForward(state);
     }

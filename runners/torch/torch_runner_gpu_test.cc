@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cuda_graph.h"
+#include "foreach_optim.h"
 #include "record/metrics.h"
 #include "runner_harness.h"
 
@@ -192,6 +193,79 @@ TEST(CudaGraph, ReplayMatchesEagerAndReadsTheInputBufferInPlace) {
   torch::Tensor replayed2 = graph->Replay().front().clone();
   EXPECT_TRUE(torch::allclose(eager2, replayed2));
   EXPECT_FALSE(torch::allclose(eager, eager2));
+}
+
+// A whole training step captured (cuda_graph on a train cell) and replayed makes the same updates
+// as the eager steps: two copies of a network from one seed, one trained eagerly, one through the
+// capture (its warm-up runs are eager steps; the capture itself runs nothing), the same number of
+// steps each; SGD with momentum and the capturable AdamW (device step count).
+TEST(CudaGraph, ReplayedTrainingStepsMatchEagerSteps) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const torch::Device cuda(torch::kCUDA, 0);
+  for (const bool adamw : {false, true}) {
+    auto make = [&] {
+      torch::manual_seed(5);
+      torch::nn::Sequential net(torch::nn::Linear(32, 64), torch::nn::Tanh(), torch::nn::Linear(64, 4));
+      net->to(cuda);
+      return net;
+    };
+    auto optimizer_of = [&](torch::nn::Sequential& net) -> std::unique_ptr<torch::optim::Optimizer> {
+      if (adamw)
+        return std::make_unique<ForeachAdamW>(net->parameters(), torch::optim::AdamWOptions(1e-2), true);
+      return std::make_unique<ForeachSgd>(net->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+    };
+    torch::manual_seed(6);
+    const torch::Tensor x = torch::randn({16, 32}, torch::TensorOptions().device(cuda));
+    const torch::Tensor y = torch::randn({16, 4}, torch::TensorOptions().device(cuda));
+    torch::nn::Sequential eager_net = make();
+    torch::nn::Sequential graph_net = make();
+    auto eager_opt = optimizer_of(eager_net);
+    auto graph_opt = optimizer_of(graph_net);
+    auto step_of = [&](torch::nn::Sequential& net, torch::optim::Optimizer& opt) {
+      opt.zero_grad();
+      torch::Tensor loss = torch::mse_loss(net->forward(x), y);
+      loss.backward();
+      opt.step();
+      return std::vector<torch::Tensor>{loss.detach()};
+    };
+    constexpr int kWarmup = 2, kReplays = 5;
+    auto graph = CaptureForward(cuda, kWarmup, [&] { return step_of(graph_net, *graph_opt); });
+    torch::Tensor last_loss;
+    for (int i = 0; i < kReplays; ++i) last_loss = graph->Replay().at(0);
+    torch::cuda::synchronize();
+    torch::Tensor eager_loss;
+    for (int i = 0; i < kWarmup + kReplays; ++i) eager_loss = step_of(eager_net, *eager_opt).at(0);
+    EXPECT_TRUE(torch::allclose(last_loss, eager_loss, 1e-4, 1e-5))
+        << (adamw ? "adamw " : "sgd ") << last_loss.item<float>() << " vs " << eager_loss.item<float>();
+    const auto a = graph_net->parameters(), b = eager_net->parameters();
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      EXPECT_TRUE(torch::allclose(a[i], b[i], 1e-4, 1e-5)) << (adamw ? "adamw" : "sgd") << " parameter " << i
+                                                           << ": " << (a[i] - b[i]).abs().max().item<float>();
+    }
+  }
+}
+
+// cuda_graph on train cells of every model (bf16): the steps are replays, the effective cell says
+// so with the capture's time, and training goes on (a finite loss at the end).
+TEST_F(OnCuda, CudaGraphTrainsEveryModelInBf16) {
+  for (json params : SmallModels()) {
+    params.update({{"device", "cuda"},
+                   {"precision", "bf16"},
+                   {"scenario", "train"},
+                   {"batch_size", 4},
+                   {"cuda_graph", true}});
+    const CellTranscript t = RunCellOf(params);
+    EXPECT_FALSE(t.error) << params.dump() << ": " << (t.error ? t.error->dump() : "");
+    EXPECT_TRUE(t.done) << params.dump();
+    EXPECT_GE(t.steps.size(), 6u) << params.dump();
+    ASSERT_TRUE(t.ready) << params.dump();
+    const json& graph = t.ready->at("cuda_graph");
+    EXPECT_TRUE(graph.value("enabled", false)) << t.ready->dump();
+    EXPECT_NE(graph.value("replayed", "").find("whole training step"), std::string::npos) << graph.dump();
+    EXPECT_GT(graph.value("capture_s", 0.0), 0.0) << graph.dump();
+    ASSERT_FALSE(t.extras.empty()) << params.dump();
+    EXPECT_TRUE(t.extras.back().at("info").contains("final_loss")) << t.extras.back().dump();
+  }
 }
 
 TEST_F(OnCuda, OutOfDeviceMemoryIsTheOomOutcome) {
