@@ -105,10 +105,12 @@ void AppendTorchEntries(std::vector<ParamSpec>& r) {
   // No registry default (as optimizer_impl): cells stored before the key existed keep their keys.
   r.push_back(Entry("cuda_graph", kCell, kTorch, ParamType::kBool)
                   .DefaultText("false")
-                  .Help("Inference on CUDA: capture the forward once into a CUDA graph after warm-up and "
+                  .Help("On CUDA: capture the work of a step once into a CUDA graph after warm-up and "
                         "replay it for every step or query (one launch instead of one per operator). "
-                        "Fixed shapes only: scenario infer with data: device, or a load scenario; the "
-                        "post-processing (SSD's NMS) runs eagerly after the replay.")
+                        "Inference: the forward (scenario infer, or a load scenario; the post-processing, "
+                        "SSD's NMS, runs eagerly after the replay). Training: the whole step, forward, "
+                        "backward and optimizer (bf16, fp32 or tf32; not fp16's loss scaling, ddp or "
+                        "converge). Fixed shapes only: data: device.")
                   .Build());
   r.push_back(Entry("deterministic", kCell, kTorch, ParamType::kBool)
                   .Default(Value(false))
