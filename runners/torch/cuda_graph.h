@@ -28,9 +28,11 @@ class CapturedForward {
 // cache_enabled=False), so the casts are part of every replay. `forward` must read its inputs from
 // tensors whose storage stays put (a replay reads those addresses) and must not synchronise with
 // the host or allocate with a data-dependent size. Throws UnsupportedError for a build without CUDA,
-// a device that is not CUDA, or a forward that cannot be captured (the message names why).
+// a device that is not CUDA, or work that cannot be captured (the message names `what` was
+// captured, "the forward" or "the training step", and CUDA's reason).
 std::unique_ptr<CapturedForward> CaptureForward(torch::Device device, int warmup_runs,
-                                                const std::function<std::vector<torch::Tensor>()>& forward);
+                                                const std::function<std::vector<torch::Tensor>()>& forward,
+                                                const char* what = "the forward");
 
 // Whether this binary can capture CUDA graphs (built against a LibTorch with CUDA).
 bool CudaGraphsCompiledIn();

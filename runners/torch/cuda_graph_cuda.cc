@@ -42,7 +42,8 @@ class AutocastCacheOff {
 bool CudaGraphsCompiledIn() { return true; }
 
 std::unique_ptr<CapturedForward> CaptureForward(torch::Device device, int warmup_runs,
-                                                const std::function<std::vector<torch::Tensor>()>& forward) {
+                                                const std::function<std::vector<torch::Tensor>()>& forward,
+                                                const char* what) {
   if (!device.is_cuda())
     throw UnsupportedError("unsupported: cuda_graph captures CUDA work: it needs device cuda");
   auto captured = std::make_unique<CudaCapturedForward>();
@@ -71,12 +72,12 @@ std::unique_ptr<CapturedForward> CaptureForward(torch::Device device, int warmup
   } catch (const UnsupportedError&) {
     throw;
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    if (const auto newline = what.find('\n'); newline != std::string::npos) what.resize(newline);
-    throw UnsupportedError(fmt::format(
-        "unsupported: cuda_graph: the forward could not be captured into a CUDA graph ({}); run it "
-        "with cuda_graph: false",
-        what));
+    std::string reason = e.what();
+    if (const auto newline = reason.find('\n'); newline != std::string::npos) reason.resize(newline);
+    throw UnsupportedError(
+        fmt::format("unsupported: cuda_graph: {} could not be captured into a CUDA graph ({}); run it with "
+                    "cuda_graph: false",
+                    what, reason));
   }
   torch::cuda::synchronize(index);
   return captured;

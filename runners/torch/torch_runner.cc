@@ -178,17 +178,20 @@ void CaptureTrainStep(CellState& s) {
         s.optimizer_impl, s.workload->OptimizerName()));
   }
   const std::int64_t start_ns = MonotonicNowNs();
-  s.graph = CaptureForward(s.device, kCudaGraphWarmupRuns, [&s] {
-    s.optimizer->zero_grad();  // LibTorch 2.x sets them to none: the capture's backward allocates them
-    torch::Tensor loss;
-    {
-      AutocastRegion region(s.device.type(), s.autocast_dtype);
-      loss = s.workload->Loss(s.workload->Forward());
-    }
-    loss.backward();
-    s.optimizer->step();
-    return std::vector<torch::Tensor>{loss.detach()};
-  });
+  s.graph = CaptureForward(
+      s.device, kCudaGraphWarmupRuns,
+      [&s] {
+        s.optimizer->zero_grad();  // LibTorch 2.x sets them to none: the capture's backward allocates them
+        torch::Tensor loss;
+        {
+          AutocastRegion region(s.device.type(), s.autocast_dtype);
+          loss = s.workload->Loss(s.workload->Forward());
+        }
+        loss.backward();
+        s.optimizer->step();
+        return std::vector<torch::Tensor>{loss.detach()};
+      },
+      "the training step");
   s.graph_capture_s = NsToSeconds(MonotonicNowNs() - start_ns);
 }
 

@@ -246,7 +246,10 @@ TEST(CudaGraph, ReplayedTrainingStepsMatchEagerSteps) {
 }
 
 // cuda_graph on train cells of every model (bf16): the steps are replays, the effective cell says
-// so with the capture's time, and training goes on (a finite loss at the end).
+// so with the capture's time, and training goes on (a finite loss at the end). SSD's loss matches
+// anchors to boxes with data-dependent shapes (a host synchronisation), which CUDA cannot capture:
+// that cell ends unsupported with CUDA's reason (seen on an H100, 2026-12-06: "operation not
+// permitted when stream is capturing").
 TEST_F(OnCuda, CudaGraphTrainsEveryModelInBf16) {
   for (json params : SmallModels()) {
     params.update({{"device", "cuda"},
@@ -254,6 +257,20 @@ TEST_F(OnCuda, CudaGraphTrainsEveryModelInBf16) {
                    {"scenario", "train"},
                    {"batch_size", 4},
                    {"cuda_graph", true}});
+    if (params.at("model") == "ssd_mobilenet") {
+      protocol::CellConfig c;
+      c.params = params;
+      c.seed = 11;
+      c.limits.max_time_s = 120.0;
+      auto t = testing::RunCell(kRunner, c, HarnessOptions{});
+      ASSERT_TRUE(t.ok()) << t.error().message;
+      ASSERT_TRUE(t->error) << params.dump();
+      EXPECT_EQ(t->error->value("kind", ""), "unsupported") << t->error->dump();
+      EXPECT_NE(t->error->value("message", "").find("the training step could not be captured"),
+                std::string::npos)
+          << t->error->dump();
+      continue;
+    }
     const CellTranscript t = RunCellOf(params);
     EXPECT_FALSE(t.error) << params.dump() << ": " << (t.error ? t.error->dump() : "");
     EXPECT_TRUE(t.done) << params.dump();

@@ -355,10 +355,17 @@ measure: {min_steps: 3, min_time_s: 0}
     const nlohmann::json& profile = cell.at("extras").at("info").at("step_profile");
     EXPECT_EQ(profile.at("steps"), 2);
     EXPECT_GT(profile.at("wall_us_per_step").get<double>(), 0.0);
-    // The host's operators are there on any LibTorch; the encoder's products among them.
-    const std::string ops = profile.at("host_ops").dump();
-    EXPECT_NE(ops.find("aten::"), std::string::npos) << ops;
-    EXPECT_NE(ops.find("linear"), std::string::npos) << ops;
+    // The host's operators are there on any LibTorch: at most 40 names, the longest first (which
+    // ones make the cut depends on their timings, so no name is asserted but ATen's prefix).
+    const nlohmann::json& ops = profile.at("host_ops");
+    ASSERT_FALSE(ops.empty()) << profile.dump();
+    EXPECT_LE(ops.size(), 40u);
+    EXPECT_NE(ops.dump().find("\"aten::"), std::string::npos) << ops.dump();
+    for (std::size_t i = 1; i < ops.size(); ++i) {
+      EXPECT_GE(ops[i - 1].at("us_per_step").get<double>(), ops[i].at("us_per_step").get<double>())
+          << ops.dump();
+      EXPECT_GT(ops[i].at("calls_per_step").get<double>(), 0.0) << ops.dump();
+    }
     const nlohmann::json written = nlohmann::json::parse(*ReadFile(profile.at("file").get<std::string>()));
     EXPECT_EQ(written.at("host_ops"), profile.at("host_ops"));
   }

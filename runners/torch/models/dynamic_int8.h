@@ -40,10 +40,19 @@ class DynamicInt8Linear {
 };
 
 // One Linear layer's forward: fp32 through the layer until Quantize(), dynamic int8 after.
+//
+// The fp32 path calls ATen's linear, not the module's forward: LibTorch's C++ frontend
+// (torch::nn::functional::linear, which LinearImpl::forward calls) computes an input of more than
+// two dimensions as matmul, then `output += bias`. Under autocast the matmul is bf16/fp16 and the
+// bias stays fp32, so the add is a separate mixed-dtype kernel on the whole output; ATen's linear
+// (what Python's nn.Linear calls) is an autocast op that casts the bias too and, for a contiguous
+// 3-D input, runs one GEMM with the bias in its epilogue. On an H100 (torch 2.11, BERT-base bs64
+// seq128 bf16) the frontend's adds were 36 kernels and 2.05 ms of a 7.0 ms step
+// (docs/benchmarks.md "BERT-base: where the C++ step lost its time").
 class Int8Slot {
  public:
   torch::Tensor Forward(const torch::nn::Linear& linear, const torch::Tensor& x) const {
-    return int8_ ? int8_->Forward(x) : linear.ptr()->forward(x);
+    return int8_ ? int8_->Forward(x) : torch::linear(x, linear->weight, linear->bias);
   }
   // Packs `linear`'s weight and bias, then frees its fp32 weight and bias (emptied in place, so
   // the module's parameters stay registered): the deployed model holds the packed copy only.

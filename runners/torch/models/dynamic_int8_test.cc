@@ -2,7 +2,9 @@
 // fp32's on seeded inputs, and the deployed weight bytes against hand-computed counts.
 #include "models/dynamic_int8.h"
 
+#include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
+#include <torch/version.h>
 
 #include <cstdio>
 
@@ -52,6 +54,42 @@ TEST(DynamicInt8Linear, SlotFreesTheFp32WeightsAndSwitchesForward) {
   EXPECT_EQ(linear->weight.numel(), 0);
   EXPECT_EQ(linear->bias.numel(), 0);
   EXPECT_LT(RelativeError(slot.Forward(linear, x), reference), 0.03);
+}
+
+// The fp32 path is ATen's linear (one GEMM with the bias in its epilogue under autocast), not the
+// C++ frontend's matmul + `+= bias`: the same values and dtype as the module's forward, in fp32
+// and under the CPU's bf16 autocast, on the 3-D input BERT's projections see, and gradients flow.
+TEST(DynamicInt8Linear, TheFp32PathIsAtenLinearWithTheModulesResults) {
+  torch::manual_seed(7);
+  torch::nn::Linear linear(32, 24);
+  const torch::Tensor x = torch::randn({3, 5, 32});
+  models::Int8Slot slot;
+  const torch::Tensor reference = linear->forward(x);
+  const torch::Tensor out = slot.Forward(linear, x);
+  EXPECT_TRUE(torch::allclose(out, reference, 1e-5, 1e-6)) << (out - reference).abs().max().item<float>();
+  out.sum().backward();
+  ASSERT_TRUE(linear->weight.grad().defined());
+  EXPECT_GT(linear->bias.grad().abs().sum().item<float>(), 0.0F);
+  {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    at::autocast::set_autocast_enabled(torch::kCPU, true);
+    at::autocast::set_autocast_dtype(torch::kCPU, torch::kBFloat16);
+#else
+    at::autocast::set_cpu_enabled(true);
+    at::autocast::set_autocast_cpu_dtype(torch::kBFloat16);
+#endif
+    const torch::Tensor ref16 = linear->forward(x);
+    const torch::Tensor out16 = slot.Forward(linear, x);
+    at::autocast::clear_cache();
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    at::autocast::set_autocast_enabled(torch::kCPU, false);
+#else
+    at::autocast::set_cpu_enabled(false);
+#endif
+    EXPECT_EQ(out16.scalar_type(), ref16.scalar_type());
+    EXPECT_TRUE(torch::allclose(out16.to(torch::kFloat), ref16.to(torch::kFloat), 2e-2, 2e-2))
+        << (out16.to(torch::kFloat) - ref16.to(torch::kFloat)).abs().max().item<float>();
+  }
 }
 
 // layers 2, hidden 32, heads 4, seq 16, vocab 100, classes 3.
