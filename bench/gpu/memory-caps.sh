@@ -21,7 +21,9 @@
 # false (CUDNN_BENCHMARK=1 turns autotuning back on): cuDNN's heuristics pick each convolution's
 # algorithm without trying them, so a probe costs its steps, not a tuning pass. The largest batch
 # found is then the one that fits with the heuristics' workspaces, which may differ by a few
-# samples from an autotuned run's (autotuning may pick algorithms with larger workspaces).
+# samples from an autotuned run's (autotuning may pick algorithms with larger workspaces). Measured
+# so (H100, 2026-12-06, docs/evidence/h100-memory-caps-2026-12-06.log): 6 searches (71 probes) in
+# 216 s, about 36 s a search: the 64 take about 40 minutes, so RESUME across calls is the way.
 # The estimate written before it ran (this script had not run on a GPU). From the H200 log of
 # 2026-12-02 (docs/evidence/h200-memory-2026-12-02.log): 3.3 s for a runner that starts, builds
 # ResNet-50 and ends `oom`, so about 3-5 s per process start (16 here, 50-80 s) and about 1-3 s for a
@@ -42,7 +44,8 @@
 #   MODELS, SCENARIOS (train infer), PRECISIONS (bf16 fp32), CAPS_GIB (16 24 40), FULL (1: add the
 #   whole device), MIN_BATCH (8), MAX_BATCH (4096), MAX_PROBES (14), PROBE_STEPS (2),
 #   MEASURE_S (4), TIMEOUT_S (90, a runner's timeout), RESUME (a run id: continue that run),
-#   CUDNN_BENCHMARK (0: no autotuning, see above; 1: autotune)
+#   CUDNN_BENCHMARK (0: no autotuning, see above; 1: autotune), RESOLUTION (boundary_resolution,
+#   default 0.02: each answer within 2% below the boundary, in fewer probes; 0: exact)
 #   DRY=1: the plumbing on a CPU build: device cpu, tiny models (base_width 4, hidden_size 32,
 #   heads 2, layers 1, image_size 32, seq_len 16), CAPS_GIB "1 2", no whole-device column, BUILD default
 #   build, DEADLINE_S 300; fewer cells with MODELS, SCENARIOS and PRECISIONS.
@@ -81,6 +84,8 @@ PROBE_STEPS="${PROBE_STEPS:-2}"
 MEASURE_S="${MEASURE_S:-4}"
 TIMEOUT_S="${TIMEOUT_S:-90}"
 RESUME="${RESUME:-}"
+RESOLUTION="${RESOLUTION:-0.02}"
+case "$RESOLUTION" in '' | *[!0-9.]* | *.*.*) echo "memory-caps: RESOLUTION is a number in [0, 0.5] (got '$RESOLUTION')" >&2; exit 2 ;; esac
 case "${CUDNN_BENCHMARK:-0}" in
   1 | true) CUDNN_BENCHMARK=true ;;
   0 | false) CUDNN_BENCHMARK=false ;;
@@ -137,6 +142,7 @@ $SIZE
   boundary_probe_steps: $PROBE_STEPS
   boundary_probe_process: shared
   boundary_guide: peak_memory
+  boundary_resolution: $RESOLUTION
   cudnn_benchmark: $CUDNN_BENCHMARK
 timeout_s: $TIMEOUT_S
 measure:

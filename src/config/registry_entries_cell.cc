@@ -67,6 +67,16 @@ void AppendCellEntries(std::vector<ParamSpec>& r) {
                         "states the most it will run). At most 64: doubling from 1 to 2^20 and "
                         "bisecting to the exact batch take 40.")
                   .Build());
+  r.push_back(Entry("boundary_resolution", kCell, kCore, ParamType::kNumber)
+                  .Min(0)
+                  .Max(0.5)
+                  .DefaultText("0")
+                  .Help("KEY: max: bisection stops once the smallest failing value minus the largest "
+                        "fitting one is at most this fraction of the fitting one (at least 1): 0.02 finds "
+                        "a value within 2% below the boundary in fewer probes; the cell is the fitting "
+                        "value and its search ends `resolved`, the bracket stated. 0 (the default): "
+                        "bisect until the two are adjacent. At most 0.5.")
+                  .Build());
   r.push_back(Entry("boundary_probe_steps", kCell, kCore, ParamType::kInt)
                   .Unit("steps")
                   .Min(1)

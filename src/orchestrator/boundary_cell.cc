@@ -143,6 +143,10 @@ stats::BoundarySearchSettings BoundarySettings(const plan::Cell& cell) {
   s.min_value = std::min(s.min_value, s.max_value);
   s.max_probes =
       static_cast<std::size_t>(IntParam(cell, "boundary_max_probes", config::kDefaultBoundaryMaxProbes));
+  // The plan checked the range [0, 0.5].
+  if (const auto it = cell.params.find("boundary_resolution");
+      it != cell.params.end() && it->second.is_number())
+    s.resolution = it->second.get<double>();
   // boundary_guide: peak_memory aims at the cap with the fitting probes' peaks; without a cap there
   // is no limit to aim at, and the search doubles and bisects.
   if (StringParamIs(cell, "boundary_guide", "peak_memory")) {
@@ -302,6 +306,7 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
        result.largest_passing ? nlohmann::json(*result.largest_passing) : nlohmann::json(nullptr)},
       {"measured_oom", measured_oom},
       {"max_probes", settings.max_probes},
+      {"resolution", settings.resolution},
       {"probe_steps", probe_steps},
       {"probe_process", shared ? "shared" : "fresh"},
       {"bound", stats::MaxBoundaryProbes(settings)},

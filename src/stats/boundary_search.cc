@@ -12,6 +12,8 @@ const char* BoundarySearchEndName(BoundarySearchEnd end) {
   switch (end) {
     case BoundarySearchEnd::kConverged:
       return "converged";
+    case BoundarySearchEnd::kResolved:
+      return "resolved";
     case BoundarySearchEnd::kProbeCap:
       return "probe_cap";
     case BoundarySearchEnd::kNoneFits:
@@ -30,7 +32,7 @@ namespace {
 
 void CheckSettings(const BoundarySearchSettings& s) {
   DLBENCH_CHECK(s.min_value >= 1 && s.max_value >= s.min_value && s.max_probes >= 1 &&
-                    s.max_value <= (std::int64_t{1} << 52),
+                    s.max_value <= (std::int64_t{1} << 52) && s.resolution >= 0 && s.resolution <= 0.5,
                 "boundary search settings out of range");
 }
 
@@ -119,9 +121,16 @@ BoundarySearchResult SearchBoundary(const BoundarySearchSettings& s,
     return v;
   };
 
+  // Close enough: adjacent, or within the resolution of the fitting value.
+  auto resolved = [&] {
+    const auto tolerance = std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(std::floor(static_cast<double>(lo()) * s.resolution)));
+    return hi() - lo() <= tolerance;
+  };
+
   run(s.min_value, false);
   while (budget_left() && bracket.lo) {
-    if (bracket.hi ? hi() - lo() <= 1 : lo() >= s.max_value) break;
+    if (bracket.hi ? resolved() : lo() >= s.max_value) break;
     if (const std::optional<std::int64_t> v = guess()) {
       ++guesses;
       run(*v, true);
@@ -137,6 +146,8 @@ BoundarySearchResult SearchBoundary(const BoundarySearchSettings& s,
   if (bracket.hi) r.smallest_failing = hi();
   if (bracket.lo && bracket.hi && hi() - lo() == 1) {
     r.end = BoundarySearchEnd::kConverged;
+  } else if (bracket.lo && bracket.hi && resolved()) {
+    r.end = BoundarySearchEnd::kResolved;
   } else if (!bracket.lo && bracket.hi && hi() <= s.min_value) {
     r.end = BoundarySearchEnd::kNoneFits;
   } else if (bracket.lo && !bracket.hi && lo() >= s.max_value) {

@@ -36,6 +36,9 @@ struct BoundarySearchSettings {
   std::size_t max_probes = 24;       // >= 1
   // The memory the cell may use (its memory_cap): set, passing probes' peaks guide the search.
   std::optional<double> memory_limit_bytes;
+  // boundary_resolution: bisection stops once hi - lo <= max(1, floor(lo x resolution)), in [0, 0.5];
+  // 0 bisects until the bracket is adjacent (kConverged), above 0 a search may end kResolved first.
+  double resolution = 0;
 };
 
 // What a probe says: whether it fit, and for a probe that fit, its peak memory where known. A probe
@@ -52,6 +55,7 @@ inline constexpr std::size_t kMaxGuidedProbes = 5;
 
 enum class BoundarySearchEnd {
   kConverged,    // the largest pass and the smallest failure are adjacent: the boundary is exact
+  kResolved,     // within `resolution`: the boundary is in [largest pass, smallest failure)
   kProbeCap,     // max_probes reached first; the bracket so far is what is known
   kNoneFits,     // min_value failed
   kMaxFits,      // max_value passed: the boundary is at least that

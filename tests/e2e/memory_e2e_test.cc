@@ -167,6 +167,21 @@ TEST(MemoryE2E, BatchSizeMaxEqualsABruteForceSweepUnderTheSameCap) {
   EXPECT_EQ(probed, (std::vector<std::int64_t>{1, 2, 4, 8, 16, 12, 14, 13}));
   EXPECT_EQ(Metric(cell, "boundary_probes"), 8.0);
   CheckCpuCapRecord(cell, 4 * kGiB);
+
+  // boundary_resolution 0.5: after 16 fails, 12 fits and 16 - 12 <= floor(12 x 0.5): resolved in
+  // six probes, the cell at 12 (here the boundary itself), its bracket [12, 16) stored.
+  auto coarse = RunByBatch(dir, "coarse",
+                           "matrix:\n  virtual_time: true\n" + Model() +
+                               "  memory_cap: 4GiB\n  batch_size: max\n  boundary_resolution: 0.5\n");
+  ASSERT_EQ(coarse.size(), 1u);
+  const nlohmann::json& resolved = coarse.at(-1);
+  EXPECT_EQ(resolved.at("outcome"), "ok") << resolved.at("message");
+  const nlohmann::json& coarse_search = resolved.at("extras").at("boundary_search");
+  EXPECT_EQ(coarse_search.at("end"), "resolved") << coarse_search.dump();
+  EXPECT_EQ(coarse_search.at("found"), 12);
+  EXPECT_EQ(coarse_search.at("first_failing"), 16);
+  EXPECT_EQ(coarse_search.at("resolution"), 0.5);
+  EXPECT_EQ(Metric(resolved, "boundary_probes"), 6.0);
 }
 
 // The same search under the default measure block (min_steps 10, min_warmup_steps 2, min_time_s
