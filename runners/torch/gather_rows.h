@@ -5,8 +5,10 @@
 // threads as cores on a GPU cell). The server calls it from every stream's thread at once when a
 // queue has built, and concurrent parallel regions from several threads oversubscribe the cores;
 // on an H200 (2026-12-06) the gather of 8 ResNet-50 samples took 0.83 ms a batch with a short queue
-// and 2.0-2.9 ms once one had built (docs/benchmarks.md "H200 runs of 2026-12-06"). Whether that
-// pool is the cause is not measured yet; a row copy on the stream's own thread needs no pool.
+// and 2.0-2.9 ms once one had built (docs/benchmarks.md "H200 runs of 2026-12-06"). With this row
+// copy on the stream's own thread, on an H100 (2026-12-06) the gather took 57-59 us a sample in every
+// second of 15 s fixed-rate cells at the peak and at 4,000/s, and both kept up (docs/benchmarks.md
+// "H100 runs of 2026-12-06").
 #pragma once
 
 #include <torch/torch.h>
