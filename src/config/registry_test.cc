@@ -71,6 +71,7 @@ TEST(RegistryTest, ScopesSelectParametersByRunner) {
                                             "boundary_min",
                                             "boundary_max",
                                             "boundary_max_probes",
+                                            "boundary_resolution",
                                             "boundary_probe_steps",
                                             "boundary_probe_process",
                                             "boundary_guide",

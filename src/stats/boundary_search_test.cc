@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -34,6 +35,44 @@ TEST(BoundarySearchTest, EqualsBruteForceForEveryBoundary) {
     EXPECT_EQ(r.smallest_failing, brute + 1) << boundary;
     EXPECT_LE(r.probes.size(), bound) << boundary;
   }
+}
+
+// boundary_resolution: for every boundary the answer is a value that fits, at most the resolution
+// below the boundary (hi - lo <= max(1, floor(lo x r))), never more probes than the exact search,
+// and fewer over the range; the end says which rule closed it.
+TEST(BoundarySearchTest, AResolutionStopsBisectionWithinItsFractionInFewerProbes) {
+  BoundarySearchSettings exact;
+  exact.min_value = 8;
+  exact.max_value = 4096;
+  exact.max_probes = 64;
+  BoundarySearchSettings coarse = exact;
+  coarse.resolution = 0.02;
+  std::size_t exact_probes = 0, coarse_probes = 0;
+  for (std::int64_t boundary = 8; boundary < 4096; boundary += 7) {
+    const BoundarySearchResult e = SearchBoundary(exact, FitsUpTo(boundary));
+    const BoundarySearchResult c = SearchBoundary(coarse, FitsUpTo(boundary));
+    ASSERT_TRUE(c.largest_passing && c.smallest_failing) << boundary;
+    const std::int64_t lo = *c.largest_passing, hi = *c.smallest_failing;
+    EXPECT_LE(lo, boundary) << boundary;
+    EXPECT_GT(hi, boundary) << boundary;
+    EXPECT_LE(hi - lo, std::max<std::int64_t>(1, static_cast<std::int64_t>(lo * 0.02))) << boundary;
+    EXPECT_EQ(c.end, hi - lo == 1 ? BoundarySearchEnd::kConverged : BoundarySearchEnd::kResolved) << boundary;
+    EXPECT_LE(c.probes.size(), e.probes.size()) << boundary;
+    exact_probes += e.probes.size();
+    coarse_probes += c.probes.size();
+  }
+  EXPECT_LT(coarse_probes * 10, exact_probes * 8) << coarse_probes << " vs " << exact_probes;
+  // Hand-computed: boundary 1000 from 8 doubles to 1024 (fails), then bisects 768, 896, 960, 992
+  // (all fit): 1024 - 992 = 32 > floor(992 x 0.02) = 19, so 1008 (fails): 16 <= 19, resolved.
+  const BoundarySearchResult r = SearchBoundary(coarse, FitsUpTo(1000));
+  std::vector<std::int64_t> values;
+  for (const BoundaryProbe& p : r.probes) values.push_back(p.value);
+  EXPECT_EQ(values,
+            (std::vector<std::int64_t>{8, 16, 32, 64, 128, 256, 512, 1024, 768, 896, 960, 992, 1008}));
+  EXPECT_EQ(r.end, BoundarySearchEnd::kResolved);
+  EXPECT_EQ(r.largest_passing, 992);
+  EXPECT_EQ(r.smallest_failing, 1008);
+  EXPECT_STREQ(BoundarySearchEndName(r.end), "resolved");
 }
 
 // Hand-computed: boundary 5 probes 1, 2, 4, 8 (fails), then 6 (fails), 5 (passes).
