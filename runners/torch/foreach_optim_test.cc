@@ -89,16 +89,21 @@ TEST(ForeachOptim, AdamWMatchesLibTorch) {
 TEST(ForeachOptim, CapturableAdamWMatchesLibTorch) {
   const auto options = torch::optim::AdamWOptions(1e-2).weight_decay(0.05);
   const auto start = Train(
-      [](std::vector<torch::Tensor> p) {
+      [](const std::vector<torch::Tensor>& p) {
         return std::make_unique<torch::optim::SGD>(p, torch::optim::SGDOptions(0.0));
       },
       0);
-  ExpectSame(
-      Train([&](std::vector<torch::Tensor> p) { return std::make_unique<ForeachAdamW>(p, options, true); },
-            4),
-      Train([&](std::vector<torch::Tensor> p) { return std::make_unique<torch::optim::AdamW>(p, options); },
-            4),
-      start);
+  ExpectSame(Train(
+                 [&](const std::vector<torch::Tensor>& p) {
+                   return std::make_unique<ForeachAdamW>(p, options, true);
+                 },
+                 4),
+             Train(
+                 [&](const std::vector<torch::Tensor>& p) {
+                   return std::make_unique<torch::optim::AdamW>(p, options);
+                 },
+                 4),
+             start);
 }
 
 TEST(ForeachOptim, TwinKeepsParametersAndOptionsAndRefusesOthers) {
