@@ -499,6 +499,17 @@ TEST(LoadGeneratorTest, RunsContinueIdsAndProbesRestartTheSchedule) {
   EXPECT_LT(mean_gap_ms, 200.0);
 }
 
+// A server peak search from 100/s under a 10 ms p99 bound, without confirmation.
+EffectiveLoadSettings PeakFrom100() {
+  EffectiveLoadSettings settings = Settings(Scenario::kServer);
+  settings.target_qps = 100;
+  settings.peak_search = true;
+  settings.latency_bound_ns = 10'000'000;
+  settings.latency_percentile = 0.99;
+  settings.peak_confirm_ns = 0;
+  return settings;
+}
+
 // A peak-search probe whose system holds a query past the drain (a hung system) ends the search
 // with an error naming the probe and the query, instead of letting the late completion land among
 // the next probe's measured queries.
@@ -515,12 +526,7 @@ TEST(PeakSearchTest, AQueryHungPastTheDrainEndsTheSearchWithAnError) {
     }
     void FlushQueries() override {}
   };
-  EffectiveLoadSettings settings = Settings(Scenario::kServer);
-  settings.target_qps = 100;
-  settings.peak_search = true;
-  settings.latency_bound_ns = 10'000'000;
-  settings.latency_percentile = 0.99;
-  settings.peak_confirm_ns = 0;
+  const EffectiveLoadSettings settings = PeakFrom100();
   LoadGenerator generator(settings, clock);
   // The first probe at 100/s warms up for 0.5 s (50 queries), then measures: query 120 is in its
   // measured part.
@@ -542,12 +548,7 @@ TEST(PeakSearchTest, AQueryHungPastTheDrainEndsTheSearchWithAnError) {
 TEST(PeakSearchTest, ASearchWhoseQueriesAllCompleteHasNoError) {
   SimulatedLoadClock clock(kStart);
   SyncSut sut(clock, [](const Query&) { return std::int64_t{1'000'000}; });
-  EffectiveLoadSettings settings = Settings(Scenario::kServer);
-  settings.target_qps = 100;
-  settings.peak_search = true;
-  settings.latency_bound_ns = 10'000'000;
-  settings.latency_percentile = 0.99;
-  settings.peak_confirm_ns = 0;
+  const EffectiveLoadSettings settings = PeakFrom100();
   LoadGenerator generator(settings, clock);
   RecordingSink sink;
   const PeakSearchOutcome outcome = RunPeakSearch(settings, generator, sut, Library(16), sink, clock,
