@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -130,9 +131,15 @@ nlohmann::json ProfileSteps(const StepProfileRequest& request, const std::string
        "in wall_us_per_step"}};
   const std::string base = request.dir + "/" + file_stem;
   summary["file"] = base + ".json";
+  const std::string trace = base + ".trace.json";
+  struct stat st {};
   try {
-    result->save(base + ".trace.json");
-    summary["trace"] = base + ".trace.json";
+    // Only an absent path or a regular file is written (LibTorch's save would follow a link or
+    // write into a FIFO or device).
+    if (::lstat(trace.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      throw std::runtime_error(trace + " exists and is not a regular file: not written");
+    result->save(trace);
+    summary["trace"] = trace;
   } catch (const std::exception& e) {
     // Debian's LibTorch 1.13 is built without Kineto: the events are there, a trace file is not.
     const std::string what = e.what();
