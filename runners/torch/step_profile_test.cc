@@ -34,7 +34,8 @@ TEST(StepProfile, TheRequestIsCheckedAndAbsentWithoutAFolder) {
   for (const char* bad : {"0", "1001", "ten", "-3"}) {
     auto r = StepProfileRequestFrom(folder.c_str(), bad);
     ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_NE(r.error().message.find("expected a whole number of steps in [1, 1000]"), std::string::npos) << bad;
+    EXPECT_NE(r.error().message.find("expected a whole number of steps in [1, 1000]"), std::string::npos)
+        << bad;
   }
   auto file = StepProfileRequestFrom("/etc/hostname", nullptr);
   ASSERT_FALSE(file.ok());
