@@ -15,9 +15,9 @@ namespace dlbench::torchrunner {
 namespace {
 
 std::string TempFolder(const std::string& name) {
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("dlbench_step_profile_" + name + "_" + std::to_string(::getpid())))
-                               .string();
+  std::string path = (std::filesystem::temp_directory_path() /
+                      ("dlbench_step_profile_" + name + "_" + std::to_string(::getpid())))
+                         .string();
   std::filesystem::remove_all(path);
   std::filesystem::create_directories(path);
   return path;
