@@ -283,7 +283,7 @@ void Build(CellState& s, std::uint64_t seed, int rank) {
 // The effective cell's cuda_graph: false, or what is replayed and how long the capture took.
 nlohmann::json CudaGraphEffective(const CellState& s) {
   if (!s.cell.cuda_graph) return false;
-  nlohmann::json e = {{"enabled", true}, {"warmup_runs", kCudaGraphWarmupRuns}};
+  nlohmann::json e = {{"enabled", true}};
   if (Trains(s.cell.scenario)) {
     e["replayed"] =
         "the whole training step (gradients set to none, forward and loss under autocast, backward, "
@@ -293,7 +293,10 @@ nlohmann::json CudaGraphEffective(const CellState& s) {
         "the forward, captured after eager warm-up runs (load scenarios: one graph per batch size and "
         "stream); post-processing runs eagerly after each replay";
   }
-  if (s.graph) e["capture_s"] = s.graph_capture_s;
+  if (s.graph) {  // a step-loop cell's graph (a load cell's are the executor's)
+    e["warmup_runs"] = kCudaGraphWarmupRuns;
+    e["capture_s"] = s.graph_capture_s;
+  }
   return e;
 }
 
