@@ -6,7 +6,11 @@
 # .gpu-deps/root and put on CMAKE_PREFIX_PATH.
 # Usage: scripts/build-gpu.sh   (env: BUILD_DIR, default build-gpu; PYTHON, default python3;
 #                                JOBS, default nproc; BUILD_TARGETS, default everything;
-#                                DLBENCH_CMAKE_ARGS, more cmake arguments)
+#                                DLBENCH_CMAKE_ARGS, more cmake arguments;
+#                                DLBENCH_SOURCE_COMMIT, the commit the version string names,
+#                                for a tree copied with a .git that is not its own: the device
+#                                tool's copy carries a stale one, so `git describe` there names
+#                                an older commit)
 # <torch/torch.h> is not precompiled here (DLBENCH_TORCH_PCH=OFF; -DDLBENCH_TORCH_PCH=ON in
 # DLBENCH_CMAKE_ARGS turns it on): it saves CPU time on 2 cores, but with 16 the header's own build
 # (about 30 s) sits before every runner source: the H200 build of 2026-12-06 took 172 s with it,
@@ -114,6 +118,7 @@ cmake -S "$ROOT" -B "$BUILD" -G Ninja \
   -DTORCH_CUDA_ARCH_LIST=9.0 \
   -DDLBENCH_WITH_TORCH=ON \
   -DDLBENCH_TORCH_PCH=OFF \
+  -DDLBENCH_SOURCE_COMMIT="${DLBENCH_SOURCE_COMMIT:-}" \
   "${cuda_args[@]}" "${extra_args[@]}" ${DLBENCH_CMAKE_ARGS:-}
 
 # The programs first, so a broken test elsewhere cannot keep them from being built.

@@ -8,44 +8,42 @@
 # How it stays within minutes: every search has boundary_probe_process: shared (its probes and
 # its measured run go on in one dlbench-torch process, also after a CUDA `oom`, which leaves the
 # process usable) and boundary_guide: peak_memory (after two probes that fit, it probes where the
-# line through their peaks meets the cap, then each side), and the run has --runner-reuse with
-# memory_cap and model as the outer axes, so the searches of one cap and model (train/infer x
-# bf16/fp32) share one process: 16 process starts, not one per probe. "The whole device" is
-# memory_cap = the device's memory as nvidia-smi reports it (fraction 1), so that search is guided
-# too.
+# line through their peaks meets the cap, then each side), and each cap is a run of its own with
+# --runner-reuse and model as the outer axis, so the searches of one cap and model (train/infer x
+# bf16/fp32) share one process: 16 process starts, not one per probe. The caps run as lanes: a cap
+# is a per-process limit, so caps whose sum fits in the device run at once (on an H200 the 16, 24
+# and 40 GiB columns together, then the whole device alone; on an 80 GB H100 16 and 24, then 40,
+# then the whole device); see "Lanes" below. "The whole device" is memory_cap = the device's memory
+# as nvidia-smi reports it (fraction 1), so that search is guided too. cudnn_benchmark is false:
+# every new batch size would autotune every convolution again (the H200 run of 2026-12-06 took 77
+# and 198 s for two ResNet-50 training searches with it); cuDNN's heuristics pick each
+# convolution's algorithm without trying them, so a probe costs its steps, not a tuning pass. The
+# largest batch found is then the one that fits with the heuristics' workspaces, which may differ
+# by a few samples from an autotuned run's (CUDNN_BENCHMARK=1 turns autotuning back on).
 #
-# Time, measured once (H200, 2026-12-06, docs/evidence/h200-memory-caps-2026-12-06.log): with
-# DEADLINE_S=288 two searches finished, ResNet-50 training under 16 GiB in bf16 (77 s, 12 probes) and
-# fp32 (198 s, 11 probes): cudnn_benchmark is on, and every new batch size autotunes every convolution
-# again, so the estimate below was far too low. Since then the searches run with cudnn_benchmark
-# false (CUDNN_BENCHMARK=1 turns autotuning back on): cuDNN's heuristics pick each convolution's
-# algorithm without trying them, so a probe costs its steps, not a tuning pass. The largest batch
-# found is then the one that fits with the heuristics' workspaces, which may differ by a few
-# samples from an autotuned run's (autotuning may pick algorithms with larger workspaces). Measured
-# so (H100, 2026-12-06, docs/evidence/h100-memory-caps-2026-12-06.log): 6 searches (71 probes) in
-# 216 s, about 36 s a search: the 64 take about 40 minutes, so RESUME across calls is the way.
-# The estimate written before it ran (this script had not run on a GPU). From the H200 log of
-# 2026-12-02 (docs/evidence/h200-memory-2026-12-02.log): 3.3 s for a runner that starts, builds
-# ResNet-50 and ends `oom`, so about 3-5 s per process start (16 here, 50-80 s) and about 1-3 s for a
-# probe in a running process (the model built again, PROBE_STEPS 2 steps, the first with cuDNN's
-# autotuning at the new shape). A guided search is about 4-6 probes (MIN_BATCH, 2 x MIN_BATCH, the
-# line's guess, one each side, perhaps one more), plus a measured run of at most 6 steps or MEASURE_S
-# 4 s (at least 1 warm-up and 2 measured steps, or it ends `invalid`, its search still stored):
-# about 8-20 s a search, 64 searches 9-21 minutes in the worst case. That is more
-# than the budget, so the run has a hard deadline: DEADLINE_S (default 420) for `dlbench run`,
-# after which it gets SIGINT (every finished search is stored; the run is marked interrupted and
-# `dlbench run --resume` continues it: the command is printed), and the table shows what finished.
-# The order (cap outer: 16, 24, 40 GiB, then the whole device) puts the small caps, the quickest
-# searches, first. With the build in place the script ends within DEADLINE_S + about 60 s.
+# Time, measured: H100, 2026-12-06 (docs/evidence/h100-memory-caps-2026-12-06.log), one lane,
+# boundary_resolution 0: 6 searches (71 probes) in 216 s, about 3 s a probe and 36 s a search, so
+# the 64 searches one after another would take about 40 minutes. boundary_resolution 0.02 (the
+# default here) stops a search once its bracket is within 2%, and the lanes run three columns at
+# once on an H200. The run has a hard deadline: DEADLINE_S (default 420) for all the lanes, after
+# which each gets SIGINT (every finished search is stored; its run is marked interrupted), and
+# RESUME=1 with the same OUT continues each lane's run (a lane whose run completed runs nothing).
+# The table shows what finished. With the build in place the script ends within DEADLINE_S + about
+# 60 s.
 #
 # Usage (on the GPU machine; builds with scripts/build-gpu.sh when BUILD lacks the programs):
 #   bench/gpu/memory-caps.sh
 #   env: OUT (default /tmp/dlbench-memory-caps), BUILD (default build-gpu), DEADLINE_S (420),
 #   MODELS, SCENARIOS (train infer), PRECISIONS (bf16 fp32), CAPS_GIB (16 24 40), FULL (1: add the
 #   whole device), MIN_BATCH (8), MAX_BATCH (4096), MAX_PROBES (14), PROBE_STEPS (2),
-#   MEASURE_S (4), TIMEOUT_S (90, a runner's timeout), RESUME (a run id: continue that run),
+#   MEASURE_S (4), TIMEOUT_S (90, a runner's timeout),
 #   CUDNN_BENCHMARK (0: no autotuning, see above; 1: autotune), RESOLUTION (boundary_resolution,
-#   default 0.02: each answer within 2% below the boundary, in fewer probes; 0: exact)
+#   default 0.02: each answer within 2% below the boundary, in fewer probes; 0: exact),
+#   LANES (auto: caps that fit together run at once; 1: one after another), LANE_SHARE_PCT (90: the
+#   share of the device's memory the caps of a wave may sum to), LANE_CONTEXT_MIB (1536: added per
+#   lane for its CUDA context and library workspaces, which the cap does not cover).
+#   RESUME: any non-empty value (1): continue the lanes' runs stored under OUT.
+#   Output: OUT/cap-CAP.db (one store per cap), OUT/lane-CAP.log, OUT/memory-caps.tsv and .log.
 #   DRY=1: the plumbing on a CPU build: device cpu, tiny models (base_width 4, hidden_size 32,
 #   heads 2, layers 1, image_size 32, seq_len 16), CAPS_GIB "1 2", no whole-device column, BUILD default
 #   build, DEADLINE_S 300; fewer cells with MODELS, SCENARIOS and PRECISIONS.
@@ -112,24 +110,71 @@ exec > >(tee -a "$OUT/memory-caps.log") 2>&1
 echo "== $(date -u +%FT%TZ) memory-caps (DRY=$DRY)"
 CAPS=""
 for c in $CAPS_GIB; do CAPS="$CAPS ${c}GiB"; done
-if [ "$FULL" = 1 ]; then
+FULL_CAP=""
+total_mib=""
+if [ "$DEVICE" = cuda ]; then
   nvidia-smi -L || true
   total_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits -i 0 2>/dev/null | head -1 | tr -d ' ')
   case "$total_mib" in
-    '' | *[!0-9]*) echo "memory-caps: no device memory from nvidia-smi ('$total_mib'): the whole-device column is left out" ;;
-    *) CAPS="$CAPS ${total_mib}MiB" ;;
+    '' | *[!0-9]*)
+      echo "memory-caps: no device memory from nvidia-smi ('$total_mib'): the whole-device column is left out and the caps run one at a time"
+      total_mib="" ;;
+    *) [ "$FULL" = 1 ] && FULL_CAP="${total_mib}MiB" ;;
   esac
 fi
 
-MATRIX="$OUT/memory-caps.yaml"
-DB="$OUT/memory-caps.db"
-# Axis order is plan order: memory_cap and model outer, so that --runner-reuse keeps one process for
-# the four searches of one cap and model (memory_cap and model are in its process key).
-cat > "$MATRIX" <<YAML
-name: gpu-memory-caps
+# Lanes: each cap is a `dlbench run` of its own (its matrix, its store $OUT/cap-CAP.db), and caps
+# whose sum fits the device run at the same time. A cap is a per-process limit (the caching
+# allocator's fraction, docs/memory.md), so a search's answer does not depend on its neighbours as
+# long as the device holds all of them: a wave of lanes is admitted while the sum of its caps plus
+# LANE_CONTEXT_MIB per lane (a CUDA context and cuDNN/cuBLAS workspaces outside the cap) stays
+# under LANE_SHARE_PCT % of the device's memory. The whole-device cap always runs alone, last. What
+# sharing does change is speed: the measured run at the batch found is slower than alone (the
+# throughput columns of this table are not figures to quote), and each cell's warnings name the
+# other processes on the GPU (the sharing check). LANES=1 runs the caps one after another.
+LANES="${LANES:-auto}"
+LANE_SHARE_PCT="${LANE_SHARE_PCT:-90}"
+LANE_CONTEXT_MIB="${LANE_CONTEXT_MIB:-1536}"
+case "$LANES" in auto | 1) ;; *) echo "memory-caps: LANES is auto or 1 (got '$LANES')" >&2; exit 2 ;; esac
+for v in "$LANE_SHARE_PCT" "$LANE_CONTEXT_MIB"; do
+  case "$v" in '' | *[!0-9]*) echo "memory-caps: LANE_SHARE_PCT and LANE_CONTEXT_MIB are whole numbers (got '$v')" >&2; exit 2 ;; esac
+done
+cap_mib() {
+  case "$1" in
+    *GiB) echo $(( ${1%GiB} * 1024 )) ;;
+    *MiB) echo "${1%MiB}" ;;
+  esac
+}
+# The waves, one per line: the caps of a line run at once.
+WAVES=""
+wave="" wave_mib=0
+for cap in $CAPS; do
+  need=$(( $(cap_mib "$cap") + LANE_CONTEXT_MIB ))
+  fits=0
+  if [ "$LANES" = auto ] && [ -n "$wave" ]; then
+    if [ "$DEVICE" = cpu ] || { [ -n "$total_mib" ] && [ $(( (wave_mib + need) * 100 )) -le $(( total_mib * LANE_SHARE_PCT )) ]; }; then
+      fits=1
+    fi
+  fi
+  if [ "$fits" = 1 ]; then
+    wave="$wave $cap"; wave_mib=$(( wave_mib + need ))
+  else
+    [ -n "$wave" ] && WAVES="$WAVES$wave
+"
+    wave="$cap"; wave_mib=$need
+  fi
+done
+[ -n "$wave" ] && WAVES="$WAVES$wave
+"
+[ -n "$FULL_CAP" ] && WAVES="$WAVES$FULL_CAP
+"
+
+write_matrix() {  # $1: the cap, $2: the file
+  cat > "$2" <<YAML
+name: gpu-memory-caps-$1
 runner: torch
 matrix:
-  memory_cap: $(list "$CAPS")
+  memory_cap: $1
   model: $(list "$MODELS")
   scenario: $(list "$SCENARIOS")
   precision: $(list "$PRECISIONS")
@@ -152,25 +197,77 @@ measure:
   min_steps: 2
   min_warmup_steps: 1
 YAML
-"$DL" --db "$DB" plan "$MATRIX" || exit 2
+}
+
+# One lane: a fresh run, or with RESUME the rest of the lane's interrupted run (a lane whose run
+# finished runs nothing again). Its output goes to $OUT/lane-CAP.log, its exit code to .rc.
+run_lane() {  # $1: the cap, $2: seconds left
+  local cap=$1 left=$2 matrix="$OUT/memory-caps-$1.yaml" db="$OUT/cap-$1.db"
+  local log="$OUT/lane-$cap.log"
+  write_matrix "$cap" "$matrix"
+  if [ -n "$RESUME" ] && [ -f "$db" ]; then
+    if "$DL" --db "$db" export latest --format json 2>/dev/null |
+      python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["run"].get("status") == "completed" else 1)'; then
+      echo "== $cap: its run has every search stored; nothing to resume" | tee "$log"
+      echo 0 > "$log.rc"
+      return
+    fi
+    echo "== $cap: dlbench run --resume latest --runner-reuse (at most $left s)" > "$log"
+    timeout -s INT -k 30 "$left" "$DL" --db "$db" run "$matrix" --resume latest --runner-reuse --out "$OUT/run-$cap" >> "$log" 2>&1
+  else
+    echo "== $cap: dlbench run --runner-reuse (at most $left s)" > "$log"
+    "$DL" --db "$db" plan "$matrix" >> "$log" 2>&1 || { echo 2 > "$log.rc"; return; }
+    timeout -s INT -k 30 "$left" "$DL" --db "$db" run "$matrix" --runner-reuse --out "$OUT/run-$cap" >> "$log" 2>&1
+  fi
+  echo $? > "$log.rc"
+}
+
+echo "== the waves (caps of a line run at once; device memory ${total_mib:-unknown} MiB, LANES=$LANES):"
+printf '%s' "$WAVES" | sed 's/^/   /'
 start=$(date +%s)
-if [ -n "$RESUME" ]; then
-  echo "== dlbench run --resume $RESUME --runner-reuse (at most ${DEADLINE_S} s)"
-  timeout -s INT -k 30 "$DEADLINE_S" "$DL" --db "$DB" run "$MATRIX" --resume "$RESUME" --runner-reuse --out "$OUT/run"
-else
-  echo "== dlbench run $MATRIX --runner-reuse (at most ${DEADLINE_S} s)"
-  timeout -s INT -k 30 "$DEADLINE_S" "$DL" --db "$DB" run "$MATRIX" --runner-reuse --out "$OUT/run"
-fi
-rc=$?
-echo "== dlbench run took $(($(date +%s) - start)) s (exit $rc)"
-echo "== dlbench show"
-"$DL" --db "$DB" show latest
+rc=0
+interrupted=0
+while IFS= read -r line; do
+  [ -z "$line" ] && continue
+  left=$(( DEADLINE_S - ($(date +%s) - start) ))
+  if [ "$left" -le 5 ]; then
+    echo "== the deadline (${DEADLINE_S} s) came before the wave: $line"
+    interrupted=1
+    continue
+  fi
+  wave_start=$(date +%s)
+  echo "== wave: $line (at most $left s)"
+  # wait names the lanes: a bare wait would also wait for the log's tee (a process substitution).
+  pids=""
+  for cap in $line; do
+    run_lane "$cap" "$left" &
+    pids="$pids $!"
+  done
+  wait $pids
+  for cap in $line; do
+    lrc=$(cat "$OUT/lane-$cap.log.rc" 2>/dev/null || echo 2)
+    echo "-- $cap: exit $lrc"
+    tail -4 "$OUT/lane-$cap.log" | sed 's/^/   /' | cut -c1-220
+    case "$lrc" in 0) ;; 124 | 130 | 137) interrupted=1; rc=$lrc ;; *) [ "$rc" = 0 ] && rc=$lrc ;; esac
+  done
+  echo "== wave took $(($(date +%s) - wave_start)) s"
+done <<< "$WAVES"
+echo "== the searches took $(($(date +%s) - start)) s in all (exit $rc)"
+echo "== dlbench show, lane by lane"
+: > "$OUT/memory-caps.json.list"
+for cap in $(printf '%s' "$WAVES"); do
+  db="$OUT/cap-$cap.db"
+  [ -f "$db" ] || continue
+  "$DL" --db "$db" show latest
+  "$DL" --db "$db" export latest --format json > "$OUT/memory-caps-$cap.json" && echo "$OUT/memory-caps-$cap.json" >> "$OUT/memory-caps.json.list"
+done
 echo "== the table (also $OUT/memory-caps.tsv)"
-"$DL" --db "$DB" export latest --format json > "$OUT/memory-caps.json" || exit 1
-python3 - "$OUT/memory-caps.json" "$OUT/memory-caps.tsv" <<'PY'
+python3 - "$OUT/memory-caps.json.list" "$OUT/memory-caps.tsv" <<'PY'
 import json, sys
 
-run = json.load(open(sys.argv[1]))
+cells = []
+for path in open(sys.argv[1]).read().split():
+    cells += json.load(open(path))["cells"]
 def metric(c, name):
     m = c.get("metrics", {}).get(name)
     return None if m is None else m.get("value")
@@ -178,7 +275,7 @@ def gib(b):
     return "-" if b is None else f"{b / 2**30:.2f}"
 rows = [["cap", "model", "scenario", "precision", "outcome", "largest", "first_failing", "end",
          "peak_GiB", "reserved_GiB", "probes", "guided", "processes", "cell_s"]]
-for c in run["cells"]:
+for c in cells:
     p, s = c["params"], c.get("extras", {}).get("boundary_search", {})
     probes = s.get("probes", [])
     pids = {json.dumps(q.get("process", {}).get("pid")) for q in probes}
@@ -198,10 +295,9 @@ with open(sys.argv[2], "w") as f:
 widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
 for r in rows:
     print("  ".join(v.ljust(w) for v, w in zip(r, widths)))
-print(f"{len(rows) - 1} searches stored; {sum(len(c.get('extras', {}).get('boundary_search', {}).get('probes', [])) for c in run['cells'])} probes")
+print(f"{len(rows) - 1} searches stored; {sum(len(c.get('extras', {}).get('boundary_search', {}).get('probes', [])) for c in cells)} probes")
 PY
-if [ "$rc" -eq 124 ] || [ "$rc" -eq 130 ] || [ "$rc" -eq 137 ]; then
-  id=$("$DL" --db "$DB" export latest --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["run"]["id"])' 2>/dev/null)
-  echo "== not every search finished within ${DEADLINE_S} s: continue with RESUME=$id $0"
+if [ "$interrupted" = 1 ]; then
+  echo "== not every search finished within ${DEADLINE_S} s: continue with RESUME=1 OUT=$OUT $0 (each lane resumes its own run)"
 fi
 echo "== done: $OUT"
