@@ -140,6 +140,42 @@ Result<std::vector<InputDtype>> ParseInputDtypes(const std::string& text) {
   return dtypes;
 }
 
+namespace {
+
+// model_path, input_shapes and input_dtypes of a model loaded from a file (torchscript, aoti).
+// `file` says what model_path must name.
+Result<TorchScriptSpec> ParseFileModel(const RunnerParams& p, const std::string& model, const char* file,
+                                       std::int64_t batch_size) {
+  TorchScriptSpec spec;
+  spec.path = p.Text("model_path").value_or("");
+  if (spec.path.empty())
+    return Invalid(fmt::format("model '{}' needs parameter 'model_path' ({})", model, file));
+  const std::string shapes_text = p.Text("input_shapes").value_or("");
+  if (shapes_text.empty()) {
+    return Invalid(fmt::format(
+        "model '{}' needs parameter 'input_shapes', e.g. \"B,3,224,224\" (B = batch size)", model));
+  }
+  auto shapes = ParseInputShapes(shapes_text, batch_size);
+  if (!shapes.ok()) return shapes.error();
+  spec.input_shapes = std::move(*shapes);
+  if (auto dtypes_text = p.Text("input_dtypes")) {
+    auto dtypes = ParseInputDtypes(*dtypes_text);
+    if (!dtypes.ok()) return dtypes.error();
+    spec.input_dtypes = std::move(*dtypes);
+  } else {
+    spec.input_dtypes.assign(spec.input_shapes.size(), InputDtype::kFloat32);
+  }
+  if (spec.input_dtypes.size() != spec.input_shapes.size()) {
+    return Invalid(
+        fmt::format("parameters 'input_shapes' and 'input_dtypes' declare {} and {} inputs; they must "
+                    "match",
+                    spec.input_shapes.size(), spec.input_dtypes.size()));
+  }
+  return spec;
+}
+
+}  // namespace
+
 Result<TorchCell> ParseTorchCell(const nlohmann::json& params) {
   // Types, ranges, allowed values, formats and defaults: the registry's (config::RunnerParams).
   Result<RunnerParams> parsed = RunnerParams::Parse(params, "torch");
@@ -222,32 +258,16 @@ Result<TorchCell> ParseTorchCell(const nlohmann::json& params) {
   cell.ddp = *ddp;
 
   if (cell.model == kTorchScriptModel) {
-    TorchScriptSpec ts;
-    ts.path = p.Text("model_path").value_or("");
-    if (ts.path.empty())
-      return Invalid("model 'torchscript' needs parameter 'model_path' (a file saved by torch.jit.save)");
-    const std::string shapes_text = p.Text("input_shapes").value_or("");
-    if (shapes_text.empty()) {
-      return Invalid(
-          "model 'torchscript' needs parameter 'input_shapes', e.g. \"B,3,224,224\" (B = batch size)");
-    }
-    auto shapes = ParseInputShapes(shapes_text, cell.batch_size);
-    if (!shapes.ok()) return shapes.error();
-    ts.input_shapes = std::move(*shapes);
-    if (auto dtypes_text = p.Text("input_dtypes")) {
-      auto dtypes = ParseInputDtypes(*dtypes_text);
-      if (!dtypes.ok()) return dtypes.error();
-      ts.input_dtypes = std::move(*dtypes);
-    } else {
-      ts.input_dtypes.assign(ts.input_shapes.size(), InputDtype::kFloat32);
-    }
-    if (ts.input_dtypes.size() != ts.input_shapes.size()) {
-      return Invalid(
-          fmt::format("parameters 'input_shapes' and 'input_dtypes' declare {} and {} inputs; they must "
-                      "match",
-                      ts.input_shapes.size(), ts.input_dtypes.size()));
-    }
-    cell.torchscript = std::move(ts);
+    auto spec = ParseFileModel(p, cell.model, "a file saved by torch.jit.save", cell.batch_size);
+    if (!spec.ok()) return spec.error();
+    cell.torchscript = std::move(*spec);
+  } else if (cell.model == kAotiModel) {
+    auto spec = ParseFileModel(
+        p, cell.model,
+        "a .pt2 package from torch._inductor.aoti_compile_and_package: bench/gpu/aoti_package.py",
+        cell.batch_size);
+    if (!spec.ok()) return spec.error();
+    cell.aoti = std::move(*spec);
   }
   auto data = ParseDataOptions(p);
   if (!data.ok()) return data.error();
@@ -286,8 +306,51 @@ Status CheckEvalPrecision(Precision precision, const TorchCell& cell, const Capa
   return Status::Ok();
 }
 
+namespace {
+
+// model: aoti's rules (aoti_workload.h): a package is a compiled inference graph at one precision.
+Status CheckAotiSupported(const TorchCell& cell, const Capabilities& caps) {
+  if (!caps.aoti_built) {
+    return Unsupported(
+        "unsupported: model aoti needs the AOTInductor package loader (LibTorch 2.6+, "
+        "torch::inductor::AOTIModelPackageLoader), which this dlbench-torch was built without (the GPU "
+        "build has it: scripts/build-gpu.sh; or run the model eagerly by name, or as model torchscript)");
+  }
+  if (cell.ddp) {
+    return Unsupported(
+        "unsupported: model aoti with strategy ddp: an AOTInductor package has no gradients to all-reduce; "
+        "use strategy none and scenario infer");
+  }
+  if (cell.scenario != Scenario::kInfer) {
+    return Unsupported(
+        fmt::format("unsupported: model aoti with scenario {}: AOTInductor packages hold an inference graph: "
+                    "no backward; use scenario infer",
+                    ScenarioName(cell.scenario)));
+  }
+  if (cell.cuda_graph) {
+    return Unsupported(
+        "unsupported: model aoti with cuda_graph: the package's compiled runner makes its own launches, "
+        "which this runner does not capture; use cuda_graph false");
+  }
+  if (cell.precision == Precision::kInt8) {
+    return Unsupported(
+        "unsupported: model aoti with precision int8: a package runs at the precision it was compiled at "
+        "(bench/gpu/aoti_package.py makes fp32 and bf16 ones); int8 needs a TorchScript model quantized "
+        "offline, run as model torchscript on the cpu");
+  }
+  if (cell.memory_format == MemoryFormat::kChannelsLast) {
+    return Unsupported(
+        "unsupported: model aoti with memory_format channels_last: a package's inputs must have the strides "
+        "it was exported with (contiguous here); use memory_format auto or contiguous");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status CheckSupported(const TorchCell& cell, const Capabilities& caps) {
   const bool cuda = cell.device.kind == DeviceKind::kCuda;
+  if (cell.aoti) DLBENCH_RETURN_IF_ERROR(CheckAotiSupported(cell, caps));
   DLBENCH_RETURN_IF_ERROR(CheckDataSupported(cell.data, cuda));
   if (cell.ddp) {
     if (cell.ddp->backend == DdpBackend::kNccl && !cuda) {

@@ -73,7 +73,9 @@ enum class InputDtype {
 };
 const char* InputDtypeName(InputDtype dtype);
 
-// The model "torchscript": a user's scripted module and the inputs it takes.
+// A model loaded from a file with declared inputs: "torchscript" (a user's scripted module) and
+// "aoti" (an AOTInductor package, aoti_workload.h). Both take model_path, input_shapes and
+// input_dtypes with one syntax.
 struct TorchScriptSpec {
   std::string path;
   std::vector<std::vector<std::int64_t>> input_shapes;  // "B" already replaced by the batch size
@@ -118,12 +120,16 @@ struct TorchCell {
   // training (converge.h), fp32 first and always; empty when eval_precisions is not set.
   std::vector<Precision> eval_precisions;
   std::optional<TorchScriptSpec> torchscript;  // set exactly when model == "torchscript"
+  std::optional<TorchScriptSpec> aoti;         // set exactly when model == "aoti"
   DataOptions data;                            // where each step's batch comes from
   std::optional<DdpOptions> ddp;               // set exactly when strategy is ddp
   nlohmann::json params;                       // the params as received (model options live here)
 };
 
 inline constexpr char kTorchScriptModel[] = "torchscript";
+// An AOTInductor package (.pt2, torch._inductor.aoti_compile_and_package): inference only, at the
+// precision it was compiled at (aoti_workload.h, docs/torch-runner.md).
+inline constexpr char kAotiModel[] = "aoti";
 // The zoo model that has a dynamic int8 form (precision int8). A TorchScript model runs at int8
 // when its file holds quantized layers (quantized offline: scripts/quantize_cnn.py).
 inline constexpr char kDynamicInt8Model[] = "bert_base";
@@ -148,6 +154,7 @@ struct Capabilities {
   int cuda_device_count = 0;         // devices visible now
   std::optional<int> compute_major;  // of the requested CUDA device, when there is one
   bool nccl_built = false;           // c10d's ProcessGroupNCCL is compiled into this runner
+  bool aoti_built = false;           // the AOTInductor package loader is compiled in (LibTorch 2.6+)
 };
 
 // Whether a converge cell's trained model can be evaluated at `precision` here (eval_precisions):

@@ -135,6 +135,25 @@ TEST(ParseTorchCell, RejectsBadParamsWithClearMessages) {
         {"input_dtypes", "float32"}},
        ErrorKind::kInvalidInput,
        "must match"},
+      {"aoti no path",
+       {{"model", "aoti"}, {"input_shapes", "B,3,224,224"}},
+       ErrorKind::kInvalidInput,
+       "model 'aoti' needs parameter 'model_path' (a .pt2 package"},
+      {"aoti no shapes",
+       {{"model", "aoti"}, {"model_path", "/x.pt2"}},
+       ErrorKind::kInvalidInput,
+       "model 'aoti' needs parameter 'input_shapes'"},
+      {"aoti bad dtype",
+       {{"model", "aoti"}, {"model_path", "/x.pt2"}, {"input_shapes", "B,4"}, {"input_dtypes", "float8"}},
+       ErrorKind::kInvalidInput,
+       "'input_dtypes'"},
+      {"aoti count mismatch",
+       {{"model", "aoti"},
+        {"model_path", "/x.pt2"},
+        {"input_shapes", "B,4"},
+        {"input_dtypes", "bfloat16;int64"}},
+       ErrorKind::kInvalidInput,
+       "must match"},
   };
   for (const BadCase& c : cases) {
     auto cell = ParseTorchCell(c.params);
@@ -143,6 +162,25 @@ TEST(ParseTorchCell, RejectsBadParamsWithClearMessages) {
     EXPECT_NE(cell.error().message.find(c.message_part), std::string::npos)
         << c.name << ": " << cell.error().message;
   }
+}
+
+TEST(ParseTorchCell, AotiTakesAPackageAndDeclaredInputs) {
+  auto cell = ParseTorchCell({{"model", "aoti"},
+                              {"scenario", "infer"},
+                              {"batch_size", 256},
+                              {"model_path", "/tmp/aoti/resnet50-bf16.pt2"},
+                              {"input_shapes", "B,3,224,224"},
+                              {"input_dtypes", "bfloat16"}});
+  ASSERT_TRUE(cell.ok()) << cell.error().message;
+  ASSERT_TRUE(cell->aoti.has_value());
+  EXPECT_FALSE(cell->torchscript.has_value());
+  EXPECT_EQ(cell->aoti->path, "/tmp/aoti/resnet50-bf16.pt2");
+  EXPECT_EQ(cell->aoti->input_shapes, (std::vector<std::vector<std::int64_t>>{{256, 3, 224, 224}}));
+  EXPECT_EQ(cell->aoti->input_dtypes, std::vector<InputDtype>{InputDtype::kBFloat16});
+  // input_dtypes defaults to float32, one per input, as for torchscript.
+  cell = ParseTorchCell({{"model", "aoti"}, {"model_path", "/x.pt2"}, {"input_shapes", "B,4;B,2"}});
+  ASSERT_TRUE(cell.ok()) << cell.error().message;
+  EXPECT_EQ(cell->aoti->input_dtypes, (std::vector<InputDtype>{InputDtype::kFloat32, InputDtype::kFloat32}));
 }
 
 TEST(ParseInputShapes, ReplacesBatchAndRejectsBadDims) {
@@ -518,6 +556,82 @@ TEST(CheckSupported, AgreesWithThePlansInt8Rule) {
             << (runner.ok() ? std::string("ok") : runner.error().message) << "'";
       }
     }
+  }
+}
+
+// model: aoti's rules: the loader must be built; an AOTInductor package infers only, at its own
+// precision, with its exported strides, outside CUDA graphs and ddp. Each refusal names what works.
+TEST(CheckSupported, AotiRules) {
+  Capabilities gpu{2, true, 1, 9};
+  gpu.aoti_built = true;
+  gpu.nccl_built = true;
+  Capabilities cpu_113;  // Debian's LibTorch 1.13: no loader
+  const json aoti = {{"model", "aoti"},
+                     {"model_path", "/tmp/aoti/resnet50-bf16.pt2"},
+                     {"input_shapes", "B,3,224,224"},
+                     {"device", "cuda"},
+                     {"scenario", "infer"},
+                     {"precision", "bf16"}};
+  auto with = [&](const json& extra) {
+    json p = aoti;
+    for (const auto& [k, v] : extra.items()) p[k] = v;
+    return p;
+  };
+  struct Case {
+    const char* name;
+    json params;
+    Capabilities caps;
+    const char* message_part;  // empty: supported
+  };
+  const std::vector<Case> cases = {
+      {"infer bf16 cuda", aoti, gpu, ""},
+      {"infer fp32 cpu", with({{"device", "cpu"}, {"precision", "fp32"}}), gpu, ""},
+      {"no loader", aoti, cpu_113, "needs the AOTInductor package loader (LibTorch 2.6+"},
+      {"no loader on cpu", with({{"device", "cpu"}}), cpu_113, "LibTorch 2.6+"},
+      {"train", with({{"scenario", "train"}}), gpu,
+       "hold an inference graph: no backward; use scenario infer"},
+      {"converge", with({{"scenario", "converge"}}), gpu, "use scenario infer"},
+      {"cuda_graph", with({{"cuda_graph", true}}), gpu, "use cuda_graph false"},
+      {"ddp", with({{"scenario", "train"}, {"strategy", "ddp"}, {"world_size", 2}}), gpu,
+       "model aoti with strategy ddp"},
+      {"int8", with({{"device", "cpu"}, {"precision", "int8"}}), gpu,
+       "runs at the precision it was compiled at"},
+      {"channels_last", with({{"memory_format", "channels_last"}}), gpu,
+       "use memory_format auto or contiguous"},
+      {"contiguous", with({{"memory_format", "contiguous"}}), gpu, ""},
+  };
+  for (const Case& c : cases) {
+    auto cell = ParseTorchCell(c.params);
+    ASSERT_TRUE(cell.ok()) << c.name << ": " << cell.error().message;
+    const Status st = CheckSupported(*cell, c.caps);
+    if (std::string(c.message_part).empty()) {
+      EXPECT_TRUE(st.ok()) << c.name << ": " << st.error().message;
+    } else {
+      ASSERT_FALSE(st.ok()) << c.name;
+      EXPECT_EQ(st.error().kind, ErrorKind::kUnsupported) << c.name;
+      EXPECT_NE(st.error().message.find(c.message_part), std::string::npos)
+          << c.name << ": " << st.error().message;
+    }
+  }
+}
+
+// The plan warns about every aoti cell at int8, and the runner refuses every one.
+TEST(CheckSupported, AotiAtInt8IsRefusedByThePlanAndTheRunner) {
+  Capabilities gpu{2, true, 1, 9};
+  gpu.aoti_built = true;
+  for (const char* device : {"cpu", "cuda"}) {
+    const config::Combination combination = {
+        {"model", "aoti"}, {"device", device}, {"scenario", "infer"}, {"precision", "int8"}};
+    EXPECT_NE(config::Int8Problem(combination).find("the precision it was compiled at"), std::string::npos)
+        << device;
+    auto cell = ParseTorchCell({{"model", "aoti"},
+                                {"device", device},
+                                {"scenario", "infer"},
+                                {"precision", "int8"},
+                                {"model_path", "/m.pt2"},
+                                {"input_shapes", "B,4"}});
+    ASSERT_TRUE(cell.ok()) << cell.error().message;
+    EXPECT_FALSE(CheckSupported(*cell, gpu).ok()) << device;
   }
 }
 

@@ -52,7 +52,8 @@ nlohmann::json DetectionRows(const torch::Tensor& detections, std::int64_t per_i
 }  // namespace
 
 bool RunsReferenceEval(const TorchCell& cell) {
-  return cell.scenario == Scenario::kInfer && cell.model != kTorchScriptModel && cell.reference_samples > 0;
+  return cell.scenario == Scenario::kInfer && cell.model != kTorchScriptModel && cell.model != kAotiModel &&
+         cell.reference_samples > 0;
 }
 
 std::string HashTensors(const std::vector<torch::Tensor>& tensors) {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 
+#include "aoti_workload.h"
 #include "blas_threads.h"
 #include "cell_options.h"
 #include "common/clock.h"
@@ -237,7 +238,9 @@ void Build(CellState& s, std::uint64_t seed, int rank) {
                  ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(cell.device.index))
                  : torch::Device(torch::kCPU);
   s.cuda_device = FindCudaDevice(cell.device);
-  s.autocast_dtype = AutocastDtype(cell.precision);
+  // An AOTInductor package's kernels are compiled at its precision and do not go through ATen's
+  // dispatcher, where autocast acts: no autocast around its forward (aoti_workload.h).
+  s.autocast_dtype = cell.aoti ? std::nullopt : AutocastDtype(cell.precision);
   s.workload = MakeWorkload(cell);
   s.memory_format = ResolveMemoryFormat(cell, *s.workload);
   // The model starts from `seed` on every rank; each rank of a ddp cell trains on its own batch.
@@ -315,6 +318,8 @@ std::string ParamDtype(const CellState& s) {
                        quantized.value("packed_layers_total", std::int64_t{0}),
                        quantized.value("quantized_tensors", std::int64_t{0}));
   }
+  if (s.cell.aoti)
+    return "as packaged: the AOTInductor package's constants, at the precision it was compiled at";
   return s.cell.precision == Precision::kInt8 ? "float32; Linear weights qint8" : "float32";
 }
 
@@ -347,6 +352,12 @@ nlohmann::json Effective(const CellState& s, std::uint64_t seed) {
       {"model_options", s.workload->EffectiveOptions()},
   };
   e.update(s.switches.ToJson());
+  if (cell.aoti) {
+    e["precision_source"] = fmt::format(
+        "the AOTInductor package's: compiled at {} (checked against its sidecar when it has one); "
+        "no autocast around the compiled forward, whose kernels bypass ATen's dispatcher",
+        PrecisionName(cell.precision));
+  }
   if (cell.precision == Precision::kInt8 && cell.torchscript) {
     e["quantization"] = {{"scheme", "offline: the TorchScript file's own quantized layers, run as saved"},
                          {"in_model", s.workload->QuantizedInModel()},
@@ -576,6 +587,7 @@ int ServeCell(RunnerSession& session, const protocol::CellConfig& config, int pr
   device = cell->device;
   Capabilities caps = ProbeCapabilities(cell->device);
   caps.nccl_built = ddp::NcclCompiledIn();
+  caps.aoti_built = AotiBuilt();
   const Status supported = CheckSupported(*cell, caps);
   if (!supported.ok())
     return Report(session,

@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "cuda_graph.h"
@@ -304,6 +306,30 @@ TEST_F(OnCuda, OutOfDeviceMemoryIsTheOomOutcome) {
   EXPECT_EQ(t.error->value("kind", ""), "oom") << t.error->dump();
   EXPECT_EQ(t.error->value("requested_bytes", std::int64_t{0}), std::int64_t{1} << 42) << t.error->dump();
   EXPECT_FALSE(t.done);
+}
+
+// model: aoti on a package made by bench/gpu/aoti_package.py, named by DLBENCH_AOTI_PACKAGE (its
+// sidecar beside it sets the precision and input dtypes). Skipped without one.
+TEST_F(OnCuda, AotiPackageInfersWithoutAutocast) {
+  const char* package = std::getenv("DLBENCH_AOTI_PACKAGE");
+  if (package == nullptr || *package == '\0') GTEST_SKIP() << "DLBENCH_AOTI_PACKAGE names no .pt2 package";
+  std::ifstream sidecar_file(std::string(package) + ".json");
+  const json sidecar = sidecar_file ? json::parse(sidecar_file, nullptr, false) : json();
+  if (!sidecar.is_object()) GTEST_SKIP() << "no readable sidecar " << package << ".json";
+  const CellTranscript t = RunCellOf({{"model", "aoti"},
+                                      {"model_path", package},
+                                      {"input_shapes", sidecar.value("input_shapes", "B,3,224,224")},
+                                      {"input_dtypes", sidecar.value("input_dtypes", "float32")},
+                                      {"precision", sidecar.value("precision", "bf16")},
+                                      {"scenario", "infer"},
+                                      {"device", "cuda"},
+                                      {"batch_size", 8}});
+  ASSERT_TRUE(t.ready) << t.error.value_or(json()).dump();
+  EXPECT_TRUE(t.ready->at("autocast_dtype").is_null()) << t.ready->dump();
+  EXPECT_EQ(t.ready->value("memory_format", ""), "contiguous");
+  EXPECT_EQ(t.ready->at("model_options").at("package").value("recipe", ""), sidecar.value("recipe", ""));
+  EXPECT_EQ(t.ready->at("model_options").at("metadata").value("AOTI_DEVICE_KEY", ""), "cuda");
+  EXPECT_TRUE(t.done);
 }
 
 }  // namespace

@@ -319,6 +319,13 @@ TEST(TorchRunner, RefusesWithAClearErrorAndExitsCleanly) {
        {{"model", "torchscript"}, {"model_path", "/nonexistent/m.pt"}, {"input_shapes", "B,4"}},
        "invalid",
        {"/nonexistent/m.pt", "does not exist"}},
+      {"aoti training",
+       {{"model", "aoti"},
+        {"model_path", "/nonexistent/m.pt2"},
+        {"input_shapes", "B,4"},
+        {"scenario", "train"}},
+       "unsupported",
+       {"aoti"}},
   };
   for (const RefusalCase& c : cases) {
     const CellTranscript t = RunCellOf(c.params);
@@ -354,6 +361,22 @@ TEST(TorchRunner, CudaOnACpuBuildIsUnsupported) {
   const CellTranscript t = RunCellOf(params);
   EXPECT_EQ(ErrorKindOf(t), "unsupported") << ErrorMessageOf(t);
   EXPECT_NE(ErrorMessageOf(t).find("cuda"), std::string::npos);
+}
+
+// model: aoti on a LibTorch without the AOTInductor package loader (Debian's 1.13): refused before
+// the package is looked at, naming the LibTorch that has it.
+TEST(TorchRunner, AotiWithoutTheLoaderIsUnsupported) {
+#if DLBENCH_HAVE_AOTI
+  GTEST_SKIP() << "this dlbench-torch has the AOTInductor package loader";
+#endif
+  const CellTranscript t = RunCellOf({{"model", "aoti"},
+                                      {"model_path", "/nonexistent/resnet50-bf16.pt2"},
+                                      {"input_shapes", "B,3,224,224"},
+                                      {"scenario", "infer"},
+                                      {"precision", "bf16"}});
+  EXPECT_EQ(ErrorKindOf(t), "unsupported") << ErrorMessageOf(t);
+  EXPECT_NE(ErrorMessageOf(t).find("LibTorch 2.6+"), std::string::npos) << ErrorMessageOf(t);
+  EXPECT_FALSE(t.ready);
 }
 
 // A TorchScript file made here, so the test needs no Python.

@@ -9,6 +9,8 @@
 #include <map>
 #include <string_view>
 
+#include "aoti_sidecar.h"
+#include "aoti_workload.h"
 #include "models/zoo.h"
 
 namespace dlbench::torchrunner {
@@ -185,20 +187,9 @@ class TorchScriptWorkload final : public Workload {
                std::uint64_t seed) override {
     module_.to(device);
     ParametersToMemoryFormat(Parameters(), format);
-    // Random inputs from their own generator, so the batch depends on the seed alone. Integer
-    // inputs are drawn from {0, 1}: any index-like input (token ids, class ids) is then valid.
-    auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
     inputs_.clear();
-    for (std::size_t i = 0; i < spec_.input_shapes.size(); ++i) {
-      const torch::ScalarType dtype = ToScalarType(spec_.input_dtypes[i]);
-      torch::Tensor t;
-      if (c10::isFloatingType(dtype)) {
-        t = at::randn(spec_.input_shapes[i], gen, torch::TensorOptions().dtype(torch::kFloat)).to(dtype);
-      } else {
-        t = at::randint(0, 2, spec_.input_shapes[i], gen, torch::TensorOptions().dtype(torch::kLong))
-                .to(dtype);
-      }
-      inputs_.emplace_back(ToMemoryFormat(t.to(device), format));
+    for (const torch::Tensor& t : MakeDeclaredInputs(spec_, device, seed)) {
+      inputs_.emplace_back(ToMemoryFormat(t, format));
     }
     // One probe forward: a model that rejects the declared inputs fails here, as an invalid
     // cell, not as an internal error in the middle of the measured loop.
@@ -311,6 +302,25 @@ class TorchScriptWorkload final : public Workload {
 
 }  // namespace
 
+std::vector<torch::Tensor> MakeDeclaredInputs(const TorchScriptSpec& spec, torch::Device device,
+                                              std::uint64_t seed) {
+  // Random inputs from their own generator, so the batch depends on the seed alone. Integer
+  // inputs are drawn from {0, 1}: any index-like input (token ids, class ids) is then valid.
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  std::vector<torch::Tensor> inputs;
+  for (std::size_t i = 0; i < spec.input_shapes.size(); ++i) {
+    const torch::ScalarType dtype = ToScalarType(spec.input_dtypes[i]);
+    torch::Tensor t;
+    if (c10::isFloatingType(dtype)) {
+      t = at::randn(spec.input_shapes[i], gen, torch::TensorOptions().dtype(torch::kFloat)).to(dtype);
+    } else {
+      t = at::randint(0, 2, spec.input_shapes[i], gen, torch::TensorOptions().dtype(torch::kLong)).to(dtype);
+    }
+    inputs.push_back(t.to(device));
+  }
+  return inputs;
+}
+
 torch::Tensor ToMemoryFormat(const torch::Tensor& t, torch::MemoryFormat format) {
   if (format == torch::MemoryFormat::ChannelsLast && t.dim() == 4 && c10::isFloatingType(t.scalar_type())) {
     return t.contiguous(torch::MemoryFormat::ChannelsLast);
@@ -321,10 +331,32 @@ torch::Tensor ToMemoryFormat(const torch::Tensor& t, torch::MemoryFormat format)
 std::vector<std::string> KnownModelNames() {
   std::vector<std::string> names = KnownModels();
   names.emplace_back(kTorchScriptModel);
+  names.emplace_back(kAotiModel);
   return names;
 }
 
 std::unique_ptr<Workload> MakeWorkload(const TorchCell& cell) {
+  if (cell.aoti) {
+    const std::string& path = cell.aoti->path;
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) {
+      throw std::invalid_argument(fmt::format("model_path '{}' does not exist", path));
+    }
+    // The sidecar is checked before the package is loaded (extracting and loading takes seconds).
+    auto sidecar = ReadAotiSidecar(path);
+    if (!sidecar.ok()) throw std::invalid_argument(sidecar.error().message);
+    nlohmann::json package = nullptr;
+    if (*sidecar) {
+      const Status matches = CheckAotiCell(**sidecar, cell);
+      if (!matches.ok()) throw std::invalid_argument(matches.error().message);
+      package = (*sidecar)->package;
+    }
+    const torch::Device device =
+        cell.device.kind == DeviceKind::kCuda
+            ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(cell.device.index))
+            : torch::Device(torch::kCPU);
+    return MakeAotiWorkload(*cell.aoti, device, static_cast<std::int64_t>(st.st_size), std::move(package));
+  }
   if (cell.torchscript) {
     const std::string& path = cell.torchscript->path;
     struct stat st {};

@@ -1,6 +1,7 @@
 // What the scenarios drive: a model, its fixed synthetic batch and its optimizer, on one device.
-// Two kinds: the built-in zoo (models/zoo.h) and a user's TorchScript file. The scenario code in
-// torch_runner.cc sees only this interface, so both kinds train and infer through one loop.
+// Three kinds: the built-in zoo (models/zoo.h), a user's TorchScript file and an AOTInductor
+// package (aoti_workload.h, inference only). The scenario code in torch_runner.cc sees only this
+// interface, so every kind trains and infers through one loop.
 #pragma once
 
 #include <torch/torch.h>
@@ -86,8 +87,14 @@ class Workload {
 // whose forward does not return a scalar loss, asked to train).
 std::unique_ptr<Workload> MakeWorkload(const TorchCell& cell);
 
-// Every model name the runner accepts: the zoo's and "torchscript".
+// Every model name the runner accepts: the zoo's, "torchscript" and "aoti".
 std::vector<std::string> KnownModelNames();
+
+// The inputs a model loaded from a file declares (torchscript, aoti), contiguous on `device`:
+// floating inputs from a normal distribution, integer ones from {0, 1}, drawn on the CPU from a
+// generator seeded with `seed` alone.
+std::vector<torch::Tensor> MakeDeclaredInputs(const TorchScriptSpec& spec, torch::Device device,
+                                              std::uint64_t seed);
 
 // Converts a 4-D floating tensor to channels_last (a no-op for other tensors).
 torch::Tensor ToMemoryFormat(const torch::Tensor& t, torch::MemoryFormat format);

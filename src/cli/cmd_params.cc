@@ -17,8 +17,8 @@ std::string ModelNames() {
   for (const config::TorchModelInfo& m : config::TorchModelTable()) names.push_back(m.name);
   return "  models:   the torch runner: " + Join(names, ", ") +
          ",\n"
-         "            or torchscript with model_path and input_shapes (dlbench models lists sizes and "
-         "FLOPs);\n"
+         "            torchscript or aoti (an AOTInductor package) with model_path and input_shapes\n"
+         "            (dlbench models lists sizes and FLOPs);\n"
          "            the null runner and command runners: any name (recorded, and passed to a command "
          "runner)\n";
 }

@@ -20,7 +20,9 @@ std::string KnownList() {
   std::string out;
   for (const TorchModelInfo& m : TorchModelTable()) out += (out.empty() ? "" : ", ") + m.name;
   return out +
-         ", allreduce (strategy: ddp: the all-reduce alone), or torchscript with model_path and input_shapes";
+         ", allreduce (strategy: ddp: the all-reduce alone), torchscript with model_path and input_shapes, "
+         "or "
+         "aoti (an AOTInductor package) with model_path and input_shapes";
 }
 
 // "fashion_cnn or fashion_cnn_bn": the models scenario: converge trains.
@@ -44,7 +46,8 @@ void CheckConvergeModel(const Combination& cell, const std::string& name,
       scenario->second.get<std::string>() != "converge")
     return;
   const TorchModelInfo* info = FindModel(name);
-  if (name != "torchscript" && info == nullptr) return;  // the unknown model is reported already
+  if (name != "torchscript" && name != "aoti" && info == nullptr)
+    return;  // the unknown model is reported already
   if (info == nullptr || !info->converges) {
     out.push_back({"model", "scenario converge trains on Fashion-MNIST (1 x 28 x 28 images, 10 classes); " +
                                 name + " does not take that (use " + ConvergingList() + ")"});
@@ -93,15 +96,18 @@ std::vector<LoadRuleViolation> CheckTorchModelCell(const Combination& cell) {
   const auto model = cell.find("model");
   if (model == cell.end() || !model->second.is_string()) return out;  // required-ness is the plan's
   const std::string name = model->second.get<std::string>();
-  if (name == "torchscript") {
+  if (name == "torchscript" || name == "aoti") {
     const auto path = cell.find("model_path");
     if (path == cell.end() || !path->second.is_string() || path->second.get<std::string>().empty()) {
-      out.push_back({"model", "torchscript needs model_path (the TorchScript file to load)"});
+      out.push_back({"model", name == "torchscript"
+                                  ? "torchscript needs model_path (the TorchScript file to load)"
+                                  : "aoti needs model_path (the AOTInductor .pt2 package to load: "
+                                    "bench/gpu/aoti_package.py makes one)"});
     } else if (const std::string problem = FileProblem(path->second.get<std::string>()); !problem.empty()) {
       out.push_back({"model_path", path->second.get<std::string>() + " " + problem});
     }
     if (!cell.count("input_shapes")) {
-      out.push_back({"model", "torchscript needs input_shapes (`B,3,224,224`, B for the batch size)"});
+      out.push_back({"model", name + " needs input_shapes (`B,3,224,224`, B for the batch size)"});
     }
   } else if (FindModel(name) == nullptr && name != "allreduce") {
     out.push_back({"model", "unknown model '" + name + "' (the torch runner has " + KnownList() +
@@ -122,6 +128,11 @@ std::string Int8Problem(const Combination& cell) {
   };
   if (text("precision") != "int8") return "";
   const std::string model = text("model");
+  if (model == "aoti")
+    return "an AOTInductor package runs at the precision it was compiled at (bench/gpu/aoti_package.py makes "
+           "fp32 and bf16 ones); int8 needs a TorchScript model quantized offline, run as model torchscript "
+           "on "
+           "the cpu";
   const bool torchscript = model == "torchscript";
   if (model != "bert_base" && !torchscript)
     return "only bert_base has a dynamic int8 form here (its Linear layers); int8 CNNs need a TorchScript "
@@ -144,7 +155,7 @@ std::vector<std::string> DropUnusedSizeKeys(Combination& cell) {
   if (model == cell.end() || !model->second.is_string()) return dropped;
   const std::string name = model->second.get<std::string>();
   const TorchModelInfo* info = FindModel(name);
-  if (info == nullptr && name != "torchscript") return dropped;
+  if (info == nullptr && name != "torchscript" && name != "aoti") return dropped;
   for (const std::string& key : ModelSizeKeys()) {
     if (!cell.count(key)) continue;
     if (info != nullptr && std::binary_search(info->size_keys.begin(), info->size_keys.end(), key)) continue;

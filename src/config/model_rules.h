@@ -31,9 +31,10 @@ const std::vector<TorchModelInfo>& TorchModelTable();
 const std::vector<std::string>& ModelSizeKeys();
 
 // One cell's model errors (parameters as written, before defaults): `model` neither in the table
-// nor `torchscript`; `torchscript` without model_path or input_shapes; a model_path that is not a
-// readable regular file (relative paths are taken from the working directory, as the runner does);
-// scenario: converge with a model that does not converge (TorchScript included), or with a
+// nor `torchscript` nor `aoti`; `torchscript` or `aoti` without model_path or input_shapes; a
+// model_path that is not a readable regular file (relative paths are taken from the working
+// directory, as the runner does); scenario: converge with a model that does not converge
+// (TorchScript and AOTInductor included), or with a
 // num_classes other than Fashion-MNIST's 10.
 std::vector<LoadRuleViolation> CheckTorchModelCell(const Combination& cell);
 
@@ -42,13 +43,15 @@ Status CheckTorchModelRules(const Matrix& matrix, const std::vector<Combination>
 
 // Why `precision: int8` will end this cell `unsupported` (docs/precisions.md), or empty: the torch
 // runner's int8 is dynamic int8 Linear layers for bert_base, or a TorchScript model quantized
-// offline, for inference on the CPU (runners/torch/cell_options.cc refuses the rest the same way at
-// cell time; whether a TorchScript file holds quantized layers is known only when the runner loads
-// it). Reads the cell after defaults (device, scenario).
+// offline, for inference on the CPU; never an AOTInductor package, which runs at the precision it
+// was compiled at (runners/torch/cell_options.cc refuses the rest the same way at cell time;
+// whether a TorchScript file holds quantized layers is known only when the runner loads it).
+// Reads the cell after defaults (device, scenario).
 std::string Int8Problem(const Combination& cell);
 
 // Removes from `cell` the size keys its model does not read and returns them (empty when none,
-// or when the model is unknown). A TorchScript model reads none: its shapes are input_shapes.
+// or when the model is unknown). A TorchScript model or AOTInductor package reads none: its shapes
+// are input_shapes.
 std::vector<std::string> DropUnusedSizeKeys(Combination& cell);
 
 }  // namespace dlbench::config

@@ -25,7 +25,8 @@ TEST(ModelRulesTest, AnUnknownModelIsAnErrorAtItsAxisNamingTheKnownOnes) {
   EXPECT_EQ(st.error().message.rfind(
                 "m.yaml:3:3: error: model: unknown model 'resnet51' (the torch runner has "
                 "resnet50, mobilenet_v2, bert_base, ssd_mobilenet, fashion_cnn, fashion_cnn_bn, "
-                "allreduce (strategy: ddp: the all-reduce alone), or torchscript",
+                "allreduce (strategy: ddp: the all-reduce alone), torchscript with model_path and "
+                "input_shapes, or aoti",
                 0),
             0u)
       << st.error().message;
@@ -48,6 +49,31 @@ TEST(ModelRulesTest, TorchScriptNeedsAReadableRegularFileAndInputShapes) {
   EXPECT_TRUE(
       CheckTorchModelCell({{"model", "torchscript"}, {"model_path", file}, {"input_shapes", "B,4"}}).empty());
   EXPECT_TRUE(CheckTorchModelCell({{"model", "bert_base"}}).empty());
+}
+
+TEST(ModelRulesTest, AotiNeedsAReadablePackageAndInputShapes) {
+  const auto none = CheckTorchModelCell({{"model", "aoti"}});
+  ASSERT_EQ(none.size(), 2u);
+  EXPECT_EQ(
+      none[0].message,
+      "aoti needs model_path (the AOTInductor .pt2 package to load: bench/gpu/aoti_package.py makes one)");
+  EXPECT_EQ(none[1].message, "aoti needs input_shapes (`B,3,224,224`, B for the batch size)");
+  const auto missing = CheckTorchModelCell(
+      {{"model", "aoti"}, {"model_path", "/nonexistent/m.pt2"}, {"input_shapes", "B,3,224,224"}});
+  ASSERT_EQ(missing.size(), 1u);
+  EXPECT_EQ(missing[0].key, "model_path");
+  EXPECT_EQ(missing[0].message, "/nonexistent/m.pt2 does not exist");
+  const std::string file = ::testing::TempDir() + "/model_rules_m.pt2";
+  std::ofstream(file) << "x";
+  EXPECT_TRUE(CheckTorchModelCell({{"model", "aoti"}, {"model_path", file}, {"input_shapes", "B,3,224,224"}})
+                  .empty());
+  // A package is not a Fashion-MNIST model: scenario converge is refused by name.
+  const auto converge = CheckTorchModelCell(
+      {{"model", "aoti"}, {"model_path", file}, {"input_shapes", "B,4"}, {"scenario", "converge"}});
+  ASSERT_EQ(converge.size(), 1u);
+  EXPECT_NE(converge[0].message.find("aoti does not take that"), std::string::npos) << converge[0].message;
+  Combination sized = {{"model", "aoti"}, {"image_size", 64}};
+  EXPECT_EQ(DropUnusedSizeKeys(sized), (std::vector<std::string>{"image_size"}));
 }
 
 TEST(ModelRulesTest, SizeKeysTheModelDoesNotReadAreDropped) {
@@ -116,6 +142,9 @@ TEST(ModelRulesTest, Int8ProblemNamesWhatWorks) {
             std::string::npos)
       << Int8Problem(cell("torchscript", "cuda", "infer"));
   EXPECT_NE(Int8Problem(cell("torchscript", "cpu", "train")).find("use scenario infer"), std::string::npos);
+  EXPECT_NE(Int8Problem(cell("aoti", "cuda", "infer")).find("runs at the precision it was compiled at"),
+            std::string::npos);
+  EXPECT_NE(Int8Problem(cell("aoti", "cpu", "infer")), "");
   Combination fp32 = cell("resnet50", "cpu", "infer");
   fp32["precision"] = "fp32";
   EXPECT_EQ(Int8Problem(fp32), "");

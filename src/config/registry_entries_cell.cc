@@ -16,8 +16,9 @@ void AppendCellEntries(std::vector<ParamSpec>& r) {
                   .RequiredWith("torch")
                   .Label("=")
                   .Help("The model to run: a name from the torch runner's model zoo, "
-                        "`torchscript` with model_path, or `allreduce` (strategy: ddp: each step one "
-                        "all-reduce of allreduce_bytes, nothing else). Other runners record it.")
+                        "`torchscript` with model_path, `aoti` (an AOTInductor package, infer only) with "
+                        "model_path, or `allreduce` (strategy: ddp: each step one all-reduce of "
+                        "allreduce_bytes, nothing else). Other runners record it.")
                   .Build());
   r.push_back(Entry("scenario", kCell, kCore, ParamType::kEnum)
                   .Allowed({"train", "infer", "converge"})

@@ -123,12 +123,13 @@ void AppendTorchEntries(std::vector<ParamSpec>& r) {
                   .Help("Intra-op CPU threads. At most 4096, more than any host has cores.")
                   .Build());
   r.push_back(Entry("model_path", kCell, kTorch, ParamType::kString)
-                  .Help("TorchScript file to load, with model: torchscript.")
+                  .Help("File to load: a TorchScript file with model: torchscript, an AOTInductor .pt2 "
+                        "package with model: aoti (its sidecar `<model_path>.json` is read when present).")
                   .Build());
   r.push_back(Entry("input_shapes", kCell, kTorch, ParamType::kString)
                   .Format(StringFormat::kShapes)
-                  .Help("Input shapes of a TorchScript model, `;` between inputs, `B` for the "
-                        "batch size: `B,3,224,224;B,16`.")
+                  .Help("Input shapes of a TorchScript model or AOTInductor package, `;` between inputs, "
+                        "`B` for the batch size: `B,3,224,224;B,16`.")
                   .Build());
   r.push_back(Entry("input_dtypes", kCell, kTorch, ParamType::kString)
                   .Format(StringFormat::kDtypes)

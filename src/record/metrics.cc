@@ -136,7 +136,7 @@ const std::vector<MetricDef>& Table() {
        "CUDA: device_reserved_peak_bytes - device_allocated_peak_bytes of the end snapshot: memory the "
        "caching allocator held but no tensor used at the peaks"},
       {kModelFileBytes, "bytes", Producer::kRunner, kCell,
-       "size of the model file the runner loaded (model: torchscript), as stat() reports it"},
+       "size of the model file the runner loaded (model: torchscript or aoti), as stat() reports it"},
       {kClientOverheadNsPerStep, "ns", Producer::kRunner, kMeasured,
        "the Python client's own time per step in its loop, outside the step function (clients/python)"},
 
