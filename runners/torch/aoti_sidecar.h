@@ -20,8 +20,10 @@
 namespace dlbench::torchrunner {
 
 // A sidecar larger than this is refused (aoti_package.py writes well under 1 KiB).
-inline constexpr std::int64_t kAotiSidecarMaxBytes = 64 * 1024;
+inline constexpr std::int64_t kAotiSidecarMaxBytes = std::int64_t{64} * 1024;
 
+// The implicit moves are nlohmann::json's, string's and optional's, all noexcept.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 struct AotiSidecar {
   std::string path;  // where it was read
   // The fields the runner checks, when the sidecar has them.

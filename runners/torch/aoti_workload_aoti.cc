@@ -1,7 +1,6 @@
 // aoti_workload.h with LibTorch's AOTIModelPackageLoader (LibTorch 2.6+; written against 2.11's
 // header, docs/torch-runner.md "AOTInductor packages").
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
 
 #include <string>
@@ -106,14 +105,7 @@ class AotiWorkload final : public Workload {
   std::optional<std::int64_t> ModelFileBytes() const override { return file_bytes_; }
 
  private:
-  std::string DescribeInputs() const {
-    std::vector<std::string> parts;
-    for (std::size_t i = 0; i < spec_.input_shapes.size(); ++i) {
-      parts.push_back(
-          fmt::format("{} {}", InputDtypeName(spec_.input_dtypes[i]), fmt::join(spec_.input_shapes[i], "x")));
-    }
-    return fmt::format("{}", fmt::join(parts, ", "));
-  }
+  std::string DescribeInputs() const { return DescribeDeclaredInputs(spec_); }
 
   TorchScriptSpec spec_;
   std::unique_ptr<AOTIModelPackageLoader> loader_;

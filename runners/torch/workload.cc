@@ -284,14 +284,7 @@ class TorchScriptWorkload final : public Workload {
   std::optional<std::int64_t> ModelFileBytes() const override { return file_bytes_; }
 
  private:
-  std::string DescribeInputs() const {
-    std::vector<std::string> parts;
-    for (std::size_t i = 0; i < spec_.input_shapes.size(); ++i) {
-      parts.push_back(
-          fmt::format("{} {}", InputDtypeName(spec_.input_dtypes[i]), fmt::join(spec_.input_shapes[i], "x")));
-    }
-    return fmt::format("{}", fmt::join(parts, ", "));
-  }
+  std::string DescribeInputs() const { return DescribeDeclaredInputs(spec_); }
 
   TorchScriptSpec spec_;
   torch::jit::Module module_;
@@ -319,6 +312,15 @@ std::vector<torch::Tensor> MakeDeclaredInputs(const TorchScriptSpec& spec, torch
     inputs.push_back(t.to(device));
   }
   return inputs;
+}
+
+std::string DescribeDeclaredInputs(const TorchScriptSpec& spec) {
+  std::vector<std::string> parts;
+  for (std::size_t i = 0; i < spec.input_shapes.size(); ++i) {
+    parts.push_back(
+        fmt::format("{} {}", InputDtypeName(spec.input_dtypes[i]), fmt::join(spec.input_shapes[i], "x")));
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 torch::Tensor ToMemoryFormat(const torch::Tensor& t, torch::MemoryFormat format) {

@@ -96,6 +96,9 @@ std::vector<std::string> KnownModelNames();
 std::vector<torch::Tensor> MakeDeclaredInputs(const TorchScriptSpec& spec, torch::Device device,
                                               std::uint64_t seed);
 
+// The declared inputs in words, for error messages: "float32 8x3x224x224, int64 8x16".
+std::string DescribeDeclaredInputs(const TorchScriptSpec& spec);
+
 // Converts a 4-D floating tensor to channels_last (a no-op for other tensors).
 torch::Tensor ToMemoryFormat(const torch::Tensor& t, torch::MemoryFormat format);
 
