@@ -10,7 +10,8 @@
 #
 # Extra arguments go to ctest (address) or to each test binary (thread).
 # Environment: DLBENCH_JOBS (build parallelism, default nproc), DLBENCH_TEST_JOBS (ctest -j,
-# default 2).
+# default 2), DLBENCH_SANITIZE_BUILD_ONLY=1 (configure and build the stage's tree, run nothing:
+# what scripts/test.sh runs at idle priority while the suite's tests run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind="${1:-}"
@@ -26,6 +27,7 @@ case "$kind" in
   address)
     scripts/configure-asan.sh
     cmake --build build-asan -j "$jobs"
+    [ "${DLBENCH_SANITIZE_BUILD_ONLY:-0}" = 1 ] && exit 0
     cd build-asan
     # Unit tests and the null-runner end-to-end tests; the LibTorch runner is not built here, the
     # browser and Prometheus tests exercise those programs rather than dlbench's memory, and the
@@ -47,6 +49,7 @@ case "$kind" in
       -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
       -DDLBENCH_WITH_TORCH=OFF -DDLBENCH_BUILD_BENCH=OFF ${DLBENCH_CMAKE_ARGS:-}
     cmake --build build-tsan -j "$jobs" --target "${targets[@]}"
+    [ "${DLBENCH_SANITIZE_BUILD_ONLY:-0}" = 1 ] && exit 0
     # A high ASLR entropy (vm.mmap_rnd_bits > 28) breaks TSan's fixed memory layout on some
     # kernels; setarch -R runs the tests without address randomisation.
     run=()
