@@ -2,7 +2,8 @@
 """Packages a torchvision model as an AOTInductor .pt2 for dlbench's `model: aoti` (issue 21).
 
 torchvision's resnet50 or mobilenet_v2 (random weights, eval mode, on CUDA) is exported with
-torch.export.export, its batch dimension dynamic (torch.export.Dim("batch", min=1, max=--max-batch)),
+torch.export.export, its batch dimension dynamic (torch.export.Dim("batch", min=1, max=--max-batch);
+with --static, the example's batch size only, which Inductor can specialise its kernels for),
 and compiled and packaged with torch._inductor.aoti_compile_and_package. Precision bf16 tries the
 export (and compile) under torch.autocast("cuda", dtype=torch.bfloat16) first, entered inside the
 model's forward so that the export captures it, and checked: the exported graph must hold bfloat16
@@ -12,11 +13,12 @@ TF32 off).
 
 Writes the package to --out and its sidecar to --out + ".json" (docs/torch-runner.md "AOTInductor
 packages"), which dlbench-torch reads to check the cell's precision, batch size and input dtypes;
-then prints the cell lines to use. Compile on the machine type the package will run on: the package
+then prints the cell lines to use. Inductor's settings from the environment (TORCHINDUCTOR_*, e.g.
+TORCHINDUCTOR_FORCE_LAYOUT_OPT=1) are recorded in the sidecar as inductor_env. Compile on the machine type the package will run on: the package
 is tied to its GPU architecture.
 
 Usage: python3 bench/gpu/aoti_package.py --model resnet50 --precision bf16 --out /tmp/aoti/resnet50-bf16.pt2
-       [--batch 256] [--max-batch 1024]
+       [--batch 256] [--max-batch 1024 | --static]
 """
 import argparse
 import json
@@ -58,12 +60,12 @@ def holds_bf16(program):
 
 
 def export_and_compile(model, example, max_batch, out, autocast):
-    """(export_s, compile_s): torch.export with a dynamic batch, then AOTInductor's package."""
-    batch = torch.export.Dim("batch", min=1, max=max_batch)
+    """(export_s, compile_s): torch.export with a dynamic batch (none when max_batch is None: the
+    example's shape only), then AOTInductor's package."""
+    dynamic = None if max_batch is None else ({0: torch.export.Dim("batch", min=1, max=max_batch)},)
     start = time.perf_counter()
     with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
-        program = torch.export.export(Autocast(model) if autocast else model, (example,),
-                                      dynamic_shapes=({0: batch},))
+        program = torch.export.export(Autocast(model) if autocast else model, (example,), dynamic_shapes=dynamic)
     export_s = time.perf_counter() - start
     if autocast and not holds_bf16(program):
         raise RuntimeError("the program exported under autocast holds no bfloat16 value (autocast not captured)")
@@ -79,6 +81,8 @@ def main():
     ap.add_argument("--precision", choices=["bf16", "fp32"], default="bf16")
     ap.add_argument("--batch", type=int, default=256, help="the example input's batch size")
     ap.add_argument("--max-batch", type=int, default=1024, help="the dynamic batch dimension's upper bound")
+    ap.add_argument("--static", action="store_true",
+                    help="export for --batch alone (no dynamic batch dimension); the cell's batch_size must equal it")
     ap.add_argument("--out", required=True, help="the package to write (.pt2); its sidecar is OUT.json")
     args = ap.parse_args()
     if not 1 <= args.max_batch <= 65536:
@@ -98,23 +102,24 @@ def main():
     torch.manual_seed(1)
     model = MODELS[args.model](num_classes=1000).to(device).eval()
     example = torch.randn(args.batch, 3, 224, 224, device=device)
+    max_batch = None if args.static else args.max_batch
 
     autocast_error = None
     with torch.no_grad():
         if args.precision == "fp32":
             recipe, input_dtypes = "fp32", "float32"
-            export_s, compile_s = export_and_compile(model, example, args.max_batch, args.out, autocast=False)
+            export_s, compile_s = export_and_compile(model, example, max_batch, args.out, autocast=False)
         else:
             try:
                 recipe, input_dtypes = "autocast", "float32"
-                export_s, compile_s = export_and_compile(model, example, args.max_batch, args.out, autocast=True)
+                export_s, compile_s = export_and_compile(model, example, max_batch, args.out, autocast=True)
             except Exception as e:  # noqa: BLE001 - any failure of the autocast recipe falls back to casting
                 autocast_error = f"{type(e).__name__}: {e}"[:2000]
                 print(f"aoti_package.py: export under autocast failed ({autocast_error.splitlines()[0]}); "
                       "casting the model and inputs to bfloat16 instead", file=sys.stderr)
                 recipe, input_dtypes = "cast", "bfloat16"
                 model = model.to(torch.bfloat16)
-                export_s, compile_s = export_and_compile(model, example.to(torch.bfloat16), args.max_batch,
+                export_s, compile_s = export_and_compile(model, example.to(torch.bfloat16), max_batch,
                                                          args.out, autocast=False)
     packaging_s = time.perf_counter() - total_start
 
@@ -124,8 +129,8 @@ def main():
         "recipe": recipe,
         "input_shapes": INPUT_SHAPES,
         "input_dtypes": input_dtypes,
-        "batch_min": 1,
-        "batch_max": args.max_batch,
+        "batch_min": args.batch if args.static else 1,
+        "batch_max": args.batch if args.static else args.max_batch,
         "example_batch": args.batch,
         "export_s": round(export_s, 3),
         "compile_s": round(compile_s, 3),
@@ -135,6 +140,9 @@ def main():
         "device_name": torch.cuda.get_device_name(device),
         "compute_capability": "{}.{}".format(*torch.cuda.get_device_capability(device)),
     }
+    inductor_env = {k: v for k, v in sorted(os.environ.items()) if k.startswith("TORCHINDUCTOR_")}
+    if inductor_env:
+        sidecar["inductor_env"] = inductor_env
     if autocast_error:
         sidecar["autocast_error"] = autocast_error
     with open(args.out + ".json", "w") as f:
@@ -151,7 +159,7 @@ def main():
     print(f"precision: {args.precision}")
     print("scenario: infer")
     print("device: cuda")
-    print(f"batch_size: {args.batch}  # any of 1..{args.max_batch}")
+    print(f"batch_size: {args.batch}  # " + ("this one only (--static)" if args.static else f"any of 1..{args.max_batch}"))
 
 
 if __name__ == "__main__":
