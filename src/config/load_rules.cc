@@ -61,11 +61,32 @@ std::optional<YAML::Mark> KeyMark(const YAML::Node& map, const std::string& key)
   return std::nullopt;
 }
 
-// Where `key` of this cell is written: the first include entry that sets it (and, when the entry
-// names a load, names this cell's), else the matrix axis, else the start of the file.
+// Whether every scalar key of an include entry has this cell's value, so the cell may be the entry's.
+bool EntryFitsCell(const YAML::Node& entry, const Combination& cell) {
+  if (!entry.IsMap()) return false;
+  for (auto it = entry.begin(); it != entry.end(); ++it) {
+    if (!it->first.IsScalar() || !it->second.IsScalar()) continue;
+    const auto value = cell.find(it->first.Scalar());
+    if (value == cell.end()) return false;
+    if (Text(value->second) == it->second.Scalar()) continue;
+    double number = 0;  // 256 against 256.0, say
+    if (!value->second.is_number() || !YAML::convert<double>::decode(it->second, number) ||
+        number != value->second.get<double>()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Where `key` of this cell is written: the first include entry that sets it and whose other scalar
+// keys all have this cell's values; else the first that sets it (and, when the entry names a load,
+// names this cell's); else the matrix axis; else the start of the file.
 YAML::Mark Locate(const YAML::Node& root, const Combination& cell, const std::string& key) {
   const YAML::Node include = root.IsMap() ? root["include"] : YAML::Node();
   if (include && include.IsSequence()) {
+    for (const YAML::Node& entry : include) {
+      if (auto mark = KeyMark(entry, key); mark && EntryFitsCell(entry, cell)) return *mark;
+    }
     const auto load = cell.find("load");
     for (const YAML::Node& entry : include) {
       auto mark = KeyMark(entry, key);

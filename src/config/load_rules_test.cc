@@ -136,6 +136,42 @@ TEST(LoadRulesTest, IncludeEntriesAreLocatedAndDuplicatesReportedOnce) {
   EXPECT_TRUE(CheckLoadRules(*matrix, {Cell({{"model", "a"}})}).ok());
 }
 
+// Several include entries set the same key: each cell's error names the entry that made it (the
+// one whose other values are the cell's), not the first entry with that key.
+TEST(LoadRulesTest, EachCellIsLocatedAtItsOwnIncludeEntry) {
+  const std::string text =
+      "runner: torch\n"                                                                    // 1
+      "matrix:\n"                                                                          // 2
+      "  model: [a]\n"                                                                     // 3
+      "  scenario: infer\n"                                                                // 4
+      "include:\n"                                                                         // 5
+      "  - {model: a, batch_size: 8, load: server, target_qps: max}\n"                     // 6
+      "  - {model: a, batch_size: 16, load: server, min_queries: 100, target_qps: max}\n"  // 7
+      "  - {model: a, batch_size: 32, load: server, target_qps: max}\n";                   // 8
+  auto matrix = ParseMatrix(text, "m.yaml");
+  ASSERT_TRUE(matrix.ok()) << matrix.error().message;
+  const std::vector<Combination> cells = {
+      // min_queries as the number 100.0, written 100: the same value.
+      Cell({{"model", "a"},
+            {"scenario", "infer"},
+            {"batch_size", 16},
+            {"load", "server"},
+            {"min_queries", 100.0},
+            {"target_qps", "max"}}),
+      Cell({{"model", "a"},
+            {"scenario", "infer"},
+            {"batch_size", 32},
+            {"load", "server"},
+            {"target_qps", "max"}}),
+  };
+  const Status st = CheckLoadRules(*matrix, cells);
+  ASSERT_FALSE(st.ok());
+  const std::string& message = st.error().message;
+  EXPECT_EQ(message.rfind("m.yaml:7:", 0), 0u) << message;
+  EXPECT_NE(message.find("\nm.yaml:8:"), std::string::npos) << message;
+  EXPECT_EQ(message.find("m.yaml:6:"), std::string::npos) << message;
+}
+
 TEST(LoadRulesTest, RegistryTypesTheLoadKeys) {
   const ParamSpec* qps = FindParam("target_qps", ParamSection::kCell);
   ASSERT_NE(qps, nullptr);
