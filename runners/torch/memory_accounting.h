@@ -90,7 +90,7 @@ std::optional<MeasuredPeak> PeakFromSnapshot(const nlohmann::json& end_snapshot,
 // expected_resident_bytes,
 // memory_peak_bytes, activation_workspace_bytes (the peak less the resident bytes, when not
 // negative) and allocator_fragmentation_bytes (CUDA), and info.memory with the rules and sources.
-// weight_bytes is the runner's own metric already (Extras in torch_runner.cc).
+// weight_bytes is the runner's own metric already (Extras in cell_report.cc).
 void AddMemoryBreakdown(const ExpectedMemory& expected, const std::optional<MeasuredPeak>& peak,
                         nlohmann::json& extras);
 

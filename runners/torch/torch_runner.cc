@@ -1,3 +1,7 @@
+// The torch runner's cell, from CONFIGURE to DONE or ERROR (torch_runner.h): the checks, the
+// measured step loop (or a load or converge cell's part), the memory snapshots and the reports.
+// CellState and Build are in cell_state.h, the CUDA-graph capture in cell_capture.h, READY's
+// effective cell and EXTRAS in cell_report.h.
 #include "torch_runner.h"
 
 #include <fmt/format.h>
@@ -5,18 +9,17 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <exception>
 #include <memory>
 #include <optional>
 
 #include "aoti_workload.h"
-#include "blas_threads.h"
+#include "cell_capture.h"
 #include "cell_options.h"
+#include "cell_report.h"
+#include "cell_state.h"
 #include "common/clock.h"
 #include "common/log.h"
-#include "config/cuda_alloc_conf.h"
-#include "config/host_allocator.h"
 #include "config/registry.h"
 #include "converge.h"
 #include "cuda_graph.h"
@@ -28,12 +31,9 @@
 #include "ddp/rank.h"
 #include "device_info.h"
 #include "failure.h"
-#include "foreach_optim.h"
 #include "load/settings.h"
 #include "load_scenario.h"
 #include "memory_accounting.h"
-#include "models/dynamic_int8.h"
-#include "peak_flops.h"
 #include "precision.h"
 #include "record/metrics.h"
 #include "reference_eval.h"
@@ -63,36 +63,6 @@ int Report(RunnerSession& session, const Failure& failure) {
 RunnerErrorKind WireKind(ErrorKind kind) {
   return kind == ErrorKind::kUnsupported ? RunnerErrorKind::kUnsupported : RunnerErrorKind::kInvalid;
 }
-
-// Everything a cell's steps use, built before READY.
-struct CellState {
-  TorchCell cell;
-  torch::Device device{torch::kCPU};
-  torch::MemoryFormat memory_format = torch::MemoryFormat::Contiguous;
-  std::optional<torch::ScalarType> autocast_dtype;
-  std::unique_ptr<Workload> workload;
-  std::unique_ptr<torch::optim::Optimizer> optimizer;  // train only
-  std::string optimizer_impl;                          // train only: "foreach" or "per_param"
-  std::unique_ptr<LossScaler> scaler;                  // fp16 train only
-  torch::Tensor last_loss;                             // train only, read after the loop
-  MathSwitches switches;
-  BlasThreading blas;
-  std::optional<CudaDeviceInfo> cuda_device;
-  std::unique_ptr<data::Feeder> feeder;  // each step's batch from cell.data (device: the fixed one)
-  std::unique_ptr<CapturedForward>
-      graph;                       // cuda_graph: the infer forward or train step, captured after Build
-  double graph_capture_s = 0;      // its warm-up runs and capture, before READY
-  std::unique_ptr<ddp::Rank> ddp;  // strategy ddp only
-  std::optional<std::int64_t> step_comm_ns;  // ddp serial: this step's all-reduce
-  // Where the memory goes (memory_accounting.h): the runner's RSS before the model was built, the
-  // expected bytes once it was, and whether the device's peak counters restarted after warm-up.
-  std::int64_t rss_before_build = 0;
-  ExpectedMemory expected_memory;
-  bool steady_peak_window = false;
-  // A cpu cell under memory_cap (the orchestrator's RLIMIT_DATA or cgroup): the BLAS library's
-  // buffers are made before the model (WarmBlasBuffers).
-  bool host_capped = false;
-};
 
 void Synchronize(const CellState& s) {
   if (s.feeder) {
@@ -143,302 +113,6 @@ void InferStep(CellState& s) {
     s.workload->PostProcess(outputs);
   }
   Synchronize(s);
-}
-
-// Eager runs of the forward on the capture's side stream before it is captured (cuda_graph.h).
-constexpr int kCudaGraphWarmupRuns = 3;
-
-// cuda_graph: the fixed batch's forward, as InferStep runs it, captured once (cuda_graph.h).
-void CaptureInferForward(CellState& s) {
-  const std::int64_t start_ns = MonotonicNowNs();
-  s.graph = CaptureForward(s.device, kCudaGraphWarmupRuns, [&s] {
-    c10::InferenceMode inference;
-    AutocastRegion region(s.device.type(), s.autocast_dtype);
-    return s.workload->Forward();
-  });
-  s.graph_capture_s = NsToSeconds(MonotonicNowNs() - start_ns);
-}
-
-// cuda_graph on a train cell: the whole step (gradients set to none, forward and loss under
-// autocast, backward, the optimizer's step) captured once, as torch.cuda.graph captures a whole
-// network from Python. The warm-up runs are training steps (the optimizer's state is made there);
-// the capture's backward allocates the gradients from the graph's pool, and every replay writes
-// them, the weights and the optimizer's state in place. The optimizer must make the same launches
-// every step: SGD (no step count), or AdamW with its step count on the device (ForeachAdamW's
-// capturable form, which Build picks for such cells); LibTorch's per-parameter AdamW is refused.
-void CaptureTrainStep(CellState& s) {
-  const auto* adamw = dynamic_cast<const ForeachAdamW*>(s.optimizer.get());
-  const bool capturable = dynamic_cast<const torch::optim::SGD*>(s.optimizer.get()) != nullptr ||
-                          dynamic_cast<const ForeachSgd*>(s.optimizer.get()) != nullptr ||
-                          (adamw != nullptr && adamw->capturable());
-  if (!capturable) {
-    throw UnsupportedError(fmt::format(
-        "unsupported: cuda_graph training with optimizer_impl {} and {}: its step count lives on the host, "
-        "so a replayed step would repeat the captured step's bias corrections; use optimizer_impl foreach "
-        "(its AdamW keeps the count on the device) or cuda_graph false",
-        s.optimizer_impl, s.workload->OptimizerName()));
-  }
-  const std::int64_t start_ns = MonotonicNowNs();
-  s.graph = CaptureForward(
-      s.device, kCudaGraphWarmupRuns,
-      [&s] {
-        s.optimizer->zero_grad();  // LibTorch 2.x sets them to none: the capture's backward allocates them
-        torch::Tensor loss;
-        {
-          AutocastRegion region(s.device.type(), s.autocast_dtype);
-          loss = s.workload->Loss(s.workload->Forward());
-        }
-        loss.backward();
-        s.optimizer->step();
-        return std::vector<torch::Tensor>{loss.detach()};
-      },
-      "the training step");
-  s.graph_capture_s = NsToSeconds(MonotonicNowNs() - start_ns);
-}
-
-torch::MemoryFormat ResolveMemoryFormat(const TorchCell& cell, const Workload& workload) {
-  switch (cell.memory_format) {
-    case MemoryFormat::kChannelsLast:
-      return torch::MemoryFormat::ChannelsLast;
-    case MemoryFormat::kContiguous:
-      return torch::MemoryFormat::Contiguous;
-    case MemoryFormat::kAuto:
-      break;
-  }
-  return cell.device.kind == DeviceKind::kCuda && workload.is_convolutional()
-             ? torch::MemoryFormat::ChannelsLast
-             : torch::MemoryFormat::Contiguous;
-}
-
-// OpenBLAS (0.3.21, Debian's libblas.so.3) allocates its 128 MiB work buffer at the first matrix
-// product of a thread and keeps it; when that allocation fails it tries again without end
-// (blas_memory_alloc's loop), so under RLIMIT_DATA a first product at the edge of the cap spun
-// until timeout_s (a ResNet-50 at base_width 4 and batch 5064 under 1 GiB, the fc layer's addmm
-// after the convolutions' activations; docs/memory.md "A crash under RLIMIT_DATA"). One product
-// before the model, with the cell's threads set, makes the buffers while the cap has room; the
-// model's products reuse them. 256 x 256 is above OpenBLAS's small-matrix path, which takes no
-// buffer. A failure here is the cell's (the caller classifies it).
-void WarmBlasBuffers() {
-  const torch::Tensor a = torch::ones({256, 256});
-  (void)torch::mm(a, a);
-}
-
-// Builds the model, its batch and optimizer on the device with every switch set. Throws; the
-// caller classifies.
-void Build(CellState& s, std::uint64_t seed, int rank) {
-  const TorchCell& cell = s.cell;
-  s.rss_before_build = HostRssBytes();
-  if (cell.threads) at::set_num_threads(*cell.threads);
-  // at::set_num_threads leaves the BLAS library's own pool alone (blas_threads.h).
-  s.blas = SetBlasThreads(cell.threads);
-  if (s.host_capped) WarmBlasBuffers();
-  s.switches = ApplyMathSwitches(cell);
-  torch::manual_seed(seed);
-  s.device = cell.device.kind == DeviceKind::kCuda
-                 ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(cell.device.index))
-                 : torch::Device(torch::kCPU);
-  s.cuda_device = FindCudaDevice(cell.device);
-  // An AOTInductor package's kernels are compiled at its precision and do not go through ATen's
-  // dispatcher, where autocast acts: no autocast around its forward (aoti_workload.h).
-  s.autocast_dtype = cell.aoti ? std::nullopt : AutocastDtype(cell.precision);
-  s.workload = MakeWorkload(cell);
-  s.memory_format = ResolveMemoryFormat(cell, *s.workload);
-  // The model starts from `seed` on every rank; each rank of a ddp cell trains on its own batch.
-  s.workload->Prepare(cell, s.device, s.memory_format, ddp::BatchSeed(seed, rank));
-  if (cell.precision == Precision::kInt8) {
-    if (cell.torchscript) {
-      // The file's own int8 layers run as saved; the runner quantizes nothing.
-      if (s.workload->QuantizedInModel().is_null()) {
-        throw UnsupportedError(fmt::format(
-            "unsupported: precision int8 of TorchScript model {}: it holds no quantized layers (no "
-            "torch.classes.quantized packed weights, no quantized tensors); quantize it offline "
-            "(scripts/quantize_cnn.py) or run it at precision fp32",
-            cell.torchscript->path));
-      }
-    } else {
-      s.workload->QuantizeDynamicInt8();
-    }
-  }
-  s.workload->SetTraining(Trains(cell.scenario));
-  s.feeder = std::make_unique<data::Feeder>(cell, *s.workload, s.device, seed);
-  if (Trains(cell.scenario)) {
-    s.optimizer = s.workload->MakeOptimizer(cell.lr);
-    const bool foreach = cell.optimizer_impl == OptimizerImpl::kForeach ||
-                         (cell.optimizer_impl == OptimizerImpl::kAuto && s.device.is_cuda());
-    if (foreach) {
-      auto twin = ForeachTwin(*s.optimizer, /*capturable=*/cell.cuda_graph);
-      if (!twin)
-        throw UnsupportedError("optimizer_impl foreach: no multi-tensor form of " +
-                               s.workload->OptimizerName());
-      s.optimizer = std::move(twin);
-      s.optimizer_impl = "foreach";
-    } else {
-      s.optimizer_impl = "per_param";
-    }
-    if (cell.precision == Precision::kFp16) s.scaler = std::make_unique<LossScaler>(s.device);
-  }
-  const std::optional<WeightBytes> weights = s.workload->DeployedWeightBytes();
-  s.expected_memory = ExpectMemory(s.workload->Parameters(), s.workload->Buffers(), s.workload->FeedTensors(),
-                                   weights ? std::optional<std::int64_t>(weights->total) : std::nullopt,
-                                   s.optimizer.get(), s.optimizer_impl == "foreach");
-}
-
-// The effective cell's cuda_graph: false, or what is replayed and how long the capture took.
-nlohmann::json CudaGraphEffective(const CellState& s) {
-  if (!s.cell.cuda_graph) return false;
-  nlohmann::json e = {{"enabled", true}};
-  if (Trains(s.cell.scenario)) {
-    e["replayed"] =
-        "the whole training step (gradients set to none, forward and loss under autocast, backward, "
-        "the optimizer's step), captured after eager warm-up steps";
-  } else {
-    e["replayed"] =
-        "the forward, captured after eager warm-up runs (load scenarios: one graph per batch size and "
-        "stream); post-processing runs eagerly after each replay";
-  }
-  if (s.graph) {  // a step-loop cell's graph (a load cell's are the executor's)
-    e["warmup_runs"] = kCudaGraphWarmupRuns;
-    e["capture_s"] = s.graph_capture_s;
-  }
-  return e;
-}
-
-std::optional<double> FlopsPerSample(const CellState& s) {
-  auto forward = s.workload->ForwardFlopsPerSample();
-  if (!forward) return std::nullopt;
-  return Trains(s.cell.scenario) ? 3.0 * *forward : *forward;
-}
-
-// What the weights are held as: fp32, with bert_base's Linear weights packed at int8, or as a
-// TorchScript file saved them (its quantized layers counted).
-std::string ParamDtype(const CellState& s) {
-  const nlohmann::json quantized = s.workload->QuantizedInModel();
-  if (!quantized.is_null()) {
-    return fmt::format("as saved in the TorchScript file: {} packed quantized layers, {} quantized tensors",
-                       quantized.value("packed_layers_total", std::int64_t{0}),
-                       quantized.value("quantized_tensors", std::int64_t{0}));
-  }
-  if (s.cell.aoti)
-    return "as packaged: the AOTInductor package's constants, at the precision it was compiled at";
-  return s.cell.precision == Precision::kInt8 ? "float32; Linear weights qint8" : "float32";
-}
-
-nlohmann::json Effective(const CellState& s, std::uint64_t seed) {
-  const TorchCell& cell = s.cell;
-  nlohmann::json e = {
-      {"model", s.workload->name()},
-      {"scenario", ScenarioName(cell.scenario)},
-      {"batch_size", cell.batch_size},
-      {"samples_per_step", cell.batch_size},
-      {"device", cell.device.ToString()},
-      {"precision", PrecisionName(cell.precision)},
-      {"param_dtype", ParamDtype(s)},
-      {"autocast_dtype",
-       s.autocast_dtype ? nlohmann::json(c10::toString(*s.autocast_dtype)) : nlohmann::json(nullptr)},
-      {"loss_scaling", s.scaler != nullptr},
-      {"memory_format",
-       s.memory_format == torch::MemoryFormat::ChannelsLast ? "channels_last" : "contiguous"},
-      {"memory_format_requested", MemoryFormatName(cell.memory_format)},
-      {"cuda_graph", CudaGraphEffective(s)},
-      {"threads", at::get_num_threads()},
-      {"interop_threads", at::get_num_interop_threads()},
-      {"blas", ToJson(s.blas)},
-      {"deterministic", cell.deterministic},
-      {"seed", seed},
-      {"strategy", s.ddp ? "ddp" : "none"},
-      {"world_size", s.cell.ddp ? s.cell.ddp->world_size : 1},
-      {"timing", "host clock around each step; the step ends with a device synchronize"},
-      {"torch_version", TorchVersion()},
-      {"model_options", s.workload->EffectiveOptions()},
-  };
-  e.update(s.switches.ToJson());
-  if (cell.aoti) {
-    e["precision_source"] = fmt::format(
-        "the AOTInductor package's: compiled at {} (checked against its sidecar when it has one); "
-        "no autocast around the compiled forward, whose kernels bypass ATen's dispatcher",
-        PrecisionName(cell.precision));
-  }
-  if (cell.precision == Precision::kInt8 && cell.torchscript) {
-    e["quantization"] = {{"scheme", "offline: the TorchScript file's own quantized layers, run as saved"},
-                         {"in_model", s.workload->QuantizedInModel()},
-                         {"engine", models::QuantizedEngineName()}};
-  } else if (cell.precision == Precision::kInt8) {
-    e["quantization"] = {{"scheme", "dynamic"},
-                         {"layers", "every Linear"},
-                         {"weights", "qint8, per tensor, symmetric (max |w| / 127.5)"},
-                         {"activations", "quint8, quantized per call from their range"},
-                         {"engine", models::QuantizedEngineName()},
-                         {"reduce_range", models::ReduceRangeOnEngine()}};
-  }
-  // The caching allocator's settings as this process's environment holds them (the orchestrator sets
-  // them from cuda_alloc_conf before the exec; docs/memory.md): what the allocator read.
-  if (const char* conf = std::getenv(config::kCudaAllocConfEnv)) e[config::kCudaAllocConfEffective] = conf;
-  // The host allocator this process runs with (host_allocator; docs/memory.md "The host allocator").
-  e[config::kHostAllocatorEffective] = config::DetectHostAllocator();
-  if (cell.deterministic) {
-    const char* ws = std::getenv("CUBLAS_WORKSPACE_CONFIG");
-    e["cublas_workspace_config"] = ws != nullptr ? ws : "";
-  }
-  // The GPUs this cell uses, by UUID (docs/protocol.md): the monitor attributes only their samples.
-  e["device_uuids"] = nlohmann::json::array();
-  if (s.cuda_device) {
-    e["device_name"] = s.cuda_device->name;
-    e["compute_capability"] = fmt::format("{}.{}", s.cuda_device->major, s.cuda_device->minor);
-    e["device_uuids"].push_back(s.cuda_device->uuid);
-  }
-  if (Trains(cell.scenario)) {
-    e["optimizer"] = s.workload->OptimizerName();
-    e["optimizer_impl"] = s.optimizer_impl;
-    if (cell.lr) e["lr"] = *cell.lr;
-  }
-  if (auto flops = FlopsPerSample(s)) e[record::metric::kFlopsPerSample] = *flops;
-  e.update(s.feeder->Effective());
-  if (s.ddp) ddp::AddEffective(*s.ddp, e);
-  return e;
-}
-
-// One EXTRAS metric, named and united as record/metrics.h declares it.
-nlohmann::json Metric(std::string_view name, double value) {
-  return {{"name", name}, {"value", value}, {"unit", record::MetricUnit(name)}};
-}
-
-nlohmann::json Extras(const CellState& s) {
-  nlohmann::json metrics = nlohmann::json::array();
-  nlohmann::json info = nlohmann::json::object();
-  if (auto flops = FlopsPerSample(s)) {
-    metrics.push_back(Metric(record::metric::kFlopsPerSample, *flops));
-    info["flop_convention"] = Trains(s.cell.scenario) ? "3 x counted forward FLOPs (multiply-add = 2)"
-                                                      : "counted forward FLOPs (multiply-add = 2)";
-  }
-  if (auto weights = s.workload->DeployedWeightBytes()) {
-    metrics.push_back(Metric(record::metric::kWeightBytes, static_cast<double>(weights->total)));
-    metrics.push_back(Metric(record::metric::kLinearWeightBytes, static_cast<double>(weights->linear)));
-  }
-  if (auto file = s.workload->ModelFileBytes())
-    metrics.push_back(Metric(record::metric::kModelFileBytes, static_cast<double>(*file)));
-  if (s.cuda_device) {
-    info["device_name"] = s.cuda_device->name;
-    if (auto peak = PeakFlopsPerS(s.cuda_device->name, s.cell.precision)) {
-      metrics.push_back(Metric(record::metric::kPeakFlopsPerS, *peak));
-      info["device_peak_source"] =
-          "NVIDIA datasheet, dense tensor-core/FP32 peak (runners/torch/peak_flops.cc)";
-    }
-  }
-  if (s.last_loss.defined()) {
-    // JSON has no NaN/inf: a diverged loss is reported as a flag rather than a null number.
-    const double loss = s.last_loss.to(torch::kCPU).to(torch::kDouble).item<double>();
-    if (std::isfinite(loss))
-      info["final_loss"] = loss;
-    else
-      info["final_loss_nonfinite"] = true;
-  }
-  if (s.scaler) {
-    metrics.push_back(Metric(record::metric::kLossScaleFinal, s.scaler->scale()));
-    metrics.push_back(
-        Metric(record::metric::kSkippedOptimizerSteps, static_cast<double>(s.scaler->skipped_steps())));
-  }
-  s.feeder->AddExtras(metrics, info);
-  return {{"metrics", metrics}, {"info", info}};
 }
 
 // Runs the measured loop in two parts with a memory snapshot between them, outside any timed

@@ -1,6 +1,6 @@
-// What a ddp cell adds to the torch runner's cell (torch_runner.cc calls these; the Rank does the
-// communication): where the rank runs, joining its group, the step record's phases, and the
-// end-of-cell check (docs/distributed.md).
+// What a ddp cell adds to the torch runner's cell (torch_runner.cc and cell_*.cc call these; the
+// Rank does the communication): where the rank runs, joining its group, the step record's phases,
+// and the end-of-cell check (docs/distributed.md).
 #pragma once
 
 #include <torch/torch.h>
