@@ -3,7 +3,8 @@
 # bert_base and ssd_mobilenet, train and infer, bf16 and fp32, the largest batch that fits on the
 # whole device and under memory_cap 16, 24 and 40 GiB (T4, L4/A10, A100-40GB sizes): 64 searches
 # through one `dlbench run`, then `dlbench show` and the table (largest batch, first failing, the
-# measured peak at the batch found, probes, processes, the cell's wall time).
+# measured peak at the batch found, probes, processes, the probes' wall and setup time (each
+# probe's `times`), the measured cell's wall time).
 #
 # How it stays within minutes: every search has boundary_probe_process: shared (its probes and
 # its measured run go on in one dlbench-torch process, also after a CUDA `oom`, which leaves the
@@ -274,7 +275,11 @@ def metric(c, name):
 def gib(b):
     return "-" if b is None else f"{b / 2**30:.2f}"
 rows = [["cap", "model", "scenario", "precision", "outcome", "largest", "first_failing", "end",
-         "peak_GiB", "reserved_GiB", "probes", "guided", "processes", "cell_s"]]
+         "peak_GiB", "reserved_GiB", "probes", "guided", "processes", "probes_s", "probe_setup_s", "cell_s"]]
+def probe_sum(probes, name):
+    # The probes' own times (each probe's `times`, since session 19); "-" for older stores.
+    vals = [q.get("times", {}).get(name) for q in probes]
+    return "-" if not vals or any(v is None for v in vals) else f"{sum(vals):.1f}"
 for c in cells:
     p, s = c["params"], c.get("extras", {}).get("boundary_search", {})
     probes = s.get("probes", [])
@@ -288,6 +293,7 @@ for c in cells:
                  gib(metric(c, "device_allocated_peak_bytes") or metric(c, "host_peak_rss_bytes")),
                  gib(metric(c, "device_reserved_peak_bytes")), str(len(probes)),
                  str(sum(1 for q in probes if q.get("guided"))), str(len(pids)),
+                 probe_sum(probes, "wall_s"), probe_sum(probes, "setup_s"),
                  "-" if wall is None else f"{wall:.1f}"])
 with open(sys.argv[2], "w") as f:
     for r in rows:

@@ -110,6 +110,19 @@ nlohmann::json ProcessOf(const record::CellRecord& rec) {
   return nullptr;
 }
 
+// Where a probe's time went, so a slow search can be told apart (issue 13: searches of 10-150 s):
+// its wall time as the orchestrator saw it, the runner's start to HELLO (0 for a kept process)
+// and HELLO to the first step (the model, its batch and optimizer built, CellTimeline's setup).
+// Each only where known.
+nlohmann::json ProbeTimes(const record::CellRecord& rec) {
+  nlohmann::json times = nlohmann::json::object();
+  if (rec.started_wall_ns > 0 && rec.finished_wall_ns >= rec.started_wall_ns)
+    times["wall_s"] = static_cast<double>(rec.finished_wall_ns - rec.started_wall_ns) * 1e-9;
+  if (const auto v = record::MetricValue(rec, record::metric::kTimeToHelloS)) times["hello_s"] = *v;
+  if (const auto v = record::MetricValue(rec, record::metric::kSetupS)) times["setup_s"] = *v;
+  return times;
+}
+
 bool StringParamIs(const plan::Cell& cell, const char* key, const char* value) {
   const auto it = cell.params.find(key);
   return it != cell.params.end() && it->second.is_string() && it->second.get<std::string>() == value;
@@ -224,6 +237,7 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
                     {"guided", result.probes[i].guided},
                     {"guide_peak_bytes", guide_peak ? nlohmann::json(*guide_peak) : nlohmann::json(nullptr)},
                     {"process", ProcessOf(probes[i])},
+                    {"times", ProbeTimes(probes[i])},
                     {"message", FirstLine(probes[i].message)}});
   }
 
@@ -258,6 +272,7 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
                       {"measured", true},
                       {"guide_peak_bytes", nullptr},
                       {"process", ProcessOf(rec)},
+                      {"times", ProbeTimes(rec)},
                       {"message", FirstLine(rec.message)}});
       const auto next = std::min(
           value - 1, static_cast<std::int64_t>(std::floor(kMeasuredStepDown * static_cast<double>(value))));

@@ -42,6 +42,10 @@ struct FakeRunner {
     const bool fits = batch <= (probe ? probe_limit : measured_limit);
     rec.outcome = fits ? record::Outcome::kOk : record::Outcome::kOom;
     if (!fits) rec.message = "out of memory at batch " + std::to_string(batch);
+    // Each call 2 s of wall time from t = calls x 10 s, 0.25 s of it setup.
+    rec.started_wall_ns = static_cast<std::int64_t>(calls.size()) * 10'000'000'000;
+    rec.finished_wall_ns = rec.started_wall_ns + 2'000'000'000;
+    record::SetMetric(rec, metric::kSetupS, 0.25);
     return rec;
   }
 };
@@ -68,7 +72,13 @@ TEST(BoundaryCell, AMeasuredRunThatFitsIsTheCellAtTheValueFound) {
   EXPECT_EQ(search.at("found"), 373);
   EXPECT_EQ(search.at("probes_found"), 373);
   EXPECT_TRUE(search.at("measured_oom").empty());
-  for (const nlohmann::json& p : search.at("probes")) EXPECT_FALSE(p.value("measured", false));
+  for (const nlohmann::json& p : search.at("probes")) {
+    EXPECT_FALSE(p.value("measured", false));
+    // Each probe's times (ProbeTimes): the record's wall span and setup; no HELLO time reported.
+    EXPECT_DOUBLE_EQ(p.at("times").at("wall_s").get<double>(), 2.0) << p.dump();
+    EXPECT_DOUBLE_EQ(p.at("times").at("setup_s").get<double>(), 0.25) << p.dump();
+    EXPECT_FALSE(p.at("times").contains("hello_s")) << p.dump();
+  }
   EXPECT_FALSE(rec.extras.contains("warnings"));
   EXPECT_EQ(rec.params.at("batch_size"), "max");
 }
@@ -91,6 +101,7 @@ TEST(BoundaryCell, AMeasuredRunThatEndsOomStepsDownFivePercentAndSaysWhere) {
   EXPECT_EQ(last.at("batch_size"), 373);
   EXPECT_EQ(last.at("outcome"), "oom");
   EXPECT_EQ(last.at("message"), "out of memory at batch 373");
+  EXPECT_DOUBLE_EQ(last.at("times").at("wall_s").get<double>(), 2.0) << last.dump();
   ASSERT_TRUE(rec.extras.contains("warnings"));
   EXPECT_EQ(
       rec.extras.at("warnings").at(0),
