@@ -106,6 +106,25 @@ torch::Tensor GroupedGreedyNms(const torch::Tensor& boxes, const torch::Tensor& 
 // SSD's default boxes as torchvision's DefaultBoxGenerator([[2, 3]] * maps, min_ratio 0.2,
 // max_ratio 0.95, clip): per feature map (rows, cols) and per location, 6 boxes (aspect 1, the
 // extra scale sqrt(s_k s_k+1), 2, 1/2, 3, 1/3). Returns [anchors, 4] as x1, y1, x2, y2 in pixels.
+// SSD's inference selection (torchvision's SSD.postprocess_detections) from class logits [N, A, K]
+// (K counts the background, class 0) and decoded boxes [N, A, 4]: per image and class the
+// `topk_candidates` best anchors by softmax score, those above `score_thresh`, greedy NMS per
+// class at `nms_thresh`, then the `detections_per_image` best survivors of the image by score.
+// Returns [D, 7] rows (image, x1, y1, x2, y2, score, label), images in order, each image's rows
+// by descending score (the order of equal scores is unspecified, as torchvision's topk). The
+// images go `images_per_chunk` at a time through batched tensor ops, so a batch costs a few
+// device synchronisations per chunk, not per image; memory grows with the chunk (about 16 MB an
+// image at 90 classes and 300 candidates, on top of one slice of NMS groups).
+struct DetectionSettings {
+  double score_thresh = 0.001;
+  double nms_thresh = 0.55;
+  int64_t topk_candidates = 300;
+  int64_t detections_per_image = 300;
+  int64_t images_per_chunk = 16;
+};
+torch::Tensor SsdSelectDetections(const torch::Tensor& logits, const torch::Tensor& boxes,
+                                  const DetectionSettings& settings);
+
 torch::Tensor SsdDefaultBoxes(const std::vector<std::pair<int64_t, int64_t>>& feature_maps,
                               int64_t image_size);
 

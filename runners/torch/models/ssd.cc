@@ -27,6 +27,10 @@ constexpr int64_t kDetectionsPerImage = 300;
 constexpr int64_t kTopkCandidates = 300;
 constexpr double kBoxWeights[4] = {10.0, 10.0, 5.0, 5.0};  // variances 0.1 / 0.2
 constexpr int64_t kNegativesPerPositive = 3;               // hard negative mining
+// NMS's memory and syncs (GroupedGreedyNms): groups (a class of an image) whose IoU is built at
+// once, and rounds between two tests for the fixed point.
+constexpr int64_t kNmsGroupsPerSlice = 64;
+constexpr int64_t kNmsRoundsPerCheck = 4;
 // Share of anchors given a foreground class in the synthetic target: a handful of objects per
 // image, each matched by a few anchors.
 constexpr double kForegroundFraction = 0.02;
@@ -205,34 +209,8 @@ class SsdMobileNet : public ZooModel {
 
   torch::Tensor PostProcess(const std::vector<torch::Tensor>& outputs) override {
     // In fp32 whatever the compute precision: decoding and IoU are precision-sensitive.
-    torch::Tensor logits = outputs.at(0).to(torch::kFloat);
-    torch::Tensor boxes = DecodeBoxes(outputs.at(1).to(torch::kFloat));
-    const int64_t candidates = std::min(kTopkCandidates, logits.size(1));
-    const int64_t classes = num_classes_ - 1;
-    const auto options = logits.options();
-    torch::Tensor labels = torch::arange(1, num_classes_, options).unsqueeze(1).expand({classes, candidates});
-    std::vector<torch::Tensor> detections;
-    for (int64_t image = 0; image < logits.size(0); ++image) {
-      torch::Tensor scores = torch::softmax(logits[image], -1).narrow(1, 1, classes);
-      // Per-class top-k over all anchors, then the threshold: the same set as torchvision's
-      // threshold-then-top-k, for every class at once.
-      auto [top_scores, top_anchors] = scores.topk(candidates, 0);
-      top_scores = top_scores.t();  // [classes, candidates]
-      torch::Tensor class_boxes =
-          boxes[image].index_select(0, top_anchors.t().reshape({-1})).view({classes, candidates, 4});
-      torch::Tensor keep = GroupedGreedyNms(class_boxes, top_scores > kScoreThresh, kNmsThresh);
-      torch::Tensor kept_scores = top_scores.masked_select(keep);
-      torch::Tensor kept_boxes = class_boxes.masked_select(keep.unsqueeze(2)).view({-1, 4});
-      torch::Tensor kept_labels = labels.masked_select(keep);
-      const int64_t count = std::min(kDetectionsPerImage, kept_scores.size(0));
-      torch::Tensor order = std::get<1>(kept_scores.topk(count));
-      detections.push_back(torch::cat(
-          {torch::full({count, 1}, static_cast<double>(image), options), kept_boxes.index_select(0, order),
-           kept_scores.index_select(0, order).unsqueeze(1), kept_labels.index_select(0, order).unsqueeze(1)},
-          1));
-    }
-    if (detections.empty()) return torch::zeros({0, 7}, options);
-    return torch::cat(detections, 0);
+    return SsdSelectDetections(outputs.at(0).to(torch::kFloat), DecodeBoxes(outputs.at(1).to(torch::kFloat)),
+                               {kScoreThresh, kNmsThresh, kTopkCandidates, kDetectionsPerImage});
   }
 
   double ForwardFlopsPerSample() const override { return 2.0 * macs_; }
@@ -311,27 +289,81 @@ torch::Tensor GroupedGreedyNms(const torch::Tensor& boxes, const torch::Tensor& 
   TORCH_CHECK(valid.dim() == 2 && valid.size(0) == boxes.size(0) && valid.size(1) == boxes.size(1) &&
                   valid.scalar_type() == torch::kBool,
               "GroupedGreedyNms: valid must be bool [G, T]");
+  const int64_t groups = boxes.size(0);
   const int64_t t = boxes.size(1);
-  torch::Tensor area = (boxes.select(2, 2) - boxes.select(2, 0)) * (boxes.select(2, 3) - boxes.select(2, 1));
-  torch::Tensor top_left = torch::max(boxes.narrow(2, 0, 2).unsqueeze(2), boxes.narrow(2, 0, 2).unsqueeze(1));
-  torch::Tensor bottom_right =
-      torch::min(boxes.narrow(2, 2, 2).unsqueeze(2), boxes.narrow(2, 2, 2).unsqueeze(1));
-  torch::Tensor overlap = (bottom_right - top_left).clamp_min(0).prod(3);
-  torch::Tensor iou = overlap / (area.unsqueeze(2) + area.unsqueeze(1) - overlap);
-  // suppresses[g, j, i]: the earlier candidate j would remove candidate i if j survives.
   torch::Tensor earlier = torch::ones({t, t}, valid.options()).triu(/*diagonal=*/1).unsqueeze(0);
-  torch::Tensor suppresses = (iou > iou_threshold) & earlier & valid.unsqueeze(2);
+  // suppresses[g, j, i]: the earlier candidate j would remove candidate i if j survives. Built a
+  // slice of groups at a time: the IoU's float intermediates take about 30 bytes a pair, the
+  // result one.
+  torch::Tensor suppresses = torch::empty({groups, t, t}, valid.options());
+  for (int64_t first = 0; first < groups; first += kNmsGroupsPerSlice) {
+    const int64_t count = std::min(kNmsGroupsPerSlice, groups - first);
+    torch::Tensor b = boxes.narrow(0, first, count);
+    torch::Tensor area = (b.select(2, 2) - b.select(2, 0)) * (b.select(2, 3) - b.select(2, 1));
+    torch::Tensor top_left = torch::max(b.narrow(2, 0, 2).unsqueeze(2), b.narrow(2, 0, 2).unsqueeze(1));
+    torch::Tensor bottom_right = torch::min(b.narrow(2, 2, 2).unsqueeze(2), b.narrow(2, 2, 2).unsqueeze(1));
+    torch::Tensor overlap = (bottom_right - top_left).clamp_min(0).prod(3);
+    torch::Tensor iou = overlap / (area.unsqueeze(2) + area.unsqueeze(1) - overlap);
+    suppresses.narrow(0, first, count)
+        .copy_((iou > iou_threshold) & earlier & valid.narrow(0, first, count).unsqueeze(2));
+  }
   // Greedy NMS is the fixed point of keep[i] = valid[i] && no kept j < i suppresses i. Iterating
   // from keep = valid settles one more position per round (position i depends only on j < i),
-  // so it is exact after at most T rounds; in practice suppression chains are short and it
-  // settles in a few, each round a batched tensor op instead of T sequential steps.
+  // so it is exact after at most T rounds, and a settled keep stays as it is; in practice
+  // suppression chains are short. Each round is a batched tensor op over every group; the test for
+  // the fixed point (a device synchronisation) comes every kNmsRoundsPerCheck rounds.
   torch::Tensor keep = valid;
-  for (int64_t round = 0; round <= t; ++round) {
-    torch::Tensor next = valid & ~(suppresses & keep.unsqueeze(2)).any(1);
+  for (int64_t round = 0; round <= t; round += kNmsRoundsPerCheck) {
+    torch::Tensor next = keep;
+    for (int64_t i = 0; i < kNmsRoundsPerCheck; ++i) {
+      next = valid & ~(suppresses & next.unsqueeze(2)).any(1);
+    }
     if (torch::equal(next, keep)) break;
     keep = next;
   }
   return keep;
+}
+
+torch::Tensor SsdSelectDetections(const torch::Tensor& logits, const torch::Tensor& boxes,
+                                  const DetectionSettings& settings) {
+  TORCH_CHECK(logits.dim() == 3 && logits.size(2) >= 2, "SsdSelectDetections: logits must be [N, A, K >= 2]");
+  TORCH_CHECK(boxes.dim() == 3 && boxes.size(0) == logits.size(0) && boxes.size(1) == logits.size(1) &&
+                  boxes.size(2) == 4,
+              "SsdSelectDetections: boxes must be [N, A, 4] beside logits [N, A, K]");
+  TORCH_CHECK(settings.images_per_chunk >= 1, "SsdSelectDetections: images_per_chunk must be at least 1");
+  const int64_t images = logits.size(0);
+  const int64_t candidates = std::min(settings.topk_candidates, logits.size(1));
+  const int64_t classes = logits.size(2) - 1;
+  const int64_t ranked = classes * candidates;
+  const int64_t count = std::min(settings.detections_per_image, ranked);
+  const float none = -std::numeric_limits<float>::infinity();
+  std::vector<torch::Tensor> detections;
+  for (int64_t first = 0; first < images; first += settings.images_per_chunk) {
+    const int64_t c = std::min(settings.images_per_chunk, images - first);
+    torch::Tensor scores = torch::softmax(logits.narrow(0, first, c), -1).narrow(2, 1, classes);
+    // Per-class top-k over all anchors, then the threshold: the same set as torchvision's
+    // threshold-then-top-k, for every class of every image of the chunk at once.
+    auto [top_scores, top_anchors] = scores.topk(candidates, 1);   // [c, candidates, classes]
+    top_scores = top_scores.transpose(1, 2).reshape({c, ranked});  // class-major, as the groups
+    torch::Tensor anchor_index = top_anchors.transpose(1, 2).reshape({c, ranked, 1}).expand({c, ranked, 4});
+    torch::Tensor class_boxes = boxes.narrow(0, first, c).gather(1, anchor_index);  // [c, ranked, 4]
+    torch::Tensor keep =
+        GroupedGreedyNms(class_boxes.view({c * classes, candidates, 4}),
+                         (top_scores > settings.score_thresh).view({c * classes, candidates}),
+                         settings.nms_thresh)
+            .view({c, ranked});
+    // The best `count` survivors of each image, by score; the rest of the slots are marked.
+    auto [best, order] = top_scores.masked_fill(~keep, none).topk(count, 1);  // [c, count]
+    torch::Tensor labels = order.div(candidates, "floor").add(1).to(torch::kFloat);
+    torch::Tensor image = torch::arange(first, first + c, best.options()).unsqueeze(1).expand({c, count});
+    torch::Tensor rows =
+        torch::cat({image.unsqueeze(2), class_boxes.gather(1, order.unsqueeze(2).expand({c, count, 4})),
+                    best.unsqueeze(2), labels.unsqueeze(2)},
+                   2);
+    detections.push_back(rows.masked_select((best > none).unsqueeze(2)).view({-1, 7}));
+  }
+  if (detections.empty()) return torch::zeros({0, 7}, logits.options());
+  return torch::cat(detections, 0);
 }
 
 torch::Tensor SsdDefaultBoxes(const std::vector<std::pair<int64_t, int64_t>>& feature_maps,

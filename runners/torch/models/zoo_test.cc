@@ -182,8 +182,9 @@ TEST(MakeModelTest, RejectsInvalidSizeCombinations) {
       {"mobilenet_v2", {{"image_size", 31}}, "use at least 32"},
       {"ssd_mobilenet", {{"num_classes", 1}}, "at least 2"},
   };
-  for (const auto& [model, params, message] : cases) {
-    EXPECT_THAT([&] { MakeModel(model, ModelOptions::FromParams(params)); },
+  for (const auto& entry : cases) {
+    const auto& [model, params, message] = entry;
+    EXPECT_THAT([&entry] { MakeModel(std::get<0>(entry), ModelOptions::FromParams(std::get<1>(entry))); },
                 ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr(message)))
         << model << " " << params.dump();
   }
@@ -298,6 +299,83 @@ TEST(SsdTest, PostProcessReturnsValidSortedDetections) {
         models::GroupedGreedyNms(same.unsqueeze(0), torch::ones({1, same.size(0)}, torch::kBool), 0.55);
     EXPECT_TRUE(keep.all().item<bool>());
   }
+}
+
+// The per-image selection SsdSelectDetections replaced (one image at a time, as torchvision's
+// postprocess_detections): the reference its batched form must reproduce.
+torch::Tensor PerImageDetections(const torch::Tensor& logits, const torch::Tensor& boxes,
+                                 const models::DetectionSettings& settings) {
+  const int64_t candidates = std::min(settings.topk_candidates, logits.size(1));
+  const int64_t classes = logits.size(2) - 1;
+  torch::Tensor labels =
+      torch::arange(1, classes + 1, logits.options()).unsqueeze(1).expand({classes, candidates});
+  std::vector<torch::Tensor> detections;
+  for (int64_t image = 0; image < logits.size(0); ++image) {
+    torch::Tensor scores = torch::softmax(logits[image], -1).narrow(1, 1, classes);
+    auto [top_scores, top_anchors] = scores.topk(candidates, 0);
+    top_scores = top_scores.t();
+    torch::Tensor class_boxes =
+        boxes[image].index_select(0, top_anchors.t().reshape({-1})).view({classes, candidates, 4});
+    torch::Tensor keep =
+        models::GroupedGreedyNms(class_boxes, top_scores > settings.score_thresh, settings.nms_thresh);
+    torch::Tensor kept_scores = top_scores.masked_select(keep);
+    torch::Tensor kept_boxes = class_boxes.masked_select(keep.unsqueeze(2)).view({-1, 4});
+    torch::Tensor kept_labels = labels.masked_select(keep);
+    const int64_t count = std::min(settings.detections_per_image, kept_scores.size(0));
+    torch::Tensor order = std::get<1>(kept_scores.topk(count));
+    detections.push_back(
+        torch::cat({torch::full({count, 1}, static_cast<double>(image), logits.options()),
+                    kept_boxes.index_select(0, order), kept_scores.index_select(0, order).unsqueeze(1),
+                    kept_labels.index_select(0, order).unsqueeze(1)},
+                   1));
+  }
+  return torch::cat(detections, 0);
+}
+
+TEST(SsdTest, BatchedSelectionEqualsThePerImageOneForEveryChunkSize) {
+  // 5 images, 200 anchors, 6 classes + background, boxes in a 64-pixel image clustered so that
+  // NMS suppresses in chains. Image 3 has a background logit so large that no score passes the
+  // threshold: it yields no rows, in the middle of a chunk. Float logits: no equal scores, so
+  // the order is defined and the results must be equal to the bit.
+  torch::manual_seed(11);
+  const int64_t n = 5, anchors = 200, k = 7;
+  torch::Tensor logits = torch::randn({n, anchors, k}) * 3;
+  logits.select(0, 3).select(1, 0).fill_(40.0);
+  torch::Tensor centre = torch::rand({n, anchors, 2}) * 24 + 20;
+  torch::Tensor half = torch::rand({n, anchors, 2}) * 10 + 4;
+  torch::Tensor boxes = torch::cat({centre - half, centre + half}, 2).clamp(0, 64);
+  for (const int64_t topk : {int64_t{300}, int64_t{50}}) {
+    for (const int64_t detections : {int64_t{300}, int64_t{20}}) {
+      models::DetectionSettings settings{0.001, 0.55, topk, detections, 1};
+      torch::Tensor expected = PerImageDetections(logits, boxes, settings);
+      ASSERT_GT(expected.size(0), 0);
+      EXPECT_EQ(expected.select(1, 0).eq(3).sum().item<int64_t>(), 0);
+      for (const int64_t chunk : {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{16}}) {
+        settings.images_per_chunk = chunk;
+        torch::Tensor got = models::SsdSelectDetections(logits, boxes, settings);
+        EXPECT_TRUE(got.equal(expected))
+            << "topk " << topk << " detections " << detections << " chunk " << chunk << ": " << got.sizes()
+            << " rows against " << expected.sizes();
+      }
+    }
+  }
+  // Bad shapes are refused, not read out of bounds.
+  EXPECT_THROW(models::SsdSelectDetections(logits, boxes.narrow(1, 0, 10), {}), c10::Error);
+  models::DetectionSettings zero_chunk;
+  zero_chunk.images_per_chunk = 0;
+  EXPECT_THROW(models::SsdSelectDetections(logits, boxes, zero_chunk), c10::Error);
+}
+
+TEST(NmsTest, ALongSuppressionChainSettlesExactly) {
+  // 10x10 boxes sliding one pixel at a time: a box overlaps the next two above the threshold (IoU
+  // 90/110 and 80/120) and the third below it (70/130), so greedy NMS keeps every third, a chain that needs
+  // many rounds of the fixed point (more than one test interval), against the answer by hand.
+  const int64_t t = 23;
+  torch::Tensor x = torch::arange(t, torch::kFloat);
+  torch::Tensor group = torch::stack({x, torch::zeros({t}), x + 10, torch::full({t}, 10.0f)}, 1);
+  torch::Tensor keep = models::GroupedGreedyNms(group.unsqueeze(0), torch::ones({1, t}, torch::kBool), 0.55);
+  torch::Tensor expected = (torch::arange(t) % 3 == 0).unsqueeze(0);
+  EXPECT_TRUE(keep.equal(expected)) << keep;
 }
 
 TEST(NmsTest, SuppressesOverlapsGreedilyPerGroup) {
