@@ -208,7 +208,9 @@ Result<TorchCell> ParseTorchCell(const nlohmann::json& params) {
   cell.optimizer_impl = *impl;
 
   cell.cudnn_benchmark = p.Bool("cudnn_benchmark").value();
-  cell.cuda_graph = p.Bool("cuda_graph").value_or(false);  // no registry default: see optimizer_impl
+  if (auto limit = p.Int("cudnn_benchmark_limit"))
+    cell.cudnn_benchmark_limit = static_cast<int>(*limit);  // 0..1000
+  cell.cuda_graph = p.Bool("cuda_graph").value_or(false);   // no registry default: see optimizer_impl
   cell.deterministic = p.Bool("deterministic").value();
   if (auto threads = p.Int("threads")) cell.threads = static_cast<int>(*threads);  // 1..4096
   cell.lr = p.Number("lr");

@@ -92,6 +92,8 @@ struct TorchCell {
   Precision precision = Precision::kFp32;
   MemoryFormat memory_format = MemoryFormat::kAuto;
   bool cudnn_benchmark = true;
+  // torch.backends.cudnn.benchmark_limit for this cell; unset keeps the library's.
+  std::optional<int> cudnn_benchmark_limit;
   bool deterministic = false;
   // Inference on CUDA replays the forward captured into a CUDA graph (cuda_graph.h).
   bool cuda_graph = false;

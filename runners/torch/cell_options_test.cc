@@ -47,6 +47,10 @@ TEST(ParseTorchCell, DefaultsAndExplicitValues) {
   EXPECT_TRUE(cell->deterministic);
   EXPECT_EQ(cell->threads, 4);
   EXPECT_DOUBLE_EQ(*cell->lr, 0.5);
+  EXPECT_FALSE(cell->cudnn_benchmark_limit.has_value());
+  cell = ParseTorchCell({{"model", "resnet50"}, {"cudnn_benchmark_limit", 0}});
+  ASSERT_TRUE(cell.ok()) << cell.error().message;
+  EXPECT_EQ(cell->cudnn_benchmark_limit, 0);
 }
 
 TEST(ParseTorchCell, CudaWithoutIndexIsDeviceZero) {
@@ -89,6 +93,10 @@ TEST(ParseTorchCell, RejectsBadParamsWithClearMessages) {
       {"bad format", {{"model", "m"}, {"memory_format", "nhwc"}}, ErrorKind::kInvalidInput, "channels_last"},
       {"bad bool", {{"model", "m"}, {"deterministic", 3}}, ErrorKind::kInvalidInput, "true or false"},
       {"zero threads", {{"model", "m"}, {"threads", 0}}, ErrorKind::kInvalidInput, "'threads'"},
+      {"negative benchmark limit",
+       {{"model", "m"}, {"cudnn_benchmark_limit", -1}},
+       ErrorKind::kInvalidInput,
+       "'cudnn_benchmark_limit'"},
       {"negative lr",
        {{"model", "m"}, {"lr", -1.0}},
        ErrorKind::kInvalidInput,

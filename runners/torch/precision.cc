@@ -113,11 +113,10 @@ bool LossScaler::Step(torch::optim::Optimizer& optimizer) {
 double LossScaler::scale() const { return scale_.item<double>(); }
 
 nlohmann::json MathSwitches::ToJson() const {
-  return {{"allow_tf32_cublas", allow_tf32_cublas},
-          {"allow_tf32_cudnn", allow_tf32_cudnn},
-          {"cudnn_benchmark", cudnn_benchmark},
-          {"cudnn_deterministic", cudnn_deterministic},
-          {"deterministic_algorithms", deterministic_algorithms}};
+  return {
+      {"allow_tf32_cublas", allow_tf32_cublas},     {"allow_tf32_cudnn", allow_tf32_cudnn},
+      {"cudnn_benchmark", cudnn_benchmark},         {"cudnn_benchmark_limit", cudnn_benchmark_limit},
+      {"cudnn_deterministic", cudnn_deterministic}, {"deterministic_algorithms", deterministic_algorithms}};
 }
 
 MathSwitches ApplyMathSwitches(const TorchCell& cell) {
@@ -132,6 +131,11 @@ MathSwitches ApplyMathSwitches(const TorchCell& cell) {
   s.cudnn_benchmark = cuda && cell.cudnn_benchmark && !cell.deterministic;
 
   auto& ctx = at::globalContext();
+  // The library's limit as the process started, so that a later cell in a reused process
+  // (--runner-reuse) without the key gets it back.
+  static const int library_limit = ctx.benchmarkLimitCuDNN();
+  ctx.setBenchmarkLimitCuDNN(cell.cudnn_benchmark_limit.value_or(library_limit));
+  s.cudnn_benchmark_limit = ctx.benchmarkLimitCuDNN();
   ctx.setAllowTF32CuBLAS(s.allow_tf32_cublas);
   ctx.setAllowTF32CuDNN(s.allow_tf32_cudnn);
   ctx.setBenchmarkCuDNN(s.cudnn_benchmark);

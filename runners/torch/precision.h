@@ -67,6 +67,7 @@ struct MathSwitches {
   bool allow_tf32_cublas = false;
   bool allow_tf32_cudnn = false;
   bool cudnn_benchmark = false;
+  int cudnn_benchmark_limit = 0;  // what the library's context holds after the cell's setting
   bool cudnn_deterministic = false;
   bool deterministic_algorithms = false;
   nlohmann::json ToJson() const;

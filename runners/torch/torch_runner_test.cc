@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <string>
 
+#include "cell_options.h"
 #include "failure.h"
+#include "precision.h"
 #include "record/metrics.h"
 #include "runner_harness.h"
 
@@ -184,6 +186,7 @@ TEST(TorchRunner, RecordsSwitchesItWasGiven) {
   params["threads"] = 1;
   params["memory_format"] = "channels_last";
   params["lr"] = 0.02;
+  params["cudnn_benchmark_limit"] = 3;
   // What the orchestrator sets from cuda_alloc_conf (docs/memory.md): echoed from the environment.
   HarnessOptions options;
   options.extra_env = {{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"},
@@ -211,8 +214,24 @@ TEST(TorchRunner, RecordsSwitchesItWasGiven) {
   EXPECT_EQ(t.ready->value("memory_format", ""), "channels_last");
   EXPECT_EQ(t.ready->value("memory_format_requested", ""), "channels_last");
   EXPECT_DOUBLE_EQ(t.ready->value("lr", 0.0), 0.02);
+  EXPECT_EQ(t.ready->value("cudnn_benchmark_limit", -1), 3);
   EXPECT_EQ(t.ready->value("seed", 0), 7);
   EXPECT_TRUE(t.done);
+}
+
+// cudnn_benchmark_limit is process-wide in LibTorch: a cell without the key, after one with it in
+// the same process (--runner-reuse), gets the library's limit back, and each records what applied.
+TEST(MathSwitches, BenchmarkLimitIsTheCellsOrTheLibrarysAgain) {
+  const int library = at::globalContext().benchmarkLimitCuDNN();
+  auto limited = ParseTorchCell({{"model", "resnet50"}, {"cudnn_benchmark_limit", 2}});
+  ASSERT_TRUE(limited.ok()) << limited.error().message;
+  EXPECT_EQ(ApplyMathSwitches(*limited).ToJson().value("cudnn_benchmark_limit", -1), 2);
+  EXPECT_EQ(at::globalContext().benchmarkLimitCuDNN(), 2);
+  auto plain = ParseTorchCell({{"model", "resnet50"}});
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  EXPECT_FALSE(plain->cudnn_benchmark_limit.has_value());
+  EXPECT_EQ(ApplyMathSwitches(*plain).ToJson().value("cudnn_benchmark_limit", -1), library);
+  EXPECT_EQ(at::globalContext().benchmarkLimitCuDNN(), library);
 }
 
 double MetricValue(const CellTranscript& t, std::string_view name) {

@@ -102,6 +102,17 @@ void AppendTorchEntries(std::vector<ParamSpec>& r) {
                   .Default(Value(true))
                   .Help("Let cuDNN autotune convolution algorithms (during warm-up).")
                   .Build());
+  // No registry default: a cell without it keeps the library's limit, and its key is unchanged.
+  r.push_back(Entry("cudnn_benchmark_limit", kCell, kTorch, ParamType::kInt)
+                  .Min(0)
+                  .Max(1000)
+                  .DefaultText("the library's (10 in PyTorch)")
+                  .Help("With cudnn_benchmark: how many of cuDNN's candidate algorithms autotuning times "
+                        "per convolution (torch.backends.cudnn.benchmark_limit; 0: every one). Fewer "
+                        "makes the first step shorter, and may pick a slower kernel; the effective cell "
+                        "records the limit that applied. At most 1000, far more than cuDNN offers for one "
+                        "convolution.")
+                  .Build());
   // No registry default (as optimizer_impl): cells stored before the key existed keep their keys.
   r.push_back(Entry("cuda_graph", kCell, kTorch, ParamType::kBool)
                   .DefaultText("false")
