@@ -1,12 +1,47 @@
 // The image classifiers: ResNet-50 v1.5 and MobileNetV2, plus the MobileNetV2 pieces that
 // ssd_mobilenet reuses.
+#include <ATen/ThreadLocalState.h>
+
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "models/layers.h"
 
 namespace dlbench::torchrunner::models {
+
+torch::Tensor SeededNormalImages(int64_t batch, int64_t channels, int64_t height, int64_t width,
+                                 uint64_t seed) {
+  torch::Tensor images = torch::empty({batch, channels, height, width}, torch::kFloat);
+  // Sample i, i + workers, ...: one std::thread per intra-op thread (at::parallel_for's OpenMP
+  // team would need this file built with -fopenmp; without it the loop runs on one thread).
+  const int64_t workers = std::clamp<int64_t>(at::get_num_threads(), 1, batch);
+  // The caller's thread-local state (InferenceMode above all: an inference tensor may only be
+  // written under it) goes with each thread.
+  const at::ThreadLocalState caller_state;
+  auto fill = [&images, &caller_state, batch, workers, seed](int64_t first) {
+    const at::ThreadLocalStateGuard state_guard(caller_state);
+    for (int64_t i = first; i < batch; i += workers) {
+      // splitmix64 of (seed, i): distinct, well-mixed seeds for neighbouring samples.
+      uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (static_cast<uint64_t>(i) + 1);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      z ^= z >> 31;
+      auto generator = at::detail::createCPUGenerator(z);
+      images[i].normal_(0.0, 1.0, generator);
+    }
+  };
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(workers - 1));
+  for (int64_t w = 1; w < workers; ++w) threads.emplace_back(fill, w);
+  fill(0);
+  for (auto& t : threads) t.join();
+  return images;
+}
+
 namespace {
 
 constexpr int64_t kTotalStride = 32;  // both CNNs downsample by 2 five times
@@ -25,12 +60,11 @@ class ImageClassifier : public ZooModel {
       throw std::invalid_argument(name() + ": batch_size must be positive, got " +
                                   std::to_string(batch_size));
     }
-    // Drawn on the CPU with a private generator, then moved: the same seed gives the same batch
+    // Drawn on the CPU with private generators, then moved: the same seed gives the same batch
     // on every device, and the global generator (model weights, dropout) is left alone.
     auto generator = at::detail::createCPUGenerator(seed);
     Batch batch;
-    batch.inputs.push_back(
-        torch::randn({batch_size, 3, image_size_, image_size_}, generator, torch::kFloat).to(device));
+    batch.inputs.push_back(SeededNormalImages(batch_size, 3, image_size_, image_size_, seed).to(device));
     batch.target = torch::randint(num_classes_, {batch_size}, generator, torch::kLong).to(device);
     return batch;
   }

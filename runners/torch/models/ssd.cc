@@ -106,8 +106,7 @@ class SsdMobileNet : public ZooModel {
     auto generator = at::detail::createCPUGenerator(seed);
     const int64_t anchors = anchors_.size(0);
     Batch batch;
-    batch.inputs.push_back(
-        torch::randn({batch_size, 3, image_size_, image_size_}, generator, torch::kFloat).to(device));
+    batch.inputs.push_back(SeededNormalImages(batch_size, 3, image_size_, image_size_, seed).to(device));
     torch::Tensor foreground =
         torch::rand({batch_size, anchors}, generator, torch::kFloat) < kForegroundFraction;
     torch::Tensor classes =

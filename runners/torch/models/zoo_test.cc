@@ -378,6 +378,33 @@ TEST(NmsTest, ALongSuppressionChainSettlesExactly) {
   EXPECT_TRUE(keep.equal(expected)) << keep;
 }
 
+TEST(SeededNormalImagesTest, SameSeedSameImagesAnyThreadCountAndABatchIsAPrefix) {
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  const torch::Tensor one_thread = models::SeededNormalImages(5, 3, 8, 8, 42);
+  at::set_num_threads(std::max(2, threads));
+  const torch::Tensor many = models::SeededNormalImages(5, 3, 8, 8, 42);
+  at::set_num_threads(threads);
+  EXPECT_EQ(one_thread.sizes(), (std::vector<int64_t>{5, 3, 8, 8}));
+  EXPECT_EQ(one_thread.scalar_type(), torch::kFloat);
+  EXPECT_TRUE(one_thread.equal(many));
+  {
+    // Under InferenceMode (as an infer cell's preparation may be): the same images.
+    c10::InferenceMode inference;
+    EXPECT_TRUE(models::SeededNormalImages(5, 3, 8, 8, 42).equal(many));
+  }
+  // A smaller batch is the first samples of a larger one; another seed gives other images, and
+  // no two samples of a batch are the same.
+  EXPECT_TRUE(models::SeededNormalImages(3, 3, 8, 8, 42).equal(many.narrow(0, 0, 3)));
+  EXPECT_FALSE(models::SeededNormalImages(5, 3, 8, 8, 43).equal(many));
+  for (int64_t i = 1; i < 5; ++i) EXPECT_FALSE(many[i].equal(many[0])) << i;
+  // Standard normal: over 64 x 3 x 32 x 32 = 196,608 values (fixed by the seed) the mean is
+  // within 0.01 of 0 and the standard deviation within 0.01 of 1.
+  const torch::Tensor big = models::SeededNormalImages(64, 3, 32, 32, 7).to(torch::kDouble);
+  EXPECT_NEAR(big.mean().item<double>(), 0.0, 0.01);
+  EXPECT_NEAR(big.std().item<double>(), 1.0, 0.01);
+}
+
 TEST(NmsTest, SuppressesOverlapsGreedilyPerGroup) {
   // Sorted by score. A; B overlaps A (IoU 81/119 = 0.68): removed. C overlaps B (IoU 0.68) but
   // not A (IoU 64/136 = 0.47): kept, because B was removed first (greedy, not "any overlap
