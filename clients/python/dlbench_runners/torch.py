@@ -48,6 +48,9 @@ PARAMS = CORE + (
     Param("memory_format", "enum", "auto", ("auto", "contiguous", "channels_last"),
           help="auto: channels_last for the CNNs on CUDA."),
     Param("cudnn_benchmark", "bool", True, help="torch.backends.cudnn.benchmark (off with deterministic)."),
+    Param("cudnn_benchmark_limit", "int", minimum=0, maximum=1000,
+          help="torch.backends.cudnn.benchmark_limit: candidate algorithms autotuning times per convolution "
+               "(PyTorch's 10 when unset; 0: every one)."),
     Param("deterministic", "bool", False, help="torch.use_deterministic_algorithms(True)."),
     Param("optimizer_impl", "enum", "auto", ("auto", "foreach", "per_param"),
           help="torch.optim's foreach= (auto: foreach when the model is on CUDA)."),
@@ -107,6 +110,7 @@ class TorchRunner(ModelBuilders, LoadServing, Runner):
 
     def __init__(self) -> None:
         self.torch: Any = None
+        self.library_benchmark_limit: Optional[int] = None
         self.import_error: Optional[str] = None
         self._start_cell_state()
 
@@ -134,6 +138,8 @@ class TorchRunner(ModelBuilders, LoadServing, Runner):
             return Hello(RUNNER, __version__, {"name": "pytorch", "available": False, **python_facts()},
                          [cpu_device()])
         self.torch = torch
+        # The library's limit as the process started: a later cell without the key gets it back.
+        self.library_benchmark_limit = getattr(torch.backends.cudnn, "benchmark_limit", None)
         framework: Dict[str, Any] = {"name": "pytorch", "version": torch.__version__,
                                      "cuda_built": torch.backends.cuda.is_built(), **python_facts()}
         if torch.version.cuda:
@@ -211,6 +217,9 @@ class TorchRunner(ModelBuilders, LoadServing, Runner):
         torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
         torch.backends.cudnn.allow_tf32 = precision != "fp32"
         torch.backends.cudnn.benchmark = p["cudnn_benchmark"] and not p["deterministic"]
+        limit = p["cudnn_benchmark_limit"] if p["cudnn_benchmark_limit"] is not None else self.library_benchmark_limit
+        if limit is not None:
+            torch.backends.cudnn.benchmark_limit = limit
         torch.backends.cudnn.deterministic = p["deterministic"]
 
         load = cell.load
@@ -298,7 +307,9 @@ class TorchRunner(ModelBuilders, LoadServing, Runner):
             "threads": torch.get_num_threads(), "interop_threads": torch.get_num_interop_threads(),
             "allow_tf32_cublas": torch.backends.cuda.matmul.allow_tf32,
             "allow_tf32_cudnn": torch.backends.cudnn.allow_tf32,
-            "cudnn_benchmark": torch.backends.cudnn.benchmark, "cudnn_deterministic": torch.backends.cudnn.deterministic,
+            "cudnn_benchmark": torch.backends.cudnn.benchmark,
+            "cudnn_benchmark_limit": getattr(torch.backends.cudnn, "benchmark_limit", None),
+            "cudnn_deterministic": torch.backends.cudnn.deterministic,
             "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(), "deterministic": p["deterministic"],
             "seed": cell.seed, "strategy": "none", "world_size": 1,
             "compile": p["compile"], "compile_mode": p["compile_mode"] if p["compile"] else None,

@@ -22,7 +22,8 @@ def test_tiny_models_train_and_infer_through_dlbench_run(dlbench):
     run = dlbench.run_matrix(RUNNER + "matrix:\n  model: [mobilenet_v2, resnet50, bert_base]\n  batch_size: 2\n"
                              "  threads: 1\ninclude:\n"
                              "  - {model: mobilenet_v2, scenario: train, image_size: 32, width_mult: 0.25, num_classes: 10}\n"
-                             "  - {model: resnet50, scenario: infer, image_size: 32, num_classes: 10}\n"
+                             "  - {model: resnet50, scenario: infer, image_size: 32, num_classes: 10,"
+                             " cudnn_benchmark_limit: 3}\n"
                              "  - {model: bert_base, scenario: train, %s}\n" % TINY_BERT + MEASURE)
     assert run.returncode == 0, run.stdout + run.stderr
     mobilenet, resnet, bert = dlbench.cells()
@@ -39,6 +40,8 @@ def test_tiny_models_train_and_infer_through_dlbench_run(dlbench):
     # A training cell reports its last loss (at lr 0.1 and batch 2 it may have diverged).
     assert "final_loss" in mobilenet["extras"]["info"] or mobilenet["extras"]["info"]["final_loss_nonfinite"]
     assert resnet["effective"]["grad_mode"] == "inference_mode" and "final_loss" not in resnet["extras"]["info"]
+    # The limit is recorded as it applied (process-wide in PyTorch; its library default otherwise).
+    assert resnet["effective"]["cudnn_benchmark_limit"] == 3
     assert bert["effective"]["optimizer"] == "adamw" and bert["effective"]["lr"] == 1e-4
     expected_impl = "hf" if _transformers() else "own"
     assert bert["effective"]["bert_impl"] == expected_impl and bert["extras"]["info"]["bert_impl"] == expected_impl
