@@ -11,7 +11,7 @@
 #   env: MATRIX (examples/gpu.yaml), ONLY (the --only filter, default "model=resnet50,scenario=infer":
 #   12 of the 96 cells), BIN (build-gpu/bin), OUT (/tmp/dlbench-matrix-time), ORDER ("plain reuse";
 #   "reuse plain" runs the reuse side first).
-# Not yet run on a GPU (written in session 19).
+# Run on an H100 (2026-12-06, docs/benchmarks.md "H100 runs of 2026-12-06 (session 20)").
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 MATRIX="${MATRIX:-$ROOT/examples/gpu.yaml}"
@@ -38,7 +38,7 @@ for mode in $ORDER; do
   "$BIN/dlbench" --db "$DB" run "$MATRIX" --only "$ONLY" --out "$OUT/logs" "${extra[@]}" > "$OUT/$mode.out" 2>&1
   rc=$?
   end=$(date +%s.%N)
-  echo "== $mode: rc $rc, wall $(echo "$end - $start" | bc) s"
+  echo "== $mode: rc $rc, wall $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }') s"
   tail -2 "$OUT/$mode.out"
   runs+=("$run")
   modes+=("$mode")

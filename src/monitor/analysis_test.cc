@@ -57,12 +57,15 @@ TEST(AnalysisTest, EnergyIsTheCounterBetweenItsReadingsAndThePowerAtTheWindowEdg
   EXPECT_DOUBLE_EQ(Metric(a, "power_mean_w"), 650.0);
 }
 
-TEST(AnalysisTest, ACounterReadOncePerSecondGivesTheSameEnergyAsOneReadEveryRound) {
-  // The sampler reads the energy counter on every 10th round (energy_every_n_samples): at 10 Hz,
-  // once a second, here at 0.437 s, 1.437 s, ...; power every round. At a steady 700 W both
-  // cadences give 10 s x 700 W over the window [2 s, 12 s]: the counter from 2.437 s to 11.437 s
-  // (6,300 J) and power over the edges' 0.437 s + 0.563 s (700 J).
-  for (std::int64_t every : {100'000'000, 1'000'000'000}) {
+TEST(AnalysisTest, ACounterReadOnceASecondOrEveryFiveGivesTheSameEnergyAsOneReadEveryRound) {
+  // The sampler reads the energy counter on every Nth round (energy_every_n_samples): at 10 Hz
+  // every 10th is once a second, here at 0.437 s, 1.437 s, ...; power every round. At a steady
+  // 700 W every cadence gives 10 s x 700 W over the window [2 s, 12 s]: once a second the counter
+  // from 2.437 s to 11.437 s (6,300 J) and power over the edges' 0.437 s + 0.563 s (700 J); every
+  // 50th round (the default, every 5 s) the counter from 5.437 s to 10.437 s and power over the
+  // edges' 3.437 s + 1.563 s.
+  for (const std::int64_t every :
+       {std::int64_t{100'000'000}, std::int64_t{1'000'000'000}, std::int64_t{5'000'000'000}}) {
     auto in = BaseInput();
     AddSeries(in.series, "gpu0.energy_j", 437'000'000, 13 * kSecond, every,
               [](std::int64_t t) { return 5000.0 + 700.0 * static_cast<double>(t) * 1e-9; });

@@ -100,10 +100,13 @@ struct SamplerOptions {
   // PCIe throughput is read on every Nth round only; 0 disables it.
   int pcie_every_n_samples = 10;
   // nvmlDeviceGetTotalEnergyConsumption cost 4.1 ms of CPU per call on the H200 (bench/monitor_bench.cc,
-  // BM_NvmlCall; docs/benchmarks.md), 4.1% of a core at 10 Hz, so the energy counter is read on
-  // every Nth round only; a cell's energy is the counter between its readings inside the window plus
-  // the integrated power at the window's two edges (docs/monitoring.md). 1: every round.
-  int energy_every_n_samples = 10;
+  // BM_NvmlCall; docs/benchmarks.md), 4.1% of a core at 10 Hz, and 3.7-7.2 ms a call at the monitor's
+  // cadence on the H100, so the energy counter is read on every Nth round only (50: every 5 s at 10
+  // Hz; the monitor measured 0.99% of a core with it, 1.30% with every 10th round, docs/monitoring.md);
+  // a cell's energy is the counter between its readings inside the window plus the integrated power
+  // at the window's two edges, or the integrated power alone where a window holds fewer than two
+  // readings (docs/monitoring.md). 1: every round.
+  int energy_every_n_samples = 50;
   // Temperature, SM and memory clocks, clocks event reasons and the process list (the runner's
   // device memory and the count of other processes) are read every Nth round; utilisation,
   // memory used and power every round. 1 (the default): every round, because the per-call costs
