@@ -19,8 +19,8 @@ torch::Tensor SeededNormalImages(int64_t batch, int64_t channels, int64_t height
   // Sample i, i + workers, ...: one std::thread per intra-op thread (at::parallel_for's OpenMP
   // team would need this file built with -fopenmp; without it the loop runs on one thread).
   const int64_t workers = std::clamp<int64_t>(at::get_num_threads(), 1, batch);
-  // The caller's thread-local state (InferenceMode above all: an inference tensor may only be
-  // written under it) goes with each thread.
+  // The caller's thread-local state (grad and inference mode, dispatch settings) goes with each
+  // thread, as at::launch carries it.
   const at::ThreadLocalState caller_state;
   auto fill = [&images, &caller_state, batch, workers, seed](int64_t first) {
     const at::ThreadLocalStateGuard state_guard(caller_state);
@@ -36,7 +36,14 @@ torch::Tensor SeededNormalImages(int64_t batch, int64_t channels, int64_t height
   };
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(workers - 1));
-  for (int64_t w = 1; w < workers; ++w) threads.emplace_back(fill, w);
+  try {
+    for (int64_t w = 1; w < workers; ++w) threads.emplace_back(fill, w);
+  } catch (...) {
+    // A thread that could not start: join those that did (a joinable std::thread's destructor
+    // would end the process) and report the failure as the batch's.
+    for (auto& t : threads) t.join();
+    throw;
+  }
   fill(0);
   for (auto& t : threads) t.join();
   return images;
