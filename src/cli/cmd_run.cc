@@ -58,6 +58,7 @@ struct RunArgs {
   bool resume_elsewhere = false;
   bool no_monitor = false;
   bool runner_reuse = false;
+  bool runner_core_dumps = false;
   bool fail_on_invalid = false;
 };
 
@@ -268,6 +269,7 @@ int ServeGroup(const RunArgs& args, const orchestrator::GroupSettings& settings,
   orchestrator::PrepareDriverProcess();
   auto runner = orchestrator::ResolveRunner(selected.matrix.runner, ExecutableDir());
   if (!runner.ok()) return ReportError(runner.error());
+  runner->core_dumps = args.runner_core_dumps;
   std::fprintf(stderr, "dlbench: task %d of %d: joining rank 0 at %s:%d\n", settings.rank,
                settings.world_size, settings.addr.c_str(), settings.port);
   auto link = orchestrator::JoinGroup(settings);
@@ -358,6 +360,7 @@ int RunMatrix(const RunArgs& args, CommandContext& ctx) {
   request.resume_elsewhere = args.resume_elsewhere;
   request.monitor = !args.no_monitor;
   request.runner_reuse = args.runner_reuse;
+  request.runner_core_dumps = args.runner_core_dumps;
   request.bin_dir = ExecutableDir();
   request.interrupts = &g_interrupts;
   request.open_store = [&ctx]() -> Result<std::unique_ptr<store::ResultStore>> {
@@ -435,6 +438,11 @@ void RegisterRun(CLI::App& app, CommandContext& ctx) {
   cmd->add_flag("--runner-reuse", args->runner_reuse,
                 "Let consecutive cells that agree on every process-level setting share one runner process "
                 "(docs/adr/0011-runner-reuse.md); each cell records it in extras.runner_process");
+  cmd->add_flag(
+      "--runner-core-dumps", args->runner_core_dumps,
+      "Let a crashing runner write a core file (or hand it to systemd-coredump) as the system's "
+      "core limit allows. Without it runners start with a core limit of 0: a crash is recorded "
+      "as its signal, and a CUDA process's core (tens of GB) cannot fill the disk the results are on");
   cmd->add_flag("--fail-on-invalid", args->fail_on_invalid,
                 "Exit 1 also when a cell ended ok but its verdict is not valid (noisy, too_short, drifting, "
                 "...): for CI jobs that must not publish untrustworthy numbers");

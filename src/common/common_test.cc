@@ -1,6 +1,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -169,6 +170,38 @@ TEST(SubprocessTest, DieWithParentSpawnsAsPosixSpawnDoes) {
   EXPECT_NE(missing.error().message.find("cannot start '/nonexistent/dlbench-runner': No such file"),
             std::string::npos)
       << missing.error().message;
+}
+
+// core_dump = false starts the child with RLIMIT_CORE's soft limit at 0 and its hard limit as it
+// was; the default leaves both as this process has them. This process's soft limit is raised to
+// its hard one for the test (a shell's default is often 0, which would hide the difference).
+TEST(SubprocessTest, CoreDumpFalseZeroesTheChildsSoftCoreLimit) {
+  struct rlimit saved {};
+  ASSERT_EQ(::getrlimit(RLIMIT_CORE, &saved), 0);
+  if (saved.rlim_max == 0) GTEST_SKIP() << "the hard RLIMIT_CORE is 0 here: no difference to see";
+  struct rlimit raised = saved;
+  raised.rlim_cur = saved.rlim_max;
+  ASSERT_EQ(::setrlimit(RLIMIT_CORE, &raised), 0);
+  const std::string out = ::testing::TempDir() + "/core_limit.txt";
+  auto limits_of_child = [&](bool core_dump) {
+    SpawnOptions opts;
+    opts.argv = {"sh", "-c", "ulimit -S -c; ulimit -H -c"};
+    opts.stdout_path = out;
+    opts.core_dump = core_dump;
+    auto child = Subprocess::Spawn(opts);
+    if (!child.ok()) return child.error().message;
+    if (!child->Wait().success()) return std::string("the shell failed");
+    std::ifstream in(out);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const std::string hard =
+      saved.rlim_max == RLIM_INFINITY ? "unlimited" : std::to_string(saved.rlim_max / 512);
+  const std::string with_dump = limits_of_child(true);
+  const std::string without = limits_of_child(false);
+  ASSERT_EQ(::setrlimit(RLIMIT_CORE, &saved), 0);
+  std::remove(out.c_str());
+  EXPECT_EQ(with_dump, hard + "\n" + hard + "\n");
+  EXPECT_EQ(without, "0\n" + hard + "\n");
 }
 
 // A process that spawns `sleep 60` (with or without die_with_parent) and is then killed with

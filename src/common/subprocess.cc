@@ -5,6 +5,7 @@
 #include <spawn.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -105,11 +106,12 @@ std::string ResolveProgram(const std::string& name) {
 }
 
 // What Spawn's posix_spawn does, with fork and exec so that the child can ask, before exec, to be
-// killed with its parent (PR_SET_PDEATHSIG, which posix_spawn cannot set). Everything is prepared
-// before fork: the parent may have other threads, so the child makes only async-signal-safe calls.
-// Returns the child's pid, or the errno that stopped it (negated).
-pid_t ForkExecDyingWithParent(const SpawnOptions& options, const std::string& program, char* const argv[],
-                              char* const envp[]) {
+// killed with its parent (PR_SET_PDEATHSIG) or to dump no core (RLIMIT_CORE), which posix_spawn
+// cannot set. Everything is prepared before fork: the parent may have other threads, so the child
+// makes only async-signal-safe calls (plain system calls). Returns the child's pid, or the errno
+// that stopped it (negated).
+pid_t ForkExec(const SpawnOptions& options, const std::string& program, char* const argv[],
+               char* const envp[]) {
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0) return -errno;
   // The child's end must not be one of the fds the child is given (dup2 would replace it).
@@ -139,8 +141,16 @@ pid_t ForkExecDyingWithParent(const SpawnOptions& options, const std::string& pr
       ::_exit(127);
     };
     if (options.new_process_group && ::setpgid(0, 0) != 0) fail(errno);
-    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
-    if (::getppid() != parent) ::_exit(127);  // the parent died before the request took
+    if (options.die_with_parent) {
+      if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
+      if (::getppid() != parent) ::_exit(127);  // the parent died before the request took
+    }
+    if (!options.core_dump) {
+      struct rlimit core {};
+      if (::getrlimit(RLIMIT_CORE, &core) != 0) fail(errno);
+      core.rlim_cur = 0;
+      if (::setrlimit(RLIMIT_CORE, &core) != 0) fail(errno);
+    }
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
     for (int sig : {SIGINT, SIGTERM, SIGPIPE, SIGCHLD, SIGHUP, SIGQUIT}) ::sigaction(sig, &dfl, nullptr);
@@ -244,8 +254,8 @@ Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
 
   pid_t pid = -1;
   int rc = 0;
-  if (options.die_with_parent) {
-    pid = ForkExecDyingWithParent(options, ResolveProgram(options.argv[0]), argv.data(), envp.data());
+  if (options.die_with_parent || !options.core_dump) {
+    pid = ForkExec(options, ResolveProgram(options.argv[0]), argv.data(), envp.data());
     if (pid < 0) rc = -pid;
   } else {
     rc = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());

@@ -27,6 +27,10 @@ struct SpawnOptions {
   // between fork and exec): a runner must not outlive the dlbench that supervises it. The signal
   // follows the thread that spawned, so spawn from a thread that lives as long as the child.
   bool die_with_parent = false;
+  // false: the child starts with RLIMIT_CORE's soft limit at 0, so a crash writes no core file
+  // (nor hands one to systemd-coredump or apport, which honour the limit); the hard limit stays.
+  // Set between fork and exec, as die_with_parent is.
+  bool core_dump = true;
 };
 
 struct ExitStatus {

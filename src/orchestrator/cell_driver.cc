@@ -157,6 +157,7 @@ Result<Spawned> SpawnRunner(const RunnerCommand& runner, bool with_logs) {
   }
   opts.unset_env = LauncherVariables();
   opts.die_with_parent = true;  // a runner whose dlbench was killed has no one to report to
+  opts.core_dump = runner.core_dumps;
   opts.extra_env = runner.env;
   opts.extra_env.emplace_back(protocol::kFdInEnv, std::to_string(kChildFdIn));
   opts.extra_env.emplace_back(protocol::kFdOutEnv, std::to_string(kChildFdOut));

@@ -28,6 +28,10 @@ struct RunnerCommand {
   // Set in the runner's environment on top of dlbench's (a cell's cuda_alloc_conf; RunCell fills
   // it from the cell: CellRunnerEnvironment in memory_cap.h).
   std::vector<std::pair<std::string, std::string>> env;
+  // false (the default): the runner starts with RLIMIT_CORE's soft limit at 0, so a crashing
+  // runner (a CUDA process's core can take tens of GB) writes no core beside the results; `dlbench
+  // run --runner-core-dumps` keeps the limit dlbench has.
+  bool core_dumps = false;
 };
 
 // dlbench-null / dlbench-torch beside the dlbench binary, or the matrix's command.

@@ -117,6 +117,7 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
   }
   auto runner = ResolveRunner(matrix.runner, request.bin_dir);
   if (!runner.ok()) return runner.error();
+  runner->core_dumps = request.runner_core_dumps;
   if (!store) {
     auto opened = request.open_store();
     if (!opened.ok()) return opened.error();

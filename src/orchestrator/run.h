@@ -41,7 +41,8 @@ struct RunRequest {
   // --runner-reuse (docs/adr/0011-runner-reuse.md): consecutive cells in plan order that agree on
   // every process-level setting share one runner process (CellRunOptions::pool).
   bool runner_reuse = false;
-  std::string bin_dir;  // where dlbench-null and dlbench-torch are
+  bool runner_core_dumps = false;  // --runner-core-dumps: RunnerCommand::core_dumps
+  std::string bin_dir;             // where dlbench-null and dlbench-torch are
   // The launcher contract as read (launch::ToJson, with the shard's source): stored in a new run's
   // fingerprint as `launcher`; null: left out.
   nlohmann::json launcher;

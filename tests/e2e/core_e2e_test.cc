@@ -3,9 +3,11 @@
 // --resume completes the run.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <thread>
 
@@ -259,6 +261,44 @@ TEST(CoreE2E, APythonProgramSpeakingTheProtocolIsARunner) {
   EXPECT_EQ(cells[0].hello["runner"], "python-sleep");
   EXPECT_GE(cells[0].steps.size(), 20u);
   EXPECT_EQ(cells[0].steps[0].record.samples, 4u);
+}
+
+// Runners start with a soft core limit of 0 (a crash leaves no core file beside the results)
+// unless `run --runner-core-dumps`, which passes dlbench's own limit on. The command runner records
+// its limit and is then the null runner; dlbench is started with its soft limit at the hard one.
+TEST(CoreE2E, RunnersDumpNoCoreUnlessAskedTo) {
+  struct rlimit saved {};
+  ASSERT_EQ(::getrlimit(RLIMIT_CORE, &saved), 0);
+  if (saved.rlim_max == 0) GTEST_SKIP() << "the hard RLIMIT_CORE is 0 here: no difference to see";
+  struct rlimit raised = saved;
+  raised.rlim_cur = saved.rlim_max;
+  ASSERT_EQ(::setrlimit(RLIMIT_CORE, &raised), 0);
+  const std::string hard =
+      saved.rlim_max == RLIM_INFINITY ? "unlimited" : std::to_string(saved.rlim_max / 512);
+  for (const bool asked : {false, true}) {
+    TempDir dir(asked ? "cores" : "nocores");
+    const std::string matrix = dir / "core.yaml", db = dir / "r.db";
+    WriteText(matrix,
+              "runner:\n  command: [/bin/sh, -c, 'ulimit -S -c > \"$0/core-limit-$$.txt\"; exec \"$1\"', " +
+                  dir.path().string() + ", " + Bin("dlbench-null") +
+                  "]\nmatrix:\n  model: [x]\nmeasure:\n  min_steps: 5\n  min_time_s: 0.02\n"
+                  "  max_time_s: 0.1\n");
+    std::vector<std::string> args = {"run", matrix, "--out", dir / "out"};
+    if (asked) args.push_back("--runner-core-dumps");
+    auto run = Dlbench(args, dir, db);
+    EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+    int files = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+      if (entry.path().filename().string().rfind("core-limit-", 0) != 0) continue;
+      ++files;
+      auto text = ReadFile(entry.path().string());
+      ASSERT_TRUE(text.ok());
+      EXPECT_EQ(*text, (asked ? hard : std::string("0")) + "\n")
+          << (asked ? "with" : "without") << " the flag";
+    }
+    EXPECT_EQ(files, 2) << "the probe and the cell";
+  }
+  ASSERT_EQ(::setrlimit(RLIMIT_CORE, &saved), 0);
 }
 
 TEST(CoreE2E, EnvPrintsAFingerprintWithItsHash) {
