@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Deletes a build tree's intermediate files once its programs are linked: object files, static
-# archives and precompiled headers. On the suite's tree (build/) that is about three quarters of its
+# archives and precompiled headers. On the suite's tree (build/) that is about two thirds of its
 # size (docs/testing.md "Disk"); the programs, CTest's files and compile_commands.json (which
 # check-tidy reads) stay. Whatever builds in the tree afterwards compiles everything again, so
 # scripts/test.sh runs it only when DLBENCH_PRUNE_BUILD=1, which .ci/run sets: a CI run builds in

@@ -88,7 +88,7 @@ suite() {
   # and go on; findings (exit 1) fail the stage.
   scripts/build.sh || return 1
   # CI (.ci/run) builds in build/ once: its object files, archives and precompiled headers (about
-  # 4.5 of its 6 GB) then only take the disk the sanitizer trees are built on.
+  # 3.2 of its 4.9 GB) then only take the disk the sanitizer trees are built on.
   if [ "${DLBENCH_PRUNE_BUILD:-0}" = 1 ]; then scripts/prune-build.sh build || return 1; fi
   start_prebuilds
   local tidy=0
