@@ -1,8 +1,10 @@
 // How much the harness itself costs (docs/benchmarks.md "The harness's own overhead"):
 //  - BM_StepLoopOverhead: the per-step cost inside a runner of RunStepLoop with an empty step
 //    (two clock reads, the record written in place, amortised STEPS header and pipe writes), with
-//    another thread draining the pipe. Counters s_per_step (wall clock, printed with an SI prefix:
-//    45n = 45 ns) and cpu_s_per_step (the loop thread's CPU time), against the 50 ns target.
+//    another thread draining the pipe; vmsplice:1 as runners send (frames handed to the pipe by
+//    reference), vmsplice:0 copied into it as before session 22. Counters s_per_step (wall clock, printed
+//    with an SI prefix: 45n = 45 ns) and cpu_s_per_step (the loop thread's CPU time), against the 50 ns
+//    target.
 //  - BM_TwoClockReads: the floor, two CLOCK_MONOTONIC reads per step and nothing else.
 //  - BM_StepLoopToDevNull: the step loop writing to /dev/null: the loop without the pipe's cost.
 //  - BM_CellFixedCost: one whole cell of the null runner, from RunCell to a committed SQLite
@@ -16,6 +18,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -59,7 +62,10 @@ void BM_StepLoopOverhead(benchmark::State& state) {
     while (::read(to_orch->first, buf, sizeof buf) > 0) {
     }
   });
+  // vmsplice:0 writes the frames by copy, as before session 22 (DLBENCH_NO_VMSPLICE=1).
+  if (state.range(1) == 0) ::setenv("DLBENCH_NO_VMSPLICE", "1", 1);
   auto session = protocol::RunnerSession::FromFds(to_runner->first, to_orch->second);
+  ::unsetenv("DLBENCH_NO_VMSPLICE");
   protocol::RunnerLimits limits;
   limits.max_steps = state.range(0);
   limits.max_time_s = 1e9;
@@ -74,12 +80,18 @@ void BM_StepLoopOverhead(benchmark::State& state) {
   }
   SetPerStepCounters(state, steps, ThreadCpuNs() - cpu0);
   state.SetItemsProcessed(steps);
+  // The share of STEPS frames the pipe took by reference (the rest were copied into it).
+  const auto counts = session->frame_counts();
+  const double frames = static_cast<double>(counts.spliced + counts.copied);
+  state.counters["spliced_share"] = frames > 0 ? static_cast<double>(counts.spliced) / frames : 0.0;
   ::close(to_orch->second);
   drain.join();
   for (int fd : {to_runner->first, to_runner->second, to_orch->first}) ::close(fd);
 }
 BENCHMARK(BM_StepLoopOverhead)
-    ->Arg(1 << 20)
+    ->ArgNames({"steps", "vmsplice"})
+    ->Args({1 << 20, 1})
+    ->Args({1 << 20, 0})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->ComputeStatistics("min", Min);

@@ -1,7 +1,11 @@
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "common/subprocess.h"
 #include "protocol/runner_session.h"
@@ -353,6 +357,116 @@ TEST(RunnerSessionTest, InPlaceStepsFramesMatchAppendStepsFrameByteForByte) {
   ASSERT_EQ(got.size(), want.size());
   EXPECT_TRUE(got == want) << "the STEPS frames differ from AppendStepsFrame's";
   for (int fd : {to_runner->first, to_runner->second, to_orch->first}) close(fd);
+}
+
+// Full STEPS frames through a session, each record unique, so that a frame's pages written again
+// before the pipe handed them on would show as wrong bytes. Returns the records sent.
+std::vector<StepRecord> SendFullFrames(RunnerSession& session, std::size_t frames) {
+  std::vector<StepRecord> sent;
+  const std::int64_t base = MonotonicNowNs();
+  for (std::size_t i = 0; i < frames * RunnerSession::kBatchRecords; ++i) {
+    StepRecord r;
+    r.start_ns = base + static_cast<std::int64_t>(i);
+    r.end_ns = r.start_ns;  // within one flush interval: only the count flushes
+    r.samples = static_cast<std::uint32_t>(i + 1);
+    r.compute_ns = static_cast<std::int64_t>(i) * 3;
+    r.present = kHasCompute;
+    session.Record(r);
+    sent.push_back(r);
+  }
+  return sent;
+}
+
+std::string ReadToEnd(int fd) {
+  std::string got;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    got.append(buf, static_cast<std::size_t>(n));
+  }
+  return got;
+}
+
+std::string FramesOf(const std::vector<StepRecord>& sent, std::uint32_t rank) {
+  std::string want;
+  for (std::size_t at = 0; at < sent.size(); at += RunnerSession::kBatchRecords) {
+    AppendStepsFrame(want, rank, sent.data() + at, std::min(RunnerSession::kBatchRecords, sent.size() - at));
+  }
+  return want;
+}
+
+// Into a pipe, STEPS frames go by reference (vmsplice) from a ring of buffers, and a buffer is
+// filled again only once the pipe has handed its frame on. With a reader beside it every frame is
+// spliced and the bytes are AppendStepsFrame's. With a 1 MiB pipe nobody reads until the end, the
+// ring's four buffers sit unread in the pipe: the frames after them must go by copy, and the first
+// four must still read as they were sent (a buffer reused too early would carry a later frame).
+TEST(RunnerSessionTest, FramesSplicedIntoAPipeAreNeverOverwrittenBeforeTheyAreRead) {
+  {
+    auto to_runner = MakePipe();
+    auto to_orch = MakePipe();
+    ASSERT_TRUE(to_runner.ok() && to_orch.ok());
+    auto session = RunnerSession::FromFds(to_runner->first, to_orch->second);
+    ASSERT_TRUE(session->splicing());
+    std::string got;
+    std::thread reader([&] { got = ReadToEnd(to_orch->first); });
+    const auto sent = SendFullFrames(*session, 40);
+    session.reset();  // the ring is unmapped: pages still in the pipe stay readable
+    ::close(to_orch->second);
+    reader.join();
+    EXPECT_TRUE(got == FramesOf(sent, 0)) << "got " << got.size() << " bytes";
+    for (int fd : {to_runner->first, to_runner->second, to_orch->first}) ::close(fd);
+  }
+  {
+    auto to_runner = MakePipe();
+    auto to_orch = MakePipe();
+    ASSERT_TRUE(to_runner.ok() && to_orch.ok());
+    if (::fcntl(to_orch->second, F_SETPIPE_SZ, 1 << 20) < (1 << 20)) GTEST_SKIP() << "no 1 MiB pipe here";
+    auto session = RunnerSession::FromFds(to_runner->first, to_orch->second);
+    ASSERT_TRUE(session->splicing());
+    const auto sent = SendFullFrames(*session, 20);  // 20 frames of 49,184 bytes fit in 1 MiB
+    EXPECT_EQ(session->frame_counts().spliced, 4u);
+    EXPECT_EQ(session->frame_counts().copied, 16u);
+    session.reset();
+    ::close(to_orch->second);
+    EXPECT_TRUE(ReadToEnd(to_orch->first) == FramesOf(sent, 0));
+    for (int fd : {to_runner->first, to_runner->second, to_orch->first}) ::close(fd);
+  }
+}
+
+// Where the output is no pipe, or DLBENCH_NO_VMSPLICE=1, frames are written by copy, the same bytes.
+TEST(RunnerSessionTest, FramesGoByCopyToAFileOrWhenSplicingIsTurnedOff) {
+  char path[] = "/tmp/dlbench-steps-XXXXXX";
+  const int file = ::mkstemp(path);
+  ASSERT_GE(file, 0);
+  ::unlink(path);
+  auto to_runner = MakePipe();
+  ASSERT_TRUE(to_runner.ok());
+  {
+    auto session = RunnerSession::FromFds(to_runner->first, file);
+    EXPECT_FALSE(session->splicing());
+    const auto sent = SendFullFrames(*session, 3);
+    EXPECT_EQ(session->frame_counts().copied, 3u);
+    EXPECT_EQ(session->frame_counts().spliced, 0u);
+    ASSERT_EQ(::lseek(file, 0, SEEK_SET), 0);
+    EXPECT_TRUE(ReadToEnd(file) == FramesOf(sent, 0));
+  }
+  ::close(file);
+  auto to_orch = MakePipe();
+  ASSERT_TRUE(to_orch.ok());
+  ASSERT_EQ(::setenv("DLBENCH_NO_VMSPLICE", "1", 1), 0);
+  auto session = RunnerSession::FromFds(to_runner->first, to_orch->second);
+  ::unsetenv("DLBENCH_NO_VMSPLICE");
+  EXPECT_FALSE(session->splicing());
+  std::string got;
+  std::thread reader([&] { got = ReadToEnd(to_orch->first); });
+  const auto sent = SendFullFrames(*session, 5);
+  EXPECT_EQ(session->frame_counts().copied, 5u);
+  session.reset();
+  ::close(to_orch->second);
+  reader.join();
+  EXPECT_TRUE(got == FramesOf(sent, 0));
+  for (int fd : {to_runner->first, to_runner->second, to_orch->first}) ::close(fd);
 }
 
 }  // namespace

@@ -1,10 +1,17 @@
 #include "protocol/runner_session.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <string_view>
 
 namespace dlbench::protocol {
 
@@ -86,11 +93,82 @@ nlohmann::json ConfigureToJson(const CellConfig& c) {
 }
 
 RunnerSession::RunnerSession(int in_fd, int out_fd)
-    : in_fd_(in_fd), out_fd_(out_fd), frame_(std::make_unique<StepsFrame>()) {
+    : in_fd_(in_fd), out_fd_(out_fd), spare_(std::make_unique<StepsFrame>()) {
+  frame_ = spare_.get();
   last_flush_ns_ = MonotonicNowNs();
+  // The ring of frames handed to a pipe by reference (the header says why and how it is safe).
+  const char* off = std::getenv("DLBENCH_NO_VMSPLICE");
+  if (off != nullptr && std::string_view(off) == "1") return;
+  struct stat st {};
+  if (::fstat(out_fd_, &st) != 0 || !S_ISFIFO(st.st_mode)) return;
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (page <= 0) return;
+  const auto page_bytes = static_cast<std::size_t>(page);
+  ring_stride_ = (sizeof(StepsFrame) + page_bytes - 1) / page_bytes * page_bytes;
+  ring_bytes_ = ring_stride_ * kRingFrames;
+  void* memory = ::mmap(nullptr, ring_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) return;  // frames are written by copy, as without a pipe
+  ring_memory_ = memory;
+  ring_at_ = 0;
+  frame_ = RingFrame(0);
+  splice_ = true;
 }
 
-RunnerSession::~RunnerSession() = default;
+RunnerSession::~RunnerSession() {
+  // Pages the pipe still holds stay the pipe's until it is read (the header's comment).
+  if (ring_memory_ != nullptr) ::munmap(ring_memory_, ring_bytes_);
+}
+
+RunnerSession::StepsFrame* RunnerSession::RingFrame(std::size_t i) const {
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the ring is raw mmap'd pages
+  return reinterpret_cast<StepsFrame*>(static_cast<char*>(ring_memory_) + i * ring_stride_);
+}
+
+bool RunnerSession::Consumed(std::uint64_t end) const {
+  if (end == 0) return true;
+  int unread = 0;
+  if (::ioctl(out_fd_, FIONREAD, &unread) != 0 || unread < 0) return false;
+  return bytes_out_ - static_cast<std::uint64_t>(unread) >= end;
+}
+
+Status RunnerSession::SendFrame(std::size_t bytes) {
+  const char* data = frame_->head;
+  std::size_t left = bytes;
+  const bool in_ring = frame_ != spare_.get();
+  while (in_ring && splice_ && left > 0) {
+    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-const-cast): vmsplice reads the pages, never writes them
+    iovec iov{const_cast<char*>(data), left};
+    const ssize_t n = ::vmsplice(out_fd_, &iov, 1, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      // EINVAL, ENOSYS, a seccomp filter's EPERM...: copy from here on. A closed pipe (EPIPE) says
+      // so again in the write below, which reports it.
+      splice_ = false;
+      break;
+    }
+    data += n;
+    left -= static_cast<std::size_t>(n);
+    bytes_out_ += static_cast<std::uint64_t>(n);
+  }
+  if (left > 0) {
+    auto st = WriteAll(out_fd_, data, left);
+    if (!st.ok()) return st;
+    bytes_out_ += left;
+  }
+  ++(left == bytes ? frame_counts_.copied : frame_counts_.spliced);
+  if (!splice_) {
+    frame_ = spare_.get();  // a frame already spliced in part stays as it is: spare_ is filled next
+    return Status::Ok();
+  }
+  if (in_ring) {
+    ring_end_[ring_at_] = bytes_out_;
+    ring_at_ = (ring_at_ + 1) % kRingFrames;
+  }
+  // The ring's next buffer once the pipe has handed on what it last held; else spare_, and the
+  // same buffer is tried again at the next flush.
+  frame_ = Consumed(ring_end_[ring_at_]) ? RingFrame(ring_at_) : spare_.get();
+  return Status::Ok();
+}
 
 Result<std::unique_ptr<RunnerSession>> RunnerSession::Connect() {
   const char* in = std::getenv(kFdInEnv);
@@ -113,6 +191,7 @@ Status RunnerSession::SendJson(MessageType type, const nlohmann::json& body) {
   std::string frame;
   AppendJsonFrame(frame, type, body);
   auto st = WriteAll(out_fd_, frame);
+  if (st.ok()) bytes_out_ += frame.size();
   if (!st.ok()) stop_requested_ = orchestrator_gone_ = true;
   return st;
 }
@@ -177,7 +256,7 @@ void RunnerSession::FlushSteps(std::int64_t now_ns) {
   last_flush_ns_ = now_ns;
   if (count_ > 0 && !stop_requested_) {
     const std::size_t bytes = EncodeStepsHead(frame_->head, rank_, count_);
-    if (!WriteAll(out_fd_, frame_->head, bytes).ok()) stop_requested_ = orchestrator_gone_ = true;
+    if (!SendFrame(bytes).ok()) stop_requested_ = orchestrator_gone_ = true;
   }
   count_ = 0;
   PollCommands();

@@ -102,6 +102,8 @@ class RunnerSession {
   // Hot path: copies the record into the STEPS frame being filled; sends the frame when it holds
   // kBatchRecords records or kFlushIntervalNs has passed since the last one (checked against the
   // record's end). No allocation. Call it outside the timed region, after the end timestamp.
+  // Where the output is a pipe, a full frame is handed to it by reference (vmsplice) rather than
+  // copied into it; see the ring's comment below.
   void Record(const StepRecord& record) noexcept {
     frame_->records[count_] = record;
     Commit(record.end_ns);
@@ -116,7 +118,18 @@ class RunnerSession {
   // True once STOP arrived, the orchestrator went away, or a write failed.
   bool stop_requested() const { return stop_requested_; }
   void set_rank(std::uint32_t rank) { rank_ = rank; }
+  // Whether STEPS frames go to the pipe by reference (false where the output is no pipe, where
+  // vmsplice failed once, or with DLBENCH_NO_VMSPLICE=1 in the environment); for tests.
+  bool splicing() const { return splice_; }
+  // STEPS frames sent so far, by reference and by copy; for tests and benchmarks.
+  struct FrameCounts {
+    std::uint64_t spliced = 0;
+    std::uint64_t copied = 0;
+  };
+  FrameCounts frame_counts() const { return frame_counts_; }
   ~RunnerSession();
+  RunnerSession(const RunnerSession&) = delete;
+  RunnerSession& operator=(const RunnerSession&) = delete;
 
  private:
   // The STEPS frame being filled, laid out as it goes on the wire (frame header, rank, count, then
@@ -130,6 +143,11 @@ class RunnerSession {
   RunnerSession(int in_fd, int out_fd);
   Status SendJson(MessageType type, const nlohmann::json& body);
   void PollCommands();
+  // Sends frame_'s `bytes` (vmsplice where it can, else write) and picks the next frame to fill.
+  Status SendFrame(std::size_t bytes);
+  // Whether the pipe has handed on every byte up to `end` (a count of bytes written to out_fd_).
+  bool Consumed(std::uint64_t end) const;
+  StepsFrame* RingFrame(std::size_t i) const;
   // NOLINTNEXTLINE(bugprone-exception-escape): as Record, a flush that cannot allocate ends the runner
   void Commit(std::int64_t end_ns) noexcept {
     if (++count_ == kBatchRecords || end_ns - last_flush_ns_ >= kFlushIntervalNs) FlushSteps(end_ns);
@@ -138,7 +156,33 @@ class RunnerSession {
   int in_fd_;
   int out_fd_;
   std::uint32_t rank_ = 0;
-  std::unique_ptr<StepsFrame> frame_;
+  // The frame being filled: one of the ring's buffers (ring_memory_), or spare_.
+  //
+  // A write() into a pipe copies the frame into pages the kernel allocates (and charges to the
+  // memory cgroup) for it: on the development VMs about 3-20 us per 48 KiB frame, the largest
+  // part of the harness's cost per step after the two clock reads (docs/benchmarks.md). vmsplice
+  // hands the pipe the frame's own pages instead, so a frame must not be written again until the
+  // reader has taken it. The frames therefore rotate through a ring of kRingFrames page-aligned
+  // buffers, and before a buffer is filled again FIONREAD on the pipe says whether its bytes have
+  // been read: bytes written minus bytes unread must reach the buffer's end. Where they have not,
+  // the frame is filled in spare_ and written by copy, as before. A full frame takes 13 of a
+  // default pipe's 16 page slots, and vmsplice, like write, returns only once the whole frame is
+  // in the pipe, so by then at most 3 pages of the frame before are unread and the buffer filled
+  // next (the frame three back) is free; smaller frames come kFlushIntervalNs apart, long after
+  // the reader took the ones before.
+  // The ring is mmap'd and munmap'd, never handed back to malloc: pages still in the pipe at the
+  // end stay the pipe's, and no later allocation of this process can write into them.
+  static constexpr std::size_t kRingFrames = 4;
+  StepsFrame* frame_ = nullptr;
+  std::unique_ptr<StepsFrame> spare_;
+  void* ring_memory_ = nullptr;
+  std::size_t ring_bytes_ = 0;
+  std::size_t ring_stride_ = 0;  // a frame's size rounded up to whole pages
+  std::size_t ring_at_ = 0;      // the ring's buffer being filled, or to be filled once it is free
+  std::uint64_t ring_end_[kRingFrames] = {};  // for each buffer, the byte count its frame ended at
+  std::uint64_t bytes_out_ = 0;               // bytes written to out_fd_ by this session
+  bool splice_ = false;
+  FrameCounts frame_counts_;
   std::size_t count_ = 0;
   std::int64_t last_flush_ns_ = 0;
   bool stop_requested_ = false;
