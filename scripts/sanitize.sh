@@ -38,8 +38,33 @@ case "$kind" in
     # BoundaryProcessE2E's two searching tests run every probe under a memory_cap too (session 13's CI).
     # So does ReuseE2E.CellsThatDifferAtProcessStartDoNotShare, whose last cell has a memory_cap
     # ("ReserveShadowMemoryRange failed ... Perhaps you're using ulimit -v").
-    ctest --output-on-failure --timeout 900 -j "${DLBENCH_TEST_JOBS:-2}" -L 'unit|e2e' -LE 'torch|browser|prometheus|gpu' \
-      -E '^(PythonClient[.]|MemoryE2E[.]|ReuseE2E[.]CellsThatDifferAtProcessStartDoNotShare$|BoundaryProcessE2E[.](SharedAndGuidedSearchesFindWhatFreshBisectionFinds|UnderRunnerReuseSharedSearchesShareOneProcess)$)' "$@"
+    #
+    # A test that fails is run once more (--repeat until-pass:2): under ASan every process runs two
+    # to three times slower than in the suite stage, which runs the same tests without a second
+    # attempt, and session 21's landing failed here once on CI's machine without a failure
+    # anywhere else (the part of the log kept did not name the test). A sanitizer's report in a
+    # failed attempt's output still fails the stage, and every test that passed only at its second
+    # attempt is named at the end ("sanitize.sh: passed at the second attempt only").
+    log=$(mktemp)
+    trap 'rm -f "$log"' EXIT
+    status=0
+    ctest --output-on-failure --timeout 900 -j "${DLBENCH_TEST_JOBS:-2}" --repeat until-pass:2 \
+      -L 'unit|e2e' -LE 'torch|browser|prometheus|gpu' \
+      -E '^(PythonClient[.]|MemoryE2E[.]|ReuseE2E[.]CellsThatDifferAtProcessStartDoNotShare$|BoundaryProcessE2E[.](SharedAndGuidedSearchesFindWhatFreshBisectionFinds|UnderRunnerReuseSharedSearchesShareOneProcess)$)' \
+      "$@" 2>&1 | tee "$log" || status=$?
+    # With --output-on-failure the log holds the output of failed attempts only.
+    if grep -E -q 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$log"; then
+      echo "sanitize.sh: a sanitizer reported an error in a failed attempt (above): the stage fails" >&2
+      grep -E -n 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$log" | head -20 >&2
+      status=1
+    fi
+    retried=$(awk '/Test +#[0-9]+: .*\*\*\*(Failed|Timeout|Exception)|Test +#[0-9]+: .*(Exit code|Subprocess aborted|SEGFAULT|Child aborted)/ {
+                     sub(/^.*Test +#[0-9]+: /, ""); sub(/ .*$/, ""); print }' "$log" | sort -u)
+    if [ -n "$retried" ] && [ "$status" = 0 ]; then
+      echo "sanitize.sh: passed at the second attempt only (look at each: a timing flake under ASan, or a fault that shows sometimes):"
+      sed 's/^/  /' <<< "$retried"
+    fi
+    exit "$status"
     ;;
   thread)
     # TSan needs every thread's code instrumented; the tests named here are those with threads of

@@ -22,16 +22,28 @@ export DLBENCH_REQUIRE_POSTGRES=1
 stages="${DLBENCH_STAGES:-suite asan fuzz tsan}"
 failed=()
 summary=()
+# Each stage's output also goes to .test-logs/STAGE.log; a failed stage's digest (the failed tests
+# and their output, or the lines naming an error: scripts/failure-digest.sh) is printed again at the
+# very end, where a CI service that keeps only a long log's tail still shows it.
+logs_dir="$PWD/.test-logs"
+rm -rf "$logs_dir" && mkdir -p "$logs_dir"
 run_stage() {
   local name="$1"
   shift
-  local start
+  local start status=0 tee_pid i
   start=$(date +%s)
   echo "=== stage $name: $*"
-  if "$@"; then
+  # Process substitution, not a pipe: the stage runs in this shell (start_prebuilds sets
+  # prebuild_pid for the later stages).
+  "$@" > >(tee "$logs_dir/$name.log") 2>&1 || status=$?
+  tee_pid=$!
+  # tee ends when every writer has closed the pipe; something a stage left running could hold it,
+  # so the wait is bounded (the log is complete up to the stage's end either way).
+  for i in $(seq 1 100); do kill -0 "$tee_pid" 2>/dev/null || break; sleep 0.1; done
+  if [ "$status" = 0 ]; then
     summary+=("$name: passed in $(( $(date +%s) - start )) s")
   else
-    summary+=("$name: FAILED after $(( $(date +%s) - start )) s")
+    summary+=("$name: FAILED after $(( $(date +%s) - start )) s (log .test-logs/$name.log)")
     failed+=("$name")
   fi
 }
@@ -59,12 +71,13 @@ start_prebuilds() {
   if chrt --idle 0 true 2>/dev/null; then idle=(chrt --idle 0); fi
   rm -rf "$prebuild_dir" && mkdir -p "$prebuild_dir"
   echo "test.sh: building the ${kinds[*]} sanitizer tree(s) at idle priority (${idle[*]}) beside the suite; logs in .prebuild/"
+  # Its own output goes to a file, so it holds no stage's log open (run_stage waits for that).
   (
     for k in "${kinds[@]}"; do
       DLBENCH_SANITIZE_BUILD_ONLY=1 "${idle[@]}" scripts/sanitize.sh "$k" > "$prebuild_dir/$k.log" 2>&1
       echo $? > "$prebuild_dir/$k.rc"
     done
-  ) &
+  ) > "$prebuild_dir/prebuild.log" 2>&1 &
   prebuild_pid=$!
 }
 # after_prebuild KIND COMMAND...: waits for the background build of KIND's tree, if one was
@@ -147,5 +160,14 @@ if [ "${DLBENCH_PRUNE_BUILD:-0}" = 1 ]; then
     [ ! -f "$tree/CMakeCache.txt" ] || scripts/prune-build.sh "$tree" || true
   done
 fi
+# Tests the asan stage passed only at a second attempt (scripts/sanitize.sh), named again here.
+for log in "$logs_dir"/*.log; do
+  [ -f "$log" ] || continue
+  awk '/^sanitize.sh: passed at the second attempt only/ {on = 1; print; next} on && /^  / {print; next} {on = 0}' "$log"
+done
+for stage in "${failed[@]}"; do
+  echo "=== what failed in stage $stage (scripts/failure-digest.sh .test-logs/$stage.log)"
+  scripts/failure-digest.sh "$logs_dir/$stage.log" || true
+done
 printf '%s\n' "${summary[@]}"
 [ ${#failed[@]} -eq 0 ]
