@@ -137,8 +137,13 @@ quickstart() {
 # The disk: free space before and what the trees took after (session 20's CI ended "No space left
 # on device"; docs/testing.md "Disk").
 disk_report() {
-  echo "test.sh: disk $1: $(df -Pm . | awk 'NR == 2 {print $4}') MiB free on the clone's filesystem;" \
-    "$(du -smc build build-asan build-tsan 2>/dev/null | awk '{printf "%s%s %s MiB", (NR > 1 ? ", " : ""), $2, $1}')"
+  local trees=() t
+  for t in build build-asan build-tsan; do [ ! -d "$t" ] || trees+=("$t"); done
+  local sizes="no build tree yet"
+  if [ ${#trees[@]} -gt 0 ]; then
+    sizes=$(du -smc "${trees[@]}" 2>/dev/null | awk '{printf "%s%s %s MiB", (NR > 1 ? ", " : ""), $2, $1}')
+  fi
+  echo "test.sh: disk $1: $(df -Pm . | awk 'NR == 2 {print $4}') MiB free on the clone's filesystem; $sizes"
 }
 disk_report "at the start"
 for stage in $stages; do
