@@ -432,8 +432,10 @@ int RunTorchCell(RunnerSession& session) {
     if (served > 0) session.BeginNextCell();
     auto config = session.ReceiveConfigure();
     if (!config.ok()) {
-      // The end of the command pipe after a served cell is how the orchestrator ends the process.
-      if (served > 0 && config.error().kind == ErrorKind::kIo) return 0;
+      // The end of the command pipe before CONFIGURE is how the orchestrator probes a runner's
+      // HELLO (docs/protocol.md: the runner exits 0 without error), and after a served cell how it
+      // ends the process.
+      if (config.error().kind == ErrorKind::kIo) return 0;
       LogError("dlbench-torch: {}", config.error().message);
       return 1;
     }

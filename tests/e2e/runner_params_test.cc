@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -24,6 +25,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/files.h"
 #include "common/subprocess.h"
 #include "config/load_rules.h"
 #include "config/matrix.h"
@@ -501,6 +503,67 @@ TEST_P(RunnerCells, RejectKeysOutsideTheirScope) {
     EXPECT_FALSE(answer->Accepted()) << name << ": " << answer->Describe();
     EXPECT_NE(answer->error_message.find("'" + name + "'"), std::string::npos) << answer->error_message;
   }
+}
+
+// `dlbench run` and `dlbench env` start the runner once to read its HELLO, then close the command
+// pipe (docs/protocol.md): the runner must exit 0 and say nothing, since its stderr is the user's
+// terminal there. dlbench-torch printed "dlbench: error: dlbench-torch: the orchestrator closed
+// the protocol pipe before CONFIGURE" and exited 1 whenever it got there before the probe's SIGTERM.
+// Here the probe waits for the runner to exit by itself.
+TEST_P(RunnerCells, AHelloProbeEndsTheRunnerWithStatusZeroAndNothingOnStderr) {
+  constexpr int kRunnerReadsFd = 4;
+  constexpr int kRunnerWritesFd = 3;
+  signal(SIGPIPE, SIG_IGN);
+  auto commands = MakePipe();
+  auto messages = MakePipe();
+  ASSERT_TRUE(commands.ok() && messages.ok());
+  const std::string err_path = ::testing::TempDir() + "/probe-" + GetParam() + ".stderr";
+  SpawnOptions options;
+  options.argv = {RunnerBinary(GetParam())};
+  options.extra_env = {{protocol::kFdInEnv, std::to_string(kRunnerReadsFd)},
+                       {protocol::kFdOutEnv, std::to_string(kRunnerWritesFd)}};
+  options.fd_map = {{kRunnerReadsFd, commands->first}, {kRunnerWritesFd, messages->second}};
+  options.stderr_path = err_path;
+  auto child = Subprocess::Spawn(options);
+  close(commands->first);
+  close(messages->second);
+  ASSERT_TRUE(child.ok()) << child.error().message;
+  protocol::FrameReader reader;
+  bool hello = false;
+  const std::int64_t deadline = MonotonicNowNs() + SecondsToNs(120.0);
+  while (!hello && MonotonicNowNs() < deadline) {
+    auto frame = reader.Next();
+    ASSERT_TRUE(frame.ok()) << frame.error().message;
+    if (frame->has_value()) {
+      EXPECT_EQ((*frame)->type, protocol::MessageType::kHello);
+      hello = true;
+      break;
+    }
+    pollfd p{messages->first, POLLIN, 0};
+    if (::poll(&p, 1, 1000) <= 0) continue;
+    auto n = protocol::ReadInto(messages->first, reader);
+    ASSERT_TRUE(n.ok()) << n.error().message;
+    if (*n == 0) break;
+  }
+  close(commands->second);  // EOF before CONFIGURE, as the probe does
+  // The runner's end of the message pipe closes when it exits; wait for that, bounded.
+  bool ended = false;
+  while (!ended && MonotonicNowNs() < deadline) {
+    pollfd p{messages->first, POLLIN, 0};
+    if (::poll(&p, 1, 1000) <= 0) continue;
+    auto n = protocol::ReadInto(messages->first, reader);
+    ended = !n.ok() || *n == 0;
+  }
+  close(messages->first);
+  const ExitStatus exit = ended ? child->Wait() : child->Terminate(500);
+  (void)orchestrator::KillLeftovers(child->pid(), 2000);
+  EXPECT_TRUE(hello);
+  EXPECT_TRUE(ended) << "the runner did not exit within 120 s of the end of its command pipe";
+  EXPECT_TRUE(exit.success()) << exit.Describe();
+  auto err = ReadFile(err_path);
+  ASSERT_TRUE(err.ok()) << err.error().message;
+  EXPECT_EQ(*err, "") << "the runner's stderr";
+  std::remove(err_path.c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, RunnerCells,
