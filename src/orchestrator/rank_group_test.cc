@@ -477,8 +477,10 @@ void StandInTask(const GroupSettings& s, bool beats,
 // own monitor and rank 1's as its task's `host` report said. (The task here is a stand-in: a real
 // ServeRankGroup in this process would kill rank 0's runner with its leftovers, since KillLeftovers
 // takes every descendant of the process; GroupHostsE2E runs real tasks.)
+// The limit is the smallest DLBENCH_GROUP_SILENCE_S allows: at 1 s, one beat interval, a live task
+// could be heard 1-2 s apart and was taken for gone (session 22's fresh clone, under load).
 TEST_F(RankGroupTest, AnIdleTaskThatBeatsOutlastsTheSilenceLimitAndBothHostsAreStored) {
-  const GroupSettings s = TwoTasks(1);
+  const GroupSettings s = TwoTasks(kMinGroupSilenceS);
   const nlohmann::json figures = {{"rounds", 3}, {"span_s", 0.2}, {"host_mem_peak_bytes", 1e9}};
   std::thread task([&] {
     StandInTask(s, /*beats=*/true, [&](RankLink& link, std::int64_t seq) {
@@ -494,7 +496,7 @@ TEST_F(RankGroupTest, AnIdleTaskThatBeatsOutlastsTheSilenceLimitAndBothHostsAreS
   o.group = group->get();
   o.monitor = &monitor;
   const record::CellRecord first = RunCell(DdpCell("a", 0), o);
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // 2.5x the silence limit, idle
+  std::this_thread::sleep_for(std::chrono::milliseconds(5000));  // 2.5x the silence limit, idle
   const record::CellRecord second = RunCell(DdpCell("b", 1), o);
   (*group)->End(true, "done");
   task.join();

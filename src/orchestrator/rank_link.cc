@@ -271,14 +271,22 @@ Result<nlohmann::json> RankLink::Expect(const std::string& type, std::int64_t de
 }
 
 LinkBeat::LinkBeat(std::vector<RankLink*> links, bool drain) : links_(std::move(links)), drain_(drain) {
+  // A draining thread reads kDrainsPerBeat times a beat interval: a peer's beat then counts as
+  // heard at most a quarter interval after it arrives, so the longest silence seen from a live peer
+  // is about 1.25 intervals plus scheduling, not two (a beat that arrived just after a drain waited
+  // a whole interval for the next), well inside the smallest silence limit (kMinGroupSilenceS).
+  // Beats are still sent once an interval.
+  constexpr int kDrainsPerBeat = 4;
   thread_ = std::thread([this] {
+    const int rounds_per_beat = drain_ ? kDrainsPerBeat : 1;
     std::unique_lock<std::mutex> hold(mutex_);
-    while (!stop_) {
+    for (std::int64_t round = 0; !stop_; ++round) {
       for (RankLink* link : links_) {
-        (void)link->SendBeat();
+        if (round % rounds_per_beat == 0) (void)link->SendBeat();
         if (drain_) link->DrainBeats();
       }
-      wake_.wait_for(hold, std::chrono::nanoseconds(kLinkBeatIntervalNs), [this] { return stop_; });
+      wake_.wait_for(hold, std::chrono::nanoseconds(kLinkBeatIntervalNs / rounds_per_beat),
+                     [this] { return stop_; });
     }
   });
 }

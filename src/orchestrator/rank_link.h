@@ -111,8 +111,9 @@ class RankLink {
 };
 
 // Sends a `beat` on each of `links` every kLinkBeatIntervalNs from a thread of its own, until
-// destroyed (which it must be before the links are). With `drain`, each round also drains the
-// peers' beats (RankLink::DrainBeats): task 0's, whose links are read only while a cell needs them.
+// destroyed (which it must be before the links are). With `drain`, it also drains the peers' beats
+// (RankLink::DrainBeats) four times an interval: task 0's, whose links are read only while a cell
+// needs them.
 class LinkBeat {
  public:
   explicit LinkBeat(std::vector<RankLink*> links, bool drain = false);
