@@ -35,8 +35,8 @@
 # Usage (on the GPU machine; builds with scripts/build-gpu.sh when BUILD lacks the programs):
 #   bench/gpu/memory-caps.sh
 #   env: OUT (default /tmp/dlbench-memory-caps), BUILD (default build-gpu), DEADLINE_S (420),
-#   MODELS, SCENARIOS (train infer), PRECISIONS (bf16 fp32), CAPS_GIB (16 24 40), FULL (1: add the
-#   whole device), MIN_BATCH (8), MAX_BATCH (4096), MAX_PROBES (14), PROBE_STEPS (2),
+#   MODELS, SCENARIOS (train infer), PRECISIONS (bf16 fp32), CAPS_GIB (16 24 40; set but empty:
+#   no caps, the whole device alone), FULL (1: add the whole device), MIN_BATCH (8), MAX_BATCH (4096), MAX_PROBES (14), PROBE_STEPS (2),
 #   MEASURE_S (4), TIMEOUT_S (90, a runner's timeout),
 #   CUDNN_BENCHMARK (0: no autotuning, see above; 1: autotune), RESOLUTION (boundary_resolution,
 #   default 0.02: each answer within 2% below the boundary, in fewer probes; 0: exact),
@@ -54,7 +54,7 @@ DRY="${DRY:-0}"
 if [ "$DRY" = 1 ]; then
   BUILD="${BUILD:-$ROOT/build}"
   DEVICE=cpu
-  CAPS_GIB="${CAPS_GIB:-1 2}"
+  CAPS_GIB="${CAPS_GIB-1 2}"
   FULL="${FULL:-0}"
   DEADLINE_S="${DEADLINE_S:-300}"
   SIZE="  base_width: 4
@@ -67,7 +67,7 @@ if [ "$DRY" = 1 ]; then
 else
   BUILD="${BUILD:-$ROOT/build-gpu}"
   DEVICE=cuda
-  CAPS_GIB="${CAPS_GIB:-16 24 40}"
+  CAPS_GIB="${CAPS_GIB-16 24 40}"
   FULL="${FULL:-1}"
   DEADLINE_S="${DEADLINE_S:-420}"
   SIZE=""
@@ -169,6 +169,10 @@ done
 "
 [ -n "$FULL_CAP" ] && WAVES="$WAVES$FULL_CAP
 "
+if [ -z "$WAVES" ]; then
+  echo "memory-caps: nothing to search: CAPS_GIB is empty and there is no whole-device column (FULL=$FULL)" >&2
+  exit 2
+fi
 
 write_matrix() {  # $1: the cap, $2: the file
   cat > "$2" <<YAML

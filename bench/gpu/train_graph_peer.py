@@ -6,9 +6,13 @@ ResNet-50, channels_last, bf16 autocast, SGD (lr 0.1, momentum 0.9, weight decay
 cross-entropy on a fixed random batch; the whole step (zero_grad(set_to_none), forward, loss,
 backward, optimizer step) captured with torch.cuda.graph after warm-up steps on a side stream,
 as PyTorch's CUDA-graph docs do ("whole-network capture"), then replayed. Each side runs WARMUP
-steps, then STEPS timed steps between two synchronisations; prints steps/s and images/s.
+steps, then STEPS timed steps between two synchronisations; prints steps/s and images/s. With
+--sync-each-step the device is also synchronised after every step, as dlbench's step loop does
+(docs/measurement.md: each step ends with a stream synchronisation before its end stamp), so the
+host cannot queue the next step while the GPU runs this one.
 
 Usage: python3 bench/gpu/train_graph_peer.py [--batch-size 64] [--steps 200] [--warmup 20]
+                                             [--sync-each-step]
 """
 import argparse
 import time
@@ -36,11 +40,13 @@ def step(model, opt, x, y):
     return loss
 
 
-def timed(fn, steps):
+def timed(fn, steps, sync_each_step):
     torch.cuda.synchronize()
     start = time.perf_counter()
     for _ in range(steps):
         fn()
+        if sync_each_step:
+            torch.cuda.synchronize()
     torch.cuda.synchronize()
     return time.perf_counter() - start
 
@@ -50,6 +56,8 @@ def main():
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--sync-each-step", action="store_true",
+                    help="synchronise the device after every timed step, as dlbench's step loop does")
     args = ap.parse_args()
     for name, value, hi in (("batch-size", args.batch_size, 4096), ("steps", args.steps, 100000),
                             ("warmup", args.warmup, 10000)):
@@ -58,12 +66,13 @@ def main():
     device = torch.device("cuda")
     torch.backends.cudnn.benchmark = True
     print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}; ResNet-50 train bs{args.batch_size} "
-          f"bf16 channels_last, SGD foreach; {args.warmup} warm-up and {args.steps} timed steps each")
+          f"bf16 channels_last, SGD foreach; {args.warmup} warm-up and {args.steps} timed steps each"
+          f"{', synchronised after each step' if args.sync_each_step else ''}")
 
     model, opt, x, y = build(args.batch_size, device)
     for _ in range(args.warmup):
         step(model, opt, x, y)
-    seconds = timed(lambda: step(model, opt, x, y), args.steps)
+    seconds = timed(lambda: step(model, opt, x, y), args.steps, args.sync_each_step)
     print(f"eager:      {args.steps / seconds:8.2f} steps/s  {args.batch_size * args.steps / seconds:9.1f} img/s  "
           f"{1e3 * seconds / args.steps:.3f} ms/step")
 
@@ -81,7 +90,7 @@ def main():
         static_loss = step(model, opt, x, y)
     torch.cuda.synchronize()
     capture_s = time.perf_counter() - capture_start
-    seconds = timed(graph.replay, args.steps)
+    seconds = timed(graph.replay, args.steps, args.sync_each_step)
     print(f"cuda graph: {args.steps / seconds:8.2f} steps/s  {args.batch_size * args.steps / seconds:9.1f} img/s  "
           f"{1e3 * seconds / args.steps:.3f} ms/step (capture {capture_s:.2f} s; last loss {static_loss.item():.4f})")
 

@@ -11,15 +11,19 @@
 //
 // Guided by memory (memory_limit_bytes set, boundary_guide: peak_memory): a passing probe may
 // report its peak memory. Peak memory is close to affine in the value, so once two passing probes
-// have peaks, the search probes the largest value the line through the two largest of them keeps
-// within the limit, clamped inside the bracket, instead of the next doubling or bisection value.
-// A guess that fits raises the bracket's lower end, and the next guess from the new line is
-// usually one above it (the check on the other side); a guess that fails lowers the upper end, and
-// the next is 1% of the failing value (at least 1) below it, then 2%, 4%, ... (a line that
-// over-predicts a little, as workspaces the peak misses make it, is walked back in a few probes). At most
-// kMaxGuidedProbes guesses; then doubling and bisection as above. The guesses only narrow the bracket, so a
-// search that converges gives the answer bisection gives (fitting being monotone), and the bound plan states
-// grows by kMaxGuidedProbes at most.
+// have peaks, the search probes the largest value the line through two of them keeps within the
+// limit, clamped inside the bracket, instead of the next doubling or bisection value: the largest
+// fit, and the largest fit at most half its value (else the next largest), since two fits close
+// together give a slope that is mostly the allocator's rounding. A guess that fits raises the
+// bracket's lower end, and the next guess from the new line is usually one above it (the check on
+// the other side); a guess that fails lowers the upper end, and the next is 1% of the failing value
+// (at least 1) below it, then 2%, 4%, ... (a line that over-predicts a little, as workspaces the
+// peak misses make it, is walked back in a few probes). When a guess more than kFarGuess times the
+// largest fit fails and so does the guess after it, the line is off by more than percents (small
+// probes carried far, where the peak is not yet affine): one bisection step comes next, then the
+// guesses go on. At most kMaxGuidedProbes guesses; then doubling and bisection as above. The
+// guesses only narrow the bracket, so a search that converges gives the answer bisection gives
+// (fitting being monotone), and the bound plan states grows by kMaxGuidedProbes at most.
 #pragma once
 
 #include <cstddef>
@@ -52,6 +56,9 @@ struct ProbeAnswer {
 
 // The most guesses a memory-guided search makes.
 inline constexpr std::size_t kMaxGuidedProbes = 5;
+// A guess more than this many times the largest fit is carried far: when it and the next guess
+// both fail, the search bisects once before it guesses again.
+inline constexpr std::int64_t kFarGuess = 8;
 
 enum class BoundarySearchEnd {
   kConverged,    // the largest pass and the smallest failure are adjacent: the boundary is exact
@@ -89,9 +96,10 @@ BoundarySearchResult SearchBoundary(const BoundarySearchSettings& settings,
                                     const std::function<ProbeAnswer(std::int64_t)>& probe,
                                     const std::function<bool()>& stop = {});
 
-// The value the line through the two largest passing probes with peaks (values at most `lo`)
-// predicts as the largest within `limit_bytes`, clamped to [lo + 1, upper]; nullopt without two
-// such probes, with a line that does not rise, or when lo + 1 > upper. Exposed for its tests.
+// The value the line through two passing probes with peaks (values at most `lo`: the largest, and
+// the largest at most half its value, else the next largest) predicts as the largest within
+// `limit_bytes`, clamped to [lo + 1, upper]; nullopt without two such probes, with a line that
+// does not rise, or when lo + 1 > upper. Exposed for its tests.
 std::optional<std::int64_t> PredictBoundary(const std::vector<BoundaryProbe>& probes,
                                             const std::vector<std::optional<double>>& peaks, std::int64_t lo,
                                             std::int64_t upper, double limit_bytes);
