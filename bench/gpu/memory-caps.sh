@@ -31,6 +31,9 @@
 # RESUME=1 with the same OUT continues each lane's run (a lane whose run completed runs nothing).
 # The table shows what finished. With the build in place the script ends within DEADLINE_S + about
 # 60 s.
+# Measured again on an H100 (2026-12-06, session 23, docs/benchmarks.md): the whole-device column
+# alone (CAPS_GIB= FULL=1), 16 searches and 121 probes, in 471 + 132 s (one search cut by the
+# deadline and redone on RESUME=1); SSD's two inference searches under 40 GiB in 128 s.
 #
 # Usage (on the GPU machine; builds with scripts/build-gpu.sh when BUILD lacks the programs):
 #   bench/gpu/memory-caps.sh

@@ -7,7 +7,7 @@
 # doubling and bisection in one process (catching torch.OutOfMemoryError), so the two answers can
 # be set side by side.
 #
-# Time (it must fit a few minutes of H200 time; not run since this budget was set): the search
+# Time (it must fit a few minutes of H200 time): the search
 # starts at MIN_BATCH 16 and probes at most up to MAX_BATCH 512, so by stats::MaxBoundaryProbes it
 # runs at most 6 doubling probes (16 .. 512) + 8 bisecting the widest bracket (256 .. 512) = 14,
 # capped at MAX_PROBES 12. At the default 4 GiB cap, where PyTorch from Python found 83 on the
@@ -16,6 +16,9 @@
 # same log shows 3.3 s for a runner that starts, builds ResNet-50 and ends oom, and 18.5 s before
 # the second cell for the first probe with the run's start, so about 10 x 5-10 s of probes, the
 # measured run at the batch found (max_time_s 5) and the oom cell: 1.5-2.5 minutes expected.
+# Measured on an H100 (2026-12-06, session 23, docs/benchmarks.md): 70 s for the whole script with
+# the build in place (the `dlbench run` 59.5 s; 86 fits, 87 does not, in 10 probes: 16, 32, 64, 128,
+# 96, 80, 88, 84, 86, 87; Python: 83 in 2.8 s).
 # Bounds: timeout_s 60 a runner, and RUN_LIMIT_S (default 240) for the whole `dlbench run`, after
 # which it gets SIGINT (finished cells stored, the run marked interrupted); the Python search is
 # stopped after 90 s. With the build already in BUILD, the script ends within about 6 minutes
