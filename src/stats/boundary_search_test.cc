@@ -387,6 +387,48 @@ TEST(BoundarySearchTest, ALineCarriedFarFromSmallProbesGetsABisectionStepAfterTw
   EXPECT_GT(bisected.probes.size(), r.probes.size());
 }
 
+// Peaks flat at small values and steep at large ones (a kink at 10% to 90% of the range, the steep
+// part 1.5 to 8 times the flat one) and peaks rounded to a coarse grain: the search that takes a
+// far anchor and bisects after two far misses still ends on bisection's exact answer (resolution
+// 0) for every boundary, within the bound plan states.
+TEST(BoundarySearchTest, KinkedAndRoundedPeaksStillGiveBisectionsAnswerWithinTheBound) {
+  BoundarySearchSettings s;
+  s.min_value = 8;
+  s.max_value = 4096;
+  s.max_probes = 64;
+  s.memory_limit_bytes = 1e6;
+  const std::size_t bound = MaxBoundaryProbes(s);
+  BoundarySearchSettings plain = s;
+  plain.memory_limit_bytes.reset();
+  for (double kink : {0.1, 0.5, 0.9}) {
+    for (double steep : {1.5, 3.0, 8.0}) {
+      for (double grain : {1.0, 5e4}) {
+        for (std::int64_t boundary = 9; boundary < 4096; boundary += 97) {
+          // The peak reaches 1e6 at `boundary`: a flat line below kink x boundary, `steep` times
+          // steeper above it, rounded up to `grain` (at most the limit while it fits).
+          const double knee = kink * static_cast<double>(boundary);
+          const double flat = 1e6 / (knee + steep * (static_cast<double>(boundary) - knee));
+          const auto model = [&](std::int64_t v) {
+            const double x = static_cast<double>(v);
+            const double need = x <= knee ? flat * x : flat * knee + steep * flat * (x - knee);
+            ProbeAnswer a;
+            a.passed = v <= boundary;
+            if (a.passed) a.peak_bytes = std::min(1e6, std::ceil(need / grain) * grain);
+            return a;
+          };
+          const BoundarySearchResult guided = SearchBoundary(s, model);
+          const BoundarySearchResult bisected = SearchBoundary(plain, FitsUpTo(boundary));
+          ASSERT_EQ(guided.largest_passing, bisected.largest_passing)
+              << kink << " " << steep << " " << boundary;
+          ASSERT_EQ(guided.smallest_failing, bisected.smallest_failing)
+              << kink << " " << steep << " " << boundary;
+          EXPECT_LE(guided.probes.size(), bound) << kink << " " << steep << " " << boundary;
+        }
+      }
+    }
+  }
+}
+
 TEST(PredictBoundaryTest, ClampsToTheBracketAndNeedsARisingLine) {
   const std::vector<BoundaryProbe> probes = {{10, true, false}, {20, true, false}, {40, false, false}};
   const std::vector<std::optional<double>> peaks = {100.0, 200.0, std::nullopt};
