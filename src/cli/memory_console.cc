@@ -32,6 +32,13 @@ std::string ProbeMemory(const nlohmann::json& memory) {
   return "-";
 }
 
+// A probe's wall time as the orchestrator saw it (`times.wall_s`, orchestrator/boundary_cell.cc).
+std::optional<double> ProbeWall(const nlohmann::json& probe) {
+  if (!probe.is_object() || !probe.contains("times")) return std::nullopt;
+  const auto wall = Number(probe["times"], "wall_s");
+  return wall && *wall >= 0 ? wall : std::nullopt;
+}
+
 }  // namespace
 
 std::string RenderBoundarySearches(const std::vector<record::CellRecord>& cells) {
@@ -47,15 +54,25 @@ std::string RenderBoundarySearches(const std::vector<record::CellRecord>& cells)
     }
     // Records stored before seq_len and image_size could be searched have no key: batch_size.
     const std::string key = Text(search, "key").empty() ? "batch_size" : Text(search, "key");
-    // The search's own probes; the measured runs that ended oom are listed after them.
+    // The search's own probes; the measured runs that ended oom are listed after them. Their wall
+    // times summed where every probe has one (records from before probes kept `times` have none).
     std::size_t searched = 0;
+    double probe_seconds = 0;
+    bool timed = probes.is_array() && !probes.empty();
     if (probes.is_array()) {
-      for (const nlohmann::json& p : probes) searched += p.is_object() && p.value("measured", false) ? 0 : 1;
+      for (const nlohmann::json& p : probes) {
+        searched += p.is_object() && p.value("measured", false) ? 0 : 1;
+        const auto wall = ProbeWall(p);
+        timed = timed && wall.has_value();
+        probe_seconds += wall.value_or(0);
+      }
     }
-    out += fmt::format("  #{} {}: largest {} {}, first failing {} ({}; {} of at most {} probes{})\n", c.index,
-                       TerminalSafe(c.label.empty() ? c.key : c.label), TerminalSafe(key),
+    const std::string took = timed ? fmt::format(", {:.1f} s of probes", probe_seconds) : "";
+    out += fmt::format("  #{} {}: largest {} {}, first failing {} ({}; {} of at most {} probes{}{})\n",
+                       c.index, TerminalSafe(c.label.empty() ? c.key : c.label), TerminalSafe(key),
                        Count(Number(search, "found")), Count(Number(search, "first_failing")),
-                       TerminalSafe(Text(search, "end")), searched, Count(Number(search, "max_probes")), cap);
+                       TerminalSafe(Text(search, "end")), searched, Count(Number(search, "max_probes")), took,
+                       cap);
     if (!probes.is_array()) continue;
     // Which process ran each probe (pid, and its how-many-th cell) and which probes the peaks' line
     // chose; records stored before probes recorded them have neither.
@@ -64,6 +81,7 @@ std::string RenderBoundarySearches(const std::vector<record::CellRecord>& cells)
                  {"chosen by", false},
                  {"process", false},
                  {"outcome", false},
+                 {"wall", true},
                  {"memory", false},
                  {"message", false}});
     for (std::size_t i = 0; i < probes.size(); ++i) {
@@ -81,6 +99,7 @@ std::string RenderBoundarySearches(const std::vector<record::CellRecord>& cells)
                     : guided ? "peaks"
                              : "search",
                     process, TerminalSafe(Text(p, "outcome")),
+                    ProbeWall(p) ? fmt::format("{:.2f} s", *ProbeWall(p)) : "-",
                     p.is_object() && p.contains("memory") ? ProbeMemory(p["memory"]) : "-",
                     TerminalSafe(Text(p, "message"))});
     }

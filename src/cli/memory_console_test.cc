@@ -116,5 +116,37 @@ TEST(MemoryConsoleTest, AMeasuredRunThatEndedOomIsListedAsMeasured) {
   EXPECT_NE(out.find("CUDA out of memory"), std::string::npos) << out;
 }
 
+// Each probe's wall time (`times.wall_s`) has a column, and the header sums them where every
+// probe has one: where a search's time went (issue 13). A record from before probes kept times
+// shows "-" and no sum.
+TEST(MemoryConsoleTest, EachProbesWallTimeIsShownAndSummed) {
+  record::CellRecord c;
+  c.index = 0;
+  c.label = "bert_base train";
+  c.extras["boundary_search"] = {
+      {"key", "batch_size"},
+      {"found", 16},
+      {"first_failing", 17},
+      {"end", "converged"},
+      {"max_probes", 6},
+      {"probes",
+       {{{"batch_size", 16}, {"outcome", "ok"}, {"times", {{"wall_s", 1.3}, {"setup_s", 0.9}}}},
+        {{"batch_size", 17}, {"outcome", "oom"}, {"times", {{"wall_s", 2.0}}}}}}};
+  std::string out = RenderBoundarySearches({c});
+  EXPECT_NE(out.find("(converged; 2 of at most 6 probes, 3.3 s of probes)"), std::string::npos) << out;
+  const std::vector<std::string> header = Words(LineWith(out, "probe  batch_size"));
+  ASSERT_EQ(header.size(), 8u) << out;
+  EXPECT_EQ(header[5], "wall");
+  const std::vector<std::string> first = Words(LineWith(out, "ok  "));
+  ASSERT_GE(first.size(), 6u) << out;
+  EXPECT_EQ(first[5], "1.30 s") << out;
+  c.extras["boundary_search"]["probes"][1].erase("times");
+  out = RenderBoundarySearches({c});
+  EXPECT_NE(out.find("(converged; 2 of at most 6 probes)"), std::string::npos) << out;
+  const std::vector<std::string> second = Words(LineWith(out, "oom  "));
+  ASSERT_GE(second.size(), 6u) << out;
+  EXPECT_EQ(second[5], "-") << out;
+}
+
 }  // namespace
 }  // namespace dlbench::cli
