@@ -122,6 +122,22 @@ TEST_F(RankGroupTest, ALateReportOfACellRankZeroGaveUpOnIsDroppedNotTakenForTheN
   EXPECT_TRUE(Descendants(::getpid()).empty()) << "nothing is left running";
 }
 
+// Rank 1's task that joins and then sends nothing of its own, not even a beat: it only answers task
+// 0's clock pings, until `done` or until rank 0 closes the link.
+void SilentTask(const GroupSettings& s, const std::atomic<bool>& done) {
+  GroupSettings t = s;
+  t.rank = 1;
+  auto link = JoinGroup(t);
+  ASSERT_TRUE(link.ok()) << link.error().message;
+  while (!done) {
+    auto m = (*link)->Receive(50);
+    if (!m.ok()) return;  // rank 0 closed it
+    if (m->has_value() && (*m)->json.value("type", "") == "ping") {
+      ASSERT_TRUE((*link)->Send({{"type", "pong"}, {"t_ns", MonotonicNowNs()}}).ok());
+    }
+  }
+}
+
 // A task that joins and then says nothing, not even a beat, while its rank should run: rank 0 fails
 // that rank once the silence limit passes (long before the cell's report deadline) and takes the
 // task for lost, so the next cell that needs it ends without starting.
@@ -130,34 +146,12 @@ TEST_F(RankGroupTest, ARemoteRankWhoseTaskFallsSilentFailsAndTheTaskIsLostForThe
   ASSERT_TRUE(TwoRankGroup(s));
   s.silence_s = 1;
   std::atomic<bool> done{false};
-  std::thread task([&] {
-    GroupSettings t = s;
-    t.rank = 1;
-    auto link = JoinGroup(t);
-    ASSERT_TRUE(link.ok()) << link.error().message;
-    while (!done) {
-      auto m = (*link)->Receive(50);
-      if (!m.ok()) return;  // rank 0 closed it
-      if (m->has_value() && (*m)->json.value("type", "") == "ping") {
-        ASSERT_TRUE((*link)->Send({{"type", "pong"}, {"t_ns", MonotonicNowNs()}}).ok());
-      }
-    }
-  });
+  std::thread task([&] { SilentTask(s, done); });
   auto group = RankGroupLinks::Form(s);
   ASSERT_TRUE(group.ok()) << group.error().message;
   CellRunOptions o = SlowOptions();
   o.group = group->get();
-  plan::Cell cell;
-  cell.id = "a#r0";
-  cell.key = "a";
-  cell.label = "a";
-  cell.seed = 7;
-  const nlohmann::json params = {{"strategy", "ddp"},
-                                 {"world_size", 2},
-                                 {"virtual_time", true},
-                                 {"virtual_speedup", 10.0},
-                                 {"step_ms", 1.0}};
-  for (const auto& [k, v] : params.items()) cell.params[k] = v;
+  plan::Cell cell = DdpCell("a", 0);
   const std::int64_t t0 = MonotonicNowNs();
   const record::CellRecord first = RunCell(cell, o);
   const double took_s = static_cast<double>(MonotonicNowNs() - t0) * 1e-9;
@@ -270,19 +264,7 @@ TEST_F(RankGroupTest, AnIdleTaskThatBeatsOutlastsTheSilenceLimitAndBothHostsAreS
 TEST_F(RankGroupTest, AnIdleTaskThatFallsSilentIsToldApartBeforeItsNextCellStarts) {
   const GroupSettings s = TwoTasks(1);
   std::atomic<bool> done{false};
-  std::thread task([&] {
-    GroupSettings t = s;
-    t.rank = 1;
-    auto link = JoinGroup(t);
-    ASSERT_TRUE(link.ok()) << link.error().message;
-    while (!done) {
-      auto m = (*link)->Receive(50);
-      if (!m.ok()) return;
-      if (m->has_value() && (*m)->json.value("type", "") == "ping") {
-        ASSERT_TRUE((*link)->Send({{"type", "pong"}, {"t_ns", MonotonicNowNs()}}).ok());
-      }
-    }
-  });
+  std::thread task([&] { SilentTask(s, done); });
   auto group = RankGroupLinks::Form(s);
   ASSERT_TRUE(group.ok()) << group.error().message;
   CellRunOptions o = SlowOptions();
