@@ -6,13 +6,17 @@
 #   2. the launch-bound reference cells with `cuda_graph: true` (each to a 1% CI within 10 s;
 #      ResNet-50 bs1 bf16 inference p50 <= 1.0 ms): bench/gpu/launch-bound.yaml;
 #   3. the monitor's cost at 10 Hz on this GPU, each option set (target under 1% of a core):
-#      dlbench-bench-monitor.
+#      dlbench-bench-monitor;
+#   4. (part `bert`, not in the default set) BERT-base inference bs64 bf16 against Hugging Face's
+#      BertForSequenceClassification in the same call (target >= 1.0x): bench/gpu/bert-parity.yaml,
+#      then bench/gpu/bert_profile.py (HF with the all-ones mask and the project's Python model),
+#      HF without a mask, and the same again, so each side is measured twice, in turn.
 # Each part runs whatever happened to the one before; each prints its wall time. The stores go
 # into $OUT/issue21-stores.tar.gz (the device tool brings back few files), the log to
 # $OUT/issue21.log.
 #
 # Usage (on the GPU machine, after scripts/fetch-gpu-debs.sh here and .gpu-deps carried):
-#   bench/gpu/issue21-targets.sh [PART...]     PART: graph, launch, monitor (default all three)
+#   bench/gpu/issue21-targets.sh [PART...]     PART: graph, launch, monitor, bert (default the first three)
 #   env: OUT (default /tmp/dlbench-issue21), BUILD (default build-gpu; built with
 #   scripts/build-gpu.sh when its programs are missing), PYTHON (default python3),
 #   PEER_STEPS (train_graph_peer.py's timed steps, default 200)
@@ -32,8 +36,8 @@ parts=("$@")
 [ ${#parts[@]} -gt 0 ] || parts=(graph launch monitor)
 for part in "${parts[@]}"; do
   case "$part" in
-    graph | launch | monitor) ;;
-    *) echo "issue21-targets: unknown part '$part' (expected graph, launch or monitor)" >&2; exit 2 ;;
+    graph | launch | monitor | bert) ;;
+    *) echo "issue21-targets: unknown part '$part' (expected graph, launch, monitor or bert)" >&2; exit 2 ;;
   esac
 done
 DL="$BUILD/bin/dlbench"
@@ -83,6 +87,15 @@ for part in "${parts[@]}"; do
       ;;
     monitor)
       timed "monitor at 10 Hz (dlbench-bench-monitor)" "$BUILD/bin/dlbench-bench-monitor"
+      ;;
+    bert)
+      for round in 1 2; do
+        timed "bert-parity $round (dlbench)" run_matrix "$ROOT/bench/gpu/bert-parity.yaml" "$OUT/bert-parity-$round.db"
+        timed "bert-parity $round (Python: HF with the all-ones mask, the project's model)" \
+          "$PYTHON" "$ROOT/bench/gpu/bert_profile.py" --models hf,own --mask ones --profile-steps 5
+        timed "bert-parity $round (Python: HF without a mask)" \
+          "$PYTHON" "$ROOT/bench/gpu/bert_profile.py" --models hf --mask none --profile-steps 5
+      done
       ;;
   esac
 done

@@ -5,12 +5,16 @@
 # verdict in each mode; per run: the sums of time_to_hello_s, setup_s, warmup_s, measured_window_s
 # and cell_wall_s, and the runner processes started) and each cell's samples/s ratio reuse/plain,
 # with the largest deviation among the cells valid in both (the issue asks within 1%).
+# Two more modes cut the first steps' cuDNN autotuning (docs/benchmarks.md "cuDNN autotuning"):
+# `heuristics` runs the same cells with `cudnn_benchmark: false` (cuDNN's heuristics pick each
+# convolution's algorithm; a copy of MATRIX with that one line changed), each in its own process,
+# and `fast` does both (heuristics and --runner-reuse). Every mode after plain gets its ratio to plain.
 #
 # Usage (on the GPU machine, after scripts/build-gpu.sh):
 #   bench/gpu/matrix-time.sh
 #   env: MATRIX (examples/gpu.yaml), ONLY (the --only filter, default "model=resnet50,scenario=infer":
 #   12 of the 96 cells), BIN (build-gpu/bin), OUT (/tmp/dlbench-matrix-time), ORDER ("plain reuse";
-#   "reuse plain" runs the reuse side first).
+#   "reuse plain" runs the reuse side first; modes: plain, reuse, heuristics, fast).
 # Run on an H100 (2026-12-06, docs/benchmarks.md "H100 runs of 2026-12-06 (session 20)").
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,20 +26,32 @@ ORDER="${ORDER:-plain reuse}"
 mkdir -p "$OUT"
 DB="$OUT/m.db"
 rm -f "$DB" "$DB-wal" "$DB-shm"
+# MATRIX with its one `cudnn_benchmark: true` line set to false, for the heuristics modes.
+HEUR="$OUT/matrix-heuristics.yaml"
+if [[ " $ORDER " == *" heuristics "* || " $ORDER " == *" fast "* ]]; then
+  if [ "$(grep -cE '^[[:space:]]*cudnn_benchmark:[[:space:]]*true[[:space:]]*$' "$MATRIX")" != 1 ]; then
+    echo "matrix-time.sh: $MATRIX needs exactly one 'cudnn_benchmark: true' line for the heuristics modes" >&2
+    exit 2
+  fi
+  sed -E 's/^([[:space:]]*cudnn_benchmark:[[:space:]]*)true[[:space:]]*$/\1false/' "$MATRIX" > "$HEUR"
+fi
 runs=()
 modes=()
 run=0
 for mode in $ORDER; do
   extra=()
+  matrix="$MATRIX"
   case "$mode" in
     plain) ;;
     reuse) extra=(--runner-reuse) ;;
-    *) echo "matrix-time.sh: ORDER holds '$mode' (expected plain or reuse)" >&2; exit 2 ;;
+    heuristics) matrix="$HEUR" ;;
+    fast) matrix="$HEUR" extra=(--runner-reuse) ;;
+    *) echo "matrix-time.sh: ORDER holds '$mode' (expected plain, reuse, heuristics or fast)" >&2; exit 2 ;;
   esac
   run=$((run + 1))
   echo "== $mode: $(date -u +%FT%TZ), $(uptime)"
   start=$(date +%s.%N)
-  "$BIN/dlbench" --db "$DB" run "$MATRIX" --only "$ONLY" --out "$OUT/logs" "${extra[@]}" > "$OUT/$mode.out" 2>&1
+  "$BIN/dlbench" --db "$DB" run "$matrix" --only "$ONLY" --out "$OUT/logs" "${extra[@]}" > "$OUT/$mode.out" 2>&1
   rc=$?
   end=$(date +%s.%N)
   echo "== $mode: rc $rc, wall $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }') s"
@@ -46,25 +62,28 @@ done
 ids=$(IFS=,; echo "${runs[*]}")
 names=$(IFS=,; echo "${modes[*]}")
 python3 "$ROOT/bench/reuse/summarize.py" "$BIN/dlbench" "$DB" "$ids" "$names" | tee "$OUT/summary.md"
-# reuse/plain per cell, from the summary's first table.
+# MODE/plain per cell for every mode after plain, from the summary's first table.
 python3 - "$OUT/summary.md" "$names" <<'PY'
 import re, sys
 rows = [l for l in open(sys.argv[1]) if l.startswith("| ") and "/s " in l]
 modes = sys.argv[2].split(",")
-if "plain" not in modes or "reuse" not in modes:
+if "plain" not in modes:
     sys.exit(0)
-p, r = modes.index("plain"), modes.index("reuse")
-worst = 0.0
-for row in rows:
-    cols = [c.strip() for c in row.strip().strip("|").split("|")]
-    vals = [re.match(r"([0-9.]+)/s (\S+)", c) for c in cols[1:]]
-    if not all(vals):
+p = modes.index("plain")
+for r, mode in enumerate(modes):
+    if r == p:
         continue
-    a, b = float(vals[p].group(1)), float(vals[r].group(1))
-    both_valid = vals[p].group(2) == "valid" and vals[r].group(2) == "valid"
-    ratio = b / a if a > 0 else float("nan")
-    if both_valid and a > 0:
-        worst = max(worst, abs(ratio - 1))
-    print(f"{cols[0]}: reuse/plain {ratio:.4f}{'' if both_valid else ' (not valid in both)'}")
-print(f"largest |reuse/plain - 1| among cells valid in both: {100 * worst:.2f}%")
+    worst = 0.0
+    for row in rows:
+        cols = [c.strip() for c in row.strip().strip("|").split("|")]
+        vals = [re.match(r"([0-9.]+)/s (\S+)", c) for c in cols[1:]]
+        if not all(vals):
+            continue
+        a, b = float(vals[p].group(1)), float(vals[r].group(1))
+        both_valid = vals[p].group(2) == "valid" and vals[r].group(2) == "valid"
+        ratio = b / a if a > 0 else float("nan")
+        if both_valid and a > 0:
+            worst = max(worst, abs(ratio - 1))
+        print(f"{cols[0]}: {mode}/plain {ratio:.4f}{'' if both_valid else ' (not valid in both)'}")
+    print(f"largest |{mode}/plain - 1| among cells valid in both: {100 * worst:.2f}%")
 PY

@@ -9,7 +9,7 @@ def load(db, run):
     for c in cells:
         m=c['metrics']
         g=lambda k: (m.get(k) or {}).get('value', 0.0) or 0.0
-        out.append(dict(idx=c['index'],label=c['label'],verdict=c.get('verdict'),sps=g('samples_per_s'),hello=g('time_to_hello_s'),setup=g('setup_s'),warm=g('warmup_s'),ttm=g('time_to_measure_s'),wall=g('cell_wall_s'),win=g('measured_window_s'),cop=c['extras'].get('runner_process',{}).get('cell_of_process')))
+        out.append(dict(idx=c['index'],label=c['label'],verdict=c.get('verdict'),sps=g('samples_per_s'),hello=g('time_to_hello_s'),setup=g('setup_s'),warm=g('warmup_s'),ttm=g('time_to_measure_s'),wall=g('cell_wall_s'),win=g('measured_window_s'),pid=c['extras'].get('runner_process',{}).get('pid') or ('cell',c['index']),cop=c['extras'].get('runner_process',{}).get('cell_of_process')))
     return out
 db=sys.argv[2]; runs=[int(x) for x in sys.argv[3].split(',')]; modes=sys.argv[4].split(',')
 data=[load(db,r) for r in runs]
@@ -22,5 +22,5 @@ print()
 print("| run | mode | sum time_to_hello_s | sum setup_s | sum warmup_s | sum measured_window_s | sum cell_wall_s | processes |")
 print("|---|---|---|---|---|---|---|---|")
 for m,r,d in zip(modes,runs,data):
-    procs=sum(1 for c in d if (c['cop'] or 1)==1)
+    procs=len({c['pid'] for c in d})  # a cell without runner_process had its own
     print(f"| {r} | {m} | {sum(c['hello'] for c in d):.2f} | {sum(c['setup'] for c in d):.2f} | {sum(c['warm'] for c in d):.2f} | {sum(c['win'] for c in d):.2f} | {sum(c['wall'] for c in d):.2f} | {procs} |")
