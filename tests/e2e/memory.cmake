@@ -1,8 +1,13 @@
 # End-to-end tests of memory limits (docs/memory.md) through the real dlbench binary and
-# dlbench-null's memory model: memory_cap, batch_size: max, and their config errors.
+# dlbench-null's memory model: memory_cap, its mechanisms, the allocator settings, and their config errors.
 dlbench_add_test(memory_e2e_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/memory_e2e_test.cc
   DEPS dlbench::common dlbench::config dlbench::orchestrator LABELS e2e)
 add_dependencies(memory_e2e_test dlbench dlbench-null)
+# batch_size / seq_len / image_size: max under a cap, against brute-force sweeps (the same MemoryE2E
+# suite, so scripts/sanitize.sh's filter covers both files).
+dlbench_add_test(memory_search_e2e_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/memory_search_e2e_test.cc
+  DEPS dlbench::common dlbench::config dlbench::orchestrator LABELS e2e)
+add_dependencies(memory_search_e2e_test dlbench dlbench-null)
 # A boundary search's probes sharing runner processes and aimed by their peaks (docs/memory.md
 # "Probes in one process").
 dlbench_add_test(boundary_process_e2e_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/boundary_process_e2e_test.cc
