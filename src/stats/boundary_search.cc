@@ -123,6 +123,12 @@ BoundarySearchResult SearchBoundary(const BoundarySearchSettings& s,
   // boundary was 1,760), where stepping back by percents spends every guess near the failure.
   std::size_t straight_misses = 0;
   bool far_miss = false;
+  // Close enough: adjacent, or within the resolution of the fitting value.
+  auto tolerance = [&] {
+    return std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(std::floor(static_cast<double>(lo()) * s.resolution)));
+  };
+  auto resolved = [&] { return hi() - lo() <= tolerance(); };
   auto guess = [&]() -> std::optional<std::int64_t> {
     if (!s.memory_limit_bytes || guesses >= kMaxGuidedProbes) return std::nullopt;
     const std::int64_t upper = bracket.hi ? hi() - 1 : s.max_value;
@@ -130,16 +136,14 @@ BoundarySearchResult SearchBoundary(const BoundarySearchSettings& s,
     if (v && misses > 0 && bracket.hi) {
       // 1% of the failing value (at least 1), doubled with each miss: misses <= kMaxGuidedProbes.
       const std::int64_t back = std::max<std::int64_t>(1, hi() / 100) << (misses - 1);
-      v = std::max(lo() + 1, std::min(*v, hi() - back));
+      const std::int64_t stepped = std::max(lo() + 1, std::min(*v, hi() - back));
+      // Stepped back to within the resolution of the largest fit, a guess can only confirm that
+      // fit (BERT-base training on an H100: 1,704 fitted, the next guess was 1,705); a bisection
+      // step halves the bracket instead.
+      if (stepped < *v && stepped - lo() <= tolerance()) return std::nullopt;
+      v = stepped;
     }
     return v;
-  };
-
-  // Close enough: adjacent, or within the resolution of the fitting value.
-  auto resolved = [&] {
-    const auto tolerance = std::max<std::int64_t>(
-        1, static_cast<std::int64_t>(std::floor(static_cast<double>(lo()) * s.resolution)));
-    return hi() - lo() <= tolerance;
   };
 
   run(s.min_value, false);
