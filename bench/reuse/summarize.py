@@ -1,4 +1,4 @@
-# The per-cell samples/s and the summed timeline metrics of runs of one database, side by side.
+# The per-cell samples/s, the summed timeline metrics, and each cell's warm-up and wall time, of runs of one database, side by side.
 # Usage: summarize.py DLBENCH DB RUN,RUN,... MODE,MODE,...
 import json, subprocess, sys
 B=sys.argv[1]
@@ -24,3 +24,9 @@ print("|---|---|---|---|---|---|---|---|")
 for m,r,d in zip(modes,runs,data):
     procs=len({c['pid'] for c in d})  # a cell without runner_process had its own
     print(f"| {r} | {m} | {sum(c['hello'] for c in d):.2f} | {sum(c['setup'] for c in d):.2f} | {sum(c['warm'] for c in d):.2f} | {sum(c['win'] for c in d):.2f} | {sum(c['wall'] for c in d):.2f} | {procs} |")
+print()
+print("| cell | " + " | ".join(f"{m}: warm-up / cell wall" for m in modes) + " |")
+print("|---"*(len(runs)+1)+"|")
+for i in range(len(data[0])):
+    lab=data[0][i]['label'].split(' image_size')[0].split(' layers')[0]
+    print(f"| {i} {lab} | " + " | ".join(f"{d[i]['warm']:.2f} s / {d[i]['wall']:.2f} s" for d in data) + " |")
