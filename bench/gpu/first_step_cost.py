@@ -11,8 +11,8 @@ contiguous, bf16 autocast and fp32, so the per-shape cost is seen apart from the
 
 Usage: python3 bench/gpu/first_step_cost.py [--models mobilenet_v2,resnet50] [--batches 8,16,8,24,32]
 
-Run on an H100 (2026-12-07, docs/benchmarks.md "H100 runs of 2026-12-07 (session 24)", about 2.5
-minutes with --batches 8,16,8,24): the cost is channels-last training's (MobileNetV2 bf16 8.4 s at
+Run on an H100 (2026-12-07, docs/benchmarks.md "H100 runs of 2026-12-07 (session 24)", with
+--batches 8,16,8,24): the cost is channels-last training's (MobileNetV2 bf16 8.4 s at
 each new batch, fp32 3.3-3.5 s; contiguous 0.1-0.45 s; inference 0.01 s; ResNet-50 0.1-0.3 s),
 the same with CUDA_MODULE_LOADING=EAGER.
 """
