@@ -110,6 +110,16 @@ nlohmann::json ProcessOf(const record::CellRecord& rec) {
   return nullptr;
 }
 
+// Under boundary_probe_process: shared, the measured run goes on in the process its probes used,
+// which may hold what earlier cells left (the caching allocator's segments after their `oom`s): on
+// an H100 (session 23) SSD-MobileNet training fit at 929 as a probe and ended `oom` at 929 in the
+// same process. Such an `oom` says nothing about a longer run: the same value runs once more in a
+// fresh process before any step down (RunBoundarySearch).
+bool RanAfterOtherCells(const record::CellRecord& rec) {
+  const nlohmann::json process = ProcessOf(rec);
+  return process.is_object() && process.value("cell_of_process", 1) > 1;
+}
+
 // Where a probe's time went, so a slow search can be told apart (issue 13: searches of 10-150 s):
 // its wall time as the orchestrator saw it, the runner's start to HELLO (0 for a kept process)
 // and HELLO to the first step (the model, its batch and optimizer built, CellTimeline's setup).
@@ -260,15 +270,16 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
   std::optional<std::int64_t> found = result.largest_passing;
   std::optional<std::int64_t> first_failing = result.smallest_failing;
   std::vector<std::int64_t> measured_oom;  // the values whose measured run ended oom, largest first
+  std::optional<std::int64_t> shared_oom;  // the value whose measured run ended oom in a shared process
   if (!other_end && result.largest_passing) {
     std::int64_t value = *result.largest_passing;
-    for (int down = 0;; ++down) {
+    for (int down = 0;;) {
       rec = run_cell(AtValue(cell, key, value), measured_options);
       if (rec.outcome != record::Outcome::kOom) break;
-      measured_oom.push_back(value);
+      const bool retry_fresh = !shared_oom && measured_options.pool != nullptr && RanAfterOtherCells(rec);
       list.push_back({{key, value},
                       {"outcome", std::string(record::Name(rec.outcome))},
-                      {"fits", false},
+                      {"fits", retry_fresh ? nlohmann::json(nullptr) : nlohmann::json(false)},
                       {"memory", PeakMemory(rec)},
                       {"guided", false},
                       {"measured", true},
@@ -276,10 +287,24 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
                       {"process", ProcessOf(rec)},
                       {"times", ProbeTimes(rec)},
                       {"message", FirstLine(rec.message)}});
+      if (retry_fresh) {
+        // Not yet a failure to fit: the same value again, in a process of its own.
+        shared_oom = value;
+        measured_options.pool = nullptr;
+        continue;
+      }
+      measured_oom.push_back(value);
       const auto next = std::min(
           value - 1, static_cast<std::int64_t>(std::floor(kMeasuredStepDown * static_cast<double>(value))));
-      if (down == kMaxMeasuredStepDowns || next < settings.min_value) break;
+      if (down++ == kMaxMeasuredStepDowns || next < settings.min_value) break;
       value = next;
+    }
+    if (shared_oom && rec.outcome == record::Outcome::kOk && measured_oom.empty()) {
+      rec.extras["warnings"].push_back(fmt::format(
+          "{0}: max: the measured run at {0} {1} ended oom in the process its probes shared and fit in a "
+          "fresh process: the shared process held memory from its earlier cells (boundary_probe_process: "
+          "shared); measured in the fresh one",
+          key, *shared_oom));
     }
     if (!measured_oom.empty()) {
       first_failing = measured_oom.back();

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "record/metrics.h"
@@ -158,6 +159,97 @@ TEST(BoundaryCell, TheStepDownStopsAtBoundaryMin) {
   const record::CellRecord rec = RunBoundarySearch(cell, CellRunOptions{}, Bind(runner));
   EXPECT_EQ(rec.outcome, record::Outcome::kOom);
   EXPECT_EQ(MeasuredCalls(runner), (std::vector<std::int64_t>{10}));
+}
+
+// boundary_probe_process: shared. A runner whose probes and measured runs share one process
+// (options.pool set) and whose measured run there fits up to `shared_limit` (memory the process
+// holds after its earlier cells), while a measured run in a fresh process fits up to `fresh_limit`.
+struct SharedProcessRunner {
+  std::int64_t probe_limit;
+  std::int64_t shared_limit;
+  std::int64_t fresh_limit;
+  int cells_of_shared = 0;
+  std::vector<std::pair<std::int64_t, bool>> measured;  // batch size, in the shared process
+
+  record::CellRecord operator()(const plan::Cell& cell, const CellRunOptions& options) {
+    const std::int64_t batch = cell.params.at("batch_size").get<std::int64_t>();
+    const bool probe = !options.log_suffix.empty();
+    const bool in_shared = options.pool != nullptr;
+    if (!probe) measured.emplace_back(batch, in_shared);
+    record::CellRecord rec;
+    rec.extras["runner_process"] =
+        in_shared ? nlohmann::json{{"pid", 100}, {"cell_of_process", ++cells_of_shared}}
+                  : nlohmann::json{{"pid", 200 + measured.size()}, {"cell_of_process", 1}};
+    const bool fits = batch <= (probe ? probe_limit : in_shared ? shared_limit : fresh_limit);
+    rec.outcome = fits ? record::Outcome::kOk : record::Outcome::kOom;
+    if (!fits) rec.message = "out of memory at batch " + std::to_string(batch);
+    return rec;
+  }
+};
+
+plan::Cell SharedSearchCell() {
+  plan::Cell cell = SearchCell();
+  cell.params["boundary_probe_process"] = "shared";
+  return cell;
+}
+
+// The measured run at 373 ends oom in the process the probes used and fits in a fresh one: the
+// value found stands, measured in the fresh process, and a warning says why it ran twice (an H100
+// run of SSD-MobileNet training, session 23, stepped down 5% from a value that fit).
+TEST(BoundaryCell, AnOomOfTheMeasuredRunInTheSharedProcessIsRunAgainInAFreshOne) {
+  SharedProcessRunner runner{373, 360, 373};
+  const record::CellRecord rec =
+      RunBoundarySearch(SharedSearchCell(), CellRunOptions{},
+                        [&runner](const plan::Cell& c, const CellRunOptions& o) { return runner(c, o); });
+  EXPECT_EQ(rec.outcome, record::Outcome::kOk);
+  EXPECT_EQ(runner.measured, (std::vector<std::pair<std::int64_t, bool>>{{373, true}, {373, false}}));
+  EXPECT_EQ(record::MetricValue(rec, metric::kBoundaryBatchSize), 373);
+  EXPECT_EQ(record::MetricValue(rec, metric::kBoundaryFirstFailingBatchSize), 374);
+  const nlohmann::json& search = rec.extras.at("boundary_search");
+  EXPECT_EQ(search.at("found"), 373);
+  EXPECT_TRUE(search.at("measured_oom").empty());
+  const nlohmann::json& shared_run = search.at("probes").back();
+  EXPECT_TRUE(shared_run.at("measured").get<bool>());
+  EXPECT_EQ(shared_run.at("batch_size"), 373);
+  EXPECT_EQ(shared_run.at("outcome"), "oom");
+  EXPECT_TRUE(shared_run.at("fits").is_null()) << "an oom in a shared process says nothing about fitting";
+  EXPECT_GT(shared_run.at("process").at("cell_of_process").get<int>(), 1);
+  ASSERT_TRUE(rec.extras.contains("warnings"));
+  EXPECT_EQ(
+      rec.extras.at("warnings").at(0),
+      "batch_size: max: the measured run at batch_size 373 ended oom in the process its probes shared and "
+      "fit in a fresh process: the shared process held memory from its earlier cells "
+      "(boundary_probe_process: shared); measured in the fresh one");
+  EXPECT_EQ(rec.extras.at("runner_process").at("cell_of_process"), 1);
+}
+
+// When the fresh process's run ends oom too, the value does not fit a measured run: the step-down
+// goes on as without sharing, every later run in a fresh process, and the shared run is listed
+// but not counted among the measured ooms.
+TEST(BoundaryCell, AnOomInTheFreshProcessTooStepsDownInFreshProcesses) {
+  SharedProcessRunner runner{373, 0, 360};
+  const record::CellRecord rec =
+      RunBoundarySearch(SharedSearchCell(), CellRunOptions{},
+                        [&runner](const plan::Cell& c, const CellRunOptions& o) { return runner(c, o); });
+  EXPECT_EQ(rec.outcome, record::Outcome::kOk);
+  EXPECT_EQ(runner.measured,
+            (std::vector<std::pair<std::int64_t, bool>>{{373, true}, {373, false}, {354, false}}));
+  const nlohmann::json& search = rec.extras.at("boundary_search");
+  EXPECT_EQ(search.at("found"), 354);
+  EXPECT_EQ(search.at("first_failing"), 373);
+  EXPECT_EQ(search.at("measured_oom"), nlohmann::json::array({373}));
+  ASSERT_EQ(rec.extras.at("warnings").size(), 1u);
+  EXPECT_NE(rec.extras.at("warnings").at(0).get<std::string>().find("memory grew over the longer run"),
+            std::string::npos);
+}
+
+// A measured run that is its process's first cell (the probes' process ended, or fresh probes)
+// steps down at once, as before.
+TEST(BoundaryCell, AnOomOfAMeasuredRunThatWasItsProcesssFirstCellStepsDownAtOnce) {
+  FakeRunner runner{373, 360, {}};
+  const record::CellRecord rec = RunBoundarySearch(SharedSearchCell(), CellRunOptions{}, Bind(runner));
+  EXPECT_EQ(MeasuredCalls(runner), (std::vector<std::int64_t>{373, 354}));
+  EXPECT_EQ(rec.extras.at("boundary_search").at("found"), 354);
 }
 
 }  // namespace
