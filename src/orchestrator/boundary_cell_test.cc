@@ -187,6 +187,10 @@ struct SharedProcessRunner {
   }
 };
 
+RunCellFn Bind(SharedProcessRunner& runner) {
+  return [&runner](const plan::Cell& c, const CellRunOptions& o) { return runner(c, o); };
+}
+
 plan::Cell SharedSearchCell() {
   plan::Cell cell = SearchCell();
   cell.params["boundary_probe_process"] = "shared";
@@ -198,9 +202,7 @@ plan::Cell SharedSearchCell() {
 // run of SSD-MobileNet training, session 23, stepped down 5% from a value that fit).
 TEST(BoundaryCell, AnOomOfTheMeasuredRunInTheSharedProcessIsRunAgainInAFreshOne) {
   SharedProcessRunner runner{373, 360, 373};
-  const record::CellRecord rec =
-      RunBoundarySearch(SharedSearchCell(), CellRunOptions{},
-                        [&runner](const plan::Cell& c, const CellRunOptions& o) { return runner(c, o); });
+  const record::CellRecord rec = RunBoundarySearch(SharedSearchCell(), CellRunOptions{}, Bind(runner));
   EXPECT_EQ(rec.outcome, record::Outcome::kOk);
   EXPECT_EQ(runner.measured, (std::vector<std::pair<std::int64_t, bool>>{{373, true}, {373, false}}));
   EXPECT_EQ(record::MetricValue(rec, metric::kBoundaryBatchSize), 373);
@@ -228,9 +230,7 @@ TEST(BoundaryCell, AnOomOfTheMeasuredRunInTheSharedProcessIsRunAgainInAFreshOne)
 // but not counted among the measured ooms.
 TEST(BoundaryCell, AnOomInTheFreshProcessTooStepsDownInFreshProcesses) {
   SharedProcessRunner runner{373, 0, 360};
-  const record::CellRecord rec =
-      RunBoundarySearch(SharedSearchCell(), CellRunOptions{},
-                        [&runner](const plan::Cell& c, const CellRunOptions& o) { return runner(c, o); });
+  const record::CellRecord rec = RunBoundarySearch(SharedSearchCell(), CellRunOptions{}, Bind(runner));
   EXPECT_EQ(rec.outcome, record::Outcome::kOk);
   EXPECT_EQ(runner.measured,
             (std::vector<std::pair<std::int64_t, bool>>{{373, true}, {373, false}, {354, false}}));
