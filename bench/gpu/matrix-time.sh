@@ -8,13 +8,16 @@
 # Two more modes cut the first steps' cuDNN autotuning (docs/benchmarks.md "cuDNN autotuning"):
 # `heuristics` runs the same cells with `cudnn_benchmark: false` (cuDNN's heuristics pick each
 # convolution's algorithm; a copy of MATRIX with that one line changed), each in its own process,
-# and `fast` does both (heuristics and --runner-reuse). Every mode after plain gets its ratio to plain.
+# and `fast` does both (heuristics and --runner-reuse). `limitN` (limit3, limit1, ...) keeps autotuning
+# but lets it time only cuDNN's first N candidates per convolution (`cudnn_benchmark_limit: N` added
+# below the `cudnn_benchmark: true` line; PyTorch's default is 10), each cell in its own process.
+# Every mode after plain gets its ratio to plain.
 #
 # Usage (on the GPU machine, after scripts/build-gpu.sh):
 #   bench/gpu/matrix-time.sh
 #   env: MATRIX (examples/gpu.yaml), ONLY (the --only filter, default "model=resnet50,scenario=infer":
 #   12 of the 96 cells), BIN (build-gpu/bin), OUT (/tmp/dlbench-matrix-time), ORDER ("plain reuse";
-#   "reuse plain" runs the reuse side first; modes: plain, reuse, heuristics, fast).
+#   "reuse plain" runs the reuse side first; modes: plain, reuse, heuristics, fast, limitN).
 # Run on an H100 (2026-12-06, docs/benchmarks.md "H100 runs of 2026-12-06 (session 20)").
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -28,7 +31,7 @@ DB="$OUT/m.db"
 rm -f "$DB" "$DB-wal" "$DB-shm"
 # MATRIX with its one `cudnn_benchmark: true` line set to false, for the heuristics modes.
 HEUR="$OUT/matrix-heuristics.yaml"
-if [[ " $ORDER " == *" heuristics "* || " $ORDER " == *" fast "* ]]; then
+if [[ " $ORDER " == *" heuristics "* || " $ORDER " == *" fast "* || " $ORDER " == *" limit"* ]]; then
   if [ "$(grep -cE '^[[:space:]]*cudnn_benchmark:[[:space:]]*true[[:space:]]*$' "$MATRIX")" != 1 ]; then
     echo "matrix-time.sh: $MATRIX needs exactly one 'cudnn_benchmark: true' line for the heuristics modes" >&2
     exit 2
@@ -46,7 +49,11 @@ for mode in $ORDER; do
     reuse) extra=(--runner-reuse) ;;
     heuristics) matrix="$HEUR" ;;
     fast) matrix="$HEUR" extra=(--runner-reuse) ;;
-    *) echo "matrix-time.sh: ORDER holds '$mode' (expected plain, reuse, heuristics or fast)" >&2; exit 2 ;;
+    limit[1-9] | limit[1-9][0-9])
+      matrix="$OUT/matrix-$mode.yaml"
+      sed -E "s/^([[:space:]]*)(cudnn_benchmark:[[:space:]]*true)[[:space:]]*\$/\\1\\2\\n\\1cudnn_benchmark_limit: ${mode#limit}/" \
+        "$MATRIX" > "$matrix" ;;
+    *) echo "matrix-time.sh: ORDER holds '$mode' (expected plain, reuse, heuristics, fast or limitN, N 1-99)" >&2; exit 2 ;;
   esac
   run=$((run + 1))
   echo "== $mode: $(date -u +%FT%TZ), $(uptime)"
