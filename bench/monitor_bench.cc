@@ -1,7 +1,7 @@
 // What watching a cell costs (issue: the monitor under 1% of one core at 10 Hz):
-//  - BM_ProcFsSample: one ProcFsSampler::Sample() on this machine, the target being this process
-//    with kRunnerThreads idle threads (a LibTorch runner has dozens: every thread's children file
-//    is read each round).
+//  - BM_ProcFsSample/tree_every:N: one ProcFsSampler::Sample() on this machine, the target being
+//    this process with kRunnerThreads idle threads (a LibTorch runner has dozens), the tree found
+//    again every Nth round (10, the default) or every round (1: every thread's children file read).
 //  - BM_RaplSample, BM_NvmlSample: one Sample() of the real RAPL and NVML samplers; where the
 //    source is missing the sampler is unsupported and the figure is the cost of saying so (the
 //    label shows the state).
@@ -28,6 +28,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <functional>
 #include <mutex>
@@ -35,6 +36,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/text.h"
 #include "monitor/fake_nvml.h"
 #include "monitor/nvml_sampler.h"
 #include "monitor/procfs_sampler.h"
@@ -90,10 +92,11 @@ void RunSampler(benchmark::State& state, Sampler& sampler) {
 
 void BM_ProcFsSample(benchmark::State& state) {
   IdleThreads threads(kRunnerThreads);
-  ProcFsSampler sampler(std::make_shared<RealProcFs>());
+  ProcFsSampler sampler(std::make_shared<RealProcFs>(), 0, 0, static_cast<int>(state.range(0)));
   RunSampler(state, sampler);
 }
-BENCHMARK(BM_ProcFsSample);
+// The argument is tree_every_n_samples: 10 (the default) against 1 (the tree found every round).
+BENCHMARK(BM_ProcFsSample)->ArgName("tree_every")->Arg(10)->Arg(1);
 
 void BM_RaplSample(benchmark::State& state) {
   RaplSampler sampler(std::make_shared<RealProcFs>());
@@ -322,16 +325,28 @@ double CpuSeconds() {
   return s(usage.ru_utime) + s(usage.ru_stime);
 }
 
+// The window of each monitor figure: DLBENCH_MONITOR_BENCH_S seconds (1 to 600; default 5).
+double MonitorSeconds() {
+  const char* text = std::getenv("DLBENCH_MONITOR_BENCH_S");
+  if (text == nullptr || *text == '\0') return 5;
+  const std::optional<double> seconds = ParseNumber(text);
+  if (!seconds || *seconds < 1 || *seconds > 600) {
+    std::fprintf(stderr, "DLBENCH_MONITOR_BENCH_S is seconds from 1 to 600 (got '%s')\n", text);
+    std::exit(2);
+  }
+  return *seconds;
+}
+
 void PrintMonitorCost(const char* label, const SamplerOptions& options) {
   constexpr double kIntervalMs = 100;
-  constexpr double kSeconds = 5;
+  static const double window_s = MonitorSeconds();
   IdleThreads threads(kRunnerThreads);
   MonotonicClock clock;
   Monitor monitor(DefaultSamplers(options), clock, kIntervalMs);
   const double cpu_before = CpuSeconds();
   const auto wall_before = std::chrono::steady_clock::now();
   monitor.Start(getpid());
-  std::this_thread::sleep_for(std::chrono::duration<double>(kSeconds));
+  std::this_thread::sleep_for(std::chrono::duration<double>(window_s));
   auto points = monitor.Stop();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_before).count();
   const double cpu = CpuSeconds() - cpu_before;
@@ -360,12 +375,24 @@ int main(int argc, char** argv) {
   PrintCallCostsAtCadence();
   PrintMonitorCost("defaults", SamplerOptions{});
   for (const OptionSet& set : OptionSets()) PrintMonitorCost(set.name, set.options);
-  // The energy counter is most of a round's NVML time at this cadence (PrintCallCostsAtCadence):
-  // the defaults with it read less often.
-  for (int every : {30, 50}) {
+  // The defaults with one setting changed: the ones a round's CPU time is made of at this cadence
+  // (PrintCallCostsAtCadence: the energy counter, PCIe throughput's two calls, the slow readings;
+  // the procfs tree).
+  struct Variant {
+    const char* label;
+    void (*apply)(SamplerOptions&);
+  };
+  const Variant variants[] = {
+      {"defaults,proc_tree_every_1", [](SamplerOptions& o) { o.proc_tree_every_n_samples = 1; }},
+      {"defaults,energy_every_100", [](SamplerOptions& o) { o.energy_every_n_samples = 100; }},
+      {"defaults,pcie_every_20", [](SamplerOptions& o) { o.pcie_every_n_samples = 20; }},
+      {"defaults,slow_every_5", [](SamplerOptions& o) { o.slow_every_n_samples = 5; }},
+      {"defaults again", [](SamplerOptions&) {}},
+  };
+  for (const Variant& v : variants) {
     SamplerOptions options;
-    options.energy_every_n_samples = every;
-    PrintMonitorCost(every == 30 ? "defaults,energy_every_30" : "defaults,energy_every_50", options);
+    v.apply(options);
+    PrintMonitorCost(v.label, options);
   }
   return 0;
 }

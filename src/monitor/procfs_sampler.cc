@@ -5,11 +5,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <deque>
 #include <set>
-#include <sstream>
+#include <string_view>
 #include <unordered_map>
 
 #include "common/text.h"
@@ -24,10 +25,34 @@ Error IoError(const std::string& what, const std::string& path, int err) {
 }
 
 // A procfs number (digits only) into `out`; false, leaving `out` alone, for anything else.
-bool ReadUint(const std::string& token, std::uint64_t& out) {
+bool ReadUint(std::string_view token, std::uint64_t& out) {
   const std::optional<std::uint64_t> value = ParseUint(token);
   if (value) out = *value;
   return value.has_value();
+}
+
+// The next whitespace-separated token of `rest` (empty when none is left), and `rest` moved past
+// it. The parsers below read procfs files ten times a second: string_view tokens, not streams
+// (an istringstream per line of /proc/meminfo cost ~100 us a round, docs/monitoring.md).
+std::string_view NextToken(std::string_view& rest) {
+  const std::size_t begin = rest.find_first_not_of(kWhitespace);
+  if (begin == std::string_view::npos) {
+    rest = {};
+    return {};
+  }
+  std::size_t end = rest.find_first_of(kWhitespace, begin);
+  if (end == std::string_view::npos) end = rest.size();
+  std::string_view token = rest.substr(begin, end - begin);
+  rest.remove_prefix(end);
+  return token;
+}
+
+// The line of `rest` up to its newline (without it), and `rest` moved past the newline.
+std::string_view NextLine(std::string_view& rest) {
+  const std::size_t end = rest.find('\n');
+  std::string_view line = rest.substr(0, end);
+  rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
+  return line;
 }
 
 bool IsNumber(const std::string& s) {
@@ -103,16 +128,18 @@ Result<ProcStat> ParseProcStat(const std::string& text) {
   }
   ProcStat stat;
   std::uint64_t pid = 0;
-  if (!ReadUint(text.substr(0, open), pid)) {
+  const std::string_view line(text);
+  if (!ReadUint(line.substr(0, open), pid)) {
     return MakeError(ErrorKind::kInvalidInput, "malformed pid in /proc/<pid>/stat");
   }
   stat.pid = static_cast<pid_t>(pid);
   // Field numbers below are proc(5)'s, 1-based; tokens[0] is field 3 (state).
-  std::istringstream rest(text.substr(close + 1));
-  std::vector<std::string> tokens;
-  std::string token;
-  while (rest >> token && tokens.size() < 22) tokens.push_back(token);
-  if (tokens.size() < 22) return MakeError(ErrorKind::kInvalidInput, "short /proc/<pid>/stat line");
+  std::string_view rest = line.substr(close + 1);
+  std::string_view tokens[22];
+  for (std::string_view& token : tokens) {
+    token = NextToken(rest);
+    if (token.empty()) return MakeError(ErrorKind::kInvalidInput, "short /proc/<pid>/stat line");
+  }
   auto field = [&](int number, std::uint64_t& out) { return ReadUint(tokens[number - 3], out); };
   std::uint64_t ppid = 0;
   if (!field(4, ppid) || !field(14, stat.utime) || !field(15, stat.stime) || !field(16, stat.cutime) ||
@@ -124,17 +151,15 @@ Result<ProcStat> ParseProcStat(const std::string& text) {
 }
 
 Result<CpuTimes> ParseCpuTimes(const std::string& proc_stat) {
-  std::istringstream in(proc_stat);
-  std::string label;
-  in >> label;
-  if (label != "cpu")
+  std::string_view rest(proc_stat);
+  std::string_view line = NextLine(rest);
+  if (NextToken(line) != "cpu")
     return MakeError(ErrorKind::kInvalidInput, "/proc/stat does not start with the cpu line");
   // user nice system idle iowait irq softirq steal [guest guest_nice]
   std::uint64_t v[8] = {};
   int fields = 0;
   for (int i = 0; i < 8; ++i) {
-    std::string token;
-    if (!(in >> token) || !ReadUint(token, v[i])) {
+    if (!ReadUint(NextToken(line), v[i])) {
       // Kernels before 2.6.11 lack steal; anything shorter than idle is malformed.
       if (i >= 4) break;
       return MakeError(ErrorKind::kInvalidInput, "malformed cpu line in /proc/stat");
@@ -146,9 +171,8 @@ Result<CpuTimes> ParseCpuTimes(const std::string& proc_stat) {
   times.steal = v[7];
   times.has_steal = fields == 8;
   times.busy = times.total - v[3] - v[4] - v[7];
-  std::string line;
-  std::getline(in, line);  // the rest of the aggregate line
-  while (std::getline(in, line)) {
+  while (!rest.empty()) {
+    line = NextLine(rest);
     if (line.size() > 3 && line.compare(0, 3, "cpu") == 0 && line[3] >= '0' && line[3] <= '9') ++times.cpus;
   }
   return times;
@@ -188,15 +212,13 @@ std::optional<double> SampleHostBusyCores(const ProcFs& fs, int span_ms) {
 }
 
 Result<MemInfo> ParseMemInfo(const std::string& text) {
-  std::istringstream in(text);
-  std::string line;
+  std::string_view rest(text);
   std::optional<std::uint64_t> total, available;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string key, value;
-    fields >> key >> value;
+  while (!rest.empty() && !(total && available)) {
+    std::string_view line = NextLine(rest);
+    const std::string_view key = NextToken(line);
     std::uint64_t kib = 0;
-    if (!ReadUint(value, kib)) continue;
+    if (!ReadUint(NextToken(line), kib)) continue;
     if (key == "MemTotal:") total = kib * 1024;
     if (key == "MemAvailable:") available = kib * 1024;
   }
@@ -234,10 +256,9 @@ std::vector<pid_t> ProcessTree(const ProcFs& fs, pid_t root) {
           }
           continue;
         }
-        std::istringstream in(*text);
+        std::string_view rest(*text);
         std::uint64_t child = 0;
-        std::string token;
-        while (in >> token) {
+        for (std::string_view token = NextToken(rest); !token.empty(); token = NextToken(rest)) {
           if (ReadUint(token, child)) children.push_back(static_cast<pid_t>(child));
         }
       }
@@ -271,10 +292,12 @@ bool IsInTree(const ProcFs& fs, pid_t pid, pid_t root) {
 // ---------------------------------------------------------------------------------------------
 // ProcFsSampler
 
-ProcFsSampler::ProcFsSampler(std::shared_ptr<const ProcFs> fs, long ticks_per_s, long page_bytes)
+ProcFsSampler::ProcFsSampler(std::shared_ptr<const ProcFs> fs, long ticks_per_s, long page_bytes,
+                             int tree_every_n_samples)
     : fs_(std::move(fs)),
       ticks_per_s_(static_cast<double>(ticks_per_s > 0 ? ticks_per_s : sysconf(_SC_CLK_TCK))),
-      page_bytes_(static_cast<double>(page_bytes > 0 ? page_bytes : sysconf(_SC_PAGESIZE))) {
+      page_bytes_(static_cast<double>(page_bytes > 0 ? page_bytes : sysconf(_SC_PAGESIZE))),
+      tree_every_n_samples_(std::max(1, tree_every_n_samples)) {
   auto stat = fs_->Read("/proc/stat");
   if (!stat.ok()) {
     state_ = "unsupported: " + stat.error().message;
@@ -288,6 +311,22 @@ ProcFsSampler::ProcFsSampler(std::shared_ptr<const ProcFs> fs, long ticks_per_s,
 void ProcFsSampler::SetTargetPid(pid_t pid) {
   target_ = pid;
   last_cpu_.reset();
+  tree_.clear();
+  tree_stale_ = true;
+}
+
+void ProcFsSampler::FindTree() {
+  tree_.clear();
+  for (pid_t pid : ProcessTree(*fs_, target_)) {
+    TreeProcess process{ProcPath(pid, "/stat"), {}};
+    if (auto tasks = fs_->List(ProcPath(pid, "/task")); tasks.ok()) {
+      const std::string task_dir = ProcPath(pid, "/task/");
+      for (const std::string& tid : *tasks) process.schedstat_paths.push_back(task_dir + tid + "/schedstat");
+    }
+    tree_.push_back(std::move(process));
+  }
+  rounds_since_tree_ = 0;
+  tree_stale_ = false;
 }
 
 Result<std::uint64_t> ParseSchedStatWaitNs(const std::string& text) {
@@ -325,26 +364,28 @@ void ProcFsSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
     }
   }
   if (target_ <= 0) return;
+  if (tree_stale_ || ++rounds_since_tree_ >= tree_every_n_samples_) FindTree();
   std::uint64_t ticks = 0, rss_pages = 0, wait_ns = 0;
   bool any = false, any_wait = false;
-  for (pid_t pid : ProcessTree(*fs_, target_)) {
-    auto text = fs_->Read(ProcPath(pid, "/stat"));
-    if (!text.ok()) continue;  // ended meanwhile; its time moves to its parent's cutime when reaped
-    auto stat = ParseProcStat(*text);
-    if (!stat.ok()) continue;
+  for (const TreeProcess& process : tree_) {
+    auto text = fs_->Read(process.stat_path);
+    auto stat = text.ok() ? ParseProcStat(*text) : Result<ProcStat>(text.error());
+    if (!stat.ok()) {
+      // Ended meanwhile: its time moves to its parent's cutime when reaped; find the tree again.
+      tree_stale_ = true;
+      continue;
+    }
     // cutime/cstime hold reaped descendants only, so adding them for every live process counts
     // each CPU second once.
     ticks += stat->utime + stat->stime + stat->cutime + stat->cstime;
     rss_pages += stat->rss_pages;
     any = true;
-    if (auto tasks = fs_->List(ProcPath(pid, "/task")); tasks.ok()) {
-      for (const std::string& tid : *tasks) {
-        auto sched = fs_->Read(ProcPath(pid, "/task/") + tid + "/schedstat");
-        if (!sched.ok()) continue;
-        if (auto w = ParseSchedStatWaitNs(*sched); w.ok()) {
-          wait_ns += *w;
-          any_wait = true;
-        }
+    for (const std::string& path : process.schedstat_paths) {
+      auto sched = fs_->Read(path);
+      if (!sched.ok()) continue;  // a thread that ended takes its wait with it
+      if (auto w = ParseSchedStatWaitNs(*sched); w.ok()) {
+        wait_ns += *w;
+        any_wait = true;
       }
     }
   }
@@ -358,7 +399,9 @@ void ProcFsSampler::Sample(std::int64_t t_ns, std::vector<SeriesPoint>& out) {
 }
 
 nlohmann::json ProcFsSampler::Describe() const {
-  nlohmann::json facts = {{"ticks_per_s", ticks_per_s_}, {"page_bytes", page_bytes_}};
+  nlohmann::json facts = {{"ticks_per_s", ticks_per_s_},
+                          {"page_bytes", page_bytes_},
+                          {"tree_every_n_samples", tree_every_n_samples_}};
   if (auto text = fs_->Read("/proc/meminfo"); text.ok()) {
     if (auto mem = ParseMemInfo(*text); mem.ok()) facts["memory_total_bytes"] = mem->total_bytes;
   }

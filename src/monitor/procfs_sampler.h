@@ -87,12 +87,12 @@ struct MemInfo {
 };
 Result<MemInfo> ParseMemInfo(const std::string& text);
 
-// The process tree rooted at root (root first). Uses /proc/<pid>/task/<tid>/children (every
-// thread's children); on kernels without it (CONFIG_PROC_CHILDREN off) falls back to scanning
 // The run-queue wait of one task: the second field of /proc/<pid>/task/<tid>/schedstat (ns spent
 // runnable but not running). kInvalidInput on a malformed line.
 Result<std::uint64_t> ParseSchedStatWaitNs(const std::string& text);
 
+// The process tree rooted at root (root first). Uses /proc/<pid>/task/<tid>/children (every
+// thread's children); on kernels without it (CONFIG_PROC_CHILDREN off) falls back to scanning
 // every /proc/<pid>/stat for its ppid. Empty when root does not exist.
 std::vector<pid_t> ProcessTree(const ProcFs& fs, pid_t root);
 // Whether pid is root or descends from it (walks the ppid chain; cheap for a few pids).
@@ -104,10 +104,18 @@ bool IsInTree(const ProcFs& fs, pid_t pid, pid_t root);
 // "host.mem_used_bytes" (MemTotal - MemAvailable), "proc.runqueue_wait_s" (the tree's live
 // threads' run-queue wait, summed; a thread that ends takes its share with it, and the analysis
 // ignores a counter that went backwards).
+// The tree (its processes and their threads) is found again every tree_every_n_samples rounds
+// (and on SetTargetPid, and on the round after a process of it ended); the rounds between read
+// only the known processes' stat and threads' schedstat files. Finding the tree reads every
+// thread's children file and lists every task folder: with a runner's ~33 threads, about half of
+// a round's opens (docs/monitoring.md). A process or thread that starts between two findings
+// counts from the next one, with the CPU time and wait it gathered meanwhile.
 class ProcFsSampler final : public Sampler {
  public:
   // ticks_per_s and page_bytes default to sysconf(_SC_CLK_TCK) and sysconf(_SC_PAGESIZE).
-  explicit ProcFsSampler(std::shared_ptr<const ProcFs> fs, long ticks_per_s = 0, long page_bytes = 0);
+  // tree_every_n_samples: 1 finds the tree every round.
+  explicit ProcFsSampler(std::shared_ptr<const ProcFs> fs, long ticks_per_s = 0, long page_bytes = 0,
+                         int tree_every_n_samples = 10);
   std::string name() const override { return "procfs"; }
   std::string state() const override { return state_; }
   void SetTargetPid(pid_t pid) override;
@@ -121,6 +129,16 @@ class ProcFsSampler final : public Sampler {
   std::string state_;
   pid_t target_ = 0;
   std::optional<CpuTimes> last_cpu_;
+  // The tree as last found: each process's stat path and its threads' schedstat paths.
+  struct TreeProcess {
+    std::string stat_path;
+    std::vector<std::string> schedstat_paths;
+  };
+  void FindTree();
+  int tree_every_n_samples_;
+  std::vector<TreeProcess> tree_;
+  int rounds_since_tree_ = 0;
+  bool tree_stale_ = true;
 };
 
 // "host.rapl_energy_j": energy of every CPU package domain (/sys/class/powercap/intel-rapl:<n>,

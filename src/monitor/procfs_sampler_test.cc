@@ -198,6 +198,53 @@ TEST(ProcFsSamplerTest, RunqueueWaitIsSummedOverEveryThreadOfTheTree) {
   EXPECT_DOUBLE_EQ(m["proc.runqueue_wait_s"][0], 0.4);
 }
 
+TEST(ProcFsSamplerTest, TheTreeIsFoundAgainEveryNthRoundAndAfterAProcessEnds) {
+  auto fs = TreeFs(true);
+  ProcFsSampler sampler(fs, /*ticks_per_s=*/100, /*page_bytes=*/4096, /*tree_every_n_samples=*/3);
+  sampler.SetTargetPid(100);
+  auto cpu_s = [&](std::int64_t t) {
+    std::vector<SeriesPoint> out;
+    sampler.Sample(t, out);
+    auto m = ByName(out);
+    return m["proc.cpu_s"].empty() ? -1.0 : m["proc.cpu_s"][0];
+  };
+  EXPECT_DOUBLE_EQ(cpu_s(1), 2.30);  // round 1 finds 100, 200, 300 (230 ticks)
+  // A new child of 300 (20 ticks): rounds 2 and 3 read only the tree they know, round 4 finds it.
+  fs->Set("/proc/500/stat", StatLine(500, "late", 300, 15, 5, 0, 0, 10));
+  fs->Set("/proc/500/task/500/stat", "");
+  fs->Set("/proc/500/task/500/children", "");
+  fs->Set("/proc/300/task/300/children", "500");
+  EXPECT_DOUBLE_EQ(cpu_s(2), 2.30);
+  EXPECT_DOUBLE_EQ(cpu_s(3), 2.30);
+  EXPECT_DOUBLE_EQ(cpu_s(4), 2.50);
+  // 500 ends: the round that misses it counts the rest, the next finds the tree again (without it).
+  fs->Remove("/proc/500/stat");
+  fs->Remove("/proc/500/task/500/stat");
+  fs->Remove("/proc/500/task/500/children");
+  fs->Set("/proc/300/task/300/children", "");
+  fs->Set("/proc/600/stat", StatLine(600, "later", 100, 7, 3, 0, 0, 10));
+  fs->Set("/proc/600/task/600/stat", "");
+  fs->Set("/proc/600/task/600/children", "");
+  fs->Set("/proc/100/task/100/children", "600");
+  EXPECT_DOUBLE_EQ(cpu_s(5), 2.30);
+  EXPECT_DOUBLE_EQ(cpu_s(6), 2.40);  // found again at once: 100, 200, 300 and 600
+}
+
+TEST(ProcFsSamplerTest, EveryRoundFindsTheTreeWithNOfOne) {
+  auto fs = TreeFs(true);
+  ProcFsSampler sampler(fs, 100, 4096, /*tree_every_n_samples=*/1);
+  sampler.SetTargetPid(100);
+  std::vector<SeriesPoint> out;
+  sampler.Sample(1, out);
+  fs->Set("/proc/500/stat", StatLine(500, "late", 300, 15, 5, 0, 0, 10));
+  fs->Set("/proc/500/task/500/stat", "");
+  fs->Set("/proc/300/task/300/children", "500");
+  out.clear();
+  sampler.Sample(2, out);
+  EXPECT_DOUBLE_EQ(ByName(out)["proc.cpu_s"][0], 2.50);
+  EXPECT_EQ(sampler.Describe()["tree_every_n_samples"], 1);
+}
+
 TEST(ProcFsSamplerTest, SchedStatParser) {
   EXPECT_EQ(*ParseSchedStatWaitNs("23203761559 53376947687 6419\n"), 53376947687u);
   EXPECT_FALSE(ParseSchedStatWaitNs("").ok());

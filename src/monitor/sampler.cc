@@ -112,7 +112,7 @@ std::vector<std::unique_ptr<Sampler>> DefaultSamplers(const SamplerOptions& opti
   auto procfs = std::make_shared<RealProcFs>();
   std::vector<std::unique_ptr<Sampler>> samplers;
   samplers.push_back(MakeNvmlSampler(procfs, options));
-  samplers.push_back(std::make_unique<ProcFsSampler>(procfs));
+  samplers.push_back(std::make_unique<ProcFsSampler>(procfs, 0, 0, options.proc_tree_every_n_samples));
   samplers.push_back(std::make_unique<RaplSampler>(procfs));
   return samplers;
 }

@@ -116,6 +116,10 @@ struct SamplerOptions {
   // round's CPU time and the monitor's share of a core with 1 and with 10, so a GPU session can
   // show whether a larger default pays.
   int slow_every_n_samples = 1;
+  // The runner's process tree (its processes and threads) is found again every Nth round; the
+  // rounds between read the known processes' and threads' files only (ProcFsSampler). 1: every
+  // round. Finding it cost about half of the procfs sampler's round (docs/monitoring.md).
+  int proc_tree_every_n_samples = 10;
   // Power and the energy counter through one nvmlDeviceGetFieldValues call per GPU (kAuto, where
   // the driver exports it) or one call each (kOff). Off until dlbench-bench-monitor has measured
   // on a real driver that the batched call costs less (docs/monitoring.md).
