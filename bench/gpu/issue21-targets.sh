@@ -23,6 +23,8 @@
 # Bounded: train-graph's 2 cells at most 20 s of steps each plus start-up, the peer about 30 s,
 # launch-bound's 12 cells at most 10 s each plus start-up, the monitor benchmark about a minute:
 # about 6 minutes of device time after the build.
+# Run whole (graph launch monitor) on an H200 on 2026-12-07, and `graph` again in a later call
+# (docs/benchmarks.md "H200 runs of 2026-12-07 (session 25)").
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 BUILD="${BUILD:-$ROOT/build-gpu}"

@@ -18,7 +18,8 @@
 #   env: MATRIX (examples/gpu.yaml), ONLY (the --only filter, default "model=resnet50,scenario=infer":
 #   12 of the 96 cells), BIN (build-gpu/bin), OUT (/tmp/dlbench-matrix-time), ORDER ("plain reuse";
 #   "reuse plain" runs the reuse side first; modes: plain, reuse, heuristics, fast, limitN).
-# Run on an H100 (2026-12-06, docs/benchmarks.md "H100 runs of 2026-12-06 (session 20)").
+# Run on an H100 (2026-12-06, docs/benchmarks.md "H100 runs of 2026-12-06 (session 20)"); limitN and
+# fast on an H200 (2026-12-07, "H200 runs of 2026-12-07 (session 25)").
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 MATRIX="${MATRIX:-$ROOT/examples/gpu.yaml}"

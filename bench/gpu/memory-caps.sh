@@ -34,6 +34,8 @@
 # Measured again on an H100 (2026-12-06, session 23, docs/benchmarks.md): the whole-device column
 # alone (CAPS_GIB= FULL=1), 16 searches and 121 probes, in 471 + 132 s (one search cut by the
 # deadline and redone on RESUME=1); SSD's two inference searches under 40 GiB in 128 s.
+# On an H200 (2026-12-07, session 25): the whole-device column (143,771 MiB), 16 searches and 80
+# probes, in 421 + 171 + 70 s (DEADLINE_S 420, then RESUME=1 twice).
 #
 # Usage (on the GPU machine; builds with scripts/build-gpu.sh when BUILD lacks the programs):
 #   bench/gpu/memory-caps.sh
