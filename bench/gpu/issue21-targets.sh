@@ -2,7 +2,8 @@
 # Issue 21's H200 targets that are still unmeasured, in one device call (docs/benchmarks.md):
 #   1. whole-step CUDA-graph training, ResNet-50 bs64 bf16: dlbench's `cuda_graph: true` against
 #      its eager cell (target >= 1.35x) and against Python's whole-step capture measured in the
-#      same call (target >= 1.0x): bench/gpu/train-graph.yaml, then bench/gpu/train_graph_peer.py;
+#      same call (target >= 1.0x): bench/gpu/train-graph.yaml, then bench/gpu/train_graph_peer.py
+#      timed over all its steps and again synchronised after each step (as dlbench times a step);
 #   2. the launch-bound reference cells with `cuda_graph: true` (each to a 1% CI within 10 s;
 #      ResNet-50 bs1 bf16 inference p50 <= 1.0 ms): bench/gpu/launch-bound.yaml;
 #   3. the monitor's cost at 10 Hz on this GPU, each option set (target under 1% of a core):
@@ -20,9 +21,10 @@
 #   env: OUT (default /tmp/dlbench-issue21), BUILD (default build-gpu; built with
 #   scripts/build-gpu.sh when its programs are missing), PYTHON (default python3),
 #   PEER_STEPS (train_graph_peer.py's timed steps, default 200)
-# Bounded: train-graph's 2 cells at most 20 s of steps each plus start-up, the peer about 30 s,
-# launch-bound's 12 cells at most 10 s each plus start-up, the monitor benchmark about a minute:
-# about 6 minutes of device time after the build.
+# Bounded: train-graph's 2 cells at most 20 s of steps each plus start-up, the peer twice (about
+# 20-30 s each), launch-bound's 12 cells at most 10 s each plus start-up, the monitor benchmark
+# about two minutes: about 6-7 minutes of device time after the build (394 s with the build on an
+# H200, session 25, before the synchronised peer run was added).
 # Run whole (graph launch monitor) on an H200 on 2026-12-07, and `graph` again in a later call
 # (docs/benchmarks.md "H200 runs of 2026-12-07 (session 25)").
 set -uo pipefail
@@ -83,6 +85,10 @@ for part in "${parts[@]}"; do
       timed "train-graph (dlbench: eager and cuda_graph)" run_matrix "$ROOT/bench/gpu/train-graph.yaml" "$OUT/train-graph.db"
       timed "train-graph (Python: eager and torch.cuda.graph)" \
         "$PYTHON" "$ROOT/bench/gpu/train_graph_peer.py" --batch-size 64 --steps "$PEER_STEPS"
+      # dlbench synchronises the device after every step before it stamps the time; the same loop
+      # in Python, so the graph comparison is like for like (0.2-0.3% apart on an H100, session 23).
+      timed "train-graph (Python, synchronised after each step as dlbench times it)" \
+        "$PYTHON" "$ROOT/bench/gpu/train_graph_peer.py" --batch-size 64 --steps "$PEER_STEPS" --sync-each-step
       ;;
     launch)
       timed "launch-bound cells with cuda_graph" run_matrix "$ROOT/bench/gpu/launch-bound.yaml" "$OUT/launch-bound.db"
