@@ -16,6 +16,7 @@
 #include "common/text.h"
 #include "config/matrix.h"
 #include "idx/idx.h"
+#include "monitor/procfs_sampler.h"
 #include "plan/estimate.h"
 #include "plan/plan.h"
 #include "protocol/wire.h"
@@ -255,6 +256,25 @@ int FuzzHttp(const std::uint8_t* data, std::size_t size) {
   }
   ::close(client);
   DLBENCH_CHECK(answer.empty() || answer.rfind("HTTP/1.", 0) == 0, "whatever the server answers is HTTP");
+  return 0;
+}
+
+int FuzzProcfs(const std::uint8_t* data, std::size_t size) {
+  const std::string text = Text(data, size);
+  if (auto stat = monitor::ParseProcStat(text); stat.ok()) {
+    const std::size_t open = text.find(" (");
+    DLBENCH_CHECK(open != std::string::npos, "a parsed stat line has its ' ('");
+    DLBENCH_CHECK(ParseUint(std::string_view(text).substr(0, open)) == static_cast<std::uint64_t>(stat->pid),
+                  "a parsed stat line has the pid its text starts with");
+  }
+  if (auto cpu = monitor::ParseCpuTimes(text); cpu.ok()) {
+    DLBENCH_CHECK(cpu->cpus >= 0, "a cpu count is not negative");
+    DLBENCH_CHECK(cpu->has_steal || cpu->steal == 0, "steal is 0 where the line lacks it");
+  }
+  if (auto mem = monitor::ParseMemInfo(text); mem.ok()) {
+    DLBENCH_CHECK(mem->total_bytes % 1024 == 0 && mem->available_bytes % 1024 == 0, "meminfo is in KiB");
+  }
+  (void)monitor::ParseSchedStatWaitNs(text);
   return 0;
 }
 

@@ -33,4 +33,10 @@ int FuzzHttp(const std::uint8_t* data, std::size_t size);
 // its dimensions' product of elements.
 int FuzzTfRecord(const std::uint8_t* data, std::size_t size);
 
+// The bytes as each procfs text the monitor parses (monitor/procfs_sampler.h): a /proc/<pid>/stat
+// line (any process names itself, so its comm may hold spaces and parentheses), /proc/stat,
+// /proc/meminfo and a thread's schedstat. A stat line parsed has the pid its text starts with;
+// a meminfo parsed has whole KiB.
+int FuzzProcfs(const std::uint8_t* data, std::size_t size);
+
 }  // namespace dlbench::fuzz

@@ -52,6 +52,7 @@ TEST(FuzzRegressionTest, Frames) { Replay("frames", &FuzzFrames); }
 TEST(FuzzRegressionTest, Progress) { Replay("progress", &FuzzProgress); }
 TEST(FuzzRegressionTest, Http) { Replay("http", &FuzzHttp); }
 TEST(FuzzRegressionTest, TfRecord) { Replay("tfrecord", &FuzzTfRecord); }
+TEST(FuzzRegressionTest, Procfs) { Replay("procfs", &FuzzProcfs); }
 
 }  // namespace
 }  // namespace dlbench::fuzz

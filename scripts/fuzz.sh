@@ -4,10 +4,11 @@
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]   SECONDS per target (default $DLBENCH_FUZZ_SECONDS or 45),
 #                                           TARGETs among matrix frames progress http tfrecord
+#                                           procfs
 #                                           (default all)
 #
 # Targets run DLBENCH_JOBS (default nproc) at a time, each fuzzer single-threaded, so on 2 cores
-# five targets of 45 s take about 3 x 45 s.
+# six targets of 45 s take about 3 x 45 s.
 #
 # New inputs a run finds go to build-asan/fuzz-corpus/<target>/ (not the tree); a crash is saved as
 # build-asan/fuzz-artifacts/<target>/crash-* and fails the script: copy it to
@@ -20,7 +21,7 @@ if [ $# -gt 0 ] && [[ "$1" =~ ^[0-9]+$ ]]; then
   shift
 fi
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(matrix frames progress http tfrecord)
+[ ${#targets[@]} -gt 0 ] || targets=(matrix frames progress http tfrecord procfs)
 jobs="${DLBENCH_JOBS:-$(nproc)}"
 
 scripts/configure-asan.sh >/dev/null

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <deque>
+#include <limits>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -129,7 +130,8 @@ Result<ProcStat> ParseProcStat(const std::string& text) {
   ProcStat stat;
   std::uint64_t pid = 0;
   const std::string_view line(text);
-  if (!ReadUint(line.substr(0, open), pid)) {
+  constexpr std::uint64_t kMaxPid = std::numeric_limits<pid_t>::max();
+  if (!ReadUint(line.substr(0, open), pid) || pid > kMaxPid) {
     return MakeError(ErrorKind::kInvalidInput, "malformed pid in /proc/<pid>/stat");
   }
   stat.pid = static_cast<pid_t>(pid);
@@ -146,6 +148,7 @@ Result<ProcStat> ParseProcStat(const std::string& text) {
       !field(17, stat.cstime) || !field(24, stat.rss_pages)) {
     return MakeError(ErrorKind::kInvalidInput, "non-numeric field in /proc/<pid>/stat");
   }
+  if (ppid > kMaxPid) return MakeError(ErrorKind::kInvalidInput, "malformed ppid in /proc/<pid>/stat");
   stat.ppid = static_cast<pid_t>(ppid);
   return stat;
 }

@@ -47,6 +47,16 @@ TEST(ProcParseTest, StatCountsFieldsFromTheLastParenthesis) {
   EXPECT_EQ(stat->rss_pages, 2560u);
 }
 
+TEST(ProcParseTest, APidOrParentBeyondPidTIsAnError) {
+  // Found by the procfs fuzz target: 42111111111114 was read into a pid_t, truncated.
+  EXPECT_FALSE(ParseProcStat(StatLine(1, "x", 1, 0, 0, 0, 0, 0).replace(0, 1, "42111111111114")).ok());
+  EXPECT_FALSE(ParseProcStat(StatLine(7, "x", 1, 0, 0, 0, 0, 0).replace(0, 1, "2147483648")).ok());
+  EXPECT_EQ(ParseProcStat(StatLine(7, "x", 1, 0, 0, 0, 0, 0).replace(0, 1, "2147483647"))->pid, 2147483647);
+  std::string parent = StatLine(7, "x", 1, 0, 0, 0, 0, 0);
+  parent.replace(parent.find(") S 1 ") + 4, 1, "4294967297");
+  EXPECT_FALSE(ParseProcStat(parent).ok()) << parent;
+}
+
 TEST(ProcParseTest, MalformedStatIsAnError) {
   for (const std::string text : {"", "12 no-parens S 1", "12 (x) S 1 2 3", "abc (x) S 1"}) {
     EXPECT_FALSE(ParseProcStat(text).ok()) << text;
