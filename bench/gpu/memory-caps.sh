@@ -48,8 +48,12 @@
 #   LANES (auto: caps that fit together run at once; 1: one after another), LANE_SHARE_PCT (90: the
 #   share of the device's memory the caps of a wave may sum to), LANE_CONTEXT_MIB (1536: added per
 #   lane for its CUDA context and library workspaces, which the cap does not cover).
+#   SEED (boundary_seed: other_caps, the default, or none): a lane's searches start from the fits of
+#   the same cells in the lanes of the waves before it (each lane's store gets theirs copied in with
+#   `dlbench db copy` before its run), so the whole-device column starts where the caps' peaks say.
 #   RESUME: any non-empty value (1): continue the lanes' runs stored under OUT.
-#   Output: OUT/cap-CAP.db (one store per cap), OUT/lane-CAP.log, OUT/memory-caps.tsv and .log.
+#   Output: OUT/memory-caps.yaml (every cap; a lane runs its own with --only memory_cap=CAP),
+#   OUT/cap-CAP.db (one store per cap), OUT/lane-CAP.log, OUT/memory-caps.tsv and .log.
 #   DRY=1: the plumbing on a CPU build: device cpu, tiny models (base_width 4, hidden_size 32,
 #   heads 2, layers 1, image_size 32, seq_len 16), CAPS_GIB "1 2", no whole-device column, BUILD default
 #   build, DEADLINE_S 300; fewer cells with MODELS, SCENARIOS and PRECISIONS.
@@ -89,6 +93,8 @@ MEASURE_S="${MEASURE_S:-4}"
 TIMEOUT_S="${TIMEOUT_S:-90}"
 RESUME="${RESUME:-}"
 RESOLUTION="${RESOLUTION:-0.02}"
+SEED="${SEED:-other_caps}"
+case "$SEED" in none | other_caps) ;; *) echo "memory-caps: SEED is none or other_caps (got '$SEED')" >&2; exit 2 ;; esac
 case "$RESOLUTION" in '' | *[!0-9.]* | *.*.*) echo "memory-caps: RESOLUTION is a number in [0, 0.5] (got '$RESOLUTION')" >&2; exit 2 ;; esac
 case "${CUDNN_BENCHMARK:-0}" in
   1 | true) CUDNN_BENCHMARK=true ;;
@@ -179,12 +185,15 @@ if [ -z "$WAVES" ]; then
   exit 2
 fi
 
-write_matrix() {  # $1: the cap, $2: the file
-  cat > "$2" <<YAML
-name: gpu-memory-caps-$1
+# One matrix holds every cap (so boundary_seed: other_caps finds the same cell under the others);
+# each lane runs its cap with --only memory_cap=CAP.
+ALL_CAPS=$(printf '%s' "$WAVES" | xargs)
+write_matrix() {  # $1: the file
+  cat > "$1" <<YAML
+name: gpu-memory-caps
 runner: torch
 matrix:
-  memory_cap: $1
+  memory_cap: $(list "$ALL_CAPS")
   model: $(list "$MODELS")
   scenario: $(list "$SCENARIOS")
   precision: $(list "$PRECISIONS")
@@ -198,6 +207,7 @@ $SIZE
   boundary_probe_process: shared
   boundary_guide: peak_memory
   boundary_resolution: $RESOLUTION
+  boundary_seed: $SEED
   cudnn_benchmark: $CUDNN_BENCHMARK
 timeout_s: $TIMEOUT_S
 measure:
@@ -211,26 +221,48 @@ YAML
 
 # One lane: a fresh run, or with RESUME the rest of the lane's interrupted run (a lane whose run
 # finished runs nothing again). Its output goes to $OUT/lane-CAP.log, its exit code to .rc.
+# The lane's own run in its store: the latest run whose selection is --only memory_cap=CAP (a
+# store may also hold the other lanes' runs, copied in as seeds). Prints its status; nothing when
+# the lane has not begun a run.
+lane_status() {  # $1: the cap, $2: the store
+  "$DL" --db "$2" export latest --format json 2>/dev/null | python3 -c '
+import json, sys
+run = json.load(sys.stdin)["run"]
+if run.get("selection", {}).get("only") == ["memory_cap=" + sys.argv[1]]:
+    print(run.get("status", ""))' "$1"
+}
+
 run_lane() {  # $1: the cap, $2: seconds left
-  local cap=$1 left=$2 matrix="$OUT/memory-caps-$1.yaml" db="$OUT/cap-$1.db"
+  local cap=$1 left=$2 matrix="$OUT/memory-caps.yaml" db="$OUT/cap-$1.db"
   local log="$OUT/lane-$cap.log"
-  write_matrix "$cap" "$matrix"
-  if [ -n "$RESUME" ] && [ -f "$db" ]; then
-    if "$DL" --db "$db" export latest --format json 2>/dev/null |
-      python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["run"].get("status") == "completed" else 1)'; then
-      echo "== $cap: its run has every search stored; nothing to resume" | tee "$log"
-      echo 0 > "$log.rc"
-      return
-    fi
-    echo "== $cap: dlbench run --resume latest --runner-reuse (at most $left s)" > "$log"
+  local status=""
+  [ -n "$RESUME" ] && [ -f "$db" ] && status=$(lane_status "$cap" "$db")
+  if [ "$status" = completed ]; then
+    echo "== $cap: its run has every search stored; nothing to resume" | tee "$log"
+    echo 0 > "$log.rc"
+    return
+  fi
+  # boundary_seed: other_caps reads this store: the lanes of the waves before this one, copied in
+  # (`dlbench db copy` is idempotent, so a resumed lane copies only what is new).
+  : > "$log"
+  if [ "$SEED" = other_caps ]; then
+    for other in $ALL_CAPS; do
+      [ "$other" = "$cap" ] && break
+      [ -f "$OUT/cap-$other.db" ] && [ -f "$OUT/lane-$other.log.done" ] &&
+        "$DL" --db "$db" db copy "$OUT/cap-$other.db" "$db" >> "$log" 2>&1
+    done
+  fi
+  if [ -n "$status" ]; then
+    echo "== $cap: dlbench run --resume latest --runner-reuse (at most $left s)" >> "$log"
     timeout -s INT -k 30 "$left" "$DL" --db "$db" run "$matrix" --resume latest --runner-reuse --out "$OUT/run-$cap" >> "$log" 2>&1
   else
-    echo "== $cap: dlbench run --runner-reuse (at most $left s)" > "$log"
-    "$DL" --db "$db" plan "$matrix" >> "$log" 2>&1 || { echo 2 > "$log.rc"; return; }
-    timeout -s INT -k 30 "$left" "$DL" --db "$db" run "$matrix" --runner-reuse --out "$OUT/run-$cap" >> "$log" 2>&1
+    echo "== $cap: dlbench run --only memory_cap=$cap --runner-reuse (at most $left s)" >> "$log"
+    "$DL" --db "$db" plan "$matrix" --only "memory_cap=$cap" >> "$log" 2>&1 || { echo 2 > "$log.rc"; return; }
+    timeout -s INT -k 30 "$left" "$DL" --db "$db" run "$matrix" --only "memory_cap=$cap" --runner-reuse --out "$OUT/run-$cap" >> "$log" 2>&1
   fi
   echo $? > "$log.rc"
 }
+write_matrix "$OUT/memory-caps.yaml"
 
 echo "== the waves (caps of a line run at once; device memory ${total_mib:-unknown} MiB, LANES=$LANES):"
 printf '%s' "$WAVES" | sed 's/^/   /'
@@ -259,6 +291,8 @@ while IFS= read -r line; do
     echo "-- $cap: exit $lrc"
     tail -4 "$OUT/lane-$cap.log" | sed 's/^/   /' | cut -c1-220
     case "$lrc" in 0) ;; 124 | 130 | 137) interrupted=1; rc=$lrc ;; *) [ "$rc" = 0 ] && rc=$lrc ;; esac
+    # Its searches may seed the later waves' lanes (run_lane copies its store into theirs).
+    touch "$OUT/lane-$cap.log.done"
   done
   echo "== wave took $(($(date +%s) - wave_start)) s"
 done <<< "$WAVES"
@@ -268,6 +302,7 @@ echo "== dlbench show, lane by lane"
 for cap in $(printf '%s' "$WAVES"); do
   db="$OUT/cap-$cap.db"
   [ -f "$db" ] || continue
+  [ -n "$(lane_status "$cap" "$db")" ] || continue
   "$DL" --db "$db" show latest
   "$DL" --db "$db" export latest --format json > "$OUT/memory-caps-$cap.json" && echo "$OUT/memory-caps-$cap.json" >> "$OUT/memory-caps.json.list"
 done

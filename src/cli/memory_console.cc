@@ -52,6 +52,17 @@ std::string RenderBoundarySearches(const std::vector<record::CellRecord>& cells)
       cap = fmt::format(", memory_cap {} ({})", FormatBytes(Number(c.extras["memory_cap"], "bytes")),
                         TerminalSafe(Text(c.extras["memory_cap"], "mechanism")));
     }
+    // boundary_seed: other_caps: how many points the other caps' searches gave, and which caps.
+    if (search.contains("seeds") && search["seeds"].is_object()) {
+      const nlohmann::json& seeds = search["seeds"];
+      std::string caps;
+      for (const nlohmann::json& from : seeds.value("from", nlohmann::json::array())) {
+        if (!from.is_object() || !from.contains("memory_cap") || !from["memory_cap"].is_string()) continue;
+        caps += (caps.empty() ? "" : ", ") + TerminalSafe(from["memory_cap"].get<std::string>());
+      }
+      cap += caps.empty() ? "; no seeds stored under other caps"
+                          : fmt::format("; seeded by {} fits under {}", Count(Number(seeds, "points")), caps);
+    }
     // Records stored before seq_len and image_size could be searched have no key: batch_size.
     const std::string key = Text(search, "key").empty() ? "batch_size" : Text(search, "key");
     // The search's own probes; the measured runs that ended oom are listed after them. Their wall
@@ -87,6 +98,7 @@ std::string RenderBoundarySearches(const std::vector<record::CellRecord>& cells)
     for (std::size_t i = 0; i < probes.size(); ++i) {
       const nlohmann::json& p = probes[i];
       const bool guided = p.is_object() && p.value("guided", false);
+      const bool from_seeds = p.is_object() && p.value("from_seeds", false);
       // A measured run of the value found that ended oom, before the search stepped down from it.
       const bool measured = p.is_object() && p.value("measured", false);
       std::string process = "-";
@@ -95,9 +107,10 @@ std::string RenderBoundarySearches(const std::vector<record::CellRecord>& cells)
                               Count(Number(p["process"], "cell_of_process")));
       }
       table.AddRow({std::to_string(i + 1), Count(Number(p, key.c_str())),
-                    measured ? "measured"
-                    : guided ? "peaks"
-                             : "search",
+                    measured     ? "measured"
+                    : from_seeds ? "seeds"
+                    : guided     ? "peaks"
+                                 : "search",
                     process, TerminalSafe(Text(p, "outcome")),
                     ProbeWall(p) ? fmt::format("{:.2f} s", *ProbeWall(p)) : "-",
                     p.is_object() && p.contains("memory") ? ProbeMemory(p["memory"]) : "-",
@@ -109,7 +122,9 @@ std::string RenderBoundarySearches(const std::vector<record::CellRecord>& cells)
   return "\nBoundary search (batch_size, seq_len or image_size: max; each probe a fresh runner process "
          "unless "
          "boundary_probe_process: shared; chosen by doubling and bisection, or by the peaks' line under "
-         "boundary_guide: peak_memory; the cell is the value found, measured, 5% lower while its measured "
+         "boundary_guide: peak_memory, or from the same cell's searches under other caps under "
+         "boundary_seed: "
+         "other_caps; the cell is the value found, measured, 5% lower while its measured "
          "run "
          "ends oom):\n" +
          out;

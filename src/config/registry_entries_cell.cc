@@ -104,6 +104,16 @@ void AppendCellEntries(std::vector<ParamSpec>& r) {
                         "in the value. Adds at most 5 probes to the bound plan states.")
                   .Build());
   r.push_back(
+      Entry("boundary_seed", kCell, kCore, ParamType::kEnum)
+          .Allowed({"none", "other_caps"})
+          .DefaultText("none")
+          .Help("KEY: max with memory_cap and boundary_guide: peak_memory: `other_caps` starts the "
+                "guide from the fitting probes of this cell's newest search stored under another "
+                "memory_cap of the same matrix (this store, any run): the first probe is where "
+                "their line meets this cap, not boundary_min. The seeds only aim the probes; the "
+                "answer is proven by this search's own. Adds at most 1 probe to the bound plan states.")
+          .Build());
+  r.push_back(
       Entry("memory_cap", kCell, kCore, ParamType::kString)
           .Format(StringFormat::kBytes)
           .Unit("bytes")

@@ -75,6 +75,7 @@ TEST(RegistryTest, ScopesSelectParametersByRunner) {
                                             "boundary_probe_steps",
                                             "boundary_probe_process",
                                             "boundary_guide",
+                                            "boundary_seed",
                                             "memory_cap",
                                             "cuda_alloc_conf",
                                             "host_allocator",

@@ -178,12 +178,75 @@ stats::BoundarySearchSettings BoundarySettings(const plan::Cell& cell) {
     if (const std::optional<std::int64_t> cap = CellMemoryCap(cell))
       s.memory_limit_bytes = static_cast<double>(*cap);
   }
+  // boundary_seed: other_caps needs the guide's limit to aim at, as the guide does.
+  s.seeded = s.memory_limit_bytes.has_value() && StringParamIs(cell, "boundary_seed", "other_caps");
   return s;
 }
 
+std::vector<std::string> OtherCapKeys(const plan::Cell& cell, const std::vector<plan::Cell>& plan_cells) {
+  constexpr const char* kCap = "memory_cap";
+  std::vector<std::string> keys;
+  const auto own = cell.params.find(kCap);
+  if (own == cell.params.end()) return keys;
+  for (const plan::Cell& other : plan_cells) {
+    const auto cap = other.params.find(kCap);
+    if (cap == other.params.end() || cap->second == own->second || other.params.size() != cell.params.size())
+      continue;
+    const bool same = std::all_of(other.params.begin(), other.params.end(), [&](const auto& entry) {
+      if (entry.first == kCap) return true;
+      const auto mine = cell.params.find(entry.first);
+      return mine != cell.params.end() && mine->second == entry.second;
+    });
+    if (same && std::find(keys.begin(), keys.end(), other.key) == keys.end()) keys.push_back(other.key);
+  }
+  return keys;
+}
+
+BoundarySeeds FindBoundarySeeds(const plan::Cell& cell, const std::vector<plan::Cell>& plan_cells,
+                                store::ResultStore& store, std::string* note) {
+  BoundarySeeds seeds;
+  const std::string key = BoundarySearchKey(cell);
+  for (const std::string& other : OtherCapKeys(cell, plan_cells)) {
+    auto history = store.CellHistory(other);
+    if (!history.ok()) {
+      if (note != nullptr) *note = history.error().message;
+      continue;
+    }
+    // The newest search over the same key (history is oldest first).
+    for (auto it = history->rbegin(); it != history->rend(); ++it) {
+      const record::CellRecord& rec = it->second;
+      const auto search = rec.extras.find("boundary_search");
+      if (search == rec.extras.end() || !search->is_object() || search->value("key", "") != key ||
+          !search->contains("probes") || !(*search)["probes"].is_array())
+        continue;
+      std::size_t added = 0;
+      for (const nlohmann::json& probe : (*search)["probes"]) {
+        if (!probe.is_object() || probe.value("fits", nlohmann::json()) != true) continue;
+        const auto value = probe.find(key);
+        const auto peak = probe.find("guide_peak_bytes");
+        if (value == probe.end() || !value->is_number_integer() || peak == probe.end() || !peak->is_number())
+          continue;
+        const std::int64_t v = value->get<std::int64_t>();
+        const double bytes = peak->get<double>();
+        // Stored data: only what the search's own checks would accept.
+        if (v < 1 || v > (std::int64_t{1} << 52) || !std::isfinite(bytes) || bytes < 0) continue;
+        seeds.points.push_back({v, bytes});
+        ++added;
+      }
+      const auto cap = rec.params.find("memory_cap");
+      seeds.sources.push_back({{"memory_cap", cap != rec.params.end() ? *cap : nlohmann::json(nullptr)},
+                               {"run_id", it->first.id},
+                               {"points", added}});
+      break;
+    }
+  }
+  return seeds;
+}
+
 record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOptions& options,
-                                     const RunCellFn& run_cell) {
-  const stats::BoundarySearchSettings settings = BoundarySettings(cell);
+                                     const RunCellFn& run_cell, const BoundarySeeds& seeds) {
+  stats::BoundarySearchSettings settings = BoundarySettings(cell);
+  if (settings.seeded) settings.seeds = seeds.points;
   const std::int64_t probe_steps = IntParam(cell, "boundary_probe_steps", config::kDefaultBoundaryProbeSteps);
   // A probe asks one thing: do probe_steps steps run without running out of memory? It is not a
   // measurement, so none of the measure block's minimums apply: with the defaults (min_steps 10,
@@ -247,6 +310,7 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
                                                            : nlohmann::json(result.probes[i].passed)},
                     {"memory", PeakMemory(probes[i])},
                     {"guided", result.probes[i].guided},
+                    {"from_seeds", result.probes[i].from_seeds},
                     {"guide_peak_bytes", guide_peak ? nlohmann::json(*guide_peak) : nlohmann::json(nullptr)},
                     {"process", ProcessOf(probes[i])},
                     {"times", ProbeTimes(probes[i])},
@@ -282,6 +346,7 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
                       {"fits", retry_fresh ? nlohmann::json(nullptr) : nlohmann::json(false)},
                       {"memory", PeakMemory(rec)},
                       {"guided", false},
+                      {"from_seeds", false},
                       {"measured", true},
                       {"guide_peak_bytes", nullptr},
                       {"process", ProcessOf(rec)},
@@ -355,6 +420,10 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
       {"guide", settings.memory_limit_bytes ? nlohmann::json{{"limit_bytes", *settings.memory_limit_bytes}}
                 : StringParamIs(cell, "boundary_guide", "peak_memory")
                     ? nlohmann::json("none: no memory_cap to aim at")
+                    : nlohmann::json(nullptr)},
+      {"seeds", settings.seeded ? nlohmann::json{{"from", seeds.sources}, {"points", seeds.points.size()}}
+                : StringParamIs(cell, "boundary_seed", "other_caps")
+                    ? nlohmann::json("none: the search is not guided by a memory_cap")
                     : nlohmann::json(nullptr)},
       {"probes", std::move(list)}};
   if (result.end == stats::BoundarySearchEnd::kProbeCap && rec.outcome == record::Outcome::kOk &&

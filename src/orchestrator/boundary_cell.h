@@ -16,12 +16,15 @@
 
 #include <cstddef>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "orchestrator/cell_runner.h"
 #include "plan/plan.h"
 #include "record/records.h"
 #include "stats/boundary_search.h"
+#include "store/result_store.h"
 
 namespace dlbench::orchestrator {
 
@@ -36,13 +39,32 @@ bool IsBoundarySearch(const plan::Cell& cell);
 // boundary_max (default the key's registry maximum), at most boundary_max_probes probes.
 stats::BoundarySearchSettings BoundarySettings(const plan::Cell& cell);
 
+// boundary_seed: other_caps (docs/memory.md "Seeds from other caps"): the guide's points from the
+// stored searches of the same cell under other memory caps, and which searches they came from.
+struct BoundarySeeds {
+  std::vector<stats::GuidePoint> points;
+  nlohmann::json sources = nlohmann::json::array();  // per search used: memory_cap, run_id, points
+};
+
+// The keys of the cells of `plan_cells` (the whole plan, before --only) that equal `cell` in every
+// parameter but memory_cap, each with a memory_cap other than the cell's.
+std::vector<std::string> OtherCapKeys(const plan::Cell& cell, const std::vector<plan::Cell>& plan_cells);
+
+// The seeds of a boundary search that asks for them (BoundarySettings(cell).seeded): for each of
+// OtherCapKeys, the newest record in `store` (CellHistory; any run, this one included) that holds a
+// search over the same key, and of it every probe that fit with a guide peak. A store that cannot
+// be read gives no seeds (the search then starts from boundary_min); `note` says why.
+BoundarySeeds FindBoundarySeeds(const plan::Cell& cell, const std::vector<plan::Cell>& plan_cells,
+                                store::ResultStore& store, std::string* note = nullptr);
+
 // How a cell is run; RunCell in production.
 using RunCellFn = std::function<record::CellRecord(const plan::Cell&, const CellRunOptions&)>;
 
 // Runs the search and the measured run of the batch found, and returns the record to store. A
 // search in which nothing fits stores the smallest batch's `oom` probe; one that ended on another
 // outcome stores that probe, its message naming the batch.
+// `seeds` serve a seeded search only (FindBoundarySeeds).
 record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOptions& options,
-                                     const RunCellFn& run_cell = RunCell);
+                                     const RunCellFn& run_cell = RunCell, const BoundarySeeds& seeds = {});
 
 }  // namespace dlbench::orchestrator

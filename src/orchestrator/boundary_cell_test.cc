@@ -252,5 +252,27 @@ TEST(BoundaryCell, AnOomOfAMeasuredRunThatWasItsProcesssFirstCellStepsDownAtOnce
   EXPECT_EQ(rec.extras.at("boundary_search").at("found"), 354);
 }
 
+// The cells boundary_seed: other_caps reads: the same parameters with another memory_cap, not a
+// cell that differs in anything else, nor the cell itself, each key once.
+TEST(BoundaryCell, OtherCapKeysAreTheSameCellUnderAnotherCap) {
+  auto at = [](const char* cap, const char* model) {
+    plan::Cell c = SearchCell();
+    c.params["memory_cap"] = cap;
+    c.params["model"] = model;
+    c.key = std::string(model) + "@" + cap;
+    return c;
+  };
+  const plan::Cell cell = at("16GiB", "resnet50");
+  const std::vector<plan::Cell> plan = {at("8GiB", "resnet50"), cell, at("40GiB", "resnet50"),
+                                        at("40GiB", "resnet50"), at("40GiB", "bert_base")};
+  EXPECT_EQ(OtherCapKeys(cell, plan), (std::vector<std::string>{"resnet50@8GiB", "resnet50@40GiB"}));
+  plan::Cell uncapped = SearchCell();
+  EXPECT_TRUE(OtherCapKeys(uncapped, plan).empty());
+  // A cell with one more parameter is another cell.
+  plan::Cell more = at("8GiB", "resnet50");
+  more.params["cuda_alloc_conf"] = "expandable_segments:True";
+  EXPECT_TRUE(OtherCapKeys(cell, {more}).empty());
+}
+
 }  // namespace
 }  // namespace dlbench::orchestrator

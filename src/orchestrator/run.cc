@@ -7,6 +7,7 @@
 #include <climits>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "common/clock.h"
@@ -346,6 +347,20 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
   // --runner-reuse: the runner process a cell released, kept for the next one (ended at the end of
   // the run, by Ctrl-C, or by a cell that may not share it).
   RunnerPool pool;
+  // boundary_seed: other_caps looks for the same cell under the matrix's other caps, which --only
+  // may have left out of `cells`: the whole plan, expanded once when a cell asks.
+  std::optional<std::vector<plan::Cell>> whole_plan;
+  auto plan_cells = [&]() -> const std::vector<plan::Cell>& {
+    if (!whole_plan) {
+      auto expanded = plan::Expand(matrix);
+      if (expanded.ok()) {
+        whole_plan = std::move(expanded->cells);
+      } else {
+        whole_plan = cells;
+      }
+    }
+    return *whole_plan;
+  };
   const std::int64_t t0 = MonotonicNowNs();
   std::size_t done = 0;
   bool interrupted = false;
@@ -379,8 +394,12 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
     if (own_processes || (IsBoundarySearch(cell) && !request.runner_reuse)) pool.Close();
     if (request.runner_reuse && !own_processes) options.pool = &pool;
     // measure.retry_disturbed: a cell the machine disturbed is measured again (retry.h).
+    BoundarySeeds seeds;
+    std::string seed_note;
+    if (IsBoundarySearch(cell) && BoundarySettings(cell).seeded)
+      seeds = FindBoundarySeeds(cell, plan_cells(), *store, &seed_note);
     record::CellRecord rec = IsBoundarySearch(cell)
-                                 ? RunBoundarySearch(cell, options)
+                                 ? RunBoundarySearch(cell, options, RunCell, seeds)
                                  : RunWithRetries(cell, options, matrix.measure.retry_disturbed, RunCell,
                                                   [&](const RetryStart& retry) {
                                                     for (RunObserver* o : observers)
@@ -389,6 +408,12 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
     if (rec.outcome == record::Outcome::kInterrupted) {
       interrupted = true;
       break;
+    }
+    if (!seed_note.empty()) {
+      rec.extras["warnings"].push_back(
+          fmt::format("boundary_seed: other_caps: the store's other searches could not be read ({}); "
+                      "the search started from boundary_min",
+                      seed_note));
     }
     if (!cell.input_control_id.empty()) {
       AddInputVerdict(rec, control_of(cell.input_control_id), cell.input_control_id,

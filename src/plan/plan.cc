@@ -153,8 +153,9 @@ Status CheckBoundaryKeys(const config::Matrix& matrix, const Combination& params
                                  min->second.get<std::int64_t>(), max->second.get<std::int64_t>()));
   }
   if (!searched.empty()) return Status::Ok();
-  for (const char* key : {"boundary_max_probes", "boundary_probe_steps", "boundary_min", "boundary_max",
-                          "boundary_probe_process", "boundary_guide", "boundary_resolution"}) {
+  for (const char* key :
+       {"boundary_max_probes", "boundary_probe_steps", "boundary_min", "boundary_max",
+        "boundary_probe_process", "boundary_guide", "boundary_resolution", "boundary_seed"}) {
     if (!params.count(key)) continue;
     warning = fmt::format(
         "{}: warning: {} applies to a boundary search (batch_size, seq_len or image_size: max) and this "

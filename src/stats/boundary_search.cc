@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "common/error.h"
 #include "stats/peak_search.h"
@@ -34,6 +35,12 @@ void CheckSettings(const BoundarySearchSettings& s) {
   DLBENCH_CHECK(s.min_value >= 1 && s.max_value >= s.min_value && s.max_probes >= 1 &&
                     s.max_value <= (std::int64_t{1} << 52) && s.resolution >= 0 && s.resolution <= 0.5,
                 "boundary search settings out of range");
+  DLBENCH_CHECK(s.seeds.empty() || s.seeded, "boundary search seeds given to a search that is not seeded");
+  for (const GuidePoint& p : s.seeds) {
+    DLBENCH_CHECK(p.value >= 1 && p.value <= (std::int64_t{1} << 52) && std::isfinite(p.peak_bytes) &&
+                      p.peak_bytes >= 0,
+                  "boundary search seed out of range");
+  }
 }
 
 // The next value of the doubling phase after `v`, at most max_value.
@@ -41,36 +48,59 @@ std::int64_t Doubled(std::int64_t v, std::int64_t max_value) { return v > max_va
 
 }  // namespace
 
+namespace {
+
+// Where the line through two of `points` meets `limit_bytes` (unclamped): b, the largest value at
+// most `lo` (the first of equals), and a, the largest value at most half b's, else the largest below
+// b's. Two fitting points close together (the guess and its check one above) have peaks whose
+// difference is mostly the allocator's rounding, and a slope from them can be off by several times
+// (SSD-MobileNet training on an H100: 465 and 475 gave a line to 627, the boundary was 475). nullopt
+// without two such points or with a line that does not rise.
+std::optional<double> LineAt(const std::vector<GuidePoint>& points, std::int64_t lo, double limit_bytes) {
+  const GuidePoint* b = nullptr;
+  for (const GuidePoint& p : points) {
+    if (p.value <= lo && (b == nullptr || p.value > b->value)) b = &p;
+  }
+  if (b == nullptr) return std::nullopt;
+  const GuidePoint* a = nullptr;
+  const GuidePoint* near = nullptr;
+  for (const GuidePoint& p : points) {
+    if (p.value >= b->value) continue;
+    const GuidePoint*& slot = p.value <= b->value / 2 ? a : near;
+    if (slot == nullptr || p.value > slot->value) slot = &p;
+  }
+  if (a == nullptr) a = near;
+  if (a == nullptr) return std::nullopt;
+  const double slope = (b->peak_bytes - a->peak_bytes) / static_cast<double>(b->value - a->value);
+  if (!(slope > 0)) return std::nullopt;
+  return static_cast<double>(b->value) + std::floor((limit_bytes - b->peak_bytes) / slope);
+}
+
+}  // namespace
+
 std::optional<std::int64_t> PredictBoundary(const std::vector<BoundaryProbe>& probes,
                                             const std::vector<std::optional<double>>& peaks, std::int64_t lo,
-                                            std::int64_t upper, double limit_bytes) {
+                                            std::int64_t upper, double limit_bytes,
+                                            const std::vector<GuidePoint>& seeds) {
   if (lo + 1 > upper) return std::nullopt;
-  // b: the largest passing value at most lo that has a peak.
-  std::optional<std::size_t> b;
+  // This search's fits first, so that a seed of the same value never displaces one of them.
+  std::vector<GuidePoint> points;
+  points.reserve(probes.size() + seeds.size());
   for (std::size_t i = 0; i < probes.size() && i < peaks.size(); ++i) {
-    if (!probes[i].passed || !peaks[i] || probes[i].value > lo) continue;
-    if (!b || probes[i].value > probes[*b].value) b = i;
+    if (probes[i].passed && peaks[i]) points.push_back({probes[i].value, *peaks[i]});
   }
-  if (!b) return std::nullopt;
-  // a: the largest passing value with a peak at most half of b's, else the largest below b's. Two
-  // fitting probes close together (the guess and its check one above) have peaks whose difference
-  // is mostly the allocator's rounding, and a slope from them can be off by several times
-  // (SSD-MobileNet training on an H100: 465 and 475 gave a line to 627, the boundary was 475).
-  std::optional<std::size_t> a;
-  std::optional<std::size_t> near;
-  const std::int64_t top = probes[*b].value;
-  for (std::size_t i = 0; i < probes.size() && i < peaks.size(); ++i) {
-    if (!probes[i].passed || !peaks[i] || probes[i].value >= top) continue;
-    std::optional<std::size_t>& slot = probes[i].value <= top / 2 ? a : near;
-    if (!slot || probes[i].value > probes[*slot].value) slot = i;
-  }
-  if (!a) a = near;
-  if (!a) return std::nullopt;
-  const double slope = (*peaks[*b] - *peaks[*a]) / static_cast<double>(probes[*b].value - probes[*a].value);
-  if (!(slope > 0)) return std::nullopt;
-  const double x = static_cast<double>(probes[*b].value) + std::floor((limit_bytes - *peaks[*b]) / slope);
-  const double clamped = std::clamp(x, static_cast<double>(lo + 1), static_cast<double>(upper));
-  return static_cast<std::int64_t>(clamped);
+  points.insert(points.end(), seeds.begin(), seeds.end());
+  const std::optional<double> x = LineAt(points, lo, limit_bytes);
+  if (!x) return std::nullopt;
+  return static_cast<std::int64_t>(std::clamp(*x, static_cast<double>(lo + 1), static_cast<double>(upper)));
+}
+
+std::optional<std::int64_t> SeedGuess(const std::vector<GuidePoint>& seeds, std::int64_t min_value,
+                                      std::int64_t max_value, double limit_bytes) {
+  const std::optional<double> x = LineAt(seeds, std::numeric_limits<std::int64_t>::max(), limit_bytes);
+  if (!x) return std::nullopt;
+  return static_cast<std::int64_t>(
+      std::clamp(*x, static_cast<double>(min_value), static_cast<double>(max_value)));
 }
 
 BoundarySearchResult SearchBoundary(const BoundarySearchSettings& s,
@@ -97,10 +127,10 @@ BoundarySearchResult SearchBoundary(const BoundarySearchSettings& s,
   std::vector<std::optional<double>> peaks;
   bool stopped = false;
   bool failed = false;  // a probe was inconclusive
-  auto run = [&](std::int64_t value, bool guided) {
+  auto run = [&](std::int64_t value, bool guided, bool from_seeds = false) {
     const ProbeAnswer answer = probe(value);
     const bool passed = answer.passed && !answer.inconclusive;
-    r.probes.push_back({value, passed, guided, answer.inconclusive});
+    r.probes.push_back({value, passed, guided, answer.inconclusive, from_seeds});
     peaks.push_back(passed ? answer.peak_bytes : std::nullopt);
     // An inconclusive probe says nothing about memory: a failure it would add to the bracket could
     // close it on a value that was never out of memory.
@@ -132,7 +162,8 @@ BoundarySearchResult SearchBoundary(const BoundarySearchSettings& s,
   auto guess = [&]() -> std::optional<std::int64_t> {
     if (!s.memory_limit_bytes || guesses >= kMaxGuidedProbes) return std::nullopt;
     const std::int64_t upper = bracket.hi ? hi() - 1 : s.max_value;
-    std::optional<std::int64_t> v = PredictBoundary(r.probes, peaks, lo(), upper, *s.memory_limit_bytes);
+    std::optional<std::int64_t> v =
+        PredictBoundary(r.probes, peaks, lo(), upper, *s.memory_limit_bytes, s.seeds);
     if (v && misses > 0 && bracket.hi) {
       // 1% of the failing value (at least 1), doubled with each miss: misses <= kMaxGuidedProbes.
       const std::int64_t back = std::max<std::int64_t>(1, hi() / 100) << (misses - 1);
@@ -146,7 +177,26 @@ BoundarySearchResult SearchBoundary(const BoundarySearchSettings& s,
     return v;
   };
 
-  run(s.min_value, false);
+  // Seeded: the seeds' line first; on a miss, the largest seed below it, then min_value.
+  const std::optional<std::int64_t> seed_guess =
+      s.memory_limit_bytes && !s.seeds.empty()
+          ? SeedGuess(s.seeds, s.min_value, s.max_value, *s.memory_limit_bytes)
+          : std::nullopt;
+  if (seed_guess) {
+    ++guesses;
+    run(*seed_guess, true, true);
+    if (!r.probes.back().passed && budget_left() && *seed_guess > s.min_value) {
+      ++misses;  // the guesses after it step back from this failure
+      std::optional<std::int64_t> below;
+      for (const GuidePoint& p : s.seeds) {
+        if (p.value > s.min_value && p.value < *seed_guess && (!below || p.value > *below)) below = p.value;
+      }
+      if (below) run(*below, false, true);
+      if ((!below || !r.probes.back().passed) && budget_left()) run(s.min_value, false);
+    }
+  } else {
+    run(s.min_value, false);
+  }
   while (budget_left() && bracket.lo) {
     if (bracket.hi ? resolved() : lo() >= s.max_value) break;
     if (straight_misses >= 2 && far_miss) {
@@ -208,7 +258,7 @@ std::size_t MaxBoundaryProbes(const BoundarySearchSettings& s) {
   // Guided: a first failure may come from a guess anywhere in [min_value, max_value].
   std::size_t any_bracket = 0;
   for (std::int64_t w = s.max_value - s.min_value; w > 1; w = (w + 1) / 2) ++any_bracket;
-  return std::min(s.max_probes, doubling + any_bracket + kMaxGuidedProbes);
+  return std::min(s.max_probes, doubling + any_bracket + kMaxGuidedProbes + (s.seeded ? 1 : 0));
 }
 
 }  // namespace dlbench::stats

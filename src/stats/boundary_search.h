@@ -24,6 +24,16 @@
 // guesses go on. At most kMaxGuidedProbes guesses; then doubling and bisection as above. The
 // guesses only narrow the bracket, so a search that converges gives the answer bisection gives
 // (fitting being monotone), and the bound plan states grows by kMaxGuidedProbes at most.
+//
+// Seeded (boundary_seed: other_caps, `seeded` set): the guide may also start from `seeds`, the
+// fitting probes (value, peak) of another search of the same cell under another memory limit. They
+// are points for the line only, never in the bracket: the answer is still proven by this search's
+// own probes. With two seeds that give a rising line, the first probe is where that line meets the
+// limit (a guess, chosen `from_seeds`) instead of min_value; when it does not fit, the next is the
+// largest seed value below it (from_seeds too; it fitted under the other limit), and when that does
+// not fit either, min_value as without seeds. Later guesses draw their line through this search's
+// fits and the seeds together. So a seeded search spends at most one probe more than the bound
+// without seeds (the seed value), and usually two or three in all where it would spend five or more.
 #pragma once
 
 #include <cstddef>
@@ -34,6 +44,12 @@
 
 namespace dlbench::stats {
 
+// A point the guide's line may pass through: a value and its peak memory in bytes.
+struct GuidePoint {
+  std::int64_t value = 0;
+  double peak_bytes = 0;
+};
+
 struct BoundarySearchSettings {
   std::int64_t min_value = 1;        // the first probe, >= 1
   std::int64_t max_value = 1 << 20;  // never probed above, >= min_value
@@ -43,6 +59,11 @@ struct BoundarySearchSettings {
   // boundary_resolution: bisection stops once hi - lo <= max(1, floor(lo x resolution)), in [0, 0.5];
   // 0 bisects until the bracket is adjacent (kConverged), above 0 a search may end kResolved first.
   double resolution = 0;
+  // boundary_seed: other_caps: the search may start from `seeds` (used only with
+  // memory_limit_bytes). `seeded` alone raises the bound plan states by one probe (the seed value),
+  // since plan does not know whether seeds will be found.
+  bool seeded = false;
+  std::vector<GuidePoint> seeds;
 };
 
 // What a probe says: whether it fit, and for a probe that fit, its peak memory where known. A probe
@@ -76,6 +97,7 @@ struct BoundaryProbe {
   bool passed = false;
   bool guided = false;        // chosen from the peaks' line, not by doubling or bisection
   bool inconclusive = false;  // neither fit nor ran out of memory; the last probe of a kProbeFailed search
+  bool from_seeds = false;    // chosen from the seeds (the seeds' guess, or a seed's value)
 };
 
 struct BoundarySearchResult {
@@ -99,15 +121,24 @@ BoundarySearchResult SearchBoundary(const BoundarySearchSettings& settings,
 // The value the line through two passing probes with peaks (values at most `lo`: the largest, and
 // the largest at most half its value, else the next largest) predicts as the largest within
 // `limit_bytes`, clamped to [lo + 1, upper]; nullopt without two such probes, with a line that
-// does not rise, or when lo + 1 > upper. Exposed for its tests.
+// does not rise, or when lo + 1 > upper. `seeds`, when given, count as passing probes with peaks.
+// Exposed for its tests.
 std::optional<std::int64_t> PredictBoundary(const std::vector<BoundaryProbe>& probes,
                                             const std::vector<std::optional<double>>& peaks, std::int64_t lo,
-                                            std::int64_t upper, double limit_bytes);
+                                            std::int64_t upper, double limit_bytes,
+                                            const std::vector<GuidePoint>& seeds = {});
+
+// The seeds' own guess: the line through the largest seed and the largest at most half its value
+// (else the next largest) where it meets `limit_bytes`, clamped to [min_value, max_value]; nullopt
+// with fewer than two seeds of distinct values or a line that does not rise.
+std::optional<std::int64_t> SeedGuess(const std::vector<GuidePoint>& seeds, std::int64_t min_value,
+                                      std::int64_t max_value, double limit_bytes);
 
 // The most probes SearchBoundary can run with these settings, whatever the probes answer: doubling
 // to max_value and bisecting the widest bracket it can leave, capped by max_probes (what `plan`
 // states). Guided: the doubling probes (each at least twice the one before, so no more than
-// unguided), bisection of any bracket in [min_value, max_value], and kMaxGuidedProbes.
+// unguided), bisection of any bracket in [min_value, max_value], and kMaxGuidedProbes; seeded, one
+// more (the seed value).
 std::size_t MaxBoundaryProbes(const BoundarySearchSettings& settings);
 
 }  // namespace dlbench::stats

@@ -163,5 +163,63 @@ TEST(BoundaryProcessE2E, PlanStatesTheBoundAndTheProcesses) {
       << warn.err;
 }
 
+// boundary_seed: other_caps over memory_cap 3, 4 and 6 GiB (8, 12 and 20 fit; boundary_max 32),
+// in plan order. 3 GiB has no other search stored: 1, 2, then the peaks' line, 8 and 9. 4 GiB
+// starts from 3 GiB's fits (2 and 8, 1.5 and 3 GiB: their line meets 4 GiB at 12): 12 and 13.
+// 6 GiB from both: 12 and 2 say 20, then 21. A later run of `--only memory_cap=6GiB` in a store
+// holding only the 3 GiB search is seeded from it (the matrix's other caps, not the selection's).
+TEST(BoundaryProcessE2E, SeedsFromOtherCapsStartAtTheirLine) {
+  TempDir dir("boundary_seed");
+  const std::string matrix = dir / "m.yaml", db = dir / "m.db";
+  std::string head = kHead;
+  head.replace(head.find("  memory_cap: 4GiB\n"), std::string("  memory_cap: 4GiB\n").size(),
+               "  memory_cap: [3GiB, 4GiB, 6GiB]\n");
+  head.replace(head.find("  boundary_max: 16\n"), std::string("  boundary_max: 16\n").size(),
+               "  boundary_max: 32\n");
+  WriteText(matrix, head +
+                        "  memory_per_sample_bytes: 268435456\n"
+                        "  boundary_guide: peak_memory\n  boundary_seed: other_caps\n");
+  // The bound grows by one probe: 6 doubling + 5 (a bracket as wide as 1..32) + 5 guesses + 1.
+  auto plan = Dlbench({"plan", matrix, "--json"}, dir, dir / "p.db");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  for (const nlohmann::json& c : nlohmann::json::parse(plan.out)) EXPECT_EQ(c.at("boundary_max_probes"), 17);
+
+  auto run = Dlbench({"run", matrix}, dir, db);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  std::map<std::string, nlohmann::json> by;
+  for (const nlohmann::json& c : Cells(dir, db)) by[c.at("params").at("memory_cap")] = c;
+  ASSERT_EQ(by.size(), 3u);
+  const std::map<std::string, std::vector<std::int64_t>> probed = {
+      {"3GiB", {1, 2, 8, 9}}, {"4GiB", {12, 13}}, {"6GiB", {20, 21}}};
+  const std::map<std::string, std::size_t> seed_points = {{"3GiB", 0}, {"4GiB", 3}, {"6GiB", 4}};
+  for (const auto& [cap, cell] : by) {
+    EXPECT_EQ(cell.at("outcome"), "ok") << cap << ": " << cell.at("message");
+    const nlohmann::json& search = cell.at("extras").at("boundary_search");
+    EXPECT_EQ(Probed(cell), probed.at(cap)) << cap << ": " << search.dump();
+    EXPECT_EQ(search.at("end"), "converged") << cap;
+    EXPECT_EQ(search.at("first_failing").get<std::int64_t>(), probed.at(cap).back()) << cap;
+    EXPECT_EQ(search.at("seeds").at("points"), seed_points.at(cap))
+        << cap << ": " << search.at("seeds").dump();
+    // The first probe of a seeded search is the seeds' guess; the rest are the search's own.
+    const nlohmann::json& first = search.at("probes").at(0);
+    EXPECT_EQ(first.at("from_seeds"), cap != "3GiB") << cap;
+    EXPECT_FALSE(search.at("probes").at(1).at("from_seeds")) << cap;
+  }
+  EXPECT_EQ(by.at("6GiB").at("extras").at("boundary_search").at("seeds").at("from").size(), 2u);
+  auto show = Dlbench({"show", "latest"}, dir, db);
+  EXPECT_NE(show.out.find("seeded by 4 fits under 3GiB, 4GiB"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("no seeds stored under other caps"), std::string::npos) << show.out;
+
+  const std::string only = dir / "only.db";
+  auto small = Dlbench({"run", matrix, "--only", "memory_cap=3GiB"}, dir, only);
+  ASSERT_EQ(small.exit_code, 0) << small.out << small.err;
+  auto large = Dlbench({"run", matrix, "--only", "memory_cap=6GiB"}, dir, only);
+  ASSERT_EQ(large.exit_code, 0) << large.out << large.err;
+  const nlohmann::json cells = Cells(dir, only);
+  ASSERT_EQ(cells.size(), 1u);
+  EXPECT_EQ(Probed(cells.at(0)), (std::vector<std::int64_t>{20, 21}));
+  EXPECT_EQ(cells.at(0).at("extras").at("boundary_search").at("found"), 20);
+}
+
 }  // namespace
 }  // namespace dlbench::e2e
