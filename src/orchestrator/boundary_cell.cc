@@ -30,6 +30,9 @@ constexpr const char* kMax = "max";
 // there ended `oom`. Such a value does not fit; the measured run steps down by 5% at a time, at
 // most kMaxMeasuredStepDowns times, and each `oom` it met is listed with the probes.
 constexpr double kMeasuredStepDown = 0.95;
+// A seed's record gives the device's usable bytes only from a device of at least this share of the
+// cell's cap (FindBoundarySeeds).
+constexpr double kSeedDeviceShare = 0.97;
 constexpr int kMaxMeasuredStepDowns = 3;
 
 // The metrics of a search over `key`: the largest value that fit and the smallest that did not.
@@ -95,6 +98,50 @@ std::optional<double> GuidePeak(const record::CellRecord& rec) {
     return memory["bytes"].get<double>();
   }
   return std::nullopt;
+}
+
+// What a runner's memory_cap_applied (dlbench-torch on CUDA) says about the device: its bytes, the
+// fraction the cap set, and the memory in use outside the caching allocator before the cell (the
+// CUDA context), which no fraction can hand out. Absent where the runner says none.
+struct AppliedCap {
+  double total = 0;
+  double fraction = 1;
+  double outside = 0;
+  // The device less its context.
+  double DeviceUsable() const { return total - outside; }
+  // What the process could hold: its fraction, at most the device less its context. A cap as large
+  // as the device (the whole-device column) is about 0.8 GB below its nominal bytes on an H100:
+  // there the reserved peak at the boundary was 83.75 GB, the cap 85.52 GB, this 84.21 GB.
+  double Usable() const { return std::min(fraction * total, DeviceUsable()); }
+};
+std::optional<AppliedCap> AppliedCapOf(const record::CellRecord& rec) {
+  const auto applied = rec.effective.find("memory_cap_applied");
+  if (applied == rec.effective.end() || !applied->is_object()) return std::nullopt;
+  const auto number = [&](const char* key) -> std::optional<double> {
+    const auto it = applied->find(key);
+    if (it == applied->end() || !it->is_number()) return std::nullopt;
+    const double v = it->get<double>();
+    return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
+  };
+  const std::optional<double> total = number("device_total_bytes");
+  const std::optional<double> fraction = number("fraction");
+  const std::optional<double> outside = number("outside_allocator_bytes");
+  if (!total || !fraction || !outside || *total <= 0 || *fraction <= 0 || *fraction > 1 || *outside < 0 ||
+      *outside >= *total)
+    return std::nullopt;
+  return AppliedCap{*total, *fraction, *outside};
+}
+
+// extras.boundary_search.guide: the cap the guide aims at, and where what the guesses aimed at was
+// below it (the seeds' device, or a probe's process: AppliedCap::Usable), that too.
+nlohmann::json GuideJson(double cap, double start, const std::vector<record::CellRecord>& probes) {
+  double aimed = start;
+  for (const record::CellRecord& p : probes) {
+    if (const std::optional<AppliedCap> applied = AppliedCapOf(p)) aimed = std::min(aimed, applied->Usable());
+  }
+  nlohmann::json guide = {{"limit_bytes", cap}};
+  if (aimed < cap) guide["aimed_bytes"] = aimed;
+  return guide;
 }
 
 // Which process ran a probe: its pid and, in a shared process, the how-many-th cell it served.
@@ -206,6 +253,7 @@ BoundarySeeds FindBoundarySeeds(const plan::Cell& cell, const std::vector<plan::
                                 store::ResultStore& store, std::string* note) {
   BoundarySeeds seeds;
   const std::string key = BoundarySearchKey(cell);
+  const std::optional<std::int64_t> own_cap = CellMemoryCap(cell);
   for (const std::string& other : OtherCapKeys(cell, plan_cells)) {
     auto history = store.CellHistory(other);
     if (!history.ok()) {
@@ -233,6 +281,13 @@ BoundarySeeds FindBoundarySeeds(const plan::Cell& cell, const std::vector<plan::
         seeds.points.push_back({v, bytes});
         ++added;
       }
+      // The device's usable bytes, from a search on a device at least about as large as this cap
+      // (nvidia-smi's memory, which a whole-device cap is written from, is a little above
+      // cudaMemGetInfo's total): a store may hold searches from smaller devices.
+      const std::optional<AppliedCap> applied = AppliedCapOf(rec);
+      if (applied && own_cap && applied->total >= kSeedDeviceShare * static_cast<double>(*own_cap) &&
+          !seeds.device_usable_bytes)
+        seeds.device_usable_bytes = applied->DeviceUsable();
       const auto cap = rec.params.find("memory_cap");
       seeds.sources.push_back({{"memory_cap", cap != rec.params.end() ? *cap : nlohmann::json(nullptr)},
                                {"run_id", it->first.id},
@@ -246,7 +301,13 @@ BoundarySeeds FindBoundarySeeds(const plan::Cell& cell, const std::vector<plan::
 record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOptions& options,
                                      const RunCellFn& run_cell, const BoundarySeeds& seeds) {
   stats::BoundarySearchSettings settings = BoundarySettings(cell);
-  if (settings.seeded) settings.seeds = seeds.points;
+  const std::optional<double> nominal_limit = settings.memory_limit_bytes;
+  if (settings.seeded) {
+    settings.seeds = seeds.points;
+    // The seeds' device less its context: what the seeds' own first guess aims at.
+    if (seeds.device_usable_bytes && *seeds.device_usable_bytes < *settings.memory_limit_bytes)
+      settings.memory_limit_bytes = *seeds.device_usable_bytes;
+  }
   const std::int64_t probe_steps = IntParam(cell, "boundary_probe_steps", config::kDefaultBoundaryProbeSteps);
   // A probe asks one thing: do probe_steps steps run without running out of memory? It is not a
   // measurement, so none of the measure block's minimums apply: with the defaults (min_steps 10,
@@ -293,6 +354,8 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
       answer.inconclusive = true;
     }
     if (answer.passed) answer.peak_bytes = GuidePeak(probes.back());
+    if (const std::optional<AppliedCap> applied = AppliedCapOf(probes.back()))
+      answer.limit_bytes = applied->Usable();
     return answer;
   };
   // Ctrl-C ends the search as `stopped`; any other inconclusive probe as `probe_failed`.
@@ -417,7 +480,7 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
       {"probe_steps", probe_steps},
       {"probe_process", shared ? "shared" : "fresh"},
       {"bound", stats::MaxBoundaryProbes(settings)},
-      {"guide", settings.memory_limit_bytes ? nlohmann::json{{"limit_bytes", *settings.memory_limit_bytes}}
+      {"guide", settings.memory_limit_bytes ? GuideJson(*nominal_limit, *settings.memory_limit_bytes, probes)
                 : StringParamIs(cell, "boundary_guide", "peak_memory")
                     ? nlohmann::json("none: no memory_cap to aim at")
                     : nlohmann::json(nullptr)},

@@ -44,6 +44,9 @@ stats::BoundarySearchSettings BoundarySettings(const plan::Cell& cell);
 struct BoundarySeeds {
   std::vector<stats::GuidePoint> points;
   nlohmann::json sources = nlohmann::json::array();  // per search used: memory_cap, run_id, points
+  // The device less its CUDA context, from a seed's record on a device about as large as the cap
+  // (memory_cap_applied): the seeds' first guess aims at it where it is below the cap.
+  std::optional<double> device_usable_bytes;
 };
 
 // The keys of the cells of `plan_cells` (the whole plan, before --only) that equal `cell` in every

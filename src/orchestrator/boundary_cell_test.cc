@@ -274,5 +274,44 @@ TEST(BoundaryCell, OtherCapKeysAreTheSameCellUnderAnotherCap) {
   EXPECT_TRUE(OtherCapKeys(cell, {more}).empty());
 }
 
+// A cap the device cannot give in full (a whole-device cap: the CUDA context holds part of the
+// device outside the caching allocator): the runner's memory_cap_applied says so, and the guesses
+// after the first probe aim at the device less its context. Fits up to 900 (900,000 of the model's
+// bytes) under a nominal cap of 1 MiB with 100,000 bytes outside the allocator: the line through 8
+// and 16 meets 900,000 at 900, which fits, then 901. Aimed at the nominal 1,048,576 it says 1048.
+TEST(BoundaryCell, TheGuideAimsAtWhatTheRunnerSaysTheCapCanHold) {
+  plan::Cell cell = SearchCell();
+  cell.params["memory_cap"] = "1MiB";
+  cell.params["boundary_guide"] = "peak_memory";
+  for (const bool reported : {true, false}) {
+    FakeRunner fake{900, 900, {}};
+    auto run = [&](const plan::Cell& c, const CellRunOptions& o) {
+      record::CellRecord rec = fake(c, o);
+      if (reported) {
+        rec.effective["memory_cap_applied"] = {{"mechanism", "cuda_memory_fraction"},
+                                               {"fraction", 1.0},
+                                               {"device_total_bytes", 1'000'000},
+                                               {"outside_allocator_bytes", 100'000}};
+      }
+      return rec;
+    };
+    const record::CellRecord rec = RunBoundarySearch(cell, CellRunOptions{}, run);
+    const nlohmann::json& search = rec.extras.at("boundary_search");
+    std::vector<std::int64_t> probed;
+    for (const nlohmann::json& p : search.at("probes")) {
+      if (!p.value("measured", false)) probed.push_back(p.at("batch_size"));
+    }
+    EXPECT_EQ(search.at("found"), 900) << reported;
+    EXPECT_EQ(search.at("guide").at("limit_bytes"), 1048576.0) << reported;
+    if (reported) {
+      EXPECT_EQ(probed, (std::vector<std::int64_t>{8, 16, 900, 901}));
+      EXPECT_EQ(search.at("guide").at("aimed_bytes"), 900000.0);
+    } else {
+      EXPECT_EQ(probed.at(2), 1048);
+      EXPECT_FALSE(search.at("guide").contains("aimed_bytes"));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dlbench::orchestrator

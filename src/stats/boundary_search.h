@@ -23,7 +23,11 @@
 // probes carried far, where the peak is not yet affine): one bisection step comes next, then the
 // guesses go on. At most kMaxGuidedProbes guesses; then doubling and bisection as above. The
 // guesses only narrow the bracket, so a search that converges gives the answer bisection gives
-// (fitting being monotone), and the bound plan states grows by kMaxGuidedProbes at most.
+// (fitting being monotone), and the bound plan states grows by kMaxGuidedProbes at most. A guess
+// above the largest fit (no miss to step back from) is at least the resolution above it, so that a
+// failure there resolves the search: near a cap the reserved peak reaches the limit before the
+// batch does, and each line says "a little above the last fit". A probe's answer may say its
+// process could hold less than the limit (ProbeAnswer::limit_bytes); the guesses after it aim there.
 //
 // Seeded (boundary_seed: other_caps, `seeded` set): the guide may also start from `seeds`, the
 // fitting probes (value, peak) of another search of the same cell under another memory limit. They
@@ -73,6 +77,10 @@ struct ProbeAnswer {
   bool passed = false;
   std::optional<double> peak_bytes;
   bool inconclusive = false;
+  // The most the probe's process could hold, where the runner says and it is below the settings'
+  // memory_limit_bytes (a cap as large as the device: the device less what the CUDA context holds).
+  // The guesses after it aim at the smallest such limit seen.
+  std::optional<double> limit_bytes;
 };
 
 // The most guesses a memory-guided search makes.

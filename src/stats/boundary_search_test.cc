@@ -547,6 +547,57 @@ TEST(BoundarySearchTest, SeededEqualsBisectionForEveryBoundaryAndAnySeeds) {
   EXPECT_LT(seeded_probes, guided_probes);
 }
 
+// Peaks that reach the cap before the batch does, as the caching allocator's reserved peak does
+// under a fraction (it holds cache above what is allocated, and near the cap frees it and retries
+// before it fails). On an H100 under 40 GiB (session 26), ResNet-50 training fit at 850, 907, 915,
+// 930 and 938 as guesses, each line saying a little above the last fit, then doubling and
+// bisection: 14 probes. The model: 1 GiB + 40 MiB a sample, fitting to 998; a fit reports 5% over
+// its need, at most 99.9% of the cap. With boundary_resolution 0.02 the guesses step at least 2%
+// above the largest fit, so that a failure there ends the search: 6 probes (8, 16, 949, 967, 986,
+// 1005 `oom`), 986 within 2% below the boundary; without the step, 14 (949, 950, ..., 953 creep up,
+// then doubling to 1906 and bisection: the probe cap ends it).
+TEST(BoundarySearchTest, PeaksThatReachTheCapFirstDoNotCreepUpByTheGuesses) {
+  constexpr double kMiB = 1 << 20;
+  constexpr double kCap = 40.0 * 1024 * kMiB;
+  const auto need = [](std::int64_t v) { return 1024 * kMiB + 40 * kMiB * static_cast<double>(v); };
+  const auto model = [&](std::int64_t v) {
+    ProbeAnswer a;
+    a.passed = need(v) <= kCap;
+    if (a.passed) a.peak_bytes = std::min(0.999 * kCap, 1.05 * need(v));
+    return a;
+  };
+  BoundarySearchSettings s;
+  s.min_value = 8;
+  s.max_value = 4096;
+  s.max_probes = 14;
+  s.memory_limit_bytes = kCap;
+  s.resolution = 0.02;
+  const BoundarySearchResult r = SearchBoundary(s, model);
+  EXPECT_EQ(Values(r), (std::vector<std::int64_t>{8, 16, 949, 967, 986, 1005}));
+  EXPECT_EQ(r.end, BoundarySearchEnd::kResolved);
+  EXPECT_EQ(r.largest_passing, 986);
+  EXPECT_EQ(r.smallest_failing, 1005);
+}
+
+// A probe that says its process could hold less than the cap (the device less its CUDA context)
+// lowers what the guesses aim at: the model of PeaksOnALineJumpToTheBoundaryAndCheckEachSide under
+// a nominal 4 GiB of which 3.5 GiB can be had: the line meets 3.5 GiB at 10 (fits), then 11. Aimed
+// at 4 GiB, 12 and 11 fail and the walk back lands at 9 before 10 (6 probes).
+TEST(BoundarySearchTest, AProbesLimitBelowTheCapIsWhatTheGuessesAimAt) {
+  constexpr double kGiB = 1 << 30;
+  BoundarySearchSettings s;
+  s.max_value = 16;
+  s.memory_limit_bytes = 4 * kGiB;
+  const auto affine = AffineMemory(kGiB, kGiB / 4, 3.5 * kGiB);
+  const auto said = [&](std::int64_t v) {
+    ProbeAnswer a = affine(v);
+    a.limit_bytes = 3.5 * kGiB;
+    return a;
+  };
+  EXPECT_EQ(Values(SearchBoundary(s, said)), (std::vector<std::int64_t>{1, 2, 10, 11}));
+  EXPECT_EQ(Values(SearchBoundary(s, affine)), (std::vector<std::int64_t>{1, 2, 12, 11, 9, 10}));
+}
+
 TEST(SeedGuessTest, TheLineThroughTheSeedsClampedToTheRange) {
   // 16 + floor((1000 - 160) / 10) = 100; the second point is 8 (at most half of 16).
   EXPECT_EQ(SeedGuess({{8, 80.0}, {12, 500.0}, {16, 160.0}}, 1, 4096, 1000.0), 100);
