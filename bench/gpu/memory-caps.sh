@@ -36,6 +36,9 @@
 # deadline and redone on RESUME=1); SSD's two inference searches under 40 GiB in 128 s.
 # On an H200 (2026-12-07, session 25): the whole-device column (143,771 MiB), 16 searches and 80
 # probes, in 421 + 171 + 70 s (DEADLINE_S 420, then RESUME=1 twice).
+# On an H100 (2026-12-07, session 26, seeds): CAPS_GIB=40 FULL=1 SCENARIOS=train, the 40 GiB lane in
+# 376 s, then the whole-device lane seeded by it in 55 + 197 s (DEADLINE_S 430, then RESUME=1): 44
+# probes and 175 s of probing where session 23's unseeded training searches took 85 and 273 s.
 #
 # Usage (on the GPU machine; builds with scripts/build-gpu.sh when BUILD lacks the programs):
 #   bench/gpu/memory-caps.sh
