@@ -35,7 +35,8 @@ case "$kind" in
     # MemoryE2E runs its runners under memory_cap, an RLIMIT_DATA of a few GiB, and an
     # instrumented dlbench-null cannot start under one (ASan maps terabytes of shadow memory at
     # start: "AddressSanitizer: internal allocator is out of memory"); it runs in the suite stage.
-    # BoundaryProcessE2E's two searching tests run every probe under a memory_cap too (session 13's CI).
+    # BoundaryProcessE2E's three searching tests run every probe under a memory_cap too (session 13's
+    # CI; SeedsFromOtherCapsStartAtTheirLine since session 26).
     # So does ReuseE2E.CellsThatDifferAtProcessStartDoNotShare, whose last cell has a memory_cap
     # ("ReserveShadowMemoryRange failed ... Perhaps you're using ulimit -v").
     #
@@ -50,7 +51,7 @@ case "$kind" in
     status=0
     ctest --output-on-failure --timeout 900 -j "${DLBENCH_TEST_JOBS:-2}" --repeat until-pass:2 \
       -L 'unit|e2e' -LE 'torch|browser|prometheus|gpu' \
-      -E '^(PythonClient[.]|MemoryE2E[.]|ReuseE2E[.]CellsThatDifferAtProcessStartDoNotShare$|BoundaryProcessE2E[.](SharedAndGuidedSearchesFindWhatFreshBisectionFinds|UnderRunnerReuseSharedSearchesShareOneProcess)$)' \
+      -E '^(PythonClient[.]|MemoryE2E[.]|ReuseE2E[.]CellsThatDifferAtProcessStartDoNotShare$|BoundaryProcessE2E[.](SharedAndGuidedSearchesFindWhatFreshBisectionFinds|UnderRunnerReuseSharedSearchesShareOneProcess|SeedsFromOtherCapsStartAtTheirLine)$)' \
       "$@" 2>&1 | tee "$log" || status=$?
     # With --output-on-failure the log holds the output of failed attempts only.
     if grep -E -q 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$log"; then

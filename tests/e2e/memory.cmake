@@ -13,3 +13,12 @@ add_dependencies(memory_search_e2e_test dlbench dlbench-null)
 dlbench_add_test(boundary_process_e2e_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/boundary_process_e2e_test.cc
   DEPS dlbench::common LABELS e2e)
 add_dependencies(boundary_process_e2e_test dlbench dlbench-null)
+# bench/gpu/memory-caps.sh's lanes, store copies and seeds on the CPU (DRY=1 with dlbench-torch):
+# the GPU table costs device time, so its plumbing is checked here.
+if(TARGET dlbench-torch)
+  add_test(NAME MemoryCapsScriptDryRun
+           COMMAND bash ${PROJECT_SOURCE_DIR}/tests/scripts/memory_caps_dry_test.sh ${PROJECT_SOURCE_DIR}
+                   ${PROJECT_BINARY_DIR})
+  # torch: it runs dlbench-torch (the sanitizer stage builds no LibTorch runner and leaves torch out).
+  set_tests_properties(MemoryCapsScriptDryRun PROPERTIES LABELS "e2e;torch" TIMEOUT 600)
+endif()
