@@ -46,10 +46,6 @@ void CheckSettings(const BoundarySearchSettings& s) {
 // The next value of the doubling phase after `v`, at most max_value.
 std::int64_t Doubled(std::int64_t v, std::int64_t max_value) { return v > max_value / 2 ? max_value : v * 2; }
 
-}  // namespace
-
-namespace {
-
 // Where the line through two of `points` meets `limit_bytes` (unclamped): b, the largest value at
 // most `lo` (the first of equals), and a, the largest value at most half b's, else the largest below
 // b's. Two fitting points close together (the guess and its check one above) have peaks whose
@@ -177,10 +173,11 @@ BoundarySearchResult SearchBoundary(const BoundarySearchSettings& s,
       if (stepped < *v && stepped - lo() <= tolerance()) return std::nullopt;
       v = stepped;
     } else if (v) {
-      // Peaks that flatten near the limit (the caching allocator's reserved peak under a fraction
-      // frees its cache and retries before it fails) give lines that keep saying "a little above
-      // the largest fit": on an H100 under 40 GiB, ResNet-50 training fit at 850, 907, 915, 930 and
-      // 938 as guesses and ran out of them. The check on the other side is at least the resolution
+      // Peaks that reach the limit before the batch does (the caching allocator's reserved peak
+      // holds cache above what is allocated, and near a fraction's limit frees it and retries
+      // before it fails) give lines that keep saying "a little above the largest fit": on an H100
+      // under 40 GiB, ResNet-50 training fit at 850, 907, 915, 930 and 938 as guesses and ran out of
+      // them. The check on the other side is at least the resolution
       // above the fit, where a failure ends the search (with resolution 0: one above, as before).
       v = std::max(*v, std::min(upper, lo() + tolerance()));
     }
