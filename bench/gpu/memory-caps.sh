@@ -9,12 +9,12 @@
 # How it stays within minutes: every search has boundary_probe_process: shared (its probes and
 # its measured run go on in one dlbench-torch process, also after a CUDA `oom`, which leaves the
 # process usable) and boundary_guide: peak_memory (after two probes that fit, it probes where the
-# line through their peaks meets the cap, then each side), and each cap is a run of its own with
-# --runner-reuse and model as the outer axis, so the searches of one cap and model (train/infer x
-# bf16/fp32) share one process: 16 process starts, not one per probe. The caps run as lanes: a cap
-# is a per-process limit, so caps whose sum fits in the device run at once (on an H200 the 16, 24
-# and 40 GiB columns together, then the whole device alone; on an 80 GB H100 16 and 24, then 40,
-# then the whole device); see "Lanes" below. "The whole device" is memory_cap = the device's memory
+# line through their peaks meets the cap, then each side), and each cap and model is a run of its
+# own with --runner-reuse (a lane), so the searches of one cap and model (train/infer x bf16/fp32)
+# share one process: 16 process starts, not one per probe. A cap is a per-process limit, so lanes
+# whose caps fit in the device together run at once, each model's lanes from the smallest cap up
+# (its later lanes seeded by the earlier ones' fits), the whole device alone at the end; see
+# "Lanes" below. "The whole device" is memory_cap = the device's memory
 # as nvidia-smi reports it (fraction 1), so that search is guided too. cudnn_benchmark is false:
 # every new batch size would autotune every convolution again (the H200 run of 2026-12-06 took 77
 # and 198 s for two ResNet-50 training searches with it); cuDNN's heuristics pick each
@@ -48,15 +48,17 @@
 #   MEASURE_S (4), TIMEOUT_S (90, a runner's timeout),
 #   CUDNN_BENCHMARK (0: no autotuning, see above; 1: autotune), RESOLUTION (boundary_resolution,
 #   default 0.02: each answer within 2% below the boundary, in fewer probes; 0: exact),
-#   LANES (auto: caps that fit together run at once; 1: one after another), LANE_SHARE_PCT (90: the
-#   share of the device's memory the caps of a wave may sum to), LANE_CONTEXT_MIB (1536: added per
-#   lane for its CUDA context and library workspaces, which the cap does not cover).
+#   LANES (auto: lanes that fit together run at once; 1: one after another), LANE_SHARE_PCT (90: the
+#   share of the device's memory the running lanes' caps may sum to), LANE_CONTEXT_MIB (1536: added
+#   per lane for its CUDA context and library workspaces, which the cap does not cover).
 #   SEED (boundary_seed: other_caps, the default, or none): a lane's searches start from the fits of
-#   the same cells in the lanes of the waves before it (each lane's store gets theirs copied in with
-#   `dlbench db copy` before its run), so the whole-device column starts where the caps' peaks say.
+#   the same cells in the same model's lanes under the smaller caps, which end before it starts (its
+#   store gets theirs copied in with `dlbench db copy`), so the whole-device column starts where the
+#   caps' peaks say. With none, lanes wait only for room on the device.
 #   RESUME: any non-empty value (1): continue the lanes' runs stored under OUT.
-#   Output: OUT/memory-caps.yaml (every cap; a lane runs its own with --only memory_cap=CAP),
-#   OUT/cap-CAP.db (one store per cap), OUT/lane-CAP.log, OUT/memory-caps.tsv and .log.
+#   Output: OUT/memory-caps.yaml (every cap; a lane runs its own with --only
+#   memory_cap=CAP,model=MODEL), OUT/cap-CAP-MODEL.db (one store per lane), OUT/lane-CAP-MODEL.log,
+#   OUT/memory-caps.tsv and .log (the scheduler's log: when each lane started and ended).
 #   DRY=1: the plumbing on a CPU build: device cpu, tiny models (base_width 4, hidden_size 32,
 #   heads 2, layers 1, image_size 32, seq_len 16), CAPS_GIB "1 2", no whole-device column, BUILD default
 #   build, DEADLINE_S 300; fewer cells with MODELS, SCENARIOS and PRECISIONS.
@@ -138,15 +140,19 @@ if [ "$DEVICE" = cuda ]; then
   esac
 fi
 
-# Lanes: each cap is a `dlbench run` of its own (its matrix, its store $OUT/cap-CAP.db), and caps
-# whose sum fits the device run at the same time. A cap is a per-process limit (the caching
-# allocator's fraction, docs/memory.md), so a search's answer does not depend on its neighbours as
-# long as the device holds all of them: a wave of lanes is admitted while the sum of its caps plus
-# LANE_CONTEXT_MIB per lane (a CUDA context and cuDNN/cuBLAS workspaces outside the cap) stays
-# under LANE_SHARE_PCT % of the device's memory. The whole-device cap always runs alone, last. What
-# sharing does change is speed: the measured run at the batch found is slower than alone (the
-# throughput columns of this table are not figures to quote), and each cell's warnings name the
-# other processes on the GPU (the sharing check). LANES=1 runs the caps one after another.
+# Lanes: each cap and model is a `dlbench run` of its own (`--only memory_cap=CAP,model=MODEL`,
+# its store $OUT/cap-CAP-MODEL.db), and lanes run at the same time while the device holds them. A
+# cap is a per-process limit (the caching allocator's fraction, docs/memory.md), so a search's
+# answer does not depend on its neighbours as long as the device holds all of them: a lane is
+# admitted while the sum of the running lanes' caps plus LANE_CONTEXT_MIB per lane (a CUDA context
+# and cuDNN/cuBLAS workspaces outside the cap) stays under LANE_SHARE_PCT % of the device's memory.
+# A model's lane under a cap starts once its lanes under the smaller caps have ended (with
+# SEED=other_caps: their fits seed its searches), and the whole-device lanes each run alone, last.
+# The scheduler starts a lane as soon as one ends (no waves to wait out): the probes' cost is
+# mostly host work (process start, CUDA and cuDNN set-up, per-shape work), which 16 cores share
+# well. What sharing does change is speed: the measured run at the batch found is slower than
+# alone (the throughput columns of this table are not figures to quote), and each cell's warnings
+# name the other processes on the GPU (the sharing check). LANES=1 runs the lanes one after another.
 LANES="${LANES:-auto}"
 LANE_SHARE_PCT="${LANE_SHARE_PCT:-90}"
 LANE_CONTEXT_MIB="${LANE_CONTEXT_MIB:-1536}"
@@ -160,37 +166,24 @@ cap_mib() {
     *MiB) echo "${1%MiB}" ;;
   esac
 }
-# The waves, one per line: the caps of a line run at once.
-WAVES=""
-wave="" wave_mib=0
-for cap in $CAPS; do
-  need=$(( $(cap_mib "$cap") + LANE_CONTEXT_MIB ))
-  fits=0
-  if [ "$LANES" = auto ] && [ -n "$wave" ]; then
-    if [ "$DEVICE" = cpu ] || { [ -n "$total_mib" ] && [ $(( (wave_mib + need) * 100 )) -le $(( total_mib * LANE_SHARE_PCT )) ]; }; then
-      fits=1
-    fi
-  fi
-  if [ "$fits" = 1 ]; then
-    wave="$wave $cap"; wave_mib=$(( wave_mib + need ))
-  else
-    [ -n "$wave" ] && WAVES="$WAVES$wave
-"
-    wave="$cap"; wave_mib=$need
-  fi
-done
-[ -n "$wave" ] && WAVES="$WAVES$wave
-"
-[ -n "$FULL_CAP" ] && WAVES="$WAVES$FULL_CAP
-"
-if [ -z "$WAVES" ]; then
+# The lanes in the order they are started: caps from the smallest, models in MODELS' order, the
+# whole device last. LANE_ALONE: runs with no other lane (the whole device).
+ALL_CAPS=$(echo "$CAPS $FULL_CAP" | xargs)
+if [ -z "$ALL_CAPS" ]; then
   echo "memory-caps: nothing to search: CAPS_GIB is empty and there is no whole-device column (FULL=$FULL)" >&2
   exit 2
 fi
+LANE_ID=() LANE_CAP=() LANE_MODEL=() LANE_NEED=() LANE_ALONE=()
+for cap in $ALL_CAPS; do
+  for model in $MODELS; do
+    LANE_ID+=("$cap-$model") LANE_CAP+=("$cap") LANE_MODEL+=("$model")
+    LANE_NEED+=($(( $(cap_mib "$cap") + LANE_CONTEXT_MIB )))
+    if [ "$cap" = "$FULL_CAP" ]; then LANE_ALONE+=(1); else LANE_ALONE+=(0); fi
+  done
+done
 
 # One matrix holds every cap (so boundary_seed: other_caps finds the same cell under the others);
-# each lane runs its cap with --only memory_cap=CAP.
-ALL_CAPS=$(printf '%s' "$WAVES" | xargs)
+# each lane runs its cap and model with --only memory_cap=CAP,model=MODEL.
 write_matrix() {  # $1: the file
   cat > "$1" <<YAML
 name: gpu-memory-caps
@@ -223,91 +216,123 @@ YAML
 }
 
 # One lane: a fresh run, or with RESUME the rest of the lane's interrupted run (a lane whose run
-# finished runs nothing again). Its output goes to $OUT/lane-CAP.log, its exit code to .rc.
-# The lane's own run in its store: the latest run whose selection is --only memory_cap=CAP (a
-# store may also hold the other lanes' runs, copied in as seeds). Prints its status; nothing when
-# the lane has not begun a run.
-lane_status() {  # $1: the cap, $2: the store
+# finished runs nothing again). Its output goes to $OUT/lane-ID.log, its exit code to .rc.
+# The lane's own run in its store: the latest run whose selection is its --only (a store may also
+# hold the other lanes' runs, copied in as seeds). Prints its status; nothing when the lane has not
+# begun a run.
+lane_status() {  # $1: the lane's --only, $2: the store
   "$DL" --db "$2" export latest --format json 2>/dev/null | python3 -c '
 import json, sys
 run = json.load(sys.stdin)["run"]
-if run.get("selection", {}).get("only") == ["memory_cap=" + sys.argv[1]]:
+if run.get("selection", {}).get("only") == [sys.argv[1]]:
     print(run.get("status", ""))' "$1"
 }
+lane_only() { echo "memory_cap=${LANE_CAP[$1]},model=${LANE_MODEL[$1]}"; }
 
-run_lane() {  # $1: the cap, $2: seconds left
-  local cap=$1 left=$2 matrix="$OUT/memory-caps.yaml" db="$OUT/cap-$1.db"
-  local log="$OUT/lane-$cap.log"
+run_lane() {  # $1: the lane's index, $2: seconds left
+  local i=$1 left=$2 matrix="$OUT/memory-caps.yaml" id=${LANE_ID[$1]}
+  local db="$OUT/cap-$id.db" log="$OUT/lane-$id.log" only
+  only=$(lane_only "$i")
   local status=""
-  [ -n "$RESUME" ] && [ -f "$db" ] && status=$(lane_status "$cap" "$db")
+  [ -n "$RESUME" ] && [ -f "$db" ] && status=$(lane_status "$only" "$db")
   if [ "$status" = completed ]; then
-    echo "== $cap: its run has every search stored; nothing to resume" | tee "$log"
+    echo "== $id: its run has every search stored; nothing to resume" | tee "$log"
     echo 0 > "$log.rc"
     return
   fi
-  # boundary_seed: other_caps reads this store: the lanes of the waves before this one, copied in
-  # (`dlbench db copy` is idempotent, so a resumed lane copies only what is new).
+  # boundary_seed: other_caps reads this store: the same model's lanes under the other caps that
+  # have ended, copied in (`dlbench db copy` is idempotent, so a resumed lane copies only what is new).
   : > "$log"
   if [ "$SEED" = other_caps ]; then
-    for other in $ALL_CAPS; do
-      [ "$other" = "$cap" ] && break
-      [ -f "$OUT/cap-$other.db" ] && [ -f "$OUT/lane-$other.log.done" ] &&
-        "$DL" --db "$db" db copy "$OUT/cap-$other.db" "$db" >> "$log" 2>&1
+    local j
+    for j in "${!LANE_ID[@]}"; do
+      if [ "${LANE_MODEL[$j]}" != "${LANE_MODEL[$i]}" ] || [ "$j" = "$i" ]; then continue; fi
+      [ -f "$OUT/cap-${LANE_ID[$j]}.db" ] && [ -f "$OUT/lane-${LANE_ID[$j]}.log.done" ] &&
+        "$DL" --db "$db" db copy "$OUT/cap-${LANE_ID[$j]}.db" "$db" >> "$log" 2>&1
     done
   fi
   if [ -n "$status" ]; then
-    echo "== $cap: dlbench run --resume latest --runner-reuse (at most $left s)" >> "$log"
-    timeout -s INT -k 30 "$left" "$DL" --db "$db" run "$matrix" --resume latest --runner-reuse --out "$OUT/run-$cap" >> "$log" 2>&1
+    echo "== $id: dlbench run --resume latest --runner-reuse (at most $left s)" >> "$log"
+    timeout -s INT -k 30 "$left" "$DL" --db "$db" run "$matrix" --resume latest --runner-reuse --out "$OUT/run-$id" >> "$log" 2>&1
   else
-    echo "== $cap: dlbench run --only memory_cap=$cap --runner-reuse (at most $left s)" >> "$log"
-    "$DL" --db "$db" plan "$matrix" --only "memory_cap=$cap" >> "$log" 2>&1 || { echo 2 > "$log.rc"; return; }
-    timeout -s INT -k 30 "$left" "$DL" --db "$db" run "$matrix" --only "memory_cap=$cap" --runner-reuse --out "$OUT/run-$cap" >> "$log" 2>&1
+    echo "== $id: dlbench run --only $only --runner-reuse (at most $left s)" >> "$log"
+    "$DL" --db "$db" plan "$matrix" --only "$only" >> "$log" 2>&1 || { echo 2 > "$log.rc"; return; }
+    timeout -s INT -k 30 "$left" "$DL" --db "$db" run "$matrix" --only "$only" --runner-reuse --out "$OUT/run-$id" >> "$log" 2>&1
   fi
   echo $? > "$log.rc"
 }
 write_matrix "$OUT/memory-caps.yaml"
 
-echo "== the waves (caps of a line run at once; device memory ${total_mib:-unknown} MiB, LANES=$LANES):"
-printf '%s' "$WAVES" | sed 's/^/   /'
+# The scheduler: start every waiting lane that may start (its model's lanes under smaller caps
+# ended, when seeds are on; the device holds it beside the running ones; a whole-device lane or
+# LANES=1: nothing else running), then wait for any lane to end, until none waits or runs.
+share_mib=$(( ${total_mib:-0} * LANE_SHARE_PCT / 100 ))
+echo "== ${#LANE_ID[@]} lanes (device memory ${total_mib:-unknown} MiB, lanes share at most $share_mib MiB; LANES=$LANES):"
+echo "   ${LANE_ID[*]}"
+may_start() {  # $1: the lane's index; uses state, used_mib, running
+  local i=$1 j
+  if [ "$SEED" = other_caps ]; then
+    for (( j = 0; j < i; j++ )); do
+      [ "${LANE_MODEL[$j]}" = "${LANE_MODEL[$i]}" ] && [ "${state[$j]}" != ended ] && return 1
+    done
+  fi
+  [ "$running" = 0 ] && return 0
+  [ "$LANES" = 1 ] || [ "${LANE_ALONE[$i]}" = 1 ] && return 1
+  [ "$DEVICE" = cpu ] && return 0
+  [ -n "$total_mib" ] && [ $(( used_mib + LANE_NEED[i] )) -le "$share_mib" ]
+}
 start=$(date +%s)
 rc=0
 interrupted=0
-while IFS= read -r line; do
-  [ -z "$line" ] && continue
-  left=$(( DEADLINE_S - ($(date +%s) - start) ))
-  if [ "$left" -le 5 ]; then
-    echo "== the deadline (${DEADLINE_S} s) came before the wave: $line"
-    interrupted=1
-    continue
-  fi
-  wave_start=$(date +%s)
-  echo "== wave: $line (at most $left s)"
+state=() used_mib=0 running=0
+declare -A PID_LANE=()
+for i in "${!LANE_ID[@]}"; do state[i]=waiting; done
+while :; do
+  # A whole-device lane waits while any capped lane waits or runs.
+  for i in "${!LANE_ID[@]}"; do
+    [ "${state[$i]}" = waiting ] || continue
+    if [ "${LANE_ALONE[$i]}" = 1 ]; then
+      for j in "${!LANE_ID[@]}"; do
+        [ "${LANE_ALONE[$j]}" = 0 ] && [ "${state[$j]}" != ended ] && continue 2
+      done
+    fi
+    may_start "$i" || continue
+    left=$(( DEADLINE_S - ($(date +%s) - start) ))
+    if [ "$left" -le 5 ]; then
+      echo "== the deadline (${DEADLINE_S} s) came before lane ${LANE_ID[$i]}"
+      state[i]=ended interrupted=1
+      continue
+    fi
+    echo "== +$(( $(date +%s) - start )) s: lane ${LANE_ID[$i]} starts (at most $left s; $(( running + 1 )) running)"
+    run_lane "$i" "$left" &
+    PID_LANE[$!]=$i
+    state[i]=running used_mib=$(( used_mib + LANE_NEED[i] )) running=$(( running + 1 ))
+  done
+  [ "$running" = 0 ] && break
   # wait names the lanes: a bare wait would also wait for the log's tee (a process substitution).
-  pids=""
-  for cap in $line; do
-    run_lane "$cap" "$left" &
-    pids="$pids $!"
-  done
-  wait $pids
-  for cap in $line; do
-    lrc=$(cat "$OUT/lane-$cap.log.rc" 2>/dev/null || echo 2)
-    echo "-- $cap: exit $lrc"
-    tail -4 "$OUT/lane-$cap.log" | sed 's/^/   /' | cut -c1-220
-    case "$lrc" in 0) ;; 124 | 130 | 137) interrupted=1; rc=$lrc ;; *) [ "$rc" = 0 ] && rc=$lrc ;; esac
-    # Its searches may seed the later waves' lanes (run_lane copies its store into theirs).
-    touch "$OUT/lane-$cap.log.done"
-  done
-  echo "== wave took $(($(date +%s) - wave_start)) s"
-done <<< "$WAVES"
+  ended_pid=""
+  wait -n -p ended_pid "${!PID_LANE[@]}"
+  [ -n "$ended_pid" ] || continue
+  i=${PID_LANE[$ended_pid]}
+  unset "PID_LANE[$ended_pid]"
+  state[i]=ended used_mib=$(( used_mib - LANE_NEED[i] )) running=$(( running - 1 ))
+  id=${LANE_ID[$i]}
+  lrc=$(cat "$OUT/lane-$id.log.rc" 2>/dev/null || echo 2)
+  echo "-- +$(( $(date +%s) - start )) s: lane $id ended, exit $lrc"
+  tail -4 "$OUT/lane-$id.log" | sed 's/^/   /' | cut -c1-220
+  case "$lrc" in 0) ;; 124 | 130 | 137) interrupted=1; rc=$lrc ;; *) [ "$rc" = 0 ] && rc=$lrc ;; esac
+  # Its searches may seed the same model's later lanes (run_lane copies its store into theirs).
+  touch "$OUT/lane-$id.log.done"
+done
 echo "== the searches took $(($(date +%s) - start)) s in all (exit $rc)"
 echo "== dlbench show, lane by lane"
 : > "$OUT/memory-caps.json.list"
-for cap in $(printf '%s' "$WAVES"); do
-  db="$OUT/cap-$cap.db"
+for i in "${!LANE_ID[@]}"; do
+  id=${LANE_ID[$i]} db="$OUT/cap-${LANE_ID[$i]}.db"
   [ -f "$db" ] || continue
-  [ -n "$(lane_status "$cap" "$db")" ] || continue
+  [ -n "$(lane_status "$(lane_only "$i")" "$db")" ] || continue
   "$DL" --db "$db" show latest
-  "$DL" --db "$db" export latest --format json > "$OUT/memory-caps-$cap.json" && echo "$OUT/memory-caps-$cap.json" >> "$OUT/memory-caps.json.list"
+  "$DL" --db "$db" export latest --format json > "$OUT/memory-caps-$id.json" && echo "$OUT/memory-caps-$id.json" >> "$OUT/memory-caps.json.list"
 done
 echo "== the table (also $OUT/memory-caps.tsv)"
 python3 - "$OUT/memory-caps.json.list" "$OUT/memory-caps.tsv" <<'PY'

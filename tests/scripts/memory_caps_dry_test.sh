@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# bench/gpu/memory-caps.sh's plumbing on the CPU (DRY=1): two lanes one after another (LANES=1), 1 GiB
-# then 2 GiB, one cell each (ResNet-50 at base_width 4 training, fp32). Checked: both lanes run their
-# own cap through --only, the 2 GiB lane's store got the 1 GiB lane's run copied in and its search
-# started from its fits (boundary_seed: other_caps), the table lists both searches once, and a
-# RESUME=1 after a completed table runs nothing again. The GPU table costs device time; a broken
-# script should be found here.
+# bench/gpu/memory-caps.sh's plumbing on the CPU (DRY=1): caps 1 and 2 GiB, models ResNet-50 and
+# MobileNetV2 (base_width 4, training, fp32): four lanes, one cell each. Checked: the two 1 GiB lanes
+# start together, a model's 2 GiB lane starts only after its 1 GiB lane ended, each lane runs its own
+# cap and model through --only, the 2 GiB lanes' stores got the 1 GiB lane of the same model copied
+# in and their searches started from its fits (boundary_seed: other_caps), the table lists the four
+# searches once, and a RESUME=1 after a completed table runs nothing again. The GPU table costs
+# device time; a broken script should be found here.
 # Usage: memory_caps_dry_test.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src=$1
@@ -12,14 +13,26 @@ build=$2
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 run() {
-  DRY=1 LANES=1 MODELS=resnet50 SCENARIOS=train PRECISIONS=fp32 BUILD="$build" OUT="$out" DEADLINE_S=280 \
+  DRY=1 MODELS="resnet50 mobilenet_v2" SCENARIOS=train PRECISIONS=fp32 BUILD="$build" OUT="$out" DEADLINE_S=280 \
     bash "$src/bench/gpu/memory-caps.sh" "$@"
 }
 fail() { echo "memory_caps_dry_test: $*" >&2; exit 1; }
 
 run > "$out/first.txt" 2>&1 || { cat "$out/first.txt"; fail "the script failed"; }
 rows=$(tail -n +2 "$out/memory-caps.tsv" | wc -l)
-[ "$rows" = 2 ] || { cat "$out/memory-caps.tsv"; fail "the table has $rows searches, not 2"; }
+[ "$rows" = 4 ] || { cat "$out/memory-caps.tsv"; fail "the table has $rows searches, not 4"; }
+# The scheduler's order, from its log: both 1 GiB lanes start before any lane ends; each 2 GiB lane
+# starts after its model's 1 GiB lane ended.
+order=$(grep -E '^(==|--) \+[0-9]+ s: lane ' "$out/memory-caps.log" | sed -E 's/^.. \+[0-9]+ s: lane ([^ ]+) (starts|ended).*/\1 \2/')
+line_of() { printf '%s\n' "$order" | grep -n -x "$1" | cut -d: -f1; }
+first_end=$(printf '%s\n' "$order" | grep -n ' ended$' | head -1 | cut -d: -f1)
+for m in resnet50 mobilenet_v2; do
+  s1=$(line_of "1GiB-$m starts") e1=$(line_of "1GiB-$m ended") s2=$(line_of "2GiB-$m starts")
+  if ! { [ -n "$s1" ] && [ -n "$e1" ] && [ -n "$s2" ] && [ "$s1" -lt "$first_end" ] && [ "$e1" -lt "$s2" ]; }; then
+    printf '%s\n' "$order"
+    fail "lane order for $m: 1 GiB should start before any lane ends and end before 2 GiB starts"
+  fi
+done
 python3 - "$build/bin/dlbench" "$out" <<'PY' || fail "the lanes' records are not as expected"
 import json, subprocess, sys
 dl, out = sys.argv[1], sys.argv[2]
@@ -27,24 +40,25 @@ def latest(db):
     text = subprocess.run([dl, "--db", db, "export", "latest", "--format", "json"], check=True,
                           capture_output=True, text=True).stdout
     return json.loads(text)
-small, large = latest(f"{out}/cap-1GiB.db"), latest(f"{out}/cap-2GiB.db")
-assert small["run"]["selection"]["only"] == ["memory_cap=1GiB"], small["run"]["selection"]
-assert large["run"]["selection"]["only"] == ["memory_cap=2GiB"], large["run"]["selection"]
-s1 = small["cells"][0]["extras"]["boundary_search"]
-s2 = large["cells"][0]["extras"]["boundary_search"]
-assert s1["seeds"]["points"] == 0 and s1["seeds"]["from"] == [], s1["seeds"]
-assert s2["seeds"]["points"] > 0, s2["seeds"]
-assert [f["memory_cap"] for f in s2["seeds"]["from"]] == ["1GiB"], s2["seeds"]
-assert s2["probes"][0]["from_seeds"] is True, s2["probes"][0]
-assert s1["found"] is not None and s2["found"] is not None and s2["found"] >= s1["found"], (s1["found"], s2["found"])
-# The 2 GiB store holds the copied 1 GiB run and its own; the runs listed are the two.
-runs = subprocess.run([dl, "--db", f"{out}/cap-2GiB.db", "export", "latest~1", "--format", "json"], check=True,
-                      capture_output=True, text=True).stdout
-assert json.loads(runs)["run"]["selection"]["only"] == ["memory_cap=1GiB"]
+for m in ("resnet50", "mobilenet_v2"):
+    small, large = latest(f"{out}/cap-1GiB-{m}.db"), latest(f"{out}/cap-2GiB-{m}.db")
+    assert small["run"]["selection"]["only"] == [f"memory_cap=1GiB,model={m}"], small["run"]["selection"]
+    assert large["run"]["selection"]["only"] == [f"memory_cap=2GiB,model={m}"], large["run"]["selection"]
+    s1 = small["cells"][0]["extras"]["boundary_search"]
+    s2 = large["cells"][0]["extras"]["boundary_search"]
+    assert s1["seeds"]["points"] == 0 and s1["seeds"]["from"] == [], s1["seeds"]
+    assert s2["seeds"]["points"] > 0, s2["seeds"]
+    assert [f["memory_cap"] for f in s2["seeds"]["from"]] == ["1GiB"], s2["seeds"]
+    assert s2["probes"][0]["from_seeds"] is True, s2["probes"][0]
+    assert s1["found"] is not None and s2["found"] is not None and s2["found"] >= s1["found"], (s1["found"], s2["found"])
+    # The 2 GiB store holds the copied 1 GiB run of the same model and its own: the one before is that.
+    runs = subprocess.run([dl, "--db", f"{out}/cap-2GiB-{m}.db", "export", "latest~1", "--format", "json"], check=True,
+                          capture_output=True, text=True).stdout
+    assert json.loads(runs)["run"]["selection"]["only"] == [f"memory_cap=1GiB,model={m}"]
 PY
 grep -q "seeded by" "$out/memory-caps.log" || fail "show does not say the 2 GiB search was seeded"
 
 RESUME=1 run > "$out/again.txt" 2>&1 || { cat "$out/again.txt"; fail "RESUME=1 failed"; }
-[ "$(grep -c '^== .*: its run has every search stored; nothing to resume' "$out/again.txt")" = 2 ] ||
+[ "$(grep -c '^== .*: its run has every search stored; nothing to resume' "$out/again.txt")" = 4 ] ||
   { cat "$out/again.txt"; fail "RESUME=1 after a completed table ran a lane again"; }
 echo "memory_caps_dry_test: ok"
