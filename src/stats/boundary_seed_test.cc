@@ -1,0 +1,143 @@
+// The boundary search seeded by the same cell's fits under other caps (boundary_seed: other_caps):
+// the first guess on the seeds' line, a fallback on a miss, bisection's answer whatever the seeds
+// (docs/memory.md "Seeds from other caps").
+#include "stats/boundary_search.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "stats/boundary_search_test_util.h"
+
+namespace dlbench::stats {
+namespace {
+
+using namespace boundary_test;  // the probe models the boundary search's tests share
+
+// Seeds: the fits of the same cell's search under a 3 GiB cap (batch 2 and 8, 1.5 and 3 GiB; the
+// model of PeaksOnALineJumpToTheBoundaryAndCheckEachSide). Their line meets 4 GiB at
+// 8 + floor(1 GiB / 0.25 GiB) = 12, which fits; the line through 12 and the seed 2 says 12 again, so
+// 13 (lo + 1) is next and fails: 2 probes, where the search without seeds takes 4 (1, 2, 12, 13).
+TEST(BoundarySearchTest, SeedsFromAnotherCapStartAtTheirLine) {
+  BoundarySearchSettings s;
+  s.max_value = 16;
+  s.memory_limit_bytes = 4 * kGiB;
+  s.seeded = true;
+  s.seeds = {{2, 1.5 * kGiB}, {8, 3 * kGiB}};
+  const BoundarySearchResult r = SearchBoundary(s, AffineMemory(kGiB, kGiB / 4, 4 * kGiB));
+  EXPECT_EQ(Values(r), (std::vector<std::int64_t>{12, 13}));
+  EXPECT_TRUE(r.probes[0].guided);
+  EXPECT_TRUE(r.probes[0].from_seeds);
+  EXPECT_TRUE(r.probes[1].guided);
+  EXPECT_FALSE(r.probes[1].from_seeds);
+  EXPECT_EQ(r.end, BoundarySearchEnd::kConverged);
+  EXPECT_EQ(r.largest_passing, 12);
+  EXPECT_EQ(r.smallest_failing, 13);
+  // Seeds are used only with a limit to aim at; `seeded` without seeds searches as before.
+  s.seeds.clear();
+  EXPECT_EQ(Values(SearchBoundary(s, AffineMemory(kGiB, kGiB / 4, 4 * kGiB))),
+            (std::vector<std::int64_t>{1, 2, 12, 13}));
+}
+
+// Seeds whose peaks under-report by 10% (1.35 and 2.7 GiB at 2 and 8) say 8 + floor(1.3 / 0.225) =
+// 13, which does not fit (4.25 GiB). The largest seed below it, 8, comes next (it fits), then the
+// line through 8 and 2 (13 again) stepped back max(1, 1% of 13) = 1 from the failure: 12 fits, and
+// 12 and 13 close the bracket in 3 probes.
+TEST(BoundarySearchTest, ASeedGuessThatMissesFallsBackToTheLargestSeedBelowIt) {
+  BoundarySearchSettings s;
+  s.max_value = 16;
+  s.memory_limit_bytes = 4 * kGiB;
+  s.seeded = true;
+  s.seeds = {{2, 1.35 * kGiB}, {8, 2.7 * kGiB}};
+  const BoundarySearchResult r = SearchBoundary(s, AffineMemory(kGiB, kGiB / 4, 4 * kGiB, 0.9));
+  EXPECT_EQ(Values(r), (std::vector<std::int64_t>{13, 8, 12}));
+  EXPECT_TRUE(r.probes[1].from_seeds);
+  EXPECT_FALSE(r.probes[1].guided);
+  EXPECT_FALSE(r.probes[2].from_seeds);
+  EXPECT_EQ(r.largest_passing, 12);
+  EXPECT_EQ(r.smallest_failing, 13);
+}
+
+// Seeds that say the maximum: one probe there, and it fits (max_fits), as an inference search that
+// fits the bound under a smaller cap fits it under a larger one. Seeds far too high, where nothing
+// fits: the guess, the seed below it and min_value each fail (none_fits), one probe over the bound
+// without seeds at most.
+TEST(BoundarySearchTest, SeedsAtTheMaximumOrWhereNothingFits) {
+  BoundarySearchSettings s;
+  s.min_value = 8;
+  s.max_value = 4096;
+  s.memory_limit_bytes = 1000.0;
+  s.seeded = true;
+  s.seeds = {{8, 10.0}, {16, 11.0}, {4096, 500.0}};
+  BoundarySearchResult r = SearchBoundary(s, AffineMemory(0.0, 0.1, 1000.0));
+  EXPECT_EQ(Values(r), (std::vector<std::int64_t>{4096}));
+  EXPECT_EQ(r.end, BoundarySearchEnd::kMaxFits);
+  r = SearchBoundary(s, [](std::int64_t) { return ProbeAnswer{false, std::nullopt}; });
+  EXPECT_EQ(Values(r), (std::vector<std::int64_t>{4096, 16, 8}));
+  EXPECT_EQ(r.end, BoundarySearchEnd::kNoneFits);
+  EXPECT_FALSE(r.largest_passing);
+  EXPECT_EQ(r.smallest_failing, 8);
+}
+
+// Whatever the seeds say (a line too steep or too flat, under- or over-reported, from a model with
+// another base), the seeded search's answer is bisection's for every boundary, within the bound plan
+// states for a seeded search (the guided bound plus one).
+TEST(BoundarySearchTest, SeededEqualsBisectionForEveryBoundaryAndAnySeeds) {
+  BoundarySearchSettings s;
+  s.min_value = 1;
+  s.max_value = 300;
+  s.max_probes = 64;
+  s.memory_limit_bytes = 1000.0;
+  BoundarySearchSettings guided = s;
+  s.seeded = true;
+  const std::size_t bound = MaxBoundaryProbes(s);
+  EXPECT_EQ(bound, MaxBoundaryProbes(guided) + 1);
+  BoundarySearchSettings plain = s;
+  plain.memory_limit_bytes.reset();
+  plain.seeded = false;
+  std::size_t seeded_probes = 0;
+  std::size_t guided_probes = 0;
+  for (std::int64_t boundary = 1; boundary < 300; boundary += 7) {
+    const double per_value = 900.0 / static_cast<double>(boundary);
+    const auto model = AffineMemory(100.0, per_value, 1000.0 + 1e-9);
+    for (double seed_slope : {0.5, 0.9, 1.0, 1.1, 3.0}) {
+      for (double seed_base : {0.0, 100.0, 400.0}) {
+        s.seeds.clear();
+        for (std::int64_t v : {std::int64_t{2}, boundary / 3 + 1, boundary / 2 + 1}) {
+          s.seeds.push_back({v, seed_base + seed_slope * per_value * static_cast<double>(v)});
+        }
+        const BoundarySearchResult seeded = SearchBoundary(s, model);
+        const BoundarySearchResult bisected =
+            SearchBoundary(plain, [&](std::int64_t v) { return model(v).passed; });
+        ASSERT_EQ(seeded.largest_passing, bisected.largest_passing)
+            << boundary << " " << seed_slope << " " << seed_base;
+        ASSERT_EQ(seeded.smallest_failing, bisected.smallest_failing)
+            << boundary << " " << seed_slope << " " << seed_base;
+        EXPECT_LE(seeded.probes.size(), bound) << boundary << " " << seed_slope << " " << seed_base;
+        if (seed_slope == 1.0 && seed_base == 100.0) {
+          seeded_probes += seeded.probes.size();
+          guided_probes += SearchBoundary(guided, model).probes.size();
+        }
+      }
+    }
+  }
+  // Exact seeds: fewer probes in all than the guided search from min_value.
+  EXPECT_LT(seeded_probes, guided_probes);
+}
+
+TEST(SeedGuessTest, TheLineThroughTheSeedsClampedToTheRange) {
+  // 16 + floor((1000 - 160) / 10) = 100; the second point is 8 (at most half of 16).
+  EXPECT_EQ(SeedGuess({{8, 80.0}, {12, 500.0}, {16, 160.0}}, 1, 4096, 1000.0), 100);
+  EXPECT_EQ(SeedGuess({{8, 80.0}, {16, 160.0}}, 1, 50, 1000.0), 50);
+  EXPECT_EQ(SeedGuess({{8, 80.0}, {16, 160.0}}, 120, 4096, 1000.0), 120);
+  // One seed, one value twice, a flat or falling line: no guess.
+  EXPECT_FALSE(SeedGuess({{8, 80.0}}, 1, 4096, 1000.0));
+  EXPECT_FALSE(SeedGuess({{8, 80.0}, {8, 90.0}}, 1, 4096, 1000.0));
+  EXPECT_FALSE(SeedGuess({{8, 80.0}, {16, 80.0}}, 1, 4096, 1000.0));
+  EXPECT_FALSE(SeedGuess({{8, 80.0}, {16, 70.0}}, 1, 4096, 1000.0));
+}
+
+}  // namespace
+}  // namespace dlbench::stats
