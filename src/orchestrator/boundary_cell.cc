@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "config/registry.h"
@@ -132,15 +134,18 @@ std::optional<AppliedCap> AppliedCapOf(const record::CellRecord& rec) {
   return AppliedCap{*total, *fraction, *outside};
 }
 
-// extras.boundary_search.guide: the cap the guide aims at, and where what the guesses aimed at was
-// below it (the seeds' device, or a probe's process: AppliedCap::Usable), that too.
-nlohmann::json GuideJson(double cap, double start, const std::vector<record::CellRecord>& probes) {
-  double aimed = start;
+// extras.boundary_search.guide: the cap the guide aims at; where the guesses aimed below it (a
+// probe's process: AppliedCap::Usable), that too, and where the seeds' first guess did (the seeds'
+// device less its context), that.
+nlohmann::json GuideJson(double cap, std::optional<double> seed_limit,
+                         const std::vector<record::CellRecord>& probes) {
+  double aimed = cap;
   for (const record::CellRecord& p : probes) {
     if (const std::optional<AppliedCap> applied = AppliedCapOf(p)) aimed = std::min(aimed, applied->Usable());
   }
   nlohmann::json guide = {{"limit_bytes", cap}};
   if (aimed < cap) guide["aimed_bytes"] = aimed;
+  if (seed_limit && *seed_limit < cap) guide["seed_aimed_bytes"] = *seed_limit;
   return guide;
 }
 
@@ -189,6 +194,33 @@ bool StringParamIs(const plan::Cell& cell, const char* key, const char* value) {
 
 // The first line of a message: a probe's stderr tail stays in its logs.
 std::string FirstLine(const std::string& message) { return message.substr(0, message.find('\n')); }
+
+// A record's boundary search over `key` (extras.boundary_search with probes), or nullptr.
+const nlohmann::json* SearchOf(const record::CellRecord& rec, const std::string& key) {
+  const auto search = rec.extras.find("boundary_search");
+  if (search == rec.extras.end() || !search->is_object() || search->value("key", "") != key ||
+      !search->contains("probes") || !(*search)["probes"].is_array())
+    return nullptr;
+  return &*search;
+}
+
+// A stored search's probes that fit with a guide peak, as the guide's points; stored data, so only
+// what the search's own checks would accept.
+std::vector<stats::GuidePoint> FitsOf(const nlohmann::json& search, const std::string& key) {
+  std::vector<stats::GuidePoint> points;
+  for (const nlohmann::json& probe : search["probes"]) {
+    if (!probe.is_object() || probe.value("fits", nlohmann::json()) != true) continue;
+    const auto value = probe.find(key);
+    const auto peak = probe.find("guide_peak_bytes");
+    if (value == probe.end() || !value->is_number_integer() || peak == probe.end() || !peak->is_number())
+      continue;
+    const std::int64_t v = value->get<std::int64_t>();
+    const double bytes = peak->get<double>();
+    if (v < 1 || v > (std::int64_t{1} << 52) || !std::isfinite(bytes) || bytes < 0) continue;
+    points.push_back({v, bytes});
+  }
+  return points;
+}
 
 }  // namespace
 
@@ -257,43 +289,41 @@ BoundarySeeds FindBoundarySeeds(const plan::Cell& cell, const std::vector<plan::
   for (const std::string& other : OtherCapKeys(cell, plan_cells)) {
     auto history = store.CellHistory(other);
     if (!history.ok()) {
-      if (note != nullptr) *note = history.error().message;
+      if (note != nullptr) *note += (note->empty() ? "" : "; ") + history.error().message;
       continue;
     }
-    // The newest search over the same key (history is oldest first).
-    for (auto it = history->rbegin(); it != history->rend(); ++it) {
-      const record::CellRecord& rec = it->second;
-      const auto search = rec.extras.find("boundary_search");
-      if (search == rec.extras.end() || !search->is_object() || search->value("key", "") != key ||
-          !search->contains("probes") || !(*search)["probes"].is_array())
-        continue;
-      std::size_t added = 0;
-      for (const nlohmann::json& probe : (*search)["probes"]) {
-        if (!probe.is_object() || probe.value("fits", nlohmann::json()) != true) continue;
-        const auto value = probe.find(key);
-        const auto peak = probe.find("guide_peak_bytes");
-        if (value == probe.end() || !value->is_number_integer() || peak == probe.end() || !peak->is_number())
-          continue;
-        const std::int64_t v = value->get<std::int64_t>();
-        const double bytes = peak->get<double>();
-        // Stored data: only what the search's own checks would accept.
-        if (v < 1 || v > (std::int64_t{1} << 52) || !std::isfinite(bytes) || bytes < 0) continue;
-        seeds.points.push_back({v, bytes});
-        ++added;
+    // The newest search over the same key with a fit that has a peak: by its run's start, not its
+    // id (`dlbench db copy` gives a copied run the next id of the store it enters). A search with
+    // none (it ended none_fits, or probe_failed at its first probe) says nothing and does not hide
+    // an older one. One fit is a point: a seeded search that converged in two probes has one, at
+    // its boundary, and the other caps' points make the line with it.
+    const std::pair<record::RunRecord, record::CellRecord>* newest = nullptr;
+    std::vector<stats::GuidePoint> newest_points;
+    for (const auto& entry : *history) {
+      const nlohmann::json* search = SearchOf(entry.second, key);
+      if (search == nullptr) continue;
+      std::vector<stats::GuidePoint> points = FitsOf(*search, key);
+      if (points.empty()) continue;
+      if (newest == nullptr || std::tie(entry.first.started_wall_ns, entry.first.id) >=
+                                   std::tie(newest->first.started_wall_ns, newest->first.id)) {
+        newest = &entry;
+        newest_points = std::move(points);
       }
-      // The device's usable bytes, from a search on a device at least about as large as this cap
-      // (nvidia-smi's memory, which a whole-device cap is written from, is a little above
-      // cudaMemGetInfo's total): a store may hold searches from smaller devices.
-      const std::optional<AppliedCap> applied = AppliedCapOf(rec);
-      if (applied && own_cap && applied->total >= kSeedDeviceShare * static_cast<double>(*own_cap) &&
-          !seeds.device_usable_bytes)
-        seeds.device_usable_bytes = applied->DeviceUsable();
-      const auto cap = rec.params.find("memory_cap");
-      seeds.sources.push_back({{"memory_cap", cap != rec.params.end() ? *cap : nlohmann::json(nullptr)},
-                               {"run_id", it->first.id},
-                               {"points", added}});
-      break;
     }
+    if (newest == nullptr) continue;
+    const record::CellRecord& rec = newest->second;
+    seeds.points.insert(seeds.points.end(), newest_points.begin(), newest_points.end());
+    // The device's usable bytes, from a search on a device at least about as large as this cap
+    // (nvidia-smi's memory, which a whole-device cap is written from, is a little above
+    // cudaMemGetInfo's total): a store may hold searches from smaller devices.
+    const std::optional<AppliedCap> applied = AppliedCapOf(rec);
+    if (applied && own_cap && applied->total >= kSeedDeviceShare * static_cast<double>(*own_cap) &&
+        !seeds.device_usable_bytes)
+      seeds.device_usable_bytes = applied->DeviceUsable();
+    const auto cap = rec.params.find("memory_cap");
+    seeds.sources.push_back({{"memory_cap", cap != rec.params.end() ? *cap : nlohmann::json(nullptr)},
+                             {"run_id", newest->first.id},
+                             {"points", newest_points.size()}});
   }
   return seeds;
 }
@@ -301,12 +331,12 @@ BoundarySeeds FindBoundarySeeds(const plan::Cell& cell, const std::vector<plan::
 record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOptions& options,
                                      const RunCellFn& run_cell, const BoundarySeeds& seeds) {
   stats::BoundarySearchSettings settings = BoundarySettings(cell);
-  const std::optional<double> nominal_limit = settings.memory_limit_bytes;
   if (settings.seeded) {
     settings.seeds = seeds.points;
-    // The seeds' device less its context: what the seeds' own first guess aims at.
+    // The seeds' device less its context: what the seeds' own first guess aims at. The guesses
+    // after it aim at what this search's probes say their process can hold.
     if (seeds.device_usable_bytes && *seeds.device_usable_bytes < *settings.memory_limit_bytes)
-      settings.memory_limit_bytes = *seeds.device_usable_bytes;
+      settings.seed_limit_bytes = *seeds.device_usable_bytes;
   }
   const std::int64_t probe_steps = IntParam(cell, "boundary_probe_steps", config::kDefaultBoundaryProbeSteps);
   // A probe asks one thing: do probe_steps steps run without running out of memory? It is not a
@@ -388,10 +418,20 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
                                 result.probes[*other_end].value, record::Name(rec.outcome), rec.message);
     }
   } else if (!result.largest_passing) {
-    // Nothing fits: the smallest value's oom is the cell's outcome.
-    rec = probes.front();
+    // Nothing fits: the smallest value's oom is the cell's outcome (a seeded search probes it last;
+    // the search keeps a probe for it, so it ends none_fits).
+    std::size_t smallest = 0;
+    for (std::size_t i = 0; i < result.probes.size(); ++i) {
+      if (result.probes[i].value < result.probes[smallest].value) smallest = i;
+    }
+    rec = probes[smallest];
     rec.message =
-        fmt::format("{0}: max: even {0} {1} does not fit: {2}", key, settings.min_value, rec.message);
+        result.end == stats::BoundarySearchEnd::kNoneFits
+            ? fmt::format("{0}: max: even {0} {1} does not fit: {2}", key, settings.min_value, rec.message)
+            : fmt::format(
+                  "{0}: max: no probe fit before the search ended {1} (the smallest "
+                  "probed, {0} {2}: {3})",
+                  key, stats::BoundarySearchEndName(result.end), result.probes[smallest].value, rec.message);
   }
   // The measured run of the value found, stepping down while it ends `oom` (kMeasuredStepDown).
   std::optional<std::int64_t> found = result.largest_passing;
@@ -480,7 +520,8 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
       {"probe_steps", probe_steps},
       {"probe_process", shared ? "shared" : "fresh"},
       {"bound", stats::MaxBoundaryProbes(settings)},
-      {"guide", settings.memory_limit_bytes ? GuideJson(*nominal_limit, *settings.memory_limit_bytes, probes)
+      {"guide", settings.memory_limit_bytes
+                    ? GuideJson(*settings.memory_limit_bytes, settings.seed_limit_bytes, probes)
                 : StringParamIs(cell, "boundary_guide", "peak_memory")
                     ? nlohmann::json("none: no memory_cap to aim at")
                     : nlohmann::json(nullptr)},

@@ -45,7 +45,8 @@ struct BoundarySeeds {
   std::vector<stats::GuidePoint> points;
   nlohmann::json sources = nlohmann::json::array();  // per search used: memory_cap, run_id, points
   // The device less its CUDA context, from a seed's record on a device about as large as the cap
-  // (memory_cap_applied): the seeds' first guess aims at it where it is below the cap.
+  // (memory_cap_applied): the seeds' first guess aims at it where it is below the cap
+  // (BoundarySearchSettings::seed_limit_bytes; the later guesses aim at what the probes say).
   std::optional<double> device_usable_bytes;
 };
 
@@ -54,9 +55,10 @@ struct BoundarySeeds {
 std::vector<std::string> OtherCapKeys(const plan::Cell& cell, const std::vector<plan::Cell>& plan_cells);
 
 // The seeds of a boundary search that asks for them (BoundarySettings(cell).seeded): for each of
-// OtherCapKeys, the newest record in `store` (CellHistory; any run, this one included) that holds a
-// search over the same key, and of it every probe that fit with a guide peak. A store that cannot
-// be read gives no seeds (the search then starts from boundary_min); `note` says why.
+// OtherCapKeys, the newest record in `store` (CellHistory; any run, this one included; newest by its
+// run's start) that holds a search over the same key with a probe that fit with a guide peak, and
+// every such probe. A key whose history cannot be read gives no seeds; `note` gets why
+// (several reasons joined by "; ").
 BoundarySeeds FindBoundarySeeds(const plan::Cell& cell, const std::vector<plan::Cell>& plan_cells,
                                 store::ResultStore& store, std::string* note = nullptr);
 

@@ -410,10 +410,11 @@ Result<RunEnd> RunMatrix(const RunRequest& request, const std::vector<RunObserve
       break;
     }
     if (!seed_note.empty()) {
-      rec.extras["warnings"].push_back(
-          fmt::format("boundary_seed: other_caps: the store's other searches could not be read ({}); "
-                      "the search started from boundary_min",
-                      seed_note));
+      rec.extras["warnings"].push_back(fmt::format(
+          "boundary_seed: other_caps: some of the store's searches under other caps could not be read ({}); "
+          "{}",
+          seed_note,
+          seeds.points.empty() ? "the search started from boundary_min" : "the ones read seeded the search"));
     }
     if (!cell.input_control_id.empty()) {
       AddInputVerdict(rec, control_of(cell.input_control_id), cell.input_control_id,

@@ -1,15 +1,16 @@
 // The boundary search guided by peak memory: guesses where the line through the fits' peaks meets
-// the cap, walked back on a miss, never changing bisection's answer (docs/memory.md "Fewer probes: boundary_guide: peak_memory").
-#include "stats/boundary_search.h"
-
+// the cap, walked back on a miss, never changing bisection's answer (docs/memory.md "Fewer probes:
+// boundary_guide: peak_memory").
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <vector>
 
+#include "stats/boundary_search.h"
 #include "stats/boundary_search_test_util.h"
 
 namespace dlbench::stats {
@@ -238,10 +239,11 @@ TEST(BoundarySearchTest, KinkedAndRoundedPeaksStillGiveBisectionsAnswerWithinThe
 // before it fails). On an H100 under 40 GiB (session 26), ResNet-50 training fit at 850, 907, 915,
 // 930 and 938 as guesses, each line saying a little above the last fit, then doubling and
 // bisection: 14 probes. The model: 1 GiB + 40 MiB a sample, fitting to 998; a fit reports 5% over
-// its need, at most 99.9% of the cap. With boundary_resolution 0.02 the guesses step at least 2%
-// above the largest fit, so that a failure there ends the search: 6 probes (8, 16, 949, 967, 986,
-// 1005 `oom`), 986 within 2% below the boundary; without the step, 14 (949, 950, ..., 953 creep up,
-// then doubling to 1906 and bisection: the probe cap ends it).
+// its need, at most 99.9% of the cap. The fit at 949 is saturated (kSaturatedShare), so the guesses
+// gallop up from it by the tolerance (2%: 18), then twice the tolerance, and the failure is
+// bisected: 6 probes (8, 16, 949, 967, 1005 `oom`, 986), 986 within 2% below the boundary; with
+// each line's guess, 14 (949, 950, ..., 953 creep up, then doubling to 1906 and bisection: the
+// probe cap ends it).
 TEST(BoundarySearchTest, PeaksThatReachTheCapFirstDoNotCreepUpByTheGuesses) {
   constexpr double kMiB = 1 << 20;
   constexpr double kCap = 40.0 * 1024 * kMiB;
@@ -259,10 +261,63 @@ TEST(BoundarySearchTest, PeaksThatReachTheCapFirstDoNotCreepUpByTheGuesses) {
   s.memory_limit_bytes = kCap;
   s.resolution = 0.02;
   const BoundarySearchResult r = SearchBoundary(s, model);
-  EXPECT_EQ(Values(r), (std::vector<std::int64_t>{8, 16, 949, 967, 986, 1005}));
+  EXPECT_EQ(Values(r), (std::vector<std::int64_t>{8, 16, 949, 967, 1005, 986}));
   EXPECT_EQ(r.end, BoundarySearchEnd::kResolved);
   EXPECT_EQ(r.largest_passing, 986);
   EXPECT_EQ(r.smallest_failing, 1005);
+}
+
+// ResNet-50 fp32 training under 16 GiB on an H100 (session 27, docs/evidence/
+// h100-s27-memory-caps-2026-12-07.log): 8 and 16 fit (1.11 and 1.84 GiB reserved), their line said
+// 170, which fit at 15.83 GiB (99% of the cap), and each later line said a little above the last fit:
+// 173, 177, 180, 185 fit (97-99%), then doubling to 370 and bisection down to 190: 14 probes. The
+// model: 0.38 GiB + 0.0822 GiB a sample (190 fits, 191 does not), reported 11% over its need, at most
+// 99% of the cap. Hand-computed: 8 and 16 report 1.152 and 1.882 GiB, their line says
+// 16 + floor(14.118 / 0.09125) = 170, which fits saturated (15.84 GiB); the guesses gallop by the
+// tolerance (3), 6, 12: 173 and 179 fit, 191 does not; bisection: 185 fits, 188 fits, and
+// 188..191 is within 2%: 8 probes. Following each line instead, as the H100 did: 14 (170, 173, 176,
+// 179, 182, then doubling to 364 and bisection).
+TEST(BoundarySearchTest, SaturatedPeaksGallopUpFromTheFitThenBisect) {
+  constexpr double kCap = 16 * kGiB;
+  const auto need = [](std::int64_t v) { return 0.38 * kGiB + 0.0822 * kGiB * static_cast<double>(v); };
+  const auto model = [&](std::int64_t v) {
+    ProbeAnswer a;
+    a.passed = need(v) <= kCap;
+    if (a.passed) a.peak_bytes = std::min(0.99 * kCap, 1.11 * need(v));
+    return a;
+  };
+  BoundarySearchSettings s;
+  s.min_value = 8;
+  s.max_value = 4096;
+  s.max_probes = 14;
+  s.memory_limit_bytes = kCap;
+  s.resolution = 0.02;
+  const BoundarySearchResult r = SearchBoundary(s, model);
+  EXPECT_EQ(Values(r), (std::vector<std::int64_t>{8, 16, 170, 173, 179, 191, 185, 188}));
+  EXPECT_EQ(r.end, BoundarySearchEnd::kResolved);
+  EXPECT_EQ(r.largest_passing, 188);
+  EXPECT_EQ(r.smallest_failing, 191);
+}
+
+// A peak that is no number of bytes (infinite, NaN, negative) is no peak: the line skips it and the
+// answer is bisection's. Fits up to 50 (2 bytes a sample under 100); batch 2 reports `bad`.
+TEST(BoundarySearchTest, APeakThatIsNoNumberIsNoPeak) {
+  BoundarySearchSettings s;
+  s.max_value = 64;
+  s.memory_limit_bytes = 100;
+  for (const double bad :
+       {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN(), -5.0}) {
+    const BoundarySearchResult r = SearchBoundary(s, [&](std::int64_t v) {
+      ProbeAnswer a;
+      a.passed = v <= 50;
+      if (a.passed) a.peak_bytes = v == 2 ? bad : 2.0 * static_cast<double>(v);
+      return a;
+    });
+    EXPECT_EQ(r.largest_passing, 50) << bad;
+    EXPECT_EQ(r.smallest_failing, 51) << bad;
+    EXPECT_EQ(r.end, BoundarySearchEnd::kConverged) << bad;
+    EXPECT_LE(r.probes.size(), MaxBoundaryProbes(s)) << bad;
+  }
 }
 
 // A probe that says its process could hold less than the cap (the device less its CUDA context)

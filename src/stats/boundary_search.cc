@@ -36,6 +36,10 @@ void CheckSettings(const BoundarySearchSettings& s) {
                     s.max_value <= (std::int64_t{1} << 52) && s.resolution >= 0 && s.resolution <= 0.5,
                 "boundary search settings out of range");
   DLBENCH_CHECK(s.seeds.empty() || s.seeded, "boundary search seeds given to a search that is not seeded");
+  for (const std::optional<double>& limit : {s.memory_limit_bytes, s.seed_limit_bytes}) {
+    DLBENCH_CHECK(!limit || (std::isfinite(*limit) && *limit > 0),
+                  "boundary search memory limit out of range");
+  }
   for (const GuidePoint& p : s.seeds) {
     DLBENCH_CHECK(p.value >= 1 && p.value <= (std::int64_t{1} << 52) && std::isfinite(p.peak_bytes) &&
                       p.peak_bytes >= 0,
@@ -69,7 +73,9 @@ std::optional<double> LineAt(const std::vector<GuidePoint>& points, std::int64_t
   if (a == nullptr) return std::nullopt;
   const double slope = (b->peak_bytes - a->peak_bytes) / static_cast<double>(b->value - a->value);
   if (!(slope > 0)) return std::nullopt;
-  return static_cast<double>(b->value) + std::floor((limit_bytes - b->peak_bytes) / slope);
+  const double x = static_cast<double>(b->value) + std::floor((limit_bytes - b->peak_bytes) / slope);
+  if (!std::isfinite(x)) return std::nullopt;
+  return x;
 }
 
 }  // namespace
@@ -125,13 +131,19 @@ BoundarySearchResult SearchBoundary(const BoundarySearchSettings& s,
   bool failed = false;  // a probe was inconclusive
   // What the guesses aim at: the settings' limit, lowered by what the probes say they could hold.
   std::optional<double> limit = s.memory_limit_bytes;
+  // A fit's peak reached the limit (kSaturatedShare): the guesses no longer follow the line (below).
+  bool saturated = false;
   auto run = [&](std::int64_t value, bool guided, bool from_seeds = false) {
     const ProbeAnswer answer = probe(value);
     if (limit && answer.limit_bytes && std::isfinite(*answer.limit_bytes) && *answer.limit_bytes > 0)
       limit = std::min(*limit, *answer.limit_bytes);
     const bool passed = answer.passed && !answer.inconclusive;
     r.probes.push_back({value, passed, guided, answer.inconclusive, from_seeds});
-    peaks.push_back(passed ? answer.peak_bytes : std::nullopt);
+    // A peak that is no number of bytes (not finite, negative) is no peak.
+    const bool usable_peak =
+        passed && answer.peak_bytes && std::isfinite(*answer.peak_bytes) && *answer.peak_bytes >= 0;
+    peaks.push_back(usable_peak ? answer.peak_bytes : std::nullopt);
+    if (usable_peak && limit && *answer.peak_bytes >= (1 - kSaturatedShare) * *limit) saturated = true;
     // An inconclusive probe says nothing about memory: a failure it would add to the bracket could
     // close it on a value that was never out of memory.
     if (answer.inconclusive) {
@@ -159,9 +171,24 @@ BoundarySearchResult SearchBoundary(const BoundarySearchSettings& s,
         1, static_cast<std::int64_t>(std::floor(static_cast<double>(lo()) * s.resolution)));
   };
   auto resolved = [&] { return hi() - lo() <= tolerance(); };
+  // A fit whose peak is within kSaturatedShare of the aim: near a cap the caching allocator's
+  // reserved peak reaches the limit before the batch does (it frees its cache and retries), so
+  // such a peak says "at the limit" whatever the distance to the boundary, and a line through it
+  // says "a little above the largest fit" probe after probe (on an H100 under 16 GiB, session 27:
+  // ResNet-50 fp32 training fit at 170, 173, 177, 180, 185 with peaks of 97-99% of the cap, then
+  // doubled to 370 and bisected: 14 probes for a boundary at 190). After one, the line is not
+  // used again: without a failure the guesses gallop up from the largest fit by the tolerance,
+  // then twice it, four times it, ..., and with one the bracket is bisected.
+  int gallops = 0;
   auto guess = [&]() -> std::optional<std::int64_t> {
     if (!s.memory_limit_bytes || guesses >= kMaxGuidedProbes) return std::nullopt;
     const std::int64_t upper = bracket.hi ? hi() - 1 : s.max_value;
+    if (saturated) {
+      if (bracket.hi || lo() >= upper) return std::nullopt;
+      const std::int64_t step = tolerance() << gallops;
+      ++gallops;
+      return lo() + std::min(upper - lo(), step);
+    }
     std::optional<std::int64_t> v = PredictBoundary(r.probes, peaks, lo(), upper, *limit, s.seeds);
     if (v && misses > 0 && bracket.hi) {
       // 1% of the failing value (at least 1), doubled with each miss: misses <= kMaxGuidedProbes.
@@ -173,32 +200,50 @@ BoundarySearchResult SearchBoundary(const BoundarySearchSettings& s,
       if (stepped < *v && stepped - lo() <= tolerance()) return std::nullopt;
       v = stepped;
     } else if (v) {
-      // Peaks that reach the limit before the batch does (the caching allocator's reserved peak
-      // holds cache above what is allocated, and near a fraction's limit frees it and retries
-      // before it fails) give lines that keep saying "a little above the largest fit": on an H100
-      // under 40 GiB, ResNet-50 training fit at 850, 907, 915, 930 and 938 as guesses and ran out of
-      // them. The check on the other side is at least the resolution
-      // above the fit, where a failure ends the search (with resolution 0: one above, as before).
+      // A guess above the largest fit with no failure to step back from is at least the resolution
+      // above it, where a failure ends the search (with resolution 0: one above).
       v = std::max(*v, std::min(upper, lo() + tolerance()));
     }
     return v;
   };
 
-  // Seeded: the seeds' line first; on a miss, the largest seed below it, then min_value.
+  // Seeded: the seeds' line first. Their lines come from other caps' fits, whose peaks near those
+  // caps are saturated (the allocator frees its cache and retries before it fails), so they
+  // over-predict by a few percent (an H100 under 24 and 40 GiB, session 27: 1-7% in 10 of 12
+  // searches, 21-26% in two). On a miss the guesses walk back from the failure by 2% of it, then
+  // 4%, 8%, 16% of the next (about 2%, 6%, 13% and 27% below the seeds' guess) while guesses remain; with
+  // none fitting, the largest seed below the last failure (it fitted under the other cap), then min_value.
+  // Each keeps a probe for min_value, so that a search that fits nowhere still probes it (none_fits).
   const std::optional<std::int64_t> seed_guess =
-      s.memory_limit_bytes && !s.seeds.empty()
-          ? SeedGuess(s.seeds, s.min_value, s.max_value, *s.memory_limit_bytes)
+      s.memory_limit_bytes && !s.seeds.empty() && s.max_probes >= 2
+          ? SeedGuess(s.seeds, s.min_value, s.max_value,
+                      std::min(*s.memory_limit_bytes, s.seed_limit_bytes.value_or(*s.memory_limit_bytes)))
           : std::nullopt;
   if (seed_guess) {
     ++guesses;
     run(*seed_guess, true, true);
-    if (!r.probes.back().passed && budget_left() && *seed_guess > s.min_value) {
-      ++misses;  // the guesses after it step back from this failure
+    auto missed = [&] {
+      return !r.probes.back().passed && budget_left() && r.probes.back().value > s.min_value;
+    };
+    while (missed() && guesses < kMaxGuidedProbes && r.probes.size() + 2 <= s.max_probes) {
+      ++misses;  // the guesses after a fit step back from their failure further
+      const std::int64_t failure = r.probes.back().value;
+      const std::int64_t back = std::max<std::int64_t>(1, failure / 50) << (misses - 1);
+      if (failure - back <= s.min_value) break;
+      ++guesses;
+      run(failure - back, true);
+    }
+    if (missed()) {
+      const std::int64_t failure = r.probes.back().value;
       std::optional<std::int64_t> below;
       for (const GuidePoint& p : s.seeds) {
-        if (p.value > s.min_value && p.value < *seed_guess && (!below || p.value > *below)) below = p.value;
+        if (p.value > s.min_value && p.value < failure && (!below || p.value > *below)) below = p.value;
       }
-      if (below) run(*below, false, true);
+      if (below && r.probes.size() + 2 <= s.max_probes) {
+        run(*below, false, true);
+      } else {
+        below.reset();
+      }
       if ((!below || !r.probes.back().passed) && budget_left()) run(s.min_value, false);
     }
   } else {

@@ -25,19 +25,27 @@
 // guesses only narrow the bracket, so a search that converges gives the answer bisection gives
 // (fitting being monotone), and the bound plan states grows by kMaxGuidedProbes at most. A guess
 // above the largest fit (no miss to step back from) is at least the resolution above it, so that a
-// failure there resolves the search: near a cap the reserved peak reaches the limit before the
-// batch does, and each line says "a little above the last fit". A probe's answer may say its
-// process could hold less than the limit (ProbeAnswer::limit_bytes); the guesses after it aim there.
+// failure there resolves the search. A fit whose peak is within kSaturatedShare of the limit is
+// saturated: near a cap the reserved peak reaches the limit before the batch does, and each line
+// through it says "a little above the last fit". After one, the line is no longer followed: without
+// a failure the guesses gallop up from the largest fit by the tolerance, twice it, four times it,
+// ...; with one, bisection. A peak that is not a finite number of bytes is no peak. A probe's
+// answer may say its process could hold less than the limit (ProbeAnswer::limit_bytes); the
+// guesses after it aim there.
 //
 // Seeded (boundary_seed: other_caps, `seeded` set): the guide may also start from `seeds`, the
 // fitting probes (value, peak) of another search of the same cell under another memory limit. They
 // are points for the line only, never in the bracket: the answer is still proven by this search's
 // own probes. With two seeds that give a rising line, the first probe is where that line meets the
-// limit (a guess, chosen `from_seeds`) instead of min_value; when it does not fit, the next is the
-// largest seed value below it (from_seeds too; it fitted under the other limit), and when that does
-// not fit either, min_value as without seeds. Later guesses draw their line through this search's
-// fits and the seeds together. So a seeded search spends at most one probe more than the bound
-// without seeds (the seed value), and usually two or three in all where it would spend five or more.
+// limit (seed_limit_bytes where set: the seeds' device less its context) instead of min_value (a
+// guess, chosen `from_seeds`). When it does not fit, the guesses walk back from the failure by 2%,
+// then 4%, 8%, 16% of each next failure while guesses remain (the seeds' peaks are saturated near
+// their own caps, so their line over-predicts, mostly by a few percent); with none fitting, the
+// largest seed value below the last failure (from_seeds; it fitted under the other limit), then
+// min_value as without seeds. A probe is always kept for min_value. Later guesses draw their line
+// through this search's fits and the seeds together. So a seeded search spends at most one probe
+// more than the bound without seeds (the seed value), and usually two to four in all where it
+// would spend five or more.
 #pragma once
 
 #include <cstddef>
@@ -68,6 +76,9 @@ struct BoundarySearchSettings {
   // since plan does not know whether seeds will be found.
   bool seeded = false;
   std::vector<GuidePoint> seeds;
+  // What the seeds' own guess aims at where below memory_limit_bytes (the seeds' device less its
+  // CUDA context); the guesses after it aim at memory_limit_bytes and the probes' limit_bytes.
+  std::optional<double> seed_limit_bytes;
 };
 
 // What a probe says: whether it fit, and for a probe that fit, its peak memory where known. A probe
@@ -85,6 +96,9 @@ struct ProbeAnswer {
 
 // The most guesses a memory-guided search makes.
 inline constexpr std::size_t kMaxGuidedProbes = 5;
+// A fit whose peak is at least (1 - kSaturatedShare) of the limit the guesses aim at is saturated:
+// its peak says "at the limit", not how far the boundary is (see SearchBoundary).
+inline constexpr double kSaturatedShare = 0.05;
 // A guess more than this many times the largest fit is carried far: when it and the next guess
 // both fail, the search bisects once before it guesses again.
 inline constexpr std::int64_t kFarGuess = 8;

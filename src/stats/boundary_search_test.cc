@@ -114,8 +114,8 @@ TEST(BoundarySearchTest, AnInconclusiveFirstProbeEndsProbeFailedNotNoneFits) {
 
 // An inconclusive probe inside the bracket is not its failure: fits up to 5, 6 and 7 do not, and
 // the probe at 6 ends otherwise (the ResNet-50 search whose probe crashed inside its bracket). The
-// bracket stays 5..8 (first failing 8, not 6), and the search ends there. Even a `passed` with it
-// counts for nothing.
+// bracket stays 4..8 (the probes so far: 1, 2, 4 fit, 8 failed; first failing 8, not 6), and the
+// search ends there. Even a `passed` with it counts for nothing.
 TEST(BoundarySearchTest, AnInconclusiveProbeDoesNotNarrowTheBracket) {
   const BoundarySearchResult r =
       SearchBoundary({}, std::function<ProbeAnswer(std::int64_t)>([](std::int64_t v) {
