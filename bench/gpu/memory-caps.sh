@@ -39,6 +39,9 @@
 # On an H100 (2026-12-07, session 26, seeds): CAPS_GIB=40 FULL=1 SCENARIOS=train, the 40 GiB lane in
 # 376 s, then the whole-device lane seeded by it in 55 + 197 s (DEADLINE_S 430, then RESUME=1): 44
 # probes and 175 s of probing where session 23's unseeded training searches took 85 and 273 s.
+# On an H100 (2026-12-07, session 27, lanes per cap and model, seeds): the three capped columns, 47
+# of 48 searches in 395 + 471 s (DEADLINE_S 394, then RESUME=1 with 470); SSD-MobileNet's lanes the
+# longest (334 s under 16 GiB); the whole-device lanes did not start.
 #
 # Usage (on the GPU machine; builds with scripts/build-gpu.sh when BUILD lacks the programs):
 #   bench/gpu/memory-caps.sh
