@@ -90,17 +90,23 @@ TEST(BoundarySeeds, TheNewestSearchWithALinePerCapByItsRunsStart) {
   const std::vector<plan::Cell> plan_cells = {one, two, four, other, CapCell("mobilenet_v2", "1GiB")};
 
   const std::int64_t first = BeginRun(store, "first", 200);
-  ASSERT_TRUE(store.PutCell(SearchRecord(one, first, 0, {{8, true, 0.3 * kGiB}, {16, true, 0.5 * kGiB},
-                                                          {40, false, 0}}, 2 * kGiB))
+  ASSERT_TRUE(
+      store
+          .PutCell(SearchRecord(one, first, 0,
+                                {{8, true, 0.3 * kGiB}, {16, true, 0.5 * kGiB}, {40, false, 0}}, 2 * kGiB))
+          .ok());
+  ASSERT_TRUE(store
+                  .PutCell(SearchRecord(
+                      two, first, 1,
+                      {{8, true, 0.3 * kGiB}, {32, true, 1.1 * kGiB}, {64, true, 1.9 * kGiB}, {70, false, 0}},
+                      4.2 * kGiB))
                   .ok());
-  ASSERT_TRUE(store.PutCell(SearchRecord(two, first, 1, {{8, true, 0.3 * kGiB}, {32, true, 1.1 * kGiB},
-                                                          {64, true, 1.9 * kGiB}, {70, false, 0}},
-                                         4.2 * kGiB))
-                  .ok());
-  ASSERT_TRUE(store.PutCell(SearchRecord(other, first, 2, {{8, true, 0.2 * kGiB}, {16, true, 0.4 * kGiB}})).ok());
+  ASSERT_TRUE(
+      store.PutCell(SearchRecord(other, first, 2, {{8, true, 0.2 * kGiB}, {16, true, 0.4 * kGiB}})).ok());
   const std::int64_t copied = BeginRun(store, "copied", 100);
   ASSERT_GT(copied, first);
-  ASSERT_TRUE(store.PutCell(SearchRecord(one, copied, 0, {{8, true, 0.25 * kGiB}, {24, true, 0.7 * kGiB}})).ok());
+  ASSERT_TRUE(
+      store.PutCell(SearchRecord(one, copied, 0, {{8, true, 0.25 * kGiB}, {24, true, 0.7 * kGiB}})).ok());
   const std::int64_t newer = BeginRun(store, "newer", 300);
   ASSERT_TRUE(store.PutCell(SearchRecord(two, newer, 0, {{8, false, 0}})).ok());
 
@@ -140,9 +146,11 @@ TEST(BoundarySeeds, StoredProbesTheSearchWouldRefuseAreLeftOut) {
   const plan::Cell one = CapCell("resnet50", "1GiB");
   const plan::Cell four = CapCell("resnet50", "4GiB");
   const std::int64_t run = BeginRun(store, "run", 100);
-  ASSERT_TRUE(store.PutCell(SearchRecord(one, run, 0, {{8, true, -1.0}, {0, true, 0.5 * kGiB}, {12, true, 0},
-                                                        {24, false, 0.7 * kGiB}}))
-                  .ok());
+  ASSERT_TRUE(
+      store
+          .PutCell(SearchRecord(
+              one, run, 0, {{8, true, -1.0}, {0, true, 0.5 * kGiB}, {12, true, 0}, {24, false, 0.7 * kGiB}}))
+          .ok());
   const BoundarySeeds seeds = FindBoundarySeeds(four, {one, four}, store);
   EXPECT_TRUE(seeds.points.empty());
   EXPECT_TRUE(seeds.sources.empty());

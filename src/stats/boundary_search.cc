@@ -210,10 +210,11 @@ BoundarySearchResult SearchBoundary(const BoundarySearchSettings& s,
   // Seeded: the seeds' line first. Their lines come from other caps' fits, whose peaks near those
   // caps are saturated (the allocator frees its cache and retries before it fails), so they
   // over-predict by a few percent (an H100 under 24 and 40 GiB, session 27: 16 of 31 first guesses
-  // failed, 0.7-7.3% above the boundary in 14, 21% and 26% in two). On a miss the guesses walk back from the failure by 2% of it, then
-  // 4%, 8%, 16% of the next (about 2%, 6%, 13% and 27% below the seeds' guess) while guesses remain; with
-  // none fitting, the largest seed below the last failure (it fitted under the other cap), then min_value.
-  // Each keeps a probe for min_value, so that a search that fits nowhere still probes it (none_fits).
+  // failed, 0.7-7.3% above the boundary in 14, 21% and 26% in two). On a miss the guesses walk back from the
+  // failure by 2% of it, then 4%, 8%, 16% of the next (about 2%, 6%, 13% and 27% below the seeds' guess)
+  // while guesses remain; with none fitting, the largest seed below the last failure (it fitted under the
+  // other cap), then min_value. Each keeps a probe for min_value, so that a search that fits nowhere still
+  // probes it (none_fits).
   const std::optional<std::int64_t> seed_guess =
       s.memory_limit_bytes && !s.seeds.empty() && s.max_probes >= 2
           ? SeedGuess(s.seeds, s.min_value, s.max_value,
