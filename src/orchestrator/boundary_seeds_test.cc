@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "orchestrator/boundary_cell.h"
@@ -70,6 +72,19 @@ std::int64_t BeginRun(store::ResultStore& store, const std::string& name, std::i
   return id.ok() ? *id : 0;
 }
 
+// A fresh SQLite store in a scratch directory.
+class BoundarySeedsFromStore : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(dir_.ok());
+    auto opened = store::OpenSqliteStore(dir_.File("seeds.db"));
+    ASSERT_TRUE(opened.ok()) << opened.error().message;
+    owned_ = std::move(*opened);
+  }
+  store::testing::ScratchDir dir_;
+  std::unique_ptr<store::ResultStore> owned_;
+};
+
 // The 4 GiB search of resnet50, with the same cell under 1 and 2 GiB and another model under 1 GiB
 // in the plan. Stored: under 1 GiB a run that started at t=200 (2 fits) and, with a larger id, an
 // older run copied in later (started t=100, other peaks); under 2 GiB the t=200 run's search (3 fits,
@@ -77,12 +92,8 @@ std::int64_t BeginRun(store::ResultStore& store, const std::string& name, std::i
 // both caps (the newest by start, not by id; the newer 2 GiB search without a fit says nothing and
 // does not hide it), not the other model's; the device's usable bytes from the 2 GiB record (4.2 GiB
 // less 0.5 outside the allocator; the 1 GiB record's device, 2 GiB, is smaller than the cap).
-TEST(BoundarySeeds, TheNewestSearchWithALinePerCapByItsRunsStart) {
-  store::testing::ScratchDir dir;
-  ASSERT_TRUE(dir.ok());
-  auto opened = store::OpenSqliteStore(dir.File("seeds.db"));
-  ASSERT_TRUE(opened.ok()) << opened.error().message;
-  store::ResultStore& store = **opened;
+TEST_F(BoundarySeedsFromStore, TheNewestSearchWithALinePerCapByItsRunsStart) {
+  store::ResultStore& store = *owned_;
   const plan::Cell one = CapCell("resnet50", "1GiB");
   const plan::Cell two = CapCell("resnet50", "2GiB");
   const plan::Cell four = CapCell("resnet50", "4GiB");
@@ -137,12 +148,8 @@ TEST(BoundarySeeds, TheNewestSearchWithALinePerCapByItsRunsStart) {
 // Stored peaks that are no bytes (negative) and values out of range are left out, as the search's
 // own checks would refuse them, and so are fits without a peak; a search left with none gives no
 // seeds.
-TEST(BoundarySeeds, StoredProbesTheSearchWouldRefuseAreLeftOut) {
-  store::testing::ScratchDir dir;
-  ASSERT_TRUE(dir.ok());
-  auto opened = store::OpenSqliteStore(dir.File("seeds.db"));
-  ASSERT_TRUE(opened.ok()) << opened.error().message;
-  store::ResultStore& store = **opened;
+TEST_F(BoundarySeedsFromStore, StoredProbesTheSearchWouldRefuseAreLeftOut) {
+  store::ResultStore& store = *owned_;
   const plan::Cell one = CapCell("resnet50", "1GiB");
   const plan::Cell four = CapCell("resnet50", "4GiB");
   const std::int64_t run = BeginRun(store, "run", 100);

@@ -247,13 +247,7 @@ TEST(BoundarySearchTest, KinkedAndRoundedPeaksStillGiveBisectionsAnswerWithinThe
 TEST(BoundarySearchTest, PeaksThatReachTheCapFirstDoNotCreepUpByTheGuesses) {
   constexpr double kMiB = 1 << 20;
   constexpr double kCap = 40.0 * 1024 * kMiB;
-  const auto need = [](std::int64_t v) { return 1024 * kMiB + 40 * kMiB * static_cast<double>(v); };
-  const auto model = [&](std::int64_t v) {
-    ProbeAnswer a;
-    a.passed = need(v) <= kCap;
-    if (a.passed) a.peak_bytes = std::min(0.999 * kCap, 1.05 * need(v));
-    return a;
-  };
+  const auto model = ReservedNearTheLimit(1024 * kMiB, 40 * kMiB, kCap, 1.05, 0.999);
   BoundarySearchSettings s;
   s.min_value = 8;
   s.max_value = 4096;
@@ -279,13 +273,7 @@ TEST(BoundarySearchTest, PeaksThatReachTheCapFirstDoNotCreepUpByTheGuesses) {
 // 179, 182, then doubling to 364 and bisection).
 TEST(BoundarySearchTest, SaturatedPeaksGallopUpFromTheFitThenBisect) {
   constexpr double kCap = 16 * kGiB;
-  const auto need = [](std::int64_t v) { return 0.38 * kGiB + 0.0822 * kGiB * static_cast<double>(v); };
-  const auto model = [&](std::int64_t v) {
-    ProbeAnswer a;
-    a.passed = need(v) <= kCap;
-    if (a.passed) a.peak_bytes = std::min(0.99 * kCap, 1.11 * need(v));
-    return a;
-  };
+  const auto model = ReservedNearTheLimit(0.38 * kGiB, 0.0822 * kGiB, kCap, 1.11, 0.99);
   BoundarySearchSettings s;
   s.min_value = 8;
   s.max_value = 4096;

@@ -3,6 +3,7 @@
 // caps): probe answers of a known boundary or a known memory model.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -29,6 +30,20 @@ inline auto AffineMemory(double base, double per_value, double limit, double rep
     ProbeAnswer a;
     a.passed = need <= limit;
     if (a.passed) a.peak_bytes = need * reported;
+    return a;
+  };
+}
+
+// A cell whose need is base + per_value x v and that fits while it is within `limit`, reporting
+// `over` x its need, at most `ceiling` x the limit: the caching allocator's reserved peak, which
+// holds cache above what is allocated and near a fraction's limit frees it and retries, so that it
+// sits just under the limit well below the boundary (saturated peaks, SearchBoundary).
+inline auto ReservedNearTheLimit(double base, double per_value, double limit, double over, double ceiling) {
+  return [=](std::int64_t v) {
+    const double need = base + per_value * static_cast<double>(v);
+    ProbeAnswer a;
+    a.passed = need <= limit;
+    if (a.passed) a.peak_bytes = std::min(ceiling * limit, over * need);
     return a;
   };
 }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "stats/boundary_search.h"
@@ -58,28 +59,33 @@ TEST(BoundarySearchTest, ASeedGuessThatMissesIsWalkedBackFromItsFailure) {
   EXPECT_EQ(r.smallest_failing, 13);
 }
 
+// The model of SaturatedPeaksGallopUpFromTheFitThenBisect under 24 GiB: 0.38 GiB + 0.0822 GiB a
+// sample (287 fits, 288 does not), reported 11% over its need, at most 99% of the cap.
+auto ReservedNearTheLimit24GiB() {
+  return ReservedNearTheLimit(0.38 * kGiB, 0.0822 * kGiB, 24 * kGiB, 1.11, 0.99);
+}
+
+// A search of 8..4096 under 24 GiB at most 15 probes, resolution 2%, seeded by `seeds`.
+BoundarySearchSettings SeededUnder24GiB(std::vector<GuidePoint> seeds) {
+  BoundarySearchSettings s;
+  s.min_value = 8;
+  s.max_value = 4096;
+  s.max_probes = 15;
+  s.memory_limit_bytes = 24 * kGiB;
+  s.resolution = 0.02;
+  s.seeded = true;
+  s.seeds = std::move(seeds);
+  return s;
+}
+
 // A seeds' line 3% high, as most were on the H100 (session 27): the model of
 // SaturatedPeaksGallopUpFromTheFitThenBisect under 24 GiB (287 fits, 288 does not), seeds (16,
 // 1.55 GiB) and (190, 15.5 GiB) say 190 + floor(8.5 / 0.080172) = 296, which fails; 2% back (5):
 // 291 fails; 4% of 291 back (10): 281 fits, saturated (23.76 GiB); bisection: 286 fits, and 286..291
 // is within 2%: 4 probes.
 TEST(BoundarySearchTest, ASeedLineAFewPercentHighIsWalkedBackInAFewProbes) {
-  constexpr double kCap = 24 * kGiB;
-  const auto need = [](std::int64_t v) { return 0.38 * kGiB + 0.0822 * kGiB * static_cast<double>(v); };
-  BoundarySearchSettings s;
-  s.min_value = 8;
-  s.max_value = 4096;
-  s.max_probes = 15;
-  s.memory_limit_bytes = kCap;
-  s.resolution = 0.02;
-  s.seeded = true;
-  s.seeds = {{16, 1.55 * kGiB}, {190, 15.5 * kGiB}};
-  const BoundarySearchResult r = SearchBoundary(s, [&](std::int64_t v) {
-    ProbeAnswer a;
-    a.passed = need(v) <= kCap;
-    if (a.passed) a.peak_bytes = std::min(0.99 * kCap, 1.11 * need(v));
-    return a;
-  });
+  const BoundarySearchResult r =
+      SearchBoundary(SeededUnder24GiB({{16, 1.55 * kGiB}, {190, 15.5 * kGiB}}), ReservedNearTheLimit24GiB());
   EXPECT_EQ(Values(r), (std::vector<std::int64_t>{296, 291, 281, 286}));
   EXPECT_EQ(r.end, BoundarySearchEnd::kResolved);
   EXPECT_EQ(r.largest_passing, 286);
@@ -163,23 +169,8 @@ TEST(BoundarySearchTest, SeededEqualsBisectionForEveryBoundaryAndAnySeeds) {
 // 286..289 is within 2%: 9 probes. With the line's guesses after the largest seed below (190), as
 // before session 27: 11.
 TEST(BoundarySearchTest, AFarSeedLineIsWalkedBackThenBisected) {
-  constexpr double kCap = 24 * kGiB;
-  const auto need = [](std::int64_t v) { return 0.38 * kGiB + 0.0822 * kGiB * static_cast<double>(v); };
-  const auto model = [&](std::int64_t v) {
-    ProbeAnswer a;
-    a.passed = need(v) <= kCap;
-    if (a.passed) a.peak_bytes = std::min(0.99 * kCap, 1.11 * need(v));
-    return a;
-  };
-  BoundarySearchSettings s;
-  s.min_value = 8;
-  s.max_value = 4096;
-  s.max_probes = 15;
-  s.memory_limit_bytes = kCap;
-  s.resolution = 0.02;
-  s.seeded = true;
-  s.seeds = {{16, 1.2 * kGiB}, {190, 12.5 * kGiB}};
-  const BoundarySearchResult r = SearchBoundary(s, model);
+  const BoundarySearchResult r =
+      SearchBoundary(SeededUnder24GiB({{16, 1.2 * kGiB}, {190, 12.5 * kGiB}}), ReservedNearTheLimit24GiB());
   EXPECT_EQ(Values(r), (std::vector<std::int64_t>{367, 360, 346, 322, 274, 298, 286, 292, 289}));
   EXPECT_EQ(r.end, BoundarySearchEnd::kResolved);
   EXPECT_EQ(r.largest_passing, 286);
