@@ -9,10 +9,11 @@
 # How it stays within minutes: every search has boundary_probe_process: shared (its probes and
 # its measured run go on in one dlbench-torch process, also after a CUDA `oom`, which leaves the
 # process usable) and boundary_guide: peak_memory (after two probes that fit, it probes where the
-# line through their peaks meets the cap, then each side), and each cap and model is a run of its
-# own with --runner-reuse (a lane), so the searches of one cap and model (train/infer x bf16/fp32)
-# share one process: 16 process starts, not one per probe. A cap is a per-process limit, so lanes
-# whose caps fit in the device together run at once, each model's lanes from the smallest cap up
+# line through their peaks meets the cap, then each side), and each cap and model (on a device that
+# holds six 16 GiB lanes at once: each cap and cell) is a run of its own with --runner-reuse (a
+# lane), so a lane's searches share one process: 16 process starts (52 with cell lanes), not one
+# per probe. A cap is a per-process limit, so lanes
+# whose caps fit in the device together run at once, each model's (cell's) lanes from the smallest cap up
 # (its later lanes seeded by the earlier ones' fits), the whole device alone at the end; see
 # "Lanes" below. "The whole device" is memory_cap = the device's memory
 # as nvidia-smi reports it (fraction 1), so that search is guided too. cudnn_benchmark is false:
@@ -59,8 +60,11 @@
 #   store gets theirs copied in with `dlbench db copy`), so the whole-device column starts where the
 #   caps' peaks say. With none, lanes wait only for room on the device.
 #   RESUME: any non-empty value (1): continue the lanes' runs stored under OUT.
+#   LANE_BY (auto, cell or model; see "Lanes" below). LIST=1: print the lanes (each one's --only,
+#   the memory it is counted for, the lanes it waits for) and exit without running any.
 #   Output: OUT/memory-caps.yaml (every cap; a lane runs its own with --only
-#   memory_cap=CAP,model=MODEL), OUT/cap-CAP-MODEL.db (one store per lane), OUT/lane-CAP-MODEL.log,
+#   memory_cap=CAP,model=MODEL[,scenario=S,precision=P]), OUT/cap-LANE.db (one store per lane),
+#   OUT/lane-LANE.log,
 #   OUT/memory-caps.tsv and .log (the scheduler's log: when each lane started and ended).
 #   DRY=1: the plumbing on a CPU build: device cpu, tiny models (base_width 4, hidden_size 32,
 #   heads 2, layers 1, image_size 32, seq_len 16), CAPS_GIB "1 2", no whole-device column, BUILD default
@@ -113,18 +117,6 @@ for v in $CAPS_GIB "$DEADLINE_S" "$MIN_BATCH" "$MAX_BATCH" "$MAX_PROBES" "$PROBE
   case "$v" in '' | *[!0-9]*) echo "memory-caps: CAPS_GIB, DEADLINE_S, MIN_BATCH, MAX_BATCH, MAX_PROBES, PROBE_STEPS, MEASURE_S and TIMEOUT_S are whole numbers (got '$v')" >&2; exit 2 ;; esac
 done
 list() { echo "[$(echo "$1" | xargs | sed 's/ /, /g')]"; }
-DL="$BUILD/bin/dlbench"
-if [ ! -x "$DL" ] || [ ! -x "$BUILD/bin/dlbench-torch" ]; then
-  if [ "$DRY" = 1 ]; then
-    echo "memory-caps: $BUILD/bin lacks dlbench or dlbench-torch (cmake --build $BUILD --target dlbench dlbench-torch)" >&2
-    exit 2
-  fi
-  echo "== building dlbench and dlbench-torch into $BUILD (scripts/build-gpu.sh)"
-  if ! BUILD_DIR="$BUILD" BUILD_TARGETS="dlbench dlbench-torch" "$ROOT/scripts/build-gpu.sh"; then
-    echo "memory-caps: scripts/build-gpu.sh failed" >&2
-    exit 2
-  fi
-fi
 mkdir -p "$OUT"
 exec > >(tee -a "$OUT/memory-caps.log") 2>&1
 echo "== $(date -u +%FT%TZ) memory-caps (DRY=$DRY)"
@@ -143,23 +135,37 @@ if [ "$DEVICE" = cuda ]; then
   esac
 fi
 
-# Lanes: each cap and model is a `dlbench run` of its own (`--only memory_cap=CAP,model=MODEL`,
-# its store $OUT/cap-CAP-MODEL.db), and lanes run at the same time while the device holds them. A
+# Lanes: each cap and model (or each cap and cell, LANE_BY below) is a `dlbench run` of its own
+# (`--only memory_cap=CAP,model=MODEL[,scenario=S,precision=P]`, its store $OUT/cap-LANE.db, LANE
+# being CAP-MODEL[-S-P]), and lanes run at the same time while the device holds them. A
 # cap is a per-process limit (the caching allocator's fraction, docs/memory.md), so a search's
 # answer does not depend on its neighbours as long as the device holds all of them: a lane is
 # admitted while the sum of the running lanes' caps plus LANE_CONTEXT_MIB per lane (a CUDA context
 # and cuDNN/cuBLAS workspaces outside the cap) stays under LANE_SHARE_PCT % of the device's memory.
-# A model's lane under a cap starts once its lanes under the smaller caps have ended (with
-# SEED=other_caps: their fits seed its searches), and the whole-device lanes each run alone, last.
+# A lane under a cap starts once the same model's (or cell's) lanes under the smaller caps have ended
+# (with SEED=other_caps: their fits seed its searches), and the whole-device lanes each run alone, last.
 # The scheduler starts a lane as soon as one ends (no waves to wait out): the probes' cost is
 # mostly host work (process start, CUDA and cuDNN set-up, per-shape work), which 16 cores share
 # well. What sharing does change is speed: the measured run at the batch found is slower than
 # alone (the throughput columns of this table are not figures to quote), and each cell's warnings
 # name the other processes on the GPU (the sharing check). LANES=1 runs the lanes one after another.
+#
+# LANE_BY: how much a capped lane holds. `model`: a cap and model (its four searches one after
+# another in one process); `cell`: a cap, model, scenario and precision (`--only` names all four),
+# so that a model's searches under one cap run side by side: SSD-MobileNet's and MobileNetV2's
+# probes cost seconds of host work each whatever the batch (docs/memory.md), and their four
+# searches one after another were the table's longest chain (session 27: 334 s under 16 GiB). A cell
+# lane pays its own process start, and its seeds are that cell's lanes under the smaller caps.
+# `auto` (the default): cell lanes where the device holds at least six of the smallest cap's lanes at
+# once (an H200: seven 16 GiB lanes), else model lanes (an 80 GiB device holds four, which model
+# lanes already fill). The whole-device lanes are per model whatever LANE_BY says: they run alone,
+# so finer lanes would only add process starts.
 LANES="${LANES:-auto}"
+LANE_BY="${LANE_BY:-auto}"
 LANE_SHARE_PCT="${LANE_SHARE_PCT:-90}"
 LANE_CONTEXT_MIB="${LANE_CONTEXT_MIB:-1536}"
 case "$LANES" in auto | 1) ;; *) echo "memory-caps: LANES is auto or 1 (got '$LANES')" >&2; exit 2 ;; esac
+case "$LANE_BY" in auto | cell | model) ;; *) echo "memory-caps: LANE_BY is auto, cell or model (got '$LANE_BY')" >&2; exit 2 ;; esac
 for v in "$LANE_SHARE_PCT" "$LANE_CONTEXT_MIB"; do
   case "$v" in '' | *[!0-9]*) echo "memory-caps: LANE_SHARE_PCT and LANE_CONTEXT_MIB are whole numbers (got '$v')" >&2; exit 2 ;; esac
 done
@@ -176,12 +182,36 @@ if [ -z "$ALL_CAPS" ]; then
   echo "memory-caps: nothing to search: CAPS_GIB is empty and there is no whole-device column (FULL=$FULL)" >&2
   exit 2
 fi
-LANE_ID=() LANE_CAP=() LANE_MODEL=() LANE_NEED=() LANE_ALONE=()
+share_mib=$(( ${total_mib:-0} * LANE_SHARE_PCT / 100 ))
+if [ "$LANE_BY" = auto ]; then
+  LANE_BY=model
+  smallest=$(for cap in $CAPS; do cap_mib "$cap"; done | sort -n | head -1)
+  [ -n "$smallest" ] && [ "$share_mib" -ge $(( 6 * (smallest + LANE_CONTEXT_MIB) )) ] && LANE_BY=cell
+fi
+# LANE_CELL: the lane's scenario and precision (a cell lane), empty for a model lane; LANE_GROUP:
+# what a lane's seeds share with it (the cell, or the model).
+LANE_ID=() LANE_CAP=() LANE_MODEL=() LANE_CELL=() LANE_GROUP=() LANE_NEED=() LANE_ALONE=()
+add_lane() {  # $1: cap, $2: model, $3: scenario and precision as "S P", or empty
+  local cap=$1 model=$2 sp=${3:-}
+  if [ -n "$sp" ]; then
+    set -- $sp
+    LANE_ID+=("$cap-$model-$1-$2") LANE_CELL+=("scenario=$1,precision=$2") LANE_GROUP+=("$model-$1-$2")
+  else
+    LANE_ID+=("$cap-$model") LANE_CELL+=("") LANE_GROUP+=("$model")
+  fi
+  LANE_CAP+=("$cap") LANE_MODEL+=("$model")
+  LANE_NEED+=($(( $(cap_mib "$cap") + LANE_CONTEXT_MIB )))
+  if [ "$cap" = "$FULL_CAP" ]; then LANE_ALONE+=(1); else LANE_ALONE+=(0); fi
+}
 for cap in $ALL_CAPS; do
   for model in $MODELS; do
-    LANE_ID+=("$cap-$model") LANE_CAP+=("$cap") LANE_MODEL+=("$model")
-    LANE_NEED+=($(( $(cap_mib "$cap") + LANE_CONTEXT_MIB )))
-    if [ "$cap" = "$FULL_CAP" ]; then LANE_ALONE+=(1); else LANE_ALONE+=(0); fi
+    if [ "$LANE_BY" = cell ] && [ "$cap" != "$FULL_CAP" ]; then
+      for scenario in $SCENARIOS; do
+        for precision in $PRECISIONS; do add_lane "$cap" "$model" "$scenario $precision"; done
+      done
+    else
+      add_lane "$cap" "$model"
+    fi
   done
 done
 
@@ -230,7 +260,13 @@ run = json.load(sys.stdin)["run"]
 if run.get("selection", {}).get("only") == [sys.argv[1]]:
     print(run.get("status", ""))' "$1"
 }
-lane_only() { echo "memory_cap=${LANE_CAP[$1]},model=${LANE_MODEL[$1]}"; }
+lane_only() { echo "memory_cap=${LANE_CAP[$1]},model=${LANE_MODEL[$1]}${LANE_CELL[$1]:+,${LANE_CELL[$1]}}"; }
+# Whether lane $2's searches may seed lane $1's: the same cell (or model) under another cap; a
+# model lane (the whole device) takes every lane of its model.
+seeds_lane() {  # $1, $2: lanes' indexes
+  [ "$1" != "$2" ] && [ "${LANE_MODEL[$1]}" = "${LANE_MODEL[$2]}" ] &&
+    { [ -z "${LANE_CELL[$1]}" ] || [ "${LANE_GROUP[$1]}" = "${LANE_GROUP[$2]}" ]; }
+}
 
 run_lane() {  # $1: the lane's index, $2: seconds left
   local i=$1 left=$2 matrix="$OUT/memory-caps.yaml" id=${LANE_ID[$1]}
@@ -243,13 +279,14 @@ run_lane() {  # $1: the lane's index, $2: seconds left
     echo 0 > "$log.rc"
     return
   fi
-  # boundary_seed: other_caps reads this store: the same model's lanes under the other caps that
-  # have ended, copied in (`dlbench db copy` is idempotent, so a resumed lane copies only what is new).
+  # boundary_seed: other_caps reads this store: the lanes of the same cell (or model) under the
+  # other caps that have ended, copied in (`dlbench db copy` is idempotent, so a resumed lane copies
+  # only what is new).
   : > "$log"
   if [ "$SEED" = other_caps ]; then
     local j
     for j in "${!LANE_ID[@]}"; do
-      if [ "${LANE_MODEL[$j]}" != "${LANE_MODEL[$i]}" ] || [ "$j" = "$i" ]; then continue; fi
+      seeds_lane "$i" "$j" || continue
       [ -f "$OUT/cap-${LANE_ID[$j]}.db" ] && [ -f "$OUT/lane-${LANE_ID[$j]}.log.done" ] &&
         "$DL" --db "$db" db copy "$OUT/cap-${LANE_ID[$j]}.db" "$db" >> "$log" 2>&1
     done
@@ -264,19 +301,40 @@ run_lane() {  # $1: the lane's index, $2: seconds left
   fi
   echo $? > "$log.rc"
 }
+echo "== ${#LANE_ID[@]} lanes (device memory ${total_mib:-unknown} MiB, lanes share at most $share_mib MiB; LANES=$LANES, LANE_BY=$LANE_BY):"
+echo "   ${LANE_ID[*]}"
+if [ "${LIST:-0}" = 1 ]; then
+  for i in "${!LANE_ID[@]}"; do
+    after=""
+    for (( j = 0; j < i; j++ )); do seeds_lane "$i" "$j" && after="$after ${LANE_ID[$j]}"; done
+    alone=""
+    [ "${LANE_ALONE[$i]}" = 1 ] && alone=" alone"
+    echo "lane ${LANE_ID[$i]}: --only $(lane_only "$i"); ${LANE_NEED[$i]} MiB$alone; after:${after:- none}"
+  done
+  exit 0
+fi
+DL="$BUILD/bin/dlbench"
+if [ ! -x "$DL" ] || [ ! -x "$BUILD/bin/dlbench-torch" ]; then
+  if [ "$DRY" = 1 ]; then
+    echo "memory-caps: $BUILD/bin lacks dlbench or dlbench-torch (cmake --build $BUILD --target dlbench dlbench-torch)" >&2
+    exit 2
+  fi
+  echo "== building dlbench and dlbench-torch into $BUILD (scripts/build-gpu.sh)"
+  if ! BUILD_DIR="$BUILD" BUILD_TARGETS="dlbench dlbench-torch" "$ROOT/scripts/build-gpu.sh"; then
+    echo "memory-caps: scripts/build-gpu.sh failed" >&2
+    exit 2
+  fi
+fi
 write_matrix "$OUT/memory-caps.yaml"
 
-# The scheduler: start every waiting lane that may start (its model's lanes under smaller caps
-# ended, when seeds are on; the device holds it beside the running ones; a whole-device lane or
-# LANES=1: nothing else running), then wait for any lane to end, until none waits or runs.
-share_mib=$(( ${total_mib:-0} * LANE_SHARE_PCT / 100 ))
-echo "== ${#LANE_ID[@]} lanes (device memory ${total_mib:-unknown} MiB, lanes share at most $share_mib MiB; LANES=$LANES):"
-echo "   ${LANE_ID[*]}"
+# The scheduler: start every waiting lane that may start (its lanes under smaller caps ended, when
+# seeds are on; the device holds it beside the running ones; a whole-device lane or LANES=1:
+# nothing else running), then wait for any lane to end, until none waits or runs.
 may_start() {  # $1: the lane's index; uses state, used_mib, running
   local i=$1 j
   if [ "$SEED" = other_caps ]; then
     for (( j = 0; j < i; j++ )); do
-      [ "${LANE_MODEL[$j]}" = "${LANE_MODEL[$i]}" ] && [ "${state[$j]}" != ended ] && return 1
+      seeds_lane "$i" "$j" && [ "${state[$j]}" != ended ] && return 1
     done
   fi
   [ "$running" = 0 ] && return 0
