@@ -47,7 +47,8 @@
 # Usage (on the GPU machine; builds with scripts/build-gpu.sh when BUILD lacks the programs):
 #   bench/gpu/memory-caps.sh
 #   env: OUT (default /tmp/dlbench-memory-caps), BUILD (default build-gpu), DEADLINE_S (420),
-#   MODELS, SCENARIOS (train infer), PRECISIONS (bf16 fp32), CAPS_GIB (16 24 40; set but empty:
+#   MODELS (ssd_mobilenet mobilenet_v2 bert_base resnet50: the order lanes start in under each cap,
+#   so the slowest first, the greedy scheduler's best order), SCENARIOS (train infer), PRECISIONS (bf16 fp32), CAPS_GIB (16 24 40; set but empty:
 #   no caps, the whole device alone), FULL (1: add the whole device), MIN_BATCH (8), MAX_BATCH (4096), MAX_PROBES (14), PROBE_STEPS (2),
 #   MEASURE_S (4), TIMEOUT_S (90, a runner's timeout),
 #   CUDNN_BENCHMARK (0: no autotuning, see above; 1: autotune), RESOLUTION (boundary_resolution,
@@ -94,7 +95,7 @@ else
   SIZE=""
 fi
 OUT="${OUT:-/tmp/dlbench-memory-caps}"
-MODELS="${MODELS:-resnet50 mobilenet_v2 bert_base ssd_mobilenet}"
+MODELS="${MODELS:-ssd_mobilenet mobilenet_v2 bert_base resnet50}"
 SCENARIOS="${SCENARIOS:-train infer}"
 PRECISIONS="${PRECISIONS:-bf16 fp32}"
 MIN_BATCH="${MIN_BATCH:-8}"
