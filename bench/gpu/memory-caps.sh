@@ -50,7 +50,9 @@
 #   MODELS (ssd_mobilenet mobilenet_v2 bert_base resnet50: the order lanes start in under each cap,
 #   so the slowest first, the greedy scheduler's best order), SCENARIOS (train infer), PRECISIONS (bf16 fp32), CAPS_GIB (16 24 40; set but empty:
 #   no caps, the whole device alone), FULL (1: add the whole device), MIN_BATCH (8), MAX_BATCH (4096), MAX_PROBES (14), PROBE_STEPS (2),
-#   MEASURE_S (4), TIMEOUT_S (90, a runner's timeout),
+#   MEASURE_S (15: the measured run at the batch found stops at 4 steps or this many seconds,
+#   whichever comes first; SSD-MobileNet's inference steps at thousands of samples take 3-6 s, and
+#   with 4 s its cells ended `invalid`, one measured step), TIMEOUT_S (90, a runner's timeout),
 #   CUDNN_BENCHMARK (0: no autotuning, see above; 1: autotune), RESOLUTION (boundary_resolution,
 #   default 0.02: each answer within 2% below the boundary, in fewer probes; 0: exact),
 #   LANES (auto: lanes that fit together run at once; 1: one after another), LANE_SHARE_PCT (90: the
@@ -102,7 +104,7 @@ MIN_BATCH="${MIN_BATCH:-8}"
 MAX_BATCH="${MAX_BATCH:-4096}"
 MAX_PROBES="${MAX_PROBES:-14}"
 PROBE_STEPS="${PROBE_STEPS:-2}"
-MEASURE_S="${MEASURE_S:-4}"
+MEASURE_S="${MEASURE_S:-15}"
 TIMEOUT_S="${TIMEOUT_S:-90}"
 RESUME="${RESUME:-}"
 RESOLUTION="${RESOLUTION:-0.02}"
@@ -243,7 +245,7 @@ timeout_s: $TIMEOUT_S
 measure:
   max_time_s: $MEASURE_S
   min_time_s: 0
-  max_steps: 6
+  max_steps: 4
   min_steps: 2
   min_warmup_steps: 1
 YAML
