@@ -153,10 +153,12 @@ TEST(BoundarySearchTest, AWideLineFivePercentLowIsWalkedBackByPercents) {
 // 79.6 GiB (1,772 fits, 1,773 does not), hand-computed: the line through 8 and 16 (0.02375 GiB a
 // sample) says 16 + floor(77.1 / 0.02375) = 3,262: fails; 1% of it (32) below: 3,230 fails. 3,262
 // was more than 8 x 16, so one bisection step: 1,623 fits (72.95 GiB). The line through 16 and 1,623
-// (0.04384 GiB a sample) says 1,774: fails; the third miss steps back 4 x 17 = 68: 1,706 fits; the
-// same line stepped back again gives 1,707, within 2% of 1,706, so bisection: 1,740 fits, and
-// 1,740..1,774 is within 2%. 8 probes where bisection takes 14, both brackets around 1,772 (before
-// the within-resolution rule, 9: 1,707 was probed; the H100 run of session 24 probed 1,704, 1,705).
+// (0.04384 GiB a sample) says 1,774: fails; the third miss steps back 4 x 17 = 68: 1,706 fits at
+// 76.64 GiB, 96% of the limit (saturated), so the line is not followed again (it would say 1,707,
+// within 2% of 1,706): the gallop's first step, the tolerance (34), is half the bracket: 1,740 fits,
+// and 1,740..1,774 is within 2%. 8 probes where bisection takes 14, both brackets around 1,772
+// (before the within-resolution rule, 9: 1,707 was probed; the H100 run of session 24 probed 1,704,
+// 1,705).
 TEST(BoundarySearchTest, ALineCarriedFarFromSmallProbesGetsABisectionStepAfterTwoMisses) {
   const auto peak = [](std::int64_t b) {
     const double v = static_cast<double>(b);
@@ -175,10 +177,10 @@ TEST(BoundarySearchTest, ALineCarriedFarFromSmallProbesGetsABisectionStepAfterTw
   s.resolution = 0.02;
   s.memory_limit_bytes = 79.6 * kGiB;
   const BoundarySearchResult r = SearchBoundary(s, model);
-  // After 1,706 fits, the line stepped back from 1,774 would guess 1,707, within the resolution of
-  // 1,706: a bisection step (1,740) instead, which resolves the bracket (an H100 ran 1,704, 1,705).
+  // After 1,706 fits saturated, the gallop's step (1,740, half the bracket) resolves it (an H100 ran
+  // 1,704, 1,705).
   EXPECT_EQ(Values(r), (std::vector<std::int64_t>{8, 16, 3262, 3230, 1623, 1774, 1706, 1740}));
-  EXPECT_FALSE(r.probes[7].guided);
+  EXPECT_TRUE(r.probes[7].guided);
   EXPECT_FALSE(r.probes[4].guided);
   EXPECT_EQ(r.end, BoundarySearchEnd::kResolved);
   EXPECT_EQ(r.largest_passing, 1740);
@@ -285,6 +287,40 @@ TEST(BoundarySearchTest, SaturatedPeaksGallopUpFromTheFitThenBisect) {
   EXPECT_EQ(r.end, BoundarySearchEnd::kResolved);
   EXPECT_EQ(r.largest_passing, 188);
   EXPECT_EQ(r.smallest_failing, 191);
+}
+
+// BERT-base bf16 training under 16 GiB on an H100 (session 28, docs/evidence/
+// h100-s28-memory-caps-2026-12-07.log): 8 and 16 fit at 2.12 and 2.21 GiB (weights and optimizer
+// state are most of a small batch's memory), so their line said 574; it and the step back to 569
+// failed, a bisection step fit at 292, the next line fit at 321 saturated (15.5 GiB), and with 569
+// still the failure above, bisection went 445, 383, 352, 336, 328 (all `oom`), then 324: 12 probes
+// for a boundary at 324-327. The model: 2.03 GiB + 0.011 GiB a sample up to 16, then 1.5 GiB +
+// 0.044 GiB a sample (fits up to 327), reported as it is, at most 99% of the cap. A saturated fit
+// says the boundary is close above it, so its gallop goes on under a failure far above, each step at
+// most half the bracket: 8, 16, 574, 569, 292, 321 (saturated), then 327 (the tolerance, 6): it fits,
+// and 339 (twice it) does not: [327, 339] is bisected once more (333 `oom`) and 327..333 is within 2%:
+// 9 probes.
+TEST(BoundarySearchTest, ASaturatedFitUnderAFarFailureGallopsUpFromTheFit) {
+  constexpr double kCap = 16 * kGiB;
+  const auto model = [](std::int64_t v) {
+    const double x = static_cast<double>(v);
+    const double need = v <= 16 ? 2.1172 + 0.024168 * x : 2.5041 + 0.04421 * (x - 16);
+    ProbeAnswer a;
+    a.passed = v <= 327;
+    if (a.passed) a.peak_bytes = std::min(0.993 * kCap, need * kGiB);
+    return a;
+  };
+  BoundarySearchSettings s;
+  s.min_value = 8;
+  s.max_value = 4096;
+  s.max_probes = 14;
+  s.memory_limit_bytes = kCap;
+  s.resolution = 0.02;
+  const BoundarySearchResult r = SearchBoundary(s, model);
+  EXPECT_EQ(Values(r), (std::vector<std::int64_t>{8, 16, 574, 569, 292, 321, 327, 339, 333}));
+  EXPECT_EQ(r.end, BoundarySearchEnd::kResolved);
+  EXPECT_EQ(r.largest_passing, 327);
+  EXPECT_EQ(r.smallest_failing, 333);
 }
 
 // A peak that is no number of bytes (infinite, NaN, negative) is no peak: the line skips it and the

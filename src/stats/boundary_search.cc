@@ -177,15 +177,22 @@ BoundarySearchResult SearchBoundary(const BoundarySearchSettings& s,
   // says "a little above the largest fit" probe after probe (on an H100 under 16 GiB, session 27:
   // ResNet-50 fp32 training fit at 170, 173, 177, 180, 185 with peaks of 97-99% of the cap, then
   // doubled to 370 and bisected: 14 probes for a boundary at 190). After one, the line is not
-  // used again: without a failure the guesses gallop up from the largest fit by the tolerance,
-  // then twice it, four times it, ..., and with one the bracket is bisected.
+  // used again: the guesses gallop up from the largest fit by the tolerance, then twice it, four
+  // times it, ..., each step at most half the bracket when a failure is above. So a failure the
+  // gallop made is bisected as before, and one far above that came before the saturated fit (a
+  // line from small probes that over-predicted) does not make the search bisect all the way down
+  // to a boundary that the saturated fit says is close (BERT-base bf16 training under 16 GiB on an
+  // H100, session 28: 321 fit saturated under a failure at 569, then five bisection steps failed
+  // before 324 fit: 12 probes where the gallop takes 9).
   int gallops = 0;
   auto guess = [&]() -> std::optional<std::int64_t> {
     if (!s.memory_limit_bytes || guesses >= kMaxGuidedProbes) return std::nullopt;
     const std::int64_t upper = bracket.hi ? hi() - 1 : s.max_value;
     if (saturated) {
-      if (bracket.hi || lo() >= upper) return std::nullopt;
-      const std::int64_t step = tolerance() << gallops;
+      if (lo() >= upper) return std::nullopt;
+      std::int64_t step = tolerance() << gallops;
+      if (bracket.hi) step = std::min(step, (hi() - lo()) / 2);
+      if (step < 1) return std::nullopt;
       ++gallops;
       return lo() + std::min(upper - lo(), step);
     }
