@@ -29,9 +29,9 @@
 // saturated: near a cap the reserved peak reaches the limit before the batch does, and each line
 // through it says "a little above the last fit". After one, the line is no longer followed: without
 // a failure the guesses gallop up from the largest fit by the tolerance, twice it, four times it,
-// ...; with one, bisection. A peak that is not a finite number of bytes is no peak. A probe's
-// answer may say its process could hold less than the limit (ProbeAnswer::limit_bytes); the
-// guesses after it aim there.
+// ...; with one above, each step at most half the bracket. A peak that is not a finite number of
+// bytes is no peak. A probe's answer may say its process could hold less than the limit
+// (ProbeAnswer::limit_bytes); the guesses after it aim there.
 //
 // Seeded (boundary_seed: other_caps, `seeded` set): the guide may also start from `seeds`, the
 // fitting probes (value, peak) of another search of the same cell under another memory limit. They
