@@ -43,6 +43,10 @@
 # On an H100 (2026-12-07, session 27, lanes per cap and model, seeds): the three capped columns, 47
 # of 48 searches in 395 + 471 s (DEADLINE_S 394, then RESUME=1 with 470); SSD-MobileNet's lanes the
 # longest (334 s under 16 GiB); the whole-device lanes did not start.
+# On an H100 (2026-12-07, session 28, the search of fef9385, model lanes): every capped search (48) in
+# 393 + 208 s (DEADLINE_S 391, then RESUME=1 with 215), 2.4 probes a seeded search; SSD-MobileNet's
+# chain again the longest (601 s). bench/gpu/lane_replay.py puts that table's cell lanes on an H200
+# at 305 s.
 #
 # Usage (on the GPU machine; builds with scripts/build-gpu.sh when BUILD lacks the programs):
 #   bench/gpu/memory-caps.sh
