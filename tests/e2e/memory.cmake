@@ -22,3 +22,6 @@ if(TARGET dlbench-torch)
   # torch: it runs dlbench-torch (the sanitizer stage builds no LibTorch runner and leaves torch out).
   set_tests_properties(MemoryCapsScriptDryRun PROPERTIES LABELS "e2e;torch" TIMEOUT 600)
 endif()
+# bench/gpu/lane_replay.py (a caps table's times through the lane scheduler) on a hand-made table.
+add_test(NAME LaneReplayScript COMMAND bash ${PROJECT_SOURCE_DIR}/tests/scripts/lane_replay_test.sh ${PROJECT_SOURCE_DIR})
+set_tests_properties(LaneReplayScript PROPERTIES LABELS unit TIMEOUT 60)
