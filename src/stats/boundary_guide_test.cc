@@ -170,12 +170,7 @@ TEST(BoundarySearchTest, ALineCarriedFarFromSmallProbesGetsABisectionStepAfterTw
     if (a.passed) a.peak_bytes = peak(b);
     return a;
   };
-  BoundarySearchSettings s;
-  s.min_value = 8;
-  s.max_value = 4096;
-  s.max_probes = 14;
-  s.resolution = 0.02;
-  s.memory_limit_bytes = 79.6 * kGiB;
+  const BoundarySearchSettings s = TableSettings(79.6 * kGiB);
   const BoundarySearchResult r = SearchBoundary(s, model);
   // After 1,706 fits saturated, the gallop's step (1,740, half the bracket) resolves it (an H100 ran
   // 1,704, 1,705).
@@ -250,12 +245,7 @@ TEST(BoundarySearchTest, PeaksThatReachTheCapFirstDoNotCreepUpByTheGuesses) {
   constexpr double kMiB = 1 << 20;
   constexpr double kCap = 40.0 * 1024 * kMiB;
   const auto model = ReservedNearTheLimit(1024 * kMiB, 40 * kMiB, kCap, 1.05, 0.999);
-  BoundarySearchSettings s;
-  s.min_value = 8;
-  s.max_value = 4096;
-  s.max_probes = 14;
-  s.memory_limit_bytes = kCap;
-  s.resolution = 0.02;
+  const BoundarySearchSettings s = TableSettings(kCap);
   const BoundarySearchResult r = SearchBoundary(s, model);
   EXPECT_EQ(Values(r), (std::vector<std::int64_t>{8, 16, 949, 967, 1005, 986}));
   EXPECT_EQ(r.end, BoundarySearchEnd::kResolved);
@@ -276,12 +266,7 @@ TEST(BoundarySearchTest, PeaksThatReachTheCapFirstDoNotCreepUpByTheGuesses) {
 TEST(BoundarySearchTest, SaturatedPeaksGallopUpFromTheFitThenBisect) {
   constexpr double kCap = 16 * kGiB;
   const auto model = ReservedNearTheLimit(0.38 * kGiB, 0.0822 * kGiB, kCap, 1.11, 0.99);
-  BoundarySearchSettings s;
-  s.min_value = 8;
-  s.max_value = 4096;
-  s.max_probes = 14;
-  s.memory_limit_bytes = kCap;
-  s.resolution = 0.02;
+  const BoundarySearchSettings s = TableSettings(kCap);
   const BoundarySearchResult r = SearchBoundary(s, model);
   EXPECT_EQ(Values(r), (std::vector<std::int64_t>{8, 16, 170, 173, 179, 191, 185, 188}));
   EXPECT_EQ(r.end, BoundarySearchEnd::kResolved);
@@ -310,12 +295,7 @@ TEST(BoundarySearchTest, ASaturatedFitUnderAFarFailureGallopsUpFromTheFit) {
     if (a.passed) a.peak_bytes = std::min(0.993 * kCap, need * kGiB);
     return a;
   };
-  BoundarySearchSettings s;
-  s.min_value = 8;
-  s.max_value = 4096;
-  s.max_probes = 14;
-  s.memory_limit_bytes = kCap;
-  s.resolution = 0.02;
+  const BoundarySearchSettings s = TableSettings(kCap);
   const BoundarySearchResult r = SearchBoundary(s, model);
   EXPECT_EQ(Values(r), (std::vector<std::int64_t>{8, 16, 574, 569, 292, 321, 327, 339, 333}));
   EXPECT_EQ(r.end, BoundarySearchEnd::kResolved);

@@ -48,6 +48,18 @@ inline auto ReservedNearTheLimit(double base, double per_value, double limit, do
   };
 }
 
+// The settings of bench/gpu/memory-caps.sh's searches (batch 8 to 4,096, 14 probes, 2%) under
+// `cap_bytes`, guided by the peaks.
+inline BoundarySearchSettings TableSettings(double cap_bytes) {
+  BoundarySearchSettings s;
+  s.min_value = 8;
+  s.max_value = 4096;
+  s.max_probes = 14;
+  s.resolution = 0.02;
+  s.memory_limit_bytes = cap_bytes;
+  return s;
+}
+
 // The values the search probed, in order.
 inline std::vector<std::int64_t> Values(const BoundarySearchResult& r) {
   std::vector<std::int64_t> values;
