@@ -52,7 +52,8 @@
 #   bench/gpu/memory-caps.sh
 #   env: OUT (default /tmp/dlbench-memory-caps), BUILD (default build-gpu), DEADLINE_S (420),
 #   MODELS (ssd_mobilenet mobilenet_v2 bert_base resnet50: the order lanes start in under each cap,
-#   so the slowest first, the greedy scheduler's best order), SCENARIOS (train infer), PRECISIONS (bf16 fp32), CAPS_GIB (16 24 40; set but empty:
+#   the slowest first, so that the longest chains of lanes begin early), SCENARIOS (train infer),
+#   PRECISIONS (bf16 fp32), CAPS_GIB (16 24 40; set but empty:
 #   no caps, the whole device alone), FULL (1: add the whole device), MIN_BATCH (8), MAX_BATCH (4096), MAX_PROBES (14), PROBE_STEPS (2),
 #   MEASURE_S (15: the measured run at the batch found stops at 4 steps or this many seconds,
 #   whichever comes first; SSD-MobileNet's inference steps at thousands of samples take 3-6 s, and
