@@ -14,6 +14,14 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// A one-layer BERT small enough for the CPU, scenario infer, with `extra`'s keys added.
+nlohmann::json TinyBertInfer(const nlohmann::json& extra) {
+  nlohmann::json p = {{"model", "bert_base"}, {"layers", 1},       {"hidden_size", 32},  {"heads", 2},
+                      {"seq_len", 16},        {"vocab_size", 100}, {"scenario", "infer"}};
+  p.update(extra);
+  return p;
+}
+
 TEST(RelativeError, FrobeniusNormsAndDegenerateCases) {
   // (3, 4) against (3, 5): |diff| 1, |ref| 5.
   EXPECT_DOUBLE_EQ(RelativeError(torch::tensor({3.0, 4.0}), torch::tensor({3.0, 5.0})), 0.2);
@@ -277,18 +285,28 @@ TEST(RunReferenceEval, RecordsItsOwnCheckAndTheFaultBelowTheTolerance) {
   }
   EXPECT_FALSE(eval.contains("detections")) << "a classifier records no boxes";
   // Without a tolerance, neither the check nor the search.
-  auto plain = ParseTorchCell({{"model", "bert_base"},
-                               {"layers", 1},
-                               {"hidden_size", 32},
-                               {"heads", 2},
-                               {"seq_len", 16},
-                               {"vocab_size", 100},
-                               {"scenario", "infer"},
-                               {"precision", "int8"}});
+  auto plain = ParseTorchCell(TinyBertInfer({{"precision", "int8"}}));
   ASSERT_TRUE(plain.ok());
   const nlohmann::json none = RunReferenceEval(*plain, torch::kCPU, torch::MemoryFormat::Contiguous);
   EXPECT_FALSE(none.contains("self_check"));
   EXPECT_FALSE(none.contains("min_agreement"));
+}
+
+// The evaluation runs with cuDNN autotuning off (its shape is not the window's: autotuning it
+// would time algorithms after the window and could pick differently in two runs), says so, and
+// leaves the process's setting as it found it (a reused runner's next cell keeps its own).
+TEST(RunReferenceEval, RunsWithoutCudnnAutotuningAndRestoresTheSetting) {
+  auto cell = ParseTorchCell(TinyBertInfer({{"reference_samples", 2}}));
+  ASSERT_TRUE(cell.ok()) << cell.error().message;
+  auto& ctx = at::globalContext();
+  const bool before = ctx.benchmarkCuDNN();
+  for (const bool setting : {true, false}) {
+    ctx.setBenchmarkCuDNN(setting);
+    const nlohmann::json eval = RunReferenceEval(*cell, torch::kCPU, torch::MemoryFormat::Contiguous);
+    EXPECT_EQ(eval.value("cudnn_benchmark", true), false) << eval.dump();
+    EXPECT_EQ(ctx.benchmarkCuDNN(), setting);
+  }
+  ctx.setBenchmarkCuDNN(before);
 }
 
 // A bound on |diff| triggers the search on its own: the tiny BERT at bf16 with max_abs_diff 0

@@ -49,6 +49,26 @@ nlohmann::json DetectionRows(const torch::Tensor& detections, std::int64_t per_i
   return rows;
 }
 
+// cuDNN autotuning off while the evaluation runs, restored after (the thread's context is the
+// process's): its forward at reference_samples is a shape the window never ran, so autotuning would
+// time every candidate algorithm for it after the window, in the cell's wall time, and pick by
+// timing, which can pick differently in two runs of the same cell. The heuristics pick without
+// running any, the same way every time.
+class NoCudnnAutotune {
+ public:
+  NoCudnnAutotune() : was_(at::globalContext().benchmarkCuDNN()) {
+    at::globalContext().setBenchmarkCuDNN(false);
+  }
+  ~NoCudnnAutotune() { at::globalContext().setBenchmarkCuDNN(was_); }
+  NoCudnnAutotune(const NoCudnnAutotune&) = delete;
+  NoCudnnAutotune& operator=(const NoCudnnAutotune&) = delete;
+  NoCudnnAutotune(NoCudnnAutotune&&) = delete;
+  NoCudnnAutotune& operator=(NoCudnnAutotune&&) = delete;
+
+ private:
+  bool was_;
+};
+
 }  // namespace
 
 bool RunsReferenceEval(const TorchCell& cell) {
@@ -72,6 +92,7 @@ std::string HashTensors(const std::vector<torch::Tensor>& tensors) {
 }
 
 nlohmann::json RunReferenceEval(const TorchCell& cell, torch::Device device, torch::MemoryFormat format) {
+  const NoCudnnAutotune heuristics;
   TorchCell eval = cell;
   eval.batch_size = cell.reference_samples;
   torch::manual_seed(kEvalWeightsSeed);
@@ -130,7 +151,8 @@ nlohmann::json RunReferenceEval(const TorchCell& cell, torch::Device device, tor
                            {"rows", rows},
                            {"top1", top1},
                            {"values", values},
-                           {"values_total", flat.numel()}};
+                           {"values_total", flat.numel()},
+                           {"cudnn_benchmark", at::globalContext().benchmarkCuDNN()}};
   if (detections.defined()) {
     result["detections"] =
         DetectionRows(detections, kEvalMaxDetections / std::max(1, cell.reference_samples));

@@ -38,7 +38,8 @@ bool RunsReferenceEval(const TorchCell& cell);
 //   weights_seed, inputs_seed, samples, weights_hash and inputs_hash (FNV-1a 64 of the fp32
 //   weights before any precision change and of the input tensors' bytes, hex), output_shape
 //   (of the first output), rows (its elements / last dimension), top1 (argmax over the last
-//   dimension per row), values (flattened, as double; a non-finite value is null), values_total;
+//   dimension per row), values (flattened, as double; a non-finite value is null), values_total,
+//   cudnn_benchmark (false: the evaluation runs with cuDNN autotuning off, restored after);
 //   for a detection model (its post-processing returns boxes: SSD) detections, rows [image, x1,
 //   y1, x2, y2, score, class] (the first kEvalMaxDetections / samples of each image by score),
 //   and detections_total;
