@@ -416,7 +416,8 @@ def metric(c, name):
 def gib(b):
     return "-" if b is None else f"{b / 2**30:.2f}"
 rows = [["cap", "model", "scenario", "precision", "outcome", "largest", "first_failing", "end",
-         "peak_GiB", "reserved_GiB", "probes", "guided", "processes", "probes_s", "probe_setup_s", "cell_s"]]
+         "peak_GiB", "reserved_GiB", "probes", "guided", "measured_oom", "processes", "probes_s", "probe_setup_s",
+         "cell_s"]]
 def probe_sum(probes, name):
     # The probes' own times (each probe's `times`, since session 19); "-" for older stores.
     vals = [q.get("times", {}).get(name) for q in probes]
@@ -424,6 +425,9 @@ def probe_sum(probes, name):
 for c in cells:
     p, s = c["params"], c.get("extras", {}).get("boundary_search", {})
     probes = s.get("probes", [])
+    # The search's own probes; a measured run at the value found that ended oom (and stepped down)
+    # is a row of the list too, counted apart.
+    searched = [q for q in probes if not q.get("measured")]
     pids = {json.dumps(q.get("process", {}).get("pid")) for q in probes}
     rp = c.get("extras", {}).get("runner_process", {})
     if "pid" in rp:
@@ -432,8 +436,8 @@ for c in cells:
     rows.append([p.get("memory_cap", "-"), p.get("model"), p.get("scenario"), p.get("precision"), c["outcome"],
                  str(s.get("found")), str(s.get("first_failing")), str(s.get("end")),
                  gib(metric(c, "device_allocated_peak_bytes") or metric(c, "host_peak_rss_bytes")),
-                 gib(metric(c, "device_reserved_peak_bytes")), str(len(probes)),
-                 str(sum(1 for q in probes if q.get("guided"))), str(len(pids)),
+                 gib(metric(c, "device_reserved_peak_bytes")), str(len(searched)),
+                 str(sum(1 for q in searched if q.get("guided"))), str(len(probes) - len(searched)), str(len(pids)),
                  probe_sum(probes, "wall_s"), probe_sum(probes, "setup_s"),
                  "-" if wall is None else f"{wall:.1f}"])
 with open(sys.argv[2], "w") as f:
@@ -442,7 +446,9 @@ with open(sys.argv[2], "w") as f:
 widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
 for r in rows:
     print("  ".join(v.ljust(w) for v, w in zip(r, widths)))
-print(f"{len(rows) - 1} searches stored; {sum(len(c.get('extras', {}).get('boundary_search', {}).get('probes', [])) for c in cells)} probes")
+all_probes = [q for c in cells for q in c.get("extras", {}).get("boundary_search", {}).get("probes", [])]
+measured = sum(1 for q in all_probes if q.get("measured"))
+print(f"{len(rows) - 1} searches stored; {len(all_probes) - measured} probes; {measured} measured runs ended oom")
 PY
 if [ "$interrupted" = 1 ]; then
   echo "== not every search finished within ${DEADLINE_S} s: continue with RESUME=1 OUT=$OUT $0 (each lane resumes its own run)"
