@@ -26,7 +26,8 @@
 # about two minutes: about 6-7 minutes of device time after the build (394 s with the build on an
 # H200, session 25, before the synchronised peer run was added).
 # Run whole (graph launch monitor) on an H200 on 2026-12-07, and `graph` again in a later call
-# (docs/benchmarks.md "H200 runs of 2026-12-07 (session 25)").
+# (docs/benchmarks.md "H200 runs of 2026-12-07 (session 25)"); `graph` again in session 29 (113 s),
+# after the monitor benchmark run alone with 10 s windows.
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 BUILD="${BUILD:-$ROOT/build-gpu}"

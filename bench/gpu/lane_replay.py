@@ -13,8 +13,11 @@ same admission rule for a device of another size, without a GPU:
 For each lane kind it prints the replayed wall time of the capped columns, the longest chain of
 lanes that wait for each other (a bound no packing beats) and the memory-time bound (the sum over
 lanes of memory held x time, over the memory the lanes may share). It assumes that a search takes
-as long beside other lanes as it did in the table (sharing the GPU slows the measured runs, not
-the probes' host work) and that a lane's process start costs --lane-start-s. Searches missing from
+as long beside other lanes as it did in the table and that a lane's process start costs
+--lane-start-s. The first does not hold across lane counts: processes take turns on a GPU, and the
+same 48 searches took 1,156 s of search time on an H100 with four lanes at once (session 28) and
+2,005 s on an H200 with up to seven (session 29), so a table replays well only for a device that
+runs about as many lanes as the one it came from (docs/benchmarks.md, session 29). Searches missing from
 the table (cut by a deadline) take --missing-s. The whole-device column runs alone after the caps
 and is not replayed.
 """

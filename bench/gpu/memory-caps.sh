@@ -47,6 +47,10 @@
 # 393 + 208 s (DEADLINE_S 391, then RESUME=1 with 215), 2.4 probes a seeded search; SSD-MobileNet's
 # chain again the longest (601 s). bench/gpu/lane_replay.py puts that table's cell lanes on an H200
 # at 305 s.
+# On an H200 (2026-12-07, session 29, cell lanes, up to seven at once): every capped search (48) in
+# 89 + 418 s (DEADLINE_S 89, then RESUME=1 with 500; call 1's cut lanes started again): not 305 s,
+# because the searches took 1.6-2.2x as long beside more lanes (processes take turns on the GPU).
+# The whole-device SSD-MobileNet lane then ran out of time twice (82 and 74 s) in its measured run.
 #
 # Usage (on the GPU machine; builds with scripts/build-gpu.sh when BUILD lacks the programs):
 #   bench/gpu/memory-caps.sh
