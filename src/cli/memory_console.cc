@@ -78,7 +78,9 @@ std::string RenderBoundarySearches(const std::vector<record::CellRecord>& cells)
         probe_seconds += wall.value_or(0);
       }
     }
-    const std::string took = timed ? fmt::format(", {:.1f} s of probes", probe_seconds) : "";
+    std::string took = timed ? fmt::format(", {:.1f} s of probes", probe_seconds) : "";
+    if (search.contains("resumed_probes") && search["resumed_probes"].is_number_integer())
+      took += fmt::format(", {} kept from an interrupted run", search["resumed_probes"].get<std::int64_t>());
     out += fmt::format("  #{} {}: largest {} {}, first failing {} ({}; {} of at most {} probes{}{})\n",
                        c.index, TerminalSafe(c.label.empty() ? c.key : c.label), TerminalSafe(key),
                        Count(Number(search, "found")), Count(Number(search, "first_failing")),
@@ -106,6 +108,9 @@ std::string RenderBoundarySearches(const std::vector<record::CellRecord>& cells)
         process = fmt::format("pid {} cell {}", Count(Number(p["process"], "pid")),
                               Count(Number(p["process"], "cell_of_process")));
       }
+      // A probe kept from an interrupted run of the same search (probe_journal.h): its process was
+      // that run's.
+      if (p.is_object() && p.value("resumed", false)) process += ", earlier run";
       table.AddRow({std::to_string(i + 1), Count(Number(p, key.c_str())),
                     measured     ? "measured"
                     : from_seeds ? "seeds"

@@ -116,6 +116,34 @@ TEST(MemoryConsoleTest, AMeasuredRunThatEndedOomIsListedAsMeasured) {
   EXPECT_NE(out.find("CUDA out of memory"), std::string::npos) << out;
 }
 
+// Probes kept from an interrupted run of the search (orchestrator/probe_journal.h) are counted in
+// the header and their process is marked as that run's.
+TEST(MemoryConsoleTest, ProbesKeptFromAnInterruptedRunAreMarked) {
+  record::CellRecord c;
+  c.index = 2;
+  c.label = "bert_base train";
+  c.extras["boundary_search"] = {{"key", "batch_size"},
+                                 {"found", 16},
+                                 {"first_failing", 17},
+                                 {"end", "converged"},
+                                 {"max_probes", 6},
+                                 {"resumed_probes", 1},
+                                 {"probes",
+                                  {{{"batch_size", 16},
+                                    {"outcome", "ok"},
+                                    {"resumed", true},
+                                    {"process", {{"pid", 41}, {"cell_of_process", 1}}}},
+                                   {{"batch_size", 17},
+                                    {"outcome", "oom"},
+                                    {"resumed", false},
+                                    {"process", {{"pid", 52}, {"cell_of_process", 1}}}}}}};
+  const std::string out = RenderBoundarySearches({c});
+  EXPECT_NE(out.find("(converged; 2 of at most 6 probes, 1 kept from an interrupted run)"), std::string::npos)
+      << out;
+  EXPECT_NE(LineWith(out, "pid 41 cell 1").find("pid 41 cell 1, earlier run"), std::string::npos) << out;
+  EXPECT_EQ(LineWith(out, "pid 52 cell 1").find("earlier run"), std::string::npos) << out;
+}
+
 // Each probe's wall time (`times.wall_s`) has a column, and the header sums them where every
 // probe has one: where a search's time went (issue 13). A record from before probes kept times
 // shows "-" and no sum.

@@ -13,6 +13,7 @@
 
 #include "config/registry.h"
 #include "orchestrator/memory_cap.h"
+#include "orchestrator/probe_journal.h"
 #include "orchestrator/runner_pool.h"
 #include "record/metrics.h"
 
@@ -328,6 +329,35 @@ BoundarySeeds FindBoundarySeeds(const plan::Cell& cell, const std::vector<plan::
   return seeds;
 }
 
+namespace {
+
+// What a journal of this search's probes must have been written for (probe_journal.h): the cell,
+// the searched key, the search's settings and seeds, the probes' steps.
+nlohmann::json JournalFingerprint(const plan::Cell& cell, const std::string& key,
+                                  const stats::BoundarySearchSettings& s, std::int64_t probe_steps) {
+  nlohmann::json params = nlohmann::json::object();
+  for (const auto& [k, v] : cell.params) params[k] = v;
+  nlohmann::json seeds = nlohmann::json::array();
+  for (const stats::GuidePoint& p : s.seeds) seeds.push_back({p.value, p.peak_bytes});
+  auto optional = [](const std::optional<double>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  };
+  return {{"cell_id", cell.id},
+          {"params", std::move(params)},
+          {"key", key},
+          {"min", s.min_value},
+          {"max", s.max_value},
+          {"max_probes", s.max_probes},
+          {"resolution", s.resolution},
+          {"memory_limit_bytes", optional(s.memory_limit_bytes)},
+          {"seed_limit_bytes", optional(s.seed_limit_bytes)},
+          {"seeded", s.seeded},
+          {"seeds", std::move(seeds)},
+          {"probe_steps", probe_steps}};
+}
+
+}  // namespace
+
 record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOptions& options,
                                      const RunCellFn& run_cell, const BoundarySeeds& seeds) {
   stats::BoundarySearchSettings settings = BoundarySettings(cell);
@@ -370,11 +400,20 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
 
   const std::string key = BoundarySearchKey(cell);
   const KeyMetrics names = MetricsOf(key);
+  ProbeJournal journal(options.log_dir, cell.index, JournalFingerprint(cell, key, settings, probe_steps));
   std::vector<record::CellRecord> probes;
+  std::vector<bool> resumed;             // per probe: its record came from the journal
   std::optional<std::size_t> other_end;  // the probe whose outcome was neither ok nor oom
   auto probe = [&](std::int64_t value) {
     probe_options.log_suffix = fmt::format(".probe-{}{}", names.log_tag, value);
-    probes.push_back(run_cell(AtValue(cell, key, value), probe_options));
+    std::optional<record::CellRecord> kept = journal.Next(value);
+    resumed.push_back(kept.has_value());
+    if (kept) {
+      probes.push_back(std::move(*kept));
+    } else {
+      probes.push_back(run_cell(AtValue(cell, key, value), probe_options));
+      journal.Add(value, probes.back());
+    }
     const record::Outcome outcome = probes.back().outcome;
     stats::ProbeAnswer answer{outcome == record::Outcome::kOk, std::nullopt};
     if (outcome != record::Outcome::kOk && outcome != record::Outcome::kOom) {
@@ -405,6 +444,7 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
                     {"guided", result.probes[i].guided},
                     {"from_seeds", result.probes[i].from_seeds},
                     {"guide_peak_bytes", guide_peak ? nlohmann::json(*guide_peak) : nlohmann::json(nullptr)},
+                    {"resumed", static_cast<bool>(resumed[i])},
                     {"process", ProcessOf(probes[i])},
                     {"times", ProbeTimes(probes[i])},
                     {"message", FirstLine(probes[i].message)}});
@@ -530,6 +570,18 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
                     ? nlohmann::json("none: the search is not guided by a memory_cap")
                     : nlohmann::json(nullptr)},
       {"probes", std::move(list)}};
+  if (journal.kept_at_start() > 0) {
+    std::size_t replayed = 0;
+    for (const bool r : resumed) replayed += r ? 1 : 0;
+    rec.extras["boundary_search"]["resumed_probes"] = replayed;
+  }
+  if (!journal.error().empty()) {
+    rec.extras["warnings"].push_back(fmt::format(
+        "{}: max: the probes could not be kept for a resumed run ({}): an interrupted search starts again",
+        key, journal.error()));
+  }
+  // An interrupted cell is run again by --resume: its probes stay for it.
+  if (rec.outcome != record::Outcome::kInterrupted) journal.Remove();
   if (result.end == stats::BoundarySearchEnd::kProbeCap && rec.outcome == record::Outcome::kOk &&
       measured_oom.empty()) {
     rec.extras["warnings"].push_back(fmt::format(

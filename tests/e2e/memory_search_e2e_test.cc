@@ -5,12 +5,16 @@
 // probe fails and when none does, a first probe that ends in an error says so, and boundary keys
 // without a search are a plan warning.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "e2e_util.h"
@@ -103,6 +107,65 @@ TEST(MemoryE2E, ProbesFitUnderTheDefaultMeasureSettings) {
   for (const nlohmann::json& p : cell.at("extras").at("boundary_search").at("probes"))
     EXPECT_EQ(p.at("outcome"), p.at("fits").get<bool>() ? "ok" : "oom") << p.dump();
   EXPECT_GE(Metric(cell, "measured_steps"), 10.0) << "the cell measured at the batch found keeps min_steps";
+}
+
+// dlbench killed (SIGKILL) in the middle of a search, then `run --resume`: the probes that had
+// ended are kept in the run folder (orchestrator/probe_journal.h) and answer again without runner
+// processes; the resumed search asks the rest and ends as an uninterrupted one does (the probes
+// 1, 2, 4, 8, 16, 12, 14, 13 of the test above). Real steps of 400 ms, so that the search is still
+// probing when three probes are kept.
+TEST(MemoryE2E, ASearchKilledMidwayResumesFromItsKeptProbes) {
+  namespace fs = std::filesystem;
+  TempDir dir("memory_search_resume");
+  const std::string matrix = dir / "m.yaml", db = dir / "m.db", out = dir / "out";
+  WriteText(matrix, std::string(kHead) + "matrix:\n  step_ms: 400\n  boundary_probe_steps: 2\n" + Model() +
+                        "  memory_cap: 4GiB\n  batch_size: max\n");
+  SpawnOptions o;
+  o.argv = {Bin("dlbench"), "--db", db, "run", matrix, "--out", out};
+  o.stdout_path = dir / "bg.out";
+  o.stderr_path = dir / "bg.err";
+  o.new_process_group = false;  // the signal reaches dlbench alone
+  auto p = Subprocess::Spawn(o);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  // The journal of cell 0 with three probes in it.
+  std::size_t kept = 0;
+  for (int i = 0; i < 3000 && kept < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(out, ec), end; !ec && it != end; it.increment(ec)) {
+      if (it->path().filename() != "cell-0000.probes.json") continue;
+      const auto text = ReadFile(it->path().string());
+      const nlohmann::json doc =
+          nlohmann::json::parse(text.ok() ? *text : std::string(), nullptr, /*allow_exceptions=*/false);
+      if (doc.is_object() && doc.contains("probes")) kept = doc["probes"].size();
+    }
+  }
+  ::kill(p->pid(), SIGKILL);
+  p->Wait();
+  ASSERT_GE(kept, 3u) << ReadFile(dir / "bg.err").value();
+  EXPECT_EQ(Cells(dir, db).size(), 0u) << "the search was cut before its cell was stored";
+
+  auto resumed = Dlbench({"run", matrix, "--out", out, "--resume", "1"}, dir, db);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  const nlohmann::json cells = Cells(dir, db);
+  ASSERT_EQ(cells.size(), 1u);
+  const nlohmann::json& cell = cells.at(0);
+  EXPECT_EQ(cell.at("outcome"), "ok") << cell.at("message");
+  EXPECT_EQ(Metric(cell, "boundary_batch_size"), 12.0);
+  const nlohmann::json& search = cell.at("extras").at("boundary_search");
+  std::vector<std::int64_t> probed;
+  std::size_t resumed_probes = 0;
+  for (const nlohmann::json& probe : search.at("probes")) {
+    probed.push_back(probe.at("batch_size"));
+    const bool from_journal = probe.at("resumed").get<bool>();
+    // The kept probes come first, and only they.
+    EXPECT_EQ(from_journal, probed.size() <= search.at("resumed_probes").get<std::size_t>()) << probe.dump();
+    resumed_probes += from_journal ? 1 : 0;
+  }
+  EXPECT_EQ(probed, (std::vector<std::int64_t>{1, 2, 4, 8, 16, 12, 14, 13}));
+  EXPECT_GE(resumed_probes, kept);
+  auto show = Dlbench({"show", "latest"}, dir, db);
+  EXPECT_NE(show.out.find("kept from an interrupted run"), std::string::npos) << show.out;
 }
 
 // Every probe fails: one probe, the cell oom. None fails (no cap): the probe cap ends it, with
