@@ -29,7 +29,9 @@
 # default here) stops a search once its bracket is within 2%, and the lanes run three columns at
 # once on an H200. The run has a hard deadline: DEADLINE_S (default 420) for all the lanes, after
 # which each gets SIGINT (every finished search is stored; its run is marked interrupted), and
-# RESUME=1 with the same OUT continues each lane's run (a lane whose run completed runs nothing).
+# RESUME=1 with the same OUT continues each lane's run (a lane whose run completed runs nothing;
+# a search the deadline cut starts from the probes it had finished, docs/memory.md "An interrupted
+# search", since 79d55f8).
 # The table shows what finished. With the build in place the script ends within DEADLINE_S + about
 # 60 s.
 # Measured again on an H100 (2026-12-06, session 23, docs/benchmarks.md): the whole-device column

@@ -29,7 +29,8 @@ ProbeJournal::ProbeJournal(const std::string& log_dir, int cell_index, nlohmann:
       doc["fingerprint"] != expected || !doc.contains("probes") || !doc["probes"].is_array())
     return;
   for (const nlohmann::json& p : doc["probes"]) {
-    if (!p.is_object() || !p.contains("value") || !p["value"].is_number_integer() || !p.contains("record")) break;
+    if (!p.is_object() || !p.contains("value") || !p["value"].is_number_integer() || !p.contains("record"))
+      break;
     // A record that does not read back ends the replay there.
     if (!store::CellFromJson(p["record"]).ok()) break;
     values_.push_back(p["value"].get<std::int64_t>());
@@ -61,8 +62,10 @@ void ProbeJournal::Add(std::int64_t value, const record::CellRecord& probe) {
   records_.push_back(store::CellToJson(probe));
   ++next_;
   nlohmann::json list = nlohmann::json::array();
-  for (std::size_t i = 0; i < values_.size(); ++i) list.push_back({{"value", values_[i]}, {"record", records_[i]}});
-  const nlohmann::json doc = {{"version", kJournalVersion}, {"fingerprint", fingerprint_}, {"probes", std::move(list)}};
+  for (std::size_t i = 0; i < values_.size(); ++i)
+    list.push_back({{"value", values_[i]}, {"record", records_[i]}});
+  const nlohmann::json doc = {
+      {"version", kJournalVersion}, {"fingerprint", fingerprint_}, {"probes", std::move(list)}};
   if (const Status st = WriteFileAtomic(path_, doc.dump()); !st.ok()) error_ = st.error().message;
 }
 

@@ -185,7 +185,10 @@ measure:
 // queries/s of this ResNet, asked for 5,000/s): its queue would take longer to serve than the
 // orchestrator's grace after STOP. The runner drops what it has not started 2 s after STOP, so
 // the cell ends ok and fell_behind (dropped_after_stop), not timeout. Before, it ended `timeout`
-// here after 37 s, and on the H200 at 4,000/s from CUDA graphs (2026-12-05).
+// here after 37 s, and on the H200 at 4,000/s from CUDA graphs (2026-12-05). On a machine loaded
+// besides (CI's suite with the sanitizer trees building, session 29) the server falls further
+// behind and the generator's limit on outstanding queries ends the window first
+// (too_many_outstanding): the same verdict, its queries outstanding when the runner ended.
 TEST(TorchE2E, AServerFarBehindItsScheduleAtStopEndsFellBehindNotTimeout) {
   TempDir dir("torch_behind");
   const std::string matrix = dir / "m.yaml", db = dir / "r.db";
@@ -211,7 +214,9 @@ measure: {min_time_s: 2, max_time_s: 3}
   EXPECT_EQ(cell.at("outcome"), "ok") << cell.at("message") << run.err;
   EXPECT_EQ(cell.at("verdict"), "fell_behind") << cell.dump();
   const std::string reasons = cell.at("verdict_reasons").dump();
-  EXPECT_NE(reasons.find("still outstanding when the runner ended (dropped_after_stop)"), std::string::npos)
+  EXPECT_TRUE(
+      reasons.find("still outstanding when the runner ended (dropped_after_stop)") != std::string::npos ||
+      reasons.find("still outstanding when the runner ended (too_many_outstanding)") != std::string::npos)
       << reasons;
   EXPECT_GT(cell.at("extras").at("load").value("queries_outstanding_at_end", 0), 0)
       << cell.at("extras").dump();
