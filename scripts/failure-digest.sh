@@ -38,12 +38,12 @@ LC_ALL=C awk -v max="$max" '
     sub(/\r$/, "", line)
     if (is_result(line) || is_start(line) || line ~ /^[0-9]+% tests passed/) {
       end_test()
-      if (is_result(line) && line !~ / Passed +[0-9.]+ sec$/ && line !~ /\*\*\*Not Run/ && line !~ / Skipped/ && n_tests < 4) {
+      if (is_result(line) && line !~ / Passed +[0-9.]+ sec$/ && line !~ /\*\*\*Not Run/ && line !~ /Skipped +[0-9.]+ sec$/ && n_tests < 4) {
         cur = line
         cur_i = ++n_tests
         head[cur_i] = line
         n = 0
-      } else if (is_result(line) && line !~ / Passed +[0-9.]+ sec$/ && line !~ / Skipped/) {
+      } else if (is_result(line) && line !~ / Passed +[0-9.]+ sec$/ && line !~ /Skipped +[0-9.]+ sec$/) {
         ++more_tests
       }
     } else if (cur != "") {

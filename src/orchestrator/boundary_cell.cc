@@ -37,6 +37,8 @@ constexpr double kMeasuredStepDown = 0.95;
 // cell's cap (FindBoundarySeeds).
 constexpr double kSeedDeviceShare = 0.97;
 constexpr int kMaxMeasuredStepDowns = 3;
+// A probe's max_time_s: none that a probe reaches (a week); the cell's timeout_s bounds it.
+constexpr double kProbeMaxTimeS = 7 * 24 * 3600.0;
 
 // The metrics of a search over `key`: the largest value that fit and the smallest that did not.
 struct KeyMetrics {
@@ -373,11 +375,19 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
   // measurement, so none of the measure block's minimums apply: with the defaults (min_steps 10,
   // min_warmup_steps 2) a 5-step probe ended `invalid` for too little data and stopped the search
   // at its first probe (seen on the H200, 2026-12-02). Any step after the warm-up cut is enough.
+  // Nor may the measure block's max_time_s end a probe before its steps: a probe stopped after
+  // its first step answers for one step, and memory that the second step takes (the optimizer's
+  // state, the caching allocator's second block) was never asked for. On a loaded CI machine
+  // (session 30, MobileNetV2 training on the CPU under a 2 GiB RLIMIT_DATA) a first step over
+  // max_time_s (15 s) made batch 995 "fit"; every measured run from 995 down to 852 then ended
+  // `oom` in its second step and the search found nothing. Only probe_steps, or the cell's
+  // timeout_s, end a probe.
   CellRunOptions probe_options = options;
   probe_options.measure.max_steps = probe_steps;
   probe_options.measure.min_steps = 1;
   probe_options.measure.min_warmup_steps = 0;
   probe_options.measure.min_time_s = 0;
+  probe_options.measure.max_time_s = kProbeMaxTimeS;
   // boundary_probe_process: shared: the probes and the measured run take their processes from a
   // pool (the run's under --runner-reuse, else the search's own), so a process serves probe after
   // probe while they fit and, where the runner says its oom left it usable, after an oom too.

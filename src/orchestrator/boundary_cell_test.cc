@@ -5,11 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "measure/policy.h"
 #include "record/metrics.h"
+#include "record/step.h"
 
 namespace dlbench::orchestrator {
 namespace {
@@ -111,6 +114,44 @@ TEST(BoundaryCell, AMeasuredRunThatEndsOomStepsDownFivePercentAndSaysWhere) {
       "measured run is between 354 and 372");
   EXPECT_EQ(record::MetricValue(rec, metric::kBoundaryProbes), search.at("probes").size() - 1)
       << "the measured runs are not probes of the search";
+}
+
+// A probe's steps run to boundary_probe_steps whatever the measure block's max_time_s says: a
+// runner whose steps take 20 s each, under max_time_s 15 and the real stop policy, and whose
+// second step runs out of memory above batch 100 (the optimizer's state). Were max_time_s to end
+// a probe after its first step, every batch would fit its probes and the measured runs would all
+// end oom (session 30's CI); here the probes find 100 and its measured run fits.
+TEST(BoundaryCell, MaxTimeDoesNotEndAProbeBeforeItsSteps) {
+  std::vector<std::int64_t> probe_steps_run;
+  RunCellFn runner = [&probe_steps_run](const plan::Cell& c, const CellRunOptions& o) {
+    const std::int64_t batch = c.params.at("batch_size").get<std::int64_t>();
+    measure::MeasurePolicy policy(o.measure);
+    record::CellRecord rec;
+    rec.outcome = record::Outcome::kOk;
+    std::int64_t steps = 0;
+    for (std::int64_t t = 0; !policy.Evaluate().stop; t += 20'000'000'000) {
+      if (++steps == 2 && batch > 100) {
+        rec.outcome = record::Outcome::kOom;
+        rec.message = "out of memory in step 2";
+        break;
+      }
+      const record::StepRecord step{t, t + 20'000'000'000, 0, 0, 0, 1, 0};
+      policy.Add(&step, 1);
+    }
+    if (!o.log_suffix.empty()) probe_steps_run.push_back(steps);
+    return rec;
+  };
+  CellRunOptions options;
+  options.measure.max_time_s = 15;
+  options.measure.min_warmup_steps = 1;
+  options.measure.max_steps = 4;
+  const record::CellRecord rec = RunBoundarySearch(SearchCell(), options, runner);
+  EXPECT_EQ(rec.outcome, record::Outcome::kOk) << rec.message;
+  EXPECT_EQ(record::MetricValue(rec, metric::kBoundaryBatchSize), 100);
+  EXPECT_TRUE(rec.extras.at("boundary_search").at("measured_oom").empty());
+  ASSERT_FALSE(probe_steps_run.empty());
+  for (const std::int64_t steps : probe_steps_run) EXPECT_LE(steps, 2);
+  EXPECT_NE(std::find(probe_steps_run.begin(), probe_steps_run.end(), 2), probe_steps_run.end());
 }
 
 // Every measured run ends oom: four runs (the value found and three steps of 5%), then the last

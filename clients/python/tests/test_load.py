@@ -481,9 +481,10 @@ def test_a_peak_search_stores_one_cell_whose_probes_the_orchestrator_judges_as_t
     probes = [p for p in search["probes"] if not p["confirmation"]]
     confirmations = search["probes"][len(probes):]
     assert len(probes) == 3 and search["end"] in ("probe_cap", "no_passing_rate")
-    # The confirmation (3 x 1.5 s and up to 3 x 2.5 s fit in 30 s): the search's peak first, after the
-    # search's probes; none without a passing rate.
-    assert all(p["confirmation"] for p in confirmations) and len(confirmations) <= 3
+    # The confirmations (3 x 1.5 s of probes and 5 x 2.5 s fit in 30 s): the search's peak first,
+    # after the search's probes, at most load::kMaxPeakConfirmations (5) of them as a failed one
+    # bisects below it (a loaded CI machine once ran 4); none without a passing rate.
+    assert all(p["confirmation"] for p in confirmations) and len(confirmations) <= 5
     if search["search_peak_qps"] is None:
         assert confirmations == [] and search["confirmation"] == "none"
     else:
