@@ -529,8 +529,11 @@ TEST(VirtualLoadTest, APeakProbeCutByStopReportsTheQueriesItsServerDropped) {
       Settings({{"load", "server"}, {"target_qps", "max"}, {"latency_bound_ms", 100}, {"max_batch", 1}});
   auto start = settings;
   start.target_qps = 1600;
-  // 100x real time: a 1,024-query flush of the probe's 5 s is 6 ms of real time, its whole 50 ms.
-  VirtualLoadServer server(start, VirtualService{1'000'000, 0}, kStart, 100, /*serve_after_stop_ns=*/0);
+  // 10x real time: the STOP (500 records, 0.5 s of virtual time) comes about 120 ms of real time
+  // before the probe would fall behind on its own; at 100x that margin was 12 ms, and on a loaded
+  // 2-core machine (session 30, a CI build beside it) the records reached the sink late enough
+  // that the probe ended first and a second one began, every time.
+  VirtualLoadServer server(start, VirtualService{1'000'000, 0}, kStart, 10, /*serve_after_stop_ns=*/0);
   load::LoadGenerator generator(start, server);
   StoppingSink sink(500);
   const load::PeakSearchOutcome outcome =

@@ -198,6 +198,21 @@ bool StringParamIs(const plan::Cell& cell, const char* key, const char* value) {
 // The first line of a message: a probe's stderr tail stays in its logs.
 std::string FirstLine(const std::string& message) { return message.substr(0, message.find('\n')); }
 
+// A probe that ended ok after fewer steps than boundary_probe_steps answers only for the steps it
+// ran (the memory of the steps after was never asked for): the number it ran, else nothing. Only a
+// step-loop record that counts its steps is judged; a load or converge cell ends by its own rules.
+std::optional<std::int64_t> ShortProbeSteps(const plan::Cell& cell, const record::CellRecord& rec,
+                                            std::int64_t probe_steps) {
+  if (rec.outcome != record::Outcome::kOk || rec.extras.contains("load")) return std::nullopt;
+  const auto scenario = cell.params.find("scenario");
+  if (scenario != cell.params.end() && scenario->second == "converge") return std::nullopt;
+  const std::optional<double> warmup = record::MetricValue(rec, metric::kWarmupSteps);
+  const std::optional<double> measured = record::MetricValue(rec, metric::kMeasuredSteps);
+  if (!warmup || !measured) return std::nullopt;
+  const auto steps = static_cast<std::int64_t>(*warmup + *measured);
+  return steps < probe_steps ? std::optional<std::int64_t>(steps) : std::nullopt;
+}
+
 // A record's boundary search over `key` (extras.boundary_search with probes), or nullptr.
 const nlohmann::json* SearchOf(const record::CellRecord& rec, const std::string& key) {
   const auto search = rec.extras.find("boundary_search");
@@ -422,6 +437,12 @@ record::CellRecord RunBoundarySearch(const plan::Cell& cell, const CellRunOption
       probes.push_back(std::move(*kept));
     } else {
       probes.push_back(run_cell(AtValue(cell, key, value), probe_options));
+      if (const std::optional<std::int64_t> ran = ShortProbeSteps(cell, probes.back(), probe_steps)) {
+        probes.back().outcome = record::Outcome::kInvalid;
+        probes.back().message = fmt::format(
+            "the probe ran {} of its {} steps (it stopped: {}): it answers only for the steps it ran", *ran,
+            probe_steps, probes.back().stop_reason.empty() ? "no reason given" : probes.back().stop_reason);
+      }
       journal.Add(value, probes.back());
     }
     const record::Outcome outcome = probes.back().outcome;

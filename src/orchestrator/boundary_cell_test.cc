@@ -154,6 +154,31 @@ TEST(BoundaryCell, MaxTimeDoesNotEndAProbeBeforeItsSteps) {
   EXPECT_NE(std::find(probe_steps_run.begin(), probe_steps_run.end(), 2), probe_steps_run.end());
 }
 
+// A probe that ended ok after fewer steps than boundary_probe_steps (here 1 of 2 above batch 64,
+// as a runner stopped by its own rule would) does not fit: the search ends on it, `invalid`, and
+// claims nothing for that batch.
+TEST(BoundaryCell, AProbeThatRanFewerStepsThanItsOwnIsNoFit) {
+  FakeRunner fake{4096, 4096, {}};
+  RunCellFn runner = [&fake](const plan::Cell& c, const CellRunOptions& o) {
+    record::CellRecord rec = fake(c, o);
+    const bool short_run = c.params.at("batch_size").get<std::int64_t>() > 64;
+    record::SetMetric(rec, metric::kWarmupSteps, 0.0);
+    record::SetMetric(rec, metric::kMeasuredSteps, short_run ? 1.0 : 2.0);
+    if (short_run) rec.stop_reason = "runner: data exhausted";
+    return rec;
+  };
+  const record::CellRecord rec = RunBoundarySearch(SearchCell(), CellRunOptions{}, runner);
+  EXPECT_EQ(rec.outcome, record::Outcome::kInvalid);
+  EXPECT_EQ(rec.message,
+            "batch_size: max: the probe at batch_size 128 ended invalid: the probe ran 1 of its 2 steps (it "
+            "stopped: runner: data exhausted): it answers only for the steps it ran");
+  const nlohmann::json& search = rec.extras.at("boundary_search");
+  EXPECT_EQ(search.at("end"), "probe_failed");
+  EXPECT_EQ(search.at("found"), 64);
+  EXPECT_TRUE(search.at("probes").back().at("fits").is_null());
+  EXPECT_TRUE(MeasuredCalls(fake).empty());
+}
+
 // Every measured run ends oom: four runs (the value found and three steps of 5%), then the last
 // one's oom is the cell's, naming them all, and no value is claimed to fit.
 TEST(BoundaryCell, MeasuredRunsThatAllEndOomAreBoundedAndNoValueIsClaimed) {

@@ -340,7 +340,7 @@ matrix:
   threads: 1
   batch_size: 2
   scenario: [infer, train]
-measure: {min_steps: 3, min_time_s: 0}
+measure: {min_steps: 3, min_time_s: 0, max_time_s: 4}
 )");
   auto run = RunCommand({Bin("dlbench"), "--db", db, "run", matrix}, dir,
                         {{"DLBENCH_TORCH_PROFILE", folder}, {"DLBENCH_TORCH_PROFILE_STEPS", "2"}});
