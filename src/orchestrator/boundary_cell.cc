@@ -7,7 +7,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -33,9 +32,6 @@ constexpr const char* kMax = "max";
 // there ended `oom`. Such a value does not fit; the measured run steps down by 5% at a time, at
 // most kMaxMeasuredStepDowns times, and each `oom` it met is listed with the probes.
 constexpr double kMeasuredStepDown = 0.95;
-// A seed's record gives the device's usable bytes only from a device of at least this share of the
-// cell's cap (FindBoundarySeeds).
-constexpr double kSeedDeviceShare = 0.97;
 constexpr int kMaxMeasuredStepDowns = 3;
 // A probe's max_time_s: none that a probe reaches (a week); the cell's timeout_s bounds it.
 constexpr double kProbeMaxTimeS = 7 * 24 * 3600.0;
@@ -103,38 +99,6 @@ std::optional<double> GuidePeak(const record::CellRecord& rec) {
     return memory["bytes"].get<double>();
   }
   return std::nullopt;
-}
-
-// What a runner's memory_cap_applied (dlbench-torch on CUDA) says about the device: its bytes, the
-// fraction the cap set, and the memory in use outside the caching allocator before the cell (the
-// CUDA context), which no fraction can hand out. Absent where the runner says none.
-struct AppliedCap {
-  double total = 0;
-  double fraction = 1;
-  double outside = 0;
-  // The device less its context.
-  double DeviceUsable() const { return total - outside; }
-  // What the process could hold: its fraction, at most the device less its context. A cap as large
-  // as the device (the whole-device column) is about 0.8 GB below its nominal bytes on an H100:
-  // there the reserved peak at the boundary was 83.75 GB, the cap 85.52 GB, this 84.21 GB.
-  double Usable() const { return std::min(fraction * total, DeviceUsable()); }
-};
-std::optional<AppliedCap> AppliedCapOf(const record::CellRecord& rec) {
-  const auto applied = rec.effective.find("memory_cap_applied");
-  if (applied == rec.effective.end() || !applied->is_object()) return std::nullopt;
-  const auto number = [&](const char* key) -> std::optional<double> {
-    const auto it = applied->find(key);
-    if (it == applied->end() || !it->is_number()) return std::nullopt;
-    const double v = it->get<double>();
-    return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
-  };
-  const std::optional<double> total = number("device_total_bytes");
-  const std::optional<double> fraction = number("fraction");
-  const std::optional<double> outside = number("outside_allocator_bytes");
-  if (!total || !fraction || !outside || *total <= 0 || *fraction <= 0 || *fraction > 1 || *outside < 0 ||
-      *outside >= *total)
-    return std::nullopt;
-  return AppliedCap{*total, *fraction, *outside};
 }
 
 // extras.boundary_search.guide: the cap the guide aims at; where the guesses aimed below it (a
@@ -213,33 +177,6 @@ std::optional<std::int64_t> ShortProbeSteps(const plan::Cell& cell, const record
   return steps < probe_steps ? std::optional<std::int64_t>(steps) : std::nullopt;
 }
 
-// A record's boundary search over `key` (extras.boundary_search with probes), or nullptr.
-const nlohmann::json* SearchOf(const record::CellRecord& rec, const std::string& key) {
-  const auto search = rec.extras.find("boundary_search");
-  if (search == rec.extras.end() || !search->is_object() || search->value("key", "") != key ||
-      !search->contains("probes") || !(*search)["probes"].is_array())
-    return nullptr;
-  return &*search;
-}
-
-// A stored search's probes that fit with a guide peak, as the guide's points; stored data, so only
-// what the search's own checks would accept.
-std::vector<stats::GuidePoint> FitsOf(const nlohmann::json& search, const std::string& key) {
-  std::vector<stats::GuidePoint> points;
-  for (const nlohmann::json& probe : search["probes"]) {
-    if (!probe.is_object() || probe.value("fits", nlohmann::json()) != true) continue;
-    const auto value = probe.find(key);
-    const auto peak = probe.find("guide_peak_bytes");
-    if (value == probe.end() || !value->is_number_integer() || peak == probe.end() || !peak->is_number())
-      continue;
-    const std::int64_t v = value->get<std::int64_t>();
-    const double bytes = peak->get<double>();
-    if (v < 1 || v > (std::int64_t{1} << 52) || !std::isfinite(bytes) || bytes < 0) continue;
-    points.push_back({v, bytes});
-  }
-  return points;
-}
-
 }  // namespace
 
 std::string BoundarySearchKey(const plan::Cell& cell) {
@@ -278,72 +215,6 @@ stats::BoundarySearchSettings BoundarySettings(const plan::Cell& cell) {
   // boundary_seed: other_caps needs the guide's limit to aim at, as the guide does.
   s.seeded = s.memory_limit_bytes.has_value() && StringParamIs(cell, "boundary_seed", "other_caps");
   return s;
-}
-
-std::vector<std::string> OtherCapKeys(const plan::Cell& cell, const std::vector<plan::Cell>& plan_cells) {
-  constexpr const char* kCap = "memory_cap";
-  std::vector<std::string> keys;
-  const auto own = cell.params.find(kCap);
-  if (own == cell.params.end()) return keys;
-  for (const plan::Cell& other : plan_cells) {
-    const auto cap = other.params.find(kCap);
-    if (cap == other.params.end() || cap->second == own->second || other.params.size() != cell.params.size())
-      continue;
-    const bool same = std::all_of(other.params.begin(), other.params.end(), [&](const auto& entry) {
-      if (entry.first == kCap) return true;
-      const auto mine = cell.params.find(entry.first);
-      return mine != cell.params.end() && mine->second == entry.second;
-    });
-    if (same && std::find(keys.begin(), keys.end(), other.key) == keys.end()) keys.push_back(other.key);
-  }
-  return keys;
-}
-
-BoundarySeeds FindBoundarySeeds(const plan::Cell& cell, const std::vector<plan::Cell>& plan_cells,
-                                store::ResultStore& store, std::string* note) {
-  BoundarySeeds seeds;
-  const std::string key = BoundarySearchKey(cell);
-  const std::optional<std::int64_t> own_cap = CellMemoryCap(cell);
-  for (const std::string& other : OtherCapKeys(cell, plan_cells)) {
-    auto history = store.CellHistory(other);
-    if (!history.ok()) {
-      if (note != nullptr) *note += (note->empty() ? "" : "; ") + history.error().message;
-      continue;
-    }
-    // The newest search over the same key with a fit that has a peak: by its run's start, not its
-    // id (`dlbench db copy` gives a copied run the next id of the store it enters). A search with
-    // none (it ended none_fits, or probe_failed at its first probe) says nothing and does not hide
-    // an older one. One fit is a point: a seeded search that converged in two probes has one, at
-    // its boundary, and the other caps' points make the line with it.
-    const std::pair<record::RunRecord, record::CellRecord>* newest = nullptr;
-    std::vector<stats::GuidePoint> newest_points;
-    for (const auto& entry : *history) {
-      const nlohmann::json* search = SearchOf(entry.second, key);
-      if (search == nullptr) continue;
-      std::vector<stats::GuidePoint> points = FitsOf(*search, key);
-      if (points.empty()) continue;
-      if (newest == nullptr || std::tie(entry.first.started_wall_ns, entry.first.id) >=
-                                   std::tie(newest->first.started_wall_ns, newest->first.id)) {
-        newest = &entry;
-        newest_points = std::move(points);
-      }
-    }
-    if (newest == nullptr) continue;
-    const record::CellRecord& rec = newest->second;
-    seeds.points.insert(seeds.points.end(), newest_points.begin(), newest_points.end());
-    // The device's usable bytes, from a search on a device at least about as large as this cap
-    // (nvidia-smi's memory, which a whole-device cap is written from, is a little above
-    // cudaMemGetInfo's total): a store may hold searches from smaller devices.
-    const std::optional<AppliedCap> applied = AppliedCapOf(rec);
-    if (applied && own_cap && applied->total >= kSeedDeviceShare * static_cast<double>(*own_cap) &&
-        !seeds.device_usable_bytes)
-      seeds.device_usable_bytes = applied->DeviceUsable();
-    const auto cap = rec.params.find("memory_cap");
-    seeds.sources.push_back({{"memory_cap", cap != rec.params.end() ? *cap : nlohmann::json(nullptr)},
-                             {"run_id", newest->first.id},
-                             {"points", newest_points.size()}});
-  }
-  return seeds;
 }
 
 namespace {

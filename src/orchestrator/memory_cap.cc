@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -161,6 +162,24 @@ std::string MemoryCapNote(const record::CellRecord& rec) {
       cap.contains("mechanism") && cap["mechanism"].is_string() ? cap["mechanism"].get<std::string>() : "";
   return fmt::format("; memory_cap allowed {} bytes ({:.4g} MiB, {})", bytes,
                      static_cast<double>(bytes) / (1024.0 * 1024.0), mechanism);
+}
+
+std::optional<AppliedCap> AppliedCapOf(const record::CellRecord& rec) {
+  const auto applied = rec.effective.find("memory_cap_applied");
+  if (applied == rec.effective.end() || !applied->is_object()) return std::nullopt;
+  const auto number = [&](const char* key) -> std::optional<double> {
+    const auto it = applied->find(key);
+    if (it == applied->end() || !it->is_number()) return std::nullopt;
+    const double v = it->get<double>();
+    return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
+  };
+  const std::optional<double> total = number("device_total_bytes");
+  const std::optional<double> fraction = number("fraction");
+  const std::optional<double> outside = number("outside_allocator_bytes");
+  if (!total || !fraction || !outside || *total <= 0 || *fraction <= 0 || *fraction > 1 || *outside < 0 ||
+      *outside >= *total)
+    return std::nullopt;
+  return AppliedCap{*total, *fraction, *outside};
 }
 
 }  // namespace dlbench::orchestrator

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -95,5 +96,22 @@ std::optional<std::string> CrashTakenAsOom(record::CellRecord& rec, int signal);
 // The sentence an oom cell's message ends with when the cell had a cap: "; memory_cap allowed
 // 536870912 bytes (512 MiB, RLIMIT_DATA)", or empty without one.
 std::string MemoryCapNote(const record::CellRecord& rec);
+
+// What a runner's memory_cap_applied (dlbench-torch on CUDA) says about the device: its bytes, the
+// fraction the cap set, and the memory in use outside the caching allocator before the cell (the
+// CUDA context), which no fraction can hand out. Absent where the runner says none.
+struct AppliedCap {
+  double total = 0;
+  double fraction = 1;
+  double outside = 0;
+  // The device less its context.
+  double DeviceUsable() const { return total - outside; }
+  // What the process could hold: its fraction, at most the device less its context. A cap as large
+  // as the device (the whole-device column) is about 0.8 GB below its nominal bytes on an H100:
+  // there the reserved peak at the boundary was 83.75 GB, the cap 85.52 GB, this 84.21 GB.
+  double Usable() const { return std::min(fraction * total, DeviceUsable()); }
+};
+// The record's memory_cap_applied as an AppliedCap; nothing where absent or not self-consistent.
+std::optional<AppliedCap> AppliedCapOf(const record::CellRecord& rec);
 
 }  // namespace dlbench::orchestrator
