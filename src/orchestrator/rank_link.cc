@@ -19,10 +19,13 @@
 
 #include "common/clock.h"
 #include "common/hash.h"
+#include "common/log.h"
 
 namespace dlbench::orchestrator {
 namespace {
 
+// Rank 0's wait between tries of a group port in use (Form).
+constexpr std::int64_t kBindRetryNs = 250'000'000;
 constexpr std::uint32_t kJsonKind = 1;
 constexpr std::uint32_t kStepsKind = 2;
 constexpr std::size_t kHeadBytes = 8;
@@ -339,25 +342,53 @@ Result<std::unique_ptr<RankGroupLinks>> RankGroupLinks::Form(const GroupSettings
   g->join_timeout_s_ = s.join_timeout_s;
   auto sa = Resolve(s.addr, s.port);
   if (!sa.ok()) return sa.error();
-  const int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (lfd < 0) return MakeError(ErrorKind::kIo, fmt::format("socket: {}", std::strerror(errno)));
+  char numeric[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &sa->sin_addr, numeric, sizeof(numeric));
+  g->bind_addr_ = numeric;
+  const std::int64_t tried_from = MonotonicNowNs();
+  const std::int64_t deadline = tried_from + static_cast<std::int64_t>(s.join_timeout_s * 1e9);
+  // A port in use may be only for a while: a client connection's TIME_WAIT holds its local port for
+  // 60 s, and the port under torchrun (MASTER_PORT + 1) is in the range the kernel gives outgoing
+  // connections (a CI run of session 30 met one there, with a browser test's connections beside
+  // it). So EADDRINUSE is tried again every 250 ms until the join timeout; the other tasks retry
+  // their connections as long.
+  int lfd = -1;
+  int err = 0;
+  bool said = false;
+  for (;;) {
+    lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (lfd < 0) return MakeError(ErrorKind::kIo, fmt::format("socket: {}", std::strerror(errno)));
+    const int one = 1;
+    (void)setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (::bind(lfd, reinterpret_cast<const sockaddr*>(&*sa), sizeof(*sa)) == 0 &&
+        ::listen(lfd, s.world_size) == 0)
+      break;
+    err = errno;
+    ::close(lfd);
+    lfd = -1;
+    if (err != EADDRINUSE || MonotonicNowNs() + kBindRetryNs >= deadline) break;
+    if (!said) {
+      LogWarning(
+          "rank 0: {}:{} is in use; trying again every 250 ms for up to {:.0f} s (a closed "
+          "connection holds its port for 60 s)",
+          s.addr, s.port, s.join_timeout_s);
+      said = true;
+    }
+    ::usleep(static_cast<useconds_t>(kBindRetryNs / 1000));
+  }
+  if (lfd < 0) {
+    return MakeError(ErrorKind::kIo,
+                     fmt::format("rank 0 cannot listen for the group's other {} task(s) on {}:{} "
+                                 "({} resolves to {}): {}{}; set DLBENCH_GROUP_PORT to a free port",
+                                 s.world_size - 1, s.addr, s.port, s.addr, numeric, std::strerror(err),
+                                 said ? fmt::format(" through {:.1f} s of tries",
+                                                    static_cast<double>(MonotonicNowNs() - tried_from) / 1e9)
+                                      : ""));
+  }
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{lfd};
-  const int one = 1;
-  (void)setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  char numeric[INET_ADDRSTRLEN] = {};
-  inet_ntop(AF_INET, &sa->sin_addr, numeric, sizeof(numeric));
-  g->bind_addr_ = numeric;
-  if (::bind(lfd, reinterpret_cast<const sockaddr*>(&*sa), sizeof(*sa)) != 0 ||
-      ::listen(lfd, s.world_size) != 0) {
-    return MakeError(ErrorKind::kIo,
-                     fmt::format("rank 0 cannot listen for the group's other {} task(s) on {}:{} "
-                                 "({} resolves to {}): {}; set DLBENCH_GROUP_PORT to a free port",
-                                 s.world_size - 1, s.addr, s.port, s.addr, numeric, std::strerror(errno)));
-  }
-  const std::int64_t deadline = MonotonicNowNs() + static_cast<std::int64_t>(s.join_timeout_s * 1e9);
   std::vector<std::unique_ptr<RankLink>> pending;
   g->members_.resize(static_cast<std::size_t>(s.world_size - 1));
   int joined = 0;

@@ -3,9 +3,18 @@
 // on both sides; one process's clock relates to itself with an offset within the round trip.
 #include "orchestrator/rank_link.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -155,6 +164,64 @@ TEST(RankLinkTest, ATaskGivesUpWhenNoTaskZeroListensAndPlanHashesDifferByCell) {
   EXPECT_EQ(PlanHash("m", "", {a, b}), PlanHash("m", "", {a, b}, {}));
   EXPECT_NE(PlanHash("m", "", {a, b}), PlanHash("m", "", {a, b}, {"a#r0"}));
   EXPECT_NE(PlanHash("m", "", {a, b}, {"a#r0"}), PlanHash("m", "", {a, b}, {"b#r0"}));
+}
+
+// A socket bound to the group port and not listening: it holds the port as a client connection's
+// local port does (a TIME_WAIT lasts 60 s), and a task's connect to it is refused, so the task
+// retries.
+int HoldPort(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<std::uint16_t>(port));
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) != 0) {
+    if (fd >= 0) ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Rank 0 tries a port in use again until it is free (session 30's CI: torchrun's MASTER_PORT + 1
+// was some connection's port): here it is held for 700 ms, and the group forms.
+TEST(RankLinkTest, APortInUseForAWhileIsTriedAgainUntilItIsFree) {
+  auto port = FreeTcpPort();
+  ASSERT_TRUE(port.ok());
+  const int held = HoldPort(*port);
+  ASSERT_GE(held, 0) << std::strerror(errno);
+  std::thread release([held] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    ::close(held);
+  });
+  Task task;
+  task.Start(Settings(1, 2, *port, "p"));
+  auto group = RankGroupLinks::Form(Settings(0, 2, *port, "p"));
+  release.join();
+  ASSERT_TRUE(group.ok()) << group.error().message;
+  (*group)->End(true, "done");
+  task.thread.join();
+  EXPECT_TRUE(task.joined.ok()) << task.joined.error().message;
+}
+
+// Held through the join timeout (1 s), the port is an error that says how long it was tried.
+TEST(RankLinkTest, APortInUseThroughTheJoinTimeoutIsAnErrorThatSaysHowLong) {
+  auto port = FreeTcpPort();
+  ASSERT_TRUE(port.ok());
+  const int held = HoldPort(*port);
+  ASSERT_GE(held, 0) << std::strerror(errno);
+  GroupSettings s = Settings(0, 2, *port, "p");
+  s.join_timeout_s = 1;
+  auto group = RankGroupLinks::Form(s);
+  ::close(held);
+  ASSERT_FALSE(group.ok());
+  EXPECT_NE(group.error().message.find(
+                "cannot listen for the group's other 1 task(s) on 127.0.0.1:" + std::to_string(*port) +
+                " (127.0.0.1 resolves to 127.0.0.1): Address already in use through "),
+            std::string::npos)
+      << group.error().message;
+  EXPECT_NE(group.error().message.find(" s of tries; set DLBENCH_GROUP_PORT to a free port"),
+            std::string::npos)
+      << group.error().message;
 }
 
 }  // namespace
